@@ -1,0 +1,171 @@
+# aiq build.
+#
+# Modules are discovered by directory, so adding a file needs no edit here:
+#   common/ policy/ queue/      -> libaiqcore.a  (pure C, no I/O libraries)
+#   operator/*.c minus main.c   -> libaiqop.a    (curl, json-c, SQLite, libyaml)
+#   test/apiserver/*.c minus main.c -> libaiqapi.a (the local cluster)
+#   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq)
+#   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
+#   fuzz/fuzz_*.c               -> one libFuzzer target each (clang)
+#   bench/bench_*.c             -> one benchmark each (-O2)
+#
+# Build variants live under build/: rel (-O2), san (ASan+UBSan), dbg
+# (-O0, for valgrind), fuzz (clang, libFuzzer+ASan+UBSan).
+
+SHELL := /bin/sh
+CC ?= cc
+CLANG ?= clang
+PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd
+
+DEPS_OK := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. -MMD -MP
+
+CORE_SRC := $(wildcard common/*.c policy/*.c queue/*.c)
+OP_SRC   := $(filter-out operator/main.c,$(wildcard operator/*.c))
+API_SRC  := $(filter-out test/apiserver/main.c,$(wildcard test/apiserver/*.c))
+TOOL_SRC := $(wildcard tools/*.c)
+TEST_SRC := $(wildcard test/unit/test_*.c)
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+TH_SRC   := test/unit/th.c
+
+# Programs: name -> main source.
+PROGS := $(if $(wildcard operator/main.c),aiq-operator) \
+	$(if $(wildcard test/apiserver/main.c),aiq-apiserver) $(patsubst tools/%.c,%,$(TOOL_SRC))
+main_of = $(if $(filter aiq-operator,$(1)),operator/main.c,$(if $(filter aiq-apiserver,$(1)),test/apiserver/main.c,tools/$(1).c))
+
+VARIANT_CFLAGS_rel := -O2 -g
+VARIANT_CFLAGS_san := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+VARIANT_CFLAGS_dbg := -O0 -g
+VARIANT_LDFLAGS_san := -fsanitize=address,undefined
+
+.PHONY: all deps test unit e2e bench lint valgrind fuzz fuzz-smoke clean demo soak
+.DEFAULT_GOAL := all
+# Keep intermediate objects so rebuilds are incremental.
+.SECONDARY:
+
+deps:
+	@./scripts/install-deps.sh
+
+# ---- per-variant rules -------------------------------------------------------
+define VARIANT
+build/$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE_CFLAGS) $$(VARIANT_CFLAGS_$(1)) $$(PKG_CFLAGS) -c $$< -o $$@
+
+build/$(1)/libaiqcore.a: $$(CORE_SRC:%.c=build/$(1)/%.o)
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+
+build/$(1)/libaiqop.a: $$(OP_SRC:%.c=build/$(1)/%.o)
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+
+build/$(1)/libaiqapi.a: $$(API_SRC:%.c=build/$(1)/%.o)
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+
+LIBS_$(1) := build/$(1)/libaiqapi.a build/$(1)/libaiqop.a build/$(1)/libaiqcore.a
+
+build/$(1)/test/%: build/$(1)/test/unit/%.o build/$(1)/test/unit/th.o $$(LIBS_$(1))
+	$$(CC) $$(VARIANT_CFLAGS_$(1)) $$(VARIANT_LDFLAGS_$(1)) -o $$@ $$< build/$(1)/test/unit/th.o $$(LIBS_$(1)) $$(PKG_LIBS)
+endef
+$(eval $(call VARIANT,rel))
+$(eval $(call VARIANT,san))
+$(eval $(call VARIANT,dbg))
+
+define PROG
+build/$(1)/$(2): build/$(1)/$(3:.c=.o) $$(LIBS_$(1))
+	$$(CC) $$(VARIANT_CFLAGS_$(1)) $$(VARIANT_LDFLAGS_$(1)) -o $$@ build/$(1)/$(3:.c=.o) $$(LIBS_$(1)) $$(PKG_LIBS)
+endef
+$(foreach v,rel san dbg,$(foreach p,$(PROGS),$(eval $(call PROG,$(v),$(p),$(call main_of,$(p))))))
+
+REL_PROGS := $(PROGS:%=build/rel/%)
+SAN_PROGS := $(PROGS:%=build/san/%)
+SAN_TESTS := $(TEST_SRC:test/unit/%.c=build/san/test/%)
+DBG_TESTS := $(TEST_SRC:test/unit/%.c=build/dbg/test/%)
+
+all: deps-check $(REL_PROGS)
+
+# Re-run make once the dependencies are installed, so pkg-config flags are
+# evaluated with the libraries present.
+deps-check:
+ifneq ($(DEPS_OK),yes)
+	@./scripts/install-deps.sh
+endif
+.PHONY: deps-check
+
+# ---- tests -------------------------------------------------------------------
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@./test/run-tests.sh build/san
+
+test-build: $(SAN_TESTS) $(SAN_PROGS) $(REL_PROGS) fuzz-build-if-clang
+.PHONY: test-build
+
+unit: deps
+	@$(MAKE) --no-print-directory $(SAN_TESTS)
+	@./test/run-tests.sh build/san unit
+
+e2e: deps
+	@$(MAKE) --no-print-directory $(SAN_PROGS) $(REL_PROGS)
+	@./test/run-tests.sh build/san e2e
+
+valgrind: deps
+	@$(MAKE) --no-print-directory $(DBG_TESTS)
+	@./test/run-tests.sh build/dbg valgrind
+
+# ---- fuzzing -----------------------------------------------------------------
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. -g -O1 \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_CFLAGS := $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_OBJ_SRC := $(CORE_SRC) $(OP_SRC)
+FUZZ_BINS := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+
+build/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_LIB_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build/fuzz/%: fuzz/%.c $(FUZZ_OBJ_SRC:%.c=build/fuzz/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(FUZZ_OBJ_SRC:%.c=build/fuzz/obj/%.o) $(PKG_LIBS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+fuzz-build-if-clang:
+	@if command -v $(CLANG) >/dev/null 2>&1 && [ -n "$(FUZZ_BINS)" ]; then \
+		$(MAKE) --no-print-directory $(FUZZ_BINS); fi
+.PHONY: fuzz-build-if-clang
+
+# ---- benchmarks ----------------------------------------------------------------
+BENCH_BINS := $(BENCH_SRC:bench/%.c=build/rel/bench/%)
+build/rel/bench/%: build/rel/bench/%.o $(LIBS_rel)
+	$(CC) -O2 -o $@ $< $(LIBS_rel) $(PKG_LIBS)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS) $(REL_PROGS)
+	@./bench/run-bench.sh
+
+# ---- lint --------------------------------------------------------------------
+lint: deps
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
+		common policy queue operator test/apiserver tools
+
+demo: deps
+	@$(MAKE) --no-print-directory $(REL_PROGS)
+	@./scripts/demo.sh
+
+soak: deps
+	@$(MAKE) --no-print-directory test-build
+	@AIQ_SOAK=1 ./test/run-tests.sh build/san
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Runs aiq's tests and ends with one line "N passed, N failed".
+#   test/run-tests.sh BUILD_DIR [unit|e2e|valgrind|all]
+# unit: every BUILD_DIR/test/test_* binary (one test file per module).
+# e2e: every test/e2e/*.sh script; each prints its own "N passed, N failed".
+# valgrind: the unit binaries under valgrind (BUILD_DIR should be build/dbg).
+set -u
+BUILD=${1:-build/san}
+WHAT=${2:-all}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export AIQ_SRC="$ROOT" AIQ_BUILD="$ROOT/$BUILD" AIQ_REL="$ROOT/build/rel"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+P=0; F=0
+LOG=$(mktemp -d /tmp/aiq-test.XXXXXX)
+
+tally() { # $1 = name, $2 = output file, $3 = exit code
+    line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
+    if [ -z "$line" ]; then
+        echo "FAIL $1: no result line (exit $3)"; tail -30 "$2"; F=$((F + 1)); return
+    fi
+    p=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    f=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/')
+    if [ "$3" != 0 ] && [ "$f" = 0 ]; then f=1; echo "FAIL $1: exit $3 after all checks passed"; tail -30 "$2"; fi
+    P=$((P + p)); F=$((F + f))
+    if [ "$f" != 0 ]; then echo "== $1: $line"; grep -E 'FAIL|ERROR|runtime error|Sanitizer' "$2" | head -40
+    else echo "ok  $1: $line"; fi
+}
+
+if [ "$WHAT" = unit ] || [ "$WHAT" = all ] || [ "$WHAT" = valgrind ]; then
+    for t in "$ROOT/$BUILD"/test/test_*; do
+        [ -x "$t" ] || continue
+        n=$(basename "$t")
+        if [ "$WHAT" = valgrind ]; then
+            (cd "$ROOT" && valgrind -q --error-exitcode=99 --leak-check=full \
+                --errors-for-leak-kinds=definite,indirect "$t") >"$LOG/$n.out" 2>&1
+        else
+            (cd "$ROOT" && "$t") >"$LOG/$n.out" 2>&1
+        fi
+        tally "$n" "$LOG/$n.out" $?
+    done
+fi
+if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
+    for s in "$ROOT"/test/e2e/*.sh; do
+        [ -f "$s" ] || continue
+        n=$(basename "$s" .sh)
+        (cd "$ROOT" && sh "$s") >"$LOG/$n.out" 2>&1
+        tally "$n" "$LOG/$n.out" $?
+    done
+fi
+echo "logs: $LOG"
+echo "$P passed, $F failed"
+[ "$F" = 0 ]
