@@ -1,5 +1,5 @@
 /* model.h -- aiq's object model: the four aiq.dev/v1alpha1 kinds as small C
- * structs of our own, plus their validation (which mirrors crds/*.yaml).
+ * structs of our own, plus their validation (which mirrors the CRDs in crds/).
  *
  * Pure C: no json-c or libyaml here. operator/model_json.c fills these
  * structs from json-c objects (and YAML, converted to json-c first).
