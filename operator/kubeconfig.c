@@ -1,0 +1,634 @@
+/* kubeconfig.c -- reads a kubeconfig with libyaml (current context ->
+ * cluster and user), the in-cluster service-account config, and the
+ * base64 and capped file reading they need. See kubeconfig.h. */
+#include "operator/kubeconfig.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+/* Longest field path we build ("users[123].user.client-key-data"). */
+#define KC_PATH_MAX 128
+
+struct kc_parse {
+    yaml_document_t *doc;
+    const char *base_dir;
+    aiq_err *e;
+};
+
+void kube_config_free(struct kube_config *c) {
+    if (!c) return;
+    free(c->context);
+    free(c->server);
+    free(c->namespace_);
+    free(c->ca_file);
+    free(c->ca_data.data);
+    free(c->tls_server_name);
+    free(c->client_cert_file);
+    free(c->client_cert_data.data);
+    free(c->client_key_file);
+    free(c->client_key_data.data);
+    if (c->token) {
+        /* Do not leave the credential in freed heap memory. */
+        volatile char *t = c->token;
+        while (*t) *t++ = 0;
+        free(c->token);
+    }
+    free(c->token_file);
+    free(c);
+}
+
+aiq_rc kube_read_file(const char *path, size_t cap, char **out, size_t *len,
+                      aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    FILE *fp = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+
+    *out = NULL;
+    *len = 0;
+    fp = fopen(path, "rb");
+    if (!fp) {
+        rc = aiq_err_set(e, AIQ_EIO, "cannot open %s: %s", path, strerror(errno));
+        goto out;
+    }
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+        rc = aiq_err_set(e, AIQ_EIO, "%s is a directory", path);
+        goto out_close;
+    }
+    /* Read in steps up to cap+1 so a file that grows, or a pipe without a
+     * size, still cannot pass the cap. */
+    size_t bcap = 4096;
+    buf = malloc(bcap);
+    if (!buf) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory reading %s", path);
+        goto out_close;
+    }
+    for (;;) {
+        if (n + 1 >= bcap) {
+            size_t nc = bcap * 2;
+            if (nc > cap + 2) nc = cap + 2;
+            if (nc <= bcap) {
+                rc = aiq_err_set(e, AIQ_ETOOBIG, "%s is larger than %zu bytes", path, cap);
+                goto out_free;
+            }
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory reading %s", path);
+                goto out_free;
+            }
+            buf = nb;
+            bcap = nc;
+        }
+        size_t got = fread(buf + n, 1, bcap - 1 - n, fp);
+        n += got;
+        if (n > cap) {
+            rc = aiq_err_set(e, AIQ_ETOOBIG, "%s is larger than %zu bytes", path, cap);
+            goto out_free;
+        }
+        if (got == 0) {
+            if (ferror(fp)) {
+                rc = aiq_err_set(e, AIQ_EIO, "error reading %s", path);
+                goto out_free;
+            }
+            break;
+        }
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+out_free:
+    free(buf);
+out_close:
+    fclose(fp);
+out:
+    return rc;
+}
+
+static int b64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+aiq_rc kube_base64_decode(const char *s, size_t len, struct kube_blob *out,
+                          aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    unsigned char *buf = malloc(len / 4 * 3 + 4);
+    size_t n = 0, pad = 0, nchars = 0;
+    unsigned acc = 0;
+    int bits = 0;
+
+    out->data = NULL;
+    out->len = 0;
+    if (!buf) return aiq_err_set(e, AIQ_ENOMEM, "out of memory decoding base64");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+        if (c == '=') {
+            pad++;
+            if (pad > 2) goto bad;
+            continue;
+        }
+        int v = b64_value(c);
+        if (v < 0 || pad > 0) { /* data after padding is invalid too */
+        bad:
+            if (e && e->code == AIQ_OK) e->offset = i;
+            rc = aiq_err_set(e, AIQ_EINVAL, "invalid base64 at byte %zu", i);
+            goto out_free;
+        }
+        nchars++;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            buf[n++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    /* A single leftover character (6 bits) cannot encode a byte; padding
+     * must complete the last quantum when present. */
+    if (nchars % 4 == 1 || (pad && (nchars + pad) % 4 != 0)) {
+        if (e && e->code == AIQ_OK) e->offset = len;
+        rc = aiq_err_set(e, AIQ_EINVAL, "invalid base64: truncated at byte %zu", len);
+        goto out_free;
+    }
+    buf[n] = '\0';
+    out->data = buf;
+    out->len = n;
+    return AIQ_OK;
+out_free:
+    free(buf);
+    return rc;
+}
+
+/* Writes "path.key" (or "key" when path is empty) into dst, a
+ * KC_PATH_MAX buffer, truncating rather than overflowing. */
+static void kc_field(char *dst, const char *path, const char *key) {
+    size_t n = 0;
+    for (const char *q = path; *q && n + 1 < KC_PATH_MAX; q++) dst[n++] = *q;
+    if (*path && n + 1 < KC_PATH_MAX) dst[n++] = '.';
+    for (const char *q = key; *q && n + 1 < KC_PATH_MAX; q++) dst[n++] = *q;
+    dst[n] = '\0';
+}
+
+/* ---- YAML tree helpers ------------------------------------------------- */
+
+static yaml_node_t *kc_map_get(yaml_document_t *doc, yaml_node_t *map, const char *key) {
+    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
+            memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
+            return yaml_document_get_node(doc, p->value);
+    }
+    return NULL;
+}
+
+/* A YAML null (~, null, empty) counts as absent. */
+static int kc_is_null(const yaml_node_t *n) {
+    if (!n) return 1;
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    return n->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+/* Records the YAML position of node n in the error (first error only). */
+static void kc_where(struct kc_parse *p, yaml_node_t *n) {
+    if (p->e && p->e->code == AIQ_OK && n) {
+        p->e->line = (int)n->start_mark.line + 1;
+        p->e->col = (int)n->start_mark.column + 1;
+        p->e->offset = n->start_mark.index;
+    }
+}
+
+/* Borrowed scalar string at key of map, NULL when absent. A non-scalar
+ * value is an error naming path.key. */
+static aiq_rc kc_scalar(struct kc_parse *p, yaml_node_t *map, const char *path,
+                        const char *key, const char **out) {
+    char field[KC_PATH_MAX];
+    yaml_node_t *n = kc_map_get(p->doc, map, key);
+    *out = NULL;
+    if (kc_is_null(n)) return AIQ_OK;
+    kc_field(field, path, key);
+    if (n->type != YAML_SCALAR_NODE) {
+        kc_where(p, n);
+        return aiq_err_field(p->e, AIQ_EINVAL, field, "%s: expected a string, got a %s", field,
+                             n->type == YAML_MAPPING_NODE ? "mapping" : "sequence");
+    }
+    if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
+        kc_where(p, n);
+        return aiq_err_field(p->e, AIQ_EINVAL, field, "%s: contains a NUL byte", field);
+    }
+    *out = (const char *)n->data.scalar.value;
+    return AIQ_OK;
+}
+
+static aiq_rc kc_strdup(struct kc_parse *p, const char *s, char **out) {
+    *out = NULL;
+    if (!s) return AIQ_OK;
+    *out = strdup(s);
+    return *out ? AIQ_OK : aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+}
+
+/* Copies a file path, resolving it against base_dir when relative. */
+static aiq_rc kc_path(struct kc_parse *p, const char *s, char **out) {
+    *out = NULL;
+    if (!s) return AIQ_OK;
+    if (s[0] == '/' || !p->base_dir || !*p->base_dir) return kc_strdup(p, s, out);
+    size_t n = strlen(p->base_dir) + 1 + strlen(s) + 1;
+    char *r = malloc(n);
+    if (!r) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    snprintf(r, n, "%s/%s", p->base_dir, s);
+    *out = r;
+    return AIQ_OK;
+}
+
+static aiq_rc kc_b64(struct kc_parse *p, yaml_node_t *map, const char *path, const char *key,
+                     struct kube_blob *out) {
+    const char *s = NULL;
+    char field[KC_PATH_MAX];
+    aiq_rc rc = kc_scalar(p, map, path, key, &s);
+    if (rc != AIQ_OK || !s) return rc;
+    kc_field(field, path, key);
+    aiq_err tmp;
+    aiq_err_clear(&tmp);
+    rc = kube_base64_decode(s, strlen(s), out, &tmp);
+    if (rc != AIQ_OK) {
+        kc_where(p, kc_map_get(p->doc, map, key));
+        return aiq_err_field(p->e, rc, field, "%s: %s", field, tmp.message);
+    }
+    if (out->len == 0 || out->len > KUBE_CONFIG_MAX_FILE) {
+        size_t n = out->len;
+        free(out->data);
+        out->data = NULL;
+        out->len = 0;
+        return aiq_err_field(p->e, AIQ_EINVAL, field, "%s: decoded data of %zu bytes is %s", field,
+                             n, n ? "too large" : "empty");
+    }
+    return AIQ_OK;
+}
+
+static aiq_rc kc_bool(struct kc_parse *p, yaml_node_t *map, const char *path, const char *key,
+                      int *out) {
+    const char *s = NULL;
+    char field[KC_PATH_MAX];
+    aiq_rc rc = kc_scalar(p, map, path, key, &s);
+    if (rc != AIQ_OK || !s) return rc;
+    /* YAML 1.1 booleans, as the Go YAML reader kubectl uses accepts. */
+    static const char *const yes[] = {"true", "yes", "on", "y"};
+    static const char *const no[] = {"false", "no", "off", "n"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return AIQ_OK; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return AIQ_OK; }
+    }
+    kc_field(field, path, key);
+    kc_where(p, kc_map_get(p->doc, map, key));
+    return aiq_err_field(p->e, AIQ_EINVAL, field, "%s: \"%.64s\" is not a boolean", field, s);
+}
+
+/* Finds the entry of the named list (clusters/contexts/users) whose name
+ * is want; returns its inner mapping (key inner) and index. */
+static aiq_rc kc_find(struct kc_parse *p, yaml_node_t *root, const char *list, const char *inner,
+                      const char *want, const char *ref_field, yaml_node_t **out, int *idx) {
+    yaml_node_t *seq = kc_map_get(p->doc, root, list);
+    *out = NULL;
+    *idx = -1;
+    if (!kc_is_null(seq) && seq->type != YAML_SEQUENCE_NODE) {
+        kc_where(p, seq);
+        return aiq_err_field(p->e, AIQ_EINVAL, list, "%s: expected a list", list);
+    }
+    if (!kc_is_null(seq)) {
+        int i = 0;
+        for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+             it++, i++) {
+            yaml_node_t *item = yaml_document_get_node(p->doc, *it);
+            char path[KC_PATH_MAX];
+            const char *name = NULL;
+            snprintf(path, sizeof path, "%s[%d]", list, i);
+            if (!item || item->type != YAML_MAPPING_NODE) {
+                kc_where(p, item);
+                return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+            }
+            aiq_rc rc = kc_scalar(p, item, path, "name", &name);
+            if (rc != AIQ_OK) return rc;
+            if (!name || strcmp(name, want) != 0) continue;
+            yaml_node_t *m = kc_map_get(p->doc, item, inner);
+            snprintf(path, sizeof path, "%s[%d].%s", list, i, inner);
+            if (kc_is_null(m)) {
+                /* "user: {}" is valid (no credentials); a missing key too. */
+                *out = NULL;
+            } else if (m->type != YAML_MAPPING_NODE) {
+                kc_where(p, m);
+                return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+            } else {
+                *out = m;
+            }
+            *idx = i;
+            return AIQ_OK;
+        }
+    }
+    return aiq_err_field(p->e, AIQ_ENOTFOUND, ref_field, "%s: \"%.100s\" not found in %s", ref_field,
+                         want, list);
+}
+
+static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    yaml_node_t *root = yaml_document_get_root_node(p->doc);
+    yaml_node_t *ctx = NULL, *cl = NULL, *us = NULL;
+    const char *cur = NULL, *cname = NULL, *uname = NULL, *s = NULL;
+    char path[KC_PATH_MAX];
+    int i = -1;
+
+    if (!root || kc_is_null(root))
+        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is empty");
+    if (root->type != YAML_MAPPING_NODE) {
+        kc_where(p, root);
+        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is not a mapping");
+    }
+    if ((rc = kc_scalar(p, root, "", "current-context", &cur)) != AIQ_OK) return rc;
+    if (context && *context) cur = context;
+    if (!cur || !*cur)
+        return aiq_err_field(p->e, AIQ_EINVAL, "current-context",
+                             "current-context: not set and no context given");
+    if ((rc = kc_find(p, root, "contexts", "context", cur, context ? "context" : "current-context",
+                      &ctx, &i)) != AIQ_OK)
+        return rc;
+    if ((rc = kc_strdup(p, cur, &c->context)) != AIQ_OK) return rc;
+    int ctx_i = i;
+    snprintf(path, sizeof path, "contexts[%d].context", i);
+    if ((rc = kc_scalar(p, ctx, path, "cluster", &cname)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, ctx, path, "user", &uname)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, ctx, path, "namespace", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_strdup(p, s, &c->namespace_)) != AIQ_OK) return rc;
+    if (!cname || !*cname) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, "cluster");
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing", f);
+    }
+
+    /* Cluster. */
+    char ref[KC_PATH_MAX];
+    kc_field(ref, path, "cluster");
+    if ((rc = kc_find(p, root, "clusters", "cluster", cname, ref, &cl, &i)) != AIQ_OK) return rc;
+    snprintf(path, sizeof path, "clusters[%d].cluster", i);
+    if ((rc = kc_scalar(p, cl, path, "server", &s)) != AIQ_OK) return rc;
+    {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, "server");
+        if (!s || !*s) return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing", f);
+        if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
+            return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" is not an http(s) URL", f, s);
+        for (const char *q = s; *q; q++)
+            if ((unsigned char)*q <= ' ' || *q == 0x7f)
+                return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" contains a space or control character", f, s);
+        size_t n = strlen(s);
+        while (n > 0 && s[n - 1] == '/') n--;
+        c->server = strndup(s, n);
+        if (!c->server) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    }
+    if ((rc = kc_scalar(p, cl, path, "certificate-authority", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_path(p, s, &c->ca_file)) != AIQ_OK) return rc;
+    if ((rc = kc_b64(p, cl, path, "certificate-authority-data", &c->ca_data)) != AIQ_OK) return rc;
+    if ((rc = kc_bool(p, cl, path, "insecure-skip-tls-verify", &c->insecure)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, cl, path, "tls-server-name", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_strdup(p, s, &c->tls_server_name)) != AIQ_OK) return rc;
+
+    /* User: optional ("user: {}" talks plain http to the local cluster). */
+    if (!uname || !*uname) return AIQ_OK;
+    snprintf(ref, sizeof ref, "contexts[%d].context.user", ctx_i);
+    if ((rc = kc_find(p, root, "users", "user", uname, ref, &us, &i)) != AIQ_OK) return rc;
+    snprintf(path, sizeof path, "users[%d].user", i);
+    if ((rc = kc_scalar(p, us, path, "token", &s)) != AIQ_OK) return rc;
+    if (s) {
+        for (const char *q = s; *q; q++)
+            if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
+                char f[KC_PATH_MAX];
+                kc_field(f, path, "token");
+                return aiq_err_field(p->e, AIQ_EINVAL, f,
+                                     "%s: contains a byte 0x%02x that cannot go in an HTTP header",
+                                     f, (unsigned char)*q);
+            }
+    }
+    if ((rc = kc_strdup(p, s, &c->token)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, us, path, "tokenFile", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_path(p, s, &c->token_file)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, us, path, "client-certificate", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_path(p, s, &c->client_cert_file)) != AIQ_OK) return rc;
+    if ((rc = kc_b64(p, us, path, "client-certificate-data", &c->client_cert_data)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, us, path, "client-key", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_path(p, s, &c->client_key_file)) != AIQ_OK) return rc;
+    if ((rc = kc_b64(p, us, path, "client-key-data", &c->client_key_data)) != AIQ_OK) return rc;
+
+    int has_cert = c->client_cert_file || c->client_cert_data.data;
+    int has_key = c->client_key_file || c->client_key_data.data;
+    if (has_cert != has_key) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, has_cert ? "client-key" : "client-certificate");
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing (a client certificate needs its key)", f);
+    }
+    if (!c->token && !c->token_file && !has_cert) {
+        static const char *const plugins[] = {"exec", "auth-provider", "username"};
+        for (size_t k = 0; k < sizeof plugins / sizeof plugins[0]; k++)
+            if (!kc_is_null(kc_map_get(p->doc, us, plugins[k]))) {
+                char f[KC_PATH_MAX];
+                kc_field(f, path, plugins[k]);
+                return aiq_err_field(p->e, AIQ_EUNSUPPORTED, f,
+                                     "%s: not supported; use a token, tokenFile or client certificate", f);
+            }
+    }
+    return AIQ_OK;
+}
+
+aiq_rc kube_config_parse(const char *text, size_t len, const char *base_dir,
+                         const char *context, struct kube_config **out,
+                         aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    struct kube_config *c = NULL;
+
+    *out = NULL;
+    if (len > KUBE_CONFIG_MAX_BYTES)
+        return aiq_err_set(e, AIQ_ETOOBIG, "kubeconfig of %zu bytes passes the %u byte cap", len,
+                           KUBE_CONFIG_MAX_BYTES);
+    if (!yaml_parser_initialize(&parser)) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        if (e && e->code == AIQ_OK) {
+            e->line = (int)parser.problem_mark.line + 1;
+            e->col = (int)parser.problem_mark.column + 1;
+            e->offset = parser.problem_mark.index;
+        }
+        rc = aiq_err_set(e, parser.error == YAML_MEMORY_ERROR ? AIQ_ENOMEM : AIQ_EPARSE,
+                         "kubeconfig YAML error at line %d column %d: %s%s%s",
+                         (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1,
+                         parser.problem ? parser.problem : "syntax error",
+                         parser.context ? " " : "", parser.context ? parser.context : "");
+        goto out_parser;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out_doc;
+    }
+    struct kc_parse p = {.doc = &doc, .base_dir = base_dir, .e = e};
+    rc = kc_fill(&p, context, c);
+    if (rc != AIQ_OK) goto out_doc;
+    *out = c;
+    c = NULL;
+out_doc:
+    kube_config_free(c);
+    yaml_document_delete(&doc);
+out_parser:
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+aiq_rc kube_config_load(const char *path, const char *context,
+                        struct kube_config **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    char *owned = NULL, *text = NULL, *dir = NULL;
+    size_t len = 0;
+
+    *out = NULL;
+    if (!path || !*path) {
+        const char *kc = getenv("KUBECONFIG");
+        if (kc && *kc) {
+            const char *colon = strchr(kc, ':');
+            owned = colon ? strndup(kc, (size_t)(colon - kc)) : strdup(kc);
+        } else {
+            const char *home = getenv("HOME");
+            if (!home || !*home) {
+                rc = aiq_err_set(e, AIQ_ENOTFOUND, "no kubeconfig: --kubeconfig, $KUBECONFIG and $HOME are unset");
+                goto out;
+            }
+            size_t n = strlen(home) + sizeof "/.kube/config";
+            owned = malloc(n);
+            if (owned) snprintf(owned, n, "%s/.kube/config", home);
+        }
+        if (!owned) {
+            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+            goto out;
+        }
+        path = owned;
+    }
+    rc = kube_read_file(path, KUBE_CONFIG_MAX_BYTES, &text, &len, e);
+    if (rc != AIQ_OK) goto out_free;
+    const char *slash = strrchr(path, '/');
+    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out_free;
+    }
+    rc = kube_config_parse(text, len, dir, context, out, e);
+    /* Say which file a field error is in. */
+    if (rc != AIQ_OK && e && strlen(e->message) + strlen(path) + 3 < sizeof e->message) {
+        size_t pl = strlen(path), ml = strlen(e->message);
+        memmove(e->message + pl + 2, e->message, ml + 1);
+        memcpy(e->message, path, pl);
+        memcpy(e->message + pl, ": ", 2);
+    }
+out_free:
+    free(dir);
+    free(text);
+    free(owned);
+out:
+    return rc;
+}
+
+/* Reads a small file from the service-account directory, trimming
+ * trailing whitespace. */
+static aiq_rc kc_sa_file(const char *dir, const char *name, int required, char **out, aiq_err *e) {
+    char path[4096];
+    size_t len = 0;
+    *out = NULL;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return aiq_err_set(e, AIQ_ETOOBIG, "service-account path %s/%s too long", dir, name);
+    if (!required) {
+        struct stat st;
+        if (stat(path, &st) != 0) return AIQ_OK;
+    }
+    aiq_rc rc = kube_read_file(path, KUBE_CONFIG_MAX_FILE, out, &len, e);
+    if (rc != AIQ_OK) return rc;
+    while (len > 0 && ((*out)[len - 1] == '\n' || (*out)[len - 1] == '\r' ||
+                       (*out)[len - 1] == ' ' || (*out)[len - 1] == '\t'))
+        (*out)[--len] = '\0';
+    return AIQ_OK;
+}
+
+aiq_rc kube_config_in_cluster(const char *sa_dir, struct kube_config **out,
+                              aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    struct kube_config *c = NULL;
+    char *ca = NULL;
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+
+    *out = NULL;
+    if (!sa_dir) sa_dir = KUBE_SA_DIR;
+    if (!host || !*host || !port || !*port) {
+        rc = aiq_err_set(e, AIQ_ENOTFOUND,
+                         "not in a cluster: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is unset");
+        goto out;
+    }
+    for (const char *q = port; *q; q++)
+        if (*q < '0' || *q > '9' || q - port > 5) {
+            rc = aiq_err_field(e, AIQ_EINVAL, "KUBERNETES_SERVICE_PORT",
+                               "KUBERNETES_SERVICE_PORT: \"%.16s\" is not a port number", port);
+            goto out;
+        }
+    for (const char *q = host; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == '/' || *q == '@' || *q == '[' || *q == ']' || q - host > 253) {
+            rc = aiq_err_field(e, AIQ_EINVAL, "KUBERNETES_SERVICE_HOST",
+                               "KUBERNETES_SERVICE_HOST: \"%.64s\" is not a host", host);
+            goto out;
+        }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t n = strlen(host) + strlen(port) + 16;
+    c->server = malloc(n);
+    if (!c->server) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out_free;
+    }
+    /* An IPv6 service address needs brackets in the URL. */
+    if (strchr(host, ':')) snprintf(c->server, n, "https://[%s]:%s", host, port);
+    else snprintf(c->server, n, "https://%s:%s", host, port);
+
+    size_t dl = strlen(sa_dir) + sizeof "/token";
+    c->token_file = malloc(dl);
+    if (!c->token_file) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out_free;
+    }
+    snprintf(c->token_file, dl, "%s/token", sa_dir);
+    /* Read the token now so a missing mount fails at start-up, not at the
+     * first request; the client re-reads the file as it rotates. */
+    if ((rc = kc_sa_file(sa_dir, "token", 1, &c->token, e)) != AIQ_OK) goto out_free;
+    if ((rc = kc_sa_file(sa_dir, "namespace", 0, &c->namespace_, e)) != AIQ_OK) goto out_free;
+    if ((rc = kc_sa_file(sa_dir, "ca.crt", 1, &ca, e)) != AIQ_OK) goto out_free;
+    c->ca_data.data = (unsigned char *)ca;
+    c->ca_data.len = strlen(ca);
+    ca = NULL;
+    *out = c;
+    c = NULL;
+out_free:
+    kube_config_free(c);
+out:
+    return rc;
+}

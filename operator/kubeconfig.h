@@ -1,0 +1,89 @@
+/* kubeconfig.h -- where the operator's Kubernetes connection comes from:
+ * a kubeconfig file (libyaml) or the in-cluster service account.
+ *
+ * The result is a plain struct of owned strings and byte blobs; the HTTP
+ * client (kube_http.h) turns it into curl options. Certificate and key
+ * data from "*-data" fields stay in memory and go to curl as blobs
+ * (CURLOPT_*_BLOB), never to temp files. */
+#ifndef AIQ_KUBECONFIG_H
+#define AIQ_KUBECONFIG_H
+
+#include <stddef.h>
+
+#include "common/aiq_err.h"
+
+/* Caps on what we read: a kubeconfig, a certificate/key/token file. */
+#define KUBE_CONFIG_MAX_BYTES (4u * 1024u * 1024u)
+#define KUBE_CONFIG_MAX_FILE (1u * 1024u * 1024u)
+
+/* Default in-cluster service-account directory. */
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* A byte blob (PEM data decoded from base64). */
+struct kube_blob {
+    unsigned char *data; /* owned, NUL-terminated for convenience */
+    size_t len;          /* bytes, without the NUL */
+};
+
+/* A resolved connection config. Every pointer is owned and may be NULL
+ * when the field was absent; file paths are absolute or relative to the
+ * working directory (kubeconfig-relative paths are resolved at load). */
+struct kube_config {
+    char *context;        /* context name used (NULL for in-cluster) */
+    char *server;         /* https://host:port, no trailing slash */
+    char *namespace_;     /* context namespace, or the SA namespace */
+    char *ca_file;        /* certificate-authority */
+    struct kube_blob ca_data;      /* certificate-authority-data */
+    int insecure;         /* insecure-skip-tls-verify */
+    char *tls_server_name; /* tls-server-name */
+    char *client_cert_file;          /* client-certificate */
+    struct kube_blob client_cert_data; /* client-certificate-data */
+    char *client_key_file;           /* client-key */
+    struct kube_blob client_key_data;  /* client-key-data */
+    char *token;          /* bearer token */
+    char *token_file;     /* tokenFile: re-read by the client as it rotates */
+};
+
+/* Loads a kubeconfig. path: explicit file (--kubeconfig) or NULL for the
+ * first entry of $KUBECONFIG (a colon list), else $HOME/.kube/config.
+ * context: NULL for current-context. On AIQ_OK *out is a new config the
+ * caller frees with kube_config_free. On error *out is NULL and e says
+ * what: AIQ_EIO (file), AIQ_ETOOBIG (size), AIQ_EPARSE (YAML, with
+ * line/col), AIQ_EINVAL / AIQ_ENOTFOUND with e->field set to the path of
+ * the field ("users[0].user.client-key-data"). */
+aiq_rc kube_config_load(const char *path, const char *context,
+                        struct kube_config **out, aiq_err *e);
+
+/* Parses kubeconfig YAML text of len bytes. base_dir resolves relative
+ * file paths (NULL: leave them as written). Does no file I/O. Ownership
+ * and errors as kube_config_load. */
+aiq_rc kube_config_parse(const char *text, size_t len, const char *base_dir,
+                         const char *context, struct kube_config **out,
+                         aiq_err *e);
+
+/* In-cluster config: server from $KUBERNETES_SERVICE_HOST and
+ * $KUBERNETES_SERVICE_PORT, token file, ca.crt and namespace from sa_dir
+ * (NULL: KUBE_SA_DIR; tests pass a fixture directory). The token is read
+ * once here to fail early and re-read later by the client. Returns
+ * AIQ_ENOTFOUND when the variables are unset (not in a pod), AIQ_EIO when
+ * a file is missing; *out NULL after an error. */
+aiq_rc kube_config_in_cluster(const char *sa_dir, struct kube_config **out,
+                              aiq_err *e);
+
+/* Frees c and everything it owns. c may be NULL. */
+void kube_config_free(struct kube_config *c);
+
+/* Reads a whole file of at most cap bytes into *out (NUL-terminated,
+ * caller frees) and its length into *len. AIQ_EIO / AIQ_ETOOBIG naming
+ * the path on error, *out NULL. */
+aiq_rc kube_read_file(const char *path, size_t cap, char **out, size_t *len,
+                      aiq_err *e);
+
+/* Decodes standard base64 (padding optional, ASCII whitespace ignored)
+ * into a new blob. On error returns AIQ_EINVAL with the offending byte
+ * offset in e->offset and message "invalid base64 at byte N"; field is
+ * filled by the caller. */
+aiq_rc kube_base64_decode(const char *s, size_t len, struct kube_blob *out,
+                          aiq_err *e);
+
+#endif
