@@ -1,0 +1,335 @@
+/* pods.c -- construction of an AIJob's gated pods from its template
+ * (see pods.h). Pure json-c: no I/O. */
+#include "operator/pods.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Returns obj[key] as an object, creating an empty object there when it
+ * is missing or of another type. NULL only on allocation failure. */
+static json_object *pods__child(json_object *obj, const char *key) {
+    json_object *c = NULL;
+    if (json_object_object_get_ex(obj, key, &c) &&
+        json_object_is_type(c, json_type_object))
+        return c;
+    c = json_object_new_object();
+    if (!c || json_object_object_add(obj, key, c) != 0) {
+        json_object_put(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Returns obj[key] as an array, creating it as above. */
+static json_object *pods__array(json_object *obj, const char *key) {
+    json_object *c = NULL;
+    if (json_object_object_get_ex(obj, key, &c) &&
+        json_object_is_type(c, json_type_array))
+        return c;
+    c = json_object_new_array();
+    if (!c || json_object_object_add(obj, key, c) != 0) {
+        json_object_put(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int pods__set_str(json_object *obj, const char *key, const char *v) {
+    json_object *s = json_object_new_string(v);
+    if (!s || json_object_object_add(obj, key, s) != 0) {
+        json_object_put(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sets env var name=value in container c, replacing an existing entry of
+ * the same name (our values win over the template's). */
+static int pods__set_env(json_object *c, const char *name, const char *value) {
+    json_object *env = pods__array(c, "env");
+    if (!env)
+        return -1;
+    size_t n = json_object_array_length(env);
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(env, i), *nm = NULL;
+        if (json_object_object_get_ex(e, "name", &nm) &&
+            strcmp(json_object_get_string(nm), name) == 0) {
+            json_object_object_del(e, "valueFrom");
+            return pods__set_str(e, "value", value);
+        }
+    }
+    json_object *e = json_object_new_object();
+    if (!e || pods__set_str(e, "name", name) ||
+        pods__set_str(e, "value", value) ||
+        json_object_array_add(env, e) != 0) {
+        json_object_put(e);
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds the pod's name; see pods.h. */
+int pods_name(char *buf, size_t cap, const char *job, int index) {
+    int n = snprintf(buf, cap, "%s-%d", job ? job : "", index);
+    if (n < 0 || (size_t)n >= cap || n > AIQ_MAX_NAME) {
+        if (cap)
+            buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* Returns the first container of spec, adding a default one when the
+ * template has none (a job without a template still runs in the
+ * simulated cluster). */
+static json_object *pods__first_container(json_object *spec) {
+    json_object *cs = pods__array(spec, "containers");
+    if (!cs)
+        return NULL;
+    if (json_object_array_length(cs) > 0) {
+        json_object *c = json_object_array_get_idx(cs, 0);
+        return json_object_is_type(c, json_type_object) ? c : NULL;
+    }
+    json_object *c = json_object_new_object();
+    if (!c || pods__set_str(c, "name", "worker") ||
+        pods__set_str(c, "image", "registry.k8s.io/pause:3.9") ||
+        json_object_array_add(cs, c) != 0) {
+        json_object_put(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Builds one gated pod; see pods.h. */
+json_object *pods_build(const struct aiq_aijob *job,
+                        json_object *job_annotations, int index,
+                        aiq_err *err) {
+    json_object *pod = NULL, *tmpl = NULL;
+    char name[AIQ_MAX_NAME + 1], num[32];
+
+    if (!job->meta.name || !job->meta.namespace_ || !job->meta.uid) {
+        aiq_err_field(err, AIQ_EINVAL, "metadata",
+                      "metadata: the AIJob needs name, namespace and uid");
+        goto fail;
+    }
+    if (index < 0 || index >= job->spec.replicas) {
+        aiq_err_field(err, AIQ_EINVAL, "spec.replicas",
+                      "replica index %d outside 0..%d", index,
+                      (int)job->spec.replicas - 1);
+        goto fail;
+    }
+    if (pods_name(name, sizeof name, job->meta.name, index) != 0) {
+        aiq_err_field(err, AIQ_EINVAL, "metadata.name",
+                      "metadata.name: pod name for replica %d of \"%.200s\" "
+                      "passes %d characters",
+                      index, job->meta.name, AIQ_MAX_NAME);
+        goto fail;
+    }
+
+    if (job->spec.template_json && job->spec.template_json[0]) {
+        tmpl = json_tokener_parse(job->spec.template_json);
+        if (!tmpl || !json_object_is_type(tmpl, json_type_object)) {
+            aiq_err_field(err, AIQ_EPARSE, "spec.template",
+                          "spec.template: not a JSON object");
+            goto fail;
+        }
+    }
+
+    pod = json_object_new_object();
+    if (!pod)
+        goto nomem;
+    json_object *tmeta = NULL, *tspec = NULL;
+    if (tmpl) {
+        json_object_object_get_ex(tmpl, "metadata", &tmeta);
+        json_object_object_get_ex(tmpl, "spec", &tspec);
+    }
+    json_object *meta = json_object_new_object();
+    json_object *spec = NULL;
+    if (tspec && json_object_is_type(tspec, json_type_object)) {
+        if (json_object_deep_copy(tspec, &spec, NULL) != 0)
+            spec = NULL;
+    } else {
+        spec = json_object_new_object();
+    }
+    if (pods__set_str(pod, "apiVersion", "v1") ||
+        pods__set_str(pod, "kind", "Pod") || !meta ||
+        json_object_object_add(pod, "metadata", meta) != 0) {
+        json_object_put(meta);
+        json_object_put(spec);
+        goto nomem;
+    }
+    if (!spec || json_object_object_add(pod, "spec", spec) != 0) {
+        json_object_put(spec);
+        goto nomem;
+    }
+
+    /* metadata: name, namespace, labels, annotations, owner. */
+    if (pods__set_str(meta, "name", name) ||
+        pods__set_str(meta, "namespace", job->meta.namespace_))
+        goto nomem;
+    json_object *labels = pods__child(meta, "labels");
+    json_object *annots = pods__child(meta, "annotations");
+    if (!labels || !annots)
+        goto nomem;
+    json_object *tl = NULL, *ta = NULL;
+    if (tmeta && json_object_object_get_ex(tmeta, "labels", &tl) &&
+        json_object_is_type(tl, json_type_object)) {
+        json_object_object_foreach(tl, k, v) {
+            if (json_object_is_type(v, json_type_string) &&
+                pods__set_str(labels, k, json_object_get_string(v)))
+                goto nomem;
+        }
+    }
+    if (tmeta && json_object_object_get_ex(tmeta, "annotations", &ta) &&
+        json_object_is_type(ta, json_type_object)) {
+        json_object_object_foreach(ta, k, v) {
+            if (json_object_is_type(v, json_type_string) &&
+                pods__set_str(annots, k, json_object_get_string(v)))
+                goto nomem;
+        }
+    }
+    if (job_annotations &&
+        json_object_is_type(job_annotations, json_type_object)) {
+        json_object_object_foreach(job_annotations, k, v) {
+            if (strncmp(k, PODS_SIM_PREFIX, strlen(PODS_SIM_PREFIX)) == 0 &&
+                json_object_is_type(v, json_type_string) &&
+                pods__set_str(annots, k, json_object_get_string(v)))
+                goto nomem;
+        }
+    }
+    snprintf(num, sizeof num, "%d", index);
+    if (pods__set_str(labels, PODS_LABEL_JOB, job->meta.name) ||
+        pods__set_str(labels, PODS_LABEL_INDEX, num))
+        goto nomem;
+
+    json_object *owners = json_object_new_array();
+    json_object *own = json_object_new_object();
+    if (!owners || !own || json_object_array_add(owners, own) != 0) {
+        json_object_put(owners);
+        json_object_put(own);
+        goto nomem;
+    }
+    if (json_object_object_add(meta, "ownerReferences", owners) != 0) {
+        json_object_put(owners);
+        goto nomem;
+    }
+    if (pods__set_str(own, "apiVersion", AIQ_API_VERSION) ||
+        pods__set_str(own, "kind", "AIJob") ||
+        pods__set_str(own, "name", job->meta.name) ||
+        pods__set_str(own, "uid", job->meta.uid) ||
+        json_object_object_add(own, "controller",
+                               json_object_new_boolean(1)) != 0 ||
+        json_object_object_add(own, "blockOwnerDeletion",
+                               json_object_new_boolean(1)) != 0)
+        goto nomem;
+
+    /* spec: the gate (ours only; a template's own gates are kept). */
+    json_object *gates = pods__array(spec, "schedulingGates");
+    if (!gates)
+        goto nomem;
+    int have_gate = 0;
+    for (size_t i = 0; i < json_object_array_length(gates); i++) {
+        json_object *g = json_object_array_get_idx(gates, i), *gn = NULL;
+        if (json_object_object_get_ex(g, "name", &gn) &&
+            strcmp(json_object_get_string(gn), AIQ_GATE) == 0)
+            have_gate = 1;
+    }
+    if (!have_gate) {
+        json_object *g = json_object_new_object();
+        if (!g || pods__set_str(g, "name", AIQ_GATE) ||
+            json_object_array_add(gates, g) != 0) {
+            json_object_put(g);
+            goto nomem;
+        }
+    }
+    json_object *rp = NULL;
+    if (!json_object_object_get_ex(spec, "restartPolicy", &rp) &&
+        pods__set_str(spec, "restartPolicy", "Never"))
+        goto nomem;
+
+    /* Every container gets the env; the first one the resources. */
+    json_object *c0 = pods__first_container(spec);
+    if (!c0)
+        goto nomem;
+    json_object *cs = NULL;
+    json_object_object_get_ex(spec, "containers", &cs);
+    char cnt[32];
+    snprintf(cnt, sizeof cnt, "%d", (int)job->spec.replicas);
+    for (size_t i = 0; i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        if (!json_object_is_type(c, json_type_object))
+            continue;
+        if (pods__set_env(c, "AIQ_JOB_NAME", job->meta.name) ||
+            pods__set_env(c, "AIQ_REPLICA_INDEX", num) ||
+            pods__set_env(c, "AIQ_REPLICA_COUNT", cnt))
+            goto nomem;
+    }
+    json_object *res = pods__child(c0, "resources");
+    json_object *lim = res ? pods__child(res, "limits") : NULL;
+    json_object *req = res ? pods__child(res, "requests") : NULL;
+    if (!lim || !req)
+        goto nomem;
+    char q[48];
+    if (job->spec.resources.gpus > 0) {
+        snprintf(q, sizeof q, "%d", (int)job->spec.resources.gpus);
+        if (pods__set_str(lim, "nvidia.com/gpu", q) ||
+            pods__set_str(req, "nvidia.com/gpu", q))
+            goto nomem;
+    }
+    if (job->spec.resources.cpu_milli > 0) {
+        snprintf(q, sizeof q, "%" PRId64 "m", job->spec.resources.cpu_milli);
+        if (pods__set_str(req, "cpu", q))
+            goto nomem;
+    }
+    if (job->spec.resources.memory_bytes > 0) {
+        snprintf(q, sizeof q, "%" PRId64, job->spec.resources.memory_bytes);
+        if (pods__set_str(req, "memory", q))
+            goto nomem;
+    }
+    json_object_put(tmpl);
+    return pod;
+
+nomem:
+    aiq_err_set(err, AIQ_ENOMEM, "out of memory building pod %d of %s",
+                index, job->meta.name);
+fail:
+    json_object_put(pod);
+    json_object_put(tmpl);
+    return NULL;
+}
+
+/* Reads the replica-index label; see pods.h. */
+int pods_replica_index(json_object *pod) {
+    json_object *m = NULL, *l = NULL, *v = NULL;
+    if (!json_object_object_get_ex(pod, "metadata", &m) ||
+        !json_object_object_get_ex(m, "labels", &l) ||
+        !json_object_object_get_ex(l, PODS_LABEL_INDEX, &v))
+        return -1;
+    const char *s = json_object_get_string(v);
+    char *end = NULL;
+    if (!s || !*s)
+        return -1;
+    long n = strtol(s, &end, 10);
+    if (*end || n < 0 || n >= AIQ_MAX_REPLICAS)
+        return -1;
+    return (int)n;
+}
+
+/* Tells whether the admission gate is still on the pod; see pods.h. */
+int pods_is_gated(json_object *pod) {
+    json_object *s = NULL, *g = NULL;
+    if (!json_object_object_get_ex(pod, "spec", &s) ||
+        !json_object_object_get_ex(s, "schedulingGates", &g) ||
+        !json_object_is_type(g, json_type_array))
+        return 0;
+    for (size_t i = 0; i < json_object_array_length(g); i++) {
+        json_object *n = NULL;
+        if (json_object_object_get_ex(json_object_array_get_idx(g, i), "name",
+                                      &n) &&
+            strcmp(json_object_get_string(n), AIQ_GATE) == 0)
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* pods.h -- builds the gated pods of an AIJob from its pod template.
+ *
+ * Pod i of job J is named "J-i" (deterministic, so a restarted operator
+ * that creates it again gets 409 AlreadyExists instead of a duplicate).
+ * Each pod carries the scheduling gate aiq.dev/admission, an owner
+ * reference to the AIJob (controller, blockOwnerDeletion), the labels
+ * aiq.dev/job and aiq.dev/replica-index, env AIQ_JOB_NAME,
+ * AIQ_REPLICA_INDEX and AIQ_REPLICA_COUNT, and on its first container the
+ * nvidia.com/gpu limit and cpu/memory requests from spec.resources. */
+#ifndef AIQ_OPERATOR_PODS_H
+#define AIQ_OPERATOR_PODS_H
+
+#include <json-c/json.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+
+#define PODS_LABEL_JOB "aiq.dev/job"
+#define PODS_LABEL_INDEX "aiq.dev/replica-index"
+#define PODS_SIM_PREFIX "sim.aiq.dev/"
+
+/* Writes "<job>-<index>" into buf (cap bytes). Returns 0, or -1 when the
+ * name does not fit in cap or passes 253 characters (buf then holds ""). */
+int pods_name(char *buf, size_t cap, const char *job, int index);
+
+/* Builds pod `index` (0 <= index < spec.replicas) of job as a new json-c
+ * object (caller owns it; json_object_put). job is borrowed and must
+ * carry meta.name, meta.namespace_ and meta.uid. job_annotations is the
+ * AIJob's own metadata.annotations (borrowed, may be NULL): its
+ * "sim.aiq.dev/..." entries are copied onto the pod, after the template's
+ * annotations, so a test can steer the simulated kubelet per job.
+ * Returns NULL and fills err (AIQ_EINVAL with the field, or AIQ_EPARSE for
+ * a template that is not a JSON object, or AIQ_ENOMEM). */
+json_object *pods_build(const struct aiq_aijob *job,
+                        json_object *job_annotations, int index,
+                        aiq_err *err);
+
+/* Returns the replica index a pod's aiq.dev/replica-index label names, or
+ * -1 when the label is absent or not a number in 0..AIQ_MAX_REPLICAS-1. */
+int pods_replica_index(json_object *pod);
+
+/* Returns 1 when the pod (json) still has the aiq.dev/admission gate,
+ * else 0. */
+int pods_is_gated(json_object *pod);
+
+#endif

@@ -1,0 +1,481 @@
+/* status.c -- AIJob status JSON, its diff as a merge patch, restart
+ * recovery of the fields we own, and core/v1 Events (see status.h). */
+#include "operator/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Formats t as RFC 3339 UTC; see status.h. */
+const char *opst_time(char *buf, size_t cap, double t) {
+    struct tm tm;
+    time_t s = (time_t)floor(t);
+    if (!gmtime_r(&s, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+        if (cap)
+            buf[0] = '\0';
+    }
+    return buf;
+}
+
+/* Reads n decimal digits from *p into *out; returns 0 or -1. */
+static int opst__digits(const char **p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    *p += n;
+    *out = v;
+    return 0;
+}
+
+/* Parses RFC 3339; see status.h. */
+double opst_parse_time(const char *s) {
+    struct tm tm;
+    int y, mo, d, h, mi, se;
+    double frac = 0;
+    if (!s)
+        return 0;
+    const char *p = s;
+    if (opst__digits(&p, 4, &y) || *p++ != '-' || opst__digits(&p, 2, &mo) ||
+        *p++ != '-' || opst__digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
+        return 0;
+    p++;
+    if (opst__digits(&p, 2, &h) || *p++ != ':' || opst__digits(&p, 2, &mi) ||
+        *p++ != ':' || opst__digits(&p, 2, &se))
+        return 0;
+    if (*p == '.') {
+        double scale = 0.1;
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            frac += (*p - '0') * scale;
+            scale /= 10;
+            p++;
+        }
+    }
+    int off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, oh, om;
+        p++;
+        if (opst__digits(&p, 2, &oh) || *p++ != ':' || opst__digits(&p, 2, &om))
+            return 0;
+        off = sign * (oh * 3600 + om * 60);
+    } else {
+        return 0;
+    }
+    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+        se > 60)
+        return 0;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = se;
+    return (double)timegm(&tm) - off + frac;
+}
+
+/* Adds key -> value to obj (value ownership taken, also on failure). */
+static int opst__add(json_object *obj, const char *key, json_object *value) {
+    if (!value)
+        return -1;
+    if (json_object_object_add(obj, key, value) != 0) {
+        json_object_put(value);
+        return -1;
+    }
+    return 0;
+}
+
+static int opst__add_str(json_object *obj, const char *key, const char *s) {
+    return opst__add(obj, key, json_object_new_string(s));
+}
+
+static int opst__add_time(json_object *obj, const char *key, double t) {
+    char b[40];
+    if (t <= 0)
+        return 0;
+    return opst__add_str(obj, key, opst_time(b, sizeof b, t));
+}
+
+/* Rounds to 4 decimals, so a status does not churn on float noise, and
+ * writes the short form ("10", "2.5"); opstatus_to_json re-parses the
+ * whole status so the types match what the API server hands back. */
+static json_object *opst__num(double v) {
+    char b[48];
+    if (!isfinite(v))
+        v = 0;
+    v = round(v * 10000.0) / 10000.0;
+    if (v == 0)
+        v = 0; /* no "-0" */
+    int n = snprintf(b, sizeof b, "%.4f", v);
+    while (n > 0 && b[n - 1] == '0')
+        b[--n] = '\0';
+    if (n > 0 && b[n - 1] == '.')
+        b[--n] = '\0';
+    return json_object_new_double_s(v, b);
+}
+
+/* The condition types, in the order they are written. */
+static const char *const opst_cond_types[] = {
+    "Queued", "Admitted", "Running", "Succeeded", "Failed", "Rejected",
+    "Suspended"};
+#define OPST_NCOND (int)(sizeof opst_cond_types / sizeof opst_cond_types[0])
+
+/* Tells whether condition type i is True in phase p. */
+static bool opst__cond_true(int i, aiq_phase p) {
+    switch (i) {
+    case 0: return p == AIQ_PHASE_QUEUED;
+    case 1: return p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING ||
+                   p == AIQ_PHASE_SUCCEEDED;
+    case 2: return p == AIQ_PHASE_RUNNING;
+    case 3: return p == AIQ_PHASE_SUCCEEDED;
+    case 4: return p == AIQ_PHASE_FAILED;
+    case 5: return p == AIQ_PHASE_REJECTED;
+    case 6: return p == AIQ_PHASE_SUSPENDED;
+    default: return false;
+    }
+}
+
+/* Finds the condition of type t in old_status.conditions (or NULL). */
+static json_object *opst__old_cond(json_object *old_status, const char *t) {
+    json_object *cs = NULL;
+    if (!old_status ||
+        !json_object_object_get_ex(old_status, "conditions", &cs) ||
+        !json_object_is_type(cs, json_type_array))
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i), *ty = NULL;
+        if (json_object_object_get_ex(c, "type", &ty) &&
+            strcmp(json_object_get_string(ty), t) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static const char *opst__get_str(json_object *o, const char *key) {
+    json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* Builds the conditions array; see opstatus_to_json. */
+static json_object *opst__conditions(const struct opstatus *st,
+                                     json_object *old_status, double now) {
+    json_object *arr = json_object_new_array();
+    char nowbuf[40];
+    if (!arr)
+        return NULL;
+    opst_time(nowbuf, sizeof nowbuf, now);
+    for (int i = 0; i < OPST_NCOND; i++) {
+        const char *type = opst_cond_types[i];
+        bool on = opst__cond_true(i, st->phase);
+        json_object *old = opst__old_cond(old_status, type);
+        if (!on && !old)
+            continue;
+        const char *oldst = opst__get_str(old, "status");
+        const char *status = on ? "True" : "False";
+        const char *ltt = (oldst && strcmp(oldst, status) == 0)
+                              ? opst__get_str(old, "lastTransitionTime")
+                              : NULL;
+        /* The condition of the current phase carries the job's reason and
+         * message; Admitted carries them while it is the newest fact. */
+        bool current = on && (i == 1 ? st->phase == AIQ_PHASE_ADMITTED : true);
+        char reason[OPST_NAME];
+        const char *msg;
+        if (current) {
+            snprintf(reason, sizeof reason, "%s",
+                     st->reason[0] ? st->reason : type);
+            msg = st->message;
+        } else if (on) {
+            snprintf(reason, sizeof reason, "%s", type);
+            msg = "";
+        } else {
+            snprintf(reason, sizeof reason, "Not%s", type);
+            msg = "";
+        }
+        json_object *c = json_object_new_object();
+        if (!c || json_object_array_add(arr, c) != 0) {
+            json_object_put(c);
+            goto fail;
+        }
+        if (opst__add_str(c, "type", type) || opst__add_str(c, "status", status) ||
+            opst__add_str(c, "reason", reason) || opst__add_str(c, "message", msg) ||
+            opst__add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
+            opst__add(c, "observedGeneration",
+                      json_object_new_int64(st->observed_generation)))
+            goto fail;
+    }
+    return arr;
+fail:
+    json_object_put(arr);
+    return NULL;
+}
+
+/* Builds the status JSON; see status.h. */
+json_object *opstatus_to_json(const struct opstatus *st,
+                              json_object *old_status, double now) {
+    json_object *s = json_object_new_object();
+    if (!s)
+        return NULL;
+    if (opst__add_str(s, "phase", aiq_phase_name(st->phase)))
+        goto fail;
+    if (st->group[0] && opst__add_str(s, "group", st->group))
+        goto fail;
+    if (st->level[0] && opst__add_str(s, "level", st->level))
+        goto fail;
+    if (st->position > 0 &&
+        opst__add(s, "position", json_object_new_int(st->position)))
+        goto fail;
+    if (st->has_score && opst__add(s, "score", opst__num(st->score)))
+        goto fail;
+    if (st->nterms > 0) {
+        json_object *terms = json_object_new_array();
+        if (opst__add(s, "scoreTerms", terms))
+            goto fail;
+        for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
+            json_object *t = json_object_new_object();
+            if (!t || json_object_array_add(terms, t) != 0) {
+                json_object_put(t);
+                goto fail;
+            }
+            if (opst__add_str(t, "name", st->terms[i].name) ||
+                opst__add(t, "value", opst__num(st->terms[i].value)))
+                goto fail;
+        }
+    }
+    if (st->total_gpus > 0 &&
+        opst__add(s, "totalGPUs", json_object_new_int64(st->total_gpus)))
+        goto fail;
+    if (st->predicted_runtime_s > 0 &&
+        opst__add(s, "predictedRuntime",
+                  json_object_new_int64((int64_t)llround(st->predicted_runtime_s))))
+        goto fail;
+    if (opst__add_time(s, "estimatedStartTime", st->estimated_start))
+        goto fail;
+    if (st->nplacement > 0 && st->placement) {
+        json_object *pl = json_object_new_array();
+        if (opst__add(s, "placement", pl))
+            goto fail;
+        for (int i = 0; i < st->nplacement; i++) {
+            const struct opst_place *p = &st->placement[i];
+            json_object *o = json_object_new_object();
+            json_object *g = json_object_new_array();
+            if (!o || json_object_array_add(pl, o) != 0) {
+                json_object_put(o);
+                json_object_put(g);
+                goto fail;
+            }
+            if (opst__add(o, "replica", json_object_new_int(p->replica)) ||
+                opst__add_str(o, "node", p->node) || opst__add(o, "gpuIndexes", g))
+                goto fail;
+            for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
+                if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
+                    goto fail;
+            if (opst__add(o, "gpuMemoryMiB", json_object_new_int64(p->gpu_memory_mib)))
+                goto fail;
+        }
+    }
+    if (opst__add_time(s, "queuedTime", st->queued_at) ||
+        opst__add_time(s, "admittedTime", st->admitted_at) ||
+        opst__add_time(s, "startTime", st->started_at) ||
+        opst__add_time(s, "completionTime", st->finished_at))
+        goto fail;
+    if (opst__add(s, "attempts", json_object_new_int(st->attempts)))
+        goto fail;
+    if (st->message[0] && opst__add_str(s, "message", st->message))
+        goto fail;
+    if (opst__add(s, "observedGeneration",
+                  json_object_new_int64(st->observed_generation)))
+        goto fail;
+    json_object *conds = opst__conditions(st, old_status, now);
+    if (opst__add(s, "conditions", conds))
+        goto fail;
+    /* Round-trip through text: "10" becomes an int as it will be when read
+     * back from the server, so comparing with the live status is exact. */
+    json_object *rt = json_tokener_parse(json_object_to_json_string_ext(
+        s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(s);
+    return rt;
+fail:
+    json_object_put(s);
+    return NULL;
+}
+
+/* Computes the status merge patch; see status.h. */
+json_object *opstatus_patch(json_object *old_status, json_object *new_status,
+                            bool *changed) {
+    json_object *patch = NULL, *body = NULL;
+    bool diff = false;
+    if (changed)
+        *changed = false;
+    if (old_status && !json_object_is_type(old_status, json_type_object))
+        old_status = NULL;
+    body = json_object_new_object();
+    if (!body)
+        return NULL;
+    json_object_object_foreach(new_status, k, v) {
+        json_object *ov = NULL;
+        if (old_status && json_object_object_get_ex(old_status, k, &ov) &&
+            json_object_equal(ov, v))
+            continue;
+        diff = true;
+        if (opst__add(body, k, json_object_get(v)))
+            goto fail;
+    }
+    if (old_status) {
+        json_object_object_foreach(old_status, k2, v2) {
+            (void)v2;
+            json_object *nv = NULL;
+            if (json_object_object_get_ex(new_status, k2, &nv))
+                continue;
+            diff = true;
+            if (json_object_object_add(body, k2, NULL) != 0)
+                goto fail;
+        }
+    }
+    if (!diff) {
+        json_object_put(body);
+        return NULL;
+    }
+    patch = json_object_new_object();
+    if (opst__add(patch, "status", body)) {
+        body = NULL;
+        goto fail;
+    }
+    if (changed)
+        *changed = true;
+    return patch;
+fail:
+    json_object_put(body);
+    json_object_put(patch);
+    return NULL;
+}
+
+static int64_t opst__get_int(json_object *o, const char *key, int64_t dflt) {
+    json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v) ||
+        !(json_object_is_type(v, json_type_int) ||
+          json_object_is_type(v, json_type_double)))
+        return dflt;
+    return json_object_get_int64(v);
+}
+
+/* Reads what survives a restart; see status.h. */
+int opstatus_from_json(json_object *status, struct opstatus *st,
+                       struct opst_place *places, int max) {
+    json_object *pl = NULL;
+    int n = 0;
+    memset(st, 0, sizeof *st);
+    if (!status || !json_object_is_type(status, json_type_object))
+        return 0;
+    st->phase = aiq_phase_parse(opst__get_str(status, "phase"));
+    int64_t att = opst__get_int(status, "attempts", 0);
+    st->attempts = (att < 0 || att > 1000000) ? 0 : (int)att;
+    st->queued_at = opst_parse_time(opst__get_str(status, "queuedTime"));
+    st->admitted_at = opst_parse_time(opst__get_str(status, "admittedTime"));
+    st->started_at = opst_parse_time(opst__get_str(status, "startTime"));
+    st->finished_at = opst_parse_time(opst__get_str(status, "completionTime"));
+    st->observed_generation = opst__get_int(status, "observedGeneration", 0);
+    const char *g = opst__get_str(status, "group");
+    if (g)
+        snprintf(st->group, sizeof st->group, "%s", g);
+    if (!json_object_object_get_ex(status, "placement", &pl) ||
+        !json_object_is_type(pl, json_type_array))
+        return 0;
+    for (size_t i = 0; i < json_object_array_length(pl) && n < max; i++) {
+        json_object *o = json_object_array_get_idx(pl, i), *gi = NULL;
+        const char *node = opst__get_str(o, "node");
+        int64_t rep = opst__get_int(o, "replica", -1);
+        if (!node || rep < 0 || rep >= AIQ_MAX_REPLICAS || strlen(node) > AIQ_MAX_NAME)
+            continue;
+        struct opst_place *p = &places[n];
+        memset(p, 0, sizeof *p);
+        p->replica = (int)rep;
+        snprintf(p->node, sizeof p->node, "%s", node);
+        p->gpu_memory_mib = opst__get_int(o, "gpuMemoryMiB", 0);
+        if (json_object_object_get_ex(o, "gpuIndexes", &gi) &&
+            json_object_is_type(gi, json_type_array)) {
+            for (size_t k = 0; k < json_object_array_length(gi) &&
+                               p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; k++)
+                p->gpus[p->ngpus++] =
+                    json_object_get_int(json_object_array_get_idx(gi, k));
+        }
+        n++;
+    }
+    st->placement = places;
+    st->nplacement = n;
+    return n;
+}
+
+/* Builds a core/v1 Event; see status.h. */
+json_object *opevent_build(const struct opevent_obj *obj, const char *type,
+                           const char *reason, const char *message,
+                           double now, uint64_t seq) {
+    char name[AIQ_MAX_NAME + 1], ts[40], msg[1024];
+    json_object *ev = json_object_new_object();
+    json_object *meta = json_object_new_object();
+    json_object *inv = json_object_new_object();
+    json_object *src = json_object_new_object();
+    const char *ns = obj->ns ? obj->ns : "default";
+
+    if (!ev || opst__add(ev, "metadata", meta)) {
+        meta = NULL;
+        goto fail;
+    }
+    meta = NULL;
+    if (opst__add(ev, "involvedObject", inv)) {
+        inv = NULL;
+        goto fail;
+    }
+    json_object *inv_b = inv;
+    inv = NULL;
+    if (opst__add(ev, "source", src)) {
+        src = NULL;
+        goto fail;
+    }
+    json_object *src_b = src;
+    src = NULL;
+    json_object *meta_b = NULL;
+    json_object_object_get_ex(ev, "metadata", &meta_b);
+
+    /* Name: <object>.<hex>, cut so it stays a valid name. */
+    uint64_t stamp = (uint64_t)(now * 1e6) ^ (seq * 0x9e3779b97f4a7c15ULL);
+    snprintf(name, sizeof name, "%.200s.%016llx", obj->name ? obj->name : "x",
+             (unsigned long long)stamp);
+    snprintf(msg, sizeof msg, "%s", message ? message : "");
+    opst_time(ts, sizeof ts, now);
+    if (opst__add_str(ev, "apiVersion", "v1") || opst__add_str(ev, "kind", "Event") ||
+        opst__add_str(meta_b, "name", name) || opst__add_str(meta_b, "namespace", ns) ||
+        opst__add_str(inv_b, "apiVersion", obj->api_version ? obj->api_version : AIQ_API_VERSION) ||
+        opst__add_str(inv_b, "kind", obj->kind ? obj->kind : "AIJob") ||
+        opst__add_str(inv_b, "name", obj->name ? obj->name : "") ||
+        (obj->ns && opst__add_str(inv_b, "namespace", obj->ns)) ||
+        (obj->uid && opst__add_str(inv_b, "uid", obj->uid)) ||
+        (obj->resource_version &&
+         opst__add_str(inv_b, "resourceVersion", obj->resource_version)) ||
+        opst__add_str(ev, "type", type ? type : "Normal") ||
+        opst__add_str(ev, "reason", reason ? reason : "") ||
+        opst__add_str(ev, "message", msg) ||
+        opst__add(ev, "count", json_object_new_int(1)) ||
+        opst__add_str(ev, "firstTimestamp", ts) ||
+        opst__add_str(ev, "lastTimestamp", ts) ||
+        opst__add_str(src_b, "component", "aiq-operator") ||
+        opst__add_str(ev, "reportingComponent", "aiq-operator"))
+        goto fail;
+    return ev;
+fail:
+    json_object_put(ev);
+    json_object_put(meta);
+    json_object_put(inv);
+    json_object_put(src);
+    return NULL;
+}

@@ -1,0 +1,110 @@
+/* status.h -- AIJob status as the operator writes it: the struct the
+ * reconcilers and the cycle fill, its JSON form (with conditions that keep
+ * their lastTransitionTime), the merge patch that turns the live status
+ * into the new one (NULL when nothing changed, so unchanged statuses are
+ * never written), and core/v1 Events for transitions.
+ *
+ * Pure json-c: no I/O. */
+#ifndef AIQ_OPERATOR_STATUS_H
+#define AIQ_OPERATOR_STATUS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+
+#define OPST_MAX_TERMS 16
+#define OPST_NAME 64
+
+/* Where one replica goes: node, GPU indexes on it, GPU memory per GPU. */
+struct opst_place {
+    int replica;
+    char node[AIQ_MAX_NAME + 1];
+    int gpus[AIQ_MAX_GPUS_PER_REPLICA];
+    int ngpus;
+    int64_t gpu_memory_mib;
+};
+
+struct opst_term {
+    char name[OPST_NAME];
+    double value;
+};
+
+/* The status of one AIJob. Zero means "unset" for every optional field;
+ * placement is borrowed (the caller keeps it alive while building). */
+struct opstatus {
+    aiq_phase phase;
+    char group[AIQ_MAX_NAME + 1];
+    char level[OPST_NAME];
+    int position;               /* 1-based queue position; 0 = none */
+    bool has_score;
+    double score;
+    struct opst_term terms[OPST_MAX_TERMS];
+    int nterms;
+    int64_t total_gpus;
+    double predicted_runtime_s;
+    double estimated_start;     /* unix s */
+    const struct opst_place *placement;
+    int nplacement;
+    double queued_at, admitted_at, started_at, finished_at; /* unix s */
+    int attempts;
+    char reason[OPST_NAME];     /* CamelCase reason of the phase condition */
+    char message[512];          /* one line */
+    int64_t observed_generation;
+};
+
+/* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into
+ * buf (cap >= 21). Returns buf. */
+const char *opst_time(char *buf, size_t cap, double t);
+
+/* Parses RFC 3339 ("...Z", optional fraction, or +hh:mm offset). Returns
+ * unix seconds, or 0 for NULL/unparsable text. */
+double opst_parse_time(const char *s);
+
+/* Builds the status JSON of st at time now (caller owns the result).
+ * old_status (borrowed, may be NULL) is the live status: a condition whose
+ * status did not change keeps its lastTransitionTime from there, and a
+ * condition present there but no longer true is kept with status False.
+ * Conditions: Queued, Admitted, Running, Succeeded, Failed, Rejected,
+ * Suspended; Admitted stays True through Running and Succeeded. Returns
+ * NULL only on allocation failure. */
+json_object *opstatus_to_json(const struct opstatus *st,
+                              json_object *old_status, double now);
+
+/* Returns the merge patch {"status":{...}} that turns old_status (may be
+ * NULL) into new_status: every changed key of new_status, and null for
+ * keys that disappeared. Returns NULL when the two are equal (nothing to
+ * write) or on allocation failure; *changed (if non-NULL) tells which. */
+json_object *opstatus_patch(json_object *old_status, json_object *new_status,
+                            bool *changed);
+
+/* Reads the fields of a live status that survive a restart: phase,
+ * attempts, the timestamps, the group and the placement. places (max
+ * entries, may be NULL when max is 0) receives the placement and
+ * st->placement points at it; st is zeroed first. Unknown or malformed
+ * fields are skipped. Returns the number of placement entries read. */
+int opstatus_from_json(json_object *status, struct opstatus *st,
+                       struct opst_place *places, int max);
+
+/* Describes the object an Event is about. All strings borrowed. */
+struct opevent_obj {
+    const char *api_version; /* "aiq.dev/v1alpha1" */
+    const char *kind;        /* "AIJob" */
+    const char *ns;          /* may be NULL for cluster-scoped (then "default") */
+    const char *name;
+    const char *uid;
+    const char *resource_version;
+};
+
+/* Builds a core/v1 Event (caller owns it) about obj: type "Normal" or
+ * "Warning", reason, message (cut to 1 KiB), count 1, firstTimestamp =
+ * lastTimestamp = now, source.component and reportingComponent
+ * "aiq-operator". The name is "<obj.name>.<16 hex digits>" from now and
+ * seq, unique per operator run when seq increases. NULL on ENOMEM. */
+json_object *opevent_build(const struct opevent_obj *obj, const char *type,
+                           const char *reason, const char *message,
+                           double now, uint64_t seq);
+
+#endif

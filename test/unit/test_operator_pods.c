@@ -1,0 +1,202 @@
+/* test_operator_pods.c -- gated pod construction (golden JSON) and the
+ * release patch of one pod (operator/pods.c, operator/release.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "operator/pods.h"
+#include "operator/release.h"
+#include "test/unit/th.h"
+
+static const char *js(json_object *o) {
+    return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+/* A job like examples' gang jobs: 2 replicas, 4 GPUs each. Strings are
+ * literals cast away from const; the struct is never deinit'ed. */
+static struct aiq_aijob sample_job(const char *template_json) {
+    struct aiq_aijob j;
+    memset(&j, 0, sizeof j);
+    j.meta.name = (char *)"train";
+    j.meta.namespace_ = (char *)"team-a";
+    j.meta.uid = (char *)"uid-1";
+    j.meta.generation = 1;
+    j.spec.user = (char *)"alice";
+    j.spec.replicas = 2;
+    j.spec.resources.gpus = 4;
+    j.spec.resources.gpu_memory_mib = 40960;
+    j.spec.resources.cpu_milli = 8000;
+    j.spec.resources.memory_bytes = 68719476736LL;
+    j.spec.backoff_limit = 3;
+    j.spec.template_json = (char *)template_json;
+    return j;
+}
+
+TEST(pods_golden_with_template) {
+    const char *tmpl =
+        "{\"metadata\":{\"labels\":{\"app\":\"bert\"},"
+        "\"annotations\":{\"sim.aiq.dev/duration\":\"30s\",\"note\":\"x\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"trainer:1\","
+        "\"env\":[{\"name\":\"AIQ_JOB_NAME\",\"value\":\"spoofed\"},"
+        "{\"name\":\"LR\",\"value\":\"0.1\"}]}]}}";
+    struct aiq_aijob j = sample_job(tmpl);
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *ann = json_tokener_parse(
+        "{\"sim.aiq.dev/fail\":\"true\",\"other.io/x\":\"no\"}");
+    json_object *pod = pods_build(&j, ann, 1, &e);
+    CHECK(pod != NULL);
+    CHECK_STR(js(pod),
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-1\","
+        "\"namespace\":\"team-a\",\"labels\":{\"app\":\"bert\",\"aiq.dev/job\":\"train\","
+        "\"aiq.dev/replica-index\":\"1\"},\"annotations\":{\"sim.aiq.dev/duration\":\"30s\","
+        "\"note\":\"x\",\"sim.aiq.dev/fail\":\"true\"},\"ownerReferences\":[{\"apiVersion\":"
+        "\"aiq.dev/v1alpha1\",\"kind\":\"AIJob\",\"name\":\"train\",\"uid\":\"uid-1\","
+        "\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"containers\":[{"
+        "\"name\":\"main\",\"image\":\"trainer:1\",\"env\":[{\"name\":\"AIQ_JOB_NAME\","
+        "\"value\":\"train\"},{\"name\":\"LR\",\"value\":\"0.1\"},{\"name\":"
+        "\"AIQ_REPLICA_INDEX\",\"value\":\"1\"},{\"name\":\"AIQ_REPLICA_COUNT\",\"value\":"
+        "\"2\"}],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"},\"requests\":{"
+        "\"nvidia.com/gpu\":\"4\",\"cpu\":\"8000m\",\"memory\":\"68719476736\"}}}],"
+        "\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}],\"restartPolicy\":\"Never\"}}");
+    CHECK_INT(pods_replica_index(pod), 1);
+    CHECK_INT(pods_is_gated(pod), 1);
+    json_object_put(pod);
+    json_object_put(ann);
+}
+
+TEST(pods_default_container_and_deterministic) {
+    struct aiq_aijob j = sample_job(NULL);
+    j.spec.resources.gpus = 0;
+    j.spec.resources.cpu_milli = 0;
+    j.spec.resources.memory_bytes = 0;
+    json_object *a = pods_build(&j, NULL, 0, NULL);
+    json_object *b = pods_build(&j, NULL, 0, NULL);
+    CHECK(a && b);
+    /* The same inputs give the same pod: a restart re-creates, never
+     * duplicates (the name is the identity). */
+    CHECK_STR(js(a), js(b));
+    CHECK(strstr(js(a), "\"name\":\"train-0\"") != NULL);
+    CHECK(strstr(js(a), "\"image\":\"registry.k8s.io/pause:3.9\"") != NULL);
+    CHECK(strstr(js(a), "nvidia.com/gpu") == NULL);
+    json_object_put(a);
+    json_object_put(b);
+}
+
+TEST(pods_bad_inputs_name_the_field) {
+    struct aiq_aijob j = sample_job("[1,2]");
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(pods_build(&j, NULL, 0, &e) == NULL);
+    CHECK_INT(e.code, AIQ_EPARSE);
+    CHECK_STR(e.field, "spec.template");
+
+    j = sample_job(NULL);
+    aiq_err_clear(&e);
+    CHECK(pods_build(&j, NULL, 2, &e) == NULL);
+    CHECK_INT(e.code, AIQ_EINVAL);
+    CHECK(strstr(e.message, "replica index 2 outside 0..1") != NULL);
+
+    char big[300];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    j.meta.name = big;
+    aiq_err_clear(&e);
+    CHECK(pods_build(&j, NULL, 0, &e) == NULL);
+    CHECK_STR(e.field, "metadata.name");
+}
+
+TEST(pods_name_limits) {
+    char buf[16];
+    CHECK_INT(pods_name(buf, sizeof buf, "job", 12), 0);
+    CHECK_STR(buf, "job-12");
+    CHECK_INT(pods_name(buf, sizeof buf, "a-very-long-job-name", 1), -1);
+    CHECK_STR(buf, "");
+}
+
+TEST(pods_replica_index_rejects_garbage) {
+    json_object *p = json_tokener_parse(
+        "{\"metadata\":{\"labels\":{\"aiq.dev/replica-index\":\"7x\"}}}");
+    CHECK_INT(pods_replica_index(p), -1);
+    json_object_put(p);
+    p = json_tokener_parse("{\"metadata\":{\"labels\":{\"aiq.dev/replica-index\":\"-1\"}}}");
+    CHECK_INT(pods_replica_index(p), -1);
+    json_object_put(p);
+    p = json_tokener_parse("{\"metadata\":{}}");
+    CHECK_INT(pods_replica_index(p), -1);
+    CHECK_INT(pods_is_gated(p), 0);
+    json_object_put(p);
+}
+
+TEST(release_patch_golden) {
+    struct opst_place pl;
+    memset(&pl, 0, sizeof pl);
+    pl.replica = 0;
+    snprintf(pl.node, sizeof pl.node, "gpu-a100-3");
+    pl.gpus[0] = 0;
+    pl.gpus[1] = 1;
+    pl.ngpus = 2;
+    pl.gpu_memory_mib = 40960;
+    json_object *pod = json_tokener_parse(
+        "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]}}");
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *patch = release_pod_patch(pod, &pl, &e);
+    CHECK(patch != NULL);
+    CHECK_STR(js(patch),
+        "{\"metadata\":{\"annotations\":{\"aiq.dev/node\":\"gpu-a100-3\","
+        "\"aiq.dev/gpu-indexes\":\"0,1\",\"aiq.dev/gpu-memory-mib\":\"40960\"}},"
+        "\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+        "\"values\":[\"gpu-a100-3\"]}]}]}}},\"schedulingGates\":null}}");
+    json_object_put(patch);
+    json_object_put(pod);
+}
+
+TEST(release_patch_keeps_other_terms_and_gates) {
+    struct opst_place pl;
+    memset(&pl, 0, sizeof pl);
+    snprintf(pl.node, sizeof pl.node, "n2");
+    pl.gpus[0] = 5;
+    pl.ngpus = 1;
+    json_object *pod = json_tokener_parse(
+        "{\"spec\":{\"schedulingGates\":[{\"name\":\"other/gate\"},{\"name\":\"aiq.dev/admission\"}],"
+        "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\"]}],"
+        "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"old\"]}]},"
+        "{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\"]}]}]}}}}}");
+    json_object *patch = release_pod_patch(pod, &pl, NULL);
+    CHECK(patch != NULL);
+    const char *s = js(patch);
+    /* Both ORed terms are kept, each ANDed with our node; the stale
+     * metadata.name requirement is replaced, not doubled. */
+    CHECK(strstr(s, "\"values\":[\"a\"]}],\"matchFields\":[{\"key\":\"metadata.name\","
+                    "\"operator\":\"In\",\"values\":[\"n2\"]}]}") != NULL);
+    CHECK(strstr(s, "\"values\":[\"b\"]}],\"matchFields\":[{\"key\":\"metadata.name\","
+                    "\"operator\":\"In\",\"values\":[\"n2\"]}]}") != NULL);
+    CHECK(strstr(s, "old") == NULL);
+    CHECK(strstr(s, "\"schedulingGates\":[{\"name\":\"other/gate\"}]") != NULL);
+    CHECK(strstr(s, "\"aiq.dev/gpu-indexes\":\"5\"") != NULL);
+    json_object_put(patch);
+
+    memset(pl.node, 0, sizeof pl.node);
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(release_pod_patch(pod, &pl, &e) == NULL);
+    CHECK_INT(e.code, AIQ_EINVAL);
+    json_object_put(pod);
+}
+
+TEST(release_gpu_list_cuts) {
+    struct opst_place pl;
+    memset(&pl, 0, sizeof pl);
+    for (int i = 0; i < 8; i++)
+        pl.gpus[i] = i;
+    pl.ngpus = 8;
+    char buf[8];
+    CHECK_STR(release_gpu_list(buf, sizeof buf, &pl), "0,1,2,3");
+    char big[64];
+    CHECK_STR(release_gpu_list(big, sizeof big, &pl), "0,1,2,3,4,5,6,7");
+}

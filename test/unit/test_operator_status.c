@@ -1,0 +1,216 @@
+/* test_operator_status.c -- AIJob status JSON, conditions and their
+ * transition times, the status merge patch (written only on change),
+ * restart recovery of placement, RFC 3339 times and Events
+ * (operator/status.c). */
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "operator/status.h"
+#include "test/unit/th.h"
+
+static const char *js(json_object *o) {
+    return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+/* 2026-01-02T03:04:05Z */
+#define T0 1767323045.0
+
+TEST(status_time_round_trip) {
+    char b[40];
+    CHECK_STR(opst_time(b, sizeof b, T0), "2026-01-02T03:04:05Z");
+    CHECK_DBL(opst_parse_time("2026-01-02T03:04:05Z"), T0, 1e-9);
+    CHECK_DBL(opst_parse_time("2026-01-02T03:04:05.250Z"), T0 + 0.25, 1e-9);
+    CHECK_DBL(opst_parse_time("2026-01-02T05:04:05+02:00"), T0, 1e-9);
+    CHECK_DBL(opst_parse_time("2026-01-02 03:04:05Z"), 0, 0);
+    CHECK_DBL(opst_parse_time("2026-13-02T03:04:05Z"), 0, 0);
+    CHECK_DBL(opst_parse_time("2026-01-02T03:04:05"), 0, 0);
+    CHECK_DBL(opst_parse_time(NULL), 0, 0);
+}
+
+TEST(status_queued_golden) {
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    st.phase = AIQ_PHASE_QUEUED;
+    snprintf(st.group, sizeof st.group, "vision");
+    snprintf(st.level, sizeof st.level, "interactive");
+    st.position = 3;
+    st.has_score = true;
+    st.score = 12.345678;
+    st.nterms = 2;
+    snprintf(st.terms[0].name, sizeof st.terms[0].name, "job.priority");
+    st.terms[0].value = 10;
+    snprintf(st.terms[1].name, sizeof st.terms[1].name, "wait.hours * 2");
+    st.terms[1].value = 2.345678;
+    st.total_gpus = 8;
+    st.queued_at = T0;
+    st.estimated_start = T0 + 60;
+    snprintf(st.reason, sizeof st.reason, "WaitingForGPUs");
+    snprintf(st.message, sizeof st.message, "needs 8 GPUs, 4 free");
+    st.observed_generation = 2;
+    json_object *s = opstatus_to_json(&st, NULL, T0 + 5);
+    CHECK(s != NULL);
+    CHECK_STR(js(s),
+        "{\"phase\":\"Queued\",\"group\":\"vision\",\"level\":\"interactive\",\"position\":3,"
+        "\"score\":12.3457,\"scoreTerms\":[{\"name\":\"job.priority\",\"value\":10},"
+        "{\"name\":\"wait.hours * 2\",\"value\":2.3457}],\"totalGPUs\":8,"
+        "\"estimatedStartTime\":\"2026-01-02T03:05:05Z\",\"queuedTime\":\"2026-01-02T03:04:05Z\","
+        "\"attempts\":0,\"message\":\"needs 8 GPUs, 4 free\",\"observedGeneration\":2,"
+        "\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"WaitingForGPUs\","
+        "\"message\":\"needs 8 GPUs, 4 free\",\"lastTransitionTime\":\"2026-01-02T03:04:10Z\","
+        "\"observedGeneration\":2}]}");
+    json_object_put(s);
+}
+
+/* Finds condition `type` in a status and returns its field `key`. */
+static const char *cond(json_object *s, const char *type, const char *key) {
+    json_object *cs = NULL, *v = NULL;
+    json_object_object_get_ex(s, "conditions", &cs);
+    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        if (json_object_object_get_ex(c, "type", &v) &&
+            strcmp(json_object_get_string(v), type) == 0 &&
+            json_object_object_get_ex(c, key, &v))
+            return json_object_get_string(v);
+    }
+    return NULL;
+}
+
+TEST(status_conditions_keep_transition_times) {
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    st.phase = AIQ_PHASE_QUEUED;
+    st.observed_generation = 1;
+    json_object *s1 = opstatus_to_json(&st, NULL, T0);
+
+    /* Same phase later: nothing changes, so no patch is written. */
+    json_object *s2 = opstatus_to_json(&st, s1, T0 + 100);
+    bool changed = true;
+    CHECK(opstatus_patch(s1, s2, &changed) == NULL);
+    CHECK(!changed);
+
+    /* Admitted: Queued flips to False (new time), Admitted True. */
+    struct opst_place pl[1];
+    memset(pl, 0, sizeof pl);
+    snprintf(pl[0].node, sizeof pl[0].node, "n1");
+    pl[0].gpus[0] = 3;
+    pl[0].ngpus = 1;
+    pl[0].gpu_memory_mib = 1000;
+    st.phase = AIQ_PHASE_ADMITTED;
+    st.placement = pl;
+    st.nplacement = 1;
+    st.admitted_at = T0 + 200;
+    json_object *s3 = opstatus_to_json(&st, s2, T0 + 200);
+    CHECK_STR(cond(s3, "Queued", "status"), "False");
+    CHECK_STR(cond(s3, "Queued", "lastTransitionTime"), "2026-01-02T03:07:25Z");
+    CHECK_STR(cond(s3, "Admitted", "status"), "True");
+    CHECK_STR(cond(s3, "Admitted", "observedGeneration"), "1");
+
+    /* Running: Admitted stays True with its original time. */
+    st.phase = AIQ_PHASE_RUNNING;
+    json_object *s4 = opstatus_to_json(&st, s3, T0 + 300);
+    CHECK_STR(cond(s4, "Admitted", "status"), "True");
+    CHECK_STR(cond(s4, "Admitted", "lastTransitionTime"), "2026-01-02T03:07:25Z");
+    CHECK_STR(cond(s4, "Running", "status"), "True");
+    CHECK(cond(s4, "Succeeded", "status") == NULL);
+
+    json_object *patch = opstatus_patch(s3, s4, &changed);
+    CHECK(changed);
+    CHECK(patch != NULL);
+    const char *p = js(patch);
+    CHECK(strstr(p, "{\"status\":{\"phase\":\"Running\"") == p);
+    CHECK(strstr(p, "placement") == NULL); /* unchanged keys are not sent */
+    json_object_put(patch);
+
+    /* Requeued: the placement goes away, sent as null. */
+    st.phase = AIQ_PHASE_QUEUED;
+    st.placement = NULL;
+    st.nplacement = 0;
+    json_object *s5 = opstatus_to_json(&st, s4, T0 + 400);
+    patch = opstatus_patch(s4, s5, &changed);
+    CHECK(strstr(js(patch), "\"placement\":null") != NULL);
+    CHECK_STR(cond(s5, "Running", "status"), "False");
+    CHECK_STR(cond(s5, "Admitted", "status"), "False");
+    json_object_put(patch);
+
+    json_object_put(s1);
+    json_object_put(s2);
+    json_object_put(s3);
+    json_object_put(s4);
+    json_object_put(s5);
+}
+
+TEST(status_rejected_carries_field_message) {
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    st.phase = AIQ_PHASE_REJECTED;
+    snprintf(st.reason, sizeof st.reason, "Invalid");
+    snprintf(st.message, sizeof st.message, "spec.replicas: must be >= 1, got 0");
+    st.observed_generation = 1;
+    json_object *s = opstatus_to_json(&st, NULL, T0);
+    CHECK_STR(cond(s, "Rejected", "status"), "True");
+    CHECK_STR(cond(s, "Rejected", "reason"), "Invalid");
+    CHECK_STR(cond(s, "Rejected", "message"), "spec.replicas: must be >= 1, got 0");
+    json_object_put(s);
+}
+
+TEST(status_recovers_placement_after_restart) {
+    struct opst_place pl[2], back[4];
+    memset(pl, 0, sizeof pl);
+    for (int i = 0; i < 2; i++) {
+        pl[i].replica = i;
+        snprintf(pl[i].node, sizeof pl[i].node, "node-%d", i);
+        pl[i].gpus[0] = 2 * i;
+        pl[i].gpus[1] = 2 * i + 1;
+        pl[i].ngpus = 2;
+        pl[i].gpu_memory_mib = 81920;
+    }
+    struct opstatus st, got;
+    memset(&st, 0, sizeof st);
+    st.phase = AIQ_PHASE_ADMITTED;
+    st.placement = pl;
+    st.nplacement = 2;
+    st.attempts = 2;
+    st.queued_at = T0;
+    st.admitted_at = T0 + 9;
+    snprintf(st.group, sizeof st.group, "g1");
+    json_object *s = opstatus_to_json(&st, NULL, T0 + 10);
+    CHECK_INT(opstatus_from_json(s, &got, back, 4), 2);
+    CHECK_INT(got.phase, AIQ_PHASE_ADMITTED);
+    CHECK_INT(got.attempts, 2);
+    CHECK_DBL(got.admitted_at, T0 + 9, 1e-9);
+    CHECK_STR(got.group, "g1");
+    CHECK(got.placement == back);
+    CHECK_STR(back[1].node, "node-1");
+    CHECK_INT(back[1].ngpus, 2);
+    CHECK_INT(back[1].gpus[1], 3);
+    CHECK_INT(back[1].gpu_memory_mib, 81920);
+    /* A short buffer takes what fits. */
+    CHECK_INT(opstatus_from_json(s, &got, back, 1), 1);
+    CHECK_INT(opstatus_from_json(NULL, &got, back, 4), 0);
+    json_object_put(s);
+}
+
+TEST(status_event_fields) {
+    struct opevent_obj o = {"aiq.dev/v1alpha1", "AIJob", "team-a", "train", "u1", "42"};
+    json_object *ev = opevent_build(&o, "Normal", "Admitted", "placed on n1", T0, 1);
+    json_object *ev2 = opevent_build(&o, "Normal", "Admitted", "placed on n1", T0, 2);
+    CHECK(ev && ev2);
+    const char *s = js(ev);
+    CHECK(strstr(s, "\"involvedObject\":{\"apiVersion\":\"aiq.dev/v1alpha1\",\"kind\":\"AIJob\","
+                    "\"name\":\"train\",\"namespace\":\"team-a\",\"uid\":\"u1\","
+                    "\"resourceVersion\":\"42\"}") != NULL);
+    CHECK(strstr(s, "\"source\":{\"component\":\"aiq-operator\"}") != NULL);
+    CHECK(strstr(s, "\"count\":1,\"firstTimestamp\":\"2026-01-02T03:04:05Z\","
+                    "\"lastTimestamp\":\"2026-01-02T03:04:05Z\"") != NULL);
+    json_object *m1 = NULL, *m2 = NULL, *n1 = NULL, *n2 = NULL;
+    json_object_object_get_ex(ev, "metadata", &m1);
+    json_object_object_get_ex(ev2, "metadata", &m2);
+    json_object_object_get_ex(m1, "name", &n1);
+    json_object_object_get_ex(m2, "name", &n2);
+    CHECK(strncmp(json_object_get_string(n1), "train.", 6) == 0);
+    CHECK(strcmp(json_object_get_string(n1), json_object_get_string(n2)) != 0);
+    json_object_put(ev);
+    json_object_put(ev2);
+}
