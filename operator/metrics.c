@@ -1,0 +1,404 @@
+/* metrics.c -- Prometheus text rendering of the operator's counters and
+ * the libmicrohttpd server for /metrics, /healthz and /readyz (see
+ * metrics.h). */
+#include "operator/metrics.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define OPM_NAME 64
+
+static const double opm_wait_bounds[] = {1, 5, 15, 30, 60, 300, 900, 1800,
+                                         3600, 7200, 21600, 86400};
+static const double opm_cycle_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05,
+                                          0.1, 0.25, 0.5, 1, 2.5, 5};
+#define OPM_NWAIT (sizeof opm_wait_bounds / sizeof opm_wait_bounds[0])
+#define OPM_NCYCLE (sizeof opm_cycle_bounds / sizeof opm_cycle_bounds[0])
+
+struct opm_hist {
+    const double *bounds;
+    size_t nb;
+    unsigned long counts[16]; /* per bucket (not cumulative); last = +Inf */
+    unsigned long count;
+    double sum;
+};
+
+struct opm_named {
+    char name[OPM_NAME];
+    double value;
+};
+
+struct opm_quota {
+    char group[OPM_NAME], user[OPM_NAME], resource[32];
+    double value;
+};
+
+struct opmetrics {
+    pthread_mutex_t mu;
+    struct MHD_Daemon *httpd;
+    int port;
+    bool ready, leader;
+    struct opm_named pending[OPMETRICS_MAX_LEVELS];
+    int npending;
+    unsigned long admitted;
+    struct opm_named finished[OPMETRICS_MAX_OUTCOMES];
+    int nfinished;
+    struct opm_hist wait, cycle;
+    struct opm_quota *quota;
+    int nquota;
+};
+
+/* Creates the registry; see metrics.h. */
+opmetrics *opmetrics_create(void) {
+    opmetrics *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->quota = calloc(OPMETRICS_MAX_QUOTA, sizeof *m->quota);
+    if (!m->quota || pthread_mutex_init(&m->mu, NULL) != 0) {
+        free(m->quota);
+        free(m);
+        return NULL;
+    }
+    m->wait.bounds = opm_wait_bounds;
+    m->wait.nb = OPM_NWAIT;
+    m->cycle.bounds = opm_cycle_bounds;
+    m->cycle.nb = OPM_NCYCLE;
+    return m;
+}
+
+/* Stops and frees; see metrics.h. */
+void opmetrics_free(opmetrics *m) {
+    if (!m)
+        return;
+    if (m->httpd)
+        MHD_stop_daemon(m->httpd);
+    pthread_mutex_destroy(&m->mu);
+    free(m->quota);
+    free(m);
+}
+
+static void opm__copy(char *dst, size_t cap, const char *s) {
+    snprintf(dst, cap, "%s", s ? s : "");
+}
+
+void opmetrics_set_ready(opmetrics *m, bool ready) {
+    pthread_mutex_lock(&m->mu);
+    m->ready = ready;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_set_leader(opmetrics *m, bool leader) {
+    pthread_mutex_lock(&m->mu);
+    m->leader = leader;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_pending_reset(opmetrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->npending = 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Adds v to the named entry (creating it) in arr of n/max entries. */
+static void opm__named_add(struct opm_named *arr, int *n, int max,
+                           const char *name, double v, bool set) {
+    for (int i = 0; i < *n; i++) {
+        if (strcmp(arr[i].name, name ? name : "") == 0) {
+            arr[i].value = set ? v : arr[i].value + v;
+            return;
+        }
+    }
+    if (*n >= max)
+        return;
+    opm__copy(arr[*n].name, sizeof arr[*n].name, name);
+    arr[*n].value = v;
+    (*n)++;
+}
+
+void opmetrics_pending_set(opmetrics *m, const char *level, long n) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->pending, &m->npending, OPMETRICS_MAX_LEVELS, level,
+                   (double)n, true);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_admitted_add(opmetrics *m, long n) {
+    pthread_mutex_lock(&m->mu);
+    m->admitted += (unsigned long)(n > 0 ? n : 0);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_finished_inc(opmetrics *m, const char *outcome) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->finished, &m->nfinished, OPMETRICS_MAX_OUTCOMES, outcome,
+                   1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void opm__observe(struct opm_hist *h, double v) {
+    size_t i = 0;
+    while (i < h->nb && v > h->bounds[i])
+        i++;
+    h->counts[i]++;
+    h->count++;
+    h->sum += v;
+}
+
+void opmetrics_observe_wait(opmetrics *m, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    opm__observe(&m->wait, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_observe_cycle(opmetrics *m, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    opm__observe(&m->cycle, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_quota_reset(opmetrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->nquota = 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
+                         const char *resource, double value) {
+    pthread_mutex_lock(&m->mu);
+    if (m->nquota < OPMETRICS_MAX_QUOTA) {
+        struct opm_quota *q = &m->quota[m->nquota++];
+        opm__copy(q->group, sizeof q->group, group);
+        opm__copy(q->user, sizeof q->user, user);
+        opm__copy(q->resource, sizeof q->resource, resource);
+        q->value = value;
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- rendering ------------------------------------------------------------ */
+
+struct opm_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void opm__printf(struct opm_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void opm__printf(struct opm_buf *b, const char *fmt, ...) {
+    va_list ap;
+    if (b->oom)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = b->cap * 2 + (size_t)n;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+/* Escapes a label value (\\, \", \n) into out (cap bytes). */
+static const char *opm__esc(char *out, size_t cap, const char *s) {
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '\\' || *s == '"') {
+            out[n++] = '\\';
+            out[n++] = *s;
+        } else if (*s == '\n') {
+            out[n++] = '\\';
+            out[n++] = 'n';
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static void opm__hist(struct opm_buf *b, const char *name, const char *help,
+                      const struct opm_hist *h) {
+    unsigned long cum = 0;
+    opm__printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (size_t i = 0; i < h->nb; i++) {
+        cum += h->counts[i];
+        opm__printf(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
+    }
+    opm__printf(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.6f\n%s_count %lu\n",
+                name, h->count, name, h->sum, name, h->count);
+}
+
+/* Renders the text format; see metrics.h. */
+char *opmetrics_render(opmetrics *m, size_t *len) {
+    struct opm_buf b = {malloc(4096), 0, 4096, false};
+    char e1[3 * OPM_NAME], e2[3 * OPM_NAME], e3[128];
+    if (!b.p)
+        return NULL;
+    b.p[0] = '\0';
+    pthread_mutex_lock(&m->mu);
+    opm__printf(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
+                    "# TYPE aiq_pending_jobs gauge\n");
+    for (int i = 0; i < m->npending; i++)
+        opm__printf(&b, "aiq_pending_jobs{level=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->pending[i].name), m->pending[i].value);
+    opm__printf(&b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
+                    "# TYPE aiq_admitted_total counter\naiq_admitted_total %lu\n",
+                m->admitted);
+    opm__printf(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
+                    "# TYPE aiq_finished_total counter\n");
+    for (int i = 0; i < m->nfinished; i++)
+        opm__printf(&b, "aiq_finished_total{outcome=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->finished[i].name), m->finished[i].value);
+    opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
+    opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
+    opm__printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
+                    "# TYPE aiq_quota_used gauge\n");
+    for (int i = 0; i < m->nquota; i++) {
+        const struct opm_quota *q = &m->quota[i];
+        opm__printf(&b, "aiq_quota_used{group=\"%s\",user=\"%s\",resource=\"%s\"} %.6g\n",
+                    opm__esc(e1, sizeof e1, q->group), opm__esc(e2, sizeof e2, q->user),
+                    opm__esc(e3, sizeof e3, q->resource), q->value);
+    }
+    opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
+                    "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
+    pthread_mutex_unlock(&m->mu);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.p;
+}
+
+/* ---- HTTP ----------------------------------------------------------------- */
+
+static enum MHD_Result opm__reply(struct MHD_Connection *c, unsigned code,
+                                  const char *ctype, char *body, size_t len,
+                                  enum MHD_ResponseMemoryMode mode) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+    if (!r) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ctype);
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
+                                    const char *url, const char *method,
+                                    const char *version, const char *upload,
+                                    size_t *upload_size, void **state) {
+    opmetrics *m = cls;
+    (void)version;
+    (void)upload;
+    (void)state;
+    if (*upload_size) /* no bodies expected; drop them */
+        *upload_size = 0;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return opm__reply(c, 405, "text/plain", (char *)"method not allowed\n",
+                          19, MHD_RESPMEM_PERSISTENT);
+    if (strcmp(url, "/metrics") == 0) {
+        size_t len = 0;
+        char *text = opmetrics_render(m, &len);
+        if (!text)
+            return opm__reply(c, 500, "text/plain", (char *)"out of memory\n", 14,
+                              MHD_RESPMEM_PERSISTENT);
+        return opm__reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+                          text, len, MHD_RESPMEM_MUST_FREE);
+    }
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0)
+        return opm__reply(c, 200, "text/plain", (char *)"ok\n", 3,
+                          MHD_RESPMEM_PERSISTENT);
+    if (strcmp(url, "/readyz") == 0) {
+        pthread_mutex_lock(&m->mu);
+        bool ready = m->ready;
+        pthread_mutex_unlock(&m->mu);
+        if (ready)
+            return opm__reply(c, 200, "text/plain", (char *)"ok\n", 3,
+                              MHD_RESPMEM_PERSISTENT);
+        return opm__reply(c, 503, "text/plain",
+                          (char *)"not ready: waiting for the first list of every watch\n",
+                          53, MHD_RESPMEM_PERSISTENT);
+    }
+    return opm__reply(c, 404, "text/plain", (char *)"not found\n", 10,
+                      MHD_RESPMEM_PERSISTENT);
+}
+
+/* Parses "host:port" into sa; returns 0 or -1. */
+static int opm__parse_addr(const char *addr, struct sockaddr_in *sa) {
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    char host[64];
+    if (!colon || (size_t)(colon - addr) >= sizeof host)
+        return -1;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || port < 0 || port > 65535)
+        return -1;
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (!host[0])
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (strcmp(host, "localhost") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        return -1;
+    return 0;
+}
+
+/* Starts the HTTP server; see metrics.h. */
+aiq_rc opmetrics_listen(opmetrics *m, const char *addr, aiq_err *err) {
+    struct sockaddr_in sa;
+    if (m->httpd)
+        return aiq_err_set(err, AIQ_ESTATE, "metrics server already running");
+    if (opm__parse_addr(addr, &sa) != 0)
+        return aiq_err_field(err, AIQ_EINVAL, "--metrics-addr",
+                             "--metrics-addr: expected IPv4-host:port, got \"%.100s\"",
+                             addr ? addr : "");
+    m->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+                                0, NULL, NULL, opm__handler, m,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                MHD_OPTION_END);
+    if (!m->httpd)
+        return aiq_err_set(err, AIQ_EIO, "cannot listen on %.100s", addr);
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(m->httpd, MHD_DAEMON_INFO_BIND_PORT);
+    m->port = info ? (int)info->port : ntohs(sa.sin_port);
+    return AIQ_OK;
+}
+
+/* Returns the bound port; see metrics.h. */
+int opmetrics_port(const opmetrics *m) {
+    return m->httpd ? m->port : 0;
+}

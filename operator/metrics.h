@@ -1,0 +1,73 @@
+/* metrics.h -- the operator's /metrics (Prometheus text format 0.0.4),
+ * /healthz and /readyz endpoints, served by libmicrohttpd on its own
+ * thread.
+ *
+ * The daemon loop updates the numbers (all setters take the internal
+ * mutex, so they are cheap and safe against the HTTP thread); the HTTP
+ * thread only renders. Series:
+ *   aiq_pending_jobs{level}                 gauge
+ *   aiq_admitted_total                      counter
+ *   aiq_finished_total{outcome}             counter (Succeeded, Failed, ...)
+ *   aiq_wait_seconds                        histogram (queued -> admitted)
+ *   aiq_cycle_seconds                       histogram (one queue cycle)
+ *   aiq_quota_used{group,user,resource}     gauge (user "" = group total)
+ *   aiq_leader                              gauge 0/1
+ * /healthz answers 200 "ok" while the process runs; /readyz answers 200
+ * once opmetrics_set_ready(m, true) was called (after the first full list
+ * of every watch), 503 before. */
+#ifndef AIQ_OPERATOR_METRICS_H
+#define AIQ_OPERATOR_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/aiq_err.h"
+
+typedef struct opmetrics opmetrics;
+
+#define OPMETRICS_MAX_LEVELS 32
+#define OPMETRICS_MAX_OUTCOMES 8
+#define OPMETRICS_MAX_QUOTA 4096 /* (group,user,resource) series kept */
+
+/* Creates an empty metrics registry (not serving). NULL on ENOMEM. */
+opmetrics *opmetrics_create(void);
+
+/* Stops serving (if started) and frees m. NULL is a no-op. */
+void opmetrics_free(opmetrics *m);
+
+/* Starts serving on addr "host:port" (host an IPv4 address, e.g.
+ * "127.0.0.1:8080"; port 0 picks a free port; ":8080" binds 0.0.0.0).
+ * AIQ_EINVAL for a malformed addr (the message quotes it), AIQ_EIO when
+ * the port cannot be bound, AIQ_ESTATE when already serving. After an
+ * error m is not serving. */
+aiq_rc opmetrics_listen(opmetrics *m, const char *addr, aiq_err *err);
+
+/* The bound port (after opmetrics_listen), else 0. */
+int opmetrics_port(const opmetrics *m);
+
+void opmetrics_set_ready(opmetrics *m, bool ready);
+void opmetrics_set_leader(opmetrics *m, bool leader);
+
+/* Pending jobs per level: reset, then set each level's count (levels past
+ * OPMETRICS_MAX_LEVELS are dropped; names are cut at 63 bytes). */
+void opmetrics_pending_reset(opmetrics *m);
+void opmetrics_pending_set(opmetrics *m, const char *level, long n);
+
+void opmetrics_admitted_add(opmetrics *m, long n);
+/* Counts one finished job by outcome ("Succeeded", "Failed", ...). */
+void opmetrics_finished_inc(opmetrics *m, const char *outcome);
+void opmetrics_observe_wait(opmetrics *m, double seconds);
+void opmetrics_observe_cycle(opmetrics *m, double seconds);
+
+/* Quota usage: reset, then set one value per (group, user, resource);
+ * user may be "" for the group's total. Past OPMETRICS_MAX_QUOTA series,
+ * further ones are dropped. */
+void opmetrics_quota_reset(opmetrics *m);
+void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
+                         const char *resource, double value);
+
+/* Renders the metrics text into a new NUL-terminated buffer (caller
+ * frees) and its length in *len (may be NULL). NULL on ENOMEM. */
+char *opmetrics_render(opmetrics *m, size_t *len);
+
+#endif

@@ -1,0 +1,118 @@
+/* test_operator_metrics.c -- Prometheus rendering and the /metrics,
+ * /healthz, /readyz endpoints on an ephemeral port (operator/metrics.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "operator/metrics.h"
+#include "test/unit/th.h"
+
+TEST(metrics_render_series) {
+    opmetrics *m = opmetrics_create();
+    CHECK(m != NULL);
+    opmetrics_pending_set(m, "interactive", 3);
+    opmetrics_pending_set(m, "batch", 7);
+    opmetrics_pending_set(m, "batch", 5); /* set, not add */
+    opmetrics_admitted_add(m, 2);
+    opmetrics_finished_inc(m, "Succeeded");
+    opmetrics_finished_inc(m, "Succeeded");
+    opmetrics_finished_inc(m, "Failed");
+    opmetrics_observe_wait(m, 3);     /* le=5 */
+    opmetrics_observe_wait(m, 5);     /* le=5 (bounds are inclusive) */
+    opmetrics_observe_wait(m, 1e6);   /* +Inf only */
+    opmetrics_observe_cycle(m, 0.002);
+    opmetrics_quota_set(m, "vision", "al\"ice", "gpus", 4);
+    size_t len = 0;
+    char *t = opmetrics_render(m, &len);
+    CHECK(t != NULL);
+    CHECK_INT(strlen(t), len);
+    CHECK(strstr(t, "aiq_pending_jobs{level=\"interactive\"} 3\n") != NULL);
+    CHECK(strstr(t, "aiq_pending_jobs{level=\"batch\"} 5\n") != NULL);
+    CHECK(strstr(t, "aiq_admitted_total 2\n") != NULL);
+    CHECK(strstr(t, "aiq_finished_total{outcome=\"Succeeded\"} 2\n") != NULL);
+    CHECK(strstr(t, "aiq_finished_total{outcome=\"Failed\"} 1\n") != NULL);
+    CHECK(strstr(t, "aiq_wait_seconds_bucket{le=\"1\"} 0\n") != NULL);
+    CHECK(strstr(t, "aiq_wait_seconds_bucket{le=\"5\"} 2\n") != NULL);
+    CHECK(strstr(t, "aiq_wait_seconds_bucket{le=\"86400\"} 2\n") != NULL);
+    CHECK(strstr(t, "aiq_wait_seconds_bucket{le=\"+Inf\"} 3\n") != NULL);
+    CHECK(strstr(t, "aiq_wait_seconds_count 3\n") != NULL);
+    CHECK(strstr(t, "aiq_cycle_seconds_bucket{le=\"0.005\"} 1\n") != NULL);
+    CHECK(strstr(t, "# TYPE aiq_cycle_seconds histogram\n") != NULL);
+    CHECK(strstr(t, "aiq_quota_used{group=\"vision\",user=\"al\\\"ice\",resource=\"gpus\"} 4\n") != NULL);
+    CHECK(strstr(t, "aiq_leader 0\n") != NULL);
+    free(t);
+
+    opmetrics_pending_reset(m);
+    opmetrics_quota_reset(m);
+    t = opmetrics_render(m, NULL);
+    CHECK(strstr(t, "aiq_pending_jobs{") == NULL);
+    CHECK(strstr(t, "aiq_quota_used{") == NULL);
+    free(t);
+    opmetrics_free(m);
+    opmetrics_free(NULL);
+}
+
+struct body {
+    char buf[8192];
+    size_t len;
+};
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud) {
+    struct body *b = ud;
+    size_t k = sz * n;
+    if (k > sizeof b->buf - 1 - b->len)
+        k = sizeof b->buf - 1 - b->len;
+    memcpy(b->buf + b->len, p, k);
+    b->len += k;
+    b->buf[b->len] = '\0';
+    return sz * n;
+}
+
+static long get(int port, const char *path, struct body *b) {
+    char url[128];
+    long code = 0;
+    CURL *c = curl_easy_init();
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    memset(b, 0, sizeof *b);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+TEST(metrics_http_endpoints) {
+    opmetrics *m = opmetrics_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(opmetrics_listen(m, "127.0.0.1:0", &e), AIQ_OK);
+    int port = opmetrics_port(m);
+    CHECK(port > 0);
+    CHECK_INT(opmetrics_listen(m, "127.0.0.1:0", NULL), AIQ_ESTATE);
+    struct body b;
+    CHECK_INT(get(port, "/healthz", &b), 200);
+    CHECK_INT(get(port, "/readyz", &b), 503);
+    opmetrics_set_ready(m, true);
+    CHECK_INT(get(port, "/readyz", &b), 200);
+    opmetrics_set_leader(m, true);
+    CHECK_INT(get(port, "/metrics", &b), 200);
+    CHECK(strstr(b.buf, "aiq_leader 1\n") != NULL);
+    CHECK_INT(get(port, "/nope", &b), 404);
+    opmetrics_free(m);
+}
+
+TEST(metrics_bad_addr_named) {
+    opmetrics *m = opmetrics_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(opmetrics_listen(m, "localhost-8080", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "\"localhost-8080\"") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(opmetrics_listen(m, "127.0.0.1:99999", &e), AIQ_EINVAL);
+    CHECK_INT(opmetrics_port(m), 0);
+    opmetrics_free(m);
+}
