@@ -1,0 +1,104 @@
+/* fx.h -- the expression language of aiq: priority formulas and level
+ * predicates ("when"), compiled once per policy change to bytecode and
+ * evaluated per job per queue cycle.
+ *
+ * Pure C (no I/O, no globals). A compiled program is immutable, so one
+ * fx_prog may be evaluated from several threads at once.
+ *
+ * Factors: a job's inputs are a `double f[FX_NFACTORS]` indexed by
+ * FX_F_<id> (policy/fx_factors.def). Time factors are in hours, and duration
+ * literals (`2h`, `90m`, `1d`, `30s`, `1w`, `1h30m`) evaluate to hours too,
+ * so `wait.hours > 2h` reads as it should.
+ *
+ * The language and its numeric rules are documented in
+ * docs/policy-language.md. */
+#ifndef AIQ_FX_H
+#define AIQ_FX_H
+
+#include <stddef.h>
+
+#include "common/aiq_err.h"
+
+/* Factor indexes: FX_F_USER_LEVEL, ..., and FX_NFACTORS. */
+enum {
+#define FX_FACTOR(id, name, unit, doc) FX_F_##id,
+#include "policy/fx_factors.def"
+#undef FX_FACTOR
+    FX_NFACTORS
+};
+
+/* Limits on hostile input. A formula longer than AIQ_MAX_FORMULA bytes
+ * (common/model.h) is rejected before it is tokenized. */
+#define FX_MAX_DEPTH 64      /* nesting of parentheses / operators */
+#define FX_MAX_NODES 2048    /* syntax tree nodes */
+#define FX_MAX_TERMS 256     /* top-level additive terms */
+#define FX_MAX_ARGS 16       /* arguments of one function call */
+#define FX_MAX_STACK 96      /* evaluation stack slots */
+#define FX_MAX_CODE 8192     /* instructions (main program + explain terms) */
+
+typedef struct fx_prog fx_prog; /* opaque compiled program */
+
+typedef enum {
+    FX_EXPR = 0,     /* a score: any number */
+    FX_PREDICATE = 1 /* a level's `when`: evaluates to 1.0 or 0.0 */
+} fx_mode;
+
+/* Compiles src (NUL-terminated, borrowed) in the given mode.
+ * Returns a new program the caller frees with fx_free(), or NULL on error:
+ * then err (if non-NULL) holds the code (AIQ_EPARSE for syntax and unknown
+ * names, AIQ_ETOOBIG for size and nesting limits, AIQ_ENOMEM), a message
+ * "line:col: what" naming the offending text, and offset/line/col of the
+ * first error. Use fx_format_error() for the caret display. */
+fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err);
+
+/* Frees p. fx_free(NULL) does nothing. */
+void fx_free(fx_prog *p);
+
+/* Formats a compile error for people: err->message, then the source line
+ * it points at and a caret under the column, as three lines separated by
+ * '\n' (no trailing newline). Without a position (line == 0) only the
+ * message is written. Writes at most cap bytes (always NUL-terminated when
+ * cap > 0); returns the length the full text has (snprintf style). */
+int fx_format_error(const char *src, const aiq_err *err, char *buf,
+                     size_t cap);
+
+/* Evaluates p for one job. factors points at FX_NFACTORS doubles
+ * (borrowed). Allocates nothing and runs at most as many instructions as
+ * the program has (jumps only go forward). The result is never NaN or
+ * infinite (see docs/policy-language.md, "Numbers"); a predicate returns
+ * exactly 1.0 or 0.0. */
+double fx_eval(const fx_prog *p, const double *factors);
+
+/* The mode p was compiled in. */
+fx_mode fx_prog_mode(const fx_prog *p);
+
+/* One term of an explained score: the term's source text (whitespace
+ * collapsed, "- " in front of subtracted terms, cut with "..." to fit) and
+ * its signed value for the job. */
+typedef struct {
+    char label[96];
+    double value;
+} fx_term;
+
+/* Explains a score like Slurm's sprio: each top-level additive term of the
+ * formula with its value for the job, so their sum is fx_eval()'s result
+ * (exactly, unless a term overflowed). A predicate, or a formula that is
+ * not a sum, is one term. Fills up to max terms (terms may be NULL when
+ * max is 0) and returns how many the formula has. */
+int fx_explain(const fx_prog *p, const double *factors, fx_term *terms,
+               int max);
+
+/* Writes the bytecode listing of p (one instruction a line, "pc OPCODE
+ * operand", then each explain term's code) for golden tests and
+ * `kubectl aiq explain`. Returns the full length (snprintf style). */
+int fx_dump(const fx_prog *p, char *buf, size_t cap);
+
+/* Factor metadata. fx_factor_index returns the FX_F_ index of a name
+ * ("wait.hours") or -1; the others return static strings, or NULL when i
+ * is out of range. */
+int fx_factor_index(const char *name);
+const char *fx_factor_name(int i);
+const char *fx_factor_unit(int i);
+const char *fx_factor_doc(int i);
+
+#endif

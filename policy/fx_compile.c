@@ -1,0 +1,452 @@
+/* fx_compile.c -- from source to program: parse (fx_parse.c), fold
+ * constants in the tree, then generate bytecode with superinstructions
+ * (constant and factor operands, weighted terms f*k), plus one small code
+ * sequence per top-level additive term for fx_explain. Also fx_free and
+ * fx__apply, the constant evaluator folding shares with the VM's rules. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/model.h"
+#include "policy/fx_int.h"
+
+double fx__apply(fx_opcode op, double z, double y, double x) {
+    switch (op) {
+    case FX_OP_ADD: return y + x;
+    case FX_OP_SUB: return y - x;
+    case FX_OP_MUL: return y * x;
+    case FX_OP_DIV: return fx__div(y, x);
+    case FX_OP_MOD: return fx__mod(y, x);
+    case FX_OP_POW: return fx__pow(y, x);
+    case FX_OP_NEG: return -x;
+    case FX_OP_NOT: return fx__truthy(x) ? 0.0 : 1.0;
+    case FX_OP_TRUTH: return fx__truthy(x) ? 1.0 : 0.0;
+    case FX_OP_LT: return y < x;
+    case FX_OP_LE: return y <= x;
+    case FX_OP_GT: return y > x;
+    case FX_OP_GE: return y >= x;
+    case FX_OP_EQ: return y == x;
+    case FX_OP_NE: return y != x;
+    case FX_OP_MIN: return fmin(y, x);
+    case FX_OP_MAX: return fmax(y, x);
+    case FX_OP_ABS: return fabs(x);
+    case FX_OP_LOG: return fx__log(x);
+    case FX_OP_LOG2: return fx__log2(x);
+    case FX_OP_SQRT: return fx__sqrt(x);
+    case FX_OP_EXP: return exp(x);
+    case FX_OP_FLOOR: return floor(x);
+    case FX_OP_CEIL: return ceil(x);
+    case FX_OP_CLAMP: return fx__clamp(z, y, x);
+    default: return 0.0;
+    }
+}
+
+/* ---- constant folding --------------------------------------------------- */
+static int fx_is_num(const fx_parse_ctx *c, int i) {
+    return i >= 0 && c->nodes[i].kind == FX_N_NUM;
+}
+
+/* Turns node i into the constant v (keeping its source range). */
+static void fx_make_num(fx_parse_ctx *c, int i, double v) {
+    fx_node *n = &c->nodes[i];
+    n->kind = FX_N_NUM;
+    n->kid = -1;
+    n->k = v;
+}
+
+static void fx_fold(fx_parse_ctx *c, int i) {
+    fx_node *n = &c->nodes[i];
+    for (int k = n->kid; k >= 0; k = c->nodes[k].next) fx_fold(c, k);
+    int a = n->kid, b = a >= 0 ? c->nodes[a].next : -1;
+    int d = b >= 0 ? c->nodes[b].next : -1;
+    switch ((fx_node_kind)n->kind) {
+    case FX_N_UNARY:
+        if (fx_is_num(c, a))
+            fx_make_num(c, i, fx__apply((fx_opcode)n->op, 0, 0, c->nodes[a].k));
+        break;
+    case FX_N_BINARY:
+        if (fx_is_num(c, a) && fx_is_num(c, b))
+            fx_make_num(c, i, fx__apply((fx_opcode)n->op, 0, c->nodes[a].k,
+                                        c->nodes[b].k));
+        break;
+    case FX_N_CALL: {
+        for (int k = a; k >= 0; k = c->nodes[k].next)
+            if (!fx_is_num(c, k)) return;
+        if (n->op == FX_OP_MIN || n->op == FX_OP_MAX) {
+            double v = c->nodes[a].k;
+            for (int k = b; k >= 0; k = c->nodes[k].next)
+                v = fx__apply((fx_opcode)n->op, 0, v, c->nodes[k].k);
+            fx_make_num(c, i, v);
+        } else if (n->op == FX_OP_CLAMP) {
+            fx_make_num(c, i, fx__clamp(c->nodes[a].k, c->nodes[b].k, c->nodes[d].k));
+        } else if (n->op == FX_OP_POW) {
+            fx_make_num(c, i, fx__pow(c->nodes[a].k, c->nodes[b].k));
+        } else {
+            fx_make_num(c, i, fx__apply((fx_opcode)n->op, 0, 0, c->nodes[a].k));
+        }
+        break;
+    }
+    case FX_N_AND:
+    case FX_N_OR:
+        if (fx_is_num(c, a)) {
+            int t = fx__truthy(c->nodes[a].k);
+            if (n->kind == FX_N_AND && !t) fx_make_num(c, i, 0.0);
+            else if (n->kind == FX_N_OR && t) fx_make_num(c, i, 1.0);
+            else if (fx_is_num(c, b)) fx_make_num(c, i, fx__truthy(c->nodes[b].k));
+        }
+        break;
+    case FX_N_TERNARY:
+        if (fx_is_num(c, a)) {
+            /* the chosen branch takes this node's place; the source range
+             * stays the whole conditional's (for explain labels) */
+            uint32_t s = n->start, e = n->end;
+            int32_t next = n->next;
+            *n = c->nodes[fx__truthy(c->nodes[a].k) ? b : d];
+            n->start = s;
+            n->end = e;
+            n->next = next;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- code generation ---------------------------------------------------- */
+typedef struct {
+    fx_parse_ctx *pc;
+    fx_ins *code;
+    int n;
+    int depth, max_depth;
+} fx_gen;
+
+static int fx_emit(fx_gen *g, fx_opcode op, int a, double k, int dstack) {
+    if (g->n >= FX_MAX_CODE)
+        return fx__error(g->pc, AIQ_ETOOBIG, 0,
+                         "formula is too complex: more than %d instructions",
+                         FX_MAX_CODE);
+    fx_ins *in = &g->code[g->n++];
+    memset(in, 0, sizeof *in);
+    in->op = (uint8_t)op;
+    in->a = (uint16_t)a;
+    in->k = k;
+    g->depth += dstack;
+    if (g->depth > g->max_depth) g->max_depth = g->depth;
+    if (g->depth > FX_MAX_STACK)
+        return fx__error(g->pc, AIQ_ETOOBIG, 0,
+                         "formula is too complex: needs more than %d stack slots",
+                         FX_MAX_STACK);
+    return g->n - 1;
+}
+
+/* op with a constant right operand, or FX_OP_END if none */
+static fx_opcode fx_k_form(fx_opcode op) {
+    switch (op) {
+    case FX_OP_ADD: return FX_OP_ADDK;
+    case FX_OP_SUB: return FX_OP_SUBK;
+    case FX_OP_MUL: return FX_OP_MULK;
+    case FX_OP_DIV: return FX_OP_DIVK;
+    case FX_OP_POW: return FX_OP_POWK;
+    case FX_OP_LT: return FX_OP_LTK;
+    case FX_OP_LE: return FX_OP_LEK;
+    case FX_OP_GT: return FX_OP_GTK;
+    case FX_OP_GE: return FX_OP_GEK;
+    case FX_OP_MIN: return FX_OP_MINK;
+    case FX_OP_MAX: return FX_OP_MAXK;
+    default: return FX_OP_END;
+    }
+}
+
+/* op with a constant LEFT operand (k op x), rewritten exactly */
+static fx_opcode fx_k_left_form(fx_opcode op) {
+    switch (op) {
+    case FX_OP_ADD: return FX_OP_ADDK;
+    case FX_OP_MUL: return FX_OP_MULK;
+    case FX_OP_SUB: return FX_OP_KSUB;
+    case FX_OP_DIV: return FX_OP_KDIV;
+    case FX_OP_MIN: return FX_OP_MINK;
+    case FX_OP_MAX: return FX_OP_MAXK;
+    case FX_OP_LT: return FX_OP_GTK;
+    case FX_OP_LE: return FX_OP_GEK;
+    case FX_OP_GT: return FX_OP_LTK;
+    case FX_OP_GE: return FX_OP_LEK;
+    default: return FX_OP_END;
+    }
+}
+
+static fx_opcode fx_f_form(fx_opcode op) {
+    switch (op) {
+    case FX_OP_ADD: return FX_OP_ADDF;
+    case FX_OP_SUB: return FX_OP_SUBF;
+    case FX_OP_MUL: return FX_OP_MULF;
+    case FX_OP_DIV: return FX_OP_DIVF;
+    default: return FX_OP_END;
+    }
+}
+
+/* Is node i `factor * k` or `k * factor`? Sets *f and *k. */
+static int fx_weighted(const fx_parse_ctx *c, int i, int *f, double *k) {
+    const fx_node *n = &c->nodes[i];
+    if (n->kind != FX_N_BINARY || n->op != FX_OP_MUL) return 0;
+    const fx_node *l = &c->nodes[n->kid], *r = &c->nodes[l->next];
+    if (l->kind == FX_N_FACTOR && r->kind == FX_N_NUM) { *f = l->factor; *k = r->k; return 1; }
+    if (l->kind == FX_N_NUM && r->kind == FX_N_FACTOR) { *f = r->factor; *k = l->k; return 1; }
+    return 0;
+}
+
+static int fx_gen_node(fx_gen *g, int i);
+
+static int fx_gen_binary(fx_gen *g, const fx_node *n) {
+    fx_parse_ctx *c = g->pc;
+    int l = n->kid, r = c->nodes[l].next;
+    const fx_node *L = &c->nodes[l], *R = &c->nodes[r];
+    fx_opcode op = (fx_opcode)n->op, s;
+    int f;
+    double k;
+    if (op == FX_OP_MUL && fx_weighted(c, (int)(n - c->nodes), &f, &k))
+        return fx_emit(g, FX_OP_FMULK, f, k, 1);
+    if (op == FX_OP_DIV && R->kind == FX_N_NUM && R->k == 0)
+        return fx_emit(g, FX_OP_K, 0, 0.0, 1); /* x / 0 is 0 */
+    if (R->kind == FX_N_NUM && (s = fx_k_form(op)) != FX_OP_END) {
+        if (fx_gen_node(g, l) < 0) return -1;
+        return fx_emit(g, s, 0, R->k, 0);
+    }
+    if (L->kind == FX_N_NUM && (s = fx_k_left_form(op)) != FX_OP_END) {
+        if (fx_gen_node(g, r) < 0) return -1;
+        return fx_emit(g, s, 0, L->k, 0);
+    }
+    if ((op == FX_OP_ADD || op == FX_OP_SUB) && fx_weighted(c, r, &f, &k)) {
+        if (fx_gen_node(g, l) < 0) return -1;
+        return fx_emit(g, FX_OP_ADDFK, f, op == FX_OP_ADD ? k : -k, 0);
+    }
+    if (op == FX_OP_ADD && fx_weighted(c, l, &f, &k)) {
+        if (fx_gen_node(g, r) < 0) return -1;
+        return fx_emit(g, FX_OP_ADDFK, f, k, 0);
+    }
+    if (R->kind == FX_N_FACTOR && (s = fx_f_form(op)) != FX_OP_END) {
+        if (fx_gen_node(g, l) < 0) return -1;
+        return fx_emit(g, s, R->factor, 0, 0);
+    }
+    if (L->kind == FX_N_FACTOR && (op == FX_OP_ADD || op == FX_OP_MUL)) {
+        if (fx_gen_node(g, r) < 0) return -1;
+        return fx_emit(g, fx_f_form(op), L->factor, 0, 0);
+    }
+    if (fx_gen_node(g, l) < 0 || fx_gen_node(g, r) < 0) return -1;
+    return fx_emit(g, op, 0, 0, -1);
+}
+
+static int fx_gen_node(fx_gen *g, int i) {
+    fx_parse_ctx *c = g->pc;
+    const fx_node *n = &c->nodes[i];
+    int a = n->kid, b = a >= 0 ? c->nodes[a].next : -1;
+    int d = b >= 0 ? c->nodes[b].next : -1;
+    switch ((fx_node_kind)n->kind) {
+    case FX_N_NUM:
+        return fx_emit(g, FX_OP_K, 0, n->k, 1);
+    case FX_N_FACTOR:
+        return fx_emit(g, FX_OP_F, n->factor, 0, 1);
+    case FX_N_UNARY:
+        if (fx_gen_node(g, a) < 0) return -1;
+        return fx_emit(g, (fx_opcode)n->op, 0, 0, 0);
+    case FX_N_BINARY:
+        return fx_gen_binary(g, n);
+    case FX_N_CALL:
+        if (fx_gen_node(g, a) < 0) return -1;
+        if (n->op == FX_OP_MIN || n->op == FX_OP_MAX || n->op == FX_OP_POW) {
+            for (int k = b; k >= 0; k = c->nodes[k].next) {
+                if (c->nodes[k].kind == FX_N_NUM) {
+                    if (fx_emit(g, fx_k_form((fx_opcode)n->op), 0, c->nodes[k].k, 0) < 0)
+                        return -1;
+                } else if (fx_gen_node(g, k) < 0 ||
+                           fx_emit(g, (fx_opcode)n->op, 0, 0, -1) < 0) {
+                    return -1;
+                }
+            }
+            return 0;
+        }
+        if (n->op == FX_OP_CLAMP) {
+            if (c->nodes[b].kind == FX_N_NUM && c->nodes[d].kind == FX_N_NUM) {
+                /* clamp(v, lo, hi) = fmin(fmax(v, lo), hi), as in fx__clamp */
+                if (fx_emit(g, FX_OP_MAXK, 0, c->nodes[b].k, 0) < 0) return -1;
+                return fx_emit(g, FX_OP_MINK, 0, c->nodes[d].k, 0);
+            }
+            if (fx_gen_node(g, b) < 0 || fx_gen_node(g, d) < 0) return -1;
+            return fx_emit(g, FX_OP_CLAMP, 0, 0, -2);
+        }
+        return fx_emit(g, (fx_opcode)n->op, 0, 0, 0);
+    case FX_N_AND:
+    case FX_N_OR: {
+        if (fx_gen_node(g, a) < 0) return -1;
+        int j = fx_emit(g, (fx_opcode)n->op, 0, 0, -1);
+        if (j < 0 || fx_gen_node(g, b) < 0) return -1;
+        if (fx_emit(g, FX_OP_TRUTH, 0, 0, 0) < 0) return -1;
+        g->code[j].b = (uint32_t)g->n;
+        return 0;
+    }
+    case FX_N_TERNARY: {
+        if (fx_gen_node(g, a) < 0) return -1;
+        int jz = fx_emit(g, FX_OP_JZ, 0, 0, -1);
+        if (jz < 0 || fx_gen_node(g, b) < 0) return -1;
+        int jmp = fx_emit(g, FX_OP_JMP, 0, 0, -1); /* the else branch pushes again */
+        if (jmp < 0) return -1;
+        g->code[jz].b = (uint32_t)g->n;
+        if (fx_gen_node(g, d) < 0) return -1;
+        g->code[jmp].b = (uint32_t)g->n;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* ---- explain terms ------------------------------------------------------ */
+
+/* Writes the term's source (comments dropped, blanks collapsed) into
+ * label, with "- " in front when negative, cut with "..." to fit. */
+static void fx_label(const char *src, uint32_t s, uint32_t e, int neg,
+                     char *label, size_t cap) {
+    size_t o = 0;
+    int blank = 0;
+    if (neg) { label[o++] = '-'; label[o++] = ' '; }
+    for (uint32_t i = s; i < e; i++) {
+        char ch = src[i];
+        if (ch == '#') {
+            while (i < e && src[i] != '\n') i++;
+            blank = 1;
+            continue;
+        }
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') { blank = 1; continue; }
+        if (blank && o > (neg ? 2u : 0u)) {
+            if (o + 1 >= cap) break;
+            label[o++] = ' ';
+        }
+        blank = 0;
+        if (o + 1 >= cap) break;
+        label[o++] = ch;
+    }
+    label[o] = '\0';
+    if (o + 1 >= cap) memcpy(label + cap - 4, "...", 4);
+}
+
+typedef struct { int node; int neg; } fx_termref;
+
+/* ---- public ------------------------------------------------------------- */
+
+fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
+    fx_prog *p = NULL;
+    fx_parse_ctx ctx;
+    fx_gen g;
+    fx_termref *refs = NULL;
+    memset(&ctx, 0, sizeof ctx);
+    memset(&g, 0, sizeof g);
+    ctx.err = err;
+    if (!src) {
+        aiq_err_set(err, AIQ_EINVAL, "formula is missing");
+        goto out;
+    }
+    size_t len = strlen(src);
+    if (len > AIQ_MAX_FORMULA) {
+        aiq_err_set(err, AIQ_ETOOBIG, "formula is %zu bytes long; the limit is %d bytes",
+                    len, AIQ_MAX_FORMULA);
+        goto out;
+    }
+    ctx.src = src;
+    ctx.len = (uint32_t)len;
+    ctx.nodes = malloc(FX_MAX_NODES * sizeof *ctx.nodes);
+    g.code = malloc(FX_MAX_CODE * sizeof *g.code);
+    refs = malloc(FX_MAX_TERMS * sizeof *refs);
+    if (!ctx.nodes || !g.code || !refs) {
+        aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling a formula");
+        goto out;
+    }
+    int root = fx__parse(&ctx);
+    if (root < 0 || ctx.failed) goto out;
+
+    /* top-level additive terms: walk the left spine of + and - */
+    int nrefs = 0, total = 1;
+    if (mode == FX_EXPR) {
+        for (int i = root; ctx.nodes[i].kind == FX_N_BINARY &&
+                           (ctx.nodes[i].op == FX_OP_ADD || ctx.nodes[i].op == FX_OP_SUB);
+             i = ctx.nodes[i].kid)
+            total++;
+    }
+    if (total > FX_MAX_TERMS) {
+        fx__error(&ctx, AIQ_ETOOBIG, 0,
+                  "formula has %d top-level terms; at most %d are allowed",
+                  total, FX_MAX_TERMS);
+        goto out;
+    }
+    nrefs = total;
+    {
+        int i = root, t = total - 1;
+        while (t > 0) {
+            const fx_node *n = &ctx.nodes[i];
+            refs[t].node = ctx.nodes[n->kid].next;
+            refs[t].neg = n->op == FX_OP_SUB;
+            i = n->kid;
+            t--;
+        }
+        refs[0].node = i;
+        refs[0].neg = 0;
+    }
+    /* Fold after the terms are known, so each term keeps its own value
+     * even when the whole sum is constant. */
+    fx_fold(&ctx, root);
+
+    g.pc = &ctx;
+    if (fx_gen_node(&g, root) < 0) goto out;
+    {
+        const fx_node *r = &ctx.nodes[root];
+        int boolean = r->kind == FX_N_AND || r->kind == FX_N_OR ||
+                      (r->kind == FX_N_UNARY && r->op == FX_OP_NOT) ||
+                      (r->kind == FX_N_BINARY && r->op >= FX_OP_LT && r->op <= FX_OP_NE);
+        if (mode == FX_PREDICATE && !boolean &&
+            fx_emit(&g, FX_OP_TRUTH, 0, 0, 0) < 0)
+            goto out;
+    }
+    if (fx_emit(&g, FX_OP_END, 0, 0, -1) < 0) goto out;
+
+    p = calloc(1, sizeof *p);
+    if (!p) goto nomem;
+    p->mode = mode;
+    p->terms = calloc((size_t)nrefs, sizeof *p->terms);
+    if (!p->terms) goto nomem;
+    p->nterms = nrefs;
+    for (int t = 0; t < nrefs; t++) {
+        const fx_node *n = &ctx.nodes[refs[t].node];
+        fx_label(src, n->start, n->end, refs[t].neg, p->terms[t].label,
+                 sizeof p->terms[t].label);
+        if (nrefs == 1) { p->terms[t].pc = 0; break; } /* the main program */
+        p->terms[t].pc = (uint32_t)g.n;
+        g.depth = 0;
+        if (fx_gen_node(&g, refs[t].node) < 0) goto fail;
+        if (refs[t].neg && fx_emit(&g, FX_OP_NEG, 0, 0, 0) < 0) goto fail;
+        if (fx_emit(&g, FX_OP_END, 0, 0, -1) < 0) goto fail;
+    }
+    if (mode == FX_PREDICATE) fx_label(src, 0, ctx.len, 0, p->terms[0].label,
+                                       sizeof p->terms[0].label);
+    p->code = malloc((size_t)g.n * sizeof *p->code);
+    if (!p->code) goto nomem;
+    memcpy(p->code, g.code, (size_t)g.n * sizeof *p->code);
+    p->ncode = g.n;
+    p->max_stack = g.max_depth;
+    goto out;
+
+nomem:
+    aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling a formula");
+fail:
+    fx_free(p);
+    p = NULL;
+out:
+    free(refs);
+    free(g.code);
+    free(ctx.nodes);
+    return p;
+}
+
+void fx_free(fx_prog *p) {
+    if (!p) return;
+    free(p->code);
+    free(p->terms);
+    free(p);
+}
+
+fx_mode fx_prog_mode(const fx_prog *p) { return p->mode; }
