@@ -1,0 +1,249 @@
+/* cache.c -- keyed in-memory object views (see cache.h): a dense entry
+ * array for iteration plus an open-addressing hash index on the key. */
+#include "operator/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct opcache {
+    struct opcache_obj **ent; /* dense; count used */
+    size_t count, cap;
+    int32_t *slots;           /* hash index: entry index, -1 empty, -2 deleted */
+    size_t nslots;            /* power of two */
+    size_t used_slots;        /* occupied + deleted */
+    uint32_t epoch;
+    uint64_t seq;
+    void (*free_parsed)(void *);
+    void (*free_ext)(void *);
+};
+
+static uint64_t cache__hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Creates the cache; see cache.h. */
+opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *)) {
+    opcache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->nslots = 64;
+    c->slots = malloc(c->nslots * sizeof *c->slots);
+    if (!c->slots) {
+        free(c);
+        return NULL;
+    }
+    memset(c->slots, 0xff, c->nslots * sizeof *c->slots); /* all -1 */
+    c->free_parsed = free_parsed;
+    c->free_ext = free_ext;
+    return c;
+}
+
+static void cache__free_obj(opcache *c, struct opcache_obj *o) {
+    if (!o)
+        return;
+    json_object_put(o->raw);
+    if (o->parsed && c->free_parsed)
+        c->free_parsed(o->parsed);
+    if (o->ext && c->free_ext)
+        c->free_ext(o->ext);
+    free(o);
+}
+
+/* Frees the cache; see cache.h. */
+void opcache_free(opcache *c) {
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->count; i++)
+        cache__free_obj(c, c->ent[i]);
+    free(c->ent);
+    free(c->slots);
+    free(c);
+}
+
+/* Builds the key; see cache.h. */
+int opcache_key(char *buf, size_t cap, json_object *obj) {
+    json_object *m = NULL, *n = NULL, *ns = NULL;
+    if (!json_object_object_get_ex(obj, "metadata", &m) ||
+        !json_object_object_get_ex(m, "name", &n) ||
+        !json_object_is_type(n, json_type_string) ||
+        json_object_get_string_len(n) == 0)
+        return -1;
+    const char *nsv = NULL;
+    if (json_object_object_get_ex(m, "namespace", &ns) &&
+        json_object_is_type(ns, json_type_string) &&
+        json_object_get_string_len(ns) > 0)
+        nsv = json_object_get_string(ns);
+    int w = nsv ? snprintf(buf, cap, "%s/%s", nsv, json_object_get_string(n))
+                : snprintf(buf, cap, "%s", json_object_get_string(n));
+    if (w < 0 || (size_t)w >= cap || (size_t)w >= OPCACHE_KEY_MAX)
+        return -1;
+    return 0;
+}
+
+/* Finds the slot holding key (>= 0), or -1-(first free slot) when absent. */
+static long cache__find(const opcache *c, const char *key) {
+    size_t mask = c->nslots - 1, i = (size_t)cache__hash(key) & mask;
+    long first_free = -1;
+    for (size_t probe = 0; probe < c->nslots; probe++, i = (i + 1) & mask) {
+        int32_t s = c->slots[i];
+        if (s == -1)
+            return -1 - (first_free >= 0 ? first_free : (long)i);
+        if (s == -2) {
+            if (first_free < 0)
+                first_free = (long)i;
+            continue;
+        }
+        if (strcmp(c->ent[s]->key, key) == 0)
+            return (long)i;
+    }
+    return -1 - (first_free >= 0 ? first_free : 0);
+}
+
+/* Rebuilds the hash index with nslots slots. */
+static int cache__rehash(opcache *c, size_t nslots) {
+    int32_t *ns = malloc(nslots * sizeof *ns);
+    if (!ns)
+        return -1;
+    memset(ns, 0xff, nslots * sizeof *ns);
+    free(c->slots);
+    c->slots = ns;
+    c->nslots = nslots;
+    c->used_slots = c->count;
+    for (size_t e = 0; e < c->count; e++) {
+        size_t mask = nslots - 1, i = (size_t)cache__hash(c->ent[e]->key) & mask;
+        while (ns[i] != -1)
+            i = (i + 1) & mask;
+        ns[i] = (int32_t)e;
+    }
+    return 0;
+}
+
+struct opcache_obj *opcache_get(opcache *c, const char *key) {
+    long s = cache__find(c, key);
+    return s >= 0 ? c->ent[c->slots[s]] : NULL;
+}
+
+/* Inserts or replaces; see cache.h. */
+struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
+    char key[OPCACHE_KEY_MAX];
+    if (opcache_key(key, sizeof key, raw) != 0) {
+        json_object_put(raw);
+        aiq_err_field(err, AIQ_EINVAL, "metadata.name",
+                      "metadata.name: missing, or namespace/name too long");
+        return NULL;
+    }
+    long s = cache__find(c, key);
+    if (s >= 0) {
+        struct opcache_obj *o = c->ent[c->slots[s]];
+        json_object_put(o->raw);
+        o->raw = raw;
+        if (o->parsed && c->free_parsed)
+            c->free_parsed(o->parsed);
+        o->parsed = NULL;
+        o->parse_ok = false;
+        aiq_err_clear(&o->perr);
+        o->epoch = c->epoch;
+        o->changed = ++c->seq;
+        return o;
+    }
+    /* Keep the index at most half full (deleted slots count). */
+    if ((c->used_slots + 1) * 2 > c->nslots) {
+        size_t want = c->nslots;
+        /* Live entries at most a quarter of the new table; a table full
+         * of deleted slots is rebuilt at the same size. */
+        while ((c->count + 1) * 4 > want && want < ((size_t)1 << 30))
+            want *= 2;
+        if (cache__rehash(c, want) != 0)
+            goto nomem;
+        s = cache__find(c, key);
+    }
+    if (c->count == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
+        struct opcache_obj **ne = realloc(c->ent, ncap * sizeof *ne);
+        if (!ne)
+            goto nomem;
+        c->ent = ne;
+        c->cap = ncap;
+    }
+    struct opcache_obj *o = calloc(1, sizeof *o);
+    if (!o)
+        goto nomem;
+    memcpy(o->key, key, strlen(key) + 1);
+    o->raw = raw;
+    o->epoch = c->epoch;
+    o->changed = ++c->seq;
+    size_t slot = (size_t)(-1 - s);
+    if (c->slots[slot] == -1)
+        c->used_slots++;
+    c->slots[slot] = (int32_t)c->count;
+    c->ent[c->count++] = o;
+    return o;
+nomem:
+    json_object_put(raw);
+    aiq_err_set(err, AIQ_ENOMEM, "out of memory caching %s", key);
+    return NULL;
+}
+
+/* Removes entry at dense index e whose slot is s. */
+static void cache__remove(opcache *c, long s, size_t e) {
+    struct opcache_obj *o = c->ent[e];
+    c->slots[s] = -2;
+    size_t last = c->count - 1;
+    if (e != last) {
+        /* Move the last entry into e and repoint its slot. */
+        long ls = cache__find(c, c->ent[last]->key);
+        c->ent[e] = c->ent[last];
+        if (ls >= 0)
+            c->slots[ls] = (int32_t)e;
+    }
+    c->count--;
+    cache__free_obj(c, o);
+}
+
+/* Deletes by key; see cache.h. */
+int opcache_del(opcache *c, const char *key) {
+    long s = cache__find(c, key);
+    if (s < 0)
+        return 0;
+    cache__remove(c, s, (size_t)c->slots[s]);
+    return 1;
+}
+
+size_t opcache_count(const opcache *c) {
+    return c->count;
+}
+
+struct opcache_obj *opcache_at(opcache *c, size_t i) {
+    return i < c->count ? c->ent[i] : NULL;
+}
+
+void opcache_relist_begin(opcache *c) {
+    c->epoch++;
+}
+
+/* Drops what the relist did not bring back; see cache.h. */
+size_t opcache_relist_end(opcache *c,
+                          void (*on_drop)(void *ud, struct opcache_obj *o),
+                          void *ud) {
+    size_t dropped = 0, i = 0;
+    while (i < c->count) {
+        struct opcache_obj *o = c->ent[i];
+        if (o->epoch == c->epoch) {
+            i++;
+            continue;
+        }
+        if (on_drop)
+            on_drop(ud, o);
+        long s = cache__find(c, o->key);
+        if (s >= 0)
+            cache__remove(c, s, i); /* the last entry moves into i */
+        dropped++;
+    }
+    return dropped;
+}

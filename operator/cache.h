@@ -1,0 +1,77 @@
+/* cache.h -- in-memory views of watched objects of one kind (AIJobs,
+ * QueuePolicies, Groups, UserQuotas, Nodes, Pods), keyed by "ns/name"
+ * (or "name" for cluster-scoped kinds), holding the raw JSON as the API
+ * server sent it, a parsed struct and per-object operator state.
+ *
+ * Updated from watch events: put on ADDED/MODIFIED, del on DELETED, and a
+ * relist (RELIST_BEGIN ... ADDED* ... RELIST_END) drops every object that
+ * the new list did not contain. Used by the daemon thread only (no lock).
+ *
+ * The parsed struct and the operator state are opaque here: the kind's
+ * free callbacks (given at create) release them. */
+#ifndef AIQ_OPERATOR_CACHE_H
+#define AIQ_OPERATOR_CACHE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+
+#define OPCACHE_KEY_MAX (2 * AIQ_MAX_NAME + 2)
+
+struct opcache_obj {
+    char key[OPCACHE_KEY_MAX];
+    json_object *raw;  /* owned reference */
+    void *parsed;      /* owned, freed by free_parsed; NULL = not parsed */
+    bool parse_ok;     /* parsed holds a valid object */
+    aiq_err perr;      /* why parsing failed (when !parse_ok) */
+    void *ext;         /* owned operator state, freed by free_ext; kept across puts */
+    uint32_t epoch;    /* relist epoch of the last put */
+    uint64_t changed;  /* bumped on every put (callers compare) */
+};
+
+typedef struct opcache opcache;
+
+/* Creates an empty cache. free_parsed/free_ext (may be NULL) release an
+ * entry's parsed struct and state. NULL on ENOMEM. */
+opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *));
+
+/* Frees c and every entry. NULL is a no-op. */
+void opcache_free(opcache *c);
+
+/* Writes the key of obj ("ns/name", or "name" without a namespace) into
+ * buf. Returns 0, or -1 when metadata.name is missing or the key passes
+ * OPCACHE_KEY_MAX. */
+int opcache_key(char *buf, size_t cap, json_object *obj);
+
+/* Returns the entry of key, or NULL. */
+struct opcache_obj *opcache_get(opcache *c, const char *key);
+
+/* Inserts or replaces the object under its key; takes ownership of raw
+ * (also on failure). A replaced entry's parsed struct is freed (the
+ * caller re-parses) and its ext state kept. Returns the entry, or NULL
+ * with err set (AIQ_EINVAL for an object without a usable name,
+ * AIQ_ENOMEM). */
+struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err);
+
+/* Removes and frees the entry of key. Returns 1 if it existed, else 0. */
+int opcache_del(opcache *c, const char *key);
+
+/* Number of entries, and the i-th entry (0 <= i < count) for iteration.
+ * Indexes change on del, so do not delete while iterating by index. */
+size_t opcache_count(const opcache *c);
+struct opcache_obj *opcache_at(opcache *c, size_t i);
+
+/* Starts a relist: entries put from now on belong to the new list. */
+void opcache_relist_begin(opcache *c);
+
+/* Ends a relist: calls on_drop (may be NULL) for every entry not put since
+ * opcache_relist_begin, then removes it. Returns how many were dropped. */
+size_t opcache_relist_end(opcache *c,
+                          void (*on_drop)(void *ud, struct opcache_obj *o),
+                          void *ud);
+
+#endif
