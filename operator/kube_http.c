@@ -1,0 +1,702 @@
+/* kube_http.c -- the Kubernetes API client: a pool of curl easy handles,
+ * TLS and bearer-token setup from the kubeconfig, JSON requests
+ * (get/create/update/patch/delete), error mapping that keeps the API's
+ * Status, the 409 re-read-and-retry helper, and API path building. See
+ * kube_http.h for the thread model. */
+#include "operator/kube_http.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "operator/kube_http_int.h"
+#include "operator/kube_status.h"
+
+#define KUBE_DEFAULT_TIMEOUT_MS 30000L
+#define KUBE_DEFAULT_CONNECT_MS 10000L
+#define KUBE_DEFAULT_MAX_BODY ((size_t)64 * 1024 * 1024)
+#define KUBE_DEFAULT_POOL 4
+#define KUBE_MAX_POOL 64
+#define KUBE_MAX_PATH 8192
+/* Error bodies are parsed up to this size; the rest is not a Status. */
+#define KUBE_MAX_ERR_BODY ((size_t)1024 * 1024)
+/* A token file is re-read after this many seconds (tokens rotate). */
+#define KUBE_TOKEN_RELOAD_S 60
+
+struct kube_client {
+    char *server;
+    long timeout_ms, connect_timeout_ms;
+    size_t max_body;
+    char *user_agent;
+    /* TLS material, copied from the config. */
+    char *ca_file, *cert_file, *key_file;
+    struct kube_blob ca, cert, key;
+    int insecure;
+    char *token_file;
+
+    pthread_mutex_t mu;   /* guards everything below */
+    pthread_cond_t free_cv;
+    CURL **pool;
+    unsigned char *busy;
+    int npool;
+    char *token;          /* current bearer token, NULL for none */
+    time_t token_loaded;  /* when token_file was last read */
+    unsigned fault_every, fault_count;
+    unsigned long nreq;
+};
+
+static pthread_once_t kube_curl_once = PTHREAD_ONCE_INIT;
+static CURLcode kube_curl_init_rc = CURLE_OK;
+
+static void kube_curl_init(void) {
+    kube_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void blob_free(struct kube_blob *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+}
+
+static int blob_dup(struct kube_blob *dst, const struct kube_blob *src) {
+    dst->data = NULL;
+    dst->len = 0;
+    if (!src->data) return 0;
+    dst->data = malloc(src->len + 1);
+    if (!dst->data) return -1;
+    memcpy(dst->data, src->data, src->len);
+    dst->data[src->len] = '\0';
+    dst->len = src->len;
+    return 0;
+}
+
+/* strdup that maps NULL to NULL and records allocation failure. */
+static char *dup_or_null(const char *s, int *failed) {
+    if (!s) return NULL;
+    char *r = strdup(s);
+    if (!r) *failed = 1;
+    return r;
+}
+
+static void token_wipe_free(char *t) {
+    if (!t) return;
+    volatile char *p = t;
+    while (*p) *p++ = 0;
+    free(t);
+}
+
+void kube_client_free(struct kube_client *c) {
+    if (!c) return;
+    for (int i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    free(c->pool);
+    free(c->busy);
+    pthread_cond_destroy(&c->free_cv);
+    pthread_mutex_destroy(&c->mu);
+    token_wipe_free(c->token);
+    free(c->token_file);
+    free(c->server);
+    free(c->user_agent);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    blob_free(&c->ca);
+    blob_free(&c->cert);
+    blob_free(&c->key);
+    free(c);
+}
+
+aiq_rc kube_client_create(const struct kube_config *cfg,
+                          const struct kube_client_opts *opts,
+                          struct kube_client **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    struct kube_client *c = NULL;
+    int failed = 0;
+
+    *out = NULL;
+    pthread_once(&kube_curl_once, kube_curl_init);
+    if (kube_curl_init_rc != CURLE_OK)
+        return aiq_err_set(e, AIQ_EIO, "curl_global_init failed: %s",
+                           curl_easy_strerror(kube_curl_init_rc));
+    if (!cfg || !cfg->server)
+        return aiq_err_field(e, AIQ_EINVAL, "server", "kube config has no server");
+    c = calloc(1, sizeof *c);
+    if (!c) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->free_cv, NULL);
+
+    c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : KUBE_DEFAULT_TIMEOUT_MS;
+    c->connect_timeout_ms =
+        opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : KUBE_DEFAULT_CONNECT_MS;
+    c->max_body = opts && opts->max_body > 0 ? opts->max_body : KUBE_DEFAULT_MAX_BODY;
+    int npool = opts && opts->pool_size > 0 ? opts->pool_size : KUBE_DEFAULT_POOL;
+    if (npool > KUBE_MAX_POOL) npool = KUBE_MAX_POOL;
+
+    c->server = dup_or_null(cfg->server, &failed);
+    c->user_agent = dup_or_null(opts && opts->user_agent ? opts->user_agent : "aiq-operator/0.1", &failed);
+    c->ca_file = dup_or_null(cfg->ca_file, &failed);
+    c->cert_file = dup_or_null(cfg->client_cert_file, &failed);
+    c->key_file = dup_or_null(cfg->client_key_file, &failed);
+    c->token_file = dup_or_null(cfg->token_file, &failed);
+    c->token = dup_or_null(cfg->token, &failed);
+    c->insecure = cfg->insecure;
+    if (blob_dup(&c->ca, &cfg->ca_data) || blob_dup(&c->cert, &cfg->client_cert_data) ||
+        blob_dup(&c->key, &cfg->client_key_data))
+        failed = 1;
+    /* A token given with the file counts as freshly read. */
+    if (c->token) c->token_loaded = time(NULL);
+    c->pool = calloc((size_t)npool, sizeof *c->pool);
+    c->busy = calloc((size_t)npool, 1);
+    if (failed || !c->pool || !c->busy) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out_free;
+    }
+    for (int i = 0; i < npool; i++) {
+        c->pool[i] = curl_easy_init();
+        if (!c->pool[i]) {
+            rc = aiq_err_set(e, AIQ_ENOMEM, "curl_easy_init failed");
+            goto out_free;
+        }
+        c->npool = i + 1;
+    }
+    *out = c;
+    return AIQ_OK;
+out_free:
+    kube_client_free(c);
+    return rc;
+}
+
+const char *kube_client_server(const struct kube_client *c) {
+    return c->server;
+}
+
+void kube_client_inject_fault(struct kube_client *c, unsigned n) {
+    pthread_mutex_lock(&c->mu);
+    c->fault_every = n;
+    c->fault_count = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+unsigned long kube_client_requests(const struct kube_client *c) {
+    pthread_mutex_t *mu = (pthread_mutex_t *)&c->mu; /* lock is not logical state */
+    pthread_mutex_lock(mu);
+    unsigned long n = c->nreq;
+    pthread_mutex_unlock(mu);
+    return n;
+}
+
+/* Re-reads the token file when due. Called with c->mu held. Keeps the
+ * old token if the file cannot be read but one is already known. */
+static aiq_rc token_refresh_locked(struct kube_client *c, aiq_err *e) {
+    if (!c->token_file) return AIQ_OK;
+    time_t now = time(NULL);
+    if (c->token && now - c->token_loaded < KUBE_TOKEN_RELOAD_S) return AIQ_OK;
+    char *t = NULL;
+    size_t len = 0;
+    aiq_err le;
+    aiq_err_clear(&le);
+    aiq_rc rc = kube_read_file(c->token_file, KUBE_CONFIG_MAX_FILE, &t, &len, &le);
+    if (rc != AIQ_OK) {
+        if (c->token) return AIQ_OK;
+        return aiq_err_set(e, rc, "bearer token: %s", le.message);
+    }
+    while (len > 0 && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' || t[len - 1] == '\t'))
+        t[--len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)t[i] < 0x21 || (unsigned char)t[i] > 0x7e) {
+            token_wipe_free(t);
+            return aiq_err_field(e, AIQ_EINVAL, "tokenFile",
+                                 "token file %s: byte %zu is not a printable ASCII character",
+                                 c->token_file, i);
+        }
+    token_wipe_free(c->token);
+    c->token = t;
+    c->token_loaded = now;
+    return AIQ_OK;
+}
+
+aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
+                          const char *path, const char *content_type,
+                          long timeout_ms, struct curl_slist **hdrs,
+                          aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    char *url = NULL, *auth = NULL;
+    struct curl_slist *l = NULL, *tmp = NULL;
+
+    *hdrs = NULL;
+    if (!path || path[0] != '/')
+        return aiq_err_set(e, AIQ_EINVAL, "API path \"%.100s\" does not start with '/'", path ? path : "");
+    size_t plen = strlen(path);
+    if (plen > KUBE_MAX_PATH)
+        return aiq_err_set(e, AIQ_ETOOBIG, "API path of %zu bytes passes the %d byte cap", plen, KUBE_MAX_PATH);
+    size_t ulen = strlen(c->server) + plen + 1;
+    url = malloc(ulen);
+    if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    memcpy(url, c->server, strlen(c->server));
+    memcpy(url + strlen(c->server), path, plen + 1);
+
+    pthread_mutex_lock(&c->mu);
+    rc = token_refresh_locked(c, e);
+    if (rc == AIQ_OK && c->token) {
+        size_t alen = strlen(c->token) + sizeof "Authorization: Bearer ";
+        auth = malloc(alen);
+        if (auth) {
+            memcpy(auth, "Authorization: Bearer ", sizeof "Authorization: Bearer " - 1);
+            memcpy(auth + sizeof "Authorization: Bearer " - 1, c->token, strlen(c->token) + 1);
+        } else {
+            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc != AIQ_OK) goto out;
+
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+    if (timeout_ms > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (strcmp(method, "GET") == 0) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    else if (strcmp(method, "POST") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+
+    if (c->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (c->ca.data) {
+        struct curl_blob b = {.data = c->ca.data, .len = c->ca.len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+    } else if (c->ca_file) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    }
+    if (c->cert.data) {
+        struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    } else if (c->cert_file) {
+        curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+    }
+    if (c->key.data) {
+        struct curl_blob b = {.data = c->key.data, .len = c->key.len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    } else if (c->key_file) {
+        curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+    }
+
+    /* "Expect:" off: curl would otherwise wait for 100-continue on larger
+     * bodies, a stall with servers that never send it. */
+    static const char *const fixed[] = {"Accept: application/json", "Expect:"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        tmp = curl_slist_append(l, fixed[i]);
+        if (!tmp) goto out_nomem;
+        l = tmp;
+    }
+    if (content_type) {
+        char ct[128];
+        if ((size_t)snprintf(ct, sizeof ct, "Content-Type: %s", content_type) >= sizeof ct) {
+            rc = aiq_err_set(e, AIQ_EINVAL, "content type \"%.64s\" too long", content_type);
+            goto out;
+        }
+        tmp = curl_slist_append(l, ct);
+        if (!tmp) goto out_nomem;
+        l = tmp;
+    }
+    if (auth) {
+        tmp = curl_slist_append(l, auth);
+        if (!tmp) goto out_nomem;
+        l = tmp;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
+    /* CURLOPT_URL copied the string; the header list must outlive the
+     * transfer, so it goes to the caller. */
+    *hdrs = l;
+    l = NULL;
+    goto out;
+out_nomem:
+    rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory building request headers");
+out:
+    curl_slist_free_all(l);
+    token_wipe_free(auth);
+    free(url);
+    return rc;
+}
+
+aiq_rc kube__curl_err(CURLcode cc, const char *errbuf, const char *method,
+                      const char *path, aiq_err *e) {
+    aiq_rc rc = cc == CURLE_OPERATION_TIMEDOUT ? AIQ_ETIMEOUT : AIQ_EIO;
+    return aiq_err_set(e, rc, "%s %.200s: %s", method, path,
+                       errbuf && *errbuf ? errbuf : curl_easy_strerror(cc));
+}
+
+aiq_rc kube__http_err(int status, const char *body, size_t len,
+                      const char *method, const char *path, aiq_err *e) {
+    json_object *st = NULL;
+    char fallback[400];
+    char snippet[201];
+    size_t n = 0;
+
+    if (body && len > 0 && len <= KUBE_MAX_ERR_BODY) {
+        if (kube_json_parse(body, len, &st, NULL) != AIQ_OK) st = NULL;
+    }
+    /* A body that is not a Status still says something: keep a printable
+     * prefix of it. */
+    for (size_t i = 0; body && i < len && n + 1 < sizeof snippet; i++) {
+        unsigned char ch = (unsigned char)body[i];
+        snippet[n++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : ' ';
+    }
+    snippet[n] = '\0';
+    snprintf(fallback, sizeof fallback, "HTTP %d from %s %.120s%s%s", status, method, path,
+             n ? ": " : "", snippet);
+    const char *reason = kube_json_str(st, "reason");
+    aiq_rc rc = kube_rc_for_http(status, reason);
+    if (rc == AIQ_OK) rc = AIQ_EHTTP;
+    kube_status_to_err(st, status, rc, fallback, e);
+    json_object_put(st);
+    return rc;
+}
+
+/* Response buffer with a cap (curl dynbuf "toobig" style). */
+struct kube_buf {
+    char *p;
+    size_t len, cap, max;
+    int toobig, nomem;
+};
+
+static size_t kube_buf_write(char *data, size_t size, size_t nmemb, void *ud) {
+    struct kube_buf *b = ud;
+    size_t n = size * nmemb;
+    if (n > b->max - b->len) {
+        b->toobig = 1;
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 16384;
+        while (nc < b->len + n + 1) nc *= 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->nomem = 1;
+            return 0;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return n;
+}
+
+/* Borrows a free pool handle, waiting while all are in use. */
+static int pool_get(struct kube_client *c) {
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        for (int i = 0; i < c->npool; i++)
+            if (!c->busy[i]) {
+                c->busy[i] = 1;
+                pthread_mutex_unlock(&c->mu);
+                return i;
+            }
+        pthread_cond_wait(&c->free_cv, &c->mu);
+    }
+}
+
+static void pool_put(struct kube_client *c, int i) {
+    pthread_mutex_lock(&c->mu);
+    c->busy[i] = 0;
+    pthread_cond_signal(&c->free_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+aiq_rc kube_request(struct kube_client *c, const char *method,
+                    const char *path, const char *content_type,
+                    const char *body, size_t len, int *status, char **resp,
+                    size_t *resp_len, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    struct curl_slist *hdrs = NULL;
+    struct kube_buf buf = {.max = c->max_body};
+    char errbuf[CURL_ERROR_SIZE];
+    long code = 0;
+    int fault = 0;
+
+    if (status) *status = 0;
+    if (resp) *resp = NULL;
+    if (resp_len) *resp_len = 0;
+
+    pthread_mutex_lock(&c->mu);
+    c->nreq++;
+    if (c->fault_every && ++c->fault_count % c->fault_every == 0) fault = 1;
+    pthread_mutex_unlock(&c->mu);
+    if (fault) return aiq_err_set(e, AIQ_EIO, "%s %.200s: injected fault", method, path);
+
+    int slot = pool_get(c);
+    CURL *h = c->pool[slot];
+    rc = kube__easy_prepare(c, h, method, path, content_type, c->timeout_ms, &hdrs, e);
+    if (rc != AIQ_OK) goto out_put;
+    if (body || strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube_buf_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+    errbuf[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    /* The error buffer and body pointers die with this call. */
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+    if (status) *status = (int)code;
+    if (cc != CURLE_OK) {
+        if (buf.toobig)
+            rc = aiq_err_set(e, AIQ_ETOOBIG, "%s %.200s: response passes the %zu byte cap", method,
+                             path, c->max_body);
+        else if (buf.nomem)
+            rc = aiq_err_set(e, AIQ_ENOMEM, "%s %.200s: out of memory for the response", method, path);
+        else
+            rc = kube__curl_err(cc, errbuf, method, path, e);
+        goto out_free;
+    }
+    if (code >= 400) {
+        rc = kube__http_err((int)code, buf.p, buf.len, method, path, e);
+        goto out_free;
+    }
+    if (resp) {
+        if (!buf.p) {
+            buf.p = calloc(1, 1);
+            if (!buf.p) {
+                rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+                goto out_free;
+            }
+        }
+        *resp = buf.p;
+        buf.p = NULL;
+    }
+    if (resp_len) *resp_len = buf.len;
+out_free:
+    free(buf.p);
+    curl_slist_free_all(hdrs);
+out_put:
+    pool_put(c, slot);
+    return rc;
+}
+
+/* Sends in (may be NULL) as JSON and parses the reply into *out when out
+ * is non-NULL. */
+static aiq_rc kube_json_call(struct kube_client *c, const char *method, const char *path,
+                             const char *ctype, json_object *in, json_object **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    char *resp = NULL;
+    size_t rlen = 0;
+    const char *body = NULL;
+    size_t blen = 0;
+
+    if (out) *out = NULL;
+    if (in) {
+        body = json_object_to_json_string_length(in, JSON_C_TO_STRING_PLAIN, &blen);
+        if (!body) return aiq_err_set(e, AIQ_ENOMEM, "out of memory serialising %s body", method);
+    }
+    rc = kube_request(c, method, path, in ? ctype : NULL, body, blen, NULL, out ? &resp : NULL,
+                      &rlen, e);
+    if (rc != AIQ_OK || !out) goto out;
+    rc = kube_json_parse(resp, rlen, out, e);
+    if (rc != AIQ_OK) {
+        /* Keep the parse message but say where the body came from. */
+        if (e) {
+            char m[sizeof e->message];
+            memcpy(m, e->message, sizeof m);
+            snprintf(e->message, sizeof e->message, "%s %.120s: response: %.300s", method, path, m);
+        }
+    }
+out:
+    free(resp);
+    return rc;
+}
+
+aiq_rc kube_get(struct kube_client *c, const char *path, json_object **out,
+                aiq_err *e) {
+    return kube_json_call(c, "GET", path, NULL, NULL, out, e);
+}
+
+aiq_rc kube_create(struct kube_client *c, const char *path, json_object *obj,
+                   json_object **out, aiq_err *e) {
+    return kube_json_call(c, "POST", path, "application/json", obj, out, e);
+}
+
+aiq_rc kube_update(struct kube_client *c, const char *path, json_object *obj,
+                   json_object **out, aiq_err *e) {
+    return kube_json_call(c, "PUT", path, "application/json", obj, out, e);
+}
+
+aiq_rc kube_patch(struct kube_client *c, const char *path,
+                  enum kube_patch_type type, json_object *patch,
+                  json_object **out, aiq_err *e) {
+    const char *ct = type == KUBE_PATCH_JSON        ? "application/json-patch+json"
+                     : type == KUBE_PATCH_STRATEGIC ? "application/strategic-merge-patch+json"
+                                                    : "application/merge-patch+json";
+    if (!patch) return aiq_err_set(e, AIQ_EINVAL, "PATCH %.200s: no patch body", path);
+    return kube_json_call(c, "PATCH", path, ct, patch, out, e);
+}
+
+aiq_rc kube_delete(struct kube_client *c, const char *path,
+                   const char *propagation, json_object **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    json_object *opts = NULL;
+    if (propagation) {
+        opts = json_object_new_object();
+        json_object *v = json_object_new_string(propagation);
+        if (!opts || !v || json_object_object_add(opts, "propagationPolicy", v) != 0) {
+            json_object_put(v);
+            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    rc = kube_json_call(c, "DELETE", path, "application/json", opts, out, e);
+out:
+    json_object_put(opts);
+    return rc;
+}
+
+/* Adds metadata.resourceVersion = rv to patch unless it has one. */
+static aiq_rc patch_add_rv(json_object *patch, const char *rv, aiq_err *e) {
+    json_object *md = NULL, *v = NULL;
+    if (!rv || !json_object_is_type(patch, json_type_object)) return AIQ_OK;
+    if (!json_object_object_get_ex(patch, "metadata", &md)) {
+        md = json_object_new_object();
+        if (!md || json_object_object_add(patch, "metadata", md) != 0) {
+            json_object_put(md);
+            return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        }
+    }
+    if (!json_object_is_type(md, json_type_object))
+        return aiq_err_field(e, AIQ_EINVAL, "metadata", "patch metadata is not an object");
+    if (json_object_object_get_ex(md, "resourceVersion", NULL)) return AIQ_OK;
+    v = json_object_new_string(rv);
+    if (!v || json_object_object_add(md, "resourceVersion", v) != 0) {
+        json_object_put(v);
+        return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    }
+    return AIQ_OK;
+}
+
+aiq_rc kube_patch_retry(struct kube_client *c, const char *path,
+                        kube_mutate_fn fn, void *ud, int max_tries,
+                        json_object **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    aiq_err le;
+    json_object *cur = NULL, *patch = NULL;
+
+    if (out) *out = NULL;
+    if (max_tries <= 0) max_tries = 5;
+    for (int attempt = 1; attempt <= max_tries; attempt++) {
+        aiq_err_clear(&le);
+        json_object_put(cur);
+        cur = NULL;
+        rc = kube_get(c, path, &cur, &le);
+        if (rc != AIQ_OK) break;
+        patch = NULL;
+        rc = fn(ud, cur, &patch);
+        if (rc != AIQ_OK) {
+            json_object_put(patch);
+            patch = NULL;
+            aiq_err_set(&le, rc, "PATCH %.200s: the update callback failed: %s", path, aiq_strerror(rc));
+            break;
+        }
+        if (!patch) { /* nothing to change */
+            if (out) {
+                *out = cur;
+                cur = NULL;
+            }
+            break;
+        }
+        rc = patch_add_rv(patch, kube_json_str(cur, "metadata.resourceVersion"), &le);
+        if (rc == AIQ_OK) rc = kube_patch(c, path, KUBE_PATCH_MERGE, patch, out, &le);
+        json_object_put(patch);
+        patch = NULL;
+        if (rc != AIQ_ECONFLICT) break;
+    }
+    json_object_put(cur);
+    if (rc != AIQ_OK && e && e->code == AIQ_OK) *e = le;
+    return rc;
+}
+
+/* A path segment: non-empty, not "." or "..", and only characters that
+ * need no escaping in a path. */
+static int seg_ok(const char *s) {
+    if (!*s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return 0;
+    for (; *s; s++) {
+        char ch = *s;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '-' || ch == '_' || ch == ':'))
+            return 0;
+    }
+    return 1;
+}
+
+aiq_rc kube_path(char *buf, size_t cap, const char *group,
+                 const char *version, const char *ns, const char *resource,
+                 const char *name, const char *sub, aiq_err *e) {
+    struct { const char *what, *v; int need; } parts[] = {
+        {"group", group, 0}, {"version", version, 1}, {"namespace", ns, 0},
+        {"resource", resource, 1}, {"name", name, 0}, {"subresource", sub, 0},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const char *v = parts[i].v;
+        if ((!v || !*v) && !parts[i].need) continue;
+        if (!v || !seg_ok(v))
+            return aiq_err_field(e, AIQ_EINVAL, parts[i].what, "%s \"%.100s\" is not a valid path segment",
+                                 parts[i].what, v ? v : "");
+    }
+    int n;
+    if (group && *group)
+        n = snprintf(buf, cap, "/apis/%s/%s", group, version);
+    else
+        n = snprintf(buf, cap, "/api/%s", version);
+    if (n < 0 || (size_t)n >= cap) goto toobig;
+    if (ns && *ns) {
+        int m = snprintf(buf + n, cap - (size_t)n, "/namespaces/%s", ns);
+        if (m < 0 || (size_t)m >= cap - (size_t)n) goto toobig;
+        n += m;
+    }
+    const char *tail[] = {resource, name, sub};
+    for (size_t i = 0; i < 3; i++) {
+        if (!tail[i] || !*tail[i]) {
+            if (i == 1) break; /* no name: no subresource either */
+            continue;
+        }
+        int m = snprintf(buf + n, cap - (size_t)n, "/%s", tail[i]);
+        if (m < 0 || (size_t)m >= cap - (size_t)n) goto toobig;
+        n += m;
+    }
+    return AIQ_OK;
+toobig:
+    if (cap) buf[0] = '\0';
+    return aiq_err_set(e, AIQ_ETOOBIG, "API path does not fit in %zu bytes", cap);
+}
+
+aiq_rc kube_query_escape(char *buf, size_t cap, const char *s, aiq_err *e) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    ch == '-' || ch == '.' || ch == '_' || ch == '~';
+        size_t need = plain ? 1 : 3;
+        if (n + need + 1 > cap) {
+            if (cap) buf[0] = '\0';
+            return aiq_err_set(e, AIQ_ETOOBIG, "query value does not fit in %zu bytes", cap);
+        }
+        if (plain) {
+            buf[n++] = (char)ch;
+        } else {
+            buf[n++] = '%';
+            buf[n++] = hex[ch >> 4];
+            buf[n++] = hex[ch & 15];
+        }
+    }
+    if (cap == 0) return aiq_err_set(e, AIQ_ETOOBIG, "query value does not fit in 0 bytes");
+    buf[n] = '\0';
+    return AIQ_OK;
+}

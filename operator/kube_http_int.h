@@ -1,0 +1,31 @@
+/* kube_http_int.h -- module-internal parts of the HTTP client shared with
+ * kube_watch.c: setting up a curl easy handle for a request to the API
+ * server (URL, TLS, bearer token, headers) and mapping curl failures. */
+#ifndef AIQ_KUBE_HTTP_INT_H
+#define AIQ_KUBE_HTTP_INT_H
+
+#include <curl/curl.h>
+
+#include "operator/kube_http.h"
+
+/* Resets h and sets URL (server + path), method, TLS and auth options,
+ * timeouts (timeout_ms 0: none, for watches) and headers (Accept JSON,
+ * Content-Type when content_type is non-NULL, Authorization). *hdrs gets
+ * the header list the caller frees with curl_slist_free_all after the
+ * transfer (also on error). Returns AIQ_OK or AIQ_ENOMEM/AIQ_EIO/AIQ_ETOOBIG. */
+aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
+                          const char *path, const char *content_type,
+                          long timeout_ms, struct curl_slist **hdrs,
+                          aiq_err *e);
+
+/* Maps a curl failure to AIQ_ETIMEOUT (timeouts) or AIQ_EIO, with a
+ * message naming method, path and curl's error text. Returns the rc. */
+aiq_rc kube__curl_err(CURLcode cc, const char *errbuf, const char *method,
+                      const char *path, aiq_err *e);
+
+/* Fills e from an error response (status >= 400) whose body is body/len
+ * (may be a Status or anything else). Returns the mapped rc. */
+aiq_rc kube__http_err(int status, const char *body, size_t len,
+                      const char *method, const char *path, aiq_err *e);
+
+#endif

@@ -1,0 +1,43 @@
+/* kube_status.h -- Kubernetes API error mapping and small JSON helpers
+ * shared by the HTTP client and the watch decoder: how an HTTP status and
+ * a Status body become an aiq_rc plus aiq_err details (http_status,
+ * reason, message), which are never thrown away. */
+#ifndef AIQ_KUBE_STATUS_H
+#define AIQ_KUBE_STATUS_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "common/aiq_err.h"
+
+/* Max JSON nesting accepted in one API object (deeper is an error). */
+#define KUBE_JSON_MAX_DEPTH 96
+
+/* Parses len bytes of JSON (need not be NUL-terminated) into *out with
+ * the depth cap above. The input must be exactly one JSON value,
+ * whitespace allowed around it. Returns AIQ_OK and a new reference in
+ * *out, or AIQ_EPARSE with the byte offset in e->offset (*out NULL). */
+aiq_rc kube_json_parse(const char *s, size_t len, json_object **out,
+                       aiq_err *e);
+
+/* The aiq_rc for an HTTP error status and Status reason (reason may be
+ * NULL): 404 AIQ_ENOTFOUND, 409 AlreadyExists AIQ_EEXIST, other 409
+ * AIQ_ECONFLICT, 410 AIQ_EGONE, 401/403 AIQ_EAUTH, 415 AIQ_EUNSUPPORTED,
+ * 422 AIQ_EINVAL, 408/504 AIQ_ETIMEOUT, anything else >= 400 AIQ_EHTTP.
+ * Returns AIQ_OK for status < 400. */
+aiq_rc kube_rc_for_http(int http_status, const char *reason);
+
+/* Fills e from a Kubernetes Status object: http_status (the Status "code"
+ * when http_status is 0), reason, message, and for 422 the first
+ * details.causes[].field as e->field. When st is NULL or carries no
+ * message, fallback is the message. First error wins (aiq_err_set), so an
+ * e that already holds an error is left alone. Returns rc. */
+aiq_rc kube_status_to_err(json_object *st, int http_status, aiq_rc rc,
+                          const char *fallback, aiq_err *e);
+
+/* Borrowed string at a dotted path of plain keys ("metadata.name") in o,
+ * or NULL when a step is missing or the leaf is not a string. */
+const char *kube_json_str(json_object *o, const char *path);
+
+#endif

@@ -1,0 +1,223 @@
+/* kube_stub.h -- a tiny in-test HTTP server (libmicrohttpd) for the
+ * Kubernetes client tests: each request is logged and answered by a
+ * test-supplied route function with a canned body, an error Status, or a
+ * streamed body (watch) sent in pieces, optionally held open.
+ * Header-only (static inline) so test_kube_http.c and test_kube_watch.c
+ * can each include it without a shared object. Test code only. */
+#ifndef AIQ_KUBE_STUB_H
+#define AIQ_KUBE_STUB_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <netinet/in.h>
+
+#include <microhttpd.h>
+
+#define STUB_MAX_LOG 512
+#define STUB_MAX_CHUNKS 64
+
+struct stub_req {
+    char method[16];
+    char path[512];
+    char query[1024]; /* k=v&k=v, values unescaped */
+    char auth[256];
+    char ctype[128];
+    char body[8192];
+};
+
+/* What the route function fills in. body/chunks are copied by the stub. */
+struct stub_resp {
+    int status;              /* default 200 */
+    const char *ctype;       /* default application/json */
+    const char *body;        /* whole body, or NULL */
+    const char *chunks[STUB_MAX_CHUNKS]; /* streamed pieces when nchunks > 0 */
+    int nchunks;
+    int hold_ms;             /* keep the stream open this long after the pieces */
+    int delay_ms;            /* sleep before answering */
+};
+
+struct stub;
+typedef void (*stub_route_fn)(struct stub *s, const struct stub_req *r, struct stub_resp *out);
+
+struct stub {
+    struct MHD_Daemon *d;
+    int port;
+    char url[64];
+    stub_route_fn route;
+    void *ud;
+    pthread_mutex_t mu;
+    struct stub_req log[STUB_MAX_LOG];
+    int nlog;
+    volatile int stopping;
+};
+
+struct stub_conn { /* per-request upload accumulator */
+    struct stub_req req;
+    size_t blen;
+};
+
+struct stub_stream {
+    struct stub *s;
+    char *chunks[STUB_MAX_CHUNKS];
+    int n, idx;
+    size_t off;
+    int hold_ms;
+};
+
+static inline void stub_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static inline enum MHD_Result stub_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
+    (void)kind;
+    struct stub_req *r = cls;
+    size_t n = strlen(r->query);
+    snprintf(r->query + n, sizeof r->query - n, "%s%s=%s", n ? "&" : "", k, v ? v : "");
+    return MHD_YES;
+}
+
+static inline ssize_t stub_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    struct stub_stream *st = cls;
+    if (st->idx < st->n) {
+        const char *c = st->chunks[st->idx];
+        size_t left = strlen(c) - st->off;
+        size_t n = left < max ? left : max;
+        memcpy(buf, c + st->off, n);
+        st->off += n;
+        if (st->off == strlen(c)) {
+            st->idx++;
+            st->off = 0;
+            stub_sleep_ms(2); /* separate TCP writes: real chunk boundaries */
+        }
+        if (n == 0) return 0;
+        return (ssize_t)n;
+    }
+    for (int waited = 0; waited < st->hold_ms && !st->s->stopping; waited += 10) stub_sleep_ms(10);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static inline void stub_stream_free(void *cls) {
+    struct stub_stream *st = cls;
+    for (int i = 0; i < st->n; i++) free(st->chunks[i]);
+    free(st);
+}
+
+static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *conn, const char *url,
+                                           const char *method, const char *version,
+                                           const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    struct stub *s = cls;
+    struct stub_conn *sc = *con_cls;
+    if (!sc) {
+        sc = calloc(1, sizeof *sc);
+        if (!sc) return MHD_NO;
+        snprintf(sc->req.method, sizeof sc->req.method, "%s", method);
+        snprintf(sc->req.path, sizeof sc->req.path, "%s", url);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, stub_arg, &sc->req);
+        const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+        snprintf(sc->req.auth, sizeof sc->req.auth, "%s", a ? a : "");
+        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        snprintf(sc->req.ctype, sizeof sc->req.ctype, "%s", ct ? ct : "");
+        *con_cls = sc;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        if (n > sizeof sc->req.body - 1 - sc->blen) n = sizeof sc->req.body - 1 - sc->blen;
+        memcpy(sc->req.body + sc->blen, upload, n);
+        sc->blen += n;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->nlog < STUB_MAX_LOG) s->log[s->nlog++] = sc->req;
+    pthread_mutex_unlock(&s->mu);
+
+    struct stub_resp out = {.status = 200};
+    s->route(s, &sc->req, &out);
+    if (out.delay_ms) {
+        for (int w = 0; w < out.delay_ms && !s->stopping; w += 10) stub_sleep_ms(10);
+    }
+    struct MHD_Response *resp;
+    if (out.nchunks > 0) {
+        struct stub_stream *st = calloc(1, sizeof *st);
+        if (!st) return MHD_NO;
+        st->s = s;
+        st->hold_ms = out.hold_ms;
+        for (int i = 0; i < out.nchunks; i++) st->chunks[st->n++] = strdup(out.chunks[i]);
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stub_stream_read, st,
+                                                 stub_stream_free);
+    } else {
+        const char *b = out.body ? out.body : "";
+        resp = MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
+    }
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", out.ctype ? out.ctype : "application/json");
+    enum MHD_Result r = MHD_queue_response(conn, (unsigned)out.status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static inline void stub_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                                  enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
+/* Starts the stub on 127.0.0.1 with an ephemeral port. Returns 0 on
+ * success. */
+static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
+    memset(s, 0, sizeof *s);
+    s->route = route;
+    s->ud = ud;
+    pthread_mutex_init(&s->mu, NULL);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = 0;
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                MHD_USE_ITC,
+                            0, NULL, NULL, stub_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
+                            MHD_OPTION_NOTIFY_COMPLETED, stub_completed, s, MHD_OPTION_END);
+    if (!s->d) return -1;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : 0;
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    return s->port ? 0 : -1;
+}
+
+static inline void stub_stop(struct stub *s) {
+    s->stopping = 1;
+    if (s->d) MHD_stop_daemon(s->d);
+    s->d = NULL;
+    pthread_mutex_destroy(&s->mu);
+}
+
+/* Copy of log entry i (zeroed when out of range). */
+static inline struct stub_req stub_log(struct stub *s, int i) {
+    struct stub_req r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_lock(&s->mu);
+    if (i >= 0 && i < s->nlog) r = s->log[i];
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+static inline int stub_nlog(struct stub *s) {
+    pthread_mutex_lock(&s->mu);
+    int n = s->nlog;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+#endif

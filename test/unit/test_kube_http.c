@@ -1,0 +1,413 @@
+/* test_kube_http.c -- the Kubernetes HTTP client against an in-test
+ * server: methods, content types, bearer token, error mapping that keeps
+ * the Status, body cap, timeout, 409 retry, fault injection, pool under
+ * concurrency, path building. */
+#include "test/unit/th.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "operator/kube_http.h"
+#include "test/unit/kube_stub.h"
+
+struct http_state {
+    int patch_conflicts; /* PATCHes to answer with 409 before accepting */
+    int rv;              /* resourceVersion served by GET /obj */
+};
+
+static void route(struct stub *s, const struct stub_req *r, struct stub_resp *o) {
+    struct http_state *st = s->ud;
+    static char buf[512];
+    if (strcmp(r->path, "/ok") == 0) {
+        o->body = "{\"kind\":\"Thing\",\"metadata\":{\"name\":\"x\"}}";
+    } else if (strcmp(r->path, "/echo") == 0) {
+        o->body = r->body[0] ? r->body : "{}";
+        o->status = strcmp(r->method, "POST") == 0 ? 201 : 200;
+    } else if (strcmp(r->path, "/notfound") == 0) {
+        o->status = 404;
+        o->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                  "\"reason\":\"NotFound\",\"code\":404,\"message\":\"aijobs.aiq.dev \\\"x\\\" not found\"}";
+    } else if (strcmp(r->path, "/conflict") == 0) {
+        o->status = 409;
+        o->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,"
+                  "\"message\":\"Operation cannot be fulfilled on aijobs.aiq.dev \\\"x\\\": the object has been modified\"}";
+    } else if (strcmp(r->path, "/exists") == 0) {
+        o->status = 409;
+        o->body = "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"code\":409,\"message\":\"pods \\\"p\\\" already exists\"}";
+    } else if (strcmp(r->path, "/invalid") == 0) {
+        o->status = 422;
+        o->body = "{\"kind\":\"Status\",\"reason\":\"Invalid\",\"code\":422,\"message\":\"AIJob.aiq.dev \\\"j\\\" is invalid: spec.gpus: must be >= 0\","
+                  "\"details\":{\"kind\":\"AIJob\",\"causes\":[{\"reason\":\"FieldValueInvalid\",\"field\":\"spec.gpus\",\"message\":\"must be >= 0\"}]}}";
+    } else if (strcmp(r->path, "/gone") == 0) {
+        o->status = 410;
+        o->body = "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,\"message\":\"too old resource version: 5 (90)\"}";
+    } else if (strcmp(r->path, "/forbidden") == 0) {
+        o->status = 403;
+        o->body = "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"code\":403,\"message\":\"pods is forbidden: User \\\"x\\\" cannot list\"}";
+    } else if (strcmp(r->path, "/plain500") == 0) {
+        o->status = 500;
+        o->ctype = "text/plain";
+        o->body = "internal\nboom";
+    } else if (strcmp(r->path, "/big") == 0) {
+        static char big[100000];
+        memset(big, 'a', sizeof big - 1);
+        big[0] = '"';
+        big[sizeof big - 2] = '"';
+        o->body = big;
+    } else if (strcmp(r->path, "/slow") == 0) {
+        o->delay_ms = 2000;
+        o->body = "{}";
+    } else if (strcmp(r->path, "/badjson") == 0) {
+        o->body = "{\"a\":";
+    } else if (strcmp(r->path, "/obj") == 0 || strcmp(r->path, "/obj/status") == 0) {
+        pthread_mutex_lock(&s->mu);
+        if (strcmp(r->method, "GET") == 0) {
+            snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"o\",\"resourceVersion\":\"%d\"},\"spec\":{\"n\":%d}}",
+                     st->rv, st->rv);
+            o->body = buf;
+        } else if (st->patch_conflicts > 0) {
+            st->patch_conflicts--;
+            st->rv++;
+            o->status = 409;
+            o->body = "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"code\":409,\"message\":\"the object has been modified\"}";
+        } else {
+            o->body = r->body;
+        }
+        pthread_mutex_unlock(&s->mu);
+    } else {
+        o->status = 404;
+        o->body = "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404,\"message\":\"no route\"}";
+    }
+}
+
+static struct kube_client *client_for(struct stub *s, const struct kube_client_opts *o) {
+    struct kube_config cfg;
+    struct kube_client *c = NULL;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = s->url;
+    cfg.token = "s3cret-token";
+    kube_client_create(&cfg, o, &c, NULL);
+    return c;
+}
+
+TEST(get_sends_bearer_and_parses) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client *c = client_for(&s, NULL);
+    json_object *o = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_OK);
+    CHECK_STR(json_object_get_string(json_object_object_get(o, "kind")), "Thing");
+    struct stub_req r = stub_log(&s, 0);
+    CHECK_STR(r.method, "GET");
+    CHECK_STR(r.auth, "Bearer s3cret-token");
+    CHECK_INT(kube_client_requests(c), 1);
+    json_object_put(o);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+TEST(write_methods_and_content_types) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client *c = client_for(&s, NULL);
+    json_object *body = json_tokener_parse("{\"spec\":{\"gpus\":2}}");
+    json_object *o = NULL;
+    aiq_err e;
+
+    aiq_err_clear(&e);
+    CHECK_INT(kube_create(c, "/echo", body, &o, &e), AIQ_OK);
+    CHECK_INT(json_object_get_int(json_object_object_get(json_object_object_get(o, "spec"), "gpus")), 2);
+    json_object_put(o);
+    CHECK_INT(kube_update(c, "/echo", body, NULL, &e), AIQ_OK);
+    CHECK_INT(kube_patch(c, "/echo", KUBE_PATCH_MERGE, body, NULL, &e), AIQ_OK);
+    json_object *jp = json_tokener_parse("[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]");
+    CHECK_INT(kube_patch(c, "/echo", KUBE_PATCH_JSON, jp, NULL, &e), AIQ_OK);
+    CHECK_INT(kube_patch(c, "/echo", KUBE_PATCH_STRATEGIC, body, NULL, &e), AIQ_OK);
+    CHECK_INT(kube_delete(c, "/echo", "Background", NULL, &e), AIQ_OK);
+
+    struct stub_req r = stub_log(&s, 0);
+    CHECK_STR(r.method, "POST");
+    CHECK_STR(r.ctype, "application/json");
+    CHECK_STR(r.body, "{\"spec\":{\"gpus\":2}}");
+    r = stub_log(&s, 1);
+    CHECK_STR(r.method, "PUT");
+    r = stub_log(&s, 2);
+    CHECK_STR(r.method, "PATCH");
+    CHECK_STR(r.ctype, "application/merge-patch+json");
+    r = stub_log(&s, 3);
+    CHECK_STR(r.ctype, "application/json-patch+json");
+    CHECK_STR(r.body, "[{\"op\":\"remove\",\"path\":\"\\/spec\\/schedulingGates\"}]");
+    r = stub_log(&s, 4);
+    CHECK_STR(r.ctype, "application/strategic-merge-patch+json");
+    r = stub_log(&s, 5);
+    CHECK_STR(r.method, "DELETE");
+    CHECK_STR(r.body, "{\"propagationPolicy\":\"Background\"}");
+    json_object_put(jp);
+    json_object_put(body);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+/* One error case: path, expected rc, status, reason, message fragment. */
+static void check_err(struct kube_client *c, const char *path, aiq_rc want, int status,
+                      const char *reason, const char *msg) {
+    json_object *o = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, path, &o, &e), want);
+    CHECK(o == NULL);
+    CHECK_INT(e.code, want);
+    CHECK_INT(e.http_status, status);
+    CHECK_STR(e.reason, reason);
+    if (!CHECK(strstr(e.message, msg) != NULL)) fprintf(stderr, "    message: %s\n", e.message);
+}
+
+TEST(errors_keep_status_reason_and_message) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client *c = client_for(&s, NULL);
+    check_err(c, "/notfound", AIQ_ENOTFOUND, 404, "NotFound", "aijobs.aiq.dev \"x\" not found");
+    check_err(c, "/conflict", AIQ_ECONFLICT, 409, "Conflict", "the object has been modified");
+    check_err(c, "/exists", AIQ_EEXIST, 409, "AlreadyExists", "pods \"p\" already exists");
+    check_err(c, "/gone", AIQ_EGONE, 410, "Expired", "too old resource version: 5 (90)");
+    check_err(c, "/forbidden", AIQ_EAUTH, 403, "Forbidden", "cannot list");
+    check_err(c, "/plain500", AIQ_EHTTP, 500, "", "HTTP 500 from GET /plain500: internal boom");
+    check_err(c, "/invalid", AIQ_EINVAL, 422, "Invalid", "spec.gpus: must be >= 0");
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *o = NULL;
+    kube_get(c, "/invalid", &o, &e);
+    CHECK_STR(e.field, "spec.gpus");
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/badjson", &o, &e), AIQ_EPARSE);
+    CHECK(strstr(e.message, "GET /badjson: response:") != NULL);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+TEST(body_cap_and_timeout_and_refused) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client_opts opts = {.max_body = 50000, .timeout_ms = 300};
+    struct kube_client *c = client_for(&s, &opts);
+    json_object *o = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/big", &o, &e), AIQ_ETOOBIG);
+    CHECK(strstr(e.message, "50000 byte cap") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/slow", &o, &e), AIQ_ETIMEOUT);
+    /* The handle still works after an aborted transfer. */
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_OK);
+    json_object_put(o);
+    kube_client_free(c);
+    int port = s.port;
+    stub_stop(&s);
+
+    struct kube_config cfg;
+    char url[64];
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    cfg.server = url;
+    CHECK_INT(kube_client_create(&cfg, NULL, &c, NULL), AIQ_OK);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_EIO);
+    CHECK(strstr(e.message, "GET /ok:") != NULL);
+    kube_client_free(c);
+}
+
+struct mut_ud {
+    int calls;
+    char seen_rv[8][16];
+};
+
+static aiq_rc bump(void *ud, json_object *cur, json_object **patch) {
+    struct mut_ud *m = ud;
+    const char *rv = json_object_get_string(
+        json_object_object_get(json_object_object_get(cur, "metadata"), "resourceVersion"));
+    if (m->calls < 8) snprintf(m->seen_rv[m->calls], sizeof m->seen_rv[0], "%s", rv ? rv : "");
+    m->calls++;
+    *patch = json_tokener_parse("{\"status\":{\"phase\":\"Queued\"}}");
+    return AIQ_OK;
+}
+
+static aiq_rc no_change(void *ud, json_object *cur, json_object **patch) {
+    (void)cur;
+    ((struct mut_ud *)ud)->calls++;
+    *patch = NULL;
+    return AIQ_OK;
+}
+
+TEST(patch_retry_rereads_on_conflict) {
+    struct stub s;
+    struct http_state st = {.patch_conflicts = 2, .rv = 7};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client *c = client_for(&s, NULL);
+    struct mut_ud m = {0};
+    json_object *o = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_patch_retry(c, "/obj/status", bump, &m, 5, &o, &e), AIQ_OK);
+    CHECK_INT(m.calls, 3);
+    CHECK_STR(m.seen_rv[0], "7");
+    CHECK_STR(m.seen_rv[2], "9"); /* re-read after each conflict */
+    /* The patch carries the resourceVersion it was computed from. */
+    struct stub_req r = stub_log(&s, 5);
+    CHECK_STR(r.method, "PATCH");
+    CHECK_STR(r.body, "{\"status\":{\"phase\":\"Queued\"},\"metadata\":{\"resourceVersion\":\"9\"}}");
+    CHECK_STR(json_object_get_string(json_object_object_get(json_object_object_get(o, "status"), "phase")),
+              "Queued");
+    json_object_put(o);
+
+    /* Bounded: conflicts beyond max_tries come back as AIQ_ECONFLICT. */
+    st.patch_conflicts = 10;
+    m.calls = 0;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_patch_retry(c, "/obj", bump, &m, 3, NULL, &e), AIQ_ECONFLICT);
+    CHECK_INT(m.calls, 3);
+    CHECK_INT(e.http_status, 409);
+    CHECK_STR(e.reason, "Conflict");
+
+    /* No change: no PATCH sent, current object returned. */
+    int before = stub_nlog(&s);
+    m.calls = 0;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_patch_retry(c, "/obj", no_change, &m, 3, &o, &e), AIQ_OK);
+    CHECK_INT(stub_nlog(&s), before + 1);
+    CHECK(o != NULL);
+    json_object_put(o);
+
+    /* A missing object is not retried. */
+    m.calls = 0;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_patch_retry(c, "/notfound", bump, &m, 3, NULL, &e), AIQ_ENOTFOUND);
+    CHECK_INT(m.calls, 0);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+TEST(token_file_and_fault_injection) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    char tf[] = "/tmp/aiq-token-XXXXXX";
+    int fd = mkstemp(tf);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "rotating-1\n", 11) == 11);
+    close(fd);
+    struct kube_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = s.url;
+    cfg.token_file = tf;
+    struct kube_client *c = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_client_create(&cfg, NULL, &c, &e), AIQ_OK);
+    json_object *o = NULL;
+    CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_OK);
+    json_object_put(o);
+    CHECK_STR(stub_log(&s, 0).auth, "Bearer rotating-1");
+
+    kube_client_inject_fault(c, 2);
+    int fails = 0;
+    for (int i = 0; i < 6; i++) {
+        aiq_err_clear(&e);
+        aiq_rc rc = kube_get(c, "/ok", &o, &e);
+        if (rc == AIQ_EIO && strstr(e.message, "injected fault")) fails++;
+        else json_object_put(o);
+    }
+    CHECK_INT(fails, 3);
+    CHECK_INT(stub_nlog(&s), 4); /* faults never reach the server */
+    kube_client_inject_fault(c, 0);
+    kube_client_free(c);
+    unlink(tf);
+
+    /* A token file that cannot be read fails the request, naming it. */
+    cfg.token_file = "/nonexistent/token";
+    CHECK_INT(kube_client_create(&cfg, NULL, &c, &e), AIQ_OK);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_EIO);
+    CHECK(strstr(e.message, "/nonexistent/token") != NULL);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+struct par {
+    struct kube_client *c;
+    int ok;
+};
+
+static void *par_main(void *arg) {
+    struct par *p = arg;
+    for (int i = 0; i < 20; i++) {
+        json_object *o = NULL;
+        if (kube_get(p->c, "/ok", &o, NULL) == AIQ_OK) p->ok++;
+        json_object_put(o);
+    }
+    return NULL;
+}
+
+TEST(pool_under_concurrency) {
+    struct stub s;
+    struct http_state st = {0};
+    CHECK(stub_start(&s, route, &st) == 0);
+    struct kube_client_opts opts = {.pool_size = 2};
+    struct kube_client *c = client_for(&s, &opts);
+    pthread_t t[6];
+    struct par p[6];
+    for (int i = 0; i < 6; i++) {
+        p[i].c = c;
+        p[i].ok = 0;
+        pthread_create(&t[i], NULL, par_main, &p[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        ok += p[i].ok;
+    }
+    CHECK_INT(ok, 120);
+    CHECK_INT(stub_nlog(&s), 120);
+    kube_client_free(c);
+    stub_stop(&s);
+}
+
+TEST(path_and_query_building) {
+    char b[128];
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(kube_path(b, sizeof b, "aiq.dev", "v1alpha1", "team-a", "aijobs", "j1", "status", &e), AIQ_OK);
+    CHECK_STR(b, "/apis/aiq.dev/v1alpha1/namespaces/team-a/aijobs/j1/status");
+    CHECK_INT(kube_path(b, sizeof b, "", "v1", NULL, "nodes", NULL, NULL, &e), AIQ_OK);
+    CHECK_STR(b, "/api/v1/nodes");
+    CHECK_INT(kube_path(b, sizeof b, NULL, "v1", "ns", "pods", NULL, NULL, &e), AIQ_OK);
+    CHECK_STR(b, "/api/v1/namespaces/ns/pods");
+    CHECK_INT(kube_path(b, sizeof b, NULL, "v1", "ns", "pods", "a/../b", NULL, &e), AIQ_EINVAL);
+    CHECK_STR(e.field, "name");
+    aiq_err_clear(&e);
+    CHECK_INT(kube_path(b, sizeof b, NULL, "v1", "..", "pods", NULL, NULL, &e), AIQ_EINVAL);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_path(b, 10, "aiq.dev", "v1alpha1", NULL, "aijobs", NULL, NULL, &e), AIQ_ETOOBIG);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_query_escape(b, sizeof b, "app in (a,b),!x", &e), AIQ_OK);
+    CHECK_STR(b, "app%20in%20%28a%2Cb%29%2C%21x");
+    CHECK_INT(kube_query_escape(b, 4, "abcd", &e), AIQ_ETOOBIG);
+}
+
+TEST(create_needs_server) {
+    struct kube_config cfg;
+    struct kube_client *c = (struct kube_client *)1;
+    aiq_err e;
+    memset(&cfg, 0, sizeof cfg);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_client_create(&cfg, NULL, &c, &e), AIQ_EINVAL);
+    CHECK(c == NULL);
+    kube_client_free(NULL);
+}
