@@ -28,7 +28,7 @@ struct opst_place {
 };
 
 struct opst_term {
-    char name[OPST_NAME];
+    char name[96]; /* an fx_term label fits */
     double value;
 };
 

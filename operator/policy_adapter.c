@@ -1,0 +1,181 @@
+/* policy_adapter.c -- QueuePolicy -> fx programs -> q_scorer (see
+ * policy_adapter.h). */
+#include "operator/policy_adapter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct oppolicy {
+    char name[AIQ_MAX_NAME + 1];
+    fx_prog *formula;
+    fx_prog *when[AIQ_MAX_LEVELS];      /* NULL: catch-all */
+    char *level_names[AIQ_MAX_LEVELS];
+    const char *level_ptrs[AIQ_MAX_LEVELS];
+    int nlevels;
+    aiq_backfill backfill;
+    aiq_placement placement;
+    double starvation_after_s;
+    int promote_to;
+    double half_life_s;
+};
+
+/* Frees a compiled policy; see policy_adapter.h. */
+void oppolicy_free(oppolicy *p) {
+    if (!p)
+        return;
+    fx_free(p->formula);
+    for (int i = 0; i < AIQ_MAX_LEVELS; i++) {
+        fx_free(p->when[i]);
+        free(p->level_names[i]);
+    }
+    free(p);
+}
+
+/* Compiles src in mode; on error prefixes the message with field. */
+static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
+                            aiq_err *err) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    fx_prog *prog = fx_compile(src, mode, &e);
+    if (!prog && err) {
+        aiq_err saved = e;
+        aiq_err_clear(err);
+        aiq_err_field(err, e.code ? e.code : AIQ_EPARSE, field, "%s: %s", field,
+                      e.message);
+        err->offset = saved.offset;
+        err->line = saved.line;
+        err->col = saved.col;
+    }
+    return prog;
+}
+
+/* Compiles a QueuePolicy; see policy_adapter.h. */
+oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
+    char field[64];
+    oppolicy *op = calloc(1, sizeof *op);
+    if (!op) {
+        aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling policy");
+        return NULL;
+    }
+    snprintf(op->name, sizeof op->name, "%s", p->meta.name ? p->meta.name : "");
+    if (p->spec.nlevels < 1 || p->spec.nlevels > AIQ_MAX_LEVELS) {
+        aiq_err_field(err, AIQ_EINVAL, "spec.levels",
+                      "spec.levels: need 1..%d levels, got %d", AIQ_MAX_LEVELS,
+                      p->spec.nlevels);
+        goto fail;
+    }
+    op->formula = pa__compile(p->spec.formula ? p->spec.formula : "job.priority",
+                              FX_EXPR, "spec.formula", err);
+    if (!op->formula)
+        goto fail;
+    op->nlevels = p->spec.nlevels;
+    op->promote_to = 0;
+    for (int i = 0; i < op->nlevels; i++) {
+        const struct aiq_level *lv = &p->spec.levels[i];
+        op->level_names[i] = strdup(lv->name ? lv->name : "");
+        if (!op->level_names[i]) {
+            aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling policy");
+            goto fail;
+        }
+        op->level_ptrs[i] = op->level_names[i];
+        /* The last level is the catch-all whatever its `when` says. */
+        if (lv->when && i < op->nlevels - 1) {
+            snprintf(field, sizeof field, "spec.levels[%d].when", i);
+            op->when[i] = pa__compile(lv->when, FX_PREDICATE, field, err);
+            if (!op->when[i])
+                goto fail;
+        }
+        if (p->spec.starvation_promote_to && lv->name &&
+            strcmp(p->spec.starvation_promote_to, lv->name) == 0)
+            op->promote_to = i;
+    }
+    op->backfill = p->spec.backfill;
+    op->placement = p->spec.placement;
+    op->starvation_after_s = p->spec.starvation_after_s;
+    op->half_life_s = p->spec.fairshare_half_life_s > 0
+                          ? p->spec.fairshare_half_life_s : 7 * 86400.0;
+    return op;
+fail:
+    oppolicy_free(op);
+    return NULL;
+}
+
+/* The built-in policy; see policy_adapter.h. */
+oppolicy *oppolicy_default(void) {
+    struct aiq_level lv = {(char *)"default", NULL};
+    struct aiq_policy p;
+    memset(&p, 0, sizeof p);
+    p.meta.name = (char *)"default";
+    p.spec.formula = (char *)"job.priority";
+    p.spec.levels = &lv;
+    p.spec.nlevels = 1;
+    return oppolicy_compile(&p, NULL);
+}
+
+static int pa__score(void *ctx, const double *f, double *score) {
+    const oppolicy *p = ctx;
+    *score = fx_eval(p->formula, f);
+    return 0;
+}
+
+static int pa__level(void *ctx, const double *f, int *level) {
+    const oppolicy *p = ctx;
+    for (int i = 0; i < p->nlevels - 1; i++) {
+        if (p->when[i] && fx_eval(p->when[i], f) != 0) {
+            *level = i;
+            return 0;
+        }
+    }
+    *level = p->nlevels - 1;
+    return 0;
+}
+
+void oppolicy_scorer(oppolicy *p, q_scorer *sc) {
+    sc->ctx = p;
+    sc->score = pa__score;
+    sc->level = pa__level;
+}
+
+void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp) {
+    memset(qp, 0, sizeof *qp);
+    qp->nlevels = p->nlevels;
+    qp->level_names = p->level_ptrs;
+    qp->backfill = p->backfill;
+    qp->placement = p->placement;
+    qp->starvation_after_s = p->starvation_after_s;
+    qp->promote_to = p->promote_to;
+    qp->rescore_interval_s = 0;
+}
+
+/* Explains a score; see policy_adapter.h. */
+int oppolicy_explain(const oppolicy *p, const double *f,
+                     struct opst_term *terms, int max) {
+    fx_term t[OPST_MAX_TERMS];
+    if (max > OPST_MAX_TERMS)
+        max = OPST_MAX_TERMS;
+    int n = fx_explain(p->formula, f, t, max);
+    if (n > max)
+        n = max;
+    for (int i = 0; i < n; i++) {
+        snprintf(terms[i].name, sizeof terms[i].name, "%s", t[i].label);
+        terms[i].value = t[i].value;
+    }
+    return n;
+}
+
+const char *oppolicy_level_name(const oppolicy *p, int i) {
+    return (i >= 0 && i < p->nlevels) ? p->level_names[i] : "";
+}
+
+int oppolicy_nlevels(const oppolicy *p) {
+    return p->nlevels;
+}
+
+double oppolicy_half_life(const oppolicy *p) {
+    return p->half_life_s > 0 ? p->half_life_s : 7 * 86400.0;
+}
+
+const char *oppolicy_name(const oppolicy *p) {
+    return p->name;
+}

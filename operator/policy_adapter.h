@@ -1,0 +1,55 @@
+/* policy_adapter.h -- a QueuePolicy compiled for the queue core: the
+ * formula and each level's `when` as fx programs (policy/fx.h), exposed to
+ * queue/ through its q_scorer interface (score, level) and q_policy.
+ *
+ * A compile error names the field and keeps fx's "line:col: what"
+ * message ("spec.levels[1].when: 1:9: unknown name 'wait.hour'"), so the
+ * QueuePolicy status can show it. */
+#ifndef AIQ_OPERATOR_POLICY_ADAPTER_H
+#define AIQ_OPERATOR_POLICY_ADAPTER_H
+
+#include <stdint.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+#include "operator/status.h"
+#include "policy/fx.h"
+#include "queue/queue.h"
+
+typedef struct oppolicy oppolicy;
+
+/* Compiles p (borrowed; nothing of it is kept). Returns a new compiled
+ * policy (caller frees with oppolicy_free) or NULL with err: AIQ_EPARSE /
+ * AIQ_ETOOBIG from fx with err->field "spec.formula" or
+ * "spec.levels[i].when" and the message prefixed by the field, AIQ_EINVAL
+ * for a policy without levels, AIQ_ENOMEM. */
+oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err);
+
+/* The policy used while no QueuePolicy is active: formula "job.priority",
+ * one level "default", no backfill, binpack. NULL on ENOMEM. */
+oppolicy *oppolicy_default(void);
+
+/* Frees p. NULL is a no-op. */
+void oppolicy_free(oppolicy *p);
+
+/* Fills *sc with p as the queue's scorer (p must outlive its use). */
+void oppolicy_scorer(oppolicy *p, q_scorer *sc);
+
+/* Fills *qp with p's levels, backfill, placement and starvation rule
+ * (names borrowed from p). */
+void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp);
+
+/* Explains the score for factors f as up to max terms (label and value).
+ * Returns how many were written. */
+int oppolicy_explain(const oppolicy *p, const double *f,
+                     struct opst_term *terms, int max);
+
+/* Name of level i ("" when out of range), level count, the fair-share
+ * half-life in seconds, and the policy's name ("default" for the
+ * built-in). */
+const char *oppolicy_level_name(const oppolicy *p, int i);
+int oppolicy_nlevels(const oppolicy *p);
+double oppolicy_half_life(const oppolicy *p);
+const char *oppolicy_name(const oppolicy *p);
+
+#endif

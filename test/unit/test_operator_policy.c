@@ -1,0 +1,111 @@
+/* test_operator_policy.c -- the QueuePolicy adapter (operator/
+ * policy_adapter.c): compile errors name the field with line:column, the
+ * scorer picks the first level whose `when` holds (last = catch-all), and
+ * explain terms add up to the score. */
+#include <string.h>
+
+#include "operator/policy_adapter.h"
+#include "test/unit/th.h"
+
+static struct aiq_policy make(const char *formula, struct aiq_level *lv, int n) {
+    struct aiq_policy p;
+    memset(&p, 0, sizeof p);
+    p.meta.name = (char *)"tiers";
+    p.spec.formula = (char *)formula;
+    p.spec.levels = lv;
+    p.spec.nlevels = n;
+    p.spec.starvation_after_s = 3600;
+    p.spec.starvation_promote_to = (char *)"small";
+    return p;
+}
+
+TEST(policy_levels_and_score) {
+    struct aiq_level lv[3] = {{(char *)"small", (char *)"job.gpus <= 1"},
+                              {(char *)"medium", (char *)"job.gpus <= 4"},
+                              {(char *)"large", NULL}};
+    struct aiq_policy p = make("job.priority * 10 + wait.hours", lv, 3);
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *op = oppolicy_compile(&p, &e);
+    CHECK(op != NULL);
+    if (!op)
+        return;
+    q_scorer sc;
+    oppolicy_scorer(op, &sc);
+    double f[FX_NFACTORS];
+    memset(f, 0, sizeof f);
+    f[FX_F_JOB_PRIORITY] = 3;
+    f[FX_F_WAIT_HOURS] = 0.5;
+    int level = -1;
+    double score = 0;
+    f[FX_F_JOB_GPUS] = 1;
+    CHECK_INT(sc.level(sc.ctx, f, &level), 0);
+    CHECK_INT(level, 0);
+    f[FX_F_JOB_GPUS] = 4;
+    sc.level(sc.ctx, f, &level);
+    CHECK_INT(level, 1);
+    f[FX_F_JOB_GPUS] = 8;
+    sc.level(sc.ctx, f, &level);
+    CHECK_INT(level, 2);
+    CHECK_INT(sc.score(sc.ctx, f, &score), 0);
+    CHECK_DBL(score, 30.5, 1e-9);
+
+    struct opst_term t[OPST_MAX_TERMS];
+    int n = oppolicy_explain(op, f, t, OPST_MAX_TERMS);
+    CHECK_INT(n, 2);
+    CHECK_DBL(t[0].value + t[1].value, 30.5, 1e-9);
+    CHECK_STR(t[0].name, "job.priority * 10");
+
+    struct q_policy qp;
+    oppolicy_qpolicy(op, &qp);
+    CHECK_INT(qp.nlevels, 3);
+    CHECK_STR(qp.level_names[2], "large");
+    CHECK_INT(qp.promote_to, 0);
+    CHECK_DBL(qp.starvation_after_s, 3600, 0);
+    CHECK_STR(oppolicy_level_name(op, 1), "medium");
+    CHECK_STR(oppolicy_level_name(op, 7), "");
+    CHECK_STR(oppolicy_name(op), "tiers");
+    CHECK_DBL(oppolicy_half_life(op), 7 * 86400.0, 0);
+    oppolicy_free(op);
+    oppolicy_free(NULL);
+}
+
+TEST(policy_errors_name_field_and_position) {
+    struct aiq_level lv[2] = {{(char *)"a", (char *)"wait.hour > 1"},
+                              {(char *)"b", NULL}};
+    struct aiq_policy p = make("job.priority", lv, 2);
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_STR(e.field, "spec.levels[0].when");
+    CHECK(strncmp(e.message, "spec.levels[0].when: 1:1", 24) == 0);
+    CHECK(strstr(e.message, "wait.hour") != NULL);
+    CHECK_INT(e.line, 1);
+
+    lv[0].when = (char *)"job.gpus > 1";
+    p.spec.formula = (char *)"job.priority +* 2";
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_STR(e.field, "spec.formula");
+    CHECK(strstr(e.message, "spec.formula: 1:") == e.message);
+
+    p.spec.nlevels = 0;
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_INT(e.code, AIQ_EINVAL);
+    CHECK_STR(e.field, "spec.levels");
+}
+
+TEST(policy_default) {
+    oppolicy *op = oppolicy_default();
+    CHECK(op != NULL);
+    CHECK_INT(oppolicy_nlevels(op), 1);
+    CHECK_STR(oppolicy_level_name(op, 0), "default");
+    q_scorer sc;
+    oppolicy_scorer(op, &sc);
+    double f[FX_NFACTORS] = {0}, s = -1;
+    f[FX_F_JOB_PRIORITY] = 7;
+    sc.score(sc.ctx, f, &s);
+    CHECK_DBL(s, 7, 0);
+    oppolicy_free(op);
+}
