@@ -379,3 +379,99 @@ char *aiq_duration_format(double secs, char *buf, size_t cap) {
     }
     return buf;
 }
+
+/* ---- RFC 3339 times --------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (m 1..12). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* Reads exactly n digits at *p into *v and advances *p. */
+static bool take_digits(const char **p, int n, int *v) {
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        if (!is_digit((*p)[i])) return false;
+        x = x * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *v = x;
+    return true;
+}
+
+aiq_rc aiq_time_parse(const char *s, double *unix_s, aiq_err *err) {
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    char q[AIQ_QUANTITY_MAX_LEN * 4 + 8];
+    const char *p = s;
+    int y, mo, d, h, mi, sec, oh = 0, om = 0, osign = 0;
+    double frac = 0;
+
+    if (!s || strnlen(s, 65) > 64) goto bad;
+    if (!take_digits(&p, 4, &y) || *p++ != '-' || !take_digits(&p, 2, &mo) ||
+        *p++ != '-' || !take_digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
+        goto bad;
+    p++;
+    if (!take_digits(&p, 2, &h) || *p++ != ':' || !take_digits(&p, 2, &mi) ||
+        *p++ != ':' || !take_digits(&p, 2, &sec))
+        goto bad;
+    if (*p == '.') {
+        double scale = 0.1;
+        p++;
+        if (!is_digit(*p)) goto bad;
+        for (; is_digit(*p); p++, scale /= 10) frac += (*p - '0') * scale;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        osign = *p++ == '-' ? -1 : 1;
+        if (!take_digits(&p, 2, &oh) || *p++ != ':' || !take_digits(&p, 2, &om))
+            goto bad;
+    } else {
+        goto bad;
+    }
+    if (*p) goto bad;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+        (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 || sec > 60 ||
+        oh > 23 || om > 59)
+        goto bad;
+    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+                osign * (oh * 3600 + om * 60);
+    *unix_s = (double)t + frac;
+    return AIQ_OK;
+bad:
+    return aiq_err_set(err, AIQ_EINVAL,
+                       "invalid time %s: want RFC 3339 like "
+                       "\"2024-05-01T10:00:00Z\"",
+                       aiq_quotes(q, sizeof q, s));
+}
+
+char *aiq_time_format(double unix_s, char *buf, size_t cap) {
+    if (!isfinite(unix_s) || unix_s > 253402300799.0 || unix_s < -62135596800.0) {
+        snprintf(buf, cap, "invalid");
+        return buf;
+    }
+    int64_t t = (int64_t)floor(unix_s);
+    int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+    int64_t secs = t - days * 86400;
+    /* civil_from_days */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    snprintf(buf, cap, "%04" PRId64 "-%02" PRId64 "-%02" PRId64 "T%02" PRId64
+             ":%02" PRId64 ":%02" PRId64 "Z",
+             y, m, d, secs / 3600, secs / 60 % 60, secs % 60);
+    return buf;
+}
