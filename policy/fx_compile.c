@@ -117,7 +117,52 @@ typedef struct {
     fx_ins *code;
     int n;
     int depth, max_depth;
+    int barrier; /* latest jump target: never fuse into the slot before it */
+    int lin;     /* index of the LIN whose block ends the code, or -1 */
 } fx_gen;
+
+/* Marks the next instruction as a jump target and returns its index. */
+static uint32_t fx_target(fx_gen *g) {
+    g->barrier = g->n;
+    return (uint32_t)g->n;
+}
+
+/* Peephole on the instruction just appended at i = g->n - 1 (never when
+ * i is a jump target): F + op -> op with FX_M_INF; op + ADD -> op with
+ * FX_M_ACC; runs of ADDFK -> one LIN with DATA slots. Each rewrite
+ * computes exactly what the unfused sequence computed. */
+static void fx_fuse(fx_gen *g) {
+    int i = g->n - 1;
+    if (i < 1 || i == g->barrier) return;
+    fx_ins *in = &g->code[i], *prev = &g->code[i - 1];
+    unsigned fl = fx__op_flags[in->op];
+    if ((fl & FX_OPF_M) && prev->op == FX_OP_F && prev->m == 0) {
+        uint16_t a = prev->a;
+        *prev = *in;
+        prev->a = a;
+        prev->m = FX_M_INF;
+        g->n--;
+    } else if (in->op == FX_OP_ADD && (fx__op_flags[prev->op] & FX_OPF_M) &&
+               !(prev->m & FX_M_ACC)) {
+        prev->m |= FX_M_ACC;
+        g->n--;
+    } else if (in->op == FX_OP_ADDFK) {
+        if (g->lin >= 0 && g->lin + (int)g->code[g->lin].b == i - 1) {
+            in->op = FX_OP_DATA;
+            g->code[g->lin].b++;
+        } else if (prev->op == FX_OP_ADDFK && g->n < FX_MAX_CODE) {
+            g->code[i + 1] = *in;
+            g->code[i + 1].op = FX_OP_DATA;
+            g->code[i] = *prev;
+            g->code[i].op = FX_OP_DATA;
+            memset(prev, 0, sizeof *prev);
+            prev->op = FX_OP_LIN;
+            prev->b = 2;
+            g->lin = i - 1;
+            g->n++;
+        }
+    }
+}
 
 static int fx_emit(fx_gen *g, fx_opcode op, int a, double k, int dstack) {
     if (g->n >= FX_MAX_CODE)
@@ -135,6 +180,7 @@ static int fx_emit(fx_gen *g, fx_opcode op, int a, double k, int dstack) {
         return fx__error(g->pc, AIQ_ETOOBIG, 0,
                          "formula is too complex: needs more than %d stack slots",
                          FX_MAX_STACK);
+    if (!(fx__op_flags[op] & FX_OPF_J)) fx_fuse(g);
     return g->n - 1;
 }
 
@@ -279,18 +325,34 @@ static int fx_gen_node(fx_gen *g, int i) {
         int j = fx_emit(g, (fx_opcode)n->op, 0, 0, -1);
         if (j < 0 || fx_gen_node(g, b) < 0) return -1;
         if (fx_emit(g, FX_OP_TRUTH, 0, 0, 0) < 0) return -1;
-        g->code[j].b = (uint32_t)g->n;
+        g->code[j].b = fx_target(g);
         return 0;
     }
     case FX_N_TERNARY: {
+        const fx_node *B = &c->nodes[b], *D = &c->nodes[d];
+        if (B->kind == FX_N_NUM && D->kind == FX_N_NUM) {
+            /* c ? k : 0 and c ? 0 : k without jumps (+0 only, so the
+             * result is bit-identical) */
+            if (D->k == 0 && !signbit(D->k)) {
+                double kk = B->k;
+                if (fx_gen_node(g, a) < 0) return -1;
+                return fx_emit(g, FX_OP_SELK, 0, kk, 0);
+            }
+            if (B->k == 0 && !signbit(B->k)) {
+                double kk = D->k;
+                if (fx_gen_node(g, a) < 0 || fx_emit(g, FX_OP_NOT, 0, 0, 0) < 0)
+                    return -1;
+                return fx_emit(g, FX_OP_SELK, 0, kk, 0);
+            }
+        }
         if (fx_gen_node(g, a) < 0) return -1;
         int jz = fx_emit(g, FX_OP_JZ, 0, 0, -1);
         if (jz < 0 || fx_gen_node(g, b) < 0) return -1;
         int jmp = fx_emit(g, FX_OP_JMP, 0, 0, -1); /* the else branch pushes again */
         if (jmp < 0) return -1;
-        g->code[jz].b = (uint32_t)g->n;
+        g->code[jz].b = fx_target(g);
         if (fx_gen_node(g, d) < 0) return -1;
-        g->code[jmp].b = (uint32_t)g->n;
+        g->code[jmp].b = fx_target(g);
         return 0;
     }
     }
@@ -337,6 +399,8 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     fx_termref *refs = NULL;
     memset(&ctx, 0, sizeof ctx);
     memset(&g, 0, sizeof g);
+    g.barrier = -1;
+    g.lin = -1;
     ctx.err = err;
     if (!src) {
         aiq_err_set(err, AIQ_EINVAL, "formula is missing");
@@ -417,6 +481,7 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
         if (nrefs == 1) { p->terms[t].pc = 0; break; } /* the main program */
         p->terms[t].pc = (uint32_t)g.n;
         g.depth = 0;
+        g.barrier = g.n; /* each term's code starts fresh */
         if (fx_gen_node(&g, refs[t].node) < 0) goto fail;
         if (refs[t].neg && fx_emit(&g, FX_OP_NEG, 0, 0, 0) < 0) goto fail;
         if (fx_emit(&g, FX_OP_END, 0, 0, -1) < 0) goto fail;

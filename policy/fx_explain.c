@@ -50,7 +50,8 @@ static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
         const fx_ins *in = &p->code[pc];
         unsigned fl = fx__op_flags[in->op];
         fx_out(buf, cap, o, "%04u %-6s", pc, fx__op_names[in->op]);
-        if (fl & FX_OPF_F) fx_out(buf, cap, o, " %s", fx_factor_name(in->a));
+        if ((fl & FX_OPF_F) || (in->m & FX_M_INF))
+            fx_out(buf, cap, o, " %s", fx_factor_name(in->a));
         if (fl & FX_OPF_K) {
             /* shortest text that reads back as the same double */
             char num[40];
@@ -59,6 +60,8 @@ static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
             fx_out(buf, cap, o, " %s", num);
         }
         if (fl & FX_OPF_J) fx_out(buf, cap, o, " -> %04u", in->b);
+        if (fl & FX_OPF_N) fx_out(buf, cap, o, " x%u", in->b);
+        if (in->m & FX_M_ACC) fx_out(buf, cap, o, " +acc");
         fx_out(buf, cap, o, "\n");
     }
 }

@@ -17,6 +17,15 @@
 #define FX_OPF_F 1u /* a is a factor index */
 #define FX_OPF_K 2u /* k is used */
 #define FX_OPF_J 4u /* b is a jump target */
+#define FX_OPF_N 8u /* b counts the DATA slots that follow (LIN) */
+#define FX_OPF_M 16u /* takes operand modes (fx_ins.m) */
+
+/* Operand modes, folded into an instruction by the compiler's peephole
+ * (fewer dispatches): FX_M_INF pushes f[a] before the op (so its input x
+ * is the factor), FX_M_ACC adds the value under x to the result after the
+ * op (x = y + x, the ADD that follows a term). */
+#define FX_M_INF 1u
+#define FX_M_ACC 2u
 
 typedef enum {
 #define FX_OP(name, flags, doc) FX_OP_##name,
@@ -31,7 +40,7 @@ extern const unsigned fx__op_flags[FX__NOPS];
 /* The fixed instruction shape: 16 bytes. */
 typedef struct {
     uint8_t op;   /* fx_opcode */
-    uint8_t pad;
+    uint8_t m;    /* operand modes: FX_M_INF | FX_M_ACC */
     uint16_t a;   /* factor index */
     uint32_t b;   /* jump target (absolute pc) */
     double k;     /* constant */

@@ -19,6 +19,9 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
 
 #define PUSH(v) do { *sp++ = x; x = (v); } while (0)
 #define POP() (*--sp)
+    /* operand modes (FX_M_INF, FX_M_ACC) of the ops flagged FX_OPF_M */
+#define IN() do { if (in->m & FX_M_INF) PUSH(f[in->a]); } while (0)
+#define OUT() do { if (in->m & FX_M_ACC) x = POP() + x; } while (0)
     for (;;) {
         const fx_ins *in = ip++;
         switch ((fx_opcode)in->op) {
@@ -37,13 +40,13 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
         case FX_OP_MOD: { double y = POP(); x = fx__mod(y, x); break; }
         case FX_OP_POW: { double y = POP(); x = fx__pow(y, x); break; }
         /* x op constant. DIVK never has k == 0 (compiled to K 0). */
-        case FX_OP_ADDK: x += in->k; break;
-        case FX_OP_SUBK: x -= in->k; break;
-        case FX_OP_MULK: x *= in->k; break;
-        case FX_OP_DIVK: x /= in->k; break;
-        case FX_OP_KSUB: x = in->k - x; break;
-        case FX_OP_KDIV: x = fx__div(in->k, x); break;
-        case FX_OP_POWK: x = fx__pow(x, in->k); break;
+        case FX_OP_ADDK: IN(); x += in->k; OUT(); break;
+        case FX_OP_SUBK: IN(); x -= in->k; OUT(); break;
+        case FX_OP_MULK: IN(); x *= in->k; OUT(); break;
+        case FX_OP_DIVK: IN(); x /= in->k; OUT(); break;
+        case FX_OP_KSUB: IN(); x = in->k - x; OUT(); break;
+        case FX_OP_KDIV: IN(); x = fx__div(in->k, x); OUT(); break;
+        case FX_OP_POWK: IN(); x = fx__pow(x, in->k); OUT(); break;
         /* x op factor. */
         case FX_OP_ADDF: x += f[in->a]; break;
         case FX_OP_SUBF: x -= f[in->a]; break;
@@ -51,10 +54,20 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
         case FX_OP_DIVF: x = fx__div(x, f[in->a]); break;
         /* ADDFK: one weighted term, x + f[a] * k. */
         case FX_OP_ADDFK: x += f[in->a] * in->k; break;
+        /* LIN: a run of weighted terms, x + f[a1]*k1 + f[a2]*k2 + ...,
+         * added in order (the same result as a chain of ADDFK). */
+        case FX_OP_LIN: {
+            const fx_ins *d = ip, *e = ip + in->b;
+            for (; d < e; d++) x += f[d->a] * d->k;
+            ip = e;
+            break;
+        }
+        /* SELK: c ? k : 0 without a jump. */
+        case FX_OP_SELK: IN(); x = fx__truthy(x) ? in->k : 0.0; OUT(); break;
         /* Unary operators; booleans are 1/0, false is 0 or NaN. */
-        case FX_OP_NEG: x = -x; break;
-        case FX_OP_NOT: x = fx__truthy(x) ? 0.0 : 1.0; break;
-        case FX_OP_TRUTH: x = fx__truthy(x) ? 1.0 : 0.0; break;
+        case FX_OP_NEG: IN(); x = -x; OUT(); break;
+        case FX_OP_NOT: IN(); x = fx__truthy(x) ? 0.0 : 1.0; OUT(); break;
+        case FX_OP_TRUTH: IN(); x = fx__truthy(x) ? 1.0 : 0.0; OUT(); break;
         /* Comparisons give 1/0; any comparison with NaN is 0 but != is 1. */
         case FX_OP_LT: x = POP() < x; break;
         case FX_OP_LE: x = POP() <= x; break;
@@ -62,23 +75,23 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
         case FX_OP_GE: x = POP() >= x; break;
         case FX_OP_EQ: x = POP() == x; break;
         case FX_OP_NE: x = POP() != x; break;
-        case FX_OP_LTK: x = x < in->k; break;
-        case FX_OP_LEK: x = x <= in->k; break;
-        case FX_OP_GTK: x = x > in->k; break;
-        case FX_OP_GEK: x = x >= in->k; break;
+        case FX_OP_LTK: IN(); x = x < in->k; OUT(); break;
+        case FX_OP_LEK: IN(); x = x <= in->k; OUT(); break;
+        case FX_OP_GTK: IN(); x = x > in->k; OUT(); break;
+        case FX_OP_GEK: IN(); x = x >= in->k; OUT(); break;
         /* min/max ignore a NaN operand (fmin/fmax). */
         case FX_OP_MIN: x = fmin(POP(), x); break;
         case FX_OP_MAX: x = fmax(POP(), x); break;
-        case FX_OP_MINK: x = fmin(x, in->k); break;
-        case FX_OP_MAXK: x = fmax(x, in->k); break;
+        case FX_OP_MINK: IN(); x = fmin(x, in->k); OUT(); break;
+        case FX_OP_MAXK: IN(); x = fmax(x, in->k); OUT(); break;
         /* Functions of one argument, with the domain rules of fx_int.h. */
-        case FX_OP_ABS: x = fabs(x); break;
-        case FX_OP_LOG: x = fx__log(x); break;
-        case FX_OP_LOG2: x = fx__log2(x); break;
-        case FX_OP_SQRT: x = fx__sqrt(x); break;
-        case FX_OP_EXP: x = exp(x); break;
-        case FX_OP_FLOOR: x = floor(x); break;
-        case FX_OP_CEIL: x = ceil(x); break;
+        case FX_OP_ABS: IN(); x = fabs(x); OUT(); break;
+        case FX_OP_LOG: IN(); x = fx__log(x); OUT(); break;
+        case FX_OP_LOG2: IN(); x = fx__log2(x); OUT(); break;
+        case FX_OP_SQRT: IN(); x = fx__sqrt(x); OUT(); break;
+        case FX_OP_EXP: IN(); x = exp(x); OUT(); break;
+        case FX_OP_FLOOR: IN(); x = floor(x); OUT(); break;
+        case FX_OP_CEIL: IN(); x = ceil(x); OUT(); break;
         /* CLAMP: stack holds v, lo, then x = hi. */
         case FX_OP_CLAMP: {
             double lo = POP(), v = POP();
@@ -103,13 +116,18 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
             if (fx__truthy(x)) { x = 1.0; ip = code + in->b; }
             else x = POP();
             break;
+        case FX_OP_DATA: /* skipped by LIN, never dispatched */
+        case FX__NOPS:
         default:
-            /* unreachable: the compiler emits only known opcodes */
-            return 0.0;
+            /* The compiler emits only known opcodes; telling the C compiler
+             * so drops the switch's range check from every dispatch. */
+            __builtin_unreachable();
         }
     }
 #undef PUSH
 #undef POP
+#undef IN
+#undef OUT
 }
 
 /* Evaluates p for one job; see fx.h. factors is borrowed. */
