@@ -1162,7 +1162,7 @@ TEST(fault_injection_every_write) {
 
     /* The option form counts from open, and a failure outside a cycle
      * leaves nothing behind either (each call is atomic by itself). */
-    struct store_opts o = {.fail_write_n = 3};
+    struct store_opts o = {.fail_write_n = 4}; /* the spread's 2nd bucket */
     aiq_err_clear(&err);
     s = store_open(":memory:", &o, &err);
     CHECK(s != NULL);
@@ -1174,6 +1174,20 @@ TEST(fault_injection_every_write) {
     double h = 0;
     CHECK_INT(store_usage_window(s, "ann", NULL, 0, &h, &err), AIQ_OK);
     CHECK_DBL(h, 2.0 / 3600, 1e-12);
-    CHECK_INT(store_write_count(s), 3);
+    CHECK_INT(store_write_count(s), 4);
+
+    /* Inside a cycle: the failed call is undone, the cycle goes on and
+     * commits what the other calls wrote. */
+    store_set_fail_write(s, 3); /* the spread's 2nd bucket again */
+    CHECK_INT(store_begin(s, &err), AIQ_OK);
+    CHECK_INT(store_usage_add(s, "bob", "nlp", T0, 3600, &err), AIQ_OK);
+    aiq_err_clear(&err);
+    CHECK_INT(store__usage_spread(s, "bob", "nlp", T0 + 1800, T0 + 5400,
+                                  7200, &err), AIQ_EDB);
+    CHECK_INT(store_usage_add(s, "bob", "nlp", T0 + 7200, 3600, &err),
+              AIQ_OK);
+    CHECK_INT(store_commit(s, &err), AIQ_OK);
+    CHECK_INT(store_usage_window(s, "bob", NULL, 0, &h, &err), AIQ_OK);
+    CHECK_DBL(h, 2.0, 1e-12);
     store_close(s);
 }
