@@ -14,6 +14,7 @@ static const char *const store_sql[STORE_Q__N] = {
 #undef STORE_SQL
 };
 
+/* See store_int.h. */
 aiq_rc store__dberr(store *s, const char *what, aiq_err *err) {
     return aiq_err_set(err, AIQ_EDB, "store: %s: %s (sqlite %d)", what,
                        s && s->db ? sqlite3_errmsg(s->db) : "no database",
@@ -200,6 +201,7 @@ void store_set_fail_write(store *s, long n) {
     s->fail_at = n > 0 ? s->writes + n : 0;
 }
 
+/* See store_int.h. */
 sqlite3_stmt *store__q(store *s, store__qid id, aiq_err *err) {
     sqlite3_stmt *st = s->q[id];
     if (!st) {
@@ -216,6 +218,7 @@ sqlite3_stmt *store__q(store *s, store__qid id, aiq_err *err) {
     return st;
 }
 
+/* See store_int.h. */
 aiq_rc store__write(store *s, sqlite3_stmt *st, const char *what,
                     aiq_err *err) {
     aiq_rc rc = AIQ_OK;
@@ -232,6 +235,7 @@ out_reset:
     return rc;
 }
 
+/* See store_int.h. */
 aiq_rc store__row(store *s, sqlite3_stmt *st, bool *row, const char *what,
                   aiq_err *err) {
     int src = sqlite3_step(st);
@@ -240,12 +244,14 @@ aiq_rc store__row(store *s, sqlite3_stmt *st, bool *row, const char *what,
     return store__dberr(s, what, err);
 }
 
+/* See store_int.h. */
 aiq_rc store__sp_begin(store *s, aiq_err *err) {
     aiq_rc rc = store_exec(s, "SAVEPOINT store_op", "savepoint", err);
     if (rc == AIQ_OK) s->savepoints++;
     return rc;
 }
 
+/* See store_int.h. */
 void store__sp_end(store *s, bool ok) {
     if (s->savepoints <= 0) return;
     /* Errors here are not reported: after a failed ROLLBACK TO the
@@ -255,16 +261,19 @@ void store__sp_end(store *s, bool ok) {
     s->savepoints--;
 }
 
+/* See store_int.h. */
 int store__bind_text(sqlite3_stmt *st, int i, const char *v) {
     if (!v) return sqlite3_bind_null(st, i);
     return sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
 }
 
+/* See store_int.h. */
 void store__col_text(sqlite3_stmt *st, int i, char *buf, size_t size) {
     const unsigned char *t = sqlite3_column_text(st, i);
     snprintf(buf, size, "%s", t ? (const char *)t : "");
 }
 
+/* See store_int.h. */
 aiq_rc store__json_compact(const char *text, const char *field, char **out,
                            aiq_err *err) {
     *out = NULL;

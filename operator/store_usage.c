@@ -51,6 +51,7 @@ aiq_rc store_usage_add(store *s, const char *user, const char *group,
     return usage_bucket_add(s, user, group, bucket_of(t), gpu_seconds, err);
 }
 
+/* See store_int.h. */
 aiq_rc store__usage_spread(store *s, const char *user, const char *group,
                            double start, double end, double gpu_seconds,
                            aiq_err *err) {

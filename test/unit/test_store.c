@@ -108,7 +108,7 @@ TEST(open_memory_has_newest_schema) {
 }
 
 TEST(open_file_uses_wal) {
-    struct tmpdb t;
+    struct tmpdb t = {0};
     tmpdb_init(&t);
     aiq_err err = {0};
     store *s = store_open(t.path, NULL, &err);
@@ -131,7 +131,7 @@ TEST(open_file_uses_wal) {
 }
 
 TEST(open_refuses_newer_schema) {
-    struct tmpdb t;
+    struct tmpdb t = {0};
     tmpdb_init(&t);
     sqlite3 *db = NULL;
     CHECK_INT(sqlite3_open(t.path, &db), SQLITE_OK);
@@ -160,7 +160,7 @@ TEST(open_bad_path_fails) {
  * migrates to the newest version, and keeps its rows; the v2 back-fill of
  * jobs.gpu_seconds is computed from the v1 history. */
 TEST(migration_from_v1_keeps_rows) {
-    struct tmpdb t;
+    struct tmpdb t = {0};
     tmpdb_init(&t);
     sqlite3 *db = NULL;
     CHECK_INT(sqlite3_open(t.path, &db), SQLITE_OK);
@@ -1091,7 +1091,7 @@ static void crash_child(const char *path, int how) {
 }
 
 static void crash_case(int how) {
-    struct tmpdb t;
+    struct tmpdb t = {0};
     tmpdb_init(&t);
     fflush(NULL);
     pid_t pid = fork();
