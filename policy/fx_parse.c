@@ -100,11 +100,11 @@ static int fx_distance(const char *a, uint32_t an, const char *b) {
     return row[bn];
 }
 
-/* The closest known name within a third of the name's length (at least
- * 2 edits), or NULL. */
+/* The closest known name at most a third of the name's length of edits
+ * away (at least 1 edit), or NULL. */
 static const char *fx_suggest(const char *s, uint32_t n, int functions) {
     const char *best = NULL;
-    int bestd = (int)(n / 3) > 2 ? (int)(n / 3) : 2;
+    int bestd = (int)(n / 3) > 1 ? (int)(n / 3) : 1;
     bestd++;
     int count = functions ? FX_NFUNCS : FX_NFACTORS;
     for (int i = 0; i < count; i++) {

@@ -106,7 +106,7 @@ static int fx_number_value(const char *s, uint32_t p, uint32_t n, double *out) {
 
 void fx__tok_text(const fx_parse_ctx *ctx, const fx_tok *t, char *buf,
                   size_t cap) {
-    if (t->type == FX_T_END) {
+    if (t->len == 0) {
         snprintf(buf, cap, "end of input");
         return;
     }
