@@ -83,4 +83,15 @@ aiq_rc sim_load_nodes(apisrv *s, const char *path, aiq_err *err);
  * Called by the server's sim thread every 100 ms. */
 void sim_tick(apisrv *s, double now, double time_scale);
 
+/* ---- added by the server core ------------------------------------------- */
+
+/* Starts the simulator on s: loads cfg->nodes_file (when set) with
+ * sim_load_nodes, then runs a thread calling sim_tick every 100 ms at the
+ * configured time scale until apisrv_stop. Separate from apisrv_start so
+ * that programs not linking the simulator (unit tests) need not. */
+aiq_rc apisrv_sim_start(apisrv *s, aiq_err *err);
+
+/* The current global resourceVersion (last one handed out). */
+long long apisrv_resource_version(apisrv *s);
+
 #endif

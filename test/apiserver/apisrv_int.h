@@ -1,0 +1,272 @@
+/* apisrv_int.h -- private layout of the local API server, shared by its
+ * .c files (server, store, types, objects, verbs, watch, table, discovery).
+ *
+ * Locking: one mutex (apisrv.mu) guards everything below it: the SQLite
+ * handle, the resourceVersion, the type registry and the event history.
+ * Functions named apisrv__* expect the caller to hold it unless their
+ * comment says otherwise. Watches wait on apisrv.cond, which is broadcast
+ * on every event and on stop. */
+#ifndef AIQ_APISRV_INT_H
+#define AIQ_APISRV_INT_H
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "test/apiserver/apiserver.h"
+
+#define APISRV__MAX_BODY (8u << 20)   /* request body cap */
+#define APISRV__MAX_NAME 253          /* metadata.name length cap */
+#define APISRV__KEY 256               /* "group/resource" */
+
+/* One served resource (a built-in or one version of a CRD's kind). */
+struct apisrv__type {
+    char group[128];     /* "" for the core group */
+    char version[64];
+    char resource[96];   /* plural, lower case */
+    char kind[96];
+    char singular[96];
+    char key[APISRV__KEY]; /* storage key "group/resource" */
+    bool namespaced, custom, has_status;
+    char short_names[4][32];
+    int n_short;
+    char categories[4][32];
+    int n_cat;
+    json_object *schema;   /* owned: openAPIV3Schema, or NULL */
+    json_object *columns;  /* owned: additionalPrinterColumns, or NULL */
+};
+
+/* One write in the watch history. */
+struct apisrv__event {
+    long long rv;
+    char type[12];             /* ADDED, MODIFIED, DELETED */
+    char key[APISRV__KEY];
+    char ns[APISRV__MAX_NAME + 1];
+    json_object *obj;          /* owned */
+};
+
+struct apisrv {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    sqlite3 *db;
+    sqlite3_stmt *st_get, *st_put, *st_del, *st_meta_put;
+    long long rv;                    /* last resourceVersion handed out */
+    struct apisrv__type **types;
+    int n_types, cap_types;
+    struct apisrv__event *hist;      /* ring buffer */
+    int hist_cap, hist_len, hist_head; /* head = index of the oldest */
+    long long hist_base_rv;          /* events <= this are not replayable */
+    struct MHD_Daemon *mhd;
+    int port;
+    bool stopping;
+    int n_watches;                   /* open watch streams */
+    char *token;
+    char *tls_dir, *tls_cert, *tls_key;
+    bool tls;
+    struct apisrv_faults faults;
+    unsigned rnd;                    /* fault-injection PRNG state */
+    unsigned long long uid_seq;
+    double time_scale;
+    char *nodes_file;
+    /* the simulator loop, when started (simloop.c) */
+    void (*sim_stop)(apisrv *s);
+    void *sim;
+};
+
+/* ---- request results (Status bodies) ----------------------------------- */
+
+/* The outcome of an operation: code 0 means success; otherwise the fields
+ * of the Kubernetes Status to send. */
+struct apisrv__st {
+    int code;
+    char reason[48];
+    char message[1024];
+    char name[APISRV__MAX_NAME + 1];
+    char group[128];
+    char kind[96];
+    json_object *causes;   /* owned array of {reason, field, message} */
+};
+
+void apisrv__st_init(struct apisrv__st *st);
+void apisrv__st_deinit(struct apisrv__st *st);
+/* Sets code/reason/message (first error wins); returns -1. */
+int apisrv__st_set(struct apisrv__st *st, int code, const char *reason,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* 404 `<resource>.<group> "name" not found` with details. Returns -1. */
+int apisrv__st_notfound(struct apisrv__st *st, const struct apisrv__type *t,
+                        const char *name);
+/* Builds the Status body (new object). */
+json_object *apisrv__st_json(const struct apisrv__st *st);
+/* Copies st into err (code mapped to aiq_rc); returns that code. */
+aiq_rc apisrv__st_err(const struct apisrv__st *st, aiq_err *err);
+/* "aijobs.aiq.dev" or "pods" into buf. */
+void apisrv__qualified(const struct apisrv__type *t, char *buf, size_t cap);
+
+/* ---- store.c: SQLite persistence ---------------------------------------- */
+
+typedef int (*apisrv__row_cb)(void *u, const char *key, const char *ns,
+                              const char *name, const char *json);
+aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err);
+void apisrv__store_close(apisrv *s);
+/* Returns the parsed object (new ref) or NULL. */
+json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
+                               const char *name);
+aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
+                         const char *name, json_object *obj);
+aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
+                         const char *name);
+/* Calls cb for rows of key (every key when NULL), in ns when non-NULL,
+ * ordered by ns, name, starting strictly after (after_ns, after_name)
+ * when after_name is non-NULL. Stops when cb returns non-zero. */
+int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
+                       const char *after_ns, const char *after_name,
+                       apisrv__row_cb cb, void *u);
+/* Rows whose ownerReferences name uid. */
+int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
+                             void *u);
+/* The stored resourceVersion counter. */
+long long apisrv__store_load_rv(apisrv *s);
+aiq_rc apisrv__store_save_rv(apisrv *s, long long rv);
+/* Last applied configuration of a field manager (server-side apply). */
+json_object *apisrv__store_applied_get(apisrv *s, const char *key,
+                                       const char *ns, const char *name,
+                                       const char *manager);
+aiq_rc apisrv__store_applied_put(apisrv *s, const char *key, const char *ns,
+                                 const char *name, const char *manager,
+                                 json_object *cfg);
+void apisrv__store_applied_drop(apisrv *s, const char *key, const char *ns,
+                                const char *name);
+
+/* ---- types.c: the resource registry ------------------------------------- */
+
+aiq_rc apisrv__types_init(apisrv *s);
+void apisrv__types_free(apisrv *s);
+const struct apisrv__type *apisrv__type_find(apisrv *s, const char *group,
+                                             const char *version,
+                                             const char *resource);
+/* By plural (or "resource.group"); the first served version. */
+const struct apisrv__type *apisrv__type_by_resource(apisrv *s,
+                                                    const char *resource);
+/* By key "group/resource"; the first served version. */
+const struct apisrv__type *apisrv__type_by_key(apisrv *s, const char *key);
+/* Registers (or re-registers) the kinds a CRD object serves; with
+ * remove, unregisters them. */
+void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove);
+
+/* ---- objects.c: the write path shared by HTTP and in-process callers ---- */
+
+struct apisrv__wopts {
+    bool dry_run;
+    bool strict;            /* fieldValidation=Strict */
+    bool status_only;       /* write to the status subresource */
+    const char *manager;    /* fieldManager or NULL */
+    const char *propagation;/* delete: Background, Foreground, Orphan */
+};
+
+/* Each returns 0 and sets *out (new ref, may be NULL when out is NULL) or
+ * -1 with st filled. obj is taken over on every path. */
+int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   json_object *obj, const struct apisrv__wopts *o,
+                   json_object **out, struct apisrv__st *st);
+int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   const char *name, json_object *obj,
+                   const struct apisrv__wopts *o, json_object **out,
+                   struct apisrv__st *st);
+int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   const char *name, const struct apisrv__wopts *o,
+                   json_object **out, struct apisrv__st *st);
+/* Current time as RFC3339 into buf. */
+void apisrv__now_rfc3339(char *buf, size_t cap);
+double apisrv__now(void);
+/* Borrowed string at obj.a.b (dotted path of plain keys) or NULL. */
+const char *apisrv__str_at(json_object *obj, const char *dotted);
+/* Borrowed obj.k, creating an empty object there if absent. */
+json_object *apisrv__obj_child(json_object *obj, const char *k);
+
+/* ---- watch history ------------------------------------------------------ */
+
+/* Records an event (takes a new reference on obj) and wakes watchers. */
+void apisrv__emit(apisrv *s, const char *type, const char *key,
+                  const char *ns, json_object *obj);
+
+/* ---- HTTP layer (server.c, routes.c, verbs.c, watch.c, ...) ------------- */
+
+struct MHD_Connection;
+struct apisrv__watch;
+
+struct apisrv__req {
+    apisrv *s;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *url;
+    const char *accept;
+    const char *ctype;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+};
+
+struct apisrv__resp {
+    int code;
+    char *body;                  /* malloc'd */
+    size_t len;
+    const char *ctype;           /* static string */
+    struct apisrv__watch *watch; /* non-NULL: stream this watch */
+};
+
+/* Query parameter or NULL. */
+const char *apisrv__q(const struct apisrv__req *r, const char *name);
+/* Serializes obj (borrowed) as the JSON body. */
+void apisrv__resp_json(struct apisrv__resp *w, int code, json_object *obj);
+void apisrv__resp_status(struct apisrv__resp *w, const struct apisrv__st *st);
+/* A copy of text as the body. */
+void apisrv__resp_text(struct apisrv__resp *w, int code, const char *ctype,
+                       const char *text);
+/* Shortcut for a Status error. */
+void apisrv__resp_err(struct apisrv__resp *w, int code, const char *reason,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* routes.c: dispatches one request (lock NOT held; takes it as needed). */
+void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w);
+
+/* discovery.c (lock held) */
+bool apisrv__discovery(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+
+/* verbs.c (lock held): one resource request. */
+struct apisrv__target {
+    const struct apisrv__type *t;
+    const char *ns;       /* NULL for cluster scope or all namespaces */
+    const char *name;     /* NULL for collections */
+    const char *sub;      /* "status" or NULL */
+};
+void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                  struct apisrv__resp *w);
+/* Applies label/field selectors from the query; 0 ok, -1 with a 400 set. */
+struct sel;
+int apisrv__selectors(struct apisrv__req *r, struct sel **ls, struct sel **fs,
+                      struct apisrv__resp *w);
+
+/* table.c (lock held) */
+bool apisrv__wants_table(const struct apisrv__req *r);
+/* A Table of items (borrowed array) for t; include: "None", "Object",
+ * or NULL for PartialObjectMetadata; with_defs adds columnDefinitions. */
+json_object *apisrv__table(apisrv *s, const struct apisrv__type *t,
+                           json_object *items, const char *include,
+                           bool with_defs);
+
+/* watch.c (lock held): starts a watch; on error fills w with a Status. */
+void apisrv__watch_start(apisrv *s, struct apisrv__req *r,
+                         const struct apisrv__target *tg,
+                         struct apisrv__resp *w);
+/* MHD content reader and free callbacks for a watch (lock NOT held). */
+ssize_t apisrv__watch_read(void *cls, uint64_t pos, char *buf, size_t max);
+void apisrv__watch_free(void *cls);
+
+/* base64 (kubeconfig certificate data); returns malloc'd string. */
+char *apisrv__base64(const unsigned char *data, size_t len);
+
+#endif

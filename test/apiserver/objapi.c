@@ -1,0 +1,193 @@
+/* objapi.c -- the in-process object API of apiserver.h (used by the
+ * simulator and tests): get, list, create, update, delete under the server
+ * lock with the same rules as HTTP, and apisrv_event, which records
+ * core/v1 Events the way the real event recorder does (repeats merged
+ * into count and lastTimestamp). */
+#include "test/apiserver/apisrv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct apisrv__type *objapi_type(apisrv *s, const char *resource,
+                                              aiq_err *err) {
+    const struct apisrv__type *t = apisrv__type_by_resource(s, resource);
+    if (!t) aiq_err_set(err, AIQ_ENOTFOUND, "unknown resource %s", resource);
+    return t;
+}
+
+/* See apiserver.h. */
+json_object *apisrv_obj_get(apisrv *s, const char *resource, const char *ns,
+                            const char *name) {
+    json_object *o = NULL;
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = objapi_type(s, resource, NULL);
+    if (t) o = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name);
+    pthread_mutex_unlock(&s->mu);
+    return o;
+}
+
+static int objapi_list_row(void *u, const char *key, const char *ns,
+                           const char *name, const char *json) {
+    json_object *o = json_tokener_parse(json);
+    (void)key; (void)ns; (void)name;
+    if (o) json_object_array_add(u, o);
+    return 0;
+}
+
+/* See apiserver.h. */
+json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns) {
+    json_object *arr = json_object_new_array();
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = objapi_type(s, resource, NULL);
+    if (t) apisrv__store_scan(s, t->key, t->namespaced ? ns : NULL, NULL, NULL,
+                              objapi_list_row, arr);
+    pthread_mutex_unlock(&s->mu);
+    return arr;
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_create(apisrv *s, const char *resource, json_object *obj,
+                         aiq_err *err) {
+    struct apisrv__st st;
+    aiq_rc rc = AIQ_OK;
+    apisrv__st_init(&st);
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = objapi_type(s, resource, err);
+    if (!t) {
+        json_object_put(obj);
+        rc = AIQ_ENOTFOUND;
+    } else if (apisrv__create(s, t, NULL, obj, NULL, NULL, &st)) {
+        rc = apisrv__st_err(&st, err);
+    }
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    return rc;
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
+                         bool status_only, aiq_err *err) {
+    struct apisrv__st st;
+    struct apisrv__wopts o = {.status_only = status_only};
+    aiq_rc rc = AIQ_OK;
+    char ns[APISRV__MAX_NAME + 1], name[APISRV__MAX_NAME + 1];
+    const char *p;
+    apisrv__st_init(&st);
+    p = obj ? apisrv__str_at(obj, "metadata.name") : NULL;
+    if (!p) {
+        json_object_put(obj);
+        return aiq_err_field(err, AIQ_EINVAL, "metadata.name", "metadata.name: Required value");
+    }
+    snprintf(name, sizeof name, "%s", p);
+    p = apisrv__str_at(obj, "metadata.namespace");
+    snprintf(ns, sizeof ns, "%s", p ? p : "default");
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = objapi_type(s, resource, err);
+    if (!t) {
+        json_object_put(obj);
+        rc = AIQ_ENOTFOUND;
+    } else if (apisrv__update(s, t, ns, name, obj, &o, NULL, &st)) {
+        rc = apisrv__st_err(&st, err);
+    }
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    return rc;
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_delete(apisrv *s, const char *resource, const char *ns,
+                         const char *name, aiq_err *err) {
+    struct apisrv__st st;
+    struct apisrv__wopts o = {.propagation = "Background"};
+    aiq_rc rc = AIQ_OK;
+    apisrv__st_init(&st);
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = objapi_type(s, resource, err);
+    if (!t) rc = AIQ_ENOTFOUND;
+    else if (apisrv__delete(s, t, ns ? ns : "default", name, &o, NULL, &st))
+        rc = apisrv__st_err(&st, err);
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    return rc;
+}
+
+struct objapi_find {
+    const char *uid, *reason, *message, *component;
+    json_object *found;
+};
+
+static int objapi_find_event(void *u, const char *key, const char *ns,
+                             const char *name, const char *json) {
+    struct objapi_find *f = u;
+    json_object *o = json_tokener_parse(json);
+    const char *v;
+    (void)key; (void)ns; (void)name;
+    if (!o) return 0;
+    v = apisrv__str_at(o, "involvedObject.uid");
+    if (v && !strcmp(v, f->uid) &&
+        (v = apisrv__str_at(o, "reason")) && !strcmp(v, f->reason) &&
+        (v = apisrv__str_at(o, "message")) && !strcmp(v, f->message) &&
+        (v = apisrv__str_at(o, "source.component")) && !strcmp(v, f->component)) {
+        f->found = o;
+        return 1;
+    }
+    json_object_put(o);
+    return 0;
+}
+
+/* See apiserver.h. involved is borrowed. */
+aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
+                    const char *reason, const char *message,
+                    const char *component) {
+    struct apisrv__st st;
+    aiq_rc rc = AIQ_OK;
+    char now[40], name[APISRV__MAX_NAME + 1];
+    const char *iname = apisrv__str_at(involved, "metadata.name");
+    const char *ins = apisrv__str_at(involved, "metadata.namespace");
+    const char *uid = apisrv__str_at(involved, "metadata.uid");
+    const char *ns = ins && ins[0] ? ins : "default";
+    struct objapi_find f = {uid ? uid : "", reason, message, component ? component : "aiq-apiserver", NULL};
+    if (!iname || !reason || !message) return AIQ_EINVAL;
+    apisrv__st_init(&st);
+    apisrv__now_rfc3339(now, sizeof now);
+    pthread_mutex_lock(&s->mu);
+    const struct apisrv__type *t = apisrv__type_by_key(s, "/events");
+    apisrv__store_scan(s, "/events", ns, NULL, NULL, objapi_find_event, &f);
+    if (f.found) {
+        json_object *c;
+        long long n = json_object_object_get_ex(f.found, "count", &c) ? json_object_get_int64(c) : 1;
+        json_object_object_add(f.found, "count", json_object_new_int64(n + 1));
+        json_object_object_add(f.found, "lastTimestamp", json_object_new_string(now));
+        snprintf(name, sizeof name, "%s", apisrv__str_at(f.found, "metadata.name"));
+        if (apisrv__update(s, t, ns, name, f.found, NULL, NULL, &st))
+            rc = apisrv__st_err(&st, NULL);
+    } else {
+        json_object *ev = json_object_new_object(), *md = json_object_new_object();
+        json_object *io = json_object_new_object(), *src = json_object_new_object();
+        snprintf(name, sizeof name, "%.200s.%llx", iname, ++s->uid_seq);
+        json_object_object_add(md, "name", json_object_new_string(name));
+        json_object_object_add(md, "namespace", json_object_new_string(ns));
+        json_object_object_add(ev, "metadata", md);
+        const char *ik = apisrv__str_at(involved, "kind"), *iav = apisrv__str_at(involved, "apiVersion");
+        json_object_object_add(io, "kind", json_object_new_string(ik ? ik : ""));
+        if (iav) json_object_object_add(io, "apiVersion", json_object_new_string(iav));
+        json_object_object_add(io, "name", json_object_new_string(iname));
+        if (ins) json_object_object_add(io, "namespace", json_object_new_string(ins));
+        if (uid) json_object_object_add(io, "uid", json_object_new_string(uid));
+        json_object_object_add(ev, "involvedObject", io);
+        json_object_object_add(ev, "reason", json_object_new_string(reason));
+        json_object_object_add(ev, "message", json_object_new_string(message));
+        json_object_object_add(ev, "type", json_object_new_string(type ? type : "Normal"));
+        json_object_object_add(src, "component", json_object_new_string(f.component));
+        json_object_object_add(ev, "source", src);
+        json_object_object_add(ev, "reportingComponent", json_object_new_string(f.component));
+        json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
+        json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
+        json_object_object_add(ev, "count", json_object_new_int(1));
+        if (apisrv__create(s, t, ns, ev, NULL, NULL, &st)) rc = apisrv__st_err(&st, NULL);
+    }
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    return rc;
+}

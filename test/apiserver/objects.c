@@ -1,0 +1,708 @@
+/* objects.c -- the write path of the local API server, shared by the HTTP
+ * verbs and the in-process object API: create, update (main resource and
+ * status subresource), delete with finalizers and owner-reference garbage
+ * collection, plus the rules the real server applies on the way (name
+ * validation, namespace existence, resourceVersion conflicts, generation
+ * bumps, custom-resource schema validation, pod scheduling-gate rules) and
+ * the watch history. Every function expects apisrv.mu held. */
+#include "test/apiserver/apisrv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/apiserver/schema.h"
+
+/* ---- history ------------------------------------------------------------ */
+
+/* See apisrv_int.h. */
+void apisrv__emit(apisrv *s, const char *type, const char *key,
+                  const char *ns, json_object *obj) {
+    struct apisrv__event *e;
+    if (s->hist_cap <= 0) {
+        s->hist_base_rv = s->rv;
+        return;
+    }
+    if (s->hist_len == s->hist_cap) {
+        e = &s->hist[s->hist_head];
+        s->hist_base_rv = e->rv;
+        json_object_put(e->obj);
+        s->hist_head = (s->hist_head + 1) % s->hist_cap;
+        s->hist_len--;
+    }
+    e = &s->hist[(s->hist_head + s->hist_len) % s->hist_cap];
+    s->hist_len++;
+    e->rv = s->rv;
+    snprintf(e->type, sizeof e->type, "%s", type);
+    snprintf(e->key, sizeof e->key, "%s", key);
+    snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
+    e->obj = json_object_get(obj);
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void obj_set_str(json_object *o, const char *k, const char *v) {
+    json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static const char *md_str(json_object *obj, const char *k) {
+    json_object *md, *v;
+    if (json_object_object_get_ex(obj, "metadata", &md) &&
+        json_object_object_get_ex(md, k, &v) && json_object_is_type(v, json_type_string))
+        return json_object_get_string(v);
+    return NULL;
+}
+
+static json_object *json_copy(json_object *o) {
+    json_object *c = NULL;
+    if (o && json_object_deep_copy(o, &c, NULL) != 0) return NULL;
+    return c;
+}
+
+/* Copies key k of src's metadata into dst's metadata (removing it there
+ * when src lacks it). */
+static void md_carry(json_object *dst, json_object *src, const char *k) {
+    json_object *smd, *v, *dmd = apisrv__obj_child(dst, "metadata");
+    if (json_object_object_get_ex(src, "metadata", &smd) &&
+        json_object_object_get_ex(smd, k, &v))
+        json_object_object_add(dmd, k, json_copy(v));
+    else
+        json_object_object_del(dmd, k);
+}
+
+static long long md_generation(json_object *obj) {
+    json_object *md, *g;
+    if (json_object_object_get_ex(obj, "metadata", &md) &&
+        json_object_object_get_ex(md, "generation", &g))
+        return json_object_get_int64(g);
+    return 0;
+}
+
+static bool has_nonempty_array(json_object *o, const char *k) {
+    json_object *a;
+    return o && json_object_object_get_ex(o, k, &a) &&
+           json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0;
+}
+
+static void new_uid(apisrv *s, char *buf, size_t cap) {
+    unsigned long long n = ++s->uid_seq;
+    unsigned r1 = (unsigned)rand_r(&s->rnd), r2 = (unsigned)rand_r(&s->rnd);
+    snprintf(buf, cap, "%08x-%04x-4%03x-a%03x-%012llx", r1, r2 & 0xffff,
+             (r2 >> 16) & 0xfff, (unsigned)(n >> 48) & 0xfff,
+             n & 0xffffffffffffULL);
+}
+
+/* A lowercase RFC 1123 subdomain. */
+static bool valid_name(const char *n) {
+    size_t len = strlen(n);
+    if (len == 0 || len > APISRV__MAX_NAME) return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '-' && c != '.') return false;
+        if ((i == 0 || i == len - 1) && !alnum) return false;
+    }
+    return true;
+}
+
+static void add_cause(struct apisrv__st *st, const char *reason,
+                      const char *field, const char *msg) {
+    json_object *c = json_object_new_object();
+    if (!st->causes) st->causes = json_object_new_array();
+    obj_set_str(c, "reason", reason);
+    obj_set_str(c, "message", msg);
+    obj_set_str(c, "field", field);
+    json_object_array_add(st->causes, c);
+}
+
+/* Turns the collected causes into a 422 Invalid whose message reads like
+ * the real one: `AIJob.aiq.dev "x" is invalid: spec.gpus: Invalid ...`. */
+static int invalid(struct apisrv__st *st, const struct apisrv__type *t,
+                   const char *name) {
+    char q[256], msg[900];
+    size_t n = st->causes ? json_object_array_length(st->causes) : 0, len = 0;
+    if (t->group[0]) snprintf(q, sizeof q, "%s.%s", t->kind, t->group);
+    else snprintf(q, sizeof q, "%s", t->kind);
+    msg[0] = 0;
+    for (size_t i = 0; i < n && len < sizeof msg - 1; i++) {
+        json_object *c = json_object_array_get_idx(st->causes, i);
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s: %s",
+                                i ? ", " : "", apisrv__str_at(c, "field") ? apisrv__str_at(c, "field") : "",
+                                apisrv__str_at(c, "message") ? apisrv__str_at(c, "message") : "");
+    }
+    if (len >= sizeof msg) len = sizeof msg - 1;
+    apisrv__st_set(st, 422, "Invalid", "%s \"%s\" is invalid: %s%s%s", q, name,
+                   n > 1 ? "[" : "", msg, n > 1 ? "]" : "");
+    snprintf(st->name, sizeof st->name, "%s", name);
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->kind);
+    return -1;
+}
+
+static int conflict(struct apisrv__st *st, const struct apisrv__type *t,
+                    const char *name) {
+    char q[256];
+    apisrv__qualified(t, q, sizeof q);
+    apisrv__st_set(st, 409, "Conflict",
+                   "Operation cannot be fulfilled on %s \"%s\": the object has been "
+                   "modified; please apply your changes to the latest version and try again",
+                   q, name);
+    snprintf(st->name, sizeof st->name, "%s", name);
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->resource);
+    return -1;
+}
+
+/* Hands out the next resourceVersion, stamps obj, stores it and records
+ * the event. With del the row is removed instead. */
+static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
+                  const char *name, json_object *obj, const char *type,
+                  struct apisrv__st *st) {
+    char rvs[32];
+    aiq_rc rc;
+    s->rv++;
+    snprintf(rvs, sizeof rvs, "%lld", s->rv);
+    obj_set_str(apisrv__obj_child(obj, "metadata"), "resourceVersion", rvs);
+    if (!strcmp(type, "DELETED")) {
+        rc = apisrv__store_del(s, t->key, ns, name);
+        apisrv__store_applied_drop(s, t->key, ns, name);
+    } else {
+        rc = apisrv__store_put(s, t->key, ns, name, obj);
+    }
+    if (rc == AIQ_OK) rc = apisrv__store_save_rv(s, s->rv);
+    if (rc != AIQ_OK)
+        return apisrv__st_set(st, 500, "InternalError", "storage error: %s",
+                              sqlite3_errmsg(s->db));
+    apisrv__emit(s, type, t->key, ns, obj);
+    if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
+        apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
+    return 0;
+}
+
+/* ---- kind-specific validation -------------------------------------------- */
+
+static bool gate_in(json_object *gates, const char *name) {
+    size_t n = gates ? json_object_array_length(gates) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *g = apisrv__str_at(json_object_array_get_idx(gates, i), "name");
+        if (g && !strcmp(g, name)) return true;
+    }
+    return false;
+}
+
+/* Removes from a copy of spec the fields a pod update may change. */
+static json_object *pod_spec_fixed(json_object *spec, bool gated, bool unbound) {
+    json_object *c = json_copy(spec), *ctrs;
+    if (!c) return NULL;
+    json_object_object_del(c, "schedulingGates");
+    json_object_object_del(c, "tolerations");
+    json_object_object_del(c, "activeDeadlineSeconds");
+    json_object_object_del(c, "terminationGracePeriodSeconds");
+    if (unbound) json_object_object_del(c, "nodeName");
+    if (gated) {
+        json_object_object_del(c, "affinity");
+        json_object_object_del(c, "nodeSelector");
+    }
+    if (json_object_object_get_ex(c, "containers", &ctrs) &&
+        json_object_is_type(ctrs, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(ctrs); i++)
+            json_object_object_del(json_object_array_get_idx(ctrs, i), "image");
+    return c;
+}
+
+/* Pod update rules: scheduling gates can only be removed; while gated the
+ * node affinity and selector may change; otherwise the spec is immutable
+ * but for images, tolerations, deadlines and the first binding. */
+static void pod_validate_update(json_object *old, json_object *nw,
+                                struct apisrv__st *st) {
+    json_object *os = NULL, *ns = NULL, *og = NULL, *ng = NULL;
+    json_object_object_get_ex(old, "spec", &os);
+    json_object_object_get_ex(nw, "spec", &ns);
+    if (os) json_object_object_get_ex(os, "schedulingGates", &og);
+    if (ns) json_object_object_get_ex(ns, "schedulingGates", &ng);
+    if (ng && json_object_is_type(ng, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(ng); i++) {
+            const char *g = apisrv__str_at(json_object_array_get_idx(ng, i), "name");
+            if (g && !gate_in(og && json_object_is_type(og, json_type_array) ? og : NULL, g)) {
+                char msg[400];
+                snprintf(msg, sizeof msg,
+                         "Forbidden: only deletion is allowed, but found new scheduling gate '%s'", g);
+                add_cause(st, "FieldValueForbidden", "spec.schedulingGates", msg);
+            }
+        }
+    }
+    bool gated = has_nonempty_array(os, "schedulingGates");
+    bool unbound = !apisrv__str_at(old, "spec.nodeName") ||
+                   !apisrv__str_at(old, "spec.nodeName")[0];
+    json_object *a = pod_spec_fixed(os ? os : NULL, gated, unbound);
+    json_object *b = pod_spec_fixed(ns ? ns : NULL, gated, unbound);
+    if (!json_object_equal(a, b))
+        add_cause(st, "FieldValueForbidden", "spec",
+                  "Forbidden: pod updates may not change fields other than "
+                  "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                  "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions "
+                  "to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                  "(allow it to be set to 1 if it was previously negative), and "
+                  "`spec.affinity.nodeAffinity` and `spec.nodeSelector` while "
+                  "scheduling gates are present");
+    json_object_put(a);
+    json_object_put(b);
+}
+
+static void crd_validate(json_object *obj, const char *name,
+                         struct apisrv__st *st) {
+    const char *group = apisrv__str_at(obj, "spec.group");
+    const char *plural = apisrv__str_at(obj, "spec.names.plural");
+    json_object *spec = NULL, *v = NULL;
+    if (!group || !group[0])
+        add_cause(st, "FieldValueRequired", "spec.group", "Required value");
+    if (!plural || !plural[0])
+        add_cause(st, "FieldValueRequired", "spec.names.plural", "Required value");
+    if (!apisrv__str_at(obj, "spec.names.kind"))
+        add_cause(st, "FieldValueRequired", "spec.names.kind", "Required value");
+    json_object_object_get_ex(obj, "spec", &spec);
+    if (!spec || !json_object_object_get_ex(spec, "versions", &v) ||
+        !json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0)
+        add_cause(st, "FieldValueRequired", "spec.versions", "Required value");
+    if (group && plural) {
+        char want[400];
+        snprintf(want, sizeof want, "%s.%s", plural, group);
+        if (strcmp(want, name)) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
+            add_cause(st, "FieldValueInvalid", "metadata.name", msg);
+        }
+    }
+}
+
+/* Validates obj for t (old is the stored object on update, else NULL);
+ * collects causes in st and returns -1 with a 422/400 when any. May prune
+ * and default a custom resource per its schema. */
+static int validate(apisrv *s, const struct apisrv__type *t, json_object *obj,
+                    json_object *old, const struct apisrv__wopts *o,
+                    const char *name, struct apisrv__st *st) {
+    (void)s;
+    if (t->custom && t->schema) {
+        json_object *causes = json_object_new_array();
+        int n = sv_validate(t->schema, obj, o && o->strict, causes);
+        if (n > 0) {
+            char msg[1024];
+            int code = sv_status_message(t->kind, t->group, name, causes, msg, sizeof msg);
+            if (code == 400) {
+                json_object_put(causes);
+                return apisrv__st_set(st, 400, "BadRequest", "%s", msg);
+            }
+            if (st->causes) json_object_put(st->causes);
+            st->causes = causes;
+            apisrv__st_set(st, 422, "Invalid", "%s", msg);
+            snprintf(st->name, sizeof st->name, "%s", name);
+            snprintf(st->group, sizeof st->group, "%s", t->group);
+            snprintf(st->kind, sizeof st->kind, "%s", t->kind);
+            return -1;
+        }
+        json_object_put(causes);
+    }
+    if (!strcmp(t->key, "/pods") && old) pod_validate_update(old, obj, st);
+    if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
+        crd_validate(obj, name, st);
+    if (st->causes && json_object_array_length(st->causes) > 0)
+        return invalid(st, t, name);
+    return 0;
+}
+
+/* The status a newly created object starts with (the real server resets
+ * what clients send for these kinds). */
+static void initial_status(const struct apisrv__type *t, json_object *obj) {
+    if (!strcmp(t->key, "/pods")) {
+        json_object *st = json_object_new_object(), *spec;
+        obj_set_str(st, "phase", "Pending");
+        obj_set_str(st, "qosClass", "BestEffort");
+        if (json_object_object_get_ex(obj, "spec", &spec) &&
+            has_nonempty_array(spec, "schedulingGates")) {
+            json_object *conds = json_object_new_array(), *c = json_object_new_object();
+            obj_set_str(c, "type", "PodScheduled");
+            obj_set_str(c, "status", "False");
+            obj_set_str(c, "reason", "SchedulingGated");
+            obj_set_str(c, "message", "Scheduling is blocked due to non-empty scheduling gates");
+            json_object_object_add(c, "lastProbeTime", NULL);
+            json_object_array_add(conds, c);
+            json_object_object_add(st, "conditions", conds);
+        }
+        json_object_object_add(obj, "status", st);
+    } else if (!strcmp(t->key, "/namespaces")) {
+        json_object *st = json_object_new_object();
+        obj_set_str(st, "phase", "Active");
+        json_object_object_add(obj, "status", st);
+    } else if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions")) {
+        json_object *st = json_object_new_object(), *conds = json_object_new_array(), *names;
+        char now[40];
+        apisrv__now_rfc3339(now, sizeof now);
+        const char *types[2] = {"NamesAccepted", "Established"};
+        const char *reasons[2] = {"NoConflicts", "InitialNamesAccepted"};
+        for (int i = 0; i < 2; i++) {
+            json_object *c = json_object_new_object();
+            obj_set_str(c, "type", types[i]);
+            obj_set_str(c, "status", "True");
+            obj_set_str(c, "reason", reasons[i]);
+            obj_set_str(c, "lastTransitionTime", now);
+            obj_set_str(c, "message", i ? "the initial names have been accepted"
+                                        : "no conflicts found");
+            json_object_array_add(conds, c);
+        }
+        json_object_object_add(st, "conditions", conds);
+        json_object *spec;
+        if (json_object_object_get_ex(obj, "spec", &spec) &&
+            json_object_object_get_ex(spec, "names", &names))
+            json_object_object_add(st, "acceptedNames", json_copy(names));
+        json_object *sv = json_object_new_array(), *vers;
+        if (spec && json_object_object_get_ex(spec, "versions", &vers))
+            for (size_t i = 0; i < json_object_array_length(vers); i++) {
+                const char *vn = apisrv__str_at(json_object_array_get_idx(vers, i), "name");
+                if (vn) json_object_array_add(sv, json_object_new_string(vn));
+            }
+        json_object_object_add(st, "storedVersions", sv);
+        json_object_object_add(obj, "status", st);
+    } else if (t->custom && t->has_status) {
+        json_object_object_del(obj, "status");
+    }
+}
+
+static void set_type_meta(const struct apisrv__type *t, json_object *obj) {
+    char av[200];
+    if (t->group[0]) snprintf(av, sizeof av, "%s/%s", t->group, t->version);
+    else snprintf(av, sizeof av, "%s", t->version);
+    obj_set_str(obj, "apiVersion", av);
+    obj_set_str(obj, "kind", t->kind);
+}
+
+/* Checks the namespace of a namespaced request; sets *ns_out. */
+static int check_namespace(apisrv *s, const struct apisrv__type *t,
+                           const char *ns, json_object *obj,
+                           const char **ns_out, struct apisrv__st *st) {
+    json_object *md = apisrv__obj_child(obj, "metadata");
+    const char *bns = md_str(obj, "namespace");
+    *ns_out = NULL;
+    if (!t->namespaced) {
+        json_object_object_del(md, "namespace");
+        return 0;
+    }
+    if (ns && bns && bns[0] && strcmp(ns, bns))
+        return apisrv__st_set(st, 400, "BadRequest",
+            "the namespace of the provided object does not match the namespace sent on the request");
+    if (!ns) ns = (bns && bns[0]) ? bns : "default";
+    obj_set_str(md, "namespace", ns);
+    *ns_out = md_str(obj, "namespace");
+    json_object *nsobj = apisrv__store_get(s, "/namespaces", "", ns);
+    if (!nsobj) {
+        apisrv__st_set(st, 404, "NotFound", "namespaces \"%s\" not found", ns);
+        snprintf(st->name, sizeof st->name, "%s", ns);
+        snprintf(st->kind, sizeof st->kind, "namespaces");
+        return -1;
+    }
+    json_object_put(nsobj);
+    return 0;
+}
+
+/* ---- create ----------------------------------------------------------------- */
+
+/* See apisrv_int.h. */
+int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   json_object *obj, const struct apisrv__wopts *o,
+                   json_object **out, struct apisrv__st *st) {
+    int rc = -1;
+    json_object *md, *old = NULL;
+    const char *name;
+    char gen[APISRV__MAX_NAME + 8], buf[64];
+    if (out) *out = NULL;
+    if (!obj || !json_object_is_type(obj, json_type_object)) {
+        apisrv__st_set(st, 400, "BadRequest", "the body of the request must be a JSON object");
+        goto out_put;
+    }
+    set_type_meta(t, obj);
+    md = apisrv__obj_child(obj, "metadata");
+    if (check_namespace(s, t, ns, obj, &ns, st)) goto out_put;
+    name = md_str(obj, "name");
+    if ((!name || !name[0]) && md_str(obj, "generateName")) {
+        static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
+        size_t n = (size_t)snprintf(gen, sizeof gen - 6, "%s", md_str(obj, "generateName"));
+        if (n > sizeof gen - 7) n = sizeof gen - 7;
+        for (int i = 0; i < 5; i++) gen[n + (size_t)i] = alpha[rand_r(&s->rnd) % 27];
+        gen[n + 5] = 0;
+        obj_set_str(md, "name", gen);
+        name = md_str(obj, "name");
+    }
+    if (!name || !name[0]) {
+        add_cause(st, "FieldValueRequired", "metadata.name", "Required value: name or generateName is required");
+        invalid(st, t, "");
+        goto out_put;
+    }
+    if (!valid_name(name)) {
+        char msg[700];
+        snprintf(msg, sizeof msg,
+                 "Invalid value: \"%.253s\": a lowercase RFC 1123 subdomain must consist of lower "
+                 "case alphanumeric characters, '-' or '.', and must start and end with an "
+                 "alphanumeric character", name);
+        add_cause(st, "FieldValueInvalid", "metadata.name", msg);
+        invalid(st, t, name);
+        goto out_put;
+    }
+    old = apisrv__store_get(s, t->key, ns, name);
+    if (old) {
+        char q[256];
+        apisrv__qualified(t, q, sizeof q);
+        apisrv__st_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, name);
+        snprintf(st->name, sizeof st->name, "%s", name);
+        snprintf(st->group, sizeof st->group, "%s", t->group);
+        snprintf(st->kind, sizeof st->kind, "%s", t->resource);
+        goto out_put;
+    }
+    initial_status(t, obj);
+    if (validate(s, t, obj, NULL, o, name, st)) goto out_put;
+    new_uid(s, buf, sizeof buf);
+    obj_set_str(md, "uid", buf);
+    apisrv__now_rfc3339(buf, sizeof buf);
+    obj_set_str(md, "creationTimestamp", buf);
+    json_object_object_add(md, "generation", json_object_new_int64(1));
+    json_object_object_del(md, "deletionTimestamp");
+    json_object_object_del(md, "deletionGracePeriodSeconds");
+    json_object_object_del(md, "resourceVersion");
+    json_object_object_del(md, "managedFields");
+    if (!(o && o->dry_run) && commit(s, t, ns, name, obj, "ADDED", st))
+        goto out_put;
+    rc = 0;
+    if (out) *out = json_object_get(obj);
+out_put:
+    json_object_put(old);
+    json_object_put(obj);
+    return rc;
+}
+
+/* ---- delete ------------------------------------------------------------------ */
+
+struct collect { json_object *rows; };
+
+static int collect_row(void *u, const char *key, const char *ns,
+                       const char *name, const char *json) {
+    struct collect *c = u;
+    json_object *r = json_object_new_object();
+    (void)json;
+    obj_set_str(r, "key", key);
+    obj_set_str(r, "ns", ns);
+    obj_set_str(r, "name", name);
+    json_object_array_add(c->rows, r);
+    return 0;
+}
+
+/* Deletes every row listed (dependents, namespace contents, custom
+ * resources of a removed CRD); errors on individual rows are ignored as
+ * the real garbage collector retries them later. */
+static void delete_rows(apisrv *s, json_object *rows, const char *prop) {
+    struct apisrv__wopts o = {.propagation = prop};
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *r = json_object_array_get_idx(rows, i);
+        const struct apisrv__type *t = apisrv__type_by_key(s, apisrv__str_at(r, "key"));
+        struct apisrv__st st;
+        apisrv__st_init(&st);
+        if (t) {
+            const char *ns = apisrv__str_at(r, "ns");
+            apisrv__delete(s, t, ns && ns[0] ? ns : NULL, apisrv__str_at(r, "name"), &o, NULL, &st);
+        }
+        apisrv__st_deinit(&st);
+    }
+}
+
+/* Removes an object for good and cascades to what it owns or contains. */
+static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
+                      const char *name, json_object *obj, const char *prop,
+                      struct apisrv__st *st) {
+    struct collect c = {json_object_new_array()};
+    char uid[128];
+    snprintf(uid, sizeof uid, "%s", md_str(obj, "uid") ? md_str(obj, "uid") : "");
+    if (commit(s, t, ns, name, obj, "DELETED", st)) {
+        json_object_put(c.rows);
+        return -1;
+    }
+    if (!strcmp(t->key, "/namespaces")) {
+        apisrv__store_scan(s, NULL, name, NULL, NULL, collect_row, &c);
+    } else if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions")) {
+        char key[APISRV__KEY];
+        const char *g = apisrv__str_at(obj, "spec.group"), *p = apisrv__str_at(obj, "spec.names.plural");
+        if (g && p) {
+            snprintf(key, sizeof key, "%s/%s", g, p);
+            apisrv__store_scan(s, key, NULL, NULL, NULL, collect_row, &c);
+            /* the type is gone already: remove the rows directly */
+            for (size_t i = 0; i < json_object_array_length(c.rows); i++) {
+                json_object *r = json_object_array_get_idx(c.rows, i);
+                apisrv__store_del(s, key, apisrv__str_at(r, "ns"), apisrv__str_at(r, "name"));
+            }
+            json_object_put(c.rows);
+            c.rows = json_object_new_array();
+        }
+    }
+    if (uid[0] && !(prop && !strcmp(prop, "Orphan")))
+        apisrv__store_scan_owned(s, uid, collect_row, &c);
+    delete_rows(s, c.rows, "Background");
+    json_object_put(c.rows);
+    return 0;
+}
+
+/* See apisrv_int.h. */
+int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   const char *name, const struct apisrv__wopts *o,
+                   json_object **out, struct apisrv__st *st) {
+    int rc = -1;
+    json_object *obj = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name);
+    if (out) *out = NULL;
+    if (!obj) return apisrv__st_notfound(st, t, name);
+    if (!t->namespaced) ns = NULL;
+    if (o && o->dry_run) {
+        rc = 0;
+        goto out_obj;
+    }
+    json_object *md = apisrv__obj_child(obj, "metadata"), *fin;
+    if (json_object_object_get_ex(md, "finalizers", &fin) &&
+        json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0) {
+        if (!json_object_object_get_ex(md, "deletionTimestamp", NULL)) {
+            char now[40];
+            apisrv__now_rfc3339(now, sizeof now);
+            obj_set_str(md, "deletionTimestamp", now);
+            json_object_object_add(md, "deletionGracePeriodSeconds", json_object_new_int(0));
+            json_object_object_add(md, "generation", json_object_new_int64(md_generation(obj) + 1));
+            if (commit(s, t, ns, name, obj, "MODIFIED", st)) goto out_obj;
+        }
+        rc = 0;
+        goto out_obj;
+    }
+    if (remove_now(s, t, ns, name, obj, o ? o->propagation : NULL, st)) goto out_obj;
+    rc = 0;
+out_obj:
+    if (rc == 0 && out) *out = json_object_get(obj);
+    json_object_put(obj);
+    return rc;
+}
+
+/* ---- update ------------------------------------------------------------------ */
+
+/* obj without metadata and status, for the generation rule. */
+static json_object *spec_part(json_object *obj) {
+    json_object *c = json_copy(obj);
+    json_object_object_del(c, "metadata");
+    json_object_object_del(c, "status");
+    return c;
+}
+
+/* See apisrv_int.h. */
+int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
+                   const char *name, json_object *obj,
+                   const struct apisrv__wopts *o, json_object **out,
+                   struct apisrv__st *st) {
+    int rc = -1;
+    json_object *old = NULL, *nw = NULL, *md, *v, *a = NULL, *b = NULL;
+    const char *brv, *bname;
+    bool status_only = o && o->status_only;
+    if (out) *out = NULL;
+    if (!t->namespaced) ns = NULL;
+    if (!obj || !json_object_is_type(obj, json_type_object)) {
+        apisrv__st_set(st, 400, "BadRequest", "the body of the request must be a JSON object");
+        goto out;
+    }
+    old = apisrv__store_get(s, t->key, ns, name);
+    if (!old) {
+        apisrv__st_notfound(st, t, name);
+        goto out;
+    }
+    bname = md_str(obj, "name");
+    if (bname && strcmp(bname, name)) {
+        apisrv__st_set(st, 400, "BadRequest",
+                       "the name of the object (%s) does not match the name on the URL (%s)",
+                       bname, name);
+        goto out;
+    }
+    brv = md_str(obj, "resourceVersion");
+    if (brv && brv[0] && strcmp(brv, md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "")) {
+        conflict(st, t, name);
+        goto out;
+    }
+    if (status_only) {
+        nw = json_copy(old);
+        if (json_object_object_get_ex(obj, "status", &v))
+            json_object_object_add(nw, "status", json_copy(v));
+        else
+            json_object_object_del(nw, "status");
+    } else {
+        nw = json_object_get(obj);
+        set_type_meta(t, nw);
+        if (t->has_status) {
+            if (json_object_object_get_ex(old, "status", &v))
+                json_object_object_add(nw, "status", json_copy(v));
+            else
+                json_object_object_del(nw, "status");
+        }
+        md = apisrv__obj_child(nw, "metadata");
+        obj_set_str(md, "name", name);
+        if (ns) obj_set_str(md, "namespace", ns);
+        else json_object_object_del(md, "namespace");
+        md_carry(nw, old, "uid");
+        md_carry(nw, old, "creationTimestamp");
+        md_carry(nw, old, "deletionTimestamp");
+        md_carry(nw, old, "deletionGracePeriodSeconds");
+        md_carry(nw, old, "generation");
+        json_object_object_del(md, "managedFields");
+        if (md_str(old, "deletionTimestamp")) {
+            json_object *of = NULL, *nf = NULL, *omd;
+            json_object_object_get_ex(old, "metadata", &omd);
+            json_object_object_get_ex(omd, "finalizers", &of);
+            json_object_object_get_ex(md, "finalizers", &nf);
+            for (size_t i = 0; nf && json_object_is_type(nf, json_type_array) &&
+                               i < json_object_array_length(nf); i++) {
+                const char *f = json_object_get_string(json_object_array_get_idx(nf, i));
+                bool found = false;
+                for (size_t k = 0; of && json_object_is_type(of, json_type_array) &&
+                                   k < json_object_array_length(of); k++)
+                    if (!strcmp(f, json_object_get_string(json_object_array_get_idx(of, k))))
+                        found = true;
+                if (!found) {
+                    add_cause(st, "FieldValueForbidden", "metadata.finalizers",
+                              "Forbidden: no new finalizers can be added if the object is being deleted");
+                    invalid(st, t, name);
+                    goto out;
+                }
+            }
+        }
+    }
+    md = apisrv__obj_child(nw, "metadata");
+    obj_set_str(md, "resourceVersion", md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "");
+    if (validate(s, t, nw, old, o, name, st)) goto out;
+    a = spec_part(old);
+    b = spec_part(nw);
+    if (!status_only && !json_object_equal(a, b))
+        json_object_object_add(md, "generation", json_object_new_int64(md_generation(old) + 1));
+    if (json_object_equal(old, nw)) {   /* no-op writes are not stored */
+        rc = 0;
+        if (out) *out = json_object_get(old);
+        goto out;
+    }
+    if (o && o->dry_run) {
+        rc = 0;
+        if (out) *out = json_object_get(nw);
+        goto out;
+    }
+    json_object *fin;
+    if (md_str(nw, "deletionTimestamp") &&
+        !(json_object_object_get_ex(md, "finalizers", &fin) &&
+          json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0)) {
+        if (remove_now(s, t, ns, name, nw, "Background", st)) goto out;
+    } else if (commit(s, t, ns, name, nw, "MODIFIED", st)) {
+        goto out;
+    }
+    rc = 0;
+    if (out) *out = json_object_get(nw);
+out:
+    json_object_put(a);
+    json_object_put(b);
+    json_object_put(nw);
+    json_object_put(old);
+    json_object_put(obj);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/* status.c -- Kubernetes Status results (code, reason, message, details,
+ * causes) as the real API server words them, plus the small JSON, time and
+ * base64 helpers the other server files share. */
+#include "test/apiserver/apisrv_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Clears st to "success". */
+void apisrv__st_init(struct apisrv__st *st) {
+    memset(st, 0, sizeof *st);
+}
+
+/* Frees the causes st holds; st is then as after init. */
+void apisrv__st_deinit(struct apisrv__st *st) {
+    if (st->causes) json_object_put(st->causes);
+    apisrv__st_init(st);
+}
+
+/* See apisrv_int.h. */
+int apisrv__st_set(struct apisrv__st *st, int code, const char *reason,
+                   const char *fmt, ...) {
+    if (st->code) return -1;
+    st->code = code;
+    snprintf(st->reason, sizeof st->reason, "%s", reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->message, sizeof st->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* "aijobs.aiq.dev", or "pods" for the core group. */
+void apisrv__qualified(const struct apisrv__type *t, char *buf, size_t cap) {
+    if (t->group[0])
+        snprintf(buf, cap, "%s.%s", t->resource, t->group);
+    else
+        snprintf(buf, cap, "%s", t->resource);
+}
+
+/* See apisrv_int.h. */
+int apisrv__st_notfound(struct apisrv__st *st, const struct apisrv__type *t,
+                        const char *name) {
+    char q[256];
+    apisrv__qualified(t, q, sizeof q);
+    apisrv__st_set(st, 404, "NotFound", "%s \"%s\" not found", q, name);
+    snprintf(st->name, sizeof st->name, "%s", name);
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->resource);
+    return -1;
+}
+
+/* The Status object for st (new reference). */
+json_object *apisrv__st_json(const struct apisrv__st *st) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "kind", json_object_new_string("Status"));
+    json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(o, "metadata", json_object_new_object());
+    json_object_object_add(o, "status",
+        json_object_new_string(st->code < 400 ? "Success" : "Failure"));
+    if (st->message[0])
+        json_object_object_add(o, "message", json_object_new_string(st->message));
+    if (st->reason[0])
+        json_object_object_add(o, "reason", json_object_new_string(st->reason));
+    if (st->name[0] || st->kind[0] || st->causes) {
+        json_object *d = json_object_new_object();
+        if (st->name[0]) json_object_object_add(d, "name", json_object_new_string(st->name));
+        if (st->group[0]) json_object_object_add(d, "group", json_object_new_string(st->group));
+        if (st->kind[0]) json_object_object_add(d, "kind", json_object_new_string(st->kind));
+        if (st->causes) json_object_object_add(d, "causes", json_object_get(st->causes));
+        json_object_object_add(o, "details", d);
+    }
+    json_object_object_add(o, "code", json_object_new_int(st->code ? st->code : 200));
+    return o;
+}
+
+/* See apisrv_int.h. */
+aiq_rc apisrv__st_err(const struct apisrv__st *st, aiq_err *err) {
+    aiq_rc rc;
+    switch (st->code) {
+    case 0: return AIQ_OK;
+    case 404: rc = AIQ_ENOTFOUND; break;
+    case 409: rc = strcmp(st->reason, "AlreadyExists") ? AIQ_ECONFLICT : AIQ_EEXIST; break;
+    case 410: rc = AIQ_EGONE; break;
+    case 400: case 422: rc = AIQ_EINVAL; break;
+    case 415: rc = AIQ_EUNSUPPORTED; break;
+    case 401: case 403: rc = AIQ_EAUTH; break;
+    default: rc = AIQ_EHTTP; break;
+    }
+    if (err && err->code == AIQ_OK) {
+        aiq_err_set(err, rc, "%s", st->message);
+        err->http_status = st->code;
+        snprintf(err->reason, sizeof err->reason, "%s", st->reason);
+        if (st->causes && json_object_array_length(st->causes) > 0) {
+            json_object *f;
+            if (json_object_object_get_ex(json_object_array_get_idx(st->causes, 0), "field", &f))
+                snprintf(err->field, sizeof err->field, "%s", json_object_get_string(f));
+        }
+    }
+    return rc;
+}
+
+/* Wall-clock time in seconds. */
+double apisrv__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Current UTC time as "2026-11-21T10:00:00Z". */
+void apisrv__now_rfc3339(char *buf, size_t cap) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* See apisrv_int.h. */
+const char *apisrv__str_at(json_object *obj, const char *dotted) {
+    char part[128];
+    const char *p = dotted;
+    json_object *cur = obj;
+    while (cur && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof part) return NULL;
+        memcpy(part, p, n);
+        part[n] = 0;
+        if (!json_object_is_type(cur, json_type_object) ||
+            !json_object_object_get_ex(cur, part, &cur))
+            return NULL;
+        p = dot ? dot + 1 : p + n;
+    }
+    if (!cur || !json_object_is_type(cur, json_type_string)) return NULL;
+    return json_object_get_string(cur);
+}
+
+/* See apisrv_int.h. */
+json_object *apisrv__obj_child(json_object *obj, const char *k) {
+    json_object *c;
+    if (json_object_object_get_ex(obj, k, &c) && json_object_is_type(c, json_type_object))
+        return c;
+    c = json_object_new_object();
+    json_object_object_add(obj, k, c);
+    return c;
+}
+
+/* Standard base64 of data (malloc'd, NUL-terminated) or NULL. */
+char *apisrv__base64(const unsigned char *data, size_t len) {
+    static const char tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    size_t o = 0;
+    if (!out) return NULL;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)data[i] << 16;
+        if (i + 1 < len) v |= (unsigned)data[i + 1] << 8;
+        if (i + 2 < len) v |= data[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? tab[v & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}

@@ -1,0 +1,272 @@
+/* store.c -- SQLite persistence of the local API server: one table of
+ * objects keyed by (storage key, namespace, name) holding the JSON text and
+ * the owner uids (for garbage collection), one table for the global
+ * resourceVersion counter, and one for server-side apply's last applied
+ * configuration per field manager. Every function expects apisrv.mu held. */
+#include "test/apiserver/apisrv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const store_schema =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS objects(key TEXT NOT NULL, ns TEXT NOT NULL,"
+    " name TEXT NOT NULL, owners TEXT NOT NULL DEFAULT '', json TEXT NOT NULL,"
+    " PRIMARY KEY(key, ns, name));"
+    "CREATE INDEX IF NOT EXISTS objects_ns ON objects(ns);"
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"
+    "CREATE TABLE IF NOT EXISTS applied(key TEXT NOT NULL, ns TEXT NOT NULL,"
+    " name TEXT NOT NULL, manager TEXT NOT NULL, json TEXT NOT NULL,"
+    " PRIMARY KEY(key, ns, name, manager));";
+
+/* Opens (or creates) the database at path and prepares the hot statements.
+ * On failure fills err and leaves s->db NULL. */
+aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    char *emsg = NULL;
+    if (sqlite3_open(path ? path : ":memory:", &s->db) != SQLITE_OK) {
+        rc = aiq_err_set(err, AIQ_EDB, "sqlite open %s: %s", path,
+                         s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto out_close;
+    }
+    if (sqlite3_exec(s->db, store_schema, NULL, NULL, &emsg) != SQLITE_OK) {
+        rc = aiq_err_set(err, AIQ_EDB, "sqlite schema: %s", emsg ? emsg : "?");
+        sqlite3_free(emsg);
+        goto out_close;
+    }
+    if (sqlite3_prepare_v2(s->db,
+            "SELECT json FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
+            -1, &s->st_get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT OR REPLACE INTO objects(key,ns,name,owners,json)"
+            " VALUES(?1,?2,?3,?4,?5)", -1, &s->st_put, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "DELETE FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
+            -1, &s->st_del, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT OR REPLACE INTO meta(k,v) VALUES('rv',?1)",
+            -1, &s->st_meta_put, NULL) != SQLITE_OK) {
+        rc = aiq_err_set(err, AIQ_EDB, "sqlite prepare: %s",
+                         sqlite3_errmsg(s->db));
+        goto out_close;
+    }
+    return AIQ_OK;
+out_close:
+    apisrv__store_close(s);
+    return rc;
+}
+
+/* Finalizes the statements and closes the database; safe when not open. */
+void apisrv__store_close(apisrv *s) {
+    sqlite3_finalize(s->st_get);
+    sqlite3_finalize(s->st_put);
+    sqlite3_finalize(s->st_del);
+    sqlite3_finalize(s->st_meta_put);
+    s->st_get = s->st_put = s->st_del = s->st_meta_put = NULL;
+    if (s->db) sqlite3_close(s->db);
+    s->db = NULL;
+}
+
+/* Returns the stored object as a new json object, or NULL when absent. */
+json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
+                               const char *name) {
+    json_object *o = NULL;
+    sqlite3_stmt *st = s->st_get;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return o;
+}
+
+/* Comma-separated uids of obj's ownerReferences into a malloc'd string. */
+static char *store_owners(json_object *obj) {
+    json_object *md, *refs;
+    size_t cap = 1, len = 0;
+    char *out;
+    if (!json_object_object_get_ex(obj, "metadata", &md) ||
+        !json_object_object_get_ex(md, "ownerReferences", &refs) ||
+        !json_object_is_type(refs, json_type_array))
+        return strdup("");
+    size_t n = json_object_array_length(refs);
+    for (size_t i = 0; i < n; i++) {
+        json_object *uid;
+        if (json_object_object_get_ex(json_object_array_get_idx(refs, i), "uid", &uid))
+            cap += strlen(json_object_get_string(uid)) + 2;
+    }
+    out = malloc(cap + 1);
+    if (!out) return NULL;
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *uid;
+        if (!json_object_object_get_ex(json_object_array_get_idx(refs, i), "uid", &uid))
+            continue;
+        len += (size_t)snprintf(out + len, cap + 1 - len, ",%s,",
+                                json_object_get_string(uid));
+    }
+    return out;
+}
+
+/* Inserts or replaces obj (borrowed). */
+aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
+                         const char *name, json_object *obj) {
+    aiq_rc rc = AIQ_OK;
+    char *owners = store_owners(obj);
+    if (!owners) return AIQ_ENOMEM;
+    sqlite3_stmt *st = s->st_put;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, owners, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5,
+        json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN), -1,
+        SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    free(owners);
+    return rc;
+}
+
+/* Removes one object (absent is not an error). */
+aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
+                         const char *name) {
+    aiq_rc rc = AIQ_OK;
+    sqlite3_stmt *st = s->st_del;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int store_run_scan(sqlite3_stmt *st, apisrv__row_cb cb, void *u) {
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        if (cb(u, (const char *)sqlite3_column_text(st, 0),
+               (const char *)sqlite3_column_text(st, 1),
+               (const char *)sqlite3_column_text(st, 2),
+               (const char *)sqlite3_column_text(st, 3)))
+            break;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* See apisrv_int.h. Returns the number of rows visited, -1 on error. */
+int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
+                       const char *after_ns, const char *after_name,
+                       apisrv__row_cb cb, void *u) {
+    sqlite3_stmt *st = NULL;
+    const char *sql =
+        "SELECT key, ns, name, json FROM objects WHERE (?1 IS NULL OR key=?1)"
+        " AND (?2 IS NULL OR ns=?2) AND (?4 IS NULL OR ns>?3 OR (ns=?3 AND name>?4))"
+        " ORDER BY ns, name";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    if (key) sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (ns) sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    if (after_name) {
+        sqlite3_bind_text(st, 3, after_ns ? after_ns : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, after_name, -1, SQLITE_STATIC);
+    }
+    return store_run_scan(st, cb, u);
+}
+
+/* Rows whose ownerReferences name uid; -1 on error. */
+int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
+                             void *u) {
+    sqlite3_stmt *st = NULL;
+    char pat[300];
+    snprintf(pat, sizeof pat, "%%,%s,%%", uid);
+    if (sqlite3_prepare_v2(s->db,
+            "SELECT key, ns, name, json FROM objects WHERE owners LIKE ?1",
+            -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, pat, -1, SQLITE_TRANSIENT);
+    return store_run_scan(st, cb, u);
+}
+
+/* The persisted resourceVersion counter (0 for a new database). */
+long long apisrv__store_load_rv(apisrv *s) {
+    sqlite3_stmt *st = NULL;
+    long long rv = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT v FROM meta WHERE k='rv'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW) rv = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rv;
+}
+
+/* Persists the resourceVersion counter. */
+aiq_rc apisrv__store_save_rv(apisrv *s, long long rv) {
+    aiq_rc rc = AIQ_OK;
+    sqlite3_bind_int64(s->st_meta_put, 1, rv);
+    if (sqlite3_step(s->st_meta_put) != SQLITE_DONE) rc = AIQ_EDB;
+    sqlite3_reset(s->st_meta_put);
+    return rc;
+}
+
+/* The last configuration manager applied to the object (new ref) or NULL. */
+json_object *apisrv__store_applied_get(apisrv *s, const char *key,
+                                       const char *ns, const char *name,
+                                       const char *manager) {
+    sqlite3_stmt *st = NULL;
+    json_object *o = NULL;
+    if (sqlite3_prepare_v2(s->db,
+            "SELECT json FROM applied WHERE key=?1 AND ns=?2 AND name=?3 AND manager=?4",
+            -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, manager, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return o;
+}
+
+/* Records cfg (borrowed) as manager's last applied configuration. */
+aiq_rc apisrv__store_applied_put(apisrv *s, const char *key, const char *ns,
+                                 const char *name, const char *manager,
+                                 json_object *cfg) {
+    sqlite3_stmt *st = NULL;
+    aiq_rc rc = AIQ_OK;
+    if (sqlite3_prepare_v2(s->db,
+            "INSERT OR REPLACE INTO applied(key,ns,name,manager,json) VALUES(?1,?2,?3,?4,?5)",
+            -1, &st, NULL) != SQLITE_OK)
+        return AIQ_EDB;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, manager, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, json_object_to_json_string_ext(cfg, JSON_C_TO_STRING_PLAIN),
+                      -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Forgets every manager's applied configuration of a deleted object. */
+void apisrv__store_applied_drop(apisrv *s, const char *key, const char *ns,
+                                const char *name) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+            "DELETE FROM applied WHERE key=?1 AND ns=?2 AND name=?3", -1, &st,
+            NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+}

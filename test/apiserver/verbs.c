@@ -1,0 +1,423 @@
+/* verbs.c -- the resource verbs over HTTP: list (label and field
+ * selectors, limit/continue, Table output), get, create, update, the four
+ * patch types (merge, JSON patch, strategic merge for built-in kinds only,
+ * server-side apply that merges and forgets what a manager stopped
+ * applying), delete and deletecollection, each on the main resource or
+ * its status subresource, with dryRun and fieldValidation. Lock held. */
+#include "test/apiserver/apisrv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/apiserver/jpatch.h"
+#include "test/apiserver/selector.h"
+
+#define VERBS_MAX_DEPTH 64
+#define VERBS_MAX_LIMIT 100000
+
+/* Parses the request body as one JSON value; NULL with a 400 in w. */
+static json_object *verbs_body(struct apisrv__req *r, struct apisrv__resp *w) {
+    json_tokener *tok;
+    json_object *o = NULL;
+    if (!r->body || r->len == 0) {
+        apisrv__resp_err(w, 400, "BadRequest", "the request body is empty");
+        return NULL;
+    }
+    tok = json_tokener_new_ex(VERBS_MAX_DEPTH);
+    if (!tok) return NULL;
+    o = json_tokener_parse_ex(tok, r->body, (int)r->len);
+    if (json_tokener_get_error(tok) != json_tokener_success) {
+        apisrv__resp_err(w, 400, "BadRequest",
+                         "the body of the request could not be decoded as JSON at byte %zu: %s",
+                         json_tokener_get_parse_end(tok),
+                         json_tokener_error_desc(json_tokener_get_error(tok)));
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
+static bool verbs_ctype_is(const struct apisrv__req *r, const char *want) {
+    size_t n = strlen(want);
+    return r->ctype && !strncmp(r->ctype, want, n) &&
+           (r->ctype[n] == 0 || r->ctype[n] == ';' || r->ctype[n] == ' ');
+}
+
+static void verbs_opts(struct apisrv__req *r, const struct apisrv__target *tg,
+                       struct apisrv__wopts *o) {
+    const char *dry = apisrv__q(r, "dryRun"), *fv = apisrv__q(r, "fieldValidation");
+    memset(o, 0, sizeof *o);
+    o->dry_run = dry && !strcmp(dry, "All");
+    o->strict = fv && !strcmp(fv, "Strict");
+    o->status_only = tg->sub != NULL;
+    o->manager = apisrv__q(r, "fieldManager");
+    o->propagation = apisrv__q(r, "propagationPolicy");
+}
+
+/* See apisrv_int.h. */
+int apisrv__selectors(struct apisrv__req *r, struct sel **ls, struct sel **fs,
+                      struct apisrv__resp *w) {
+    aiq_err err;
+    aiq_err_clear(&err);
+    *ls = *fs = NULL;
+    const char *l = apisrv__q(r, "labelSelector"), *f = apisrv__q(r, "fieldSelector");
+    if (l && l[0] && !(*ls = sel_parse_labels(l, &err))) {
+        apisrv__resp_err(w, 400, "BadRequest", "unable to parse requirement: %s", err.message);
+        return -1;
+    }
+    if (f && f[0] && !(*fs = sel_parse_fields(f, &err))) {
+        sel_free(*ls);
+        *ls = NULL;
+        apisrv__resp_err(w, 400, "BadRequest", "invalid field selector: %s", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static void verbs_send_obj(apisrv *s, struct apisrv__req *r, const struct apisrv__type *t,
+                           struct apisrv__resp *w, int code, json_object *obj) {
+    if (apisrv__wants_table(r) && !strcmp(r->method, "GET")) {
+        json_object *items = json_object_new_array();
+        json_object_array_add(items, json_object_get(obj));
+        json_object *tab = apisrv__table(s, t, items, apisrv__q(r, "includeObject"), true);
+        apisrv__resp_json(w, code, tab);
+        json_object_put(tab);
+        json_object_put(items);
+        return;
+    }
+    apisrv__resp_json(w, code, obj);
+}
+
+static void verbs_send_st(struct apisrv__resp *w, struct apisrv__st *st) {
+    apisrv__resp_status(w, st);
+    apisrv__st_deinit(st);
+}
+
+/* ---- list ------------------------------------------------------------------ */
+
+struct list_ctx {
+    struct sel *ls, *fs;
+    json_object *items;
+    long limit, n;
+    char cont[600];
+    bool more;
+};
+
+static int list_row(void *u, const char *key, const char *ns, const char *name,
+                    const char *json) {
+    struct list_ctx *c = u;
+    json_object *o = json_tokener_parse(json);
+    (void)key;
+    if (!o) return 0;
+    if (!sel_match(c->ls, o) || !sel_match(c->fs, o)) {
+        json_object_put(o);
+        return 0;
+    }
+    if (c->limit > 0 && c->n == c->limit) {
+        c->more = true;
+        json_object_put(o);
+        return 1;
+    }
+    json_object_array_add(c->items, o);
+    c->n++;
+    snprintf(c->cont, sizeof c->cont, "%s/%s", ns, name);
+    return 0;
+}
+
+static void verbs_list(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                       struct apisrv__resp *w) {
+    struct list_ctx c = {0};
+    const struct apisrv__type *t = tg->t;
+    const char *lim = apisrv__q(r, "limit"), *cont = apisrv__q(r, "continue");
+    char after_ns[300] = "", *after_name = NULL, rvs[32], gv[256];
+    const char *one;
+    if (apisrv__selectors(r, &c.ls, &c.fs, w)) return;
+    if (lim && lim[0]) {
+        char *end;
+        c.limit = strtol(lim, &end, 10);
+        if (*end || c.limit < 0) c.limit = 0;
+        if (c.limit > VERBS_MAX_LIMIT) c.limit = VERBS_MAX_LIMIT;
+    }
+    if (cont && cont[0]) {
+        const char *slash = strchr(cont, '/');
+        if (!slash || (size_t)(slash - cont) >= sizeof after_ns) {
+            apisrv__resp_err(w, 400, "BadRequest", "invalid continue token %.100s", cont);
+            goto out;
+        }
+        memcpy(after_ns, cont, (size_t)(slash - cont));
+        after_ns[slash - cont] = 0;
+        after_name = (char *)slash + 1;
+    }
+    c.items = json_object_new_array();
+    one = sel_required_value(c.fs, "metadata.name");
+    if (one && !after_name) {
+        const char *nsq = tg->ns ? tg->ns : sel_required_value(c.fs, "metadata.namespace");
+        if (t->namespaced && !nsq) {
+            apisrv__store_scan(s, t->key, NULL, NULL, NULL, list_row, &c);
+        } else {
+            json_object *o = apisrv__store_get(s, t->key, t->namespaced ? nsq : NULL, one);
+            if (o && sel_match(c.ls, o) && sel_match(c.fs, o)) json_object_array_add(c.items, o);
+            else json_object_put(o);
+        }
+    } else {
+        apisrv__store_scan(s, t->key, tg->ns, after_name ? after_ns : NULL, after_name,
+                           list_row, &c);
+    }
+    snprintf(rvs, sizeof rvs, "%lld", s->rv);
+    json_object *out, *md = json_object_new_object();
+    json_object_object_add(md, "resourceVersion", json_object_new_string(rvs));
+    if (c.more) json_object_object_add(md, "continue", json_object_new_string(c.cont));
+    if (apisrv__wants_table(r)) {
+        out = apisrv__table(s, t, c.items, apisrv__q(r, "includeObject"), true);
+        json_object_object_add(out, "metadata", md);
+    } else {
+        char kind[128];
+        out = json_object_new_object();
+        snprintf(kind, sizeof kind, "%sList", t->kind);
+        if (t->group[0]) snprintf(gv, sizeof gv, "%s/%s", t->group, t->version);
+        else snprintf(gv, sizeof gv, "%s", t->version);
+        json_object_object_add(out, "kind", json_object_new_string(kind));
+        json_object_object_add(out, "apiVersion", json_object_new_string(gv));
+        json_object_object_add(out, "metadata", md);
+        json_object_object_add(out, "items", json_object_get(c.items));
+    }
+    apisrv__resp_json(w, 200, out);
+    json_object_put(out);
+out:
+    json_object_put(c.items);
+    sel_free(c.ls);
+    sel_free(c.fs);
+}
+
+/* ---- patch ------------------------------------------------------------------- */
+
+/* The merge patch that turns what a manager applied before (prev) into
+ * what it applies now (cur): cur plus a null for every field prev set and
+ * cur no longer does, recursively through objects. New reference. */
+static json_object *verbs_ssa_patch(json_object *prev, json_object *cur) {
+    json_object *out = NULL;
+    if (json_object_deep_copy(cur, &out, NULL) != 0) return NULL;
+    if (!prev || !json_object_is_type(prev, json_type_object) ||
+        !json_object_is_type(cur, json_type_object))
+        return out;
+    json_object_object_foreach(prev, k, pv) {
+        json_object *cv;
+        if (!json_object_object_get_ex(cur, k, &cv)) {
+            json_object_object_add(out, k, NULL);
+        } else if (json_object_is_type(pv, json_type_object) &&
+                   json_object_is_type(cv, json_type_object)) {
+            json_object_object_add(out, k, verbs_ssa_patch(pv, cv));
+        }
+    }
+    return out;
+}
+
+static void verbs_patch(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                        struct apisrv__resp *w) {
+    const struct apisrv__type *t = tg->t;
+    struct apisrv__wopts o;
+    struct apisrv__st st;
+    aiq_err err;
+    json_object *patch = NULL, *old = NULL, *nw = NULL, *out = NULL, *ssa = NULL;
+    bool apply = verbs_ctype_is(r, "application/apply-patch+yaml");
+    const char *ns = t->namespaced ? (tg->ns ? tg->ns : "default") : NULL;
+    apisrv__st_init(&st);
+    aiq_err_clear(&err);
+    verbs_opts(r, tg, &o);
+    if (!apply && !verbs_ctype_is(r, "application/merge-patch+json") &&
+        !verbs_ctype_is(r, "application/json-patch+json") &&
+        !(verbs_ctype_is(r, "application/strategic-merge-patch+json") && !t->custom)) {
+        apisrv__resp_err(w, 415, "UnsupportedMediaType",
+                         "the body of the request was in an unknown format - accepted media types "
+                         "include: application/json-patch+json, application/merge-patch+json, "
+                         "application/apply-patch+yaml%s",
+                         t->custom ? "" : ", application/strategic-merge-patch+json");
+        return;
+    }
+    if (!(patch = verbs_body(r, w))) return;
+    old = apisrv__store_get(s, t->key, ns, tg->name);
+    if (apply) {
+        const char *mgr = o.manager;
+        if (!mgr || !mgr[0]) {
+            apisrv__resp_err(w, 422, "Invalid",
+                             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                             "is required for apply patch");
+            goto out;
+        }
+        if (!json_object_is_type(patch, json_type_object)) {
+            apisrv__resp_err(w, 400, "BadRequest", "an apply patch must be a JSON object");
+            goto out;
+        }
+        if (!old) {
+            if (tg->sub) {
+                apisrv__st_notfound(&st, t, tg->name);
+                verbs_send_st(w, &st);
+                goto out;
+            }
+            json_object *body = NULL;
+            json_object_deep_copy(patch, &body, NULL);
+            json_object_object_add(apisrv__obj_child(body, "metadata"), "name",
+                                   json_object_new_string(tg->name));
+            if (apisrv__create(s, t, ns, body, &o, &out, &st)) {
+                verbs_send_st(w, &st);
+                goto out;
+            }
+            if (!o.dry_run)
+                apisrv__store_applied_put(s, t->key, ns, tg->name, mgr, patch);
+            verbs_send_obj(s, r, t, w, 201, out);
+            goto out;
+        }
+        json_object *prev = apisrv__store_applied_get(s, t->key, ns, tg->name, mgr);
+        ssa = verbs_ssa_patch(prev, patch);
+        json_object_put(prev);
+        nw = ssa ? jp_merge_patch(old, ssa, &err) : NULL;
+    } else {
+        if (!old) {
+            apisrv__st_notfound(&st, t, tg->name);
+            verbs_send_st(w, &st);
+            goto out;
+        }
+        if (verbs_ctype_is(r, "application/merge-patch+json"))
+            nw = jp_merge_patch(old, patch, &err);
+        else if (verbs_ctype_is(r, "application/json-patch+json"))
+            nw = jp_json_patch(old, patch, &err);
+        else
+            nw = jp_strategic_merge(old, patch, &err);
+    }
+    if (!nw) {
+        apisrv__resp_err(w, 422, "Invalid", "%s", err.message[0] ? err.message : "the patch could not be applied");
+        goto out;
+    }
+    if (apisrv__update(s, t, ns, tg->name, nw, &o, &out, &st)) {
+        verbs_send_st(w, &st);
+        goto out;
+    }
+    if (apply && !o.dry_run)
+        apisrv__store_applied_put(s, t->key, ns, tg->name, o.manager, patch);
+    verbs_send_obj(s, r, t, w, 200, out);
+out:
+    json_object_put(out);
+    json_object_put(ssa);
+    json_object_put(old);
+    json_object_put(patch);
+    apisrv__st_deinit(&st);
+}
+
+/* ---- the rest ------------------------------------------------------------------ */
+
+static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                         struct apisrv__resp *w) {
+    struct apisrv__wopts o;
+    struct apisrv__st st;
+    json_object *body = NULL, *out = NULL, *v;
+    const char *ns = tg->t->namespaced ? (tg->ns ? tg->ns : "default") : NULL;
+    char prop[32] = "";
+    apisrv__st_init(&st);
+    verbs_opts(r, tg, &o);
+    if (r->len > 0) {
+        if (!(body = verbs_body(r, w))) return;
+        if (json_object_object_get_ex(body, "propagationPolicy", &v))
+            snprintf(prop, sizeof prop, "%s", json_object_get_string(v));
+        if (json_object_object_get_ex(body, "dryRun", &v) &&
+            json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
+            o.dry_run = !strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), "All");
+        if (prop[0]) o.propagation = prop;
+    }
+    if (tg->name) {
+        if (apisrv__delete(s, tg->t, ns, tg->name, &o, &out, &st)) verbs_send_st(w, &st);
+        else apisrv__resp_json(w, 200, out);
+    } else {
+        struct list_ctx c = {0};
+        if (apisrv__selectors(r, &c.ls, &c.fs, w)) goto out;
+        c.items = json_object_new_array();
+        apisrv__store_scan(s, tg->t->key, tg->ns, NULL, NULL, list_row, &c);
+        for (size_t i = 0; i < json_object_array_length(c.items); i++) {
+            json_object *it = json_object_array_get_idx(c.items, i);
+            const char *ins = apisrv__str_at(it, "metadata.namespace");
+            apisrv__delete(s, tg->t, ins, apisrv__str_at(it, "metadata.name"), &o, NULL, &st);
+            apisrv__st_deinit(&st);
+        }
+        json_object_put(c.items);
+        sel_free(c.ls);
+        sel_free(c.fs);
+        st.code = 200;
+        verbs_send_st(w, &st);
+    }
+out:
+    json_object_put(out);
+    json_object_put(body);
+    apisrv__st_deinit(&st);
+}
+
+/* See apisrv_int.h. */
+void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                  struct apisrv__resp *w) {
+    const char *m = r->method;
+    const struct apisrv__type *t = tg->t;
+    const char *ns = t->namespaced ? (tg->ns ? tg->ns : "default") : NULL;
+    struct apisrv__wopts o;
+    struct apisrv__st st;
+    json_object *obj, *out = NULL;
+    apisrv__st_init(&st);
+    verbs_opts(r, tg, &o);
+    if (!strcmp(m, "GET")) {
+        const char *wq = apisrv__q(r, "watch");
+        if (wq && (!strcmp(wq, "true") || !strcmp(wq, "1"))) {
+            apisrv__watch_start(s, r, tg, w);
+        } else if (tg->name) {
+            obj = apisrv__store_get(s, t->key, ns, tg->name);
+            if (!obj) {
+                apisrv__st_notfound(&st, t, tg->name);
+                verbs_send_st(w, &st);
+                return;
+            }
+            verbs_send_obj(s, r, t, w, 200, obj);
+            json_object_put(obj);
+        } else {
+            verbs_list(s, r, tg, w);
+        }
+        return;
+    }
+    if (!strcmp(m, "DELETE")) {
+        verbs_delete(s, r, tg, w);
+        return;
+    }
+    if (strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "PATCH")) {
+        apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (r->ctype && strstr(r->ctype, "protobuf")) {
+        apisrv__resp_err(w, 415, "UnsupportedMediaType",
+                         "the body of the request was in an unknown format - accepted media types "
+                         "include: application/json, application/yaml");
+        return;
+    }
+    if (!strcmp(m, "PATCH")) {
+        if (!tg->name) {
+            apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+            return;
+        }
+        verbs_patch(s, r, tg, w);
+        return;
+    }
+    if (!strcmp(m, "POST") && (tg->name || tg->sub)) {
+        apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (!strcmp(m, "PUT") && !tg->name) {
+        apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (!(obj = verbs_body(r, w))) return;
+    if (!strcmp(m, "POST")) {
+        if (apisrv__create(s, t, tg->ns, obj, &o, &out, &st)) verbs_send_st(w, &st);
+        else apisrv__resp_json(w, 201, out);
+    } else {
+        if (apisrv__update(s, t, ns, tg->name, obj, &o, &out, &st)) verbs_send_st(w, &st);
+        else apisrv__resp_json(w, 200, out);
+    }
+    json_object_put(out);
+    apisrv__st_deinit(&st);
+}
