@@ -27,6 +27,12 @@
  * the database as it was before the call (the open cycle, if any, stays
  * open and the caller decides to roll back or go on).
  *
+ * Callbacks (store_list_*, store_usage_each, store_runtime_history) run
+ * while the query is open: they may read with other store functions but
+ * must not start the same listing again nor write (collect first, write
+ * after). A callback returning nonzero stops the walk; the call still
+ * returns AIQ_OK.
+ *
  * One store handle is used by one thread at a time. */
 #ifndef AIQ_OPERATOR_STORE_H
 #define AIQ_OPERATOR_STORE_H
@@ -154,8 +160,11 @@ struct store_node {
     const int64_t *gpu_memory_each;
 };
 
+/* Most GPUs one node may report (a sanity cap, far above real hardware). */
+#define STORE_MAX_NODE_GPUS 256
+
 /* Writes the node and replaces its GPU rows (index 0..gpu_count-1).
- * gpu_count must be 0..AIQ_MAX_GPUS_PER_REPLICA*4 (AIQ_EINVAL). */
+ * gpu_count must be 0..STORE_MAX_NODE_GPUS (AIQ_EINVAL). */
 aiq_rc store_upsert_node(store *s, const struct store_node *n, aiq_err *err);
 /* Removes the node and its GPUs (AIQ_OK if absent). */
 aiq_rc store_delete_node(store *s, const char *name, aiq_err *err);
@@ -241,6 +250,11 @@ aiq_rc store_job_mark(store *s, const char *uid, store_job_event ev,
 /* Reads one job; AIQ_ENOTFOUND if absent. */
 aiq_rc store_job_get(store *s, const char *uid, struct store_job *out,
                      aiq_err *err);
+
+/* Reads the newest job (by creation time) named ns/name -- a name can be
+ * reused by a later object with another uid. AIQ_ENOTFOUND if none. */
+aiq_rc store_job_find(store *s, const char *ns, const char *name,
+                      struct store_job *out, aiq_err *err);
 
 /* Calls cb for each job ordered by (created, uid): all of them, or with
  * active_only those not deleted and not in a final phase (Succeeded,

@@ -160,6 +160,23 @@ aiq_rc store_job_get(store *s, const char *uid, struct store_job *out,
 }
 
 /* See store.h. */
+aiq_rc store_job_find(store *s, const char *ns, const char *name,
+                      struct store_job *out, aiq_err *err) {
+    bool row = false;
+    sqlite3_stmt *st = store__q(s, STORE_Q_JOB_FIND, err);
+    if (!st) return AIQ_EDB;
+    store__bind_text(st, 1, ns);
+    store__bind_text(st, 2, name);
+    aiq_rc rc = store__row(s, st, &row, "find job", err);
+    if (rc == AIQ_OK && !row)
+        rc = aiq_err_field(err, AIQ_ENOTFOUND, "metadata.name",
+                           "store: no job %s/%s", ns, name);
+    if (rc == AIQ_OK) job_from_row(st, out);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* See store.h. */
 aiq_rc store_list_jobs(store *s, bool active_only, store_job_cb cb,
                        void *ctx, aiq_err *err) {
     bool row = true;

@@ -223,9 +223,6 @@ out_reset:
     return rc;
 }
 
-/* Most GPUs a node may report (a sanity cap, far above real hardware). */
-#define STORE_MAX_NODE_GPUS 256
-
 /* See store.h. */
 aiq_rc store_upsert_node(store *s, const struct store_node *n,
                          aiq_err *err) {

@@ -602,6 +602,20 @@ TEST(list_jobs_active_and_all) {
     memset(&u, 0, sizeof u);
     CHECK_INT(store_list_jobs(s, false, uid_stop_cb, &u, &err), AIQ_OK);
     CHECK_INT(u.n, 1);
+
+    /* ns/name lookup finds the newest object of that name. */
+    job_fill(&j, "u-a2", "u-a", "ann");
+    j.meta.creation_time = 1700000500;
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    struct store_job *o = calloc(1, sizeof *o);
+    CHECK_INT(store_job_find(s, "team-a", "u-a", o, &err), AIQ_OK);
+    CHECK_STR(o->uid, "u-a2");
+    CHECK_INT(store_job_find(s, "team-a", "u-b", o, &err), AIQ_OK);
+    CHECK_STR(o->uid, "u-b");
+    aiq_err_clear(&err);
+    CHECK_INT(store_job_find(s, "team-b", "u-a", o, &err), AIQ_ENOTFOUND);
+    CHECK_STR(err.message, "store: no job team-b/u-a");
+    free(o);
     store_close(s);
 }
 
