@@ -215,7 +215,10 @@ struct store_job {
 /* Inserts or updates the job's spec (keyed by metadata.uid; namespace,
  * name, group, user, resources ...). The status columns of an existing job
  * are left alone; a new job starts at AIQ_PHASE_NONE with created =
- * metadata.creationTimestamp. group may be NULL (unknown yet). */
+ * metadata.creationTimestamp. group may be NULL (unknown yet).
+ * AIQ_EINVAL without uid, namespace, name or user; AIQ_ETOOBIG (field
+ * named) when a name passes AIQ_MAX_NAME or another string
+ * AIQ_MAX_STRING. */
 aiq_rc store_upsert_job(store *s, const struct aiq_aijob *j,
                         const char *group, aiq_err *err);
 

@@ -18,6 +18,16 @@ static aiq_rc not_found(const char *uid, aiq_err *err) {
                          "store: job %s not found", uid);
 }
 
+/* Rejects a string longer than the model's cap (results have fixed-size
+ * buffers, so what goes in must come back whole). */
+static aiq_rc check_len(const char *uid, const char *v, size_t cap,
+                        const char *field, aiq_err *err) {
+    if (!v || strnlen(v, cap + 1) <= cap) return AIQ_OK;
+    return aiq_err_field(err, AIQ_ETOOBIG, field,
+                         "store: job %s: %s longer than %zu bytes", uid,
+                         field, cap);
+}
+
 /* See store.h. */
 aiq_rc store_upsert_job(store *s, const struct aiq_aijob *j,
                         const char *group, aiq_err *err) {
@@ -31,6 +41,23 @@ aiq_rc store_upsert_job(store *s, const struct aiq_aijob *j,
                                                  : "spec.user",
                              "store: job %s: namespace, name and user are "
                              "required", j->meta.uid);
+    const char *uid = j->meta.uid;
+    rc = check_len(uid, uid, AIQ_MAX_NAME, "metadata.uid", err);
+    if (!rc) rc = check_len(uid, j->meta.namespace_, AIQ_MAX_NAME,
+                            "metadata.namespace", err);
+    if (!rc) rc = check_len(uid, j->meta.name, AIQ_MAX_NAME, "metadata.name",
+                            err);
+    if (!rc) rc = check_len(uid, group, AIQ_MAX_NAME, "group", err);
+    if (!rc) rc = check_len(uid, sp->user, AIQ_MAX_NAME, "spec.user", err);
+    if (!rc) rc = check_len(uid, sp->resources.gpu_model, AIQ_MAX_STRING,
+                            "spec.resources.gpuModel", err);
+    if (!rc) rc = check_len(uid, sp->domain, AIQ_MAX_STRING, "spec.domain",
+                            err);
+    if (!rc) rc = check_len(uid, sp->task_type, AIQ_MAX_STRING,
+                            "spec.taskType", err);
+    if (!rc) rc = check_len(uid, sp->model_name, AIQ_MAX_STRING,
+                            "spec.model.name", err);
+    if (rc != AIQ_OK) return rc;
     sqlite3_stmt *st = store__q(s, STORE_Q_JOB_UPSERT, err);
     if (!st) return AIQ_EDB;
     store__bind_text(st, 1, j->meta.uid);

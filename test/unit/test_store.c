@@ -547,6 +547,20 @@ TEST(job_roundtrip) {
     CHECK_INT(strlen(o->message), AIQ_MAX_STRING);
     free(big);
 
+    char *longname = malloc(AIQ_MAX_NAME + 2);
+    memset(longname, 'n', AIQ_MAX_NAME + 1);
+    longname[AIQ_MAX_NAME + 1] = '\0';
+    j.spec.user = longname;
+    aiq_err_clear(&err);
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_ETOOBIG);
+    CHECK_STR(err.message, "store: job uid-1: spec.user longer than 253 "
+                           "bytes");
+    longname[AIQ_MAX_NAME] = '\0'; /* exactly the cap round-trips */
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    CHECK_INT(store_job_get(s, "uid-1", o, &err), AIQ_OK);
+    CHECK_STR(o->user, longname);
+    free(longname);
+
     j.meta.uid = NULL;
     aiq_err_clear(&err);
     CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_EINVAL);
