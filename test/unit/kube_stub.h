@@ -50,7 +50,7 @@ struct stub {
     stub_route_fn route;
     void *ud;
     pthread_mutex_t mu;
-    struct stub_req log[STUB_MAX_LOG];
+    struct stub_req *log; /* STUB_MAX_LOG entries, heap: too big for a stack */
     int nlog;
     volatile int stopping;
 };
@@ -179,6 +179,8 @@ static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
     memset(s, 0, sizeof *s);
     s->route = route;
     s->ud = ud;
+    s->log = calloc(STUB_MAX_LOG, sizeof *s->log);
+    if (!s->log) return -1;
     pthread_mutex_init(&s->mu, NULL);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
@@ -201,6 +203,8 @@ static inline void stub_stop(struct stub *s) {
     if (s->d) MHD_stop_daemon(s->d);
     s->d = NULL;
     pthread_mutex_destroy(&s->mu);
+    free(s->log);
+    s->log = NULL;
 }
 
 /* Copy of log entry i (zeroed when out of range). */
