@@ -1,0 +1,562 @@
+/* test_apiserver.c -- the local API server over real HTTP (libcurl against
+ * an in-process server on a free port with :memory: storage): discovery,
+ * create/409 AlreadyExists, 409 Conflict on a stale update, watch replay
+ * and 410 Expired, 422 with causes for an invalid custom resource, pod
+ * scheduling-gate rules, status subresource and generation rules, dryRun,
+ * Table output, 415 for strategic patches on custom resources,
+ * finalizers and owner-reference garbage collection, list paging and
+ * selectors, bearer tokens, and the in-process object API. */
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/apiserver/apiserver.h"
+#include "test/unit/th.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+struct buf {
+    char *p;
+    size_t n;
+};
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *u) {
+    struct buf *b = u;
+    size_t n = sz * nm;
+    char *np = realloc(b->p, b->n + n + 1);
+    if (!np) return 0;
+    b->p = np;
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return n;
+}
+
+/* One request; returns the HTTP status and stores the body (malloc'd,
+ * never NULL) in *out when out is non-NULL. */
+static long req(apisrv *s, const char *method, const char *path, const char *ctype,
+                const char *body, const char *accept, const char *token, char **out) {
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    struct buf b = {calloc(1, 1), 0};
+    char url[1024], hdr[512];
+    long code = 0;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", apisrv_port(s), path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
+    h = curl_slist_append(h, hdr);
+    snprintf(hdr, sizeof hdr, "Accept: %s", accept ? accept : "application/json");
+    h = curl_slist_append(h, hdr);
+    if (token) {
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, hdr);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (out) *out = b.p;
+    else free(b.p);
+    return code;
+}
+
+/* Request whose body is parsed; *o gets the JSON (or NULL). */
+static long reqj(apisrv *s, const char *method, const char *path, const char *ctype,
+                 const char *body, json_object **o) {
+    char *out = NULL;
+    long code = req(s, method, path, ctype, body, NULL, NULL, &out);
+    *o = json_tokener_parse(out);
+    free(out);
+    return code;
+}
+
+/* String at a dotted path of plain keys, or "" when absent. */
+static const char *at(json_object *o, const char *path) {
+    char part[128];
+    const char *p = path;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof part) return "";
+        memcpy(part, p, n);
+        part[n] = 0;
+        if (json_object_is_type(o, json_type_array)) o = json_object_array_get_idx(o, (size_t)strtol(part, NULL, 10));
+        else if (!json_object_object_get_ex(o, part, &o)) return "";
+        p = dot ? dot + 1 : p + n;
+    }
+    return o ? json_object_get_string(o) : "";
+}
+
+static apisrv *start(int history, const char *token) {
+    struct apisrv_config cfg = {.db_path = ":memory:", .port = 0, .history = history, .token = token};
+    aiq_err err;
+    aiq_err_clear(&err);
+    apisrv *s = apisrv_start(&cfg, &err);
+    if (!s) fprintf(stderr, "apisrv_start: %s\n", err.message);
+    return s;
+}
+
+static const char *const CRD =
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+    "\"metadata\":{\"name\":\"testjobs.test.aiq.dev\"},\"spec\":{\"group\":\"test.aiq.dev\","
+    "\"scope\":\"Namespaced\",\"names\":{\"plural\":\"testjobs\",\"singular\":\"testjob\","
+    "\"kind\":\"TestJob\",\"shortNames\":[\"tj\"],\"categories\":[\"all\"]},"
+    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}},"
+    "\"additionalPrinterColumns\":[{\"name\":\"User\",\"type\":\"string\",\"jsonPath\":\".spec.user\"},"
+    "{\"name\":\"GPUs\",\"type\":\"integer\",\"jsonPath\":\".spec.gpus\"},"
+    "{\"name\":\"Phase\",\"type\":\"string\",\"jsonPath\":\".status.phase\"},"
+    "{\"name\":\"Age\",\"type\":\"date\",\"jsonPath\":\".metadata.creationTimestamp\"}],"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+    "\"spec\":{\"type\":\"object\",\"required\":[\"user\"],\"properties\":{"
+    "\"user\":{\"type\":\"string\"},\"gpus\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":64}}},"
+    "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"}}}}}}}]}}";
+
+#define TJ "/apis/test.aiq.dev/v1/namespaces/default/testjobs"
+
+static apisrv *start_with_crd(int history) {
+    apisrv *s = start(history, NULL);
+    if (s && req(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                 NULL, CRD, NULL, NULL, NULL) != 201)
+        fprintf(stderr, "CRD create failed\n");
+    return s;
+}
+
+static long create_tj(apisrv *s, const char *name, const char *user, int gpus) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"test.aiq.dev/v1\",\"kind\":\"TestJob\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{\"team\":\"a\"}},\"spec\":{\"user\":\"%s\",\"gpus\":%d}}", name, user, gpus);
+    return req(s, "POST", TJ, NULL, body, NULL, NULL, NULL);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+TEST(apiserver_version_and_discovery) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body = NULL;
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_INT(reqj(s, "GET", "/version", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "minor"), "32");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", "/openapi/v2", NULL, NULL, NULL, NULL, &body), 200);
+    CHECK_STR(body, "");
+    free(body);
+    CHECK_INT(req(s, "GET", "/openapi/v3", NULL, NULL, NULL, NULL, NULL), 404);
+    CHECK_INT(reqj(s, "GET", "/apis/test.aiq.dev/v1", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "resources.0.name"), "testjobs");
+    CHECK_STR(at(o, "resources.0.shortNames.0"), "tj");
+    CHECK_STR(at(o, "resources.1.name"), "testjobs/status");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", "/apis", NULL, NULL,
+                  "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", NULL, &body), 200);
+    CHECK(strstr(body, "\"singularResource\":\"testjob\"") != NULL);
+    CHECK(strstr(body, "\"scope\":\"Namespaced\"") != NULL);
+    free(body);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_create_sets_metadata_and_409_already_exists) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(create_tj(s, "job1", "alice", 2), 201);
+    CHECK_INT(reqj(s, "GET", TJ "/job1", NULL, NULL, &o), 200);
+    CHECK(strlen(at(o, "metadata.uid")) == 36);
+    CHECK(strlen(at(o, "metadata.creationTimestamp")) == 20);
+    CHECK_STR(at(o, "metadata.generation"), "1");
+    CHECK(atoi(at(o, "metadata.resourceVersion")) > 0);
+    json_object_put(o);
+    char body[300];
+    snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"job1\"},\"spec\":{\"user\":\"bob\"}}");
+    CHECK_INT(reqj(s, "POST", TJ, NULL, body, &o), 409);
+    CHECK_STR(at(o, "reason"), "AlreadyExists");
+    CHECK_STR(at(o, "message"), "testjobs.test.aiq.dev \"job1\" already exists");
+    CHECK_STR(at(o, "details.kind"), "testjobs");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", TJ "/nope", NULL, NULL, &o), 404);
+    CHECK_STR(at(o, "message"), "testjobs.test.aiq.dev \"nope\" not found");
+    CHECK_STR(at(o, "details.group"), "test.aiq.dev");
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_stale_update_conflicts) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL, *cur = NULL;
+    if (!s) return;
+    create_tj(s, "job1", "alice", 2);
+    reqj(s, "GET", TJ "/job1", NULL, NULL, &cur);
+    char *stale = strdup(json_object_to_json_string(cur));
+    json_object_object_add(json_object_object_get(cur, "spec"), "gpus", json_object_new_int(4));
+    CHECK_INT(reqj(s, "PUT", TJ "/job1", NULL, json_object_to_json_string(cur), &o), 200);
+    CHECK_STR(at(o, "spec.gpus"), "4");
+    CHECK_STR(at(o, "metadata.generation"), "2");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PUT", TJ "/job1", NULL, stale, &o), 409);
+    CHECK_STR(at(o, "reason"), "Conflict");
+    CHECK_STR(at(o, "message"),
+              "Operation cannot be fulfilled on testjobs.test.aiq.dev \"job1\": the object has been "
+              "modified; please apply your changes to the latest version and try again");
+    json_object_put(o);
+    free(stale);
+    json_object_put(cur);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_watch_replays_from_resource_version) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body = NULL, path[256];
+    if (!s) return;
+    create_tj(s, "job1", "alice", 2);
+    reqj(s, "GET", TJ "/job1", NULL, NULL, &o);
+    long long rv0 = atoll(at(o, "metadata.resourceVersion"));
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":3}}", &o), 200);
+    json_object_put(o);
+    create_tj(s, "job2", "bob", 1);
+    CHECK_INT(req(s, "DELETE", TJ "/job2", NULL, NULL, NULL, NULL, NULL), 200);
+    snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv0);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    /* exactly the three writes after rv0, in order, one JSON per line */
+    char *l1 = body, *l2 = strchr(l1, '\n'), *l3 = l2 ? strchr(l2 + 1, '\n') : NULL;
+    CHECK(l3 != NULL && l3[1] && strchr(l3 + 1, '\n') && !strchr(l3 + 1, '\n')[1]);
+    if (l3) {
+        *l2 = 0;
+        *l3 = 0;
+        json_object *e1 = json_tokener_parse(l1), *e2 = json_tokener_parse(l2 + 1),
+                    *e3 = json_tokener_parse(l3 + 1);
+        CHECK_STR(at(e1, "type"), "MODIFIED");
+        CHECK_STR(at(e1, "object.spec.gpus"), "3");
+        CHECK_INT(atoll(at(e1, "object.metadata.resourceVersion")), rv0 + 1);
+        CHECK_STR(at(e2, "type"), "ADDED");
+        CHECK_STR(at(e2, "object.metadata.name"), "job2");
+        CHECK_STR(at(e3, "type"), "DELETED");
+        CHECK_STR(at(e3, "object.metadata.name"), "job2");
+        json_object_put(e1);
+        json_object_put(e2);
+        json_object_put(e3);
+    }
+    free(body);
+    /* resourceVersion=0 starts with ADDED for the current state */
+    CHECK_INT(req(s, "GET", TJ "?watch=true&resourceVersion=0&timeoutSeconds=1&fieldSelector=metadata.name%3Djob1",
+                  NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strncmp(body, "{\"type\":\"ADDED\"", 15) == 0);
+    CHECK(strstr(body, "\"name\":\"job1\"") != NULL);
+    free(body);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_watch_410_past_history) {
+    apisrv *s = start_with_crd(3);
+    json_object *o = NULL;
+    if (!s) return;
+    for (int i = 0; i < 6; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "j%d", i);
+        create_tj(s, n, "alice", 1);
+    }
+    long long rv = apisrv_resource_version(s);
+    char path[200];
+    snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld", rv - 5);
+    CHECK_INT(reqj(s, "GET", path, NULL, NULL, &o), 410);
+    CHECK_STR(at(o, "reason"), "Expired");
+    CHECK(strncmp(at(o, "message"), "too old resource version", 24) == 0);
+    json_object_put(o);
+    /* inside the window it still replays */
+    char *body = NULL;
+    snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv - 2);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strstr(body, "\"name\":\"j4\"") && strstr(body, "\"name\":\"j5\"") && !strstr(body, "\"name\":\"j3\""));
+    free(body);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_invalid_custom_resource_422_with_causes) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(reqj(s, "POST", TJ, NULL,
+                   "{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"gpus\":100}}", &o), 422);
+    CHECK_STR(at(o, "reason"), "Invalid");
+    CHECK_STR(at(o, "details.kind"), "TestJob");
+    CHECK_STR(at(o, "details.name"), "bad");
+    json_object *causes = json_object_object_get(json_object_object_get(o, "details"), "causes");
+    CHECK_INT(causes ? json_object_array_length(causes) : 0, 2);
+    const char *m = at(o, "message");
+    CHECK(strstr(m, "TestJob.test.aiq.dev \"bad\" is invalid") == m);
+    CHECK(strstr(m, "spec.user: Required value") != NULL);
+    CHECK(strstr(m, "spec.gpus") != NULL);
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", TJ "/bad", NULL, NULL, NULL, NULL, NULL), 404);
+    /* an invalid patch is rejected and leaves the object alone */
+    create_tj(s, "ok", "alice", 1);
+    CHECK_INT(reqj(s, "PATCH", TJ "/ok", "application/merge-patch+json", "{\"spec\":{\"gpus\":-1}}", &o), 422);
+    json_object_put(o);
+    reqj(s, "GET", TJ "/ok", NULL, NULL, &o);
+    CHECK_STR(at(o, "spec.gpus"), "1");
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_pod_scheduling_gates) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces/default/pods", NULL,
+                  "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}],"
+                  "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", NULL, NULL, NULL), 201);
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/json-patch+json",
+                   "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":{\"name\":\"x\"}}]", &o), 422);
+    CHECK_STR(at(o, "message"),
+              "Pod \"p\" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, "
+              "but found new scheduling gate 'x'");
+    CHECK_STR(at(o, "details.causes.0.field"), "spec.schedulingGates");
+    json_object_put(o);
+    const char *aff = "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+                      "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
+                      "\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}}}";
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/strategic-merge-patch+json", aff, &o), 200);
+    CHECK_STR(at(o, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.0.matchExpressions.0.values.0"), "n1");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/json-patch+json",
+                   "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]", &o), 200);
+    CHECK_STR(at(o, "spec.schedulingGates"), "");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
+                   "{\"spec\":{\"affinity\":null}}", &o), 422);
+    CHECK(strstr(at(o, "message"), "spec: Forbidden: pod updates may not change fields") != NULL);
+    json_object_put(o);
+    /* a gate cannot come back either */
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
+                   "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]}}", &o), 422);
+    json_object_put(o);
+    /* binding: nodeName may be set once */
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
+                   "{\"spec\":{\"nodeName\":\"n1\"}}", &o), 200);
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
+                   "{\"spec\":{\"nodeName\":\"n2\"}}", &o), 422);
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_status_subresource_and_generation) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    create_tj(s, "job1", "alice", 2);
+    /* status in a create is dropped for kinds with a status subresource */
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1/status", "application/merge-patch+json",
+                   "{\"status\":{\"phase\":\"Running\"},\"spec\":{\"gpus\":9}}", &o), 200);
+    CHECK_STR(at(o, "status.phase"), "Running");
+    CHECK_STR(at(o, "spec.gpus"), "2");
+    CHECK_STR(at(o, "metadata.generation"), "1");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json",
+                   "{\"status\":{\"phase\":\"Failed\"},\"metadata\":{\"labels\":{\"x\":\"y\"}}}", &o), 200);
+    CHECK_STR(at(o, "status.phase"), "Running");
+    CHECK_STR(at(o, "metadata.labels.x"), "y");
+    CHECK_STR(at(o, "metadata.generation"), "1");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":5}}", &o), 200);
+    CHECK_STR(at(o, "metadata.generation"), "2");
+    CHECK_STR(at(o, "status.phase"), "Running");
+    const char *rv = at(o, "metadata.resourceVersion");
+    char rvs[32];
+    snprintf(rvs, sizeof rvs, "%s", rv);
+    json_object_put(o);
+    /* a no-op patch writes nothing */
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":5}}", &o), 200);
+    CHECK_STR(at(o, "metadata.resourceVersion"), rvs);
+    json_object_put(o);
+    /* strategic merge is for built-in kinds only */
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/strategic-merge-patch+json", "{\"spec\":{\"gpus\":1}}", &o), 415);
+    CHECK_STR(at(o, "reason"), "UnsupportedMediaType");
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_dry_run_never_persists) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    long long rv = apisrv_resource_version(s);
+    CHECK_INT(reqj(s, "POST", TJ "?dryRun=All", NULL,
+                   "{\"metadata\":{\"name\":\"dry\"},\"spec\":{\"user\":\"a\"}}", &o), 201);
+    CHECK_STR(at(o, "metadata.name"), "dry");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", TJ "/dry", NULL, NULL, NULL, NULL, NULL), 404);
+    CHECK_INT(apisrv_resource_version(s), rv);
+    create_tj(s, "job1", "alice", 2);
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1?dryRun=All", "application/merge-patch+json", "{\"spec\":{\"gpus\":7}}", &o), 200);
+    CHECK_STR(at(o, "spec.gpus"), "7");
+    json_object_put(o);
+    CHECK_INT(req(s, "DELETE", TJ "/job1?dryRun=All", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(reqj(s, "GET", TJ "/job1", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "spec.gpus"), "2");
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_table_for_custom_resource) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body = NULL;
+    const char *acc = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    if (!s) return;
+    create_tj(s, "job1", "alice", 2);
+    CHECK_INT(req(s, "GET", TJ "?limit=500", NULL, NULL, acc, NULL, &body), 200);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "kind"), "Table");
+    CHECK_STR(at(o, "columnDefinitions.0.name"), "Name");
+    CHECK_STR(at(o, "columnDefinitions.0.format"), "name");
+    CHECK_STR(at(o, "columnDefinitions.2.name"), "GPUs");
+    CHECK_STR(at(o, "rows.0.cells.0"), "job1");
+    CHECK_STR(at(o, "rows.0.cells.1"), "alice");
+    CHECK(json_object_is_type(json_object_array_get_idx(json_object_object_get(
+              json_object_array_get_idx(json_object_object_get(o, "rows"), 0), "cells"), 2), json_type_int));
+    CHECK_STR(at(o, "rows.0.cells.3"), "");   /* missing status.phase is null */
+    CHECK_STR(at(o, "rows.0.cells.4"), "0s");
+    CHECK_STR(at(o, "rows.0.object.kind"), "PartialObjectMetadata");
+    CHECK_STR(at(o, "rows.0.object.metadata.namespace"), "default");
+    json_object_put(o);
+    free(body);
+    CHECK_INT(req(s, "GET", TJ "/job1?includeObject=Object", NULL, NULL, acc, NULL, &body), 200);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "rows.0.object.spec.user"), "alice");
+    json_object_put(o);
+    free(body);
+    /* pods get the real server's columns */
+    req(s, "POST", "/api/v1/namespaces/default/pods", NULL,
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingGates\":[{\"name\":\"g\"}],"
+        "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}", NULL, NULL, NULL);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces/default/pods", NULL, NULL, acc, NULL, &body), 200);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "columnDefinitions.1.name"), "Ready");
+    CHECK_STR(at(o, "rows.0.cells.1"), "0/1");
+    CHECK_STR(at(o, "rows.0.cells.2"), "SchedulingGated");
+    json_object_put(o);
+    free(body);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_finalizers_and_garbage_collection) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char body[600];
+    if (!s) return;
+    create_tj(s, "job1", "alice", 2);
+    reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json",
+         "{\"metadata\":{\"finalizers\":[\"aiq.dev/cleanup\"]}}", &o);
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"name\":\"job1-0\",\"ownerReferences\":[{\"apiVersion\":\"test.aiq.dev/v1\","
+             "\"kind\":\"TestJob\",\"name\":\"job1\",\"uid\":\"%s\"}]},\"spec\":{\"containers\":"
+             "[{\"name\":\"c\",\"image\":\"i\"}]}}", at(o, "metadata.uid"));
+    json_object_put(o);
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces/default/pods", NULL, body, NULL, NULL, NULL), 201);
+    CHECK_INT(req(s, "DELETE", TJ "/job1", NULL, "{\"propagationPolicy\":\"Background\"}", NULL, NULL, NULL), 200);
+    CHECK_INT(reqj(s, "GET", TJ "/job1", NULL, NULL, &o), 200);
+    CHECK(at(o, "metadata.deletionTimestamp")[0] != 0);
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces/default/pods/job1-0", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json",
+                   "{\"metadata\":{\"finalizers\":null}}", &o), 200);
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", TJ "/job1", NULL, NULL, NULL, NULL, NULL), 404);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces/default/pods/job1-0", NULL, NULL, NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_list_paging_and_selectors) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    create_tj(s, "a", "alice", 1);
+    create_tj(s, "b", "bob", 1);
+    create_tj(s, "c", "carol", 1);
+    reqj(s, "PATCH", TJ "/b", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"team\":\"z\"}}}", &o);
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", TJ "?limit=2", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "kind"), "TestJobList");
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 2);
+    char path[300];
+    snprintf(path, sizeof path, TJ "?limit=2&continue=%s", at(o, "metadata.continue"));
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", path, NULL, NULL, &o), 200);
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 1);
+    CHECK_STR(at(o, "items.0.metadata.name"), "c");
+    CHECK_STR(at(o, "metadata.continue"), "");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", TJ "?labelSelector=team%3Da", NULL, NULL, &o), 200);
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 2);
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", "/apis/test.aiq.dev/v1/testjobs?fieldSelector=metadata.name%3Db", NULL, NULL, &o), 200);
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 1);
+    CHECK_STR(at(o, "items.0.spec.user"), "bob");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "GET", TJ "?labelSelector=in%20(", NULL, NULL, &o), 400);
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_bearer_token) {
+    apisrv *s = start(0, "s3cret");
+    json_object *o = NULL;
+    char *body = NULL;
+    if (!s) return;
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces", NULL, NULL, NULL, NULL, &body), 401);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "reason"), "Unauthorized");
+    json_object_put(o);
+    free(body);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces", NULL, NULL, NULL, "wrong", NULL), 401);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces", NULL, NULL, NULL, "s3cret", NULL), 200);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_in_process_api_and_events) {
+    apisrv *s = start(0, NULL);
+    aiq_err err;
+    if (!s) return;
+    aiq_err_clear(&err);
+    json_object *n = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"nvidia.com/gpu.count\":\"8\"}},"
+        "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}");
+    CHECK_INT(apisrv_obj_create(s, "nodes", n, &err), AIQ_OK);
+    json_object *got = apisrv_obj_get(s, "nodes", NULL, "n1");
+    CHECK_STR(at(got, "kind"), "Node");
+    json_object *st = json_tokener_parse("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}");
+    json_object_object_add(got, "status", st);
+    CHECK_INT(apisrv_obj_update(s, "nodes", json_object_get(got), true, &err), AIQ_OK);
+    json_object *again = apisrv_obj_get(s, "nodes", NULL, "n1");
+    CHECK_STR(at(again, "status.conditions.0.type"), "Ready");
+    json_object_put(again);
+    /* a stale in-process update is a conflict */
+    CHECK_INT(apisrv_obj_update(s, "nodes", got, true, &err), AIQ_ECONFLICT);
+    CHECK_INT(err.http_status, 409);
+    aiq_err_clear(&err);
+    json_object *dup = json_tokener_parse("{\"metadata\":{\"name\":\"n1\"}}");
+    CHECK_INT(apisrv_obj_create(s, "nodes", dup, &err), AIQ_EEXIST);
+    json_object *involved = apisrv_obj_get(s, "nodes", NULL, "n1");
+    CHECK_INT(apisrv_event(s, involved, "Normal", "Ready", "node is ready", "sim-kubelet"), AIQ_OK);
+    CHECK_INT(apisrv_event(s, involved, "Normal", "Ready", "node is ready", "sim-kubelet"), AIQ_OK);
+    json_object *evs = apisrv_obj_list(s, "events", "default");
+    CHECK_INT(json_object_array_length(evs), 1);
+    CHECK_STR(at(evs, "0.count"), "2");
+    CHECK_STR(at(evs, "0.involvedObject.name"), "n1");
+    json_object_put(evs);
+    json_object_put(involved);
+    CHECK_INT(apisrv_obj_delete(s, "nodes", NULL, "n1", &err), AIQ_OK);
+    CHECK(apisrv_obj_get(s, "nodes", NULL, "n1") == NULL);
+    CHECK_INT(apisrv_obj_delete(s, "nodes", NULL, "n1", &err), AIQ_ENOTFOUND);
+    apisrv_stop(s);
+}
