@@ -1,0 +1,333 @@
+/* cycle.c -- one queue cycle (q_cycle_run): input checks, the walk over
+ * the queue order that decides admit / wait / reject for every pending job,
+ * head-of-line blocking, and the EASY backfill reservation for the first
+ * job that cannot start. Estimates are left to eta.c. */
+#include "queue/q_int.h"
+
+#include <string.h>
+
+/* Field codes for Q_R_INVALID (kept in q_result.res). */
+enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
+       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY };
+
+static int check_job(const struct q_input *in, const struct q_job *j,
+                     struct q_result *r) {
+    int f = -1;
+    int64_t v = 0;
+    if (!j->key) f = Q_BAD_KEY;
+    else if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS) f = Q_BAD_REPLICAS, v = j->replicas;
+    else if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) f = Q_BAD_GPUS, v = j->gpus;
+    else if (j->gpu_memory_mib < 0) f = Q_BAD_GPU_MEM, v = j->gpu_memory_mib;
+    else if (j->cpu_milli < 0) f = Q_BAD_CPU, v = j->cpu_milli;
+    else if (j->memory_bytes < 0) f = Q_BAD_MEM, v = j->memory_bytes;
+    else if (j->user < -1 || j->user >= in->nusers) f = Q_BAD_USER, v = j->user;
+    else if (j->group < -1 || j->group >= in->ngroups) f = Q_BAD_GROUP, v = j->group;
+    if (f < 0) return 0;
+    r->decision = Q_DEC_REJECT;
+    r->reason = Q_R_INVALID;
+    r->res = (uint8_t)f;
+    r->need = v;
+    return 1;
+}
+
+static void req_of(const struct q_job *j, int32_t dom, int32_t model, q__req *r) {
+    memset(r, 0, sizeof *r);
+    r->dom = dom;
+    r->model = model;
+    r->replicas = j->replicas;
+    r->gpus = j->gpus;
+    r->gmem = j->gpu_memory_mib;
+    r->cpu = j->cpu_milli;
+    r->mem = j->memory_bytes;
+}
+
+static int check_input(const struct q_input *in, aiq_err *err) {
+    if (in->nnodes < 0 || in->nnodes > Q_MAX_NODES || (in->nnodes && !in->nodes))
+        return aiq_err_field(err, AIQ_EINVAL, "nnodes", "nnodes: must be 0..%d with nodes set, got %d",
+                             Q_MAX_NODES, in->nnodes), -1;
+    if (in->njobs < 0 || in->njobs > Q_MAX_JOBS || (in->njobs && !in->jobs))
+        return aiq_err_field(err, AIQ_EINVAL, "njobs", "njobs: must be 0..%d with jobs set, got %d",
+                             Q_MAX_JOBS, in->njobs), -1;
+    if (in->nusers < 0 || (in->nusers && !in->users) || in->ngroups < 0 ||
+        (in->ngroups && !in->groups))
+        return aiq_err_field(err, AIQ_EINVAL, "nusers", "nusers %d / ngroups %d: must be >= 0 with arrays set",
+                             in->nusers, in->ngroups), -1;
+    int nl = in->policy.nlevels;
+    if (nl < 1 || nl > AIQ_MAX_LEVELS)
+        return aiq_err_field(err, AIQ_EINVAL, "policy.nlevels", "policy.nlevels: must be 1..%d, got %d",
+                             AIQ_MAX_LEVELS, nl), -1;
+    for (int i = 0; i < in->njobs; i++) {
+        const struct q_job *j = &in->jobs[i];
+        if (j->state != Q_JOB_RUNNING) continue;
+        if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS || !j->placement)
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
+                                 "jobs[%d] (%s): running with %d replicas needs that many placements",
+                                 i, j->key ? j->key : "?", j->replicas), -1;
+        for (int k = 0; k < j->replicas; k++) {
+            const struct q_place *p = &j->placement[k];
+            if (p->node < 0 || p->node >= in->nnodes ||
+                (in->nodes[p->node].ngpus < 32 && (p->gpu_mask >> in->nodes[p->node].ngpus) != 0))
+                return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
+                                     "jobs[%d] (%s): placement[%d] node %d, GPU mask 0x%x out of range",
+                                     i, j->key ? j->key : "?", k, p->node, p->gpu_mask), -1;
+        }
+    }
+    return 0;
+}
+
+/* Undoes placements st->places[off..nplaces). */
+static void unplace(q_state *st, int off, const q__req *r) {
+    while (st->nplaces > off) q__release(&st->ns, &st->places[--st->nplaces], r);
+}
+
+static bool dom_ok(const q__req *r, int d) { return r->dom < 0 || r->dom == d; }
+
+/* Finds when the head job h can start from the running and just-admitted
+ * jobs' predicted ends, and holds its resources on st->ns (res_mask,
+ * res_cpu, res_mem). Returns 1 with *t_res set, 0 when no predicted end
+ * frees enough, -1 when out of memory. */
+static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
+                   bool spread, double *t_res) {
+    q__nodeset *f = &st->fut;
+    if (q__nodeset_copy(st, f, &st->ns)) return -1;
+    int nn = f->nn, nd = f->ndom;
+    if (Q_GROW(st, st->kfit, st->cap_kfit, (size_t)nn + 1) ||
+        Q_GROW(st, st->touched, st->cap_touched, (size_t)nn + 1) ||
+        Q_GROW(st, st->dsum, st->cap_dsum, (size_t)nd + 1) ||
+        Q_GROW(st, st->heap, st->cap_heap, (size_t)in->njobs + 1))
+        return -1;
+    memset(st->dsum, 0, (size_t)nd * sizeof *st->dsum);
+    for (int i = 0; i < nn; i++) {
+        int k = dom_ok(hr, f->n[i].dom) ? q__node_fit(&f->n[i], hr, false) : 0;
+        st->kfit[i] = k;
+        st->dsum[f->n[i].dom] += k;
+        st->touched[i] = 0;
+    }
+    int nh = 0;
+    for (int i = 0; i < in->njobs; i++) {
+        const struct q_job *j = &in->jobs[i];
+        if (j->state == Q_JOB_RUNNING && j->end_time > 0)
+            st->heap[nh++] = (q__ev){j->end_time, i, -1};
+    }
+    for (int k = 0; k < st->nadmitted; k++) {
+        int j = st->admitted[k];
+        double pr = q__pred_runtime(&in->jobs[j]);
+        if (pr > 0) st->heap[nh++] = (q__ev){in->now + pr, j, st->res[j].place_off};
+    }
+    q__heapify(st->heap, nh);
+    bool found = false;
+    double t = in->now;
+    for (int d = 0; d < nd && !found; d++) found = dom_ok(hr, d) && st->dsum[d] >= hr->replicas;
+    int32_t *tl = st->tmp3;
+    while (!found && nh > 0) {
+        int ntl = 0;
+        t = st->heap[0].t;
+        while (nh > 0 && st->heap[0].t == t) {
+            q__ev e = q__heap_pop(st->heap, &nh);
+            const struct q_job *j = &in->jobs[e.job];
+            const struct q_place *pl = e.aux < 0 ? j->placement : &st->places[e.aux];
+            q__req jr;
+            req_of(j, -1, -1, &jr);
+            for (int k = 0; k < j->replicas; k++) {
+                q__release(f, &pl[k], &jr);
+                if (!st->touched[pl[k].node]) {
+                    st->touched[pl[k].node] = 1;
+                    tl[ntl++] = pl[k].node;
+                }
+            }
+        }
+        for (int k = 0; k < ntl; k++) {
+            int i = tl[k];
+            st->touched[i] = 0;
+            int nk = dom_ok(hr, f->n[i].dom) ? q__node_fit(&f->n[i], hr, false) : 0;
+            st->dsum[f->n[i].dom] += nk - st->kfit[i];
+            st->kfit[i] = nk;
+            if (dom_ok(hr, f->n[i].dom) && st->dsum[f->n[i].dom] >= hr->replicas) found = true;
+        }
+    }
+    if (!found) return 0;
+    int off = st->nplaces;
+    int rc = q__place(st, f, hr, false, spread);
+    if (rc < 0) return -1;
+    if (rc == 0) return 0; /* cannot happen: the counts said it fits */
+    for (int k = off; k < st->nplaces; k++) {
+        q__node *n = &st->ns.n[st->places[k].node];
+        n->res_mask |= st->places[k].gpu_mask;
+        n->res_cpu += hr->cpu;
+        n->res_mem += hr->mem;
+    }
+    st->nplaces = off;
+    *t_res = t > in->now ? t : in->now;
+    return 1;
+}
+
+static void admit(q_state *st, const struct q_input *in, int j, int off) {
+    struct q_result *r = &st->res[j];
+    r->decision = Q_DEC_ADMIT;
+    r->reason = Q_R_NONE;
+    r->place_off = off;
+    r->nplace = in->jobs[j].replicas;
+    r->eta = in->now;
+    q__quota_commit(st, in, j);
+    st->admitted[st->nadmitted++] = j;
+}
+
+static int walk(q_state *st, const struct q_input *in, int *head_out,
+                double *t_res_out) {
+    bool backfill = in->policy.backfill == AIQ_BACKFILL_EASY;
+    bool spread = in->policy.placement == AIQ_PLACE_SPREAD;
+    int head = -1, pos = 0, lvl = -1, poslvl = 0;
+    bool have_res = false;
+    double t_res = 0;
+    q__res hneed;
+    double hhours = 0;
+    memset(&hneed, 0, sizeof hneed);
+    st->nadmitted = 0;
+    for (int k = 0; k < st->norder; k++) {
+        int j = st->order[k];
+        const struct q_job *job = &in->jobs[j];
+        const q__jc *e = &st->jc[j];
+        struct q_result *r = &st->res[j];
+        r->score = e->score;
+        r->level = e->level;
+        r->promoted = e->promoted;
+        r->score_failed = e->score_failed;
+        r->blocker = -1;
+        if (check_job(in, job, r)) continue;
+        if (job->suspended) {
+            r->decision = Q_DEC_WAIT;
+            r->reason = Q_R_SUSPENDED;
+            continue;
+        }
+        q__req req;
+        req_of(job, e->dom, e->model, &req);
+        if (q__quota_reject(in, j, r) || q__reject_check(st, &req, r)) {
+            r->decision = Q_DEC_REJECT;
+            continue;
+        }
+        pos++;
+        if (e->level != lvl) {
+            lvl = e->level;
+            poslvl = 0;
+        }
+        r->pos = pos;
+        r->pos_level = ++poslvl;
+        r->decision = Q_DEC_WAIT;
+        if (q__quota_check(st, in, j, NULL, NULL, 0, 0, r)) continue;
+        if (head >= 0) {
+            r->blocker = head;
+            r->reason = Q_R_BLOCKED;
+            if (!have_res) continue;
+            /* Backfill: never take quota, budget or resources the
+             * reserved job needs. */
+            const struct q_job *hj = &in->jobs[head];
+            bool su = job->user >= 0 && job->user == hj->user;
+            bool sg = job->group >= 0 && job->group == hj->group;
+            if (su || sg) {
+                struct q_result tmp;
+                memset(&tmp, 0, sizeof tmp);
+                if (q__quota_check(st, in, j, su ? &hneed : NULL, sg ? &hneed : NULL,
+                                   su ? hhours : 0, sg ? hhours : 0, &tmp))
+                    continue;
+            }
+            double pr = q__pred_runtime(job);
+            bool shortjob = pr > 0 && in->now + pr <= t_res;
+            int off = st->nplaces;
+            int rc = q__place(st, &st->ns, &req, !shortjob, spread);
+            if (rc < 0) return -1;
+            if (rc == 1) {
+                admit(st, in, j, off);
+                r->backfilled = true;
+                r->blocker = -1;
+                continue;
+            }
+            if (!shortjob) {
+                rc = q__place(st, &st->ns, &req, false, spread);
+                if (rc < 0) return -1;
+                if (rc == 1) {
+                    unplace(st, off, &req);
+                    continue; /* fits, but only by delaying the head */
+                }
+            }
+            r->reason = Q_R_CAPACITY;
+            r->blocker = -1;
+            continue;
+        }
+        int off = st->nplaces;
+        int rc = q__place(st, &st->ns, &req, false, spread);
+        if (rc < 0) return -1;
+        if (rc == 1) {
+            admit(st, in, j, off);
+            continue;
+        }
+        head = j;
+        r->reason = Q_R_CAPACITY;
+        if (backfill) {
+            rc = reserve(st, in, &req, spread, &t_res);
+            if (rc < 0) return -1;
+            have_res = rc == 1;
+            q__need(job, &hneed);
+            hhours = q__job_gpu_hours(job);
+        }
+    }
+    *head_out = have_res ? head : -1;
+    *t_res_out = t_res;
+    return 0;
+}
+
+aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
+                   q_output *out, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    if (!st || !in || !out) return aiq_err_set(err, AIQ_EINVAL, "q_cycle_run: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->reserved_job = -1;
+    if (check_input(in, err)) {
+        rc = AIQ_EINVAL;
+        goto out_invalidate;
+    }
+    if (q__nodeset_build(st, in, err)) {
+        rc = err && err->code ? err->code : AIQ_EINVAL;
+        goto out_invalidate;
+    }
+    st->cl_free = st->cl_total = 0;
+    for (int i = 0; i < st->ns.nn; i++) {
+        if (!st->ns.n[i].sched) continue;
+        st->cl_total += st->ns.n[i].ngpus;
+        st->cl_free += st->ns.n[i].nfree;
+    }
+    if (q__quota_init(st, in)) goto out_oom;
+    int nscored = 0;
+    if (q__order_update(st, in, sc, &nscored, err)) {
+        rc = AIQ_ENOMEM;
+        goto out_invalidate;
+    }
+    if (Q_GROW(st, st->res, st->cap_res, (size_t)in->njobs + 1) ||
+        Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
+        Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
+        goto out_oom;
+    memset(st->res, 0, (size_t)in->njobs * sizeof *st->res);
+    for (int i = 0; i < in->njobs; i++) st->res[i].blocker = -1;
+    st->nplaces = 0;
+    q__memo_clear(st);
+    int head = -1;
+    double t_res = 0;
+    if (walk(st, in, &head, &t_res)) goto out_oom;
+    if (q__eta_run(st, in, head, t_res)) goto out_oom;
+    out->njobs = in->njobs;
+    out->res = st->res;
+    out->order = st->order;
+    out->norder = st->norder;
+    out->places = st->places;
+    out->nadmitted = st->nadmitted;
+    out->reserved_job = head;
+    out->reserved_time = head >= 0 ? t_res : 0;
+    out->nscored = nscored;
+    return AIQ_OK;
+out_oom:
+    rc = aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory in cycle");
+out_invalidate:
+    q__cache_clear(st);
+    memset(out, 0, sizeof *out);
+    out->reserved_job = -1;
+    return rc;
+}

@@ -1,0 +1,159 @@
+/* eta.c -- estimated start times, like `squeue --start`: an event
+ * simulation over whole-GPU capacity in queue order, driven by the running
+ * and just-admitted jobs' predicted ends; quota waits end when enough of
+ * the user's or group's own jobs end (prefix sums per owner); budget waits
+ * end with the budget window. Estimates only: fragmentation, domains and
+ * backfill are not simulated (see docs/queue.md). */
+#include "queue/q_int.h"
+
+#include <string.h>
+
+static int64_t units(const struct q_job *j) {
+    int64_t u = j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
+    return u * j->replicas;
+}
+
+typedef struct {
+    const struct q_input *in;
+    const double *end;
+    int scope;
+} rel_ctx;
+
+static int owner(const struct q_input *in, int j, int scope) {
+    const struct q_job *job = &in->jobs[j];
+    int o = scope ? job->group : job->user;
+    int n = scope ? in->ngroups : in->nusers;
+    return o >= 0 && o < n ? o : -1;
+}
+
+static int rel_cmp(const void *vctx, int32_t x, int32_t y) {
+    const rel_ctx *c = vctx;
+    int ox = owner(c->in, x, c->scope), oy = owner(c->in, y, c->scope);
+    if (ox != oy) return ox < oy ? -1 : 1;
+    if (c->end[x] != c->end[y]) return c->end[x] < c->end[y] ? -1 : 1;
+    return x < y ? -1 : (x > y);
+}
+
+/* Builds, per scope, the releasing jobs sorted by (owner, end) with
+ * per-owner prefix sums of each quota resource. end[] is indexed by job and
+ * lives in tmp scratch (doubles in rel_end[scope] by job index). */
+static int build_release(q_state *st, const struct q_input *in) {
+    int n = in->njobs;
+    for (int s = 0; s < 2; s++) {
+        int no = s ? in->ngroups : in->nusers;
+        if (Q_GROW(st, st->rel[s], st->cap_rel[s], (size_t)n + 1) ||
+            Q_GROW(st, st->rel_end[s], st->cap_rel_end[s], (size_t)n + 1) ||
+            Q_GROW(st, st->seg[s], st->cap_seg[s], (size_t)no + 2) ||
+            Q_GROW(st, st->pfx[s], st->cap_pfx[s], (size_t)n * Q__NRES + 1) ||
+            Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)n + 1))
+            return -1;
+        double *end = st->rel_end[s];
+        int nr = 0;
+        for (int i = 0; i < n; i++) {
+            const struct q_job *j = &in->jobs[i];
+            double e = 0;
+            if (j->state == Q_JOB_RUNNING) e = j->end_time;
+            else if (st->res[i].decision == Q_DEC_ADMIT && q__pred_runtime(j) > 0)
+                e = in->now + q__pred_runtime(j);
+            end[i] = e;
+            if (e > 0 && owner(in, i, s) >= 0) st->rel[s][nr++] = i;
+        }
+        rel_ctx c = {in, end, s};
+        q__msort(st->rel[s], nr, st->tmp2, rel_cmp, &c);
+        for (int o = 0; o <= no; o++) st->seg[s][o] = nr;
+        for (int k = nr - 1; k >= 0; k--) st->seg[s][owner(in, st->rel[s][k], s)] = k;
+        for (int o = no - 1; o >= 0; o--)
+            if (st->seg[s][o] > st->seg[s][o + 1]) st->seg[s][o] = st->seg[s][o + 1];
+        int prev = -1;
+        for (int k = 0; k < nr; k++) {
+            int j = st->rel[s][k], o = owner(in, j, s);
+            q__res need;
+            q__need(&in->jobs[j], &need);
+            for (int r = 0; r < Q__NRES; r++) {
+                int64_t base = o == prev ? st->pfx[s][(size_t)(k - 1) * Q__NRES + r] : 0;
+                st->pfx[s][(size_t)k * Q__NRES + r] = base + need.v[r];
+            }
+            prev = o;
+        }
+        st->nrel = nr;
+    }
+    return 0;
+}
+
+/* When enough of the owner's jobs have ended for job j's quota wait to
+ * clear; 0 when no predicted end frees enough. */
+static double quota_eta(const q_state *st, const struct q_input *in, int j,
+                        const struct q_result *r) {
+    int s = r->group_scope ? 1 : 0;
+    int o = owner(in, j, s);
+    if (o < 0) return 0;
+    int64_t shortfall = r->inuse + r->need - r->limit;
+    int lo = st->seg[s][o], hi = st->seg[s][o + 1];
+    /* first k in [lo, hi) with prefix >= shortfall (prefixes grow) */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (st->pfx[s][(size_t)mid * Q__NRES + r->res] >= shortfall) hi = mid;
+        else lo = mid + 1;
+    }
+    if (lo >= st->seg[s][o + 1]) return 0;
+    return st->rel_end[s][st->rel[s][lo]];
+}
+
+int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
+    int n = in->njobs;
+    bool any_quota = false;
+    for (int k = 0; k < st->norder && !any_quota; k++)
+        any_quota = st->res[st->order[k]].reason == Q_R_QUOTA &&
+                    st->res[st->order[k]].decision == Q_DEC_WAIT;
+    if (any_quota && build_release(st, in)) return -1;
+
+    if (Q_GROW(st, st->heap, st->cap_heap, (size_t)n + 1)) return -1;
+    int64_t total = 0, free_ = 0;
+    for (int i = 0; i < st->ns.nn; i++) {
+        if (!st->ns.n[i].sched) continue;
+        total += st->ns.n[i].ngpus;
+        free_ += st->ns.n[i].nfree;
+    }
+    int nh = 0;
+    for (int i = 0; i < n; i++) {
+        const struct q_job *j = &in->jobs[i];
+        double e = 0;
+        if (j->state == Q_JOB_RUNNING) e = j->end_time;
+        else if (st->res[i].decision == Q_DEC_ADMIT && q__pred_runtime(j) > 0)
+            e = in->now + q__pred_runtime(j);
+        if (e > 0) st->heap[nh++] = (q__ev){e, i, (int32_t)units(j)};
+    }
+    q__heapify(st->heap, nh);
+    double t = in->now;
+    for (int k = 0; k < st->norder; k++) {
+        int j = st->order[k];
+        struct q_result *r = &st->res[j];
+        if (r->decision != Q_DEC_WAIT) continue;
+        if (r->reason == Q_R_SUSPENDED) continue;
+        if (r->reason == Q_R_QUOTA) {
+            double q = quota_eta(st, in, j, r);
+            r->eta = q > 0 ? (q > t ? q : t) : 0;
+            continue;
+        }
+        if (r->reason == Q_R_BUDGET) {
+            r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
+            continue;
+        }
+        int64_t need = units(&in->jobs[j]);
+        if (need > total) continue;
+        while (free_ < need && nh > 0) {
+            q__ev e = q__heap_pop(st->heap, &nh);
+            if (e.t > t) t = e.t;
+            free_ += e.aux;
+        }
+        if (free_ < need) continue; /* no predicted end frees enough */
+        double start = t;
+        if (j == head && t_res > start) start = t_res;
+        t = start;
+        r->eta = start;
+        free_ -= need;
+        double pr = q__pred_runtime(&in->jobs[j]);
+        if (pr > 0 && need > 0) q__heap_push(st->heap, &nh, (q__ev){start + pr, j, (int32_t)need});
+    }
+    return 0;
+}

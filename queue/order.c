@@ -1,0 +1,277 @@
+/* order.c -- the queue order: matches this cycle's jobs to the per-job
+ * cache (by slot, else by uid), fills the factor vector and asks the scorer
+ * only for jobs that are new, changed or due for a periodic rescore,
+ * applies the starvation rule, and keeps the order sorted by merging the
+ * few re-inserted jobs into the unchanged rest instead of sorting again. */
+#include "queue/q_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Frees every cached uid and forgets the order. */
+void q__cache_clear(q_state *st) {
+    for (int i = 0; i < st->njc; i++) {
+        q__free(st, st->jc[i].uid);
+        st->jc[i].uid = NULL;
+    }
+    for (int i = 0; i < st->nojc; i++) {
+        q__free(st, st->ojc[i].uid);
+        st->ojc[i].uid = NULL;
+    }
+    st->njc = st->nojc = st->norder = 0;
+    st->warm = false;
+}
+
+static const char *uid_of(const struct q_job *j) {
+    if (j->uid) return j->uid;
+    return j->key ? j->key : "";
+}
+
+static double budget_left(double budget, double used, double committed) {
+    if (budget < 0) return 1e9;
+    double l = budget - used - committed;
+    return l > 0 ? l : 0;
+}
+
+static double share(int64_t inuse, int64_t lim) {
+    if (lim < 0) return 0;
+    if (lim == 0) return inuse > 0 ? 1 : 0;
+    return (double)inuse / (double)lim;
+}
+
+/* Fills f[Q_NFACTORS] for job j at the start of the cycle. */
+static void fill_factors(const q_state *st, const struct q_input *in, int j,
+                         double *f) {
+    const struct q_job *job = &in->jobs[j];
+    const struct q_user *u = job->user >= 0 && job->user < in->nusers ? &in->users[job->user] : NULL;
+    const struct q_group *g = job->group >= 0 && job->group < in->ngroups ? &in->groups[job->group] : NULL;
+    q__res need;
+    q__need(job, &need);
+    for (int k = 0; k < Q_NFACTORS; k++) f[k] = 0;
+    f[Q_F_USER_LEVEL] = u ? u->level : 0;
+    f[Q_F_GROUP_LEVEL] = g ? g->level : 0;
+    f[Q_F_JOB_PRIORITY] = job->priority;
+    f[Q_F_JOB_GPUS] = (double)need.v[Q_RES_GPUS];
+    f[Q_F_JOB_GPU_MEMORY_GIB] = (double)need.v[Q_RES_GPU_MEM] / 1024.0;
+    f[Q_F_JOB_REPLICAS] = job->replicas;
+    f[Q_F_JOB_CPU] = (double)need.v[Q_RES_CPU] / 1000.0;
+    f[Q_F_JOB_MEMORY_GIB] = (double)need.v[Q_RES_MEM] / 1073741824.0;
+    f[Q_F_WAIT_HOURS] = job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
+    f[Q_F_RUNTIME_ESTIMATE_HOURS] = job->est_runtime_s / 3600.0;
+    f[Q_F_RUNTIME_PREDICTED_HOURS] = q__pred_runtime(job) / 3600.0;
+    f[Q_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours;
+    f[Q_F_USAGE_USER_GPU_HOURS] = u ? u->usage_gpu_hours : 0;
+    f[Q_F_USAGE_GROUP_GPU_HOURS] = g ? g->usage_gpu_hours : 0;
+    f[Q_F_FAIRSHARE_USER] = u ? u->fairshare : 1;
+    f[Q_F_FAIRSHARE_GROUP] = g ? g->fairshare : 1;
+    f[Q_F_QUOTA_USER_SHARE] = u ? share(st->uin[job->user].v[Q_RES_GPUS], u->quota.gpus) : 0;
+    f[Q_F_QUOTA_GROUP_SHARE] = g ? share(st->gin[job->group].v[Q_RES_GPUS], g->quota.gpus) : 0;
+    f[Q_F_CLUSTER_FREE_GPUS] = st->cl_free;
+    f[Q_F_CLUSTER_TOTAL_GPUS] = st->cl_total;
+    f[Q_F_JOB_IS_GANG] = job->replicas > 1;
+    f[Q_F_JOB_ATTEMPTS] = job->attempts;
+    f[Q_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
+    f[Q_F_BUDGET_USER_LEFT] = u ? budget_left(u->budget_gpu_hours, u->used_gpu_hours, st->ubud[job->user]) : 1e9;
+    f[Q_F_BUDGET_GROUP_LEFT] = g ? budget_left(g->budget_gpu_hours, g->used_gpu_hours, st->gbud[job->group]) : 1e9;
+}
+
+static void score_job(const q_state *st, const struct q_input *in,
+                      const q_scorer *sc, int j, q__jc *e) {
+    double f[Q_NFACTORS];
+    fill_factors(st, in, j, f);
+    int nl = in->policy.nlevels;
+    e->score_failed = false;
+    e->score = in->jobs[j].priority;
+    e->base_level = 0;
+    if (sc && sc->score && sc->score(sc->ctx, f, &e->score) != 0) {
+        e->score = 0;
+        e->score_failed = true;
+    }
+    if (isnan(e->score)) {
+        e->score = 0;
+        e->score_failed = true;
+    }
+    if (sc && sc->level) {
+        int lv = 0;
+        if (sc->level(sc->ctx, f, &lv) != 0 || lv < 0 || lv >= nl) {
+            lv = nl - 1;
+            e->score_failed = true;
+        }
+        e->base_level = lv;
+    }
+}
+
+typedef struct {
+    const struct q_input *in;
+    const q__jc *jc;
+} order_ctx;
+
+static int scmp(const char *a, const char *b) {
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Queue order: level, then score (high first), then queued time, then
+ * key, then uid. */
+static int order_cmp(const void *vctx, int32_t x, int32_t y) {
+    const order_ctx *c = vctx;
+    const q__jc *a = &c->jc[x], *b = &c->jc[y];
+    if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    const struct q_job *ja = &c->in->jobs[x], *jb = &c->in->jobs[y];
+    if (ja->queued != jb->queued) return ja->queued < jb->queued ? -1 : 1;
+    int k = scmp(ja->key, jb->key);
+    if (k) return k;
+    k = scmp(a->uid, b->uid);
+    if (k) return k;
+    return x < y ? -1 : (x > y);
+}
+
+static int old_lookup(q_state *st, const char *uid) {
+    size_t m = st->cap_otab ? st->cap_otab - 1 : 0;
+    if (!st->cap_otab) return -1;
+    for (size_t i = q__hash(uid) & m;; i = (i + 1) & m) {
+        int32_t oi = st->otab[i];
+        if (oi < 0) return -1;
+        if (st->ojc[oi].uid && strcmp(st->ojc[oi].uid, uid) == 0) return oi;
+    }
+}
+
+static int old_index(q_state *st) {
+    size_t cap = 64;
+    while (cap < (size_t)st->nojc * 2) cap *= 2;
+    if (Q_GROW(st, st->otab, st->cap_otab, cap)) return -1;
+    cap = st->cap_otab;
+    for (size_t i = 0; i < cap; i++) st->otab[i] = -1;
+    for (int k = 0; k < st->nojc; k++) {
+        if (!st->ojc[k].uid) continue;
+        size_t i = q__hash(st->ojc[k].uid) & (cap - 1);
+        while (st->otab[i] >= 0) i = (i + 1) & (cap - 1);
+        st->otab[i] = k;
+    }
+    return 0;
+}
+
+int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
+                    int *nscored, aiq_err *err) {
+    int n = in->njobs;
+    const struct q_policy *pol = &in->policy;
+    bool all = !st->warm || in->gen != st->gen || pol->rescore_interval_s <= 0 ||
+               in->now - st->last_rescore >= pol->rescore_interval_s;
+    *nscored = 0;
+
+    /* The last cycle's cache becomes the "old" one. */
+    q__jc *t = st->jc; st->jc = st->ojc; st->ojc = t;
+    size_t tc = st->cap_jc; st->cap_jc = st->cap_ojc; st->cap_ojc = tc;
+    st->nojc = st->njc;
+    st->njc = 0;
+    if (!st->warm) {
+        for (int k = 0; k < st->nojc; k++) {
+            q__free(st, st->ojc[k].uid);
+            st->ojc[k].uid = NULL;
+        }
+        st->nojc = 0;
+        st->norder = 0;
+    }
+    if (Q_GROW(st, st->jc, st->cap_jc, (size_t)n + 1) ||
+        Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)st->nojc + 1) ||
+        Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)n + 1) ||
+        Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)n + 1) ||
+        Q_GROW(st, st->order, st->cap_order, (size_t)n + 1))
+        goto oom;
+    int32_t *map = st->tmp1;
+    for (int k = 0; k < st->nojc; k++) map[k] = -1;
+    bool indexed = false;
+    int ndirty = 0;
+    for (int i = 0; i < n; i++) {
+        const struct q_job *job = &in->jobs[i];
+        q__jc *e = &st->jc[i];
+        memset(e, 0, sizeof *e);
+        st->njc = i + 1;
+        if (job->state != Q_JOB_PENDING) continue;
+        const char *uid = uid_of(job);
+        int oi = -1;
+        if (i < st->nojc && st->ojc[i].uid && strcmp(st->ojc[i].uid, uid) == 0) {
+            oi = i;
+        } else if (st->nojc > 0) {
+            if (!indexed) {
+                if (old_index(st)) goto oom;
+                indexed = true;
+            }
+            oi = old_lookup(st, uid);
+        }
+        bool need_score = true;
+        int32_t old_level = -1;
+        if (oi >= 0) {
+            *e = st->ojc[oi];
+            st->ojc[oi].uid = NULL;
+            need_score = all || !e->pending || e->gen != job->gen;
+            old_level = e->pending ? e->level : -1;
+        } else {
+            size_t len = strlen(uid);
+            e->uid = q__alloc(st, len + 1);
+            if (!e->uid) goto oom;
+            memcpy(e->uid, uid, len + 1);
+        }
+        if (need_score) {
+            e->dom = job->domain && *job->domain ? q__intern_id(st, &st->doms, job->domain) : -1;
+            e->model = job->gpu_model && *job->gpu_model ? q__intern_id(st, &st->models, job->gpu_model) : -1;
+            if ((job->domain && *job->domain && e->dom < 0) ||
+                (job->gpu_model && *job->gpu_model && e->model < 0))
+                goto oom;
+            score_job(st, in, sc, i, e);
+            e->gen = job->gen;
+            (*nscored)++;
+        }
+        e->pending = true;
+        e->level = e->base_level;
+        e->promoted = false;
+        if (pol->starvation_after_s > 0 && job->queued > 0 &&
+            in->now - job->queued > pol->starvation_after_s &&
+            pol->promote_to >= 0 && pol->promote_to < e->base_level) {
+            e->level = pol->promote_to;
+            e->promoted = true;
+        }
+        e->dirty = need_score || e->level != old_level || all;
+        if (e->dirty) st->tmp2[ndirty++] = i;
+        else map[oi] = i;
+    }
+    /* Entries of jobs that are gone. */
+    for (int k = 0; k < st->nojc; k++) {
+        q__free(st, st->ojc[k].uid);
+        st->ojc[k].uid = NULL;
+    }
+
+    order_ctx oc = {in, st->jc};
+    int32_t *dirty = st->tmp2;
+    q__msort(dirty, ndirty, st->tmp3, order_cmp, &oc);
+    /* Merge the kept jobs (old order, mapped to new slots) with the sorted
+     * dirty ones. tmp3 collects the kept ones first. */
+    int nkept = 0;
+    int32_t *kept = st->tmp3;
+    if (!all) {
+        for (int k = 0; k < st->norder; k++) {
+            int32_t o = st->order[k];
+            if (o < st->nojc && map[o] >= 0) {
+                kept[nkept++] = map[o];
+                map[o] = -1; /* a slot appears once */
+            }
+        }
+    }
+    if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)n + 1)) goto oom;
+    int32_t *out = st->admitted; /* scratch here; the walk reuses it */
+    int a = 0, b = 0, o = 0;
+    while (a < nkept && b < ndirty)
+        out[o++] = order_cmp(&oc, dirty[b], kept[a]) < 0 ? dirty[b++] : kept[a++];
+    while (a < nkept) out[o++] = kept[a++];
+    while (b < ndirty) out[o++] = dirty[b++];
+    memcpy(st->order, out, (size_t)o * sizeof *out);
+    st->norder = o;
+    if (all) st->last_rescore = in->now;
+    st->gen = in->gen;
+    st->warm = true;
+    return 0;
+oom:
+    q__cache_clear(st);
+    aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory ordering jobs");
+    return -1;
+}

@@ -1,0 +1,445 @@
+/* place.c -- nodes during one cycle: the working copy of every node, the
+ * free-capacity index (per domain, schedulable nodes bucketed by how many
+ * GPUs are wholly free), replica fit counting, gang placement (binpack or
+ * spread, all replicas or none, one domain per gang), release, the node
+ * shapes and the "can this job ever run" check. */
+#include "queue/q_int.h"
+
+#include <string.h>
+
+static int count_free(const q__node *n) {
+    int c = 0;
+    for (int g = 0; g < n->ngpus; g++) c += n->used[g] == 0;
+    return c;
+}
+
+static void unlink_node(q__nodeset *ns, int i) {
+    q__node *n = &ns->n[i];
+    if (n->bucket < 0) return;
+    if (n->prev >= 0) ns->n[n->prev].next = n->next;
+    else ns->head[n->dom * Q__NBUCKET + n->bucket] = n->next;
+    if (n->next >= 0) ns->n[n->next].prev = n->prev;
+    n->prev = n->next = n->bucket = -1;
+}
+
+static void link_node(q__nodeset *ns, int i) {
+    q__node *n = &ns->n[i];
+    int32_t *h = &ns->head[n->dom * Q__NBUCKET + n->nfree];
+    n->bucket = n->nfree;
+    n->prev = -1;
+    n->next = *h;
+    if (*h >= 0) ns->n[*h].prev = i;
+    *h = i;
+}
+
+/* Recounts node i's free GPUs and moves it to the matching bucket. */
+static void rebucket(q__nodeset *ns, int i) {
+    q__node *n = &ns->n[i];
+    int nf = count_free(n);
+    if (!n->sched) {
+        n->nfree = nf;
+        return;
+    }
+    ns->dom_free[n->dom] += nf - n->nfree;
+    n->nfree = nf;
+    if (n->bucket != nf) {
+        unlink_node(ns, i);
+        link_node(ns, i);
+    }
+}
+
+static int shape_find_or_add(q_state *st, const q__shape *s, uint32_t h) {
+    size_t m = st->cap_shape_tab - 1;
+    for (size_t i = h & m;; i = (i + 1) & m) {
+        int32_t id = st->shape_tab[i];
+        if (id < 0) {
+            st->shape_tab[i] = st->nshapes;
+            st->shapes[st->nshapes] = *s;
+            return st->nshapes++;
+        }
+        q__shape tmp = st->shapes[id];
+        tmp.count = 0;
+        if (memcmp(&tmp, s, sizeof tmp) == 0) return id;
+    }
+}
+
+/* Builds st->ns (and the shapes) from in->nodes. Returns 0, or -1 with
+ * err set (AIQ_EINVAL naming the node field, or AIQ_ENOMEM). */
+int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
+    q__nodeset *ns = &st->ns;
+    int nn = in->nnodes;
+    if (Q_GROW(st, ns->n, ns->cap_n, (size_t)nn + 1)) goto oom;
+    for (int i = 0; i < nn; i++) {
+        const struct q_node *src = &in->nodes[i];
+        q__node *n = &ns->n[i];
+        if (src->ngpus < 0 || src->ngpus > Q_MAX_GPUS) {
+            aiq_err_field(err, AIQ_EINVAL, "nodes[].ngpus",
+                          "nodes[%d].ngpus: must be 0..%d, got %d", i,
+                          Q_MAX_GPUS, src->ngpus);
+            return -1;
+        }
+        memset(n, 0, sizeof *n);
+        n->ngpus = src->ngpus;
+        for (int g = 0; g < n->ngpus; g++) {
+            int64_t t = src->gpu_mem_total[g], u = src->gpu_mem_used[g];
+            if (t <= 0 || u < 0 || u > t) {
+                aiq_err_field(err, AIQ_EINVAL, "nodes[].gpu_mem",
+                              "nodes[%d] (%s) GPU %d: memory total %lld, used "
+                              "%lld (need total > 0 and 0 <= used <= total)",
+                              i, src->name ? src->name : "?", g, (long long)t,
+                              (long long)u);
+                return -1;
+            }
+            n->tot[g] = t;
+            n->used[g] = u;
+        }
+        n->cpu_free = src->cpu_alloc - src->cpu_used;
+        n->mem_free = src->mem_alloc - src->mem_used;
+        n->sched = src->schedulable;
+        n->dom = q__intern_id(st, &st->doms, src->domain);
+        n->model = q__intern_id(st, &st->models, src->gpu_model);
+        if (n->dom < 0 || n->model < 0) goto oom;
+        n->prev = n->next = n->bucket = -1;
+        n->nfree = 0;
+    }
+    ns->nn = nn;
+    ns->ndom = st->doms.n;
+    if (Q_GROW(st, ns->head, ns->cap_head, (size_t)ns->ndom * Q__NBUCKET + 1))
+        goto oom;
+    if (Q_GROW(st, ns->dom_free, ns->cap_dom, (size_t)ns->ndom + 1)) goto oom;
+    for (int k = 0; k < ns->ndom * Q__NBUCKET; k++) ns->head[k] = -1;
+    for (int d = 0; d < ns->ndom; d++) ns->dom_free[d] = 0;
+    /* Link in reverse so every bucket lists nodes in input order. */
+    for (int i = nn - 1; i >= 0; i--) rebucket(ns, i);
+
+    /* Shapes: nodes that look alike, for reject checks. */
+    size_t tcap = 64;
+    while (tcap < (size_t)nn * 2) tcap *= 2;
+    if (Q_GROW(st, st->shape_tab, st->cap_shape_tab, tcap)) goto oom;
+    if (Q_GROW(st, st->shapes, st->cap_shapes, (size_t)nn + 1)) goto oom;
+    tcap = st->cap_shape_tab;
+    for (size_t k = 0; k < tcap; k++) st->shape_tab[k] = -1;
+    st->nshapes = 0;
+    for (int i = 0; i < nn; i++) {
+        const struct q_node *src = &in->nodes[i];
+        q__shape s;
+        memset(&s, 0, sizeof s);
+        s.dom = ns->n[i].dom;
+        s.model = ns->n[i].model;
+        s.ngpus = src->ngpus;
+        for (int g = 0; g < s.ngpus; g++) {
+            int64_t t = src->gpu_mem_total[g];
+            int k = g;
+            while (k > 0 && s.tot[k - 1] < t) {
+                s.tot[k] = s.tot[k - 1];
+                k--;
+            }
+            s.tot[k] = t;
+        }
+        s.cpu = src->cpu_alloc;
+        s.mem = src->mem_alloc;
+        uint32_t h = 2166136261u;
+        const unsigned char *b = (const unsigned char *)&s;
+        for (size_t k = 0; k < sizeof s; k++) h = (h ^ b[k]) * 16777619u;
+        int id = shape_find_or_add(st, &s, h);
+        st->shapes[id].count++;
+    }
+    return 0;
+oom:
+    aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory building nodes");
+    return -1;
+}
+
+/* Copies src into dst (dst's arrays grown as needed). Returns 0 or -1. */
+int q__nodeset_copy(q_state *st, q__nodeset *dst, const q__nodeset *src) {
+    if (Q_GROW(st, dst->n, dst->cap_n, (size_t)src->nn + 1) ||
+        Q_GROW(st, dst->head, dst->cap_head,
+               (size_t)src->ndom * Q__NBUCKET + 1) ||
+        Q_GROW(st, dst->dom_free, dst->cap_dom, (size_t)src->ndom + 1))
+        return -1;
+    memcpy(dst->n, src->n, (size_t)src->nn * sizeof *src->n);
+    memcpy(dst->head, src->head,
+           (size_t)src->ndom * Q__NBUCKET * sizeof *src->head);
+    memcpy(dst->dom_free, src->dom_free, (size_t)src->ndom * sizeof(int64_t));
+    dst->nn = src->nn;
+    dst->ndom = src->ndom;
+    return 0;
+}
+
+/* Replicas of r that fit on a node with these GPUs and free cpu/memory. */
+static int fit_on(const int64_t *tot, const int64_t *used, int ngpus,
+                  uint32_t ex, int64_t cpu, int64_t mem, const q__req *r) {
+    int k = r->replicas;
+    if (r->gpus > 0) {
+        int c = 0;
+        for (int g = 0; g < ngpus; g++)
+            c += !((ex >> g) & 1u) && used[g] == 0 && tot[g] >= r->gmem;
+        if (c / r->gpus < k) k = c / r->gpus;
+    } else if (r->gmem > 0) {
+        int64_t s = 0;
+        for (int g = 0; g < ngpus; g++) {
+            int64_t f = tot[g] - used[g];
+            if (!((ex >> g) & 1u) && f >= r->gmem) s += f / r->gmem;
+        }
+        if (s < k) k = (int)s;
+    }
+    if (r->cpu > 0) {
+        int64_t q = cpu < 0 ? 0 : cpu / r->cpu;
+        if (q < k) k = (int)q;
+    }
+    if (r->mem > 0) {
+        int64_t q = mem < 0 ? 0 : mem / r->mem;
+        if (q < k) k = (int)q;
+    }
+    return k;
+}
+
+int q__node_fit(const q__node *n, const q__req *r, bool avoid) {
+    if (!n->sched) return 0;
+    if (r->model >= 0 && n->model != r->model) return 0;
+    if (avoid)
+        return fit_on(n->tot, n->used, n->ngpus, n->res_mask,
+                      n->cpu_free - n->res_cpu, n->mem_free - n->res_mem, r);
+    return fit_on(n->tot, n->used, n->ngpus, 0, n->cpu_free, n->mem_free, r);
+}
+
+/* Takes one replica of r on node i (the caller checked the fit). */
+static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
+                 bool spread, struct q_place *p) {
+    q__node *n = &ns->n[i];
+    uint32_t ex = avoid ? n->res_mask : 0;
+    p->node = i;
+    p->gpu_mask = 0;
+    p->gpu_mem_mib = r->gmem;
+    if (r->gpus > 0) {
+        for (int k = 0; k < r->gpus; k++) {
+            int best = -1;
+            for (int g = 0; g < n->ngpus; g++) {
+                if (((ex | p->gpu_mask) >> g) & 1u) continue;
+                if (n->used[g] != 0 || n->tot[g] < r->gmem) continue;
+                /* binpack: the smallest GPU that is big enough */
+                if (best < 0 || (!spread && n->tot[g] < n->tot[best])) best = g;
+            }
+            p->gpu_mask |= 1u << best;
+            n->used[best] = n->tot[best];
+            if (r->gmem == 0 && k == 0) p->gpu_mem_mib = n->tot[best];
+        }
+    } else if (r->gmem > 0) {
+        int best = -1;
+        for (int g = 0; g < n->ngpus; g++) {
+            if ((ex >> g) & 1u) continue;
+            int64_t f = n->tot[g] - n->used[g];
+            if (f < r->gmem) continue;
+            int64_t bf = best < 0 ? 0 : n->tot[best] - n->used[best];
+            /* binpack: least free GPU that holds it; spread: most free */
+            if (best < 0 || (spread ? f > bf : f < bf)) best = g;
+        }
+        p->gpu_mask = 1u << best;
+        n->used[best] += r->gmem;
+    }
+    n->cpu_free -= r->cpu;
+    n->mem_free -= r->mem;
+    rebucket(ns, i);
+}
+
+void q__release(q__nodeset *ns, const struct q_place *p, const q__req *r) {
+    q__node *n = &ns->n[p->node];
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!((p->gpu_mask >> g) & 1u)) continue;
+        if (r->gpus > 0) {
+            n->used[g] = 0;
+        } else {
+            n->used[g] -= p->gpu_mem_mib;
+            if (n->used[g] < 0) n->used[g] = 0;
+        }
+    }
+    n->cpu_free += r->cpu;
+    n->mem_free += r->mem;
+    rebucket(ns, (int)(n - ns->n));
+}
+
+/* First node of domain d, scanning buckets from `from` towards `to`
+ * (inclusive), that fits at least `need` replicas. -1 if none. */
+static int scan(q__nodeset *ns, int d, const q__req *r, bool avoid, int from,
+                int to, int need, int *fit) {
+    int step = from <= to ? 1 : -1;
+    for (int b = from;; b += step) {
+        for (int i = ns->head[d * Q__NBUCKET + b]; i >= 0; i = ns->n[i].next) {
+            int f = q__node_fit(&ns->n[i], r, avoid);
+            if (f >= need) {
+                *fit = f;
+                return i;
+            }
+        }
+        if (b == to) return -1;
+    }
+}
+
+static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
+                           bool avoid, bool spread) {
+    int left = r->replicas;
+    int off = st->nplaces;
+    int lo = r->gpus > 0 ? r->gpus : 0;
+    while (left > 0) {
+        int i = -1, k = 0, fit = 0;
+        if (!spread) {
+            /* Fewest nodes: the best-fitting node that holds the rest of
+             * the gang, else the node with the most room. */
+            int64_t want = (int64_t)r->gpus * left;
+            if (want <= Q_MAX_GPUS) {
+                int from = r->gpus > 0 ? (int)want : 0;
+                i = scan(ns, d, r, avoid, from, Q_MAX_GPUS, left, &fit);
+                if (i >= 0) k = left;
+            }
+            if (i < 0) {
+                i = scan(ns, d, r, avoid, Q_MAX_GPUS, lo, 1, &fit);
+                k = fit < left ? fit : left;
+            }
+        } else {
+            i = scan(ns, d, r, avoid, Q_MAX_GPUS, lo, 1, &fit);
+            k = 1;
+        }
+        if (i < 0) {
+            while (st->nplaces > off) q__release(ns, &st->places[--st->nplaces], r);
+            return 0;
+        }
+        for (int t = 0; t < k; t++) take(ns, i, r, avoid, spread, &st->places[st->nplaces++]);
+        left -= k;
+    }
+    return 1;
+}
+
+static uint32_t memo_hash(const q__memo_key *k) {
+    uint32_t h = 2166136261u;
+    const unsigned char *b = (const unsigned char *)k;
+    for (size_t i = 0; i < offsetof(q__memo_key, used); i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+void q__memo_clear(q_state *st) {
+    if (st->memo) memset(st->memo, 0, st->cap_memo * sizeof *st->memo);
+    st->nmemo = 0;
+}
+
+/* Returns 1 when k is known to fail; with add, records it. */
+static int memo(q_state *st, const q__req *r, bool avoid, bool add) {
+    if (!st->memo) {
+        if (Q_GROW(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return 0;
+        q__memo_clear(st);
+    }
+    q__memo_key k;
+    memset(&k, 0, sizeof k);
+    k.r = *r;
+    k.avoid = avoid;
+    size_t m = st->cap_memo - 1;
+    for (size_t i = memo_hash(&k) & m;; i = (i + 1) & m) {
+        q__memo_key *e = &st->memo[i];
+        if (!e->used) {
+            if (add && (size_t)st->nmemo * 2 < st->cap_memo) {
+                k.used = 1;
+                *e = k;
+                st->nmemo++;
+            }
+            return 0;
+        }
+        if (memcmp(e, &k, offsetof(q__memo_key, used)) == 0) return 1;
+    }
+}
+
+int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
+             bool spread) {
+    bool use_memo = ns == &st->ns;
+    if (r->gpus > Q_MAX_GPUS || r->replicas < 1) return 0;
+    if (use_memo && memo(st, r, avoid, false)) return 0;
+    if (Q_GROW(st, st->places, st->cap_places,
+               (size_t)st->nplaces + (size_t)r->replicas))
+        return -1;
+    if (Q_GROW(st, st->doms_try, st->cap_doms_try, (size_t)ns->ndom + 1))
+        return -1;
+    int nd = 0;
+    if (r->dom >= 0) {
+        if (r->dom < ns->ndom) st->doms_try[nd++] = r->dom;
+    } else {
+        /* binpack: fullest domain first; spread: emptiest first */
+        for (int d = 0; d < ns->ndom; d++) {
+            int k = nd++;
+            while (k > 0) {
+                int64_t a = ns->dom_free[st->doms_try[k - 1]], b = ns->dom_free[d];
+                if (spread ? a >= b : a <= b) break;
+                st->doms_try[k] = st->doms_try[k - 1];
+                k--;
+            }
+            st->doms_try[k] = d;
+        }
+    }
+    for (int t = 0; t < nd; t++) {
+        int d = st->doms_try[t];
+        if (r->gpus > 0 && ns->dom_free[d] < (int64_t)r->gpus * r->replicas)
+            continue;
+        if (place_in_domain(st, ns, d, r, avoid, spread)) return 1;
+    }
+    if (use_memo) memo(st, r, avoid, true);
+    return 0;
+}
+
+int q__reject_check(q_state *st, const q__req *r, struct q_result *res) {
+    int ndom = st->doms.n;
+    if (Q_GROW(st, st->dsum, st->cap_dsum, (size_t)ndom + 1)) return 0;
+    memset(st->dsum, 0, (size_t)ndom * sizeof *st->dsum);
+    bool any = false, any_dom = false, any_fit = false;
+    int maxg = 0, maxbig = 0;
+    int64_t maxtot = 0, maxcpu = 0, maxmem = 0;
+    int64_t big_gpus = 0;
+    for (int s = 0; s < st->nshapes; s++) {
+        const q__shape *sh = &st->shapes[s];
+        if (r->dom >= 0 && sh->dom != r->dom) continue;
+        any_dom = true;
+        if (r->model >= 0 && sh->model != r->model) continue;
+        any = true;
+        if (sh->ngpus > maxg) maxg = sh->ngpus;
+        if (sh->ngpus && sh->tot[0] > maxtot) maxtot = sh->tot[0];
+        if (sh->cpu > maxcpu) maxcpu = sh->cpu;
+        if (sh->mem > maxmem) maxmem = sh->mem;
+        int c = 0;
+        for (int g = 0; g < sh->ngpus; g++) c += sh->tot[g] >= r->gmem;
+        if (c > maxbig) maxbig = c;
+        int64_t zero[Q_MAX_GPUS] = {0};
+        int k = fit_on(sh->tot, zero, sh->ngpus, 0, sh->cpu, sh->mem, r);
+        if (k > 0) {
+            any_fit = true;
+            int64_t add = (int64_t)k * sh->count;
+            st->dsum[sh->dom] += add;
+            if (st->dsum[sh->dom] > big_gpus) big_gpus = st->dsum[sh->dom];
+        }
+    }
+    res->need = res->limit = 0;
+    if (!any) {
+        res->reason = Q_R_NO_NODE;
+        res->res = (r->dom >= 0 && !any_dom) ? 0 : (r->dom >= 0 ? 2 : 1);
+        return 1;
+    }
+    if (!any_fit) {
+        res->reason = Q_R_NODE_TOO_SMALL;
+        if (r->gpus > maxg) {
+            res->res = Q_TOO_GPUS; res->need = r->gpus; res->limit = maxg;
+        } else if ((r->gpus > 0 && maxbig < r->gpus) ||
+                   (r->gpus == 0 && r->gmem > maxtot)) {
+            res->res = Q_TOO_GPU_MEM; res->need = r->gmem; res->limit = maxtot;
+        } else if (r->cpu > maxcpu) {
+            res->res = Q_TOO_CPU; res->need = r->cpu; res->limit = maxcpu;
+        } else if (r->mem > maxmem) {
+            res->res = Q_TOO_MEM; res->need = r->mem; res->limit = maxmem;
+        } else {
+            res->res = Q_TOO_COMBINED;
+        }
+        return 1;
+    }
+    if (big_gpus < r->replicas) {
+        res->reason = Q_R_GANG_TOO_BIG;
+        res->need = r->replicas;
+        res->limit = big_gpus;
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,194 @@
+/* q_int.h -- private layout of the queue core, shared by the queue/ sources only.
+ * Cross-file symbols carry the q__ prefix. */
+#ifndef AIQ_Q_INT_H
+#define AIQ_Q_INT_H
+
+#include "queue/queue.h"
+
+#define Q__NBUCKET (Q_MAX_GPUS + 1)
+#define Q__MEMO_SLOTS 4096
+
+/* A resource vector in quota units (q_res order). */
+typedef struct { int64_t v[Q__NRES]; } q__res;
+
+/* A timed event (a job's end); aux is free for the caller. */
+typedef struct q__ev {
+    double t;
+    int32_t job;
+    int32_t aux;
+} q__ev;
+
+/* Working copy of one node for this cycle. Bucket lists hold the
+ * schedulable nodes of a domain by their count of wholly free GPUs. */
+typedef struct q__node {
+    int64_t tot[Q_MAX_GPUS], used[Q_MAX_GPUS];
+    int64_t cpu_free, mem_free;
+    int64_t res_cpu, res_mem;   /* held for the backfill reservation */
+    uint32_t res_mask;          /* GPUs held for the reservation */
+    int32_t ngpus, nfree, dom, model;
+    int32_t prev, next, bucket; /* bucket -1: in no list */
+    bool sched;
+} q__node;
+
+typedef struct q__nodeset {
+    q__node *n;
+    int nn;
+    int ndom;
+    int32_t *head;      /* ndom * Q__NBUCKET list heads, -1 = empty */
+    int64_t *dom_free;  /* wholly free GPUs per domain (schedulable) */
+    size_t cap_n, cap_head, cap_dom;
+} q__nodeset;
+
+/* What one replica needs, with the job's constraints resolved. */
+typedef struct q__req {
+    int32_t dom;        /* domain id, -1 = any */
+    int32_t model;      /* model id, -1 = any */
+    int32_t replicas, gpus;
+    int64_t gmem, cpu, mem;
+} q__req;
+
+/* Distinct node shapes (for "can this ever run" checks). */
+typedef struct q__shape {
+    int32_t dom, model, ngpus, count;
+    int64_t tot[Q_MAX_GPUS]; /* sorted, largest first */
+    int64_t cpu, mem;
+} q__shape;
+
+/* Interned strings: ids are stable for the life of the state. */
+typedef struct q__intern {
+    char **s;
+    int n;
+    size_t cap;
+    int32_t *tab;
+    size_t tcap;        /* power of two */
+} q__intern;
+
+/* Per-job cache, kept across cycles and indexed by job slot. */
+typedef struct q__jc {
+    char *uid;          /* owned copy; NULL = no entry */
+    uint64_t gen;
+    double score;
+    int32_t base_level; /* from the scorer */
+    int32_t level;      /* after starvation promotion */
+    int32_t dom, model; /* interned constraints, -1 any */
+    bool pending;
+    bool score_failed;
+    bool promoted;
+    bool dirty;         /* needs re-insertion into the order this cycle */
+} q__jc;
+
+/* Failed-fit memo: capacity only shrinks during a walk, so a request that
+ * failed fails again until the walk ends. */
+typedef struct q__memo_key {
+    q__req r;
+    int32_t avoid;
+    int32_t used;
+} q__memo_key;
+
+struct q_state {
+    struct q_alloc a;
+    size_t bytes, peak;
+
+    q__intern doms, models;
+
+    /* cross-cycle caches */
+    q__jc *jc;  size_t cap_jc;  int njc;
+    q__jc *ojc; size_t cap_ojc; int nojc;
+    int32_t *order; size_t cap_order; int norder;
+    uint64_t gen;
+    bool warm;          /* caches are valid */
+    double last_rescore;
+    double cl_free, cl_total;   /* whole GPUs at cycle start (factors) */
+
+    /* per-cycle scratch (grow only) */
+    q__nodeset ns, fut;
+    q__shape *shapes; size_t cap_shapes; int nshapes;
+    int32_t *shape_tab; size_t cap_shape_tab;
+    q__res *uin, *gin;  size_t cap_uin, cap_gin;   /* quota in use */
+    double *ubud, *gbud; size_t cap_ubud, cap_gbud; /* budget committed */
+    struct q_result *res; size_t cap_res;
+    struct q_place *places; size_t cap_places; int nplaces;
+    int32_t *tmp1, *tmp2, *tmp3; size_t cap_tmp1, cap_tmp2, cap_tmp3;
+    int32_t *otab; size_t cap_otab;                /* old uid hash */
+    int32_t *kfit; size_t cap_kfit;                /* fit count per node */
+    int32_t *touched; size_t cap_touched;
+    int64_t *dsum; size_t cap_dsum;                /* per domain */
+    int32_t *doms_try; size_t cap_doms_try;
+    q__ev *heap; size_t cap_heap;
+    int32_t *admitted; size_t cap_admitted; int nadmitted;
+    q__memo_key *memo; size_t cap_memo; int nmemo;
+    /* quota ETA: releasing jobs by (owner, end), per scope */
+    int64_t *pfx[2]; size_t cap_pfx[2];
+    int32_t *rel[2]; size_t cap_rel[2];
+    double *rel_end[2]; size_t cap_rel_end[2];
+    int32_t *seg[2]; size_t cap_seg[2];
+    int nrel;
+};
+
+/* ---- state.c ------------------------------------------------------------ */
+void *q__alloc(q_state *st, size_t size);
+void q__free(q_state *st, void *p);
+/* Grows *arr to at least need elements of size elem (contents kept).
+ * Returns 0, or -1 when out of memory (array unchanged). */
+int q__grow(q_state *st, void *arr, size_t *cap, size_t need, size_t elem);
+#define Q_GROW(st, arr, cap, need) q__grow((st), &(arr), &(cap), (need), sizeof *(arr))
+uint32_t q__hash(const char *s);
+/* Interns s (NULL = ""); returns its id or -1 when out of memory. */
+int32_t q__intern_id(q_state *st, q__intern *t, const char *s);
+/* Looks s up without adding; -1 when absent. */
+int32_t q__intern_find(const q__intern *t, const char *s);
+void q__intern_free(q_state *st, q__intern *t);
+/* Stable merge sort of a[0..n) with cmp(ctx, x, y) < 0 when x goes first. */
+void q__msort(int32_t *a, int n, int32_t *tmp,
+              int (*cmp)(const void *ctx, int32_t x, int32_t y),
+              const void *ctx);
+
+void q__heapify(q__ev *h, int n);
+void q__heap_push(q__ev *h, int *n, q__ev e);
+q__ev q__heap_pop(q__ev *h, int *n);
+
+/* ---- place.c ------------------------------------------------------------ */
+int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err);
+int q__nodeset_copy(q_state *st, q__nodeset *dst, const q__nodeset *src);
+int q__shapes_build(q_state *st);
+/* Replicas of r that fit node n now (capped at r->replicas); avoid skips
+ * what the reservation holds. */
+int q__node_fit(const q__node *n, const q__req *r, bool avoid);
+/* Places all replicas or none; appends r->replicas entries to st->places.
+ * Returns 1 placed, 0 no fit, -1 out of memory. */
+int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
+             bool spread);
+/* Returns resources of one replica to node p->node. */
+void q__release(q__nodeset *ns, const struct q_place *p, const q__req *r);
+/* Reject check against the cluster's node shapes. Returns 0 when some
+ * domain can hold the gang, else fills res (reason, numbers) and returns 1. */
+int q__reject_check(q_state *st, const q__req *r, struct q_result *res);
+void q__memo_clear(q_state *st);
+
+/* ---- quota.c ------------------------------------------------------------ */
+void q__need(const struct q_job *j, q__res *need);
+double q__job_gpu_hours(const struct q_job *j);
+double q__pred_runtime(const struct q_job *j);
+int q__quota_init(q_state *st, const struct q_input *in);
+/* Quota/budget check for job j plus `extra` (the reserved job's need when
+ * it shares the user or group; NULL otherwise) and extra_hours. Returns 0
+ * when it fits, else fills res (Q_R_QUOTA or Q_R_BUDGET) and returns 1. */
+int q__quota_check(q_state *st, const struct q_input *in, int j,
+                   const q__res *extra_u, const q__res *extra_g,
+                   double extra_hours_u, double extra_hours_g,
+                   struct q_result *res);
+/* Rejects a job bigger than its quota or budget (returns 1). */
+int q__quota_reject(const struct q_input *in, int j, struct q_result *res);
+void q__quota_commit(q_state *st, const struct q_input *in, int j);
+
+/* ---- order.c ------------------------------------------------------------ */
+/* Matches jobs to the cache, scores what is dirty and rebuilds the order. */
+int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
+                    int *nscored, aiq_err *err);
+void q__cache_clear(q_state *st);
+
+/* ---- eta.c -------------------------------------------------------------- */
+int q__eta_run(q_state *st, const struct q_input *in, int head,
+               double t_res);
+
+#endif

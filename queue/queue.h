@@ -1,0 +1,273 @@
+/* queue.h -- aiq's queue core: one scheduling cycle over pending and
+ * running jobs (multi-level ordering, user/group quota and GPU-hour budgets,
+ * gang fit, GPU-memory placement, EASY backfill and start-time estimates).
+ *
+ * Pure C, no I/O, no globals. The caller (operator, simulator, bench)
+ * builds a q_input every cycle from its own objects; names are borrowed
+ * const char * and must stay valid while the cycle runs and while messages
+ * are formatted from its output. Ids are array indexes into q_input.
+ *
+ * The queue never calls policy/ directly: it fills each pending job's factor
+ * vector (indexed by Q_F_<id>, the same order as FX_F_<id> in
+ * policy/fx_factors.def) and asks a q_scorer for a score and a level.
+ *
+ * docs/queue.md describes the cycle, the ordering, quota, placement,
+ * backfill, the estimates and the incremental strategy. */
+#ifndef AIQ_QUEUE_H
+#define AIQ_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+
+/* Factor indexes, generated from the language's factor list. */
+enum {
+#define FX_FACTOR(id, name, unit, doc) Q_F_##id,
+#include "policy/fx_factors.def"
+#undef FX_FACTOR
+    Q_NFACTORS
+};
+
+#define Q_MAX_GPUS 16         /* GPUs on one node */
+#define Q_MAX_JOBS 4000000    /* jobs in one input */
+#define Q_MAX_NODES 1000000   /* nodes in one input */
+
+/* ---- input ----------------------------------------------------------- */
+
+/* One node. gpu_mem_used counts everything on the GPU (a GPU held whole by
+ * a job has used == total); cpu_used/mem_used likewise include running
+ * jobs. domain/gpu_model may be NULL (= ""). */
+struct q_node {
+    const char *name;
+    const char *domain;
+    const char *gpu_model;
+    int ngpus;                          /* 0..Q_MAX_GPUS */
+    int64_t gpu_mem_total[Q_MAX_GPUS];  /* MiB per GPU */
+    int64_t gpu_mem_used[Q_MAX_GPUS];   /* MiB per GPU */
+    int64_t cpu_alloc, cpu_used;        /* millicores */
+    int64_t mem_alloc, mem_used;        /* bytes */
+    bool schedulable;
+};
+
+/* A group (Group object). quota fields -1 = unlimited; budget_gpu_hours < 0
+ * = no budget. usage/fairshare come from history and feed factors only. */
+struct q_group {
+    const char *name;
+    int level;
+    struct aiq_quota quota;
+    double budget_gpu_hours;
+    double used_gpu_hours;      /* consumed in the current window */
+    double window_end;          /* unix seconds, 0 = unknown */
+    double usage_gpu_hours;     /* decayed usage (usage.group_gpu_hours) */
+    double fairshare;           /* fairshare.group */
+};
+
+/* A user inside one group (UserQuota + Group.members). group is an index
+ * into q_input.groups or -1. */
+struct q_user {
+    const char *name;
+    int group;
+    int level;
+    struct aiq_quota quota;
+    double budget_gpu_hours;
+    double used_gpu_hours;
+    double window_end;
+    double usage_gpu_hours;
+    double fairshare;
+};
+
+/* Where one replica runs: node index, GPUs (bit i = GPU i) and the GPU
+ * memory it holds per GPU. */
+struct q_place {
+    int32_t node;
+    uint32_t gpu_mask;
+    int64_t gpu_mem_mib;
+};
+
+typedef enum {
+    Q_JOB_PENDING = 0,  /* waits for a decision */
+    Q_JOB_RUNNING,      /* admitted or running: holds quota and placement */
+} q_jstate;
+
+/* One job. Pending and running jobs share the array. A running job must
+ * carry `replicas` placements and its predicted end (0 = unknown). */
+struct q_job {
+    const char *key;            /* "namespace/name" */
+    const char *uid;            /* stable identity across cycles */
+    uint64_t gen;               /* bump when anything below changes */
+    int user, group;            /* indexes or -1 */
+    int priority;
+    int replicas;               /* 1..AIQ_MAX_REPLICAS */
+    int gpus;                   /* whole GPUs per replica */
+    int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
+    int64_t cpu_milli;          /* per replica */
+    int64_t memory_bytes;       /* per replica */
+    const char *gpu_model;      /* NULL = any */
+    const char *domain;         /* NULL = any (a gang still uses one) */
+    q_jstate state;
+    double created, queued;     /* unix seconds */
+    double est_runtime_s;       /* the user's estimate, 0 = none */
+    double pred_runtime_s;      /* predicted, 0 = fall back to estimate */
+    double attained_gpu_hours;
+    int attempts;
+    bool suspended;
+    double end_time;            /* running: predicted end, 0 = unknown */
+    const struct q_place *placement; /* running: `replicas` entries */
+};
+
+struct q_policy {
+    int nlevels;                /* 1..AIQ_MAX_LEVELS */
+    const char *const *level_names;
+    aiq_backfill backfill;
+    aiq_placement placement;
+    double starvation_after_s;  /* 0 = off */
+    int promote_to;             /* level index a starved job moves to */
+    /* Cached scores older than this are recomputed (Slurm's
+     * PriorityCalcPeriod); 0 = rescore every job every cycle. */
+    double rescore_interval_s;
+};
+
+struct q_input {
+    double now;
+    const struct q_node *nodes;   int nnodes;
+    const struct q_group *groups; int ngroups;
+    const struct q_user *users;   int nusers;
+    const struct q_job *jobs;     int njobs;
+    struct q_policy policy;
+    /* Bump when the policy, scorer, users or groups change: every cached
+     * score and level is then recomputed. */
+    uint64_t gen;
+};
+
+/* Score and level for one factor vector. Both return 0 on success; a
+ * failure leaves the job with score 0 in the last level (score_failed). */
+typedef struct q_scorer {
+    void *ctx;
+    int (*score)(void *ctx, const double *factors, double *score);
+    int (*level)(void *ctx, const double *factors, int *level_index);
+} q_scorer;
+
+/* ---- output ---------------------------------------------------------- */
+
+typedef enum {
+    Q_DEC_NONE = 0,   /* not a pending job */
+    Q_DEC_ADMIT,
+    Q_DEC_WAIT,
+    Q_DEC_REJECT,
+} q_decision;
+
+typedef enum {
+    Q_R_NONE = 0,       /* admitted */
+    Q_R_SUSPENDED,      /* spec.suspend */
+    Q_R_QUOTA,          /* user/group concurrent quota full */
+    Q_R_BUDGET,         /* user/group GPU-hour budget exhausted */
+    Q_R_CAPACITY,       /* no free place for the gang now */
+    Q_R_BLOCKED,        /* behind a job that cannot start (ordering) */
+    Q_R_NO_NODE,        /* reject: no node with the model/domain */
+    Q_R_NODE_TOO_SMALL, /* reject: one replica fits no node */
+    Q_R_GANG_TOO_BIG,   /* reject: the gang fits no domain */
+    Q_R_OVER_QUOTA,     /* reject: bigger than the quota itself */
+    Q_R_OVER_BUDGET,    /* reject: bigger than the budget itself */
+    Q_R_INVALID,        /* reject: the job's fields are out of range */
+    Q_R_SCORE_ERROR,    /* unused as a decision; see score_failed */
+    Q__NREASONS
+} q_reason;
+
+/* Resource kinds for quota messages. */
+typedef enum {
+    Q_RES_GPUS = 0, Q_RES_GPU_MEM, Q_RES_CPU, Q_RES_MEM, Q_RES_JOBS, Q__NRES
+} q_res;
+
+/* What stopped a replica from fitting a node (Q_R_NODE_TOO_SMALL). */
+typedef enum {
+    Q_TOO_GPUS = 0, Q_TOO_GPU_MEM, Q_TOO_CPU, Q_TOO_MEM, Q_TOO_COMBINED
+} q_too;
+
+struct q_result {
+    double score;
+    double eta;            /* estimated start, unix seconds; 0 = unknown */
+    int32_t level;         /* level index */
+    int32_t pos;           /* 1-based over all levels; 0 = not queued */
+    int32_t pos_level;     /* 1-based within the level */
+    uint8_t decision;      /* q_decision */
+    uint8_t reason;        /* q_reason */
+    uint8_t group_scope;   /* quota/budget: 1 = group, 0 = user */
+    uint8_t res;           /* q_res or q_too */
+    bool promoted;         /* moved up by the starvation rule */
+    bool score_failed;
+    bool backfilled;       /* admitted past a reserved head job */
+    int32_t blocker;       /* Q_R_BLOCKED: job index of the head */
+    int64_t need, limit, inuse; /* numbers for the message */
+    double t;              /* budget: window end; over budget: GPU-hours */
+    double t2;             /* over budget: the budget in GPU-hours */
+    int32_t place_off;     /* admitted: placements in q_output.places */
+    int32_t nplace;
+};
+
+/* Per-cycle output; arrays belong to the q_state and stay valid until the
+ * next q_cycle_run on that state or q_state_free. */
+typedef struct q_output {
+    int njobs;
+    struct q_result *res;        /* one per input job (index = job index) */
+    const int32_t *order;        /* pending jobs in queue order (job idx) */
+    int norder;
+    const struct q_place *places;
+    int nadmitted;
+    int reserved_job;            /* backfill head with a reservation, -1 */
+    double reserved_time;        /* its reserved start */
+    int nscored;                 /* scorer calls this cycle (incremental) */
+} q_output;
+
+/* ---- API ------------------------------------------------------------- */
+
+typedef struct q_state q_state;
+
+/* Optional allocator hook; all queue memory goes through it (NULL: libc).
+ * free gets the size that was allocated. */
+struct q_alloc {
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p, size_t size);
+};
+
+/* Creates the cross-cycle state (caches, scratch, output arrays). alloc is
+ * copied; NULL means malloc/free. Returns NULL when out of memory. */
+q_state *q_state_create(const struct q_alloc *alloc);
+
+/* Frees st and everything it owns; q_state_free(NULL) does nothing. */
+void q_state_free(q_state *st);
+
+/* Bytes the state holds now and at most so far (allocations it made). */
+size_t q_state_bytes(const q_state *st);
+size_t q_state_peak_bytes(const q_state *st);
+
+/* Forgets every cached score, level and order: the next cycle redoes all
+ * the work (like bumping q_input.gen). */
+void q_state_invalidate(q_state *st);
+
+/* Runs one cycle over in with scorer sc (borrowed; score may be NULL =
+ * priority, level may be NULL = level 0). Fills *out (arrays owned by st).
+ * Returns AIQ_OK, AIQ_EINVAL for malformed input (err names the field and
+ * value, e.g. "nodes[3].ngpus: must be 0..16, got 20") or AIQ_ENOMEM. On
+ * error *out is emptied and the caches are invalidated. */
+aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
+                   q_output *out, aiq_err *err);
+
+/* Formats the one-line message for job j of out into buf (cap bytes, always
+ * NUL-terminated when cap > 0), e.g. "waiting for 3 GPUs in group vision
+ * (quota 16, in use 15)". in must be the input of that cycle. Returns the
+ * length the full message has (like snprintf). */
+int q_message(const struct q_input *in, const q_output *out, int j,
+              char *buf, size_t cap);
+
+/* Formats t (unix seconds) as RFC 3339 UTC "2026-12-01T00:00:00Z". */
+int q_rfc3339(double t, char *buf, size_t cap);
+
+/* Static names: "admit", "wait", "reject"; "quota", "capacity", ... */
+const char *q_decision_name(q_decision d);
+const char *q_reason_name(q_reason r);
+
+#endif

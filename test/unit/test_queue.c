@@ -1,0 +1,628 @@
+/* test_queue.c -- scenario tables for the queue core: nodes, jobs, users
+ * and groups in, expected decisions, exact messages, positions and
+ * estimated starts out. Each table row is one thing a user relies on:
+ * level order, quota and budget waits, rejects, gang fit, GPU-memory
+ * placement, binpack/spread, EASY backfill, estimates, starvation,
+ * suspension and the incremental cycle. */
+#include "test/unit/th.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "queue/queue.h"
+
+#define NOW 1795262400.0 /* 2026-11-21T12:00:00Z */
+#define GIB (1024LL * 1024 * 1024)
+#define NONE (-1e300)    /* "do not check" for eta */
+
+typedef struct {
+    const char *name, *domain, *model;
+    int ngpus;           /* 0 = default 8 */
+    int64_t gmem;        /* 0 = default 81920 */
+    int unsched;
+    int cpu_only;        /* ngpus really 0 */
+} n_row;
+
+typedef struct {
+    const char *key;
+    int user, group;     /* 1-based in the table, 0 = none */
+    int prio, replicas, gpus;
+    int64_t gmem;
+    const char *model, *domain;
+    double ago;          /* queued this many seconds ago (default 60) */
+    double pred;         /* predicted runtime seconds */
+    int run;             /* 1 = running; replica k on node `node + k` */
+    int node;
+    double end_in;       /* running: predicted end - now */
+    int suspended;
+} j_row;
+
+typedef struct {
+    const char *name;
+    int group;           /* 1-based, 0 none */
+    int64_t gpus;        /* quota; 0 in the table = unlimited */
+    double budget;       /* 0 = none */
+    double used;
+    double window_end;
+} o_row;
+
+typedef struct {
+    const char *key;
+    int decision;
+    const char *msg;     /* NULL = do not check */
+    double eta_in;       /* NONE = do not check; else eta - now (-NOW: eta 0) */
+    int pos;             /* 0 = do not check */
+} e_row;
+
+typedef struct {
+    const char *name;
+    n_row nodes[6];
+    j_row jobs[10];
+    o_row users[3], groups[3];
+    int backfill, spread;
+    double starve;
+    e_row exp[10];
+    double reserved_in;  /* 0 = no reservation expected */
+} scen;
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static const char *const levels[] = {"high", "normal", "low"};
+
+/* level: prio >= 100 high, >= 10 normal, else low. score: prio*1000 plus
+ * hours waited (older first among equals). */
+static int t_score(void *ctx, const double *f, double *s) {
+    (void)ctx;
+    *s = f[Q_F_JOB_PRIORITY] * 1000 + f[Q_F_WAIT_HOURS];
+    return 0;
+}
+static int t_level(void *ctx, const double *f, int *lv) {
+    (void)ctx;
+    double p = f[Q_F_JOB_PRIORITY];
+    *lv = p >= 100 ? 0 : p >= 10 ? 1 : 2;
+    return 0;
+}
+static const q_scorer scorer = {NULL, t_score, t_level};
+
+typedef struct {
+    struct q_node nodes[6];
+    struct q_job jobs[10];
+    struct q_place pl[10][8];
+    struct q_user users[3];
+    struct q_group groups[3];
+    struct q_input in;
+} fixture;
+
+static void unlimited(struct aiq_quota *q) {
+    q->gpus = q->gpu_memory_mib = q->cpu_milli = q->memory_bytes = q->jobs = -1;
+}
+
+static void build(const scen *s, fixture *fx) {
+    memset(fx, 0, sizeof *fx);
+    struct q_input *in = &fx->in;
+    in->now = NOW;
+    int nn = 0;
+    for (; nn < 6 && s->nodes[nn].name; nn++) {
+        const n_row *r = &s->nodes[nn];
+        struct q_node *n = &fx->nodes[nn];
+        n->name = r->name;
+        n->domain = r->domain;
+        n->gpu_model = r->model;
+        n->ngpus = r->cpu_only ? 0 : r->ngpus ? r->ngpus : 8;
+        for (int g = 0; g < n->ngpus; g++) n->gpu_mem_total[g] = r->gmem ? r->gmem : 81920;
+        n->cpu_alloc = 64000;
+        n->mem_alloc = 512 * GIB;
+        n->schedulable = !r->unsched;
+    }
+    int nu = 0, ng = 0;
+    for (; nu < 3 && s->users[nu].name; nu++) {
+        const o_row *r = &s->users[nu];
+        struct q_user *u = &fx->users[nu];
+        u->name = r->name;
+        u->group = r->group - 1;
+        unlimited(&u->quota);
+        if (r->gpus) u->quota.gpus = r->gpus;
+        u->budget_gpu_hours = r->budget ? r->budget : -1;
+        u->used_gpu_hours = r->used;
+        u->window_end = r->window_end;
+        u->fairshare = 1;
+    }
+    for (; ng < 3 && s->groups[ng].name; ng++) {
+        const o_row *r = &s->groups[ng];
+        struct q_group *g = &fx->groups[ng];
+        g->name = r->name;
+        unlimited(&g->quota);
+        if (r->gpus) g->quota.gpus = r->gpus;
+        g->budget_gpu_hours = r->budget ? r->budget : -1;
+        g->used_gpu_hours = r->used;
+        g->window_end = r->window_end;
+        g->fairshare = 1;
+    }
+    int nj = 0;
+    for (; nj < 10 && s->jobs[nj].key; nj++) {
+        const j_row *r = &s->jobs[nj];
+        struct q_job *j = &fx->jobs[nj];
+        j->key = r->key;
+        j->uid = r->key;
+        j->user = r->user - 1;
+        j->group = r->group - 1;
+        j->priority = r->prio;
+        j->replicas = r->replicas ? r->replicas : 1;
+        if (r->replicas < 0) j->replicas = 0; /* invalid on purpose */
+        j->gpus = r->gpus;
+        j->gpu_memory_mib = r->gmem;
+        j->cpu_milli = 1000;
+        j->memory_bytes = 4 * GIB;
+        j->gpu_model = r->model;
+        j->domain = r->domain;
+        j->queued = j->created = NOW - (r->ago ? r->ago : 60);
+        j->pred_runtime_s = r->pred;
+        j->suspended = r->suspended;
+        if (r->run) {
+            j->state = Q_JOB_RUNNING;
+            j->end_time = r->end_in ? NOW + r->end_in : 0;
+            for (int k = 0; k < j->replicas; k++) {
+                struct q_node *n = &fx->nodes[r->node + k];
+                struct q_place *p = &fx->pl[nj][k];
+                p->node = r->node + k;
+                p->gpu_mem_mib = r->gmem;
+                if (j->gpus > 0) {
+                    int got = 0;
+                    for (int g = 0; g < n->ngpus && got < j->gpus; g++) {
+                        if (n->gpu_mem_used[g]) continue;
+                        n->gpu_mem_used[g] = n->gpu_mem_total[g];
+                        p->gpu_mask |= 1u << g;
+                        got++;
+                    }
+                } else if (r->gmem > 0) {
+                    n->gpu_mem_used[0] += r->gmem;
+                    p->gpu_mask = 1;
+                }
+                n->cpu_used += j->cpu_milli;
+                n->mem_used += j->memory_bytes;
+            }
+            j->placement = fx->pl[nj];
+        }
+    }
+    in->nodes = fx->nodes;
+    in->nnodes = nn;
+    in->users = fx->users;
+    in->nusers = nu;
+    in->groups = fx->groups;
+    in->ngroups = ng;
+    in->jobs = fx->jobs;
+    in->njobs = nj;
+    in->policy.nlevels = 3;
+    in->policy.level_names = levels;
+    in->policy.backfill = s->backfill ? AIQ_BACKFILL_EASY : AIQ_BACKFILL_NONE;
+    in->policy.placement = s->spread ? AIQ_PLACE_SPREAD : AIQ_PLACE_BINPACK;
+    in->policy.starvation_after_s = s->starve;
+    in->policy.promote_to = 0;
+}
+
+static int find(const fixture *fx, const char *key) {
+    for (int i = 0; i < fx->in.njobs; i++)
+        if (strcmp(fx->jobs[i].key, key) == 0) return i;
+    return -1;
+}
+
+static void run_scen(const scen *s) {
+    fixture fx;
+    build(s, &fx);
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    aiq_err err;
+    aiq_err_clear(&err);
+    aiq_rc rc = q_cycle_run(st, &fx.in, &scorer, &out, &err);
+    if (!CHECK_INT(rc, AIQ_OK)) {
+        printf("  scenario %s: %s\n", s->name, err.message);
+        q_state_free(st);
+        return;
+    }
+    for (int e = 0; e < 10 && s->exp[e].key; e++) {
+        const e_row *x = &s->exp[e];
+        int j = find(&fx, x->key);
+        if (!CHECK(j >= 0)) continue;
+        char msg[512];
+        q_message(&fx.in, &out, j, msg, sizeof msg);
+        const struct q_result *r = &out.res[j];
+        int ok = CHECK_INT(r->decision, x->decision);
+        if (x->msg) ok &= CHECK_STR(msg, x->msg);
+        if (x->eta_in != NONE) {
+            double want = x->eta_in == -NOW ? 0 : NOW + x->eta_in;
+            ok &= CHECK_DBL(r->eta, want, 1e-6);
+        }
+        if (x->pos) ok &= CHECK_INT(r->pos, x->pos);
+        if (!ok) printf("  scenario %s, job %s: got \"%s\"\n", s->name, x->key, msg);
+    }
+    if (s->reserved_in > 0) {
+        CHECK(out.reserved_job >= 0);
+        CHECK_DBL(out.reserved_time, NOW + s->reserved_in, 1e-6);
+    }
+    q_state_free(st);
+}
+
+#define A Q_DEC_ADMIT
+#define W Q_DEC_WAIT
+#define R Q_DEC_REJECT
+#define N1 {"n1", 0, 0, 0, 0, 0, 0}
+#define N2 {"n2", 0, 0, 0, 0, 0, 0}
+#define N3 {"n3", 0, 0, 0, 0, 0, 0}
+
+static const scen scenarios[] = {
+    {.name = "levels strictly in order, then score, then queued time",
+     .nodes = {N1},
+     .jobs = {{.key = "t/a", .prio = 5, .gpus = 4},
+              {.key = "t/b", .prio = 50, .gpus = 4},
+              {.key = "t/c", .prio = 150, .gpus = 4, .ago = 60},
+              {.key = "t/d", .prio = 150, .gpus = 4, .ago = 7200}},
+     .exp = {{"t/d", A, NULL, 0, 1},
+             {"t/c", A, NULL, 0, 2},
+             {"t/b", W, "waiting for capacity: 4 x GPU free on one node", NONE, 3},
+             {"t/a", W, "blocked behind t/b (level normal, position 1)", NONE, 4}}},
+    {.name = "group quota: wait with numbers, others pass, eta from own ends",
+     .nodes = {N1, N2, N3},
+     .groups = {{"vision", 0, 16, 0, 0, 0}, {"speech", 0, 0, 0, 0, 0}},
+     .jobs = {{.key = "v/r1", .group = 1, .replicas = 2, .gpus = 7, .run = 1, .node = 0, .end_in = 7200},
+              {.key = "v/r2", .group = 1, .gpus = 1, .run = 1, .node = 2, .end_in = 3600},
+              {.key = "v/p", .group = 1, .prio = 100, .gpus = 4},
+              {.key = "s/q", .group = 2, .prio = 1, .gpus = 4}},
+     .exp = {{"v/p", W, "waiting for 3 GPUs in group vision (quota 16, in use 15)", 7200, 1},
+             {"s/q", A, "admitted: 1 replica on n3 GPU 1,2,3,4", 0, 2}}},
+    {.name = "user quota",
+     .nodes = {N1},
+     .users = {{"alice", 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/run", .user = 1, .gpus = 4, .run = 1, .end_in = 600},
+              {.key = "t/more", .user = 1, .prio = 10, .gpus = 2}},
+     .exp = {{"t/more", W, "waiting for 2 GPUs in user alice (quota 4, in use 4)", 600, 1}}},
+    {.name = "budgets: exhausted until the window ends; bigger than the budget rejects",
+     .nodes = {N1},
+     .users = {{"bob", 0, 0, 100, 99.5, 1796083200.0}},
+     .groups = {{"nlp", 0, 0, 10, 0, 1796083200.0}},
+     .jobs = {{.key = "t/one", .user = 1, .gpus = 1, .pred = 3600},
+              {.key = "t/huge", .group = 1, .gpus = 8, .pred = 7200}},
+     .exp = {{"t/one", W, "user budget exhausted until 2026-12-01T00:00:00Z", 1796083200.0 - NOW, 1},
+             {"t/huge", R, "rejected: needs 16.0 GPU-hours, group nlp budget is 10.0 per window", -NOW, 0}}},
+    {.name = "rejects: over quota, too big for any node, unknown model/domain, gang",
+     .nodes = {N1, N2},
+     .groups = {{"vision", 0, 16, 0, 0, 0}},
+     .jobs = {{.key = "t/q", .group = 1, .replicas = 4, .gpus = 8},
+              {.key = "t/big", .gpus = 16},
+              {.key = "t/mem", .gpus = 1, .gmem = 90000},
+              {.key = "t/model", .gpus = 1, .model = "H100"},
+              {.key = "t/dom", .gpus = 1, .domain = "pool-z"},
+              {.key = "t/gang", .replicas = 3, .gpus = 8},
+              {.key = "t/bad", .replicas = -1, .gpus = 1},
+              {.key = "t/ok", .gpus = 1}},
+     .exp = {{"t/q", R, "rejected: needs 32 GPUs, group vision quota is 16", -NOW, 0},
+             {"t/big", R, "rejected: needs 16 GPUs per replica, largest node has 8", -NOW, 0},
+             {"t/mem", R, "rejected: needs 90000 MiB per GPU, largest GPU has 81920 MiB", -NOW, 0},
+             {"t/model", R, "rejected: no node has GPU model H100", -NOW, 0},
+             {"t/dom", R, "rejected: no node in domain pool-z", -NOW, 0},
+             {"t/gang", R, "rejected: gang of 3 replicas does not fit in any domain (at most 2 fit)", -NOW, 0},
+             {"t/bad", R, "rejected: spec.replicas must be 1..1024, got 0", -NOW, 0},
+             {"t/ok", A, NULL, 0, 1}}},
+    {.name = "capacity messages for one node and for a gang",
+     .nodes = {{"a1", 0, "A100", 0, 0, 0, 0}, {"a2", 0, "A100", 0, 0, 0, 0}},
+     .jobs = {{.key = "t/r", .gpus = 4, .run = 1, .end_in = 3600},
+              {.key = "t/one", .prio = 100, .gpus = 8, .gmem = 40000, .model = "A100", .pred = 3600},
+              {.key = "t/gang", .prio = 100, .replicas = 2, .gpus = 8, .gmem = 40000, .model = "A100", .ago = 30}},
+     .exp = {{"t/one", A, NULL, 0, 1},
+             {"t/gang", W, "waiting for capacity: 2 replicas of 8 x A100 >= 40000 MiB free on one domain", 3600, 2}}},
+    {.name = "gang: all replicas or none, then strict blocking",
+     .nodes = {N1, N2, N3},
+     .jobs = {{.key = "t/r", .gpus = 4, .run = 1, .node = 2, .end_in = 3600},
+              {.key = "t/gang", .prio = 100, .replicas = 3, .gpus = 8, .pred = 3600},
+              {.key = "t/small", .prio = 1, .gpus = 1}},
+     .exp = {{"t/gang", W, "waiting for capacity: 3 replicas of 8 x GPU free on one domain", 3600, 1},
+             {"t/small", W, "blocked behind t/gang (level high, position 1)", 3600 + 3600, 2}}},
+    {.name = "EASY backfill: short jobs anywhere, long ones off the reservation",
+     .backfill = 1,
+     .nodes = {N1, N2},
+     .jobs = {{.key = "t/r0", .gpus = 6, .run = 1, .node = 0, .end_in = 3600},
+              {.key = "t/r1", .gpus = 4, .run = 1, .node = 1, .end_in = 3 * 3600},
+              {.key = "t/head", .prio = 100, .gpus = 8, .pred = 3600},
+              {.key = "t/long4", .prio = 50, .gpus = 4, .pred = 7200},
+              {.key = "t/long2", .prio = 40, .gpus = 2, .pred = 7200},
+              {.key = "t/short", .prio = 30, .gpus = 2, .pred = 1800},
+              {.key = "t/late", .prio = 20, .gpus = 1, .pred = 600}},
+     .exp = {{"t/head", W, "waiting for capacity: 8 x GPU free on one node", 3600, 1},
+             {"t/long4", A, "admitted: 1 replica on n2 GPU 4,5,6,7 (backfilled)", 0, 2},
+             {"t/long2", W, "blocked behind t/head (level high, position 1)", NONE, 3},
+             {"t/short", A, "admitted: 1 replica on n1 GPU 6,7 (backfilled)", 0, 4},
+             {"t/late", W, "waiting for capacity: 1 x GPU free on one node", NONE, 5}},
+     .reserved_in = 3600},
+    {.name = "no backfill: everything behind the head waits",
+     .nodes = {N1, N2},
+     .jobs = {{.key = "t/r0", .gpus = 6, .run = 1, .node = 0, .end_in = 3600},
+              {.key = "t/r1", .gpus = 4, .run = 1, .node = 1, .end_in = 3 * 3600},
+              {.key = "t/head", .prio = 100, .gpus = 8, .pred = 3600},
+              {.key = "t/long4", .prio = 50, .gpus = 4, .pred = 7200}},
+     .exp = {{"t/head", W, NULL, 3600, 1},
+             {"t/long4", W, "blocked behind t/head (level high, position 1)", 3600, 2}}},
+    {.name = "estimates follow running ends and queue order",
+     .nodes = {N1},
+     .jobs = {{.key = "t/r", .gpus = 8, .run = 1, .end_in = 3600},
+              {.key = "t/a", .prio = 100, .gpus = 8, .pred = 7200},
+              {.key = "t/b", .prio = 50, .gpus = 4, .pred = 3600},
+              {.key = "t/c", .prio = 40, .gpus = 4, .pred = 3600},
+              {.key = "t/d", .prio = 30, .gpus = 8, .pred = 3600},
+              {.key = "t/e", .prio = 20, .gpus = 1}},
+     .exp = {{"t/a", W, NULL, 3600, 1},
+             {"t/b", W, NULL, 3 * 3600, 2},
+             {"t/c", W, NULL, 3 * 3600, 3},
+             {"t/d", W, NULL, 4 * 3600, 4},
+             {"t/e", W, NULL, 5 * 3600, 5}}},
+    {.name = "starvation promotes a long waiter to the first level",
+     .starve = 3600,
+     .nodes = {N1},
+     .jobs = {{.key = "t/old", .prio = 1, .gpus = 8, .ago = 7200},
+              {.key = "t/new", .prio = 50, .gpus = 8}},
+     .exp = {{"t/old", A, NULL, 0, 1},
+             {"t/new", W, "waiting for capacity: 8 x GPU free on one node", NONE, 2}}},
+    {.name = "without starvation the higher level goes first",
+     .nodes = {N1},
+     .jobs = {{.key = "t/old", .prio = 1, .gpus = 8, .ago = 7200},
+              {.key = "t/new", .prio = 50, .gpus = 8}},
+     .exp = {{"t/new", A, NULL, 0, 1},
+             {"t/old", W, "waiting for capacity: 8 x GPU free on one node", NONE, 2}}},
+    {.name = "suspended jobs neither run nor block; unschedulable nodes are skipped",
+     .nodes = {{"cordoned", 0, 0, 0, 0, 1, 0}, N2},
+     .jobs = {{.key = "t/held", .prio = 100, .gpus = 8, .suspended = 1},
+              {.key = "t/go", .prio = 1, .gpus = 8},
+              {.key = "t/next", .prio = 1, .gpus = 8, .ago = 30}},
+     .exp = {{"t/held", W, "suspended (spec.suspend is true)", -NOW, 0},
+             {"t/go", A, "admitted: 1 replica on n2 GPU 0,1,2,3,4,5,6,7", 0, 1},
+             {"t/next", W, "waiting for capacity: 8 x GPU free on one node", -NOW, 2}}},
+    {.name = "model and domain constraints",
+     .nodes = {{"a", "pool-a", "A100", 0, 0, 0, 0}, {"h", "pool-b", "H100", 0, 0, 0, 0}},
+     .jobs = {{.key = "t/h100", .prio = 10, .gpus = 2, .model = "H100"},
+              {.key = "t/poola", .prio = 10, .gpus = 2, .domain = "pool-a"},
+              {.key = "t/mix", .prio = 10, .gpus = 2, .model = "H100", .domain = "pool-a"}},
+     .exp = {{"t/h100", A, "admitted: 1 replica on h GPU 0,1", 0, 0},
+             {"t/poola", A, "admitted: 1 replica on a GPU 0,1", 0, 0},
+             {"t/mix", R, "rejected: no node in domain pool-a has GPU model H100", -NOW, 0}}},
+};
+
+TEST(scenario_tables) {
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run_scen(&scenarios[i]);
+}
+
+/* ---- placement details ------------------------------------------------ */
+
+static fixture *mk(void) {
+    fixture *fx = calloc(1, sizeof *fx);
+    fx->in.now = NOW;
+    fx->in.nodes = fx->nodes;
+    fx->in.jobs = fx->jobs;
+    fx->in.policy.nlevels = 3;
+    fx->in.policy.level_names = levels;
+    return fx;
+}
+
+static void node(fixture *fx, const char *name, int ngpus, int64_t mib) {
+    struct q_node *n = &fx->nodes[fx->in.nnodes++];
+    memset(n, 0, sizeof *n);
+    n->name = name;
+    n->ngpus = ngpus;
+    for (int g = 0; g < ngpus; g++) n->gpu_mem_total[g] = mib;
+    n->cpu_alloc = 64000;
+    n->mem_alloc = 512 * GIB;
+    n->schedulable = true;
+}
+
+static struct q_job *job(fixture *fx, const char *key, int replicas, int gpus, int64_t mib) {
+    struct q_job *j = &fx->jobs[fx->in.njobs++];
+    memset(j, 0, sizeof *j);
+    j->key = j->uid = key;
+    j->user = j->group = -1;
+    j->replicas = replicas;
+    j->gpus = gpus;
+    j->gpu_memory_mib = mib;
+    j->cpu_milli = 1000;
+    j->memory_bytes = GIB;
+    j->queued = NOW - 60 + fx->in.njobs; /* submission order */
+    return j;
+}
+
+TEST(gpu_memory_whole_and_shared) {
+    fixture *fx = mk();
+    node(fx, "small", 8, 40960);
+    node(fx, "big", 8, 81920);
+    fx->nodes[1].gpu_mem_used[3] = 30000; /* a shared GPU in use */
+    job(fx, "t/whole", 1, 2, 60000);
+    job(fx, "t/shared", 1, 0, 10000);
+    job(fx, "t/toobigshare", 1, 0, 60000);
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    /* whole GPUs of >= 60000 MiB exist only on "big", not on GPU 3 */
+    const struct q_result *r = &out.res[0];
+    CHECK_INT(r->decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[r->place_off].node, 1);
+    CHECK_INT(out.places[r->place_off].gpu_mask, 0x3);
+    /* binpack: the shared job goes onto the partly used GPU 3 */
+    r = &out.res[1];
+    CHECK_INT(r->decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[r->place_off].node, 1);
+    CHECK_INT(out.places[r->place_off].gpu_mask, 1u << 3);
+    CHECK_INT(out.places[r->place_off].gpu_mem_mib, 10000);
+    /* 60000 MiB do not fit next to 40000 on GPU 3: a fresh GPU on big */
+    r = &out.res[2];
+    CHECK_INT(r->decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[r->place_off].node, 1);
+    CHECK(out.places[r->place_off].gpu_mask != (1u << 3));
+    q_state_free(st);
+    free(fx);
+}
+
+TEST(binpack_vs_spread_and_gang_nodes) {
+    for (int spread = 0; spread < 2; spread++) {
+        fixture *fx = mk();
+        fx->in.policy.placement = spread ? AIQ_PLACE_SPREAD : AIQ_PLACE_BINPACK;
+        node(fx, "empty", 8, 81920);
+        node(fx, "half", 8, 81920);
+        for (int g = 0; g < 4; g++) fx->nodes[1].gpu_mem_used[g] = 81920;
+        node(fx, "empty2", 8, 81920);
+        job(fx, "t/two", 1, 2, 0);
+        job(fx, "t/gang", 2, 4, 0);
+        q_state *st = q_state_create(NULL);
+        q_output out;
+        CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+        const struct q_result *r = &out.res[0];
+        CHECK_INT(r->decision, Q_DEC_ADMIT);
+        /* binpack fills the partly used node; spread the emptiest */
+        CHECK_INT(out.places[r->place_off].node, spread ? 0 : 1);
+        r = &out.res[1];
+        CHECK_INT(r->decision, Q_DEC_ADMIT);
+        CHECK_INT(r->nplace, 2);
+        int a = out.places[r->place_off].node, b = out.places[r->place_off + 1].node;
+        if (spread) CHECK(a != b);         /* one replica per node */
+        else CHECK(a == b && a != 1);      /* fewest nodes: both on one */
+        q_state_free(st);
+        free(fx);
+    }
+}
+
+TEST(bad_input_names_field_and_value) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    fx->nodes[0].ngpus = 20;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    aiq_err err;
+    aiq_err_clear(&err);
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, &err), AIQ_EINVAL);
+    CHECK_STR(err.message, "nodes[0].ngpus: must be 0..16, got 20");
+    CHECK_INT(out.njobs, 0);
+    fx->nodes[0].ngpus = 8;
+    fx->in.policy.nlevels = 0;
+    aiq_err_clear(&err);
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, &err), AIQ_EINVAL);
+    CHECK_STR(err.message, "policy.nlevels: must be 1..16, got 0");
+    fx->in.policy.nlevels = 3;
+    struct q_job *j = job(fx, "t/run", 1, 1, 0);
+    static const struct q_place bad = {5, 1, 0};
+    j->state = Q_JOB_RUNNING;
+    j->placement = &bad;
+    aiq_err_clear(&err);
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, &err), AIQ_EINVAL);
+    CHECK_STR(err.message, "jobs[0] (t/run): placement[0] node 5, GPU mask 0x1 out of range");
+    q_state_free(st);
+    free(fx);
+}
+
+TEST(rfc3339_and_names) {
+    char b[64];
+    q_rfc3339(1796083200.0, b, sizeof b);
+    CHECK_STR(b, "2026-12-01T00:00:00Z");
+    q_rfc3339(0, b, sizeof b);
+    CHECK_STR(b, "1970-01-01T00:00:00Z");
+    CHECK_STR(q_decision_name(Q_DEC_REJECT), "reject");
+    CHECK_STR(q_reason_name(Q_R_BLOCKED), "blocked");
+    q_state_free(NULL);
+}
+
+/* ---- incremental ------------------------------------------------------ */
+
+/* Orders of two outputs (job keys) are equal. */
+static int same_order(const struct q_input *in, const q_output *a, const q_output *b) {
+    if (a->norder != b->norder) return 0;
+    for (int k = 0; k < a->norder; k++)
+        if (strcmp(in->jobs[a->order[k]].key, in->jobs[b->order[k]].key)) return 0;
+    return 1;
+}
+
+static int counting_scorer(void *ctx, const double *f, double *s) {
+    (*(int *)ctx)++;
+    *s = f[Q_F_JOB_PRIORITY]; /* time-independent: cached == fresh */
+    return 0;
+}
+
+TEST(incremental_cycle_rescoring_only_changes) {
+    enum { NJ = 200 };
+    fixture *fx = mk();
+    static struct q_job jobs[NJ + 1];
+    static char keys[NJ + 1][16];
+    node(fx, "n", 8, 81920);
+    fx->in.jobs = jobs;
+    for (int i = 0; i < NJ; i++) {
+        snprintf(keys[i], sizeof keys[i], "t/j%03d", i);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = jobs[i].uid = keys[i];
+        jobs[i].user = jobs[i].group = -1;
+        jobs[i].replicas = 1;
+        jobs[i].gpus = 1 + i % 4;
+        jobs[i].priority = (i * 37) % 50;
+        jobs[i].queued = NOW - 1000 - i;
+    }
+    fx->in.njobs = NJ;
+    fx->in.policy.rescore_interval_s = 300;
+    int calls = 0;
+    q_scorer sc = {&calls, counting_scorer, t_level};
+    q_state *st = q_state_create(NULL);
+    q_state *fresh = q_state_create(NULL);
+    q_output out, ref;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, NJ);
+    /* Same input, 10 s later: nothing rescored, same order. */
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, 0);
+    /* One job changes priority, one is removed (swap with last), one new. */
+    jobs[17].priority = 49;
+    jobs[17].gen++;
+    jobs[5] = jobs[NJ - 1];
+    snprintf(keys[NJ], sizeof keys[NJ], "t/new");
+    memset(&jobs[NJ - 1], 0, sizeof jobs[NJ - 1]);
+    jobs[NJ - 1].key = jobs[NJ - 1].uid = keys[NJ];
+    jobs[NJ - 1].user = jobs[NJ - 1].group = -1;
+    jobs[NJ - 1].replicas = 1;
+    jobs[NJ - 1].gpus = 1;
+    jobs[NJ - 1].priority = 25;
+    jobs[NJ - 1].queued = NOW;
+    fx->in.now += 10;
+    calls = 0;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK(out.nscored <= 3 && out.nscored >= 2);
+    CHECK_INT(calls, out.nscored);
+    /* The merged order equals a from-scratch sort of the same scores. */
+    CHECK_INT(q_cycle_run(fresh, &fx->in, &sc, &ref, NULL), AIQ_OK);
+    CHECK(same_order(&fx->in, &out, &ref));
+    for (int i = 0; i < NJ; i++) CHECK_INT(out.res[i].decision, ref.res[i].decision);
+    /* After the interval everything is rescored. */
+    fx->in.now += 301;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, NJ);
+    /* A new input generation (policy change) rescores everything too. */
+    fx->in.gen++;
+    fx->in.now += 1;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, NJ);
+    CHECK(q_state_bytes(st) > 0 && q_state_peak_bytes(st) >= q_state_bytes(st));
+    q_state_free(st);
+    q_state_free(fresh);
+    free(fx);
+}
+
+static int failing_scorer(void *ctx, const double *f, double *s) {
+    (void)ctx;
+    (void)f;
+    *s = 1;
+    return -1;
+}
+
+TEST(scorer_failure_puts_job_last_with_flag) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    job(fx, "t/a", 1, 1, 0);
+    q_scorer sc = {NULL, failing_scorer, NULL};
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK(out.res[0].score_failed);
+    CHECK_DBL(out.res[0].score, 0, 0);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    q_state_free(st);
+    free(fx);
+}
