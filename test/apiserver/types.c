@@ -24,6 +24,25 @@ static const struct types_builtin types_builtins[] = {
     {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
      "CustomResourceDefinition", "customresourcedefinition", false, true,
      {"crd", "crds"}, {"api-extensions"}},
+    /* stored and served, no behaviour: lets `kubectl apply -k crds/` (RBAC,
+     * the operator's Deployment, ...) succeed against the local cluster */
+    {"", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", true, false, {"sa"}, {NULL}},
+    {"", "v1", "configmaps", "ConfigMap", "configmap", true, false, {"cm"}, {NULL}},
+    {"", "v1", "secrets", "Secret", "secret", true, false, {NULL}, {NULL}},
+    {"", "v1", "services", "Service", "service", true, true, {"svc"}, {"all"}},
+    {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", "persistentvolumeclaim",
+     true, true, {"pvc"}, {NULL}},
+    {"apps", "v1", "deployments", "Deployment", "deployment", true, true, {"deploy"}, {"all"}},
+    {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "clusterrole", false, false, {NULL}, {NULL}},
+    {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+     "clusterrolebinding", false, false, {NULL}, {NULL}},
+    {"rbac.authorization.k8s.io", "v1", "roles", "Role", "role", true, false, {NULL}, {NULL}},
+    {"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rolebinding", true, false, {NULL}, {NULL}},
+    {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+     "ValidatingAdmissionPolicy", "validatingadmissionpolicy", false, true, {NULL}, {NULL}},
+    {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+     "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybinding", false, false, {NULL}, {NULL}},
+    {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "priorityclass", false, false, {"pc"}, {NULL}},
 };
 
 static void types_free_one(struct apisrv__type *t) {
