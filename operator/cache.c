@@ -223,6 +223,10 @@ struct opcache_obj *opcache_at(opcache *c, size_t i) {
     return i < c->count ? c->ent[i] : NULL;
 }
 
+void opcache_touch(opcache *c, struct opcache_obj *o) {
+    o->epoch = c->epoch;
+}
+
 void opcache_relist_begin(opcache *c) {
     c->epoch++;
 }

@@ -65,6 +65,10 @@ int opcache_del(opcache *c, const char *key);
 size_t opcache_count(const opcache *c);
 struct opcache_obj *opcache_at(opcache *c, size_t i);
 
+/* Marks o as seen in the current relist without replacing it (an event
+ * older than what the cache holds still proves the object exists). */
+void opcache_touch(opcache *c, struct opcache_obj *o);
+
 /* Starts a relist: entries put from now on belong to the new list. */
 void opcache_relist_begin(opcache *c);
 

@@ -1,0 +1,612 @@
+/* cycle.c -- one queue cycle: level-triggered sync of every job, the
+ * queue input built from the caches and the store (nodes with the GPU
+ * memory held by admitted gangs, groups and users with quota, budget,
+ * decayed usage and fair share, pending and running jobs), q_cycle_run
+ * with the active policy, and the actions: admitted gangs get their
+ * placement recorded in status first and are then released; waiting jobs
+ * get level, position, score, terms, ETA and the reason; rejected ones
+ * are Rejected. Decisions that changed are journaled; one store commit
+ * per cycle. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operator/kube_status.h"
+#include "operator/server.h"
+
+/* A (group, user) -> index map for the cycle's users (open addressing). */
+struct cy_umap {
+    int32_t *slot;
+    size_t n;   /* power of two */
+};
+
+static uint64_t cy__hash2(int g, const char *u) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(g + 7);
+    for (; *u; u++) {
+        h ^= (unsigned char)*u;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Everything one cycle allocates. */
+struct cy {
+    struct q_node *nodes;
+    int nnodes;
+    struct q_group *groups;
+    int ngroups;
+    struct opcache_obj **gobj;
+    struct q_user *users;
+    int nusers, cusers;
+    struct cy_umap umap;
+    struct q_job *jobs;
+    struct opcache_obj **jobj;
+    int njobs;
+    struct q_place *places;
+    int nplaces;
+};
+
+static int cy__node_cmp(const void *a, const void *b) {
+    return strcmp(((const struct q_node *)a)->name, ((const struct q_node *)b)->name);
+}
+
+static int cy__node_index(const struct cy *c, const char *name) {
+    int lo = 0, hi = c->nnodes - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, r = strcmp(c->nodes[mid].name, name);
+        if (r == 0)
+            return mid;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+static int cy__group_index(const struct cy *c, const char *name) {
+    if (!name || !*name)
+        return -1;
+    for (int i = 0; i < c->ngroups; i++)
+        if (strcmp(c->groups[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Returns the user index of (group, name), adding it; -1 on ENOMEM. */
+static int cy__user(struct cy *c, int group, const char *name) {
+    if (!name)
+        name = "";
+    if ((size_t)(c->nusers + 1) * 2 > c->umap.n) {
+        size_t nn = c->umap.n ? c->umap.n * 2 : 256;
+        int32_t *ns = malloc(nn * sizeof *ns);
+        if (!ns)
+            return -1;
+        memset(ns, 0xff, nn * sizeof *ns);
+        for (int i = 0; i < c->nusers; i++) {
+            size_t k = (size_t)cy__hash2(c->users[i].group, c->users[i].name) & (nn - 1);
+            while (ns[k] >= 0)
+                k = (k + 1) & (nn - 1);
+            ns[k] = i;
+        }
+        free(c->umap.slot);
+        c->umap.slot = ns;
+        c->umap.n = nn;
+    }
+    size_t k = (size_t)cy__hash2(group, name) & (c->umap.n - 1);
+    while (c->umap.slot[k] >= 0) {
+        const struct q_user *u = &c->users[c->umap.slot[k]];
+        if (u->group == group && strcmp(u->name, name) == 0)
+            return c->umap.slot[k];
+        k = (k + 1) & (c->umap.n - 1);
+    }
+    if (c->nusers == c->cusers) {
+        int nc = c->cusers ? c->cusers * 2 : 64;
+        struct q_user *nu = realloc(c->users, (size_t)nc * sizeof *nu);
+        if (!nu)
+            return -1;
+        c->users = nu;
+        c->cusers = nc;
+    }
+    struct q_user *u = &c->users[c->nusers];
+    memset(u, 0, sizeof *u);
+    u->name = name;
+    u->group = group;
+    aiq_quota_unlimited(&u->quota);
+    u->budget_gpu_hours = -1;
+    u->fairshare = 1;
+    c->umap.slot[k] = c->nusers;
+    return c->nusers++;
+}
+
+static void cy__free(struct cy *c) {
+    free(c->nodes);
+    free(c->groups);
+    free(c->gobj);
+    free(c->users);
+    free(c->umap.slot);
+    free(c->jobs);
+    free(c->jobj);
+    free(c->places);
+}
+
+/* Usage callback: decayed GPU-hours per (user, group). */
+struct cy_usage_ctx {
+    struct cy *c;
+};
+
+static int cy__usage_cb(const char *user, const char *group, double h, void *ud) {
+    struct cy *c = ((struct cy_usage_ctx *)ud)->c;
+    int g = cy__group_index(c, group);
+    if (g < 0)
+        return 0;
+    c->groups[g].usage_gpu_hours += h;
+    for (int i = 0; i < c->nusers; i++)
+        if (c->users[i].group == g && strcmp(c->users[i].name, user) == 0)
+            c->users[i].usage_gpu_hours += h;
+    return 0;
+}
+
+/* Slurm-style classic fair share 2^(-U/S) with normalized usage and
+ * shares (shares: Group.spec.shares, else its GPU quota, else 1; users
+ * share their group's equally). */
+static void cy__fairshare(struct cy *c) {
+    double tot_u = 0, tot_s = 0;
+    double *gs = calloc((size_t)(c->ngroups ? c->ngroups : 1), sizeof *gs);
+    if (!gs)
+        return;
+    for (int g = 0; g < c->ngroups; g++) {
+        const struct aiq_group *ag = c->gobj[g]->parsed;
+        gs[g] = ag->spec.shares > 0 ? ag->spec.shares
+                : (ag->spec.quota.gpus > 0 ? (double)ag->spec.quota.gpus : 1);
+        tot_s += gs[g];
+        tot_u += c->groups[g].usage_gpu_hours;
+    }
+    for (int g = 0; g < c->ngroups; g++) {
+        double U = tot_u > 0 ? c->groups[g].usage_gpu_hours / tot_u : 0;
+        double S = tot_s > 0 ? gs[g] / tot_s : 1;
+        c->groups[g].fairshare = S > 0 ? pow(2, -U / S) : 0;
+    }
+    for (int i = 0; i < c->nusers; i++) {
+        struct q_user *u = &c->users[i];
+        if (u->group < 0) {
+            u->fairshare = 1;
+            continue;
+        }
+        int members = 0;
+        for (int k = 0; k < c->nusers; k++)
+            members += c->users[k].group == u->group;
+        double gu = c->groups[u->group].usage_gpu_hours;
+        double U = gu > 0 ? u->usage_gpu_hours / gu : 0;
+        double S = members > 0 ? 1.0 / members : 1;
+        u->fairshare = c->groups[u->group].fairshare * pow(2, -U / S);
+    }
+    free(gs);
+}
+
+/* The factor vector of a pending job for `explain` (the queue fills its
+ * own for scoring; this mirrors it from the same input). */
+static void cy__factors(const struct q_input *in, const struct cy *c, int j,
+                        double cl_free, double cl_total, double *f) {
+    const struct q_job *job = &in->jobs[j];
+    const struct q_user *u = job->user >= 0 ? &c->users[job->user] : NULL;
+    const struct q_group *g = job->group >= 0 ? &c->groups[job->group] : NULL;
+    int per = job->gpus > 0 ? job->gpus : 1;
+    memset(f, 0, sizeof(double) * FX_NFACTORS);
+    f[FX_F_USER_LEVEL] = u ? u->level : 0;
+    f[FX_F_GROUP_LEVEL] = g ? g->level : 0;
+    f[FX_F_JOB_PRIORITY] = job->priority;
+    f[FX_F_JOB_GPUS] = (double)job->replicas * job->gpus;
+    f[FX_F_JOB_GPU_MEMORY_GIB] = (double)job->replicas * per * (double)job->gpu_memory_mib / 1024.0;
+    f[FX_F_JOB_REPLICAS] = job->replicas;
+    f[FX_F_JOB_CPU] = (double)job->replicas * (double)job->cpu_milli / 1000.0;
+    f[FX_F_JOB_MEMORY_GIB] = (double)job->replicas * (double)job->memory_bytes / 1073741824.0;
+    f[FX_F_WAIT_HOURS] = job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
+    f[FX_F_RUNTIME_ESTIMATE_HOURS] = job->est_runtime_s / 3600.0;
+    f[FX_F_RUNTIME_PREDICTED_HOURS] = (job->pred_runtime_s > 0 ? job->pred_runtime_s : job->est_runtime_s) / 3600.0;
+    f[FX_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours;
+    f[FX_F_USAGE_USER_GPU_HOURS] = u ? u->usage_gpu_hours : 0;
+    f[FX_F_USAGE_GROUP_GPU_HOURS] = g ? g->usage_gpu_hours : 0;
+    f[FX_F_FAIRSHARE_USER] = u ? u->fairshare : 1;
+    f[FX_F_FAIRSHARE_GROUP] = g ? g->fairshare : 1;
+    f[FX_F_CLUSTER_FREE_GPUS] = cl_free;
+    f[FX_F_CLUSTER_TOTAL_GPUS] = cl_total;
+    f[FX_F_JOB_IS_GANG] = job->replicas > 1;
+    f[FX_F_JOB_ATTEMPTS] = job->attempts;
+    f[FX_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
+    f[FX_F_BUDGET_USER_LEFT] = (u && u->budget_gpu_hours >= 0) ? fmax(0, u->budget_gpu_hours - u->used_gpu_hours) : 1e9;
+    f[FX_F_BUDGET_GROUP_LEFT] = (g && g->budget_gpu_hours >= 0) ? fmax(0, g->budget_gpu_hours - g->used_gpu_hours) : 1e9;
+}
+
+/* CamelCase condition reason for a waiting or rejected job. */
+static const char *cy__reason(int r) {
+    switch (r) {
+    case Q_R_NONE: return "Admitted";
+    case Q_R_SUSPENDED: return "Suspended";
+    case Q_R_QUOTA: return "QuotaFull";
+    case Q_R_BUDGET: return "BudgetExhausted";
+    case Q_R_CAPACITY: return "WaitingForGPUs";
+    case Q_R_BLOCKED: return "BehindHigherPriority";
+    case Q_R_NO_NODE: return "NoMatchingNode";
+    case Q_R_NODE_TOO_SMALL: return "ReplicaTooBig";
+    case Q_R_GANG_TOO_BIG: return "GangTooBig";
+    case Q_R_OVER_QUOTA: return "OverQuota";
+    case Q_R_OVER_BUDGET: return "OverBudget";
+    case Q_R_INVALID: return "Invalid";
+    default: return "Waiting";
+    }
+}
+
+/* Builds nodes, groups and users. Returns 0 or -1 (ENOMEM). */
+static int cy__build_cluster(struct server *s, struct cy *c, double now) {
+    opcache *nc = s->cache[OPK_NODE], *gc = s->cache[OPK_GROUP], *uc = s->cache[OPK_USERQUOTA];
+    size_t nn = opcache_count(nc), ng = opcache_count(gc);
+    c->nodes = calloc(nn ? nn : 1, sizeof *c->nodes);
+    c->groups = calloc(ng ? ng : 1, sizeof *c->groups);
+    c->gobj = calloc(ng ? ng : 1, sizeof *c->gobj);
+    if (!c->nodes || !c->groups || !c->gobj)
+        return -1;
+    for (size_t i = 0; i < nn; i++)
+        if (node_to_q(opcache_at(nc, i)->raw, &c->nodes[c->nnodes]) == 0)
+            c->nnodes++;
+    qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy__node_cmp);
+    for (size_t i = 0; i < ng; i++) {
+        struct opcache_obj *o = opcache_at(gc, i);
+        if (!o->parse_ok || !o->parsed)
+            continue;
+        const struct aiq_group *g = o->parsed;
+        struct q_group *qg = &c->groups[c->ngroups];
+        qg->name = g->meta.name;
+        qg->level = g->spec.level;
+        qg->quota = g->spec.quota;
+        qg->budget_gpu_hours = g->spec.budget.gpu_hours;
+        if (g->spec.budget.gpu_hours >= 0) {
+            double w = g->spec.budget.window_s > 0 ? g->spec.budget.window_s : 2592000;
+            store_usage_window(s->db, NULL, g->meta.name, now - w, &qg->used_gpu_hours, NULL);
+            qg->window_end = now + w;
+        }
+        qg->fairshare = 1;
+        c->gobj[c->ngroups++] = o;
+    }
+    /* Members first (their levels), then accepted UserQuotas. */
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const struct aiq_group *g = c->gobj[gi]->parsed;
+        for (int m = 0; m < g->spec.nmembers; m++) {
+            int u = cy__user(c, gi, g->spec.members[m].user);
+            if (u < 0)
+                return -1;
+            c->users[u].level = g->spec.members[m].level;
+        }
+    }
+    for (size_t i = 0; i < opcache_count(uc); i++) {
+        struct opcache_obj *o = opcache_at(uc, i);
+        struct opext *x = o->ext;
+        if (!x || !x->accepted || !o->parse_ok)
+            continue;
+        const struct aiq_userquota *uq = o->parsed;
+        int gi = cy__group_index(c, x->group);
+        if (gi < 0)
+            continue;
+        int u = cy__user(c, gi, uq->spec.user);
+        if (u < 0)
+            return -1;
+        struct q_user *qu = &c->users[u];
+        qu->quota = uq->spec.quota;
+        qu->budget_gpu_hours = uq->spec.budget.gpu_hours;
+        if (uq->spec.budget.gpu_hours >= 0) {
+            double w = uq->spec.budget.window_s > 0 ? uq->spec.budget.window_s : 2592000;
+            store_usage_window(s->db, uq->spec.user, x->group, now - w, &qu->used_gpu_hours, NULL);
+            qu->window_end = now + w;
+        }
+    }
+    return 0;
+}
+
+/* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
+ * Running, with their placement). Returns 0 or -1. */
+static int cy__build_jobs(struct server *s, struct cy *c, double now) {
+    opcache *jc = s->cache[OPK_AIJOB];
+    size_t n = opcache_count(jc), np = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct opext *x = opcache_at(jc, i)->ext;
+        if (x && x->job && (x->job->st.phase == AIQ_PHASE_ADMITTED ||
+                            x->job->st.phase == AIQ_PHASE_RUNNING))
+            np += (size_t)x->job->st.nplacement;
+    }
+    c->jobs = calloc(n ? n : 1, sizeof *c->jobs);
+    c->jobj = calloc(n ? n : 1, sizeof *c->jobj);
+    c->places = calloc(np ? np : 1, sizeof *c->places);
+    if (!c->jobs || !c->jobj || !c->places)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        struct opcache_obj *o = opcache_at(jc, i);
+        struct opext *x = o->ext;
+        if (!x || !x->job || !o->parse_ok || !o->parsed)
+            continue;
+        struct opjob *js = x->job;
+        const struct aiq_aijob *j = o->parsed;
+        aiq_phase p = js->st.phase;
+        bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && js->backoff_until <= now &&
+                       !j->spec.suspend;
+        bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
+                       js->st.nplacement == j->spec.replicas;
+        if (!pending && !running)
+            continue;
+        struct q_job *qj = &c->jobs[c->njobs];
+        memset(qj, 0, sizeof *qj);
+        qj->key = o->key;
+        qj->uid = j->meta.uid;
+        qj->gen = o->changed * 8 + (uint64_t)p + (uint64_t)js->st.attempts * 1000003ULL;
+        qj->group = cy__group_index(c, js->st.group);
+        qj->user = cy__user(c, qj->group, j->spec.user);
+        if (qj->user < 0)
+            return -1;
+        qj->priority = j->spec.priority;
+        qj->replicas = j->spec.replicas;
+        qj->gpus = j->spec.resources.gpus;
+        qj->gpu_memory_mib = j->spec.resources.gpu_memory_mib;
+        qj->cpu_milli = j->spec.resources.cpu_milli;
+        qj->memory_bytes = j->spec.resources.memory_bytes;
+        qj->gpu_model = j->spec.resources.gpu_model;
+        qj->domain = j->spec.domain;
+        qj->created = j->meta.creation_time;
+        qj->queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
+        qj->est_runtime_s = j->spec.estimated_runtime_s;
+        qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
+        qj->attempts = js->st.attempts;
+        qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
+        if (running) {
+            struct q_place *pl = &c->places[c->nplaces];
+            bool ok = true;
+            for (int k = 0; k < js->st.nplacement; k++) {
+                int ni = cy__node_index(c, js->place[k].node);
+                if (ni < 0) {
+                    ok = false;
+                    break;
+                }
+                pl[k].node = ni;
+                pl[k].gpu_mask = 0;
+                for (int g = 0; g < js->place[k].ngpus; g++)
+                    if (js->place[k].gpus[g] >= 0 && js->place[k].gpus[g] < 32)
+                        pl[k].gpu_mask |= 1u << js->place[k].gpus[g];
+                pl[k].gpu_mem_mib = js->place[k].gpu_memory_mib;
+            }
+            if (!ok)
+                continue; /* its node is gone: it holds nothing we can see */
+            qj->placement = pl;
+            c->nplaces += js->st.nplacement;
+            double rt = j->spec.estimated_runtime_s;
+            qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
+            /* The gang's GPU memory, cpu and memory are in use on its nodes. */
+            for (int k = 0; k < js->st.nplacement; k++) {
+                struct q_node *qn = &c->nodes[pl[k].node];
+                for (int g = 0; g < qn->ngpus && g < 32; g++)
+                    if (pl[k].gpu_mask & (1u << g))
+                        qn->gpu_mem_used[g] += j->spec.resources.gpus > 0 ? qn->gpu_mem_total[g]
+                                                                        : pl[k].gpu_mem_mib;
+                qn->cpu_used += j->spec.resources.cpu_milli;
+                qn->mem_used += j->spec.resources.memory_bytes;
+            }
+        }
+        c->jobj[c->njobs++] = o;
+    }
+    return 0;
+}
+
+/* Converts the queue's placement of an admitted job into js->place. */
+static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *out,
+                          const struct q_result *r, const struct aiq_aijob *j) {
+    if (r->nplace <= 0 || r->nplace > js->place_cap)
+        return -1;
+    for (int k = 0; k < r->nplace; k++) {
+        const struct q_place *qp = &out->places[r->place_off + k];
+        struct opst_place *p = &js->place[k];
+        memset(p, 0, sizeof *p);
+        p->replica = k;
+        if (qp->node < 0 || qp->node >= c->nnodes)
+            return -1;
+        snprintf(p->node, sizeof p->node, "%s", c->nodes[qp->node].name);
+        for (int g = 0; g < 32 && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; g++)
+            if (qp->gpu_mask & (1u << g))
+                p->gpus[p->ngpus++] = g;
+        p->gpu_memory_mib = qp->gpu_mem_mib > 0 ? qp->gpu_mem_mib : j->spec.resources.gpu_memory_mib;
+    }
+    js->st.nplacement = r->nplace;
+    js->st.placement = js->place;
+    return 0;
+}
+
+/* Journals a decision when it differs from the job's last one. */
+static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
+                        double now, const char *action, const struct q_result *r,
+                        const char *reason, const char *msg) {
+    char sig[128];
+    snprintf(sig, sizeof sig, "%s|%d|%d|%s", action, (int)r->level, (int)r->pos, reason);
+    if (strcmp(sig, js->last_decision) == 0)
+        return;
+    snprintf(js->last_decision, sizeof js->last_decision, "%s", sig);
+    struct store_decision d = {s->ncycles, now, j->meta.uid, action, r->level, r->pos,
+                               r->score, NULL, reason, msg};
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (store_journal_decision(s->db, &d, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", j->meta.name, NULL,
+              "op=journal_decision msg=\"%s\"", e.message);
+}
+
+/* Runs one cycle; see server.h. */
+void cycle_run(struct server *s, double now) {
+    struct cy c;
+    q_output out;
+    aiq_err e;
+    double t0 = srv_now();
+    memset(&c, 0, sizeof c);
+    memset(&out, 0, sizeof out);
+    aiq_err_clear(&e);
+    s->ncycles++;
+
+    /* Level-triggered: bring every job up to date with its pods first. */
+    opcache *jc = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(jc); i++)
+        job_sync(s, opcache_at(jc, i), now);
+    quota_refresh(s, now);
+
+    if (cy__build_cluster(s, &c, now) != 0 || cy__build_jobs(s, &c, now) != 0) {
+        OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
+        goto out;
+    }
+    struct cy_usage_ctx uctx = {&c};
+    oppolicy *pol = srv__policy(s);
+    store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb, &uctx, NULL);
+    cy__fairshare(&c);
+
+    struct q_input in;
+    memset(&in, 0, sizeof in);
+    in.now = now;
+    in.nodes = c.nodes;
+    in.nnodes = c.nnodes;
+    in.groups = c.groups;
+    in.ngroups = c.ngroups;
+    in.users = c.users;
+    in.nusers = c.nusers;
+    in.jobs = c.jobs;
+    in.njobs = c.njobs;
+    oppolicy_qpolicy(pol, &in.policy);
+    in.gen = s->policy_gen;
+    q_scorer sc;
+    oppolicy_scorer(pol, &sc);
+    if (q_cycle_run(s->q, &in, &sc, &out, &e) != AIQ_OK) {
+        OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "field=%s msg=\"%s\"",
+              e.field, e.message);
+        goto out;
+    }
+
+    double cl_total = 0, cl_free = 0;
+    for (int i = 0; i < c.nnodes; i++) {
+        if (!c.nodes[i].schedulable)
+            continue;
+        cl_total += c.nodes[i].ngpus;
+        for (int g = 0; g < c.nodes[i].ngpus; g++)
+            cl_free += c.nodes[i].gpu_mem_used[g] == 0;
+    }
+
+    long pending_per_level[AIQ_MAX_LEVELS] = {0};
+    struct opcache_obj **admitted = calloc((size_t)(c.njobs ? c.njobs : 1), sizeof *admitted);
+    int nadm = 0;
+    if (!admitted)
+        goto out;
+    for (int i = 0; i < c.njobs; i++) {
+        if (c.jobs[i].state != Q_JOB_PENDING)
+            continue;
+        struct opcache_obj *o = c.jobj[i];
+        struct opjob *js = ((struct opext *)o->ext)->job;
+        const struct aiq_aijob *j = o->parsed;
+        const struct q_result *r = &out.res[i];
+        char msg[512];
+        q_message(&in, &out, i, msg, sizeof msg);
+        snprintf(js->st.level, sizeof js->st.level, "%s", oppolicy_level_name(pol, r->level));
+        js->st.has_score = true;
+        js->st.score = r->score;
+        double f[FX_NFACTORS];
+        cy__factors(&in, &c, i, cl_free, cl_total, f);
+        js->st.nterms = oppolicy_explain(pol, f, js->st.terms, OPST_MAX_TERMS);
+        if (r->decision == Q_DEC_ADMIT) {
+            if (cy__take_place(js, &c, &out, r, j) != 0) {
+                OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
+                      (int)r->nplace);
+                continue;
+            }
+            js->st.attempts++;
+            js->st.admitted_at = now;
+            js->st.position = 0;
+            js->st.estimated_start = 0;
+            js->released = false;
+            snprintf(msg, sizeof msg, "admitted: %d replica%s on %s%s (attempt %d)", r->nplace,
+                     r->nplace == 1 ? "" : "s", js->place[0].node,
+                     r->nplace > 1 ? " and others" : "", js->st.attempts);
+            js->st.phase = AIQ_PHASE_ADMITTED;
+            snprintf(js->st.reason, sizeof js->st.reason, "%s", r->backfilled ? "Backfilled" : "Admitted");
+            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+            opmetrics_admitted_add(s->metrics, 1);
+            opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
+            json_object *stj = NULL;
+            js->st.observed_generation = srv__generation(o->raw);
+            json_object_object_get_ex(o->raw, "status", &stj);
+            srv__want_status(s, o, opstatus_to_json(&js->st, stj, now));
+            admitted[nadm++] = o;
+            cy__journal(s, js, j, now, "admit", r, js->st.reason, msg);
+            OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),
+                  "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
+                  js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
+                  now - js->st.queued_at);
+        } else if (r->decision == Q_DEC_REJECT) {
+            js->st.phase = AIQ_PHASE_REJECTED;
+            js->st.position = 0;
+            snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
+            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+            srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
+            cy__journal(s, js, j, now, "reject", r, cy__reason(r->reason), msg);
+            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+                  "reason=%s msg=\"%s\"", cy__reason(r->reason), msg);
+        } else {
+            js->st.position = r->pos;
+            js->st.estimated_start = r->eta;
+            snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
+            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+            if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
+                pending_per_level[r->level]++;
+            cy__journal(s, js, j, now, "wait", r, cy__reason(r->reason), msg);
+        }
+    }
+    opmetrics_pending_reset(s->metrics);
+    for (int l = 0; l < oppolicy_nlevels(pol); l++)
+        opmetrics_pending_set(s->metrics, oppolicy_level_name(pol, l), pending_per_level[l]);
+
+    /* Record first, release second: the placement is in the AIJob status
+     * and in the store before any pod loses its gate, so a restart in
+     * between re-applies the same placement. */
+    if (nadm > 0) {
+        for (int k = 0; k < nadm; k++) {
+            struct opcache_obj *o = admitted[k];
+            struct opjob *js = ((struct opext *)o->ext)->job;
+            const struct aiq_aijob *j = o->parsed;
+            char *pj = NULL;
+            {
+                struct opstatus tmp;
+                memset(&tmp, 0, sizeof tmp);
+                tmp.placement = js->place;
+                tmp.nplacement = js->st.nplacement;
+                json_object *t = opstatus_to_json(&tmp, NULL, 0), *pl = NULL;
+                if (t && json_object_object_get_ex(t, "placement", &pl))
+                    pj = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
+                json_object_put(t);
+            }
+            store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, NULL);
+            store_job_mark(s->db, j->meta.uid, STORE_JOB_ADMITTED, now, NULL);
+            free(pj);
+        }
+        if (store_in_transaction(s->db))
+            store_commit(s->db, NULL);
+        store_begin(s->db, NULL);
+        for (int k = 0; k < nadm; k++) {
+            struct opcache_obj *o = admitted[k];
+            if (srv__write_status(s, OPK_AIJOB, o) != AIQ_OK)
+                continue; /* released by a later sync once recorded */
+            struct opjob *js = ((struct opext *)o->ext)->job;
+            int n = job_release(s, o);
+            srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
+            OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
+                  "pods=%d replicas=%d", n, js->st.nplacement);
+        }
+    }
+    free(admitted);
+
+out:;
+    double dt = srv_now() - t0;
+    opmetrics_observe_cycle(s->metrics, dt);
+    OPLOG(&s->log, OPLOG_DEBUG, "cycle", NULL, NULL,
+          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f",
+          (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000);
+    cy__free(&c);
+}

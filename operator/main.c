@@ -1,0 +1,156 @@
+/* main.c -- aiq-operator: parses flags, sets up the server and runs the
+ * loop (Redis main -> aeMain). One turn: wait for watch events (up to the
+ * next cron tick), apply them to the caches and reconcilers, run the cron
+ * (lease, queue cycle), then flush the turn's batched status writes and
+ * Events and commit the store once. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/units.h"
+#include "operator/server.h"
+
+/* The daemon's only global: its server state. */
+static struct server server;
+
+static void on_signal(int sig) {
+    (void)sig;
+    server.stop = 1;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aiq-operator [flags]\n"
+            "  --kubeconfig PATH      kubeconfig (default: in-cluster, else $KUBECONFIG, ~/.kube/config)\n"
+            "  --context NAME         kubeconfig context (default: current-context)\n"
+            "  --db PATH              SQLite store (default aiq.db)\n"
+            "  --metrics-addr H:P     /metrics, /healthz, /readyz (default 127.0.0.1:8080; port 0 = any; \"\" = off)\n"
+            "  --log-level LEVEL      debug, info, warn, error (default info)\n"
+            "  --cycle-ms N           queue cycle period in ms (default 1000; changes trigger one sooner)\n"
+            "  --start-timeout DUR    admitted pods must all run within this (default 5m)\n"
+            "  --backoff DUR          requeue backoff base, doubling per attempt, cap 5m (default 10s)\n"
+            "  --leader-elect         elect a leader with a Lease (only the leader acts)\n"
+            "  --namespace NS         namespace of the Lease (default default)\n"
+            "  --lease-name NAME      name of the Lease (default aiq-operator)\n"
+            "  --identity ID          holder identity (default host-pid)\n"
+            "  --journal-retention DUR  prune journal entries older than this (default: keep)\n");
+}
+
+/* Parses a duration flag or exits with a message naming it. */
+static double dur_flag(const char *name, const char *v) {
+    double secs = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (aiq_duration_parse(v, &secs, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-operator: --%s: %s\n", name, e.message);
+        exit(2);
+    }
+    return secs;
+}
+
+int main(int argc, char **argv) {
+    enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
+           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_HELP };
+    static const struct option opts[] = {
+        {"kubeconfig", required_argument, 0, F_KUBECONFIG},
+        {"context", required_argument, 0, F_CONTEXT},
+        {"db", required_argument, 0, F_DB},
+        {"metrics-addr", required_argument, 0, F_METRICS},
+        {"log-level", required_argument, 0, F_LOG},
+        {"cycle-ms", required_argument, 0, F_CYCLE},
+        {"start-timeout", required_argument, 0, F_START},
+        {"backoff", required_argument, 0, F_BACKOFF},
+        {"leader-elect", no_argument, 0, F_LEADER},
+        {"namespace", required_argument, 0, F_NS},
+        {"lease-name", required_argument, 0, F_LEASE},
+        {"identity", required_argument, 0, F_ID},
+        {"journal-retention", required_argument, 0, F_RETENTION},
+        {"help", no_argument, 0, F_HELP},
+        {0, 0, 0, 0}};
+    srv_init(&server);
+    struct srv_flags *fl = &server.flags;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case F_KUBECONFIG: fl->kubeconfig = optarg; break;
+        case F_CONTEXT: fl->context = optarg; break;
+        case F_DB: fl->db_path = optarg; break;
+        case F_METRICS: fl->metrics_addr = optarg; break;
+        case F_LOG:
+            if (oplog_parse_level(optarg, &fl->log_level) != 0) {
+                fprintf(stderr, "aiq-operator: --log-level: expected debug|info|warn|error, got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case F_CYCLE:
+            fl->cycle_ms = strtol(optarg, &end, 10);
+            if (!*optarg || *end || fl->cycle_ms < 10 || fl->cycle_ms > 3600000) {
+                fprintf(stderr, "aiq-operator: --cycle-ms: expected 10..3600000, got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case F_START: fl->start_timeout_s = dur_flag("start-timeout", optarg); break;
+        case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
+        case F_LEADER: fl->leader_elect = true; break;
+        case F_NS: fl->lease_ns = optarg; break;
+        case F_LEASE: fl->lease_name = optarg; break;
+        case F_ID: fl->identity = optarg; break;
+        case F_RETENTION: fl->journal_retention_s = dur_flag("journal-retention", optarg); break;
+        case F_HELP: usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "aiq-operator: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    aiq_err err;
+    aiq_err_clear(&err);
+    if (srv_start(&server, &err) != AIQ_OK) {
+        OPLOG(&server.log, OPLOG_ERROR, "start_failed", NULL, NULL, "rc=%s field=%s msg=\"%s\"",
+              aiq_strerror(err.code), err.field, err.message);
+        srv_deinit(&server);
+        return 1;
+    }
+
+    while (!server.stop) {
+        if (!store_in_transaction(server.db))
+            store_begin(server.db, NULL);
+        /* Wait for the first event at most until the next cron tick. */
+        long wait_ms = server.flags.cycle_ms < 200 ? server.flags.cycle_ms : 200;
+        struct kube_event *ev = NULL;
+        if (kube_evq_pop(server.evq, wait_ms, &ev) == AIQ_OK) {
+            srv_dispatch(&server, ev);
+            kube_event_free(ev);
+            /* Drain what is queued (bounded, so the cron still runs). */
+            for (int n = 0; n < 5000 && kube_evq_pop(server.evq, 0, &ev) == AIQ_OK; n++) {
+                srv_dispatch(&server, ev);
+                kube_event_free(ev);
+            }
+        }
+        srv_cron(&server, srv_now());
+        srv_flush(&server);
+        if (store_in_transaction(server.db)) {
+            aiq_err_clear(&err);
+            if (store_commit(server.db, &err) != AIQ_OK)
+                OPLOG(&server.log, OPLOG_ERROR, "store_commit_failed", NULL, NULL,
+                      "msg=\"%s\"", err.message);
+        }
+    }
+    OPLOG(&server.log, OPLOG_INFO, "stopping", NULL, NULL, "cycles=%lld",
+          (long long)server.ncycles);
+    srv_deinit(&server);
+    return 0;
+}

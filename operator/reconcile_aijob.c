@@ -1,0 +1,537 @@
+/* reconcile_aijob.c -- the AIJob reconciler and the level-triggered job
+ * sync: validation (Rejected with the field and value), group from the
+ * namespace, gated pods, suspend/resume, Running/Succeeded tracking from
+ * the pods, gang teardown with requeue backoff or Failed by backoffLimit,
+ * release of an admitted gang, and the history kept in SQLite when the
+ * AIJob is deleted. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operator/kube_status.h"
+#include "operator/pods.h"
+#include "operator/release.h"
+#include "operator/server.h"
+
+/* What the pods of a gang are doing. */
+struct gang {
+    int n;                 /* replicas */
+    int exist, running, succeeded, failed, gated;
+    char failed_pod[AIQ_MAX_NAME + 1];
+};
+
+static double job__now(void) {
+    return srv_now();
+}
+
+/* The job's state, created on first use; NULL on ENOMEM. */
+static struct opjob *job__state(struct opcache_obj *o) {
+    struct opext *x = srv__ext(o);
+    if (!x)
+        return NULL;
+    if (!x->job)
+        x->job = calloc(1, sizeof *x->job);
+    return x->job;
+}
+
+/* Makes room for n placement entries. */
+static int job__place_alloc(struct opjob *js, int n) {
+    if (n < 1)
+        n = 1;
+    struct opst_place *p = realloc(js->place, (size_t)n * sizeof *p);
+    if (!p)
+        return -1;
+    js->place = p;
+    js->place_cap = n;
+    js->st.placement = p;
+    return 0;
+}
+
+static void job__pod_key(char *buf, size_t cap, const char *ns, const char *job,
+                         int i) {
+    char name[AIQ_MAX_NAME + 1];
+    if (pods_name(name, sizeof name, job, i) != 0)
+        name[0] = '\0';
+    snprintf(buf, cap, "%s/%s", ns, name);
+}
+
+static void job__gang(struct server *s, const struct aiq_aijob *j,
+                      struct gang *g) {
+    char key[OPCACHE_KEY_MAX];
+    memset(g, 0, sizeof *g);
+    g->n = j->spec.replicas;
+    for (int i = 0; i < g->n; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        if (!p)
+            continue;
+        g->exist++;
+        if (pods_is_gated(p->raw))
+            g->gated++;
+        const char *ph = kube_json_str(p->raw, "status.phase");
+        if (!ph)
+            continue;
+        if (strcmp(ph, "Running") == 0) {
+            g->running++;
+        } else if (strcmp(ph, "Succeeded") == 0) {
+            g->succeeded++;
+        } else if (strcmp(ph, "Failed") == 0) {
+            g->failed++;
+            snprintf(g->failed_pod, sizeof g->failed_pod, "%s", srv__name(p->raw));
+        }
+    }
+}
+
+/* Publishes js->st as the AIJob's desired status. */
+static void job__publish(struct server *s, struct opcache_obj *o,
+                         struct opjob *js, double now) {
+    json_object *live = NULL;
+    js->st.observed_generation = srv__generation(o->raw);
+    json_object_object_get_ex(o->raw, "status", &live);
+    srv__want_status(s, o, opstatus_to_json(&js->st, live, now));
+}
+
+/* Emits an Event once per distinct reason in a row. */
+static void job__event(struct server *s, struct opcache_obj *o, struct opjob *js,
+                       const char *type, const char *reason, const char *msg) {
+    if (strcmp(js->last_event, reason) == 0)
+        return;
+    snprintf(js->last_event, sizeof js->last_event, "%s", reason);
+    srv__event(s, OPK_AIJOB, o->raw, type, reason, msg);
+}
+
+/* Sets phase, reason and message together. */
+static void job__phase(struct opjob *js, aiq_phase p, const char *reason,
+                       const char *msg) {
+    js->st.phase = p;
+    snprintf(js->st.reason, sizeof js->st.reason, "%s", reason ? reason : "");
+    snprintf(js->st.message, sizeof js->st.message, "%s", msg ? msg : "");
+}
+
+/* Placement as JSON text for the store (caller frees), or NULL. */
+static char *job__place_json(const struct opjob *js) {
+    struct opstatus tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.placement = js->place;
+    tmp.nplacement = js->st.nplacement;
+    json_object *st = opstatus_to_json(&tmp, NULL, 0), *pl = NULL;
+    char *out = NULL;
+    if (st && json_object_object_get_ex(st, "placement", &pl))
+        out = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
+    json_object_put(st);
+    return out;
+}
+
+/* Deletes every pod of the gang (missing ones are fine). */
+static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
+                             int n) {
+    char key[OPCACHE_KEY_MAX], path[1024];
+    for (int i = 0; i < n; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        if (!p)
+            continue;
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (kube_json_str(p->raw, "metadata.deletionTimestamp"))
+            continue;
+        if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+            continue;
+        aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
+        if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
+            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", key, NULL,
+                  "rc=%s http=%d msg=\"%s\"", aiq_strerror(rc), e.http_status, e.message);
+        else
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", key, srv__rv(p->raw),
+                  "job=%s", j->meta.name);
+    }
+}
+
+/* Creates the missing gated pods. Returns how many are still missing. */
+static int job__create_pods(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j) {
+    char key[OPCACHE_KEY_MAX], path[1024];
+    json_object *ann = NULL, *meta = NULL;
+    int missing = 0;
+    if (json_object_object_get_ex(o->raw, "metadata", &meta))
+        json_object_object_get_ex(meta, "annotations", &ann);
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (kube_path(path, sizeof path, "", "v1", j->meta.namespace_, "pods", NULL,
+                  NULL, &e) != AIQ_OK)
+        return j->spec.replicas;
+    for (int i = 0; i < j->spec.replicas; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        if (opcache_get(s->cache[OPK_POD], key))
+            continue;
+        aiq_err_clear(&e);
+        json_object *pod = pods_build(j, ann, i, &e), *out = NULL;
+        if (!pod) {
+            OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(o->raw),
+                  "replica=%d msg=\"%s\"", i, e.message);
+            missing++;
+            continue;
+        }
+        aiq_rc rc = kube_create(s->kc, path, pod, &out, &e);
+        json_object_put(pod);
+        if (rc == AIQ_OK) {
+            OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(out), "job=%s gated=1",
+                  j->meta.name);
+            opcache_put(s->cache[OPK_POD], out, NULL); /* seen before its event */
+        } else if (rc == AIQ_EEXIST) {
+            /* A previous run created it: the deterministic name makes the
+             * create idempotent. The watch brings it into the cache. */
+            OPLOG(&s->log, OPLOG_DEBUG, "pod_exists", key, NULL, "job=%s", j->meta.name);
+        } else {
+            OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
+                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(rc),
+                  e.http_status, e.reason, e.message);
+            missing++;
+        }
+    }
+    return missing;
+}
+
+/* GPUs the whole gang holds. */
+static int64_t job__total_gpus(const struct aiq_aijob *j) {
+    return (int64_t)j->spec.replicas * j->spec.resources.gpus;
+}
+
+/* Ends the current attempt in the store (idempotent per attempt). */
+static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
+                                struct opjob *js, double now, const char *outcome) {
+    if (js->st.attempts <= 0 || !js->st.admitted_at)
+        return;
+    double ran = js->st.started_at > 0 ? now - js->st.started_at : 0;
+    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(j) : 0;
+    bool counted = false;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (store_attempt_finish(s->db, j->meta.uid, js->st.attempts, now, gpu_s,
+                             outcome, &counted, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", j->meta.name, NULL,
+              "op=attempt_finish msg=\"%s\"", e.message);
+    if (counted) {
+        js->attained_gpu_s += gpu_s;
+        char payload[256];
+        snprintf(payload, sizeof payload,
+                 "{\"uid\":\"%s\",\"attempt\":%d,\"outcome\":\"%s\",\"runtime_s\":%.3f,"
+                 "\"gpu_seconds\":%.3f}",
+                 j->meta.uid, js->st.attempts, outcome, ran, gpu_s);
+        char key[OPCACHE_KEY_MAX];
+        snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, j->meta.name);
+        store_journal_event(s->db, now, STORE_EV_JOB_DEPARTURE, key, payload, NULL);
+        opmetrics_finished_inc(s->metrics, outcome);
+    }
+}
+
+/* Brings the gang down: deletes its pods, counts the attempt and decides
+ * what follows (requeue with backoff, Failed, or Suspended). */
+static void job__teardown(struct server *s, struct opcache_obj *o,
+                          const struct aiq_aijob *j, struct opjob *js,
+                          double now, const char *reason, const char *why,
+                          bool suspend) {
+    char msg[512];
+    job__finish_attempt(s, j, js, now, suspend ? "Suspended" : "Failed");
+    js->teardown = true;
+    js->released = false;
+    js->st.nplacement = 0;
+    js->st.admitted_at = 0;
+    js->st.started_at = 0;
+    js->st.estimated_start = 0;
+    if (suspend) {
+        js->teardown_to = AIQ_PHASE_SUSPENDED;
+        job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
+                   "spec.suspend is true: pods deleted, the job waits to be resumed");
+    } else if (js->st.attempts > j->spec.backoff_limit) {
+        js->teardown_to = AIQ_PHASE_FAILED;
+        js->st.finished_at = now;
+        snprintf(msg, sizeof msg, "%s; attempt %d of %d, backoffLimit %d reached",
+                 why, js->st.attempts, j->spec.backoff_limit + 1, j->spec.backoff_limit);
+        job__phase(js, AIQ_PHASE_FAILED, reason, msg);
+        store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
+    } else {
+        double back = s->flags.backoff_base_s * pow(2, js->st.attempts - 1);
+        if (back > 300)
+            back = 300;
+        js->backoff_until = now + back;
+        js->teardown_to = AIQ_PHASE_QUEUED;
+        js->st.queued_at = now;
+        snprintf(msg, sizeof msg, "%s; requeued after attempt %d of %d (backoff %.0fs)",
+                 why, js->st.attempts, j->spec.backoff_limit + 1, back);
+        job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
+    }
+    OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
+          "reason=%s attempts=%d next=%s msg=\"%s\"", reason, js->st.attempts,
+          aiq_phase_name(js->teardown_to), js->st.message);
+    job__event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
+    job__delete_pods(s, j, j->spec.replicas);
+}
+
+/* Releases an admitted job; see server.h. */
+int job_release(struct server *s, struct opcache_obj *o) {
+    struct opjob *js = job__state(o);
+    const struct aiq_aijob *j = o->parsed;
+    char key[OPCACHE_KEY_MAX], path[1024];
+    int patched = 0, errors = 0;
+    if (!js || !j || !o->parse_ok || js->st.nplacement <= 0)
+        return -1;
+    for (int k = 0; k < js->st.nplacement; k++) {
+        const struct opst_place *pl = &js->place[k];
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        if (!p) {
+            errors++;
+            continue;
+        }
+        if (!pods_is_gated(p->raw))
+            continue; /* released before (idempotent) */
+        aiq_err e;
+        aiq_err_clear(&e);
+        json_object *patch = release_pod_patch(p->raw, pl, &e), *out = NULL;
+        aiq_rc rc = patch ? srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e)
+                          : AIQ_ENOMEM;
+        if (rc == AIQ_OK)
+            rc = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, &out, &e);
+        json_object_put(patch);
+        if (rc == AIQ_OK) {
+            patched++;
+            OPLOG(&s->log, OPLOG_INFO, "pod_released", key, srv__rv(out),
+                  "node=%s gpus=%d", pl->node, pl->ngpus);
+            opcache_put(s->cache[OPK_POD], out, NULL);
+        } else {
+            errors++;
+            json_object_put(out);
+            OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", key, NULL,
+                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(rc),
+                  e.http_status, e.reason, e.message);
+        }
+    }
+    if (errors == 0)
+        js->released = true;
+    return errors ? -1 : patched;
+}
+
+/* Recovers our state from the live status (first sight after a start). */
+static void job__load(struct server *s, struct opcache_obj *o,
+                      const struct aiq_aijob *j, struct opjob *js) {
+    json_object *live = NULL, *pl = NULL;
+    int n = j->spec.replicas;
+    json_object_object_get_ex(o->raw, "status", &live);
+    if (live && json_object_object_get_ex(live, "placement", &pl) &&
+        json_object_is_type(pl, json_type_array) &&
+        (int)json_object_array_length(pl) > n)
+        n = (int)json_object_array_length(pl);
+    if (n > AIQ_MAX_REPLICAS)
+        n = AIQ_MAX_REPLICAS;
+    if (job__place_alloc(js, n) != 0)
+        return;
+    opstatus_from_json(live, &js->st, js->place, n);
+    js->st.placement = js->place;
+    if (live) {
+        /* Keep what the last run showed until the next cycle recomputes. */
+        const char *lv = kube_json_str(live, "level");
+        const char *msg = kube_json_str(live, "message");
+        if (lv)
+            snprintf(js->st.level, sizeof js->st.level, "%s", lv);
+        if (msg)
+            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+    }
+    if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
+        js->st.attempts > 0) {
+        /* Re-record the attempt (a no-op when the store has it). */
+        char *pj = job__place_json(js);
+        store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
+                            js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL);
+        free(pj);
+    }
+    js->loaded = true;
+    OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
+          "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
+          js->st.attempts, js->st.nplacement);
+}
+
+/* Records the job and its arrival once. */
+static void job__record(struct server *s, struct opcache_obj *o,
+                        const struct aiq_aijob *j, struct opjob *js, double now) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    int64_t gen = srv__generation(o->raw);
+    if (js->recorded_gen == gen && js->journaled)
+        return;
+    if (store_upsert_job(s->db, j, js->st.group[0] ? js->st.group : NULL, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=upsert_job msg=\"%s\"",
+              e.message);
+    js->recorded_gen = gen;
+    if (js->journaled)
+        return;
+    struct store_job sj;
+    if (store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK)
+        js->attained_gpu_s = sj.gpu_seconds;
+    json_object *spec = NULL;
+    json_object_object_get_ex(o->raw, "spec", &spec);
+    const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN)
+                           : NULL;
+    char payload[STORE_MAX_JSON];
+    snprintf(payload, sizeof payload, "{\"uid\":\"%s\",\"group\":\"%s\",\"spec\":%s}",
+             j->meta.uid, js->st.group, (txt && strlen(txt) < STORE_MAX_JSON - 600) ? txt : "null");
+    store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL);
+    js->journaled = true;
+}
+
+/* Syncs one AIJob; see server.h. */
+void job_sync(struct server *s, struct opcache_obj *o, double now) {
+    struct opjob *js = job__state(o);
+    struct gang g;
+    char msg[512];
+    if (!js || !s->leading)
+        return;
+    if (!o->parse_ok || !o->parsed) {
+        /* Invalid: Rejected with the field and the value. */
+        if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
+            memset(&js->st, 0, sizeof js->st);
+            js->loaded = true;
+            job__phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
+            job__event(s, o, js, "Warning", "Rejected", o->perr.message);
+            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+                  "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
+        }
+        job__publish(s, o, js, now);
+        return;
+    }
+    const struct aiq_aijob *j = o->parsed;
+    if (!js->loaded)
+        job__load(s, o, j, js);
+    if (!js->loaded)
+        return;
+    if (js->place_cap < j->spec.replicas && job__place_alloc(js, j->spec.replicas) != 0)
+        return;
+    const struct aiq_group *grp = srv__group_for_ns(s, j->meta.namespace_);
+    snprintf(js->st.group, sizeof js->st.group, "%s", grp ? grp->meta.name : "");
+    js->st.total_gpus = job__total_gpus(j);
+    js->st.predicted_runtime_s = j->spec.estimated_runtime_s;
+    if (js->st.phase == AIQ_PHASE_NONE)
+        job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
+    job__record(s, o, j, js, now);
+
+    job__gang(s, j, &g);
+    if (js->teardown) {
+        if (g.exist > 0) {
+            job__delete_pods(s, j, j->spec.replicas);
+            job__publish(s, o, js, now);
+            return;
+        }
+        js->teardown = false;
+        js->st.phase = js->teardown_to;
+    }
+    switch (js->st.phase) {
+    case AIQ_PHASE_SUCCEEDED:
+    case AIQ_PHASE_FAILED:
+    case AIQ_PHASE_REJECTED:
+        job__publish(s, o, js, now);
+        return;
+    default:
+        break;
+    }
+
+    /* Suspend / resume. */
+    if (j->spec.suspend) {
+        if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {
+            job__teardown(s, o, j, js, now, "Suspended", "suspended", true);
+        } else if (js->st.phase != AIQ_PHASE_SUSPENDED) {
+            js->st.position = 0;
+            js->st.estimated_start = 0;
+            job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
+                       "spec.suspend is true: the job holds its place out of the queue");
+            job__event(s, o, js, "Normal", "Suspended", js->st.message);
+        }
+        job__publish(s, o, js, now);
+        return;
+    }
+    if (js->st.phase == AIQ_PHASE_SUSPENDED) {
+        js->st.queued_at = now;
+        job__phase(js, AIQ_PHASE_QUEUED, "Resumed", "resumed: waiting for the next cycle");
+        job__event(s, o, js, "Normal", "Resumed", js->st.message);
+    }
+
+    switch (js->st.phase) {
+    case AIQ_PHASE_PENDING:
+    case AIQ_PHASE_QUEUED:
+        if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING) {
+            js->st.queued_at = now;
+            job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+            store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+            job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
+        }
+        break;
+    case AIQ_PHASE_ADMITTED:
+        if (g.failed > 0) {
+            snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
+            job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+        } else if (g.exist < g.n) {
+            snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
+            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        } else if (g.running + g.succeeded == g.n) {
+            js->st.started_at = now;
+            job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
+            snprintf(js->st.message, sizeof js->st.message, "all %d replicas running", g.n);
+            store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL);
+            store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL);
+            job__event(s, o, js, "Normal", "Running", js->st.message);
+        } else if (js->st.admitted_at > 0 &&
+                   now - js->st.admitted_at > s->flags.start_timeout_s) {
+            snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
+                     g.running, g.n, now - js->st.admitted_at);
+            job__teardown(s, o, j, js, now, "StartTimeout", msg, false);
+        } else if (g.gated > 0 && !((struct opext *)o->ext)->dirty) {
+            /* A restart mid-release, or a failed patch: finish it with the
+             * placement the status recorded. */
+            job_release(s, o);
+        }
+        break;
+    case AIQ_PHASE_RUNNING:
+        if (g.failed > 0) {
+            snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
+            job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+        } else if (g.exist < g.n) {
+            snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
+            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        } else if (g.succeeded == g.n) {
+            js->st.finished_at = now;
+            snprintf(msg, sizeof msg, "all %d replicas succeeded", g.n);
+            job__finish_attempt(s, j, js, now, "Succeeded");
+            job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
+            js->st.position = 0;
+            store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
+            job__event(s, o, js, "Normal", "Succeeded", msg);
+        }
+        break;
+    default:
+        break;
+    }
+    job__publish(s, o, js, now);
+}
+
+/* The AIJob reconciler: sync on change; on deletion, remove the pods and
+ * keep the history. */
+void reconcile_aijob(struct server *s, enum kube_event_type t,
+                     struct opcache_obj *o, json_object *obj) {
+    double now = job__now();
+    if (t != KUBE_EV_DELETED) {
+        job_sync(s, o, now);
+        return;
+    }
+    if (!o || !s->leading)
+        return;
+    struct opext *x = o->ext;
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    OPLOG(&s->log, OPLOG_INFO, "job_deleted", o->key, srv__rv(obj), "uid=%s",
+          srv__uid(obj));
+    if (!j)
+        return;
+    if (x && x->job)
+        job__finish_attempt(s, j, x->job, now, "Deleted");
+    store_job_mark(s->db, j->meta.uid, STORE_JOB_DELETED, now, NULL);
+    job__delete_pods(s, j, j->spec.replicas);
+}

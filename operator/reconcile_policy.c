@@ -1,0 +1,133 @@
+/* reconcile_policy.c -- the QueuePolicy reconciler: compile on change,
+ * report the result in status (compiled, or the error with line:column),
+ * keep the last good compile when an edit breaks a policy (a broken policy
+ * never replaces the running one), and pick the active policy: exactly one
+ * with spec.active; with several, the conflict is reported in every
+ * status and the running policy stays. */
+#include <stdio.h>
+#include <string.h>
+
+#include "operator/server.h"
+
+/* Builds a policy's status. */
+static json_object *pol__status(struct opcache_obj *o, const char *phase,
+                                bool compiled, bool active, const char *msg,
+                                int line, int col) {
+    json_object *st = json_object_new_object();
+    if (!st)
+        return NULL;
+    json_object_object_add(st, "phase", json_object_new_string(phase));
+    json_object_object_add(st, "compiled", json_object_new_boolean(compiled));
+    json_object_object_add(st, "active", json_object_new_boolean(active));
+    if (msg && *msg)
+        json_object_object_add(st, "message", json_object_new_string(msg));
+    if (line > 0) {
+        json_object_object_add(st, "errorLine", json_object_new_int(line));
+        json_object_object_add(st, "errorColumn", json_object_new_int(col));
+    }
+    json_object_object_add(st, "observedGeneration",
+                           json_object_new_int64(srv__generation(o->raw)));
+    return st;
+}
+
+/* Compiles o when its spec changed since the last compile. */
+static void pol__compile(struct server *s, struct opcache_obj *o) {
+    struct opext *x = srv__ext(o);
+    if (!x || !o->parse_ok)
+        return;
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *p = oppolicy_compile(o->parsed, &e);
+    if (!p) {
+        /* o->perr carries the error; the last good compile stays. */
+        o->parse_ok = false;
+        o->perr = e;
+        OPLOG(&s->log, OPLOG_WARN, "policy_compile_failed", o->key, srv__rv(o->raw),
+              "field=%s line=%d col=%d msg=\"%s\"", e.field, e.line, e.col, e.message);
+        return;
+    }
+    oppolicy_free(x->compiled);
+    x->compiled = p;
+    s->policy_gen++;
+    OPLOG(&s->log, OPLOG_INFO, "policy_compiled", o->key, srv__rv(o->raw),
+          "levels=%d", oppolicy_nlevels(p));
+}
+
+/* Picks the active policy and writes every policy's status. */
+static void pol__select(struct server *s, const char *exclude) {
+    opcache *c = s->cache[OPK_POLICY];
+    char names[512] = "";
+    int nactive = 0;
+    const char *only = NULL;
+    for (size_t i = 0; i < opcache_count(c); i++) {
+        struct opcache_obj *o = opcache_at(c, i);
+        const struct aiq_policy *p = o->parsed;
+        if (exclude && strcmp(o->key, exclude) == 0)
+            continue;
+        /* A broken edit keeps the policy's active flag from the raw spec. */
+        json_object *spec = NULL, *a = NULL;
+        bool active = (o->parse_ok && p) ? p->spec.active
+                      : (json_object_object_get_ex(o->raw, "spec", &spec) &&
+                         json_object_object_get_ex(spec, "active", &a) &&
+                         json_object_get_boolean(a));
+        if (!active)
+            continue;
+        nactive++;
+        only = o->key;
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", o->key);
+    }
+    char prev[sizeof s->active_policy];
+    snprintf(prev, sizeof prev, "%s", s->active_policy);
+    if (nactive == 1) {
+        struct opcache_obj *o = opcache_get(c, only);
+        struct opext *x = o ? o->ext : NULL;
+        if (x && x->compiled)
+            snprintf(s->active_policy, sizeof s->active_policy, "%.253s", only);
+    } else if (nactive == 0) {
+        s->active_policy[0] = '\0';
+    } /* several: keep what runs */
+    if (strcmp(prev, s->active_policy) != 0) {
+        s->policy_gen++;
+        char payload[600];
+        snprintf(payload, sizeof payload, "{\"active\":\"%s\"}", s->active_policy);
+        store_journal_event(s->db, srv_now(), STORE_EV_POLICY,
+                            s->active_policy[0] ? s->active_policy : "default", payload, NULL);
+        OPLOG(&s->log, OPLOG_INFO, "policy_active", s->active_policy[0] ? s->active_policy : "default",
+              NULL, "previous=%s", prev[0] ? prev : "default");
+    }
+    for (size_t i = 0; i < opcache_count(c); i++) {
+        struct opcache_obj *o = opcache_at(c, i);
+        struct opext *x = srv__ext(o);
+        if (!x)
+            continue;
+        if (exclude && strcmp(o->key, exclude) == 0)
+            continue;
+        bool running = strcmp(o->key, s->active_policy) == 0;
+        char msg[1200];
+        json_object *st;
+        if (!o->parse_ok) {
+            snprintf(msg, sizeof msg, "%s%s", o->perr.message,
+                     x->compiled ? " (the previous version stays in use)" : "");
+            st = pol__status(o, "Error", false, running, msg, o->perr.line, o->perr.col);
+        } else if (nactive > 1) {
+            snprintf(msg, sizeof msg, "conflict: %d policies are active (%s); %s stays in use",
+                     nactive, names, s->active_policy[0] ? s->active_policy : "the built-in default");
+            st = pol__status(o, "Conflict", true, running, msg, 0, 0);
+        } else {
+            st = pol__status(o, running ? "Active" : "Inactive", true, running,
+                             running ? "compiled; in use" : "compiled", 0, 0);
+        }
+        srv__want_status(s, o, st);
+    }
+}
+
+void reconcile_policy(struct server *s, enum kube_event_type t,
+                      struct opcache_obj *o, json_object *obj) {
+    (void)obj;
+    if (t != KUBE_EV_DELETED && o)
+        pol__compile(s, o);
+    /* A deleted policy (removed from the cache right after this call) no
+     * longer counts; if it was running, another or the default takes over. */
+    pol__select(s, (t == KUBE_EV_DELETED && o) ? o->key : NULL);
+}

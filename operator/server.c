@@ -1,0 +1,534 @@
+/* server.c -- the daemon's setup and teardown, event dispatch into the
+ * caches and reconcilers, the cron, and the once-per-turn flush of status
+ * patches and Events (see server.h). */
+#include "operator/server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "operator/kube_status.h"
+#include "operator/kubeconfig.h"
+#include "operator/manifest.h"
+
+/* The reconciler table, indexed by opkind. */
+const struct reconciler srv_reconcilers[OPK__N] = {
+    [OPK_AIJOB] = {OPK_AIJOB, "aijobs", AIQ_GROUP, AIQ_VERSION, "AIJob", true,
+                   reconcile_aijob},
+    [OPK_POLICY] = {OPK_POLICY, "queuepolicies", AIQ_GROUP, AIQ_VERSION,
+                    "QueuePolicy", false, reconcile_policy},
+    [OPK_GROUP] = {OPK_GROUP, "groups", AIQ_GROUP, AIQ_VERSION, "Group", false,
+                   reconcile_group},
+    [OPK_USERQUOTA] = {OPK_USERQUOTA, "userquotas", AIQ_GROUP, AIQ_VERSION,
+                       "UserQuota", true, reconcile_userquota},
+    [OPK_NODE] = {OPK_NODE, "nodes", "", "v1", "Node", false, reconcile_node},
+    [OPK_POD] = {OPK_POD, "pods", "", "v1", "Pod", true, reconcile_pod},
+};
+
+double srv_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- parsed structs per kind ---------------------------------------------- */
+
+static void srv__free_job(void *p) {
+    aiq_aijob_deinit(p);
+    free(p);
+}
+static void srv__free_policy(void *p) {
+    aiq_policy_deinit(p);
+    free(p);
+}
+static void srv__free_group(void *p) {
+    aiq_group_deinit(p);
+    free(p);
+}
+static void srv__free_uq(void *p) {
+    aiq_userquota_deinit(p);
+    free(p);
+}
+
+static void srv__free_ext(void *p) {
+    struct opext *x = p;
+    if (!x)
+        return;
+    json_object_put(x->want_status);
+    if (x->job) {
+        free(x->job->place);
+        free(x->job);
+    }
+    oppolicy_free(x->compiled);
+    free(x);
+}
+
+/* Parses o->raw into its kind's struct; sets parse_ok / perr. */
+static void srv__parse(opkind k, struct opcache_obj *o) {
+    size_t sz = 0;
+    switch (k) {
+    case OPK_AIJOB: sz = sizeof(struct aiq_aijob); break;
+    case OPK_POLICY: sz = sizeof(struct aiq_policy); break;
+    case OPK_GROUP: sz = sizeof(struct aiq_group); break;
+    case OPK_USERQUOTA: sz = sizeof(struct aiq_userquota); break;
+    default: o->parse_ok = true; return;
+    }
+    void *p = calloc(1, sz);
+    aiq_err_clear(&o->perr);
+    if (!p) {
+        aiq_err_set(&o->perr, AIQ_ENOMEM, "out of memory");
+        o->parse_ok = false;
+        return;
+    }
+    aiq_rc rc = AIQ_OK;
+    switch (k) {
+    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &o->perr); break;
+    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &o->perr); break;
+    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &o->perr); break;
+    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &o->perr); break;
+    default: break;
+    }
+    /* The struct is zeroed on error, so parsed is always safe to free. */
+    o->parsed = p;
+    o->parse_ok = rc == AIQ_OK;
+}
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+const char *srv__name(json_object *obj) {
+    const char *v = kube_json_str(obj, "metadata.name");
+    return v ? v : "";
+}
+const char *srv__ns(json_object *obj) {
+    const char *v = kube_json_str(obj, "metadata.namespace");
+    return v ? v : "";
+}
+const char *srv__rv(json_object *obj) {
+    const char *v = kube_json_str(obj, "metadata.resourceVersion");
+    return v ? v : "";
+}
+const char *srv__uid(json_object *obj) {
+    const char *v = kube_json_str(obj, "metadata.uid");
+    return v ? v : "";
+}
+int64_t srv__generation(json_object *obj) {
+    json_object *m = NULL, *g = NULL;
+    if (json_object_object_get_ex(obj, "metadata", &m) &&
+        json_object_object_get_ex(m, "generation", &g))
+        return json_object_get_int64(g);
+    return 0;
+}
+
+struct opext *srv__ext(struct opcache_obj *o) {
+    if (!o->ext)
+        o->ext = calloc(1, sizeof(struct opext));
+    return o->ext;
+}
+
+aiq_rc srv__path(char *buf, size_t cap, opkind k, json_object *obj,
+                 const char *sub, aiq_err *err) {
+    const struct reconciler *r = &srv_reconcilers[k];
+    return kube_path(buf, cap, r->group, r->version,
+                     r->namespaced ? srv__ns(obj) : NULL, r->resource,
+                     srv__name(obj), sub, err);
+}
+
+const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns) {
+    opcache *c = s->cache[OPK_GROUP];
+    const struct aiq_group *best = NULL;
+    for (size_t i = 0; i < opcache_count(c); i++) {
+        struct opcache_obj *o = opcache_at(c, i);
+        if (!o->parse_ok || !o->parsed)
+            continue;
+        const struct aiq_group *g = o->parsed;
+        for (int k = 0; k < g->spec.nnamespaces; k++) {
+            if (strcmp(g->spec.namespaces[k], ns) != 0)
+                continue;
+            /* Two groups claiming one namespace: the first by name wins,
+             * so the answer does not depend on cache order. */
+            if (!best || strcmp(g->meta.name, best->meta.name) < 0)
+                best = g;
+        }
+    }
+    return best;
+}
+
+oppolicy *srv__policy(struct server *s) {
+    if (s->active_policy[0]) {
+        struct opcache_obj *o = opcache_get(s->cache[OPK_POLICY], s->active_policy);
+        struct opext *x = o ? o->ext : NULL;
+        if (x && x->compiled)
+            return x->compiled;
+    }
+    return s->dflt_policy;
+}
+
+void srv__want_status(struct server *s, struct opcache_obj *o,
+                      json_object *st) {
+    struct opext *x = srv__ext(o);
+    (void)s;
+    if (!x || !st) {
+        json_object_put(st);
+        return;
+    }
+    if (x->want_status && json_object_equal(x->want_status, st)) {
+        json_object_put(st);
+        return;
+    }
+    json_object_put(x->want_status);
+    x->want_status = st;
+    x->dirty = true;
+}
+
+/* Events ---------------------------------------------------------------------- */
+
+void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
+                const char *reason, const char *message) {
+    const struct reconciler *r = &srv_reconcilers[k];
+    struct opevent_obj eo = {
+        r->group[0] ? AIQ_API_VERSION : "v1", r->kind_name,
+        r->namespaced ? srv__ns(obj) : NULL, srv__name(obj), srv__uid(obj),
+        srv__rv(obj)};
+    if (!s->leading)
+        return;
+    json_object *ev = opevent_build(&eo, type, reason, message, srv_now(),
+                                    ++s->event_seq);
+    if (!ev)
+        return;
+    if (!s->pending_events)
+        s->pending_events = json_object_new_array();
+    if (!s->pending_events || json_object_array_add(s->pending_events, ev) != 0)
+        json_object_put(ev);
+    OPLOG(&s->log, OPLOG_INFO, "k8s_event", srv__name(obj), srv__rv(obj),
+          "kind=%s reason=%s type=%s", r->kind_name, reason, type);
+}
+
+/* Status writes ------------------------------------------------------------------ */
+
+static int64_t srv__rv_num(const char *rv) {
+    char *end = NULL;
+    if (!rv || !*rv)
+        return -1;
+    long long v = strtoll(rv, &end, 10);
+    return (*end || v < 0) ? -1 : (int64_t)v;
+}
+
+aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
+    struct opext *x = o->ext;
+    char path[1024], obj_key[OPCACHE_KEY_MAX];
+    aiq_err e;
+    aiq_rc rc = AIQ_OK;
+    json_object *live = NULL, *out = NULL;
+    bool changed = false;
+
+    if (!x || !x->dirty || !x->want_status || !s->leading)
+        return AIQ_OK;
+    json_object_object_get_ex(o->raw, "status", &live);
+    json_object *patch = opstatus_patch(live, x->want_status, &changed);
+    if (!patch) {
+        x->dirty = false;
+        return AIQ_OK;
+    }
+    aiq_err_clear(&e);
+    snprintf(obj_key, sizeof obj_key, "%s", o->key);
+    rc = srv__path(path, sizeof path, k, o->raw, "status", &e);
+    if (rc == AIQ_OK)
+        rc = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, &out, &e);
+    if (rc == AIQ_OK) {
+        x->dirty = false;
+        OPLOG(&s->log, OPLOG_DEBUG, "status_written", obj_key, srv__rv(out),
+              "kind=%s", srv_reconcilers[k].kind_name);
+        /* Keep the cache at what the server now holds (the watch event
+         * follows; an older one is ignored by the rv check). */
+        struct opcache_obj *n = opcache_put(s->cache[k], out, NULL);
+        out = NULL;
+        if (n)
+            srv__parse(k, n);
+    } else if (rc == AIQ_ENOTFOUND) {
+        x->dirty = false; /* deleted meanwhile */
+    } else {
+        OPLOG(&s->log, OPLOG_WARN, "status_write_failed", obj_key, NULL,
+              "kind=%s rc=%s http=%d reason=%s msg=\"%s\"",
+              srv_reconcilers[k].kind_name, aiq_strerror(rc), e.http_status,
+              e.reason, e.message);
+    }
+    json_object_put(patch);
+    json_object_put(out);
+    return rc;
+}
+
+/* Flush: statuses of dirty objects, then Events. */
+void srv_flush(struct server *s) {
+    static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
+                                         OPK_USERQUOTA};
+    if (!s->leading)
+        return;
+    for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
+        opcache *c = s->cache[with_status[k]];
+        /* Collect first: a write replaces entries (never deletes), so
+         * indexes stay valid, but keep the loop simple to reason about. */
+        for (size_t i = 0; i < opcache_count(c); i++) {
+            struct opcache_obj *o = opcache_at(c, i);
+            struct opext *x = o->ext;
+            if (x && x->dirty)
+                srv__write_status(s, with_status[k], o);
+        }
+    }
+    if (s->pending_events) {
+        size_t n = json_object_array_length(s->pending_events);
+        for (size_t i = 0; i < n; i++) {
+            json_object *ev = json_object_array_get_idx(s->pending_events, i);
+            char path[600];
+            aiq_err e;
+            aiq_err_clear(&e);
+            if (kube_path(path, sizeof path, "", "v1",
+                          kube_json_str(ev, "metadata.namespace"), "events",
+                          NULL, NULL, &e) == AIQ_OK &&
+                kube_create(s->kc, path, ev, NULL, &e) != AIQ_OK)
+                OPLOG(&s->log, OPLOG_DEBUG, "event_post_failed",
+                      kube_json_str(ev, "involvedObject.name"), NULL,
+                      "http=%d msg=\"%s\"", e.http_status, e.message);
+        }
+        json_object_put(s->pending_events);
+        s->pending_events = NULL;
+    }
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static void srv__on_drop(void *ud, struct opcache_obj *o) {
+    struct server *s = ((void **)ud)[0];
+    const struct reconciler *r = ((void **)ud)[1];
+    OPLOG(&s->log, OPLOG_INFO, "relist_drop", o->key, srv__rv(o->raw),
+          "kind=%s", r->kind_name);
+    r->on_event(s, KUBE_EV_DELETED, o, o->raw);
+}
+
+void srv_dispatch(struct server *s, struct kube_event *ev) {
+    const struct reconciler *r = NULL;
+    for (int k = 0; k < OPK__N; k++)
+        if (strcmp(ev->resource, srv_reconcilers[k].resource) == 0)
+            r = &srv_reconcilers[k];
+    if (!r)
+        return;
+    opcache *c = s->cache[r->kind];
+    char key[OPCACHE_KEY_MAX];
+    switch (ev->type) {
+    case KUBE_EV_RELIST_BEGIN:
+        opcache_relist_begin(c);
+        return;
+    case KUBE_EV_RELIST_END: {
+        void *ud[2] = {s, (void *)r};
+        opcache_relist_end(c, srv__on_drop, ud);
+        if (!s->listed[r->kind]) {
+            s->listed[r->kind] = true;
+            OPLOG(&s->log, OPLOG_INFO, "listed", NULL, ev->rv, "kind=%s count=%zu",
+                  r->kind_name, opcache_count(c));
+        }
+        bool all = true;
+        for (int k = 0; k < OPK__N; k++)
+            all = all && s->listed[k];
+        if (all && !s->ready) {
+            s->ready = true;
+            opmetrics_set_ready(s->metrics, true);
+            OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N);
+        }
+        s->cycle_wanted = true;
+        return;
+    }
+    case KUBE_EV_BOOKMARK:
+        return;
+    case KUBE_EV_ADDED:
+    case KUBE_EV_MODIFIED: {
+        if (!ev->obj || opcache_key(key, sizeof key, ev->obj) != 0)
+            return;
+        struct opcache_obj *old = opcache_get(c, key);
+        if (old) {
+            int64_t have = srv__rv_num(srv__rv(old->raw));
+            int64_t got = srv__rv_num(srv__rv(ev->obj));
+            /* Our own status write already put a newer version here. */
+            if (have >= 0 && got >= 0 && got < have) {
+                opcache_touch(c, old); /* still seen in a relist */
+                return;
+            }
+        }
+        struct opcache_obj *o = opcache_put(c, json_object_get(ev->obj), NULL);
+        if (!o)
+            return;
+        srv__parse(r->kind, o);
+        OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(o->raw),
+              "kind=%s type=%s", r->kind_name, kube_event_type_name(ev->type));
+        r->on_event(s, ev->type, o, o->raw);
+        s->cycle_wanted = true;
+        return;
+    }
+    case KUBE_EV_DELETED: {
+        if (!ev->obj || opcache_key(key, sizeof key, ev->obj) != 0)
+            return;
+        struct opcache_obj *o = opcache_get(c, key);
+        OPLOG(&s->log, OPLOG_DEBUG, "watch_event", key, srv__rv(ev->obj),
+              "kind=%s type=DELETED", r->kind_name);
+        r->on_event(s, KUBE_EV_DELETED, o, ev->obj);
+        opcache_del(c, key);
+        s->cycle_wanted = true;
+        return;
+    }
+    }
+}
+
+/* ---- cron ------------------------------------------------------------------------ */
+
+void srv_cron(struct server *s, double now) {
+    /* run_every(lease renew) */
+    if (s->flags.leader_elect && now - s->last_lease >= s->lead.renew_every_s) {
+        aiq_err e;
+        aiq_err_clear(&e);
+        bool was = s->lead.is_leader;
+        if (leader_tick(&s->lead, s->kc, now, &e) != AIQ_OK)
+            OPLOG(&s->log, OPLOG_WARN, "lease_error", s->lead.name, NULL,
+                  "rc=%s msg=\"%s\"", aiq_strerror(e.code), e.message);
+        s->last_lease = now;
+        if (s->lead.is_leader != was)
+            OPLOG(&s->log, OPLOG_INFO,
+                  s->lead.is_leader ? "leader_acquired" : "leader_lost",
+                  s->lead.name, NULL, "identity=%s", s->lead.id);
+        s->leading = s->lead.is_leader;
+        opmetrics_set_leader(s->metrics, s->leading);
+        if (s->leading && !was)
+            s->cycle_wanted = true;
+    }
+    if (!s->ready || !s->leading)
+        return;
+    /* run_every(cycle_ms), or at once after a change (the loop drains the
+     * event queue first, so a burst of events costs one cycle). */
+    if (s->cycle_wanted || (now - s->last_cycle) * 1000.0 >= (double)s->flags.cycle_ms) {
+        s->cycle_wanted = false;
+        cycle_run(s, now);
+        s->last_cycle = now;
+    }
+    /* run_every(1 h): journal retention. */
+    if (s->flags.journal_retention_s > 0 && now - s->last_prune >= 3600) {
+        long removed = 0;
+        store_journal_prune(s->db, now - s->flags.journal_retention_s, &removed, NULL);
+        s->last_prune = now;
+        if (removed)
+            OPLOG(&s->log, OPLOG_INFO, "journal_pruned", NULL, NULL, "removed=%ld", removed);
+    }
+}
+
+/* ---- setup and teardown -------------------------------------------------------- */
+
+void srv_init(struct server *s) {
+    memset(s, 0, sizeof *s);
+    s->flags.db_path = "aiq.db";
+    s->flags.metrics_addr = "127.0.0.1:8080";
+    s->flags.log_level = OPLOG_INFO;
+    s->flags.cycle_ms = 1000;
+    s->flags.start_timeout_s = 300;
+    s->flags.backoff_base_s = 10;
+    s->log.level = OPLOG_INFO;
+    s->leading = true;
+}
+
+aiq_rc srv_start(struct server *s, aiq_err *err) {
+    static void (*const free_parsed[OPK__N])(void *) = {
+        [OPK_AIJOB] = srv__free_job, [OPK_POLICY] = srv__free_policy,
+        [OPK_GROUP] = srv__free_group, [OPK_USERQUOTA] = srv__free_uq,
+        [OPK_NODE] = free, [OPK_POD] = free};
+    aiq_rc rc = AIQ_OK;
+    s->log.level = s->flags.log_level;
+
+    if (s->flags.kubeconfig || !getenv("KUBERNETES_SERVICE_HOST"))
+        rc = kube_config_load(s->flags.kubeconfig, s->flags.context, &s->kcfg, err);
+    else
+        rc = kube_config_in_cluster(NULL, &s->kcfg, err);
+    if (rc != AIQ_OK)
+        return rc;
+    struct kube_client_opts copts = {0};
+    copts.user_agent = "aiq-operator/0.1";
+    copts.pool_size = 8;
+    rc = kube_client_create(s->kcfg, &copts, &s->kc, err);
+    if (rc != AIQ_OK)
+        return rc;
+    s->db = store_open(s->flags.db_path, NULL, err);
+    if (!s->db)
+        return err ? err->code : AIQ_EDB;
+    s->metrics = opmetrics_create();
+    s->q = q_state_create(NULL);
+    s->dflt_policy = oppolicy_default();
+    if (!s->metrics || !s->q || !s->dflt_policy)
+        return aiq_err_set(err, AIQ_ENOMEM, "out of memory starting the operator");
+    for (int k = 0; k < OPK__N; k++) {
+        s->cache[k] = opcache_create(free_parsed[k], srv__free_ext);
+        if (!s->cache[k])
+            return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
+    }
+    if (s->flags.metrics_addr && *s->flags.metrics_addr) {
+        rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
+        if (rc != AIQ_OK)
+            return rc;
+        OPLOG(&s->log, OPLOG_INFO, "metrics_listening", NULL, NULL, "port=%d",
+              opmetrics_port(s->metrics));
+    }
+    leader_init(&s->lead, s->flags.identity, s->flags.lease_ns, s->flags.lease_name);
+    s->leading = !s->flags.leader_elect;
+    opmetrics_set_leader(s->metrics, s->leading);
+    if (s->flags.leader_elect)
+        s->last_lease = -1e18; /* renew at the first cron */
+
+    rc = kube_evq_create(0, &s->evq, err);
+    if (rc != AIQ_OK)
+        return rc;
+    for (int k = 0; k < OPK__N; k++) {
+        const struct reconciler *r = &srv_reconcilers[k];
+        char path[256];
+        struct kube_watch_opts wo = {0};
+        rc = kube_path(path, sizeof path, r->group, r->version, NULL, r->resource,
+                       NULL, NULL, err);
+        if (rc != AIQ_OK)
+            return rc;
+        wo.name = r->resource;
+        wo.path = path;
+        /* Only our pods: the gang's label. */
+        if (k == OPK_POD)
+            wo.label_selector = "aiq.dev/job";
+        rc = kube_watch_start(s->kc, &wo, s->evq, &s->watch[k], err);
+        if (rc != AIQ_OK)
+            return rc;
+    }
+    OPLOG(&s->log, OPLOG_INFO, "started", NULL, NULL,
+          "server=%s db=%s cycle_ms=%ld leader_elect=%d identity=%s",
+          kube_client_server(s->kc), s->flags.db_path, s->flags.cycle_ms,
+          (int)s->flags.leader_elect, s->lead.id);
+    return AIQ_OK;
+}
+
+void srv_deinit(struct server *s) {
+    for (int k = 0; k < OPK__N; k++) {
+        kube_watch_free(s->watch[k]);
+        s->watch[k] = NULL;
+    }
+    if (s->kc && s->flags.leader_elect)
+        leader_release(&s->lead, s->kc, srv_now(), NULL);
+    opmetrics_free(s->metrics);
+    s->metrics = NULL;
+    kube_evq_free(s->evq);
+    s->evq = NULL;
+    for (int k = 0; k < OPK__N; k++) {
+        opcache_free(s->cache[k]);
+        s->cache[k] = NULL;
+    }
+    json_object_put(s->pending_events);
+    s->pending_events = NULL;
+    q_state_free(s->q);
+    s->q = NULL;
+    oppolicy_free(s->dflt_policy);
+    s->dflt_policy = NULL;
+    store_close(s->db);
+    s->db = NULL;
+    kube_client_free(s->kc);
+    s->kc = NULL;
+    kube_config_free(s->kcfg);
+    s->kcfg = NULL;
+}

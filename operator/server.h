@@ -1,0 +1,241 @@
+/* server.h -- the daemon's state (one struct, like Redis's `server`) and
+ * the interface between its parts: the reconciler table, per-object
+ * operator state, the batched writes flushed once per loop turn, and the
+ * queue cycle.
+ *
+ * Thread model: everything here belongs to the main loop's thread. The
+ * watch threads only push events to `evq`; the metrics thread only reads
+ * opmetrics (which has its own lock).
+ *
+ * main.c owns the only instance (its one global) and runs the loop:
+ *   srv_init -> srv_start (client, store, watches, metrics) ->
+ *   repeat { pop events -> srv_dispatch; srv_cron; srv_flush } ->
+ *   srv_deinit. */
+#ifndef AIQ_OPERATOR_SERVER_H
+#define AIQ_OPERATOR_SERVER_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+#include "operator/cache.h"
+#include "operator/kube_evq.h"
+#include "operator/kube_http.h"
+#include "operator/kube_watch.h"
+#include "operator/leader.h"
+#include "operator/log.h"
+#include "operator/metrics.h"
+#include "operator/policy_adapter.h"
+#include "operator/status.h"
+#include "operator/store.h"
+#include "queue/queue.h"
+
+typedef enum {
+    OPK_AIJOB = 0,
+    OPK_POLICY,
+    OPK_GROUP,
+    OPK_USERQUOTA,
+    OPK_NODE,
+    OPK_POD,
+    OPK__N
+} opkind;
+
+struct server;
+
+/* One row of the reconciler table (Redis command-table style): what to
+ * watch and who handles its events. on_event gets the cache entry after
+ * the event was applied (NULL for DELETED, with the deleted object in
+ * obj). */
+struct reconciler {
+    opkind kind;
+    const char *resource;  /* plural: "aijobs" */
+    const char *group;     /* "" for core */
+    const char *version;
+    const char *kind_name; /* "AIJob" */
+    bool namespaced;
+    void (*on_event)(struct server *s, enum kube_event_type t,
+                     struct opcache_obj *o, json_object *obj);
+};
+
+/* The table, indexed by opkind (reconcile.c). */
+extern const struct reconciler srv_reconcilers[OPK__N];
+
+/* Per-AIJob operator state (cache entry ext->job). */
+struct opjob {
+    struct opstatus st;        /* what we want the status to say */
+    struct opst_place *place;  /* placement buffer, place_cap entries */
+    int place_cap;
+    bool loaded;               /* st recovered from the live status */
+    bool journaled;            /* arrival written to the journal */
+    bool teardown;             /* deleting the gang's pods */
+    aiq_phase teardown_to;     /* phase once the pods are gone */
+    double backoff_until;      /* requeue not before (unix s) */
+    bool released;             /* every pod ungated */
+    char last_decision[128];   /* journal only changes */
+    char last_event[OPST_NAME];/* reason of the last Event emitted */
+    int64_t recorded_gen;      /* generation last written to the store */
+    double attained_gpu_s;     /* GPU-seconds over finished attempts */
+};
+
+/* Operator state attached to every cached object. */
+struct opext {
+    json_object *want_status;  /* desired .status (owned), NULL = none */
+    bool dirty;                /* compare and write at the next flush */
+    struct opjob *job;         /* AIJob only */
+    oppolicy *compiled;        /* QueuePolicy only: last good compile */
+    bool accepted;             /* UserQuota only: counted by the queue */
+    char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
+};
+
+struct srv_flags {
+    const char *kubeconfig, *context, *db_path, *metrics_addr;
+    const char *lease_ns, *lease_name, *identity;
+    oplog_level log_level;
+    long cycle_ms;             /* 1000 */
+    double start_timeout_s;    /* pods not all running after admission: 300 */
+    double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
+    bool leader_elect;
+    double journal_retention_s; /* 0 = keep forever */
+};
+
+struct server {
+    struct srv_flags flags;
+    struct oplog log;
+    struct kube_config *kcfg;
+    struct kube_client *kc;
+    store *db;
+    opmetrics *metrics;
+    struct kube_evq *evq;
+    struct kube_watch *watch[OPK__N];
+    opcache *cache[OPK__N];
+    bool listed[OPK__N];       /* first full list seen */
+    bool ready;
+    struct leader lead;
+    bool leading;              /* leader (or no election) */
+    q_state *q;
+    oppolicy *dflt_policy;
+    char active_policy[AIQ_MAX_NAME + 1]; /* "" = built-in default */
+    uint64_t policy_gen;       /* bumps q_input.gen */
+    bool cycle_wanted;         /* something changed since the last cycle */
+    double last_cycle;         /* unix s */
+    int64_t ncycles;
+    double last_lease, last_prune;
+    uint64_t event_seq;
+    json_object *pending_events; /* array of Events to POST at flush */
+    volatile int stop;         /* set by the signal handler */
+};
+
+/* ---- server.c ------------------------------------------------------------- */
+
+/* Fills s with defaults (flags included); allocates nothing. */
+void srv_init(struct server *s);
+
+/* Connects (kubeconfig or in-cluster), opens the store, creates the
+ * caches, the event queue and the queue state, starts the metrics server
+ * and one watch per reconciler. On error returns the rc with err filled;
+ * srv_deinit cleans up whatever was started. */
+aiq_rc srv_start(struct server *s, aiq_err *err);
+
+/* Stops the watches and the metrics server, releases the lease, closes
+ * the store and frees everything. Safe after a failed srv_start. */
+void srv_deinit(struct server *s);
+
+/* Applies one watch event to its cache and calls the kind's reconciler.
+ * Takes nothing (the caller frees ev). */
+void srv_dispatch(struct server *s, struct kube_event *ev);
+
+/* Periodic work (Redis serverCron): lease renewal, the queue cycle every
+ * --cycle-ms or sooner after a change, journal retention. */
+void srv_cron(struct server *s, double now);
+
+/* Writes what the turn batched: status patches of dirty objects and
+ * pending Events; commits nothing itself (the store commits per cycle). */
+void srv_flush(struct server *s);
+
+/* Current time (unix seconds, wall clock). */
+double srv_now(void);
+
+/* ---- helpers shared by the reconcilers (server.c) ------------------------- */
+
+/* The ext of o, created on first use (NULL on ENOMEM). */
+struct opext *srv__ext(struct opcache_obj *o);
+
+/* Sets o's desired status (takes st) and marks it dirty when it differs
+ * from the last desired one. */
+void srv__want_status(struct server *s, struct opcache_obj *o,
+                      json_object *st);
+
+/* Writes o's status now if dirty (used before a release, which must
+ * follow the recorded placement). Returns the client's rc. */
+aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o);
+
+/* Queues an Event about o of kind k (flushed with the turn). */
+void srv__event(struct server *s, opkind k, json_object *obj,
+                const char *type, const char *reason, const char *message);
+
+/* API path of the object obj of kind k (sub: NULL or "status"). */
+aiq_rc srv__path(char *buf, size_t cap, opkind k, json_object *obj,
+                 const char *sub, aiq_err *err);
+
+/* Borrowed metadata fields of obj ("" when absent). */
+const char *srv__name(json_object *obj);
+const char *srv__ns(json_object *obj);
+const char *srv__rv(json_object *obj);
+const char *srv__uid(json_object *obj);
+int64_t srv__generation(json_object *obj);
+
+/* The Group (cache entry, parsed) whose spec.namespaces holds ns, or
+ * NULL. */
+const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns);
+
+/* The compiled active policy (the built-in default when none). */
+oppolicy *srv__policy(struct server *s);
+
+/* ---- reconcilers (reconcile_<kind>.c) ------------------------------------ */
+
+void reconcile_aijob(struct server *s, enum kube_event_type t,
+                     struct opcache_obj *o, json_object *obj);
+void reconcile_pod(struct server *s, enum kube_event_type t,
+                   struct opcache_obj *o, json_object *obj);
+void reconcile_policy(struct server *s, enum kube_event_type t,
+                      struct opcache_obj *o, json_object *obj);
+void reconcile_group(struct server *s, enum kube_event_type t,
+                     struct opcache_obj *o, json_object *obj);
+void reconcile_userquota(struct server *s, enum kube_event_type t,
+                         struct opcache_obj *o, json_object *obj);
+void reconcile_node(struct server *s, enum kube_event_type t,
+                    struct opcache_obj *o, json_object *obj);
+
+/* Level-triggered sync of one AIJob from its spec and pods (creates gated
+ * pods, tracks Running/Succeeded, tears a failed gang down, suspend and
+ * resume). Called on AIJob and Pod events and for every job each cycle. */
+void job_sync(struct server *s, struct opcache_obj *o, double now);
+
+/* Releases an admitted job: one merge patch per still-gated pod with its
+ * node hint and the gate removed (release.h). Returns the number of pods
+ * patched, or -1 after an error (logged; the next sync retries). */
+int job_release(struct server *s, struct opcache_obj *o);
+
+/* Recomputes the statuses of every Group and UserQuota (usage,
+ * acceptance). */
+void quota_refresh(struct server *s, double now);
+
+/* Node labels read for the queue's node view (reconcile_node.c). */
+#define SRV_LABEL_GPU_MEMORY "nvidia.com/gpu.memory"   /* MiB per GPU */
+#define SRV_LABEL_GPU_PRODUCT "nvidia.com/gpu.product" /* GPU model */
+#define SRV_LABEL_DOMAIN "aiq.dev/domain"              /* node pool */
+
+/* Fills qn from a Node object (strings borrowed from node). Returns 0, or
+ * -1 for a node without a name. */
+int node_to_q(json_object *node, struct q_node *qn);
+
+/* ---- cycle.c --------------------------------------------------------------- */
+
+/* Runs one queue cycle at time now: builds the queue input from the
+ * caches and the store, runs q_cycle_run with the active policy, admits
+ * and releases gangs, updates statuses and journals the decisions. */
+void cycle_run(struct server *s, double now);
+
+#endif
