@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test/apiserver/apiserver.h"
 #include "test/unit/th.h"
@@ -558,5 +559,76 @@ TEST(apiserver_in_process_api_and_events) {
     CHECK_INT(apisrv_obj_delete(s, "nodes", NULL, "n1", &err), AIQ_OK);
     CHECK(apisrv_obj_get(s, "nodes", NULL, "n1") == NULL);
     CHECK_INT(apisrv_obj_delete(s, "nodes", NULL, "n1", &err), AIQ_ENOTFOUND);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_tls_and_kubeconfig) {
+    char kc[] = "/tmp/aiq-test-kc.XXXXXX";
+    int fd = mkstemp(kc);
+    if (fd < 0) return;
+    close(fd);
+    struct apisrv_config cfg = {.db_path = ":memory:", .tls = true, .token = "t0k", .kubeconfig_out = kc};
+    aiq_err err;
+    aiq_err_clear(&err);
+    apisrv *s = apisrv_start(&cfg, &err);
+    CHECK(s != NULL);
+    if (!s) {
+        fprintf(stderr, "tls start: %s\n", err.message);
+        unlink(kc);
+        return;
+    }
+    FILE *f = fopen(kc, "r");
+    char text[8192] = "";
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    char want[128];
+    snprintf(want, sizeof want, "server: https://127.0.0.1:%d\n", apisrv_port(s));
+    CHECK(strstr(text, want) != NULL);
+    CHECK(strstr(text, "certificate-authority-data: LS0t") != NULL);  /* base64 of "-----BEGIN" */
+    CHECK(strstr(text, "token: t0k") != NULL);
+    CURL *c = curl_easy_init();
+    struct buf b = {calloc(1, 1), 0};
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer t0k");
+    long code = 0;
+    snprintf(want, sizeof want, "https://127.0.0.1:%d/api/v1/namespaces/default", apisrv_port(s));
+    curl_easy_setopt(c, CURLOPT_URL, want);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    CHECK_INT(code, 200);
+    CHECK(strstr(b.p, "\"name\":\"default\"") != NULL);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(b.p);
+    apisrv_stop(s);
+    unlink(kc);
+}
+
+TEST(apiserver_fault_injection) {
+    struct apisrv_config cfg = {.db_path = ":memory:", .faults = {.error_500_ratio = 1.0, .seed = 7}};
+    aiq_err err;
+    json_object *o = NULL;
+    aiq_err_clear(&err);
+    apisrv *s = apisrv_start(&cfg, &err);
+    if (!s) return;
+    CHECK_INT(reqj(s, "GET", "/api/v1/namespaces", NULL, NULL, &o), 500);
+    CHECK_STR(at(o, "reason"), "InternalError");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", "/version", NULL, NULL, NULL, NULL, NULL), 200);  /* discovery stays up */
+    apisrv_stop(s);
+    struct apisrv_config cfg2 = {.db_path = ":memory:", .faults = {.conflict_ratio = 1.0, .watch_cut_s = 1, .seed = 7}};
+    s = apisrv_start(&cfg2, &err);
+    if (!s) return;
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces", NULL, "{\"metadata\":{\"name\":\"x\"}}", NULL, NULL, NULL), 409);
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces/x", NULL, NULL, NULL, NULL, NULL), 404);
+    /* a watch without timeoutSeconds is still cut after watch_cut_s */
+    char *body = NULL;
+    CHECK_INT(req(s, "GET", "/api/v1/namespaces?watch=true", NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strstr(body, "\"name\":\"default\"") != NULL);
+    free(body);
     apisrv_stop(s);
 }
