@@ -68,10 +68,10 @@ static struct timespec deadline_after(long ms) {
 }
 
 aiq_rc kube_evq_push(struct kube_evq *q, struct kube_event *ev,
-                     const volatile int *cancel) {
+                     const atomic_int *cancel) {
     pthread_mutex_lock(&q->mu);
     while (q->len == q->cap) {
-        if (cancel && *cancel) {
+        if (cancel && atomic_load(cancel)) {
             pthread_mutex_unlock(&q->mu);
             kube_event_free(ev);
             return AIQ_ESTATE;

@@ -5,6 +5,7 @@
 #ifndef AIQ_KUBE_EVQ_H
 #define AIQ_KUBE_EVQ_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <json-c/json.h>
@@ -42,7 +43,7 @@ void kube_evq_free(struct kube_evq *q);
  * *cancel (may be NULL) every 100 ms; returns AIQ_ESTATE (and frees ev)
  * when *cancel became non-zero, else AIQ_OK. */
 aiq_rc kube_evq_push(struct kube_evq *q, struct kube_event *ev,
-                     const volatile int *cancel);
+                     const atomic_int *cancel);
 
 /* Takes the oldest event into *out (caller frees with kube_event_free),
  * waiting up to timeout_ms (0: do not wait, < 0: forever). Returns AIQ_OK

@@ -18,6 +18,7 @@
 #include "operator/kube_watch.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ struct kube_watch {
     CURL *easy;
     struct kube_framer framer;
     uint64_t rng;
-    volatile int stop;
+    atomic_int stop;    /* set once by kube_watch_free */
 
     pthread_mutex_t mu; /* guards stats and the stop wait */
     pthread_cond_t cv;
@@ -82,10 +83,10 @@ static int kw_sleep(struct kube_watch *w, long ms) {
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&w->mu);
-    while (!w->stop) {
+    while (!atomic_load(&w->stop)) {
         if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0) break;
     }
-    int stopped = w->stop;
+    int stopped = atomic_load(&w->stop);
     pthread_mutex_unlock(&w->mu);
     return stopped;
 }
@@ -135,7 +136,7 @@ static CURLcode kw_perform(struct kube_watch *w) {
     int running = 1;
     if (curl_multi_add_handle(w->multi, w->easy) != CURLM_OK) return CURLE_FAILED_INIT;
     while (running) {
-        if (w->stop) {
+        if (atomic_load(&w->stop)) {
             res = CURLE_ABORTED_BY_CALLBACK;
             break;
         }
@@ -206,7 +207,7 @@ static aiq_rc kw_get_json(struct kube_watch *w, const char *url, json_object **o
     CURLcode cc = kw_perform(w);
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, NULL);
-    if (cc == CURLE_ABORTED_BY_CALLBACK && w->stop) {
+    if (cc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&w->stop)) {
         rc = aiq_err_set(e, AIQ_ESTATE, "watch %s stopped", w->name);
     } else if (cc != CURLE_OK) {
         if (b.toobig)
@@ -444,7 +445,7 @@ static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, aiq_err *e) 
     *events = s.events;
     if (s.rc != AIQ_OK) {
         rc = s.rc; /* e already says what (decode, framing or stop) */
-    } else if (cc == CURLE_ABORTED_BY_CALLBACK && w->stop) {
+    } else if (cc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&w->stop)) {
         rc = aiq_err_set(e, AIQ_ESTATE, "watch %s stopped", w->name);
     } else if (code >= 400) {
         rc = kube__http_err((int)code, s.err.p, s.err.len, "GET", url, e);
@@ -471,12 +472,12 @@ static void *kw_main(void *arg) {
     unsigned attempt = 0;
     int need_list = 1;
 
-    while (!w->stop) {
+    while (!atomic_load(&w->stop)) {
         aiq_err e;
         aiq_err_clear(&e);
         if (need_list) {
             aiq_rc rc = kw_list(w, &e);
-            if (w->stop) break;
+            if (atomic_load(&w->stop)) break;
             if (rc != AIQ_OK) {
                 kw_record_err(w, &e);
                 if (kw_sleep(w, kube_backoff_ms(attempt++, w->base_ms, w->cap_ms, &w->rng))) break;
@@ -487,7 +488,7 @@ static void *kw_main(void *arg) {
         }
         unsigned long got = 0;
         aiq_rc rc = kw_watch(w, &got, &e);
-        if (w->stop) break;
+        if (atomic_load(&w->stop)) break;
         if (rc == AIQ_EGONE) {
             /* Our resourceVersion fell out of the server's history: list
              * again right away; the consumer reconciles at RELIST_END. */
@@ -526,7 +527,7 @@ void kube_watch_free(struct kube_watch *w) {
     if (!w) return;
     if (w->started) {
         pthread_mutex_lock(&w->mu);
-        w->stop = 1;
+        atomic_store(&w->stop, 1);
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
         curl_multi_wakeup(w->multi);

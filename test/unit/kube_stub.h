@@ -8,6 +8,7 @@
 #define AIQ_KUBE_STUB_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ struct stub {
     pthread_mutex_t mu;
     struct stub_req *log; /* STUB_MAX_LOG entries, heap: too big for a stack */
     int nlog;
-    volatile int stopping;
+    atomic_int stopping;
 };
 
 struct stub_conn { /* per-request upload accumulator */
@@ -98,7 +99,7 @@ static inline ssize_t stub_stream_read(void *cls, uint64_t pos, char *buf, size_
         if (n == 0) return 0;
         return (ssize_t)n;
     }
-    for (int waited = 0; waited < st->hold_ms && !st->s->stopping; waited += 10) stub_sleep_ms(10);
+    for (int waited = 0; waited < st->hold_ms && !atomic_load(&st->s->stopping); waited += 10) stub_sleep_ms(10);
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
@@ -142,7 +143,7 @@ static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *con
     struct stub_resp out = {.status = 200};
     s->route(s, &sc->req, &out);
     if (out.delay_ms) {
-        for (int w = 0; w < out.delay_ms && !s->stopping; w += 10) stub_sleep_ms(10);
+        for (int w = 0; w < out.delay_ms && !atomic_load(&s->stopping); w += 10) stub_sleep_ms(10);
     }
     struct MHD_Response *resp;
     if (out.nchunks > 0) {
@@ -199,7 +200,7 @@ static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
 }
 
 static inline void stub_stop(struct stub *s) {
-    s->stopping = 1;
+    atomic_store(&s->stopping, 1);
     if (s->d) MHD_stop_daemon(s->d);
     s->d = NULL;
     pthread_mutex_destroy(&s->mu);

@@ -184,7 +184,7 @@ TEST(evq_fifo_timeout_cancel) {
         x->obj = json_object_new_int(i);
         CHECK_INT(kube_evq_push(q, x, NULL), AIQ_OK);
     }
-    int cancel = 1;
+    atomic_int cancel = 1;
     struct kube_event *x = calloc(1, sizeof *x);
     x->obj = json_object_new_int(9);
     CHECK_INT(kube_evq_push(q, x, &cancel), AIQ_ESTATE); /* full + cancelled: freed */
