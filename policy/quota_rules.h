@@ -2,7 +2,7 @@
  * the accepted user quotas never passes the group's quota or budget.
  * Pure C, no I/O.
  *
- * Rules (docs/policy-language.md, "Quota rules"):
+ * Rules (docs/quota-rules.md):
  *  - UserQuotas are considered oldest first (creation time), then by name,
  *    then by their order in the input; each is accepted when, added to the
  *    ones accepted before it, no resource passes the group's limit.
