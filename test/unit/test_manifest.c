@@ -530,3 +530,118 @@ TEST(binary_and_limits) {
     CHECK_INT(aiq_yaml_to_json("", (size_t)AIQ_MAX_FILE + 1, &docs, &n, &e), AIQ_ETOOBIG);
     CHECK(docs == NULL && n == 0);
 }
+
+/* Loads crds/<file> through our own YAML reader; NULL on failure. */
+static json_object *load_crd(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/crds/%s", th_srcdir(), file);
+    char *text = slurp(path);
+    json_object **docs = NULL, *crd = NULL;
+    int n = 0;
+    if (text && aiq_yaml_to_json(text, strlen(text), &docs, &n, NULL) == AIQ_OK && n == 1)
+        crd = json_object_get(docs[0]);
+    aiq_json_docs_free(docs, n);
+    free(text);
+    return crd;
+}
+
+/* The value at a dotted path of plain keys ("a.b.c"; a number indexes an
+ * array), or NULL. */
+static json_object *at(json_object *o, const char *dotted) {
+    char key[128];
+    while (o && *dotted) {
+        size_t l = strcspn(dotted, ".");
+        snprintf(key, sizeof key, "%.*s", (int)l, dotted);
+        if (json_object_is_type(o, json_type_array))
+            o = json_object_array_get_idx(o, (size_t)strtol(key, NULL, 10));
+        else if (!json_object_object_get_ex(o, key, &o))
+            o = NULL;
+        dotted += l + (dotted[l] == '.');
+    }
+    return o;
+}
+
+static long long at_int(json_object *o, const char *dotted) {
+    json_object *v = at(o, dotted);
+    return v ? json_object_get_int64(v) : -999;
+}
+
+#define SCHEMA "spec.versions.0.schema.openAPIV3Schema.properties."
+
+/* Every property the CRD declares under spec (and one level below) is a
+ * field the decoder knows: a document setting each to null must not fail
+ * with "unknown field". */
+static void crd_fields_known(json_object *crd, const char *kind, const char *extra) {
+    json_object *props = at(crd, SCHEMA "spec.properties");
+    if (!CHECK(props != NULL)) return;
+    json_object_object_foreach(props, key, sub) {
+        char text[1024];
+        json_object *subprops = at(sub, "properties");
+        char inner[512] = "null";
+        if (subprops) {
+            size_t n = (size_t)snprintf(inner, sizeof inner, "{");
+            json_object_object_foreach(subprops, k2, v2) {
+                (void)v2;
+                n += (size_t)snprintf(inner + n, sizeof inner - n, "%s\"%s\": null",
+                                      n > 1 ? ", " : "", k2);
+            }
+            snprintf(inner + n, sizeof inner - n, "}");
+        }
+        snprintf(text, sizeof text,
+                 "{\"apiVersion\": \"aiq.dev/v1alpha1\", \"kind\": \"%s\", \"metadata\": "
+                 "{\"name\": \"x\"}, \"spec\": {%s\"%s\": %s}}",
+                 kind, extra, key, inner);
+        char got[512];
+        first_error(text, got, sizeof got);
+        if (!CHECK(strstr(got, "unknown field") == NULL))
+            fprintf(stderr, "    %s: %s\n", text, got);
+    }
+}
+
+TEST(crds_match_model) {
+    json_object *j = load_crd("aijobs.aiq.dev.yaml");
+    json_object *p = load_crd("queuepolicies.aiq.dev.yaml");
+    json_object *g = load_crd("groups.aiq.dev.yaml");
+    json_object *u = load_crd("userquotas.aiq.dev.yaml");
+    if (!CHECK(j && p && g && u)) goto out;
+    CHECK_STR(json_object_get_string(at(j, "spec.names.shortNames.0")), "aij");
+    CHECK_STR(json_object_get_string(at(p, "spec.names.shortNames.0")), "qp");
+    CHECK_STR(json_object_get_string(at(u, "spec.names.shortNames.0")), "uq");
+    CHECK_STR(json_object_get_string(at(j, "spec.scope")), "Namespaced");
+    CHECK_STR(json_object_get_string(at(g, "spec.scope")), "Cluster");
+    CHECK(at(j, "spec.versions.0.subresources.status") != NULL);
+    CHECK(at(g, "spec.versions.0.subresources.status") != NULL);
+    /* The limits the C model enforces are the schema's. */
+    CHECK_INT(at_int(j, SCHEMA "spec.properties.replicas.maximum"), AIQ_MAX_REPLICAS);
+    CHECK_INT(at_int(j, SCHEMA "spec.properties.replicas.default"), 1);
+    CHECK_INT(at_int(j, SCHEMA "spec.properties.backoffLimit.default"), 3);
+    CHECK_INT(at_int(j, SCHEMA "spec.properties.resources.properties.gpus.maximum"),
+              AIQ_MAX_GPUS_PER_REPLICA);
+    CHECK_INT(at_int(j, SCHEMA "spec.properties.user.maxLength"), AIQ_MAX_NAME);
+    CHECK_INT(at_int(p, SCHEMA "spec.properties.levels.maxItems"), AIQ_MAX_LEVELS);
+    CHECK_INT(at_int(p, SCHEMA "spec.properties.formula.maxLength"), AIQ_MAX_FORMULA);
+    CHECK_INT(at_int(g, SCHEMA "spec.properties.namespaces.maxItems"), AIQ_MAX_LIST);
+    CHECK_INT(at_int(g, SCHEMA "spec.properties.members.maxItems"), AIQ_MAX_LIST);
+    /* The AIJob columns users read, in order. */
+    static const char *const cols[] = {"User", "Level", "Pos", "Score", "Phase", "GPUs", "ETA", "Age"};
+    for (int i = 0; i < 8; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "spec.versions.0.additionalPrinterColumns.%d.name", i);
+        CHECK_STR(json_object_get_string(at(j, path)), cols[i]);
+    }
+    /* The phase enum is the model's phase names. */
+    json_object *en = at(j, SCHEMA "status.properties.phase.enum");
+    CHECK_INT(en ? (long long)json_object_array_length(en) : 0, AIQ_PHASE_SUSPENDED);
+    for (int i = 0; en && i < (int)json_object_array_length(en); i++)
+        CHECK_STR(json_object_get_string(json_object_array_get_idx(en, (size_t)i)),
+                  aiq_phase_name((aiq_phase)(i + 1)));
+    crd_fields_known(j, "AIJob", "\"user\": \"a\", ");
+    crd_fields_known(p, "QueuePolicy", "");
+    crd_fields_known(g, "Group", "");
+    crd_fields_known(u, "UserQuota", "");
+out:
+    json_object_put(j);
+    json_object_put(p);
+    json_object_put(g);
+    json_object_put(u);
+}
