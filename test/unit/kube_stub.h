@@ -174,9 +174,11 @@ static inline void stub_completed(void *cls, struct MHD_Connection *conn, void *
     *con_cls = NULL;
 }
 
-/* Starts the stub on 127.0.0.1 with an ephemeral port. Returns 0 on
- * success. */
-static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
+/* Starts the stub on 127.0.0.1 with an ephemeral port; with key and
+ * cert (PEM text that must outlive the stub) it serves HTTPS. Returns 0
+ * on success. */
+static inline int stub_start_tls(struct stub *s, stub_route_fn route, void *ud, const char *key,
+                                 const char *cert) {
     memset(s, 0, sizeof *s);
     s->route = route;
     s->ud = ud;
@@ -188,15 +190,26 @@ static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = 0;
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_ITC,
-                            0, NULL, NULL, stub_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, stub_completed, s, MHD_OPTION_END);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+    if (key && cert) {
+        s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, stub_handler, s,
+                                MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                stub_completed, s, MHD_OPTION_HTTPS_MEM_KEY, key,
+                                MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+    } else {
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, stub_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
+                                MHD_OPTION_NOTIFY_COMPLETED, stub_completed, s, MHD_OPTION_END);
+    }
     if (!s->d) return -1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : 0;
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%d", key && cert ? "https" : "http", s->port);
     return s->port ? 0 : -1;
+}
+
+/* Plain-HTTP stub_start_tls. */
+static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
+    return stub_start_tls(s, route, ud, NULL, NULL);
 }
 
 static inline void stub_stop(struct stub *s) {
