@@ -632,3 +632,14 @@ out_free:
 out:
     return rc;
 }
+
+aiq_rc kube_config_auto(const char *path, const char *context,
+                        const char *sa_dir, struct kube_config **out,
+                        aiq_err *e) {
+    const char *kc = getenv("KUBECONFIG");
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    *out = NULL;
+    if ((path && *path) || (kc && *kc) || !host || !*host)
+        return kube_config_load(path, context, out, e);
+    return kube_config_in_cluster(sa_dir, out, e);
+}

@@ -70,6 +70,15 @@ aiq_rc kube_config_parse(const char *text, size_t len, const char *base_dir,
 aiq_rc kube_config_in_cluster(const char *sa_dir, struct kube_config **out,
                               aiq_err *e);
 
+/* Picks the config as controller-runtime does: an explicit path
+ * (--kubeconfig) wins; else $KUBECONFIG; else the in-cluster service
+ * account when $KUBERNETES_SERVICE_HOST is set (sa_dir as for
+ * kube_config_in_cluster); else $HOME/.kube/config. context applies to
+ * kubeconfig files only. Ownership and errors as kube_config_load. */
+aiq_rc kube_config_auto(const char *path, const char *context,
+                        const char *sa_dir, struct kube_config **out,
+                        aiq_err *e);
+
 /* Frees c and everything it owns. c may be NULL. */
 void kube_config_free(struct kube_config *c);
 

@@ -292,6 +292,37 @@ TEST(in_cluster) {
     unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+TEST(auto_selection_order) {
+    char dir[1024], file[1024];
+    struct kube_config *c = NULL;
+    aiq_err e;
+    snprintf(dir, sizeof dir, "%s/test/fixtures/kubeconfig/in-cluster", th_srcdir());
+    snprintf(file, sizeof file, "%s/test/fixtures/kubeconfig/insecure.yaml", th_srcdir());
+    unsetenv("KUBECONFIG");
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.9", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
+    /* In a pod with no flag and no $KUBECONFIG: the service account. */
+    aiq_err_clear(&e);
+    CHECK_INT(kube_config_auto(NULL, NULL, dir, &c, &e), AIQ_OK);
+    if (c) CHECK_STR(c->server, "https://10.0.0.9:6443");
+    kube_config_free(c);
+    c = NULL;
+    /* $KUBECONFIG beats in-cluster. */
+    setenv("KUBECONFIG", file, 1);
+    CHECK_INT(kube_config_auto(NULL, NULL, dir, &c, &e), AIQ_OK);
+    if (c) CHECK_STR(c->server, "https://kube.example:443");
+    kube_config_free(c);
+    c = NULL;
+    /* An explicit path beats both. */
+    snprintf(file, sizeof file, "%s/test/fixtures/kubeconfig/tokenfile.yaml", th_srcdir());
+    CHECK_INT(kube_config_auto(file, NULL, dir, &c, &e), AIQ_OK);
+    if (c) CHECK_STR(c->server, "http://127.0.0.1:8080");
+    kube_config_free(c);
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
 TEST(free_null) {
     kube_config_free(NULL);
     CHECK(1);
