@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ struct apisrv__watch {
     long long last_rv;
     double deadline;                 /* 0 = none */
     double last_send;
+    int fd;                          /* the client's socket, -1 if unknown */
     char *buf;
     size_t len, off, cap;
 };
@@ -121,6 +124,12 @@ void apisrv__watch_start(apisrv *s, struct apisrv__req *r,
     wt->table = apisrv__wants_table(r);
     wt->bookmarks = bm && !strcmp(bm, "true");
     wt->last_send = now;
+    wt->fd = -1;
+    if (r->conn) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) wt->fd = ci->connect_fd;
+    }
     if (apisrv__selectors(r, &wt->ls, &wt->fs, w)) goto out_fail;
     if (to && to[0]) {
         char *end;
@@ -213,6 +222,16 @@ static void watch_bookmark(struct apisrv__watch *wt) {
     json_object_put(o);
 }
 
+/* True when the client closed its end: an idle watch would otherwise keep
+ * its thread until the next matching event. Peeks, never consumes. */
+static bool watch_peer_gone(const struct apisrv__watch *wt) {
+    struct pollfd p = {.fd = wt->fd, .events = POLLIN};
+    char c;
+    if (wt->fd < 0 || poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR)) return true;
+    return (p.revents & POLLIN) && recv(wt->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* See apisrv_int.h: blocks until there is something to send, the watch
  * times out, or the server stops. */
 ssize_t apisrv__watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -226,6 +245,7 @@ ssize_t apisrv__watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
         for (;;) {
             double now = apisrv__now();
             if (s->stopping || (wt->deadline > 0 && now >= wt->deadline)) break;
+            if (watch_peer_gone(wt)) break;
             watch_collect(wt);
             if (wt->len > 0) break;
             if (wt->bookmarks && now - wt->last_send >= WATCH_BOOKMARK_S) {
