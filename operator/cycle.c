@@ -546,6 +546,7 @@ void cycle_run(struct server *s, double now) {
             snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
             snprintf(js->st.message, sizeof js->st.message, "%s", msg);
             srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
+            job_delete_pods(s, o);
             cy__journal(s, js, j, now, "reject", r, cy__reason(r->reason), msg);
             OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
                   "reason=%s msg=\"%s\"", cy__reason(r->reason), msg);

@@ -513,6 +513,12 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     job__publish(s, o, js, now);
 }
 
+/* Deletes the pods of a job; see server.h. */
+void job_delete_pods(struct server *s, struct opcache_obj *o) {
+    if (o->parse_ok && o->parsed)
+        job__delete_pods(s, o->parsed, ((const struct aiq_aijob *)o->parsed)->spec.replicas);
+}
+
 /* The AIJob reconciler: sync on change; on deletion, remove the pods and
  * keep the history. */
 void reconcile_aijob(struct server *s, enum kube_event_type t,

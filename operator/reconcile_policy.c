@@ -21,6 +21,8 @@ static json_object *pol__status(struct opcache_obj *o, const char *phase,
     json_object_object_add(st, "active", json_object_new_boolean(active));
     if (msg && *msg)
         json_object_object_add(st, "message", json_object_new_string(msg));
+    if (!compiled && msg && *msg)
+        json_object_object_add(st, "error", json_object_new_string(msg));
     if (line > 0) {
         json_object_object_add(st, "errorLine", json_object_new_int(line));
         json_object_object_add(st, "errorColumn", json_object_new_int(col));
@@ -113,7 +115,7 @@ static void pol__select(struct server *s, const char *exclude) {
         } else if (nactive > 1) {
             snprintf(msg, sizeof msg, "conflict: %d policies are active (%s); %s stays in use",
                      nactive, names, s->active_policy[0] ? s->active_policy : "the built-in default");
-            st = pol__status(o, "Conflict", true, running, msg, 0, 0);
+            st = pol__status(o, "Conflict", true, false, msg, 0, 0);
         } else {
             st = pol__status(o, running ? "Active" : "Inactive", true, running,
                              running ? "compiled; in use" : "compiled", 0, 0);

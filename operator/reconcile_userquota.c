@@ -13,6 +13,7 @@
  * namespace/name), so a new one can never push out one already accepted.
  * A rejected UserQuota does not count: the user is then limited by the
  * group quota only. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,8 @@ void quota_refresh(struct server *s, double now) {
         return;
     for (size_t i = 0; i < n; i++)
         order[i] = opcache_at(uc, i);
-    qsort(order, n, sizeof *order, uq__cmp);
+    if (n > 1)
+        qsort(order, n, sizeof *order, uq__cmp);
     opmetrics_quota_reset(s->metrics);
 
     /* Per group: sum of accepted user quotas, built while deciding. */
@@ -113,26 +115,30 @@ void quota_refresh(struct server *s, double now) {
                 continue;
             snprintf(x->group, sizeof x->group, "%s", g->meta.name);
             char reason[512] = "";
+            const char *code = "";
             /* One per user. */
             for (size_t k = 0; k < i && !reason[0]; k++) {
                 struct opext *xk = order[k]->ext;
                 const struct aiq_userquota *uk = order[k]->parse_ok ? order[k]->parsed : NULL;
                 if (xk && uk && xk->accepted && strcmp(xk->group, g->meta.name) == 0 &&
                     strcmp(uk->spec.user, u->spec.user) == 0)
+                {
+                    code = "DuplicateUser";
                     snprintf(reason, sizeof reason,
                              "user %.100s already has UserQuota %.200s in group %.100s",
                              u->spec.user, order[k]->key, g->meta.name);
+                }
             }
             int64_t uqv[5];
             uq__vec(&u->spec.quota, uqv);
             for (int k = 0; k < 5 && !reason[0]; k++) {
                 if (gq[k] < 0)
                     continue;
-                if (uqv[k] < 0)
+                if (uqv[k] < 0 && (code = "UnlimitedInLimitedGroup"))
                     snprintf(reason, sizeof reason,
                              "spec.quota.%s is unlimited but group %.100s limits it to %lld",
                              uq_res_names[k], g->meta.name, (long long)gq[k]);
-                else if (sum[k] + uqv[k] > gq[k])
+                else if (sum[k] + uqv[k] > gq[k] && (code = "ExceedsGroupQuota"))
                     snprintf(reason, sizeof reason,
                              "sum of user quotas for %s would be %lld, above group %.100s's quota %lld",
                              uq_res_names[k], (long long)(sum[k] + uqv[k]), g->meta.name,
@@ -157,15 +163,18 @@ void quota_refresh(struct server *s, double now) {
             json_object_object_add(st, "accepted", json_object_new_boolean(x->accepted));
             json_object_object_add(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"));
             json_object_object_add(st, "group", json_object_new_string(g->meta.name));
-            if (reason[0])
-                json_object_object_add(st, "reason", json_object_new_string(reason));
-            json_object_object_add(st, "usage", uq__res_obj(uu.v, false));
+            if (reason[0]) {
+                json_object_object_add(st, "reason", json_object_new_string(code));
+                json_object_object_add(st, "message", json_object_new_string(reason));
+            }
+            json_object *usage = uq__res_obj(uu.v, false);
             double used_h = 0;
-            if (u->spec.budget.gpu_hours >= 0 &&
+            if (usage && u->spec.budget.gpu_hours >= 0 &&
                 store_usage_window(s->db, u->spec.user, g->meta.name,
                                    now - (u->spec.budget.window_s > 0 ? u->spec.budget.window_s : 2592000),
                                    &used_h, NULL) == AIQ_OK)
-                json_object_object_add(st, "gpuHoursUsed", json_object_new_double(used_h));
+                json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
+            json_object_object_add(st, "usage", usage);
             json_object_object_add(st, "observedGeneration",
                                    json_object_new_int64(srv__generation(o->raw)));
             srv__want_status(s, o, st);
@@ -178,14 +187,15 @@ void quota_refresh(struct server *s, double now) {
         json_object *st = json_object_new_object();
         if (!st)
             continue;
-        json_object_object_add(st, "usage", uq__res_obj(gu.v, false));
-        json_object_object_add(st, "allotted", uq__res_obj(sum, false));
+        json_object *usage = uq__res_obj(gu.v, false);
         double used_h = 0;
-        if (g->spec.budget.gpu_hours >= 0 &&
+        if (usage && g->spec.budget.gpu_hours >= 0 &&
             store_usage_window(s->db, NULL, g->meta.name,
                                now - (g->spec.budget.window_s > 0 ? g->spec.budget.window_s : 2592000),
                                &used_h, NULL) == AIQ_OK)
-            json_object_object_add(st, "gpuHoursUsed", json_object_new_double(used_h));
+            json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
+        json_object_object_add(st, "usage", usage);
+        json_object_object_add(st, "allotted", uq__res_obj(sum, false));
         json_object_object_add(st, "observedGeneration",
                                json_object_new_int64(srv__generation(go->raw)));
         srv__want_status(s, go, st);
@@ -214,7 +224,8 @@ void quota_refresh(struct server *s, double now) {
             continue;
         json_object_object_add(st, "accepted", json_object_new_boolean(false));
         json_object_object_add(st, "phase", json_object_new_string("Rejected"));
-        json_object_object_add(st, "reason", json_object_new_string(reason));
+        json_object_object_add(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"));
+        json_object_object_add(st, "message", json_object_new_string(reason));
         json_object_object_add(st, "observedGeneration",
                                json_object_new_int64(srv__generation(o->raw)));
         srv__want_status(s, o, st);

@@ -218,6 +218,9 @@ void job_sync(struct server *s, struct opcache_obj *o, double now);
  * patched, or -1 after an error (logged; the next sync retries). */
 int job_release(struct server *s, struct opcache_obj *o);
 
+/* Deletes every pod of the job (a Rejected job keeps none). */
+void job_delete_pods(struct server *s, struct opcache_obj *o);
+
 /* Recomputes the statuses of every Group and UserQuota (usage,
  * acceptance). */
 void quota_refresh(struct server *s, double now);

@@ -1,0 +1,94 @@
+# lib.sh -- shared helpers of the operator e2e tests (sourced, not run).
+# Starts build/san/aiq-apiserver and build/san/aiq-operator in a private
+# temp dir, drives them with the real kubectl, counts checks, and kills
+# every process it started on exit.
+#   . test/e2e/lib.sh; e2e_start [apiserver args]; op_start [operator args]
+#   check "what" cmd...; wait_for SECS "what" cmd...; e2e_done
+set -u
+ROOT=${AIQ_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${AIQ_BUILD:-$ROOT/build/san}
+T=$(mktemp -d /tmp/aiq-e2e.XXXXXX)
+export T
+export KUBECONFIG=$T/kubeconfig KUBECACHEDIR=$T/kcache
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+PASS=0
+FAIL=0
+API_PID=""
+OP_PID=""
+
+e2e_cleanup() {
+    [ -n "$OP_PID" ] && kill "$OP_PID" 2>/dev/null
+    [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null
+    [ -n "$OP_PID" ] && wait "$OP_PID" 2>/dev/null
+    [ -n "$API_PID" ] && wait "$API_PID" 2>/dev/null
+    if [ "$FAIL" != 0 ]; then
+        echo "--- operator log (tail) ---"; tail -40 "$T/op.log" 2>/dev/null
+        echo "--- apiserver log (tail) ---"; tail -15 "$T/api.log" 2>/dev/null
+    fi
+    [ -z "${E2E_KEEP:-}" ] && rm -rf "$T"
+}
+trap 'e2e_cleanup' EXIT
+trap 'exit 1' INT TERM
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
+
+# check "what" cmd...: passes when cmd exits 0.
+check() {
+    what=$1; shift
+    if "$@" >"$T/check.out" 2>&1; then ok "$what"; else bad "$what"; sed 's/^/     /' "$T/check.out" | tail -8; fi
+}
+
+# wait_for SECS "what" cmd...: retries cmd every 0.5 s until it passes.
+wait_for() {
+    secs=$1; what=$2; shift 2
+    end=$(( $(date +%s) + secs ))
+    while :; do
+        if "$@" >"$T/check.out" 2>&1; then ok "$what"; return 0; fi
+        if [ "$(date +%s)" -ge "$end" ]; then
+            bad "$what (after ${secs}s)"; sed 's/^/     /' "$T/check.out" | tail -8; return 1
+        fi
+        sleep 0.5
+    done
+}
+
+# e2e_start [extra aiq-apiserver args]: the local cluster on a free port.
+e2e_start() {
+    "$BUILD/aiq-apiserver" --db "$T/api.db" --port 0 --kubeconfig "$T/kubeconfig" "$@" \
+        >"$T/api.log" 2>&1 &
+    API_PID=$!
+    for _ in $(seq 1 100); do
+        [ -s "$T/kubeconfig" ] && grep -q listening "$T/api.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    kubectl apply -k "$ROOT/crds/" >"$T/crds.out" 2>&1 || { bad "apply crds"; cat "$T/crds.out"; }
+}
+
+# op_start [extra aiq-operator args]: the operator, waiting until /readyz.
+op_start() {
+    "$BUILD/aiq-operator" --kubeconfig "$T/kubeconfig" --db "$T/op.db" \
+        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level debug "$@" >>"$T/op.log" 2>&1 &
+    OP_PID=$!
+    for _ in $(seq 1 100); do
+        grep -q "event=ready" "$T/op.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    bad "operator ready"
+}
+
+# op_kill9: SIGKILL the operator (no cleanup at all).
+op_kill9() {
+    [ -n "$OP_PID" ] && kill -9 "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
+    OP_PID=""
+}
+
+# jp KIND NAME JSONPATH [ns]: one jsonpath value.
+jp() { kubectl get "$1" "$2" -n "${4:-default}" -o "jsonpath=$3" 2>/dev/null; }
+
+# eq "a" "b": test helper with a readable failure.
+eq() { [ "$1" = "$2" ] || { echo "expected [$2] got [$1]"; return 1; }; }
+
+e2e_done() {
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+}
