@@ -9,6 +9,7 @@
 #include "common/model.h"
 #include "policy/fx_int.h"
 
+/* Constant evaluator for folding; see fx_int.h. */
 double fx__apply(fx_opcode op, double z, double y, double x) {
     switch (op) {
     case FX_OP_ADD: return y + x;
@@ -392,6 +393,8 @@ typedef struct { int node; int neg; } fx_termref;
 
 /* ---- public ------------------------------------------------------------- */
 
+/* Compiles src (borrowed) into a new program the caller frees with
+ * fx_free; NULL with err filled on any error, nothing left allocated. */
 fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     fx_prog *p = NULL;
     fx_parse_ctx ctx;
@@ -507,6 +510,7 @@ out:
     return p;
 }
 
+/* Frees p and what it owns; NULL is a no-op. */
 void fx_free(fx_prog *p) {
     if (!p) return;
     free(p->code);
@@ -514,4 +518,5 @@ void fx_free(fx_prog *p) {
     free(p);
 }
 
+/* The mode p (non-NULL) was compiled in. */
 fx_mode fx_prog_mode(const fx_prog *p) { return p->mode; }

@@ -22,6 +22,7 @@
 
 #include "policy/fx_int.h"
 
+/* Records the first error (see fx_int.h); later ones are dropped. */
 int fx__error(fx_parse_ctx *ctx, aiq_rc rc, uint32_t off, const char *fmt,
               ...) {
     if (ctx->failed) return -1;
@@ -411,6 +412,7 @@ out:
     return c;
 }
 
+/* Parses ctx->src into ctx->nodes; root index or -1 (see fx_int.h). */
 int fx__parse(fx_parse_ctx *ctx) {
     if (fx__next(ctx) == FX_T_ERROR) return -1;
     if (ctx->tok.type == FX_T_END)

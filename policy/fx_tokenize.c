@@ -104,6 +104,7 @@ static int fx_number_value(const char *s, uint32_t p, uint32_t n, double *out) {
     return 0;
 }
 
+/* Quoted, printable, cut-to-40 copy of a token for messages. */
 void fx__tok_text(const fx_parse_ctx *ctx, const fx_tok *t, char *buf,
                   size_t cap) {
     if (t->len == 0) {
@@ -128,6 +129,7 @@ void fx__tok_text(const fx_parse_ctx *ctx, const fx_tok *t, char *buf,
     buf[o] = '\0';
 }
 
+/* Reads the next token into ctx->tok (see fx_int.h). */
 fx_tok_type fx__next(fx_parse_ctx *ctx) {
     const char *s = ctx->src;
     uint32_t len = ctx->len, p = ctx->pos;
