@@ -239,8 +239,11 @@ int main(void) {
     printf("queue cycle: EASY backfill, binpack, ~90%% busy cluster, median of runs\n");
     printf("%8s %6s %9s %9s %8s %10s %9s %9s %9s %8s\n", "pending", "nodes", "full_ms", "incr_ms",
            "full/inc", "qsort_ms", "full/qs", "admitted", "bytes/job", "peak/job");
-    for (int a = 0; a < 3; a++) {
-        for (int b = 0; b < 3; b++) {
+    /* AIQ_BENCH_QUEUE_ONLY_BIG=1: only 100k x 5k (for profiling). */
+    const char *only = getenv("AIQ_BENCH_QUEUE_ONLY_BIG");
+    int start = only && *only == '1' ? 2 : 0;
+    for (int a = start; a < 3; a++) {
+        for (int b = start; b < 3; b++) {
             cluster c;
             build(&c, J[a], N[b]);
             int reps = J[a] >= 100000 ? 3 : 5;

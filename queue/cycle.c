@@ -75,11 +75,6 @@ static int check_input(const struct q_input *in, aiq_err *err) {
     return 0;
 }
 
-/* Undoes placements st->places[off..nplaces). */
-static void unplace(q_state *st, int off, const q__req *r) {
-    while (st->nplaces > off) q__release(&st->ns, &st->places[--st->nplaces], r);
-}
-
 static bool dom_ok(const q__req *r, int d) { return r->dom < 0 || r->dom == d; }
 
 /* Finds when the head job h can start from the running and just-admitted
@@ -170,6 +165,7 @@ static void admit(q_state *st, const struct q_input *in, int j, int off) {
     r->eta = in->now;
     q__quota_commit(st, in, j);
     st->admitted[st->nadmitted++] = j;
+    st->epoch++; /* capacity changed: cached "fits" answers are stale */
 }
 
 static int walk(q_state *st, const struct q_input *in, int *head_out,
@@ -186,7 +182,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     for (int k = 0; k < st->norder; k++) {
         int j = st->order[k];
         const struct q_job *job = &in->jobs[j];
-        const q__jc *e = &st->jc[j];
+        q__jc *e = &st->jc[j];
         struct q_result *r = &st->res[j];
         r->score = e->score;
         r->level = e->level;
@@ -201,9 +197,12 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         }
         q__req req;
         req_of(job, e->dom, e->model, &req);
-        if (q__quota_reject(in, j, r) || q__reject_check(st, &req, r)) {
-            r->decision = Q_DEC_REJECT;
-            continue;
+        if (e->fit_key != st->fit_key) {
+            if (q__quota_reject(in, j, r) || q__reject_check(st, &req, r)) {
+                r->decision = Q_DEC_REJECT;
+                continue;
+            }
+            e->fit_key = st->fit_key; /* clean jobs skip this next cycle */
         }
         pos++;
         if (e->level != lvl) {
@@ -242,12 +241,9 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
                 continue;
             }
             if (!shortjob) {
-                rc = q__place(st, &st->ns, &req, false, spread);
+                rc = q__probe(st, &req, false, spread);
                 if (rc < 0) return -1;
-                if (rc == 1) {
-                    unplace(st, off, &req);
-                    continue; /* fits, but only by delaying the head */
-                }
+                if (rc == 1) continue; /* fits, but only by delaying the head */
             }
             r->reason = Q_R_CAPACITY;
             r->blocker = -1;

@@ -220,6 +220,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                 goto oom;
             score_job(st, in, sc, i, e);
             e->gen = job->gen;
+            e->fit_key = 0;
             (*nscored)++;
         }
         e->pending = true;
@@ -259,11 +260,23 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
     }
     if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)n + 1)) goto oom;
     int32_t *out = st->admitted; /* scratch here; the walk reuses it */
-    int a = 0, b = 0, o = 0;
-    while (a < nkept && b < ndirty)
-        out[o++] = order_cmp(&oc, dirty[b], kept[a]) < 0 ? dirty[b++] : kept[a++];
-    while (a < nkept) out[o++] = kept[a++];
-    while (b < ndirty) out[o++] = dirty[b++];
+    /* Few dirty jobs: binary-search each one's place among the kept ones
+     * and copy the runs in between (O(k log n) comparisons). */
+    int a = 0, o = 0;
+    for (int b = 0; b < ndirty; b++) {
+        int lo = a, hi = nkept;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (order_cmp(&oc, dirty[b], kept[mid]) < 0) hi = mid;
+            else lo = mid + 1;
+        }
+        memcpy(out + o, kept + a, (size_t)(lo - a) * sizeof *out);
+        o += lo - a;
+        a = lo;
+        out[o++] = dirty[b];
+    }
+    memcpy(out + o, kept + a, (size_t)(nkept - a) * sizeof *out);
+    o += nkept - a;
     memcpy(st->order, out, (size_t)o * sizeof *out);
     st->norder = o;
     if (all) st->last_rescore = in->now;

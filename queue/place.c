@@ -144,6 +144,14 @@ int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
         int id = shape_find_or_add(st, &s, h);
         st->shapes[id].count++;
     }
+    /* What reject checks depend on: the shapes, their counts, the input
+     * generation (quotas and budgets). */
+    uint64_t fk = in->gen * 0x9e3779b97f4a7c15ull + (uint64_t)st->nshapes + 1;
+    for (int k = 0; k < st->nshapes; k++) {
+        const unsigned char *b = (const unsigned char *)&st->shapes[k];
+        for (size_t x = 0; x < sizeof st->shapes[k]; x++) fk = (fk ^ b[x]) * 1099511628211ull;
+    }
+    st->fit_key = fk ? fk : 1;
     return 0;
 oom:
     aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory building nodes");
@@ -310,11 +318,16 @@ static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
 }
 
 static uint32_t memo_hash(const q__memo_key *k) {
-    uint32_t h = 2166136261u;
-    const unsigned char *b = (const unsigned char *)k;
-    for (size_t i = 0; i < offsetof(q__memo_key, used); i++)
-        h = (h ^ b[i]) * 16777619u;
-    return h;
+    const q__req *r = &k->r;
+    uint64_t h = (uint64_t)(uint32_t)r->dom * 0x9e3779b97f4a7c15ull;
+    uint64_t f[] = {(uint64_t)(uint32_t)r->model, (uint64_t)(uint32_t)r->replicas,
+                    (uint64_t)(uint32_t)r->gpus, (uint64_t)r->gmem, (uint64_t)r->cpu,
+                    (uint64_t)r->mem, (uint64_t)(uint32_t)k->avoid};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        h ^= f[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xbf58476d1ce4e5b9ull;
+    }
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void q__memo_clear(q_state *st) {
@@ -322,10 +335,11 @@ void q__memo_clear(q_state *st) {
     st->nmemo = 0;
 }
 
-/* Returns 1 when k is known to fail; with add, records it. */
-static int memo(q_state *st, const q__req *r, bool avoid, bool add) {
+/* Finds the memo slot of (r, avoid): the entry, or the empty slot where it
+ * would go (NULL when the memo is full or cannot be allocated). */
+static q__memo_key *memo_slot(q_state *st, const q__req *r, bool avoid) {
     if (!st->memo) {
-        if (Q_GROW(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return 0;
+        if (Q_GROW(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return NULL;
         q__memo_clear(st);
     }
     q__memo_key k;
@@ -336,22 +350,27 @@ static int memo(q_state *st, const q__req *r, bool avoid, bool add) {
     for (size_t i = memo_hash(&k) & m;; i = (i + 1) & m) {
         q__memo_key *e = &st->memo[i];
         if (!e->used) {
-            if (add && (size_t)st->nmemo * 2 < st->cap_memo) {
-                k.used = 1;
-                *e = k;
-                st->nmemo++;
-            }
-            return 0;
+            if ((size_t)st->nmemo * 2 >= st->cap_memo) return NULL;
+            *e = k;
+            return e;
         }
-        if (memcmp(e, &k, offsetof(q__memo_key, used)) == 0) return 1;
+        if (memcmp(e, &k, offsetof(q__memo_key, used)) == 0) return e;
     }
+}
+
+static void memo_set(q_state *st, q__memo_key *e, int state) {
+    if (!e) return;
+    if (!e->used) st->nmemo++;
+    e->used = state;
+    e->epoch = st->epoch;
 }
 
 int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
              bool spread) {
     bool use_memo = ns == &st->ns;
     if (r->gpus > Q_MAX_GPUS || r->replicas < 1) return 0;
-    if (use_memo && memo(st, r, avoid, false)) return 0;
+    q__memo_key *e = use_memo ? memo_slot(st, r, avoid) : NULL;
+    if (e && e->used == 1) return 0;
     if (Q_GROW(st, st->places, st->cap_places,
                (size_t)st->nplaces + (size_t)r->replicas))
         return -1;
@@ -379,8 +398,21 @@ int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
             continue;
         if (place_in_domain(st, ns, d, r, avoid, spread)) return 1;
     }
-    if (use_memo) memo(st, r, avoid, true);
+    memo_set(st, e, 1);
     return 0;
+}
+
+int q__probe(q_state *st, const q__req *r, bool avoid, bool spread) {
+    q__memo_key *e = memo_slot(st, r, avoid);
+    if (e && e->used == 1) return 0;
+    if (e && e->used == 2 && e->epoch == st->epoch) return 1;
+    int off = st->nplaces;
+    int rc = q__place(st, &st->ns, r, avoid, spread);
+    if (rc == 1) {
+        while (st->nplaces > off) q__release(&st->ns, &st->places[--st->nplaces], r);
+        memo_set(st, memo_slot(st, r, avoid), 2);
+    }
+    return rc;
 }
 
 int q__reject_check(q_state *st, const q__req *r, struct q_result *res) {

@@ -75,6 +75,7 @@ typedef struct q__jc {
     bool score_failed;
     bool promoted;
     bool dirty;         /* needs re-insertion into the order this cycle */
+    uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
 } q__jc;
 
 /* Failed-fit memo: capacity only shrinks during a walk, so a request that
@@ -82,7 +83,8 @@ typedef struct q__jc {
 typedef struct q__memo_key {
     q__req r;
     int32_t avoid;
-    int32_t used;
+    int32_t used;      /* 0 empty, 1 known to fail, 2 fits at `epoch` */
+    uint32_t epoch;
 } q__memo_key;
 
 struct q_state {
@@ -117,6 +119,8 @@ struct q_state {
     q__ev *heap; size_t cap_heap;
     int32_t *admitted; size_t cap_admitted; int nadmitted;
     q__memo_key *memo; size_t cap_memo; int nmemo;
+    uint32_t epoch;     /* bumped by every admission in the walk */
+    uint64_t fit_key;   /* node shapes + input generation of this cycle */
     /* quota ETA: releasing jobs by (owner, end), per scope */
     int64_t *pfx[2]; size_t cap_pfx[2];
     int32_t *rel[2]; size_t cap_rel[2];
@@ -158,6 +162,9 @@ int q__node_fit(const q__node *n, const q__req *r, bool avoid);
  * Returns 1 placed, 0 no fit, -1 out of memory. */
 int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
              bool spread);
+/* Would r fit on st->ns now (nothing is placed)? Cached per request until
+ * the next admission (st->epoch). Returns 1, 0, or -1 out of memory. */
+int q__probe(q_state *st, const q__req *r, bool avoid, bool spread);
 /* Returns resources of one replica to node p->node. */
 void q__release(q__nodeset *ns, const struct q_place *p, const q__req *r);
 /* Reject check against the cluster's node shapes. Returns 0 when some
