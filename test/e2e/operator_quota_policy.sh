@@ -1,0 +1,124 @@
+#!/bin/sh
+# operator_quota_policy.sh -- a group's GPU quota blocks a job and then
+# admits it when quota frees up; UserQuotas that would pass the group
+# quota are rejected with the reason; a QueuePolicy change reorders the
+# queue; a broken policy reports line:column and never replaces the
+# running one.
+. "$(dirname "$0")/lib.sh"
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+op_start
+
+job() { # ns name priority replicas gpus duration [user]
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $2, namespace: $1}
+spec:
+  user: ${7:-alice}
+  priority: $3
+  replicas: $4
+  resources: {gpus: $5, gpuMemoryMiB: 40960, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: $6}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: aiq.dev/v1alpha1
+kind: Group
+metadata: {name: team}
+spec:
+  level: 1
+  namespaces: [team-a]
+  quota: {gpus: 4}
+  members: [{user: alice, level: 1}, {user: bob, level: 1}]
+---
+apiVersion: aiq.dev/v1alpha1
+kind: UserQuota
+metadata: {name: alice, namespace: team-a}
+spec:
+  user: alice
+  quota: {gpus: 4}
+Y
+sleep 1
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: UserQuota
+metadata: {name: bob, namespace: team-a}
+spec:
+  user: bob
+  quota: {gpus: 3}
+Y
+wait_for 10 "UserQuota within the group quota is accepted" sh -c '
+  [ "$(kubectl get userquota alice -n team-a -o jsonpath={.status.accepted})" = true ]'
+wait_for 10 "UserQuota passing the group quota is rejected with the reason" sh -c '
+  [ "$(kubectl get userquota bob -n team-a -o jsonpath={.status.accepted})" = false ] &&
+  [ "$(kubectl get userquota bob -n team-a -o jsonpath={.status.reason})" = ExceedsGroupQuota ] &&
+  kubectl get userquota bob -n team-a -o jsonpath={.status.message} | grep -q "would be 7"'
+
+job team-a q1 0 1 4 6s | kubectl apply -f - >/dev/null
+wait_for 15 "q1 runs with the whole group quota" sh -c '
+  [ "$(kubectl get aijob q1 -n team-a -o jsonpath={.status.phase})" = Running ]'
+job team-a q2 0 1 2 5s | kubectl apply -f - >/dev/null
+wait_for 10 "q2 waits on quota although GPUs are free" sh -c '
+  [ "$(kubectl get aijob q2 -n team-a -o jsonpath={.status.phase})" = Queued ] &&
+  [ "$(kubectl get aijob q2 -n team-a -o jsonpath={.status.conditions[0].reason})" = QuotaFull ] &&
+  [ -z "$(kubectl get pods -n team-a -l aiq.dev/job=q2 -o jsonpath={.items[*].spec.nodeName})" ]'
+check "the Group shows its usage" sh -c '
+  [ "$(kubectl get group team -o jsonpath={.status.usage.gpus})" = 4 ]'
+check "q2 is admitted once q1 finished" \
+    kubectl wait --for=condition=Admitted aijob/q2 -n team-a --timeout=30s
+check "q1 Succeeded" sh -c '[ "$(kubectl get aijob q1 -n team-a -o jsonpath={.status.phase})" = Succeeded ]'
+
+# Policy: fill the cluster, queue two jobs, then flip the order.
+job default hold 0 2 8 10m | kubectl apply -f - >/dev/null
+wait_for 15 "the cluster is full" sh -c '[ "$(kubectl get aijob hold -o jsonpath={.status.phase})" = Running ]'
+job default low 1 1 1 1m | kubectl apply -f - >/dev/null
+job default high 100 1 1 1m | kubectl apply -f - >/dev/null
+wait_for 10 "built-in policy: priority first" sh -c '
+  [ "$(kubectl get aijob high -o jsonpath={.status.position})" = 1 ] &&
+  [ "$(kubectl get aijob low -o jsonpath={.status.position})" = 2 ]'
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: QueuePolicy
+metadata: {name: humble}
+spec:
+  active: true
+  formula: "100 - job.priority"
+  levels: [{name: all}]
+Y
+wait_for 10 "the new policy reorders the queue" sh -c '
+  [ "$(kubectl get aijob low -o jsonpath={.status.position})" = 1 ] &&
+  [ "$(kubectl get aijob high -o jsonpath={.status.position})" = 2 ] &&
+  [ "$(kubectl get aijob low -o jsonpath={.status.level})" = all ]'
+check "the policy reports compiled and active" sh -c '
+  [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled}/{.status.active})" = true/true ]'
+check "score terms explain the score" sh -c '
+  kubectl get aijob low -o jsonpath={.status.scoreTerms[*].name} | grep -q "job.priority"'
+kubectl patch queuepolicy humble --type=merge -p '{"spec":{"formula":"100 - job.prio"}}' >/dev/null
+wait_for 10 "a broken edit reports line:column" sh -c '
+  [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled})" = false ] &&
+  kubectl get queuepolicy humble -o jsonpath={.status.error} | grep -q "1:7"'
+sleep 1
+check "the broken edit did not replace the running policy" sh -c '
+  [ "$(kubectl get aijob low -o jsonpath={.status.position})" = 1 ]'
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: QueuePolicy
+metadata: {name: second}
+spec:
+  active: true
+  formula: "job.priority"
+  levels: [{name: all}]
+Y
+wait_for 10 "two active policies are a conflict reported in status" sh -c '
+  kubectl get queuepolicy second -o jsonpath={.status.message} | grep -q conflict'
+e2e_done
