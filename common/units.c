@@ -363,6 +363,8 @@ char *aiq_duration_format(double secs, char *buf, size_t cap) {
     }
     if (secs > 9.2e15) secs = 9.2e15; /* keep the millisecond count in int64 */
     long long ms = llround(secs * 1000.0);
+    /* Never round past what aiq_duration_parse accepts (2^63-1 ns). */
+    if (ms > 9223372036854LL) ms = 9223372036854LL;
     long long h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60,
               frac = ms % 1000;
     if (h && n < cap) n += (size_t)snprintf(buf + n, cap - n, "%lldh", h);
