@@ -266,6 +266,13 @@ void apisrv__watch_start(apisrv *s, struct apisrv__req *r,
 ssize_t apisrv__watch_read(void *cls, uint64_t pos, char *buf, size_t max);
 void apisrv__watch_free(void *cls);
 
+/* auth.c and faults.c (lock NOT held) */
+bool apisrv__authorized(apisrv *s, struct apisrv__req *r);
+aiq_rc apisrv__tls_make_cert(apisrv *s, aiq_err *err);
+void apisrv__tls_free(apisrv *s);
+aiq_rc apisrv__write_kubeconfig(apisrv *s, const char *path, aiq_err *err);
+bool apisrv__fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+
 /* base64 (kubeconfig certificate data); returns malloc'd string. */
 char *apisrv__base64(const unsigned char *data, size_t len);
 

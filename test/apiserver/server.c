@@ -1,30 +1,22 @@
 /* server.c -- the local API server's life cycle and HTTP front: starting
  * and stopping (SQLite, type registry, default namespaces, libmicrohttpd
  * with one thread per connection so watches stream while other requests
- * are served), request body collection with a cap, bearer-token
- * authentication, fault injection, the optional self-signed TLS
- * certificate (made with the openssl command-line tool) and the
- * kubeconfig file for clients. */
+ * are served), request body collection with a cap, and the order of
+ * checks on each request (body size, authentication in auth.c, fault
+ * injection in faults.c, then routes.c). */
 #include "test/apiserver/apisrv_int.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* ---- responses ------------------------------------------------------------ */
 
@@ -76,46 +68,6 @@ const char *apisrv__q(const struct apisrv__req *r, const char *name) {
 
 /* ---- request handling ------------------------------------------------------ */
 
-static bool server_is_write(const char *m) {
-    return strcmp(m, "GET") && strcmp(m, "HEAD");
-}
-
-static bool server_authorized(apisrv *s, struct apisrv__req *r) {
-    const char *h;
-    char want[600];
-    if (!s->token) return true;
-    if (!strcmp(r->url, "/healthz") || !strcmp(r->url, "/readyz") || !strcmp(r->url, "/livez"))
-        return true;
-    h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
-    snprintf(want, sizeof want, "Bearer %s", s->token);
-    return h && !strcmp(h, want);
-}
-
-/* Fault injection; returns true when w now holds the injected answer. */
-static bool server_fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w) {
-    double x, y;
-    if (s->faults.latency_ms > 0) usleep((useconds_t)(s->faults.latency_ms * 1000));
-    if (s->faults.error_500_ratio <= 0 && s->faults.conflict_ratio <= 0) return false;
-    pthread_mutex_lock(&s->mu);
-    x = rand_r(&s->rnd) / (RAND_MAX + 1.0);
-    y = rand_r(&s->rnd) / (RAND_MAX + 1.0);
-    pthread_mutex_unlock(&s->mu);
-    if (strncmp(r->url, "/api", 4)) return false;  /* discovery stays reliable */
-    if (!strcmp(r->url, "/api") || !strcmp(r->url, "/apis")) return false;
-    if (x < s->faults.error_500_ratio) {
-        apisrv__resp_err(w, 500, "InternalError",
-                         "Internal error occurred: injected fault");
-        return true;
-    }
-    if (server_is_write(r->method) && y < s->faults.conflict_ratio) {
-        apisrv__resp_err(w, 409, "Conflict",
-                         "Operation cannot be fulfilled: injected conflict; please apply "
-                         "your changes to the latest version and try again");
-        return true;
-    }
-    return false;
-}
-
 static enum MHD_Result server_handler(void *cls, struct MHD_Connection *conn,
                                       const char *url, const char *method,
                                       const char *version,
@@ -162,9 +114,9 @@ static enum MHD_Result server_handler(void *cls, struct MHD_Connection *conn,
     if (r->too_big)
         apisrv__resp_err(&w, 413, "RequestEntityTooLarge",
                          "Request entity too large: limit is %u", APISRV__MAX_BODY);
-    else if (!server_authorized(s, r))
+    else if (!apisrv__authorized(s, r))
         apisrv__resp_err(&w, 401, "Unauthorized", "Unauthorized");
-    else if (!server_fault(s, r, &w))
+    else if (!apisrv__fault(s, r, &w))
         apisrv__route(r, &w);
     if (w.watch) {
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024,
@@ -206,76 +158,6 @@ static void server_notify(void *cls, struct MHD_Connection *conn,
         int one = 1;
         setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-}
-
-/* ---- TLS and kubeconfig --------------------------------------------------- */
-
-static int server_run(char *const argv[]) {
-    pid_t pid;
-    int st = 0;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -1;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *server_slurp(const char *path, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    size_t n;
-    if (!f) return NULL;
-    buf = malloc(cap + 1);
-    if (!buf) {
-        fclose(f);
-        return NULL;
-    }
-    n = fread(buf, 1, cap, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
-/* Makes a self-signed certificate for 127.0.0.1/localhost in a temp dir. */
-static aiq_rc server_make_cert(apisrv *s, aiq_err *err) {
-    char tmpl[] = "/tmp/aiq-apiserver-tls.XXXXXX", key[300], crt[300];
-    if (!mkdtemp(tmpl)) return aiq_err_set(err, AIQ_EIO, "mkdtemp: %s", strerror(errno));
-    s->tls_dir = strdup(tmpl);
-    snprintf(key, sizeof key, "%s/key.pem", tmpl);
-    snprintf(crt, sizeof crt, "%s/cert.pem", tmpl);
-    char *argv[] = {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
-                    "-out", crt, "-days", "30", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", NULL};
-    if (server_run(argv) != 0)
-        return aiq_err_set(err, AIQ_EIO, "openssl could not make a certificate (is the openssl tool installed?)");
-    s->tls_key = server_slurp(key, 64 * 1024);
-    s->tls_cert = server_slurp(crt, 64 * 1024);
-    if (!s->tls_key || !s->tls_cert)
-        return aiq_err_set(err, AIQ_EIO, "cannot read the generated certificate in %s", tmpl);
-    return AIQ_OK;
-}
-
-static aiq_rc server_write_kubeconfig(apisrv *s, const char *path, aiq_err *err) {
-    FILE *f = fopen(path, "w");
-    char *ca = NULL;
-    if (!f) return aiq_err_set(err, AIQ_EIO, "kubeconfig %s: %s", path, strerror(errno));
-    fprintf(f, "apiVersion: v1\nkind: Config\nclusters:\n- name: aiq-local\n  cluster:\n"
-               "    server: %s://127.0.0.1:%d\n", s->tls ? "https" : "http", s->port);
-    if (s->tls && (ca = apisrv__base64((const unsigned char *)s->tls_cert, strlen(s->tls_cert))))
-        fprintf(f, "    certificate-authority-data: %s\n", ca);
-    free(ca);
-    fprintf(f, "contexts:\n- name: aiq-local\n  context:\n    cluster: aiq-local\n"
-               "    user: aiq-local\n    namespace: default\ncurrent-context: aiq-local\n"
-               "preferences: {}\nusers:\n- name: aiq-local\n");
-    if (s->token) fprintf(f, "  user:\n    token: %s\n", s->token);
-    else fprintf(f, "  user: {}\n");
-    if (fclose(f) != 0) return aiq_err_set(err, AIQ_EIO, "kubeconfig %s: write failed", path);
-    return AIQ_OK;
 }
 
 /* ---- start / stop ------------------------------------------------------------ */
@@ -338,7 +220,7 @@ apisrv *apisrv_start(const struct apisrv_config *cfg, aiq_err *err) {
     apisrv__store_scan(s, "apiextensions.k8s.io/customresourcedefinitions", NULL, NULL,
                        NULL, server_sync_crd_row, s);
     server_default_namespaces(s);
-    if (s->tls && server_make_cert(s, err) != AIQ_OK) goto out_fail;
+    if (s->tls && apisrv__tls_make_cert(s, err) != AIQ_OK) goto out_fail;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)cfg->port);
@@ -364,7 +246,7 @@ apisrv *apisrv_start(const struct apisrv_config *cfg, aiq_err *err) {
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;
-    if (cfg->kubeconfig_out && server_write_kubeconfig(s, cfg->kubeconfig_out, err) != AIQ_OK)
+    if (cfg->kubeconfig_out && apisrv__write_kubeconfig(s, cfg->kubeconfig_out, err) != AIQ_OK)
         goto out_fail;
     return s;
 out_fail:
@@ -391,17 +273,7 @@ void apisrv_stop(apisrv *s) {
     free(s->hist);
     apisrv__types_free(s);
     apisrv__store_close(s);
-    if (s->tls_dir) {
-        char p[300];
-        snprintf(p, sizeof p, "%s/key.pem", s->tls_dir);
-        unlink(p);
-        snprintf(p, sizeof p, "%s/cert.pem", s->tls_dir);
-        unlink(p);
-        rmdir(s->tls_dir);
-    }
-    free(s->tls_dir);
-    free(s->tls_key);
-    free(s->tls_cert);
+    apisrv__tls_free(s);
     free(s->token);
     free(s->nodes_file);
     pthread_cond_destroy(&s->cond);

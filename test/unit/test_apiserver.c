@@ -619,6 +619,8 @@ TEST(apiserver_fault_injection) {
     CHECK_STR(at(o, "reason"), "InternalError");
     json_object_put(o);
     CHECK_INT(req(s, "GET", "/version", NULL, NULL, NULL, NULL, NULL), 200);  /* discovery stays up */
+    CHECK_INT(req(s, "GET", "/api/v1", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", "/apis/coordination.k8s.io/v1", NULL, NULL, NULL, NULL, NULL), 200);
     apisrv_stop(s);
     struct apisrv_config cfg2 = {.db_path = ":memory:", .faults = {.conflict_ratio = 1.0, .watch_cut_s = 1, .seed = 7}};
     s = apisrv_start(&cfg2, &err);
