@@ -71,15 +71,15 @@ static json_object *field(json_object *obj, const char *key) {
 }
 
 static bool simple_key(const char *k) {
-    size_t n = 0;
-    for (; k[n]; n++) {
-        char c = k[n];
+    size_t n = strnlen(k, 65);
+    if (n == 0 || n > 64) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = k[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
               (c >= '0' && c <= '9') || c == '_' || c == '-'))
             return false;
-        if (n > 64) return false;
     }
-    return n > 0;
+    return true;
 }
 
 /* path = base + "." + key (or base["odd key"]); base "" gives the key. */
