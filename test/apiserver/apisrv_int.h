@@ -47,6 +47,7 @@ struct apisrv__event {
     char key[APISRV__KEY];
     char ns[APISRV__MAX_NAME + 1];
     json_object *obj;          /* owned */
+    json_object *prev;         /* owned: the object before a MODIFIED, or NULL */
 };
 
 struct apisrv {
@@ -189,9 +190,10 @@ json_object *apisrv__obj_child(json_object *obj, const char *k);
 
 /* ---- watch history ------------------------------------------------------ */
 
-/* Records an event (takes a new reference on obj) and wakes watchers. */
+/* Records an event (takes new references on obj and prev, the object
+ * before a MODIFIED or NULL) and wakes watchers. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj);
+                  const char *ns, json_object *obj, json_object *prev);
 
 /* ---- HTTP layer (server.c, routes.c, verbs.c, watch.c, ...) ------------- */
 

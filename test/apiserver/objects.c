@@ -17,7 +17,7 @@
 
 /* See apisrv_int.h. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj) {
+                  const char *ns, json_object *obj, json_object *prev) {
     struct apisrv__event *e;
     if (s->hist_cap <= 0) {
         s->hist_base_rv = s->rv;
@@ -27,6 +27,7 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
         e = &s->hist[s->hist_head];
         s->hist_base_rv = e->rv;
         json_object_put(e->obj);
+        json_object_put(e->prev);
         s->hist_head = (s->hist_head + 1) % s->hist_cap;
         s->hist_len--;
     }
@@ -37,6 +38,7 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
     snprintf(e->key, sizeof e->key, "%s", key);
     snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
     e->obj = json_object_get(obj);
+    e->prev = prev ? json_object_get(prev) : NULL;
     pthread_cond_broadcast(&s->cond);
 }
 
@@ -155,10 +157,11 @@ static int conflict(struct apisrv__st *st, const struct apisrv__type *t,
 }
 
 /* Hands out the next resourceVersion, stamps obj, stores it and records
- * the event. With del the row is removed instead. */
+ * the event (prev: the object before a MODIFIED, for selector-filtered
+ * watches). For DELETED the row is removed instead. */
 static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
-                  const char *name, json_object *obj, const char *type,
-                  struct apisrv__st *st) {
+                  const char *name, json_object *obj, json_object *prev,
+                  const char *type, struct apisrv__st *st) {
     char rvs[32];
     aiq_rc rc;
     s->rv++;
@@ -174,7 +177,7 @@ static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
     if (rc != AIQ_OK)
         return apisrv__st_set(st, 500, "InternalError", "storage error: %s",
                               sqlite3_errmsg(s->db));
-    apisrv__emit(s, type, t->key, ns, obj);
+    apisrv__emit(s, type, t->key, ns, obj, prev);
     if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
         apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
     return 0;
@@ -468,7 +471,7 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
     json_object_object_del(md, "deletionGracePeriodSeconds");
     json_object_object_del(md, "resourceVersion");
     json_object_object_del(md, "managedFields");
-    if (!(o && o->dry_run) && commit(s, t, ns, name, obj, "ADDED", st))
+    if (!(o && o->dry_run) && commit(s, t, ns, name, obj, NULL, "ADDED", st))
         goto out_put;
     rc = 0;
     if (out) *out = json_object_get(obj);
@@ -519,7 +522,7 @@ static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
     struct collect c = {json_object_new_array()};
     char uid[128];
     snprintf(uid, sizeof uid, "%s", md_str(obj, "uid") ? md_str(obj, "uid") : "");
-    if (commit(s, t, ns, name, obj, "DELETED", st)) {
+    if (commit(s, t, ns, name, obj, NULL, "DELETED", st)) {
         json_object_put(c.rows);
         return -1;
     }
@@ -569,7 +572,7 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
             obj_set_str(md, "deletionTimestamp", now);
             json_object_object_add(md, "deletionGracePeriodSeconds", json_object_new_int(0));
             json_object_object_add(md, "generation", json_object_new_int64(md_generation(obj) + 1));
-            if (commit(s, t, ns, name, obj, "MODIFIED", st)) goto out_obj;
+            if (commit(s, t, ns, name, obj, NULL, "MODIFIED", st)) goto out_obj;
         }
         rc = 0;
         goto out_obj;
@@ -693,7 +696,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         !(json_object_object_get_ex(md, "finalizers", &fin) &&
           json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0)) {
         if (remove_now(s, t, ns, name, nw, "Background", st)) goto out;
-    } else if (commit(s, t, ns, name, nw, "MODIFIED", st)) {
+    } else if (commit(s, t, ns, name, nw, old, "MODIFIED", st)) {
         goto out;
     }
     rc = 0;

@@ -269,7 +269,10 @@ void apisrv_stop(apisrv *s) {
     pthread_mutex_unlock(&s->mu);
     if (s->mhd) MHD_stop_daemon(s->mhd);
     for (int i = 0; s->hist && i < s->hist_len; i++)
+    {
         json_object_put(s->hist[(s->hist_head + i) % s->hist_cap].obj);
+        json_object_put(s->hist[(s->hist_head + i) % s->hist_cap].prev);
+    }
     free(s->hist);
     apisrv__types_free(s);
     apisrv__store_close(s);

@@ -193,8 +193,19 @@ static void watch_collect(struct apisrv__watch *wt) {
         struct apisrv__event *e = &s->hist[(s->hist_head + i) % s->hist_cap];
         wt->last_rv = e->rv;
         if (strcmp(e->key, wt->key) || (wt->ns[0] && strcmp(e->ns, wt->ns))) continue;
-        if (!sel_match(wt->ls, e->obj) || !sel_match(wt->fs, e->obj)) continue;
-        watch_event(wt, e->type, apisrv__type_by_key(s, e->key), e->obj);
+        bool now_in = sel_match(wt->ls, e->obj) && sel_match(wt->fs, e->obj);
+        const char *type = e->type;
+        if (e->prev && !strcmp(type, "MODIFIED")) {
+            /* as the real server: an object entering the selection is
+             * ADDED, one leaving it is DELETED */
+            bool was_in = sel_match(wt->ls, e->prev) && sel_match(wt->fs, e->prev);
+            if (!was_in && !now_in) continue;
+            if (!was_in) type = "ADDED";
+            else if (!now_in) type = "DELETED";
+        } else if (!now_in) {
+            continue;
+        }
+        watch_event(wt, type, apisrv__type_by_key(s, e->key), e->obj);
     }
 }
 

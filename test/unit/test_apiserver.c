@@ -634,3 +634,32 @@ TEST(apiserver_fault_injection) {
     free(body);
     apisrv_stop(s);
 }
+
+TEST(apiserver_watch_selector_enter_and_leave) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body = NULL, path[256];
+    if (!s) return;
+    create_tj(s, "job1", "alice", 1);   /* labels team=a */
+    long long rv = apisrv_resource_version(s);
+    reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":2}}", &o);
+    json_object_put(o);
+    reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"team\":\"z\"}}}", &o);
+    json_object_put(o);
+    reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":3}}", &o);
+    json_object_put(o);
+    reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"team\":\"a\"}}}", &o);
+    json_object_put(o);
+    snprintf(path, sizeof path, TJ "?watch=true&labelSelector=team%%3Da&resourceVersion=%lld&timeoutSeconds=1", rv);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    /* MODIFIED while matching, DELETED on leaving, nothing while out, ADDED on return */
+    const char *p1 = strstr(body, "{\"type\":\"MODIFIED\"");
+    const char *p2 = p1 ? strstr(p1, "{\"type\":\"DELETED\"") : NULL;
+    const char *p3 = p2 ? strstr(p2, "{\"type\":\"ADDED\"") : NULL;
+    CHECK(p1 && p2 && p3);
+    int lines = 0;
+    for (const char *c = body; *c; c++) lines += *c == '\n';
+    CHECK_INT(lines, 3);
+    free(body);
+    apisrv_stop(s);
+}
