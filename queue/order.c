@@ -126,6 +126,61 @@ static int order_cmp(const void *vctx, int32_t x, int32_t y) {
     return x < y ? -1 : (x > y);
 }
 
+/* Sort key packed next to the slot so that big sorts stay in cache. */
+typedef struct {
+    double nscore;      /* -score: ascending order */
+    double queued;
+    int32_t level;
+    int32_t slot;
+} pkey;
+
+static int pkey_cmp(const order_ctx *c, const pkey *a, const pkey *b) {
+    if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    if (a->nscore != b->nscore) return a->nscore < b->nscore ? -1 : 1;
+    if (a->queued != b->queued) return a->queued < b->queued ? -1 : 1;
+    return order_cmp(c, a->slot, b->slot);
+}
+
+/* Sorts slots a[0..n) in queue order through packed keys (merge sort). */
+static int sort_packed(q_state *st, const order_ctx *c, int32_t *a, int n) {
+    size_t bytes = (size_t)n * sizeof(pkey);
+    pkey *k = q__alloc(st, 2 * bytes);
+    if (!k) return -1;
+    pkey *src = k, *dst = k + n;
+    for (int i = 0; i < n; i++) {
+        const q__jc *e = &c->jc[a[i]];
+        src[i] = (pkey){-e->score, c->in->jobs[a[i]].queued, e->level, a[i]};
+    }
+    const int run = 16;
+    for (int lo = 0; lo < n; lo += run) {
+        int hi = lo + run < n ? lo + run : n;
+        for (int i = lo + 1; i < hi; i++) {
+            pkey x = src[i];
+            int j = i - 1;
+            while (j >= lo && pkey_cmp(c, &x, &src[j]) < 0) {
+                src[j + 1] = src[j];
+                j--;
+            }
+            src[j + 1] = x;
+        }
+    }
+    for (int w = run; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) dst[o++] = pkey_cmp(c, &src[j], &src[i]) < 0 ? src[j++] : src[i++];
+            while (i < mid) dst[o++] = src[i++];
+            while (j < hi) dst[o++] = src[j++];
+        }
+        pkey *t = src;
+        src = dst;
+        dst = t;
+    }
+    for (int i = 0; i < n; i++) a[i] = src[i].slot;
+    q__free(st, k);
+    return 0;
+}
+
 static int old_lookup(q_state *st, const char *uid) {
     size_t m = st->cap_otab ? st->cap_otab - 1 : 0;
     if (!st->cap_otab) return -1;
@@ -244,7 +299,11 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
 
     order_ctx oc = {in, st->jc};
     int32_t *dirty = st->tmp2;
-    q__msort(dirty, ndirty, st->tmp3, order_cmp, &oc);
+    if (ndirty > 256) {
+        if (sort_packed(st, &oc, dirty, ndirty)) goto oom;
+    } else {
+        q__msort(dirty, ndirty, st->tmp3, order_cmp, &oc);
+    }
     /* Merge the kept jobs (old order, mapped to new slots) with the sorted
      * dirty ones. tmp3 collects the kept ones first. */
     int nkept = 0;
