@@ -112,28 +112,18 @@ aiq_rc apisrv_obj_delete(apisrv *s, const char *resource, const char *ns,
     return rc;
 }
 
-struct objapi_find {
-    const char *uid, *reason, *message, *component;
-    json_object *found;
-};
-
-static int objapi_find_event(void *u, const char *key, const char *ns,
-                             const char *name, const char *json) {
-    struct objapi_find *f = u;
-    json_object *o = json_tokener_parse(json);
-    const char *v;
-    (void)key; (void)ns; (void)name;
-    if (!o) return 0;
-    v = apisrv__str_at(o, "involvedObject.uid");
-    if (v && !strcmp(v, f->uid) &&
-        (v = apisrv__str_at(o, "reason")) && !strcmp(v, f->reason) &&
-        (v = apisrv__str_at(o, "message")) && !strcmp(v, f->message) &&
-        (v = apisrv__str_at(o, "source.component")) && !strcmp(v, f->component)) {
-        f->found = o;
-        return 1;
+/* FNV-1a over the parts that make two events "the same" for merging. */
+static unsigned long long objapi_event_hash(const char *const parts[], int n) {
+    unsigned long long h = 1469598103934665603ULL;
+    for (int i = 0; i < n; i++) {
+        for (const char *p = parts[i]; *p; p++) {
+            h ^= (unsigned char)*p;
+            h *= 1099511628211ULL;
+        }
+        h ^= 0xff;   /* separator */
+        h *= 1099511628211ULL;
     }
-    json_object_put(o);
-    return 0;
+    return h;
 }
 
 /* See apiserver.h. involved is borrowed. */
@@ -147,25 +137,28 @@ aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
     const char *ins = apisrv__str_at(involved, "metadata.namespace");
     const char *uid = apisrv__str_at(involved, "metadata.uid");
     const char *ns = ins && ins[0] ? ins : "default";
-    struct objapi_find f = {uid ? uid : "", reason, message, component ? component : "aiq-apiserver", NULL};
+    const char *comp = component ? component : "aiq-apiserver";
+    json_object *found = NULL;
     if (!iname || !reason || !message) return AIQ_EINVAL;
     apisrv__st_init(&st);
     apisrv__now_rfc3339(now, sizeof now);
     pthread_mutex_lock(&s->mu);
     const struct apisrv__type *t = apisrv__type_by_key(s, "/events");
-    apisrv__store_scan(s, "/events", ns, NULL, NULL, objapi_find_event, &f);
-    if (f.found) {
+    /* repeats of an event share its name (object name + hash of uid,
+     * type, reason, message, component), so merging is one lookup */
+    const char *parts[] = {uid ? uid : "", type ? type : "Normal", reason, message, comp};
+    snprintf(name, sizeof name, "%.200s.%016llx", iname, objapi_event_hash(parts, 5));
+    found = apisrv__store_get(s, "/events", ns, name);
+    if (found) {
         json_object *c;
-        long long n = json_object_object_get_ex(f.found, "count", &c) ? json_object_get_int64(c) : 1;
-        json_object_object_add(f.found, "count", json_object_new_int64(n + 1));
-        json_object_object_add(f.found, "lastTimestamp", json_object_new_string(now));
-        snprintf(name, sizeof name, "%s", apisrv__str_at(f.found, "metadata.name"));
-        if (apisrv__update(s, t, ns, name, f.found, NULL, NULL, &st))
+        long long n = json_object_object_get_ex(found, "count", &c) ? json_object_get_int64(c) : 1;
+        json_object_object_add(found, "count", json_object_new_int64(n + 1));
+        json_object_object_add(found, "lastTimestamp", json_object_new_string(now));
+        if (apisrv__update(s, t, ns, name, found, NULL, NULL, &st))
             rc = apisrv__st_err(&st, NULL);
     } else {
         json_object *ev = json_object_new_object(), *md = json_object_new_object();
         json_object *io = json_object_new_object(), *src = json_object_new_object();
-        snprintf(name, sizeof name, "%.200s.%llx", iname, ++s->uid_seq);
         json_object_object_add(md, "name", json_object_new_string(name));
         json_object_object_add(md, "namespace", json_object_new_string(ns));
         json_object_object_add(ev, "metadata", md);
@@ -179,9 +172,9 @@ aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
         json_object_object_add(ev, "reason", json_object_new_string(reason));
         json_object_object_add(ev, "message", json_object_new_string(message));
         json_object_object_add(ev, "type", json_object_new_string(type ? type : "Normal"));
-        json_object_object_add(src, "component", json_object_new_string(f.component));
+        json_object_object_add(src, "component", json_object_new_string(comp));
         json_object_object_add(ev, "source", src);
-        json_object_object_add(ev, "reportingComponent", json_object_new_string(f.component));
+        json_object_object_add(ev, "reportingComponent", json_object_new_string(comp));
         json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
         json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
         json_object_object_add(ev, "count", json_object_new_int(1));
