@@ -26,6 +26,8 @@
 
 struct kube_client {
     char *server;
+    char *url_base;       /* scheme://host:port used in request URLs */
+    struct curl_slist *connect_to; /* tls-server-name: name:port -> real host:port */
     long timeout_ms, connect_timeout_ms;
     size_t max_body;
     char *user_agent;
@@ -95,6 +97,8 @@ void kube_client_free(struct kube_client *c) {
     pthread_mutex_destroy(&c->mu);
     token_wipe_free(c->token);
     free(c->token_file);
+    curl_slist_free_all(c->connect_to);
+    free(c->url_base);
     free(c->server);
     free(c->user_agent);
     free(c->ca_file);
@@ -104,6 +108,60 @@ void kube_client_free(struct kube_client *c) {
     blob_free(&c->cert);
     blob_free(&c->key);
     free(c);
+}
+
+/* tls-server-name: requests go to https://NAME:PORT (so curl sends NAME
+ * as SNI and verifies the certificate against it) while CONNECT_TO routes
+ * the connection to the configured host. Without it url_base is the
+ * server as given. */
+static aiq_rc client_set_url_base(struct kube_client *c, const char *tls_name, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    CURLU *u = NULL;
+    char *host = NULL, *port = NULL, *scheme = NULL, *path = NULL;
+
+    if (!tls_name || !*tls_name) {
+        c->url_base = strdup(c->server);
+        return c->url_base ? AIQ_OK : aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    }
+    for (const char *q = tls_name; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
+              *q == '.' || *q == '-'))
+            return aiq_err_field(e, AIQ_EINVAL, "tls-server-name",
+                                 "tls-server-name \"%.100s\" is not a DNS name", tls_name);
+    u = curl_url();
+    if (!u) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+        rc = aiq_err_field(e, AIQ_EINVAL, "server", "server \"%.200s\" is not a valid URL", c->server);
+        goto out;
+    }
+    size_t n = strlen(scheme) + strlen(tls_name) + strlen(port) + strlen(path) + 8;
+    c->url_base = malloc(n);
+    char *ct = malloc(strlen(tls_name) + strlen(host) + 2 * strlen(port) + 4);
+    if (!c->url_base || !ct) {
+        free(ct);
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* The server may carry a path prefix (a proxy); keep it, minus "/". */
+    size_t pl = strlen(path);
+    while (pl > 0 && path[pl - 1] == '/') pl--;
+    snprintf(c->url_base, n, "%s://%s:%s%.*s", scheme, tls_name, port, (int)pl, path);
+    snprintf(ct, strlen(tls_name) + strlen(host) + 2 * strlen(port) + 4, "%s:%s:%s:%s", tls_name,
+             port, host, port);
+    c->connect_to = curl_slist_append(NULL, ct);
+    free(ct);
+    if (!c->connect_to) rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    return rc;
 }
 
 aiq_rc kube_client_create(const struct kube_config *cfg,
@@ -145,6 +203,7 @@ aiq_rc kube_client_create(const struct kube_config *cfg,
         failed = 1;
     /* A token given with the file counts as freshly read. */
     if (c->token) c->token_loaded = time(NULL);
+    if (!failed && (rc = client_set_url_base(c, cfg->tls_server_name, e)) != AIQ_OK) goto out_free;
     c->pool = calloc((size_t)npool, sizeof *c->pool);
     c->busy = calloc((size_t)npool, 1);
     if (failed || !c->pool || !c->busy) {
@@ -229,11 +288,11 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     size_t plen = strlen(path);
     if (plen > KUBE_MAX_PATH)
         return aiq_err_set(e, AIQ_ETOOBIG, "API path of %zu bytes passes the %d byte cap", plen, KUBE_MAX_PATH);
-    size_t ulen = strlen(c->server) + plen + 1;
-    url = malloc(ulen);
+    size_t blen = strlen(c->url_base);
+    url = malloc(blen + plen + 1);
     if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-    memcpy(url, c->server, strlen(c->server));
-    memcpy(url + strlen(c->server), path, plen + 1);
+    memcpy(url, c->url_base, blen);
+    memcpy(url + blen, path, plen + 1);
 
     pthread_mutex_lock(&c->mu);
     rc = token_refresh_locked(c, e);
@@ -258,6 +317,7 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
     if (timeout_ms > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (c->connect_to) curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
     if (strcmp(method, "GET") == 0) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     else if (strcmp(method, "POST") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 

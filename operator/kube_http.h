@@ -6,6 +6,10 @@
  * reused per handle); a request borrows one, waiting when all are busy.
  * Watches (kube_watch.h) run one thread each with their own handle.
  *
+ * TLS: CA from file or data (a blob), client certificate and key from
+ * file or data, insecure-skip-tls-verify, and tls-server-name (requests
+ * name that host, CURLOPT_CONNECT_TO routes them to the server).
+ *
  * Errors: every HTTP status >= 400 maps to an aiq_rc (kube_rc_for_http:
  * 404 AIQ_ENOTFOUND, 409 AIQ_ECONFLICT or AIQ_EEXIST for AlreadyExists,
  * 410 AIQ_EGONE, 422 AIQ_EINVAL, ...) and aiq_err keeps http_status, the

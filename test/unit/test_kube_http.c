@@ -480,6 +480,17 @@ TEST(tls_ca_data_file_insecure_and_client_cert) {
     junk.len = strlen((char *)junk.data);
     cfg.client_cert_data = junk;
     CHECK_INT(tls_get(&cfg, &e), AIQ_EIO);
+    cfg.client_cert_data = ccert;
+    /* tls-server-name: the certificate is checked against that name
+     * (it lists localhost, not wrong.example) while we still connect to
+     * 127.0.0.1. */
+    cfg.tls_server_name = "localhost";
+    CHECK_INT(tls_get(&cfg, &e), AIQ_OK);
+    cfg.tls_server_name = "wrong.example";
+    CHECK_INT(tls_get(&cfg, &e), AIQ_EIO);
+    cfg.tls_server_name = "bad name";
+    CHECK_INT(tls_get(&cfg, &e), AIQ_EINVAL);
+    CHECK_STR(e.field, "tls-server-name");
     stub_stop(&s);
     free(key.data);
     free(cert.data);
