@@ -302,7 +302,8 @@ static void srv__on_drop(void *ud, struct opcache_obj *o) {
     const struct reconciler *r = ((void **)ud)[1];
     OPLOG(&s->log, OPLOG_INFO, "relist_drop", o->key, srv__rv(o->raw),
           "kind=%s", r->kind_name);
-    r->on_event(s, KUBE_EV_DELETED, o, o->raw);
+    if (s->ready)
+        r->on_event(s, KUBE_EV_DELETED, o, o->raw);
 }
 
 void srv_dispatch(struct server *s, struct kube_event *ev) {
@@ -330,7 +331,19 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         for (int k = 0; k < OPK__N; k++)
             all = all && s->listed[k];
         if (all && !s->ready) {
+            /* Every view is complete: now reconcile what was listed, in
+             * dependency order (a job sync needs its pods, groups and the
+             * policy), instead of acting on a half-listed world. */
+            static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA,
+                                            OPK_POLICY, OPK_AIJOB};
             s->ready = true;
+            for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
+                opcache *rc = s->cache[replay[k]];
+                for (size_t i = 0; i < opcache_count(rc); i++) {
+                    struct opcache_obj *o = opcache_at(rc, i);
+                    srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
+                }
+            }
             opmetrics_set_ready(s->metrics, true);
             OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N);
         }
@@ -359,7 +372,8 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         srv__parse(r->kind, o);
         OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(o->raw),
               "kind=%s type=%s", r->kind_name, kube_event_type_name(ev->type));
-        r->on_event(s, ev->type, o, o->raw);
+        if (s->ready)
+            r->on_event(s, ev->type, o, o->raw);
         s->cycle_wanted = true;
         return;
     }
@@ -369,7 +383,8 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         struct opcache_obj *o = opcache_get(c, key);
         OPLOG(&s->log, OPLOG_DEBUG, "watch_event", key, srv__rv(ev->obj),
               "kind=%s type=DELETED", r->kind_name);
-        r->on_event(s, KUBE_EV_DELETED, o, ev->obj);
+        if (s->ready)
+            r->on_event(s, KUBE_EV_DELETED, o, ev->obj);
         opcache_del(c, key);
         s->cycle_wanted = true;
         return;

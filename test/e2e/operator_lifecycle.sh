@@ -1,0 +1,84 @@
+#!/bin/sh
+# operator_lifecycle.sh -- suspend and resume; a failed pod brings the gang
+# down and requeues it until backoffLimit, then Failed; the operator
+# killed with SIGKILL mid-run and restarted leaves no duplicate pod, keeps
+# running jobs running and loses no job.
+. "$(dirname "$0")/lib.sh"
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+op_start --backoff 1s
+
+job() { # name replicas gpus duration [exit-code] [backoffLimit]
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata:
+  name: $1
+  namespace: default
+  annotations: {sim.aiq.dev/exit-code: "${5:-0}"}
+spec:
+  user: carol
+  replicas: $2
+  backoffLimit: ${6:-3}
+  resources: {gpus: $3, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: $4}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+phase() { kubectl get aijob "$1" -o jsonpath={.status.phase}; }
+
+# --- suspend and resume ---------------------------------------------------
+job sus 2 1 10m | kubectl apply -f - >/dev/null
+wait_for 15 "job runs" sh -c '[ "$(kubectl get aijob sus -o jsonpath={.status.phase})" = Running ]'
+kubectl patch aijob sus --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+wait_for 10 "suspend stops it: Suspended, pods deleted" sh -c '
+  [ "$(kubectl get aijob sus -o jsonpath={.status.phase})" = Suspended ] &&
+  [ -z "$(kubectl get pods -l aiq.dev/job=sus -o name)" ]'
+check "Suspended condition is True" sh -c '
+  kubectl get aijob sus -o jsonpath="{.status.conditions[?(@.type==\"Suspended\")].status}" | grep -q True'
+kubectl patch aijob sus --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+wait_for 15 "resume requeues and runs it again" sh -c '
+  [ "$(kubectl get aijob sus -o jsonpath={.status.phase})" = Running ] &&
+  [ "$(kubectl get aijob sus -o jsonpath={.status.attempts})" = 2 ]'
+job held 1 1 5s | sed 's/^spec:/spec:\n  suspend: true/' | kubectl apply -f - >/dev/null
+wait_for 10 "a job created suspended holds" sh -c '
+  [ "$(kubectl get aijob held -o jsonpath={.status.phase})" = Suspended ]'
+sleep 1
+check "a held job's pods stay gated" sh -c '
+  [ -z "$(kubectl get pods -l aiq.dev/job=held -o jsonpath={.items[*].spec.nodeName})" ]'
+
+# --- a failed pod requeues the gang ----------------------------------------
+job flaky 2 1 2s 1 1 | kubectl apply -f - >/dev/null
+wait_for 20 "a failed pod requeues the gang (attempt 1 of 2)" sh -c '
+  grep "event=gang_down obj=default/flaky " "$T/op.log" | grep -q "reason=PodFailed attempts=1 next=Queued"'
+wait_for 25 "after backoffLimit the job is Failed" sh -c '
+  [ "$(kubectl get aijob flaky -o jsonpath={.status.phase})" = Failed ] &&
+  [ "$(kubectl get aijob flaky -o jsonpath={.status.attempts})" = 2 ]'
+check "the failure message names the pod" sh -c '
+  kubectl get aijob flaky -o jsonpath={.status.message} | grep -q "pod flaky-"'
+check "a failed gang leaves no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=flaky -o name)" ]'
+
+# --- SIGKILL mid-run ---------------------------------------------------------
+job k-run 4 1 20s | kubectl apply -f - >/dev/null
+wait_for 15 "k-run runs" sh -c '[ "$(kubectl get aijob k-run -o jsonpath={.status.phase})" = Running ]'
+job k-new 3 2 3s | kubectl apply -f - >/dev/null
+sleep 0.3
+op_kill9
+job k-down 2 1 3s | kubectl apply -f - >/dev/null   # created while no operator runs
+op_start --backoff 1s
+wait_for 30 "after the restart every job finishes" sh -c '
+  for j in k-new k-down; do [ "$(kubectl get aijob $j -o jsonpath={.status.phase})" = Succeeded ] || exit 1; done'
+wait_for 30 "the job running across the restart succeeds in its first attempt" sh -c '
+  [ "$(kubectl get aijob k-run -o jsonpath={.status.phase})/$(kubectl get aijob k-run -o jsonpath={.status.attempts})" = Succeeded/1 ]'
+check "no duplicate pods" sh -c '
+  for j in k-run:4 k-new:3 k-down:2; do
+    n=$(kubectl get pods -l aiq.dev/job=${j%:*} -o name | wc -l)
+    [ "$n" = "${j#*:}" ] || { echo "$j has $n pods"; exit 1; }
+  done
+  [ "$(kubectl get pods -o name | sort | uniq -d | wc -l)" = 0 ]'
+check "the restart recovered state from the status" sh -c '
+  grep "event=job_loaded obj=default/k-run " "$T/op.log" | tail -1 | grep -q "phase=Running attempts=1"'
+e2e_done
