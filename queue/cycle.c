@@ -6,28 +6,32 @@
 
 #include <string.h>
 
-/* Field codes for Q_R_INVALID (kept in q_result.res). */
+/* Field codes for Q_R_INVALID, as in order.c. */
 enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
        Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY };
 
-static int check_job(const struct q_input *in, const struct q_job *j,
-                     struct q_result *r) {
-    int f = -1;
-    int64_t v = 0;
-    if (!j->key) f = Q_BAD_KEY;
-    else if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS) f = Q_BAD_REPLICAS, v = j->replicas;
-    else if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) f = Q_BAD_GPUS, v = j->gpus;
-    else if (j->gpu_memory_mib < 0) f = Q_BAD_GPU_MEM, v = j->gpu_memory_mib;
-    else if (j->cpu_milli < 0) f = Q_BAD_CPU, v = j->cpu_milli;
-    else if (j->memory_bytes < 0) f = Q_BAD_MEM, v = j->memory_bytes;
-    else if (j->user < -1 || j->user >= in->nusers) f = Q_BAD_USER, v = j->user;
-    else if (j->group < -1 || j->group >= in->ngroups) f = Q_BAD_GROUP, v = j->group;
-    if (f < 0) return 0;
-    r->decision = Q_DEC_REJECT;
-    r->reason = Q_R_INVALID;
-    r->res = (uint8_t)f;
-    r->need = v;
-    return 1;
+static int64_t bad_value(const q__orec *o) {
+    switch (o->bad) {
+    case Q_BAD_REPLICAS: return o->replicas;
+    case Q_BAD_GPUS: return o->gpus;
+    case Q_BAD_GPU_MEM: return o->gmem;
+    case Q_BAD_CPU: return o->cpu;
+    case Q_BAD_MEM: return o->mem;
+    case Q_BAD_USER: return o->user;
+    case Q_BAD_GROUP: return o->group;
+    default: return 0;
+    }
+}
+
+static void req_of_rec(const q__orec *o, q__req *r) {
+    memset(r, 0, sizeof *r);
+    r->dom = o->dom;
+    r->model = o->model;
+    r->replicas = o->replicas;
+    r->gpus = o->gpus;
+    r->gmem = o->gmem;
+    r->cpu = o->cpu;
+    r->mem = o->mem;
 }
 
 static void req_of(const struct q_job *j, int32_t dom, int32_t model, q__req *r) {
@@ -156,18 +160,21 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     return 1;
 }
 
-static void admit(q_state *st, const struct q_input *in, int j, int off) {
-    struct q_result *r = &st->res[j];
+static void admit(q_state *st, const struct q_input *in, q__orec *o,
+                  struct q_result *r, int off) {
     r->decision = Q_DEC_ADMIT;
     r->reason = Q_R_NONE;
     r->place_off = off;
-    r->nplace = in->jobs[j].replicas;
+    r->nplace = o->replicas;
     r->eta = in->now;
-    q__quota_commit(st, in, j);
-    st->admitted[st->nadmitted++] = j;
+    q__quota_commit(st, in, o);
+    st->admitted[st->nadmitted++] = o->slot;
     st->epoch++; /* capacity changed: cached "fits" answers are stale */
 }
 
+/* Decides every job in queue order. Results are built in a local struct
+ * and stored once, so the walk streams through the order records and only
+ * writes each job's result line. */
 static int walk(q_state *st, const struct q_input *in, int *head_out,
                 double *t_res_out) {
     bool backfill = in->policy.backfill == AIQ_BACKFILL_EASY;
@@ -177,84 +184,89 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     double t_res = 0;
     q__res hneed;
     double hhours = 0;
+    int32_t huser = -1, hgroup = -1;
     memset(&hneed, 0, sizeof hneed);
     st->nadmitted = 0;
     for (int k = 0; k < st->norder; k++) {
-        int j = st->order[k];
-        const struct q_job *job = &in->jobs[j];
-        q__jc *e = &st->jc[j];
-        struct q_result *r = &st->res[j];
-        r->score = e->score;
-        r->level = e->level;
-        r->promoted = e->promoted;
-        r->score_failed = e->score_failed;
+        q__orec *o = &st->ord[k];
+        int j = o->slot;
+        struct q_result rr, *r = &rr;
+        memset(r, 0, sizeof *r);
+        r->score = o->score;
+        r->level = o->level;
+        r->promoted = o->promoted;
+        r->score_failed = o->score_failed;
         r->blocker = -1;
-        if (check_job(in, job, r)) continue;
-        if (job->suspended) {
+        if (o->bad >= 0) {
+            r->decision = Q_DEC_REJECT;
+            r->reason = Q_R_INVALID;
+            r->res = (uint8_t)o->bad;
+            r->need = bad_value(o);
+            goto next;
+        }
+        if (o->suspended) {
             r->decision = Q_DEC_WAIT;
             r->reason = Q_R_SUSPENDED;
-            continue;
+            goto next;
         }
         q__req req;
-        req_of(job, e->dom, e->model, &req);
-        if (e->fit_key != st->fit_key) {
-            if (q__quota_reject(in, j, r) || q__reject_check(st, &req, r)) {
+        req_of_rec(o, &req);
+        if (o->fit_key != st->fit_key) {
+            if (q__quota_reject(in, o, r) || q__reject_check(st, &req, r)) {
                 r->decision = Q_DEC_REJECT;
-                continue;
+                goto next;
             }
-            e->fit_key = st->fit_key; /* clean jobs skip this next cycle */
+            o->fit_key = st->fit_key; /* clean jobs skip this next cycle */
         }
         pos++;
-        if (e->level != lvl) {
-            lvl = e->level;
+        if (o->level != lvl) {
+            lvl = o->level;
             poslvl = 0;
         }
         r->pos = pos;
         r->pos_level = ++poslvl;
         r->decision = Q_DEC_WAIT;
-        if (q__quota_check(st, in, j, NULL, NULL, 0, 0, r)) continue;
+        if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) goto next;
         if (head >= 0) {
             r->blocker = head;
             r->reason = Q_R_BLOCKED;
-            if (!have_res) continue;
+            if (!have_res) goto next;
             /* Backfill: never take quota, budget or resources the
              * reserved job needs. */
-            const struct q_job *hj = &in->jobs[head];
-            bool su = job->user >= 0 && job->user == hj->user;
-            bool sg = job->group >= 0 && job->group == hj->group;
+            bool su = o->user >= 0 && o->user == huser;
+            bool sg = o->group >= 0 && o->group == hgroup;
             if (su || sg) {
                 struct q_result tmp;
                 memset(&tmp, 0, sizeof tmp);
-                if (q__quota_check(st, in, j, su ? &hneed : NULL, sg ? &hneed : NULL,
+                if (q__quota_check(st, in, o, su ? &hneed : NULL, sg ? &hneed : NULL,
                                    su ? hhours : 0, sg ? hhours : 0, &tmp))
-                    continue;
+                    goto next;
             }
-            double pr = q__pred_runtime(job);
-            bool shortjob = pr > 0 && in->now + pr <= t_res;
+            bool shortjob = o->pred > 0 && in->now + o->pred <= t_res;
             int off = st->nplaces;
             int rc = q__place(st, &st->ns, &req, !shortjob, spread);
             if (rc < 0) return -1;
             if (rc == 1) {
-                admit(st, in, j, off);
+                admit(st, in, o, r, off);
                 r->backfilled = true;
                 r->blocker = -1;
-                continue;
+                goto next;
             }
             if (!shortjob) {
                 rc = q__probe(st, &req, false, spread);
                 if (rc < 0) return -1;
-                if (rc == 1) continue; /* fits, but only by delaying the head */
+                if (rc == 1) goto next; /* fits, but only by delaying the head */
             }
             r->reason = Q_R_CAPACITY;
             r->blocker = -1;
-            continue;
+            goto next;
         }
         int off = st->nplaces;
         int rc = q__place(st, &st->ns, &req, false, spread);
         if (rc < 0) return -1;
         if (rc == 1) {
-            admit(st, in, j, off);
-            continue;
+            admit(st, in, o, r, off);
+            goto next;
         }
         head = j;
         r->reason = Q_R_CAPACITY;
@@ -262,9 +274,15 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
             rc = reserve(st, in, &req, spread, &t_res);
             if (rc < 0) return -1;
             have_res = rc == 1;
-            q__need(job, &hneed);
-            hhours = q__job_gpu_hours(job);
+            q__need_rec(o, &hneed);
+            hhours = q__rec_gpu_hours(o);
+            huser = o->user;
+            hgroup = o->group;
         }
+    next:
+        o->dec = r->decision;
+        o->why = r->reason;
+        st->res[j] = rr;
     }
     *head_out = have_res ? head : -1;
     *t_res_out = t_res;

@@ -103,8 +103,7 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
     int n = in->njobs;
     bool any_quota = false;
     for (int k = 0; k < st->norder && !any_quota; k++)
-        any_quota = st->res[st->order[k]].reason == Q_R_QUOTA &&
-                    st->res[st->order[k]].decision == Q_DEC_WAIT;
+        any_quota = st->ord[k].why == Q_R_QUOTA && st->ord[k].dec == Q_DEC_WAIT;
     if (any_quota && build_release(st, in)) return -1;
 
     if (Q_GROW(st, st->heap, st->cap_heap, (size_t)n + 1)) return -1;
@@ -126,20 +125,21 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
     q__heapify(st->heap, nh);
     double t = in->now;
     for (int k = 0; k < st->norder; k++) {
-        int j = st->order[k];
-        struct q_result *r = &st->res[j];
-        if (r->decision != Q_DEC_WAIT) continue;
-        if (r->reason == Q_R_SUSPENDED) continue;
-        if (r->reason == Q_R_QUOTA) {
+        const q__orec *o = &st->ord[k];
+        if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
+        int j = o->slot;
+        if (o->why == Q_R_QUOTA) {
+            struct q_result *r = &st->res[j];
             double q = quota_eta(st, in, j, r);
             r->eta = q > 0 ? (q > t ? q : t) : 0;
             continue;
         }
-        if (r->reason == Q_R_BUDGET) {
+        if (o->why == Q_R_BUDGET) {
+            struct q_result *r = &st->res[j];
             r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
             continue;
         }
-        int64_t need = units(&in->jobs[j]);
+        int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
         if (need > total) continue;
         while (free_ < need && nh > 0) {
             q__ev e = q__heap_pop(st->heap, &nh);
@@ -150,10 +150,9 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         double start = t;
         if (j == head && t_res > start) start = t_res;
         t = start;
-        r->eta = start;
+        st->res[j].eta = start;
         free_ -= need;
-        double pr = q__pred_runtime(&in->jobs[j]);
-        if (pr > 0 && need > 0) q__heap_push(st->heap, &nh, (q__ev){start + pr, j, (int32_t)need});
+        if (o->pred > 0 && need > 0) q__heap_push(st->heap, &nh, (q__ev){start + o->pred, j, (int32_t)need});
     }
     return 0;
 }

@@ -181,6 +181,54 @@ static int sort_packed(q_state *st, const order_ctx *c, int32_t *a, int n) {
     return 0;
 }
 
+/* Field codes for invalid jobs (q_result.res of Q_R_INVALID). */
+enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
+       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY };
+
+static int bad_field(const struct q_input *in, const struct q_job *j) {
+    if (!j->key) return Q_BAD_KEY;
+    if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS) return Q_BAD_REPLICAS;
+    if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) return Q_BAD_GPUS;
+    if (j->gpu_memory_mib < 0) return Q_BAD_GPU_MEM;
+    if (j->cpu_milli < 0) return Q_BAD_CPU;
+    if (j->memory_bytes < 0) return Q_BAD_MEM;
+    if (j->user < -1 || j->user >= in->nusers) return Q_BAD_USER;
+    if (j->group < -1 || j->group >= in->ngroups) return Q_BAD_GROUP;
+    return -1;
+}
+
+/* Builds the order record of pending job `slot` from the job and its
+ * cache entry. */
+static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec *o) {
+    const struct q_job *j = &in->jobs[slot];
+    memset(o, 0, sizeof *o);
+    o->slot = slot;
+    o->level = e->level;
+    o->score = e->score;
+    o->queued = j->queued;
+    o->pred = q__pred_runtime(j);
+    o->gmem = j->gpu_memory_mib;
+    o->cpu = j->cpu_milli;
+    o->mem = j->memory_bytes;
+    o->replicas = j->replicas;
+    o->gpus = j->gpus;
+    o->user = j->user;
+    o->group = j->group;
+    o->dom = e->dom;
+    o->model = e->model;
+    o->bad = (int8_t)bad_field(in, j);
+    o->suspended = j->suspended;
+    o->promoted = e->promoted;
+    o->score_failed = e->score_failed;
+}
+
+static int rec_cmp(const order_ctx *c, const q__orec *a, const q__orec *b) {
+    if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->queued != b->queued) return a->queued < b->queued ? -1 : 1;
+    return order_cmp(c, a->slot, b->slot);
+}
+
 static int old_lookup(q_state *st, const char *uid) {
     size_t m = st->cap_otab ? st->cap_otab - 1 : 0;
     if (!st->cap_otab) return -1;
@@ -275,7 +323,6 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                 goto oom;
             score_job(st, in, sc, i, e);
             e->gen = job->gen;
-            e->fit_key = 0;
             (*nscored)++;
         }
         e->pending = true;
@@ -304,39 +351,43 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
     } else {
         q__msort(dirty, ndirty, st->tmp3, order_cmp, &oc);
     }
-    /* Merge the kept jobs (old order, mapped to new slots) with the sorted
-     * dirty ones. tmp3 collects the kept ones first. */
+    if (Q_GROW(st, st->ord, st->cap_ord, (size_t)n + 1) ||
+        Q_GROW(st, st->ord2, st->cap_ord2, (size_t)n + 1))
+        goto oom;
+    /* The kept jobs: the old order's records, moved to their new slots. */
     int nkept = 0;
-    int32_t *kept = st->tmp3;
+    q__orec *kept = st->ord2;
     if (!all) {
         for (int k = 0; k < st->norder; k++) {
-            int32_t o = st->order[k];
-            if (o < st->nojc && map[o] >= 0) {
-                kept[nkept++] = map[o];
-                map[o] = -1; /* a slot appears once */
+            const q__orec *o = &st->ord[k];
+            if (o->slot < st->nojc && map[o->slot] >= 0) {
+                kept[nkept] = *o;
+                kept[nkept++].slot = map[o->slot];
+                map[o->slot] = -1; /* a slot appears once */
             }
         }
     }
-    if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)n + 1)) goto oom;
-    int32_t *out = st->admitted; /* scratch here; the walk reuses it */
     /* Few dirty jobs: binary-search each one's place among the kept ones
      * and copy the runs in between (O(k log n) comparisons). */
+    q__orec *out = st->ord;
     int a = 0, o = 0;
     for (int b = 0; b < ndirty; b++) {
+        q__orec x;
+        make_rec(in, &st->jc[dirty[b]], dirty[b], &x);
         int lo = a, hi = nkept;
         while (lo < hi) {
             int mid = lo + (hi - lo) / 2;
-            if (order_cmp(&oc, dirty[b], kept[mid]) < 0) hi = mid;
+            if (rec_cmp(&oc, &x, &kept[mid]) < 0) hi = mid;
             else lo = mid + 1;
         }
         memcpy(out + o, kept + a, (size_t)(lo - a) * sizeof *out);
         o += lo - a;
         a = lo;
-        out[o++] = dirty[b];
+        out[o++] = x;
     }
     memcpy(out + o, kept + a, (size_t)(nkept - a) * sizeof *out);
     o += nkept - a;
-    memcpy(st->order, out, (size_t)o * sizeof *out);
+    for (int k = 0; k < o; k++) st->order[k] = out[k].slot;
     st->norder = o;
     if (all) st->last_rescore = in->now;
     st->gen = in->gen;

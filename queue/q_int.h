@@ -75,8 +75,25 @@ typedef struct q__jc {
     bool score_failed;
     bool promoted;
     bool dirty;         /* needs re-insertion into the order this cycle */
-    uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
 } q__jc;
+
+/* One pending job in queue order, with everything the walk and the
+ * estimate need, so that both stream through memory instead of chasing
+ * job pointers. Kept across cycles (clean jobs keep their record). */
+typedef struct q__orec {
+    int32_t slot;       /* job index this cycle */
+    int32_t level;
+    double score;
+    double queued;
+    double pred;        /* planned runtime, 0 = unknown */
+    int64_t gmem, cpu, mem;
+    int32_t replicas, gpus;
+    int32_t user, group, dom, model;
+    uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
+    int8_t bad;         /* invalid field code, -1 = valid */
+    uint8_t suspended, promoted, score_failed;
+    uint8_t dec, why;   /* this cycle's decision and reason (walk) */
+} q__orec;
 
 /* Failed-fit memo: capacity only shrinks during a walk, so a request that
  * failed fails again until the walk ends. */
@@ -96,7 +113,8 @@ struct q_state {
     /* cross-cycle caches */
     q__jc *jc;  size_t cap_jc;  int njc;
     q__jc *ojc; size_t cap_ojc; int nojc;
-    int32_t *order; size_t cap_order; int norder;
+    int32_t *order; size_t cap_order; int norder;  /* output: slots */
+    q__orec *ord, *ord2; size_t cap_ord, cap_ord2; /* the order itself */
     uint64_t gen;
     bool warm;          /* caches are valid */
     double last_rescore;
@@ -174,19 +192,22 @@ void q__memo_clear(q_state *st);
 
 /* ---- quota.c ------------------------------------------------------------ */
 void q__need(const struct q_job *j, q__res *need);
+void q__need_rec(const q__orec *o, q__res *need);
 double q__job_gpu_hours(const struct q_job *j);
+double q__rec_gpu_hours(const q__orec *o);
 double q__pred_runtime(const struct q_job *j);
 int q__quota_init(q_state *st, const struct q_input *in);
-/* Quota/budget check for job j plus `extra` (the reserved job's need when
- * it shares the user or group; NULL otherwise) and extra_hours. Returns 0
- * when it fits, else fills res (Q_R_QUOTA or Q_R_BUDGET) and returns 1. */
-int q__quota_check(q_state *st, const struct q_input *in, int j,
+/* Quota/budget check for pending job o plus `extra` (the reserved job's
+ * need when it shares the user or group; NULL otherwise) and extra_hours.
+ * Returns 0 when it fits, else fills res (Q_R_QUOTA or Q_R_BUDGET) and
+ * returns 1. */
+int q__quota_check(q_state *st, const struct q_input *in, const q__orec *o,
                    const q__res *extra_u, const q__res *extra_g,
                    double extra_hours_u, double extra_hours_g,
                    struct q_result *res);
 /* Rejects a job bigger than its quota or budget (returns 1). */
-int q__quota_reject(const struct q_input *in, int j, struct q_result *res);
-void q__quota_commit(q_state *st, const struct q_input *in, int j);
+int q__quota_reject(const struct q_input *in, const q__orec *o, struct q_result *res);
+void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *o);
 
 /* ---- order.c ------------------------------------------------------------ */
 /* Matches jobs to the cache, scores what is dirty and rebuilds the order. */

@@ -22,6 +22,22 @@ void q__need(const struct q_job *j, q__res *need) {
     need->v[Q_RES_JOBS] = 1;
 }
 
+/* Same as q__need, from a pending job's order record. */
+void q__need_rec(const q__orec *o, q__res *need) {
+    int64_t r = o->replicas;
+    int64_t u = o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0);
+    need->v[Q_RES_GPUS] = r * o->gpus;
+    need->v[Q_RES_GPU_MEM] = o->gmem > 0 ? r * u * o->gmem : 0;
+    need->v[Q_RES_CPU] = r * o->cpu;
+    need->v[Q_RES_MEM] = r * o->mem;
+    need->v[Q_RES_JOBS] = 1;
+}
+
+double q__rec_gpu_hours(const q__orec *o) {
+    int64_t u = o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0);
+    return (double)(o->replicas * u) * o->pred / 3600.0;
+}
+
 /* Runtime used for planning: the prediction, else the estimate, else 0
  * (unknown). */
 double q__pred_runtime(const struct q_job *j) {
@@ -112,14 +128,14 @@ static int over_budget(double budget, double used, double committed,
     return 1;
 }
 
-int q__quota_check(q_state *st, const struct q_input *in, int j,
+int q__quota_check(q_state *st, const struct q_input *in, const q__orec *job,
                    const q__res *extra_u, const q__res *extra_g,
                    double extra_hours_u, double extra_hours_g,
                    struct q_result *res) {
-    const struct q_job *job = &in->jobs[j];
+    if (job->user < 0 && job->group < 0) return 0;
     q__res need;
-    q__need(job, &need);
-    double cost = q__job_gpu_hours(job);
+    q__need_rec(job, &need);
+    double cost = q__rec_gpu_hours(job);
     if (user_ok(in, job->user) &&
         over(&in->users[job->user].quota, &st->uin[job->user], &need, extra_u, res, 0))
         return 1;
@@ -157,11 +173,11 @@ static int too_big(const struct aiq_quota *q, const q__res *need,
     return 0;
 }
 
-int q__quota_reject(const struct q_input *in, int j, struct q_result *res) {
-    const struct q_job *job = &in->jobs[j];
+int q__quota_reject(const struct q_input *in, const q__orec *job, struct q_result *res) {
+    if (job->user < 0 && job->group < 0) return 0;
     q__res need;
-    q__need(job, &need);
-    double cost = q__job_gpu_hours(job);
+    q__need_rec(job, &need);
+    double cost = q__rec_gpu_hours(job);
     if (user_ok(in, job->user) && too_big(&in->users[job->user].quota, &need, res, 0))
         return 1;
     if (group_ok(in, job->group) && too_big(&in->groups[job->group].quota, &need, res, 1))
@@ -182,11 +198,10 @@ int q__quota_reject(const struct q_input *in, int j, struct q_result *res) {
 }
 
 /* Counts admitted job j against its user and group. */
-void q__quota_commit(q_state *st, const struct q_input *in, int j) {
-    const struct q_job *job = &in->jobs[j];
+void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *job) {
     q__res need;
-    q__need(job, &need);
-    double cost = q__job_gpu_hours(job);
+    q__need_rec(job, &need);
+    double cost = q__rec_gpu_hours(job);
     if (user_ok(in, job->user)) {
         for (int r = 0; r < Q__NRES; r++) st->uin[job->user].v[r] += need.v[r];
         st->ubud[job->user] += cost;

@@ -222,6 +222,8 @@ void q_state_free(q_state *st) {
     q__free(st, st->jc);
     q__free(st, st->ojc);
     q__free(st, st->order);
+    q__free(st, st->ord);
+    q__free(st, st->ord2);
     q__nodeset *sets[2] = {&st->ns, &st->fut};
     for (int i = 0; i < 2; i++) {
         q__free(st, sets[i]->n);
