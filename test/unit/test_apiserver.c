@@ -173,7 +173,7 @@ TEST(apiserver_create_sets_metadata_and_409_already_exists) {
     CHECK(strlen(at(o, "metadata.uid")) == 36);
     CHECK(strlen(at(o, "metadata.creationTimestamp")) == 20);
     CHECK_STR(at(o, "metadata.generation"), "1");
-    CHECK(atoi(at(o, "metadata.resourceVersion")) > 0);
+    CHECK(strtol(at(o, "metadata.resourceVersion"), NULL, 10) > 0);
     json_object_put(o);
     char body[300];
     snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"job1\"},\"spec\":{\"user\":\"bob\"}}");
@@ -219,7 +219,7 @@ TEST(apiserver_watch_replays_from_resource_version) {
     if (!s) return;
     create_tj(s, "job1", "alice", 2);
     reqj(s, "GET", TJ "/job1", NULL, NULL, &o);
-    long long rv0 = atoll(at(o, "metadata.resourceVersion"));
+    long long rv0 = strtoll(at(o, "metadata.resourceVersion"), NULL, 10);
     json_object_put(o);
     CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json", "{\"spec\":{\"gpus\":3}}", &o), 200);
     json_object_put(o);
@@ -237,7 +237,7 @@ TEST(apiserver_watch_replays_from_resource_version) {
                     *e3 = json_tokener_parse(l3 + 1);
         CHECK_STR(at(e1, "type"), "MODIFIED");
         CHECK_STR(at(e1, "object.spec.gpus"), "3");
-        CHECK_INT(atoll(at(e1, "object.metadata.resourceVersion")), rv0 + 1);
+        CHECK_INT(strtoll(at(e1, "object.metadata.resourceVersion"), NULL, 10), rv0 + 1);
         CHECK_STR(at(e2, "type"), "ADDED");
         CHECK_STR(at(e2, "object.metadata.name"), "job2");
         CHECK_STR(at(e3, "type"), "DELETED");
