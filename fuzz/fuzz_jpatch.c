@@ -1,5 +1,6 @@
 /* fuzz_jpatch.c -- libFuzzer target for the local API server's patch
- * formats (jpatch.c, jpatch_smp.c) and CRD schema validation (schema.c).
+ * formats (jpatch.c, jpatch_smp.c) and CRD schema validation (schema.c,
+ * with CEL rules from cel.c).
  * Byte 0 picks merge patch, JSON patch, strategic merge patch or
  * validation; the rest is the JSON body. Checks: the target is never
  * modified, a result and an error never come together, and a schema
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test/apiserver/cel.c"
 #include "test/apiserver/humantime.c"
 #include "test/apiserver/jpatch.c"
 #include "test/apiserver/jpatch_smp.c"
@@ -30,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Ready\"}]}}");
         fz_schema = json_tokener_parse(
             "{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\",\"required\":[\"a\"],"
+            "\"x-kubernetes-validations\":[{\"rule\":\"!has(self.l) || self.l.all(x, has(x.k)) || "
+            "self.l.filter(x, !has(x.k)).size() < size(self.l) && self.a > 1 ? true : self.e == 'x'\"}],"
             "\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":1,\"default\":2},"
             "\"s\":{\"type\":\"string\",\"pattern\":\"^[a-z]+\\\\d*$\",\"maxLength\":8,\"format\":\"date-time\"},"
             "\"e\":{\"type\":\"string\",\"enum\":[\"x\",\"y\"]},\"n\":{\"nullable\":true,\"type\":\"number\"},"

@@ -8,13 +8,13 @@
 #include <string.h>
 
 /* A cursor over the path text. */
-struct jp_cur {
+struct jpath_cur {
     const char *p, *end;
     int err;
 };
 
 /* Looks up key [k, k+n) in object o; NULL when absent or o not object. */
-static json_object *jp_field(json_object *o, const char *k, size_t n) {
+static json_object *jpath_field(json_object *o, const char *k, size_t n) {
     if (!o || !json_object_is_type(o, json_type_object) || n >= 512) return NULL;
     char key[512];
     memcpy(key, k, n);
@@ -24,30 +24,30 @@ static json_object *jp_field(json_object *o, const char *k, size_t n) {
     return v;
 }
 
-static int jp_is_name_char(char c) {
+static int jpath_is_name_char(char c) {
     return c != '.' && c != '[' && c != ']' && c != '\0' && c != '=' &&
            c != '!' && c != ')' && c != '<' && c != '>' && c != ' ';
 }
 
 /* Walks a dotted path of plain names ("@.a.b" after the '@') starting at
  * o; stops at the first char that cannot start a step. */
-static json_object *jp_walk_simple(json_object *o, struct jp_cur *c) {
+static json_object *jpath_walk_simple(json_object *o, struct jpath_cur *c) {
     while (c->p < c->end && *c->p == '.') {
         c->p++;
         const char *s = c->p;
-        while (c->p < c->end && jp_is_name_char(*c->p)) c->p++;
+        while (c->p < c->end && jpath_is_name_char(*c->p)) c->p++;
         if (c->p == s) {
             c->err = 1;
             return NULL;
         }
-        o = jp_field(o, s, (size_t)(c->p - s));
+        o = jpath_field(o, s, (size_t)(c->p - s));
     }
     return o;
 }
 
 /* Compares element value v with a literal [l, l+n): quoted string, number,
  * true/false/null. Returns 1 when equal. */
-static int jp_lit_eq(json_object *v, const char *l, size_t n) {
+static int jpath_lit_eq(json_object *v, const char *l, size_t n) {
     if (n >= 2 && (l[0] == '"' || l[0] == '\'') && l[n - 1] == l[0]) {
         if (!v || !json_object_is_type(v, json_type_string)) return 0;
         const char *s = json_object_get_string(v);
@@ -76,7 +76,7 @@ static int jp_lit_eq(json_object *v, const char *l, size_t n) {
 
 /* Parses "?(@.path OP literal)" at c->p (after '[') and returns the first
  * element of array a that matches. c->p ends after the ')'. */
-static json_object *jp_filter(json_object *a, struct jp_cur *c) {
+static json_object *jpath_filter(json_object *a, struct jpath_cur *c) {
     /* c->p points at '?' */
     if (c->end - c->p < 4 || c->p[1] != '(' || c->p[2] != '@') {
         c->err = 1;
@@ -84,8 +84,8 @@ static json_object *jp_filter(json_object *a, struct jp_cur *c) {
     }
     c->p += 3;
     const char *path_start = c->p;
-    struct jp_cur probe = {c->p, c->end, 0};
-    jp_walk_simple(NULL, &probe);
+    struct jpath_cur probe = {c->p, c->end, 0};
+    jpath_walk_simple(NULL, &probe);
     if (probe.err) {
         c->err = 1;
         return NULL;
@@ -131,9 +131,9 @@ static json_object *jp_filter(json_object *a, struct jp_cur *c) {
     size_t n = json_object_array_length(a);
     for (size_t i = 0; i < n; i++) {
         json_object *el = json_object_array_get_idx(a, i);
-        struct jp_cur sub = {path_start, path_end, 0};
-        json_object *v = jp_walk_simple(el, &sub);
-        int match = exists_only ? v != NULL : jp_lit_eq(v, lit, litn) != neg;
+        struct jpath_cur sub = {path_start, path_end, 0};
+        json_object *v = jpath_walk_simple(el, &sub);
+        int match = exists_only ? v != NULL : jpath_lit_eq(v, lit, litn) != neg;
         if (match) return el;
     }
     return NULL;
@@ -141,17 +141,17 @@ static json_object *jp_filter(json_object *a, struct jp_cur *c) {
 
 /* Walks the whole path; sets c->err on syntax errors. Missing values
  * continue to be parsed (o stays NULL) so syntax is always checked. */
-static json_object *jp_walk(json_object *o, struct jp_cur *c) {
+static json_object *jpath_walk(json_object *o, struct jpath_cur *c) {
     while (c->p < c->end && !c->err) {
         if (*c->p == '.') {
             c->p++;
             const char *s = c->p;
-            while (c->p < c->end && jp_is_name_char(*c->p)) c->p++;
+            while (c->p < c->end && jpath_is_name_char(*c->p)) c->p++;
             if (c->p == s) {
                 c->err = 1;
                 break;
             }
-            o = jp_field(o, s, (size_t)(c->p - s));
+            o = jpath_field(o, s, (size_t)(c->p - s));
         } else if (*c->p == '[') {
             c->p++;
             if (c->p < c->end && (*c->p == '\'' || *c->p == '"')) {
@@ -162,10 +162,10 @@ static json_object *jp_walk(json_object *o, struct jp_cur *c) {
                     c->err = 1;
                     break;
                 }
-                o = jp_field(o, s, (size_t)(c->p - s));
+                o = jpath_field(o, s, (size_t)(c->p - s));
                 c->p += 2;
             } else if (c->p < c->end && *c->p == '?') {
-                o = jp_filter(o, c);
+                o = jpath_filter(o, c);
                 if (c->err) break;
                 if (c->p >= c->end || *c->p != ']') {
                     c->err = 1;
@@ -207,7 +207,7 @@ static json_object *jp_walk(json_object *o, struct jp_cur *c) {
 }
 
 /* Sets up a cursor over path, stripping one pair of braces. */
-static int jp_cursor(const char *path, struct jp_cur *c) {
+static int jpath_cursor(const char *path, struct jpath_cur *c) {
     if (!path) return -1;
     size_t n = strnlen(path, JPATH_MAX + 1);
     if (n == 0 || n > JPATH_MAX) return -1;
@@ -224,17 +224,17 @@ static int jp_cursor(const char *path, struct jp_cur *c) {
 }
 
 json_object *jpath_get(json_object *obj, const char *path) {
-    struct jp_cur c;
-    if (jp_cursor(path, &c)) return NULL;
-    json_object *v = jp_walk(obj, &c);
+    struct jpath_cur c;
+    if (jpath_cursor(path, &c)) return NULL;
+    json_object *v = jpath_walk(obj, &c);
     if (c.err) return NULL;
     if (v && json_object_is_type(v, json_type_null)) return NULL;
     return v;
 }
 
 int jpath_valid(const char *path) {
-    struct jp_cur c;
-    if (jp_cursor(path, &c)) return 0;
-    jp_walk(NULL, &c);
+    struct jpath_cur c;
+    if (jpath_cursor(path, &c)) return 0;
+    jpath_walk(NULL, &c);
     return !c.err;
 }

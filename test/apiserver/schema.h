@@ -10,9 +10,15 @@
  * x-kubernetes-int-or-string. The top-level apiVersion, kind and metadata
  * are never validated or pruned.
  *
- * Not supported: x-kubernetes-validations (CEL rules are NOT evaluated by
- * the local server), anyOf/oneOf/allOf/not, uniqueItems, multipleOf,
- * other formats. `pattern` is an ECMA regex in Kubernetes; here it is
+ * x-kubernetes-validations: rules are evaluated by the small CEL subset
+ * of cel.h on values that passed the structural checks; a false rule is a
+ * cause `Invalid value: "object": <message>` (or `failed rule: <rule>`)
+ * at the path plus the rule's fieldPath, reason the rule's reason or
+ * FieldValueInvalid. Rules using CEL the subset lacks (oldSelf transition
+ * rules, messageExpression, other functions) are skipped, i.e. accepted.
+ *
+ * Not supported: anyOf/oneOf/allOf/not, uniqueItems, multipleOf, other
+ * formats. `pattern` is an ECMA regex in Kubernetes; here it is
  * compiled with POSIX regcomp(REG_EXTENDED) after translating \d \D \w \W
  * \s \S outside brackets and (?: to (; lookaround, lazy quantifiers and
  * backreferences are not available (such a pattern gives an

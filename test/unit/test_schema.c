@@ -212,3 +212,42 @@ TEST(schema_missing_spec_and_non_object) {
     json_object_put(c);
     json_object_put(s);
 }
+
+TEST(schema_cel_rules) {
+    json_object *s = json_tokener_parse(
+        "{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\","
+        "\"x-kubernetes-validations\":["
+        "{\"rule\":\"!has(self.resources) || !has(self.resources.gpuModel) || "
+        "(has(self.resources.gpus) && self.resources.gpus > 0)\","
+        "\"message\":\"resources.gpuModel needs gpus > 0 or gpuMemoryMiB > 0\","
+        "\"fieldPath\":\".resources.gpuModel\"},"
+        "{\"rule\":\"self.a == oldSelf.a\",\"message\":\"transition rules are skipped\"},"
+        "{\"rule\":\"!has(self.b) || self.b < 10\",\"reason\":\"FieldValueForbidden\"}],"
+        "\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
+        "\"resources\":{\"type\":\"object\",\"properties\":{\"gpus\":{\"type\":\"integer\"},"
+        "\"gpuModel\":{\"type\":\"string\"}}}}}}}");
+    static const struct { const char *obj; int n; const char *field, *reason, *message; } t[] = {
+        {"{\"spec\":{\"resources\":{\"gpus\":1,\"gpuModel\":\"A100\"},\"b\":3}}", 0, NULL, NULL, NULL},
+        {"{\"spec\":{\"resources\":{\"gpuModel\":\"A100\"}}}", 1, "spec.resources.gpuModel",
+         "FieldValueInvalid",
+         "Invalid value: \"object\": resources.gpuModel needs gpus > 0 or gpuMemoryMiB > 0"},
+        {"{\"spec\":{\"b\":12}}", 1, "spec", "FieldValueForbidden",
+         "Invalid value: \"object\": failed rule: !has(self.b) || self.b < 10"},
+        /* structural errors first: CEL does not run on a node that failed them */
+        {"{\"spec\":{\"b\":\"x\",\"resources\":{\"gpuModel\":\"A100\"}}}", 1, "spec.b",
+         "FieldValueTypeInvalid", NULL},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        json_object *o = json_tokener_parse(t[i].obj), *c = json_object_new_array();
+        int n = sv_validate(s, o, false, c);
+        if (!CHECK_INT(n, t[i].n)) fprintf(stderr, "    case %zu: %s\n", i, json_object_to_json_string(c));
+        else if (n) {
+            CHECK_STR(cause_at(c, 0, "field"), t[i].field);
+            CHECK_STR(cause_at(c, 0, "reason"), t[i].reason);
+            if (t[i].message) CHECK_STR(cause_at(c, 0, "message"), t[i].message);
+        }
+        json_object_put(o);
+        json_object_put(c);
+    }
+    json_object_put(s);
+}

@@ -1,0 +1,30 @@
+/* cel.h -- a tiny evaluator for the CEL rules of CRD
+ * x-kubernetes-validations, enough for the rule shapes aiq's CRDs use:
+ * self, field selection, has(), indexing, size() (function and method),
+ * ! && || ?:, comparisons, + - * / %, int/double/string/bool/null
+ * literals, `in`, the macros filter/exists/all/exists_one/map, and the
+ * string methods startsWith/endsWith/contains. Rules using anything else
+ * (oldSelf, other functions, messageExpression) are reported as
+ * unsupported so the caller can skip them. */
+#ifndef AIQ_CEL_H
+#define AIQ_CEL_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+/* Longest rule text accepted. */
+#define CEL_MAX_RULE 4096
+
+enum cel_result {
+    CEL_FALSE = 0,
+    CEL_TRUE = 1,
+    CEL_ERROR = -1,       /* evaluation error (no such key, bad overload); msg says which */
+    CEL_UNSUPPORTED = -2, /* syntax we do not evaluate; msg says which */
+};
+
+/* Evaluates rule with `self` bound to self (borrowed). msg (cap bytes)
+ * receives the error text for CEL_ERROR / CEL_UNSUPPORTED. A rule whose
+ * result is not a boolean is CEL_ERROR. */
+enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,111 @@
+/* test_cel.c -- the CEL subset used by CRD x-kubernetes-validations
+ * (cel.c): the rules of aiq's CRDs, operators, short-circuiting, macros,
+ * errors and unsupported syntax. */
+#include "test/apiserver/cel.h"
+#include "test/unit/th.h"
+
+struct celcase {
+    const char *rule, *self;
+    enum cel_result want;
+    const char *msg_part; /* for errors */
+};
+
+static void run(const struct celcase *t, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        json_object *self = json_tokener_parse(t[i].self);
+        char msg[256];
+        enum cel_result r = cel_eval_bool(t[i].rule, self, msg, sizeof msg);
+        if (!CHECK_INT(r, t[i].want))
+            fprintf(stderr, "    case %zu: %s on %s (msg %s)\n", i, t[i].rule, t[i].self, msg);
+        else if (t[i].msg_part && !CHECK(strstr(msg, t[i].msg_part)))
+            fprintf(stderr, "    case %zu: message %s lacks %s\n", i, msg, t[i].msg_part);
+        json_object_put(self);
+    }
+}
+
+#define AIJOB_RULE                                                                              \
+    "!has(self.resources) || !has(self.resources.gpuModel) || (has(self.resources.gpus) && "    \
+    "self.resources.gpus > 0) || (has(self.resources.gpuMemoryMiB) && "                         \
+    "self.resources.gpuMemoryMiB > 0)"
+#define LAST_LEVEL "!has(self.levels[size(self.levels) - 1].when) || self.levels[size(self.levels) - 1].when == ''"
+#define ONE_CATCHALL "self.levels.filter(l, !has(l.when) || l.when == '').size() <= 1"
+#define PROMOTE "!has(self.starvation) || !has(self.starvation.promoteTo) || " \
+                "self.levels.exists(l, l.name == self.starvation.promoteTo)"
+
+TEST(cel_rules_of_aiq_crds) {
+    static const struct celcase t[] = {
+        {AIJOB_RULE, "{\"user\":\"a\"}", CEL_TRUE, NULL},
+        {AIJOB_RULE, "{\"resources\":{\"gpus\":2}}", CEL_TRUE, NULL},
+        {AIJOB_RULE, "{\"resources\":{\"gpuModel\":\"A100\",\"gpus\":2}}", CEL_TRUE, NULL},
+        {AIJOB_RULE, "{\"resources\":{\"gpuModel\":\"A100\",\"gpus\":0,\"gpuMemoryMiB\":100}}", CEL_TRUE, NULL},
+        {AIJOB_RULE, "{\"resources\":{\"gpuModel\":\"A100\",\"gpus\":0}}", CEL_FALSE, NULL},
+        {AIJOB_RULE, "{\"resources\":{\"gpuModel\":\"A100\"}}", CEL_FALSE, NULL},
+        {LAST_LEVEL, "{\"levels\":[{\"name\":\"a\",\"when\":\"x\"},{\"name\":\"b\"}]}", CEL_TRUE, NULL},
+        {LAST_LEVEL, "{\"levels\":[{\"name\":\"a\",\"when\":\"x\"},{\"name\":\"b\",\"when\":\"\"}]}", CEL_TRUE, NULL},
+        {LAST_LEVEL, "{\"levels\":[{\"name\":\"a\"},{\"name\":\"b\",\"when\":\"y\"}]}", CEL_FALSE, NULL},
+        {LAST_LEVEL, "{\"levels\":[]}", CEL_ERROR, "index out of bounds: -1"},
+        {ONE_CATCHALL, "{\"levels\":[{\"name\":\"a\",\"when\":\"x\"},{\"name\":\"b\"}]}", CEL_TRUE, NULL},
+        {ONE_CATCHALL, "{\"levels\":[{\"name\":\"a\",\"when\":\"\"},{\"name\":\"b\"}]}", CEL_FALSE, NULL},
+        {PROMOTE, "{\"levels\":[{\"name\":\"a\"}]}", CEL_TRUE, NULL},
+        {PROMOTE, "{\"levels\":[{\"name\":\"a\"},{\"name\":\"hi\"}],\"starvation\":{\"promoteTo\":\"hi\"}}",
+         CEL_TRUE, NULL},
+        {PROMOTE, "{\"levels\":[{\"name\":\"a\"}],\"starvation\":{\"promoteTo\":\"zz\"}}", CEL_FALSE, NULL},
+        {PROMOTE, "{\"levels\":[],\"starvation\":{\"afterHours\":3}}", CEL_TRUE, NULL},
+    };
+    run(t, sizeof t / sizeof t[0]);
+}
+
+TEST(cel_operators_and_macros) {
+    static const struct celcase t[] = {
+        {"1 + 2 * 3 == 7 && 7 / 2 == 3 && 7 % 4 == 3", "{}", CEL_TRUE, NULL},
+        {"-self.a < 0 && !(self.a < 1)", "{\"a\":5}", CEL_TRUE, NULL},
+        {"self.d >= 1.5 && self.d <= 1.5 && self.d != 2.0", "{\"d\":1.5}", CEL_TRUE, NULL},
+        {"self.a == 5.0", "{\"a\":5}", CEL_TRUE, NULL},
+        {"self.s + 'x' == \"abx\" && 'ab' < 'b' && size('héllo') == 5", "{\"s\":\"ab\"}", CEL_TRUE, NULL},
+        {"self.s.startsWith('ab') && self.s.endsWith('yz') && self.s.contains('mn')",
+         "{\"s\":\"abmnyz\"}", CEL_TRUE, NULL},
+        {"self.x ? self.a : self.b", "{\"x\":true,\"a\":true}", CEL_TRUE, NULL},
+        {"self.x ? self.a : self.b", "{\"x\":false,\"a\":true,\"b\":false}", CEL_FALSE, NULL},
+        {"'b' in self.l && !('z' in self.l) && 'k' in self.m", "{\"l\":[\"a\",\"b\"],\"m\":{\"k\":1}}",
+         CEL_TRUE, NULL},
+        {"self.l.all(x, x > 0) && self.l.exists_one(x, x == 2) && self.l.map(x, x * 2)[2] == 6",
+         "{\"l\":[1,2,3]}", CEL_TRUE, NULL},
+        {"self.l.exists(x, x > 5)", "{\"l\":[1,2,3]}", CEL_FALSE, NULL},
+        {"self.m.all(k, self.m[k] > 0)", "{\"m\":{\"a\":1,\"b\":2}}", CEL_TRUE, NULL},
+        {"self.l.filter(x, x.l.exists(y, y == 1)).size() == 1",
+         "{\"l\":[{\"l\":[1]},{\"l\":[2]}]}", CEL_TRUE, NULL},
+        {"self.l == [1]", "{\"l\":[1]}", CEL_UNSUPPORTED, "unexpected '['"},
+        {"self.n == null && self.m.size() == 0", "{\"n\":null,\"m\":{}}", CEL_TRUE, NULL},
+        /* errors are absorbed by the deciding side, either order */
+        {"self.missing > 1 || true", "{}", CEL_TRUE, NULL},
+        {"true || self.missing > 1", "{}", CEL_TRUE, NULL},
+        {"self.missing > 1 && false", "{}", CEL_FALSE, NULL},
+        {"self.missing > 1 || false", "{}", CEL_ERROR, "no such key: missing"},
+        {"has(self.a.b)", "{}", CEL_ERROR, "no such key: a"},
+        {"self.a > 'x'", "{\"a\":1}", CEL_ERROR, "no matching overload for '>' on int, string"},
+        {"self.a", "{\"a\":1}", CEL_ERROR, "not bool"},
+        {"1 / 0 == 1", "{}", CEL_ERROR, "division by zero"},
+        /* unsupported: reported so the caller can skip the rule */
+        {"self.a == oldSelf.a", "{\"a\":1}", CEL_UNSUPPORTED, "identifier 'oldSelf'"},
+        {"self.a.matches('x')", "{\"a\":\"x\"}", CEL_UNSUPPORTED, "method 'matches'"},
+        {"self.l.exists(1)", "{\"l\":[]}", CEL_UNSUPPORTED, "macro without a variable"},
+        {"self.a ==", "{\"a\":1}", CEL_UNSUPPORTED, "end of rule"},
+        {"self.a == 1 junk", "{\"a\":1}", CEL_UNSUPPORTED, "unexpected text at offset 12"},
+        {"has(self)", "{}", CEL_UNSUPPORTED, "field selection"},
+        {"(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1)))))))))))))))))))"
+         "))))))))))))))))))))))))))))))))))))))))))))))))) == 1",
+         "{}", CEL_UNSUPPORTED, "nested too deeply"},
+    };
+    run(t, sizeof t / sizeof t[0]);
+}
+
+TEST(cel_integer_overflow_is_an_error) {
+    static const struct celcase t[] = {
+        {"9223372036854775807 + 1 > 0", "{}", CEL_ERROR, "integer overflow"},
+        {"self.a * self.a > 0", "{\"a\":4611686018427387904}", CEL_ERROR, "integer overflow"},
+        {"-self.m < 0", "{\"m\":-9223372036854775808}", CEL_ERROR, "integer overflow"},
+        {"self.m / -1 < 0", "{\"m\":-9223372036854775808}", CEL_ERROR, "integer overflow"},
+        {"99999999999999999999 > 0", "{}", CEL_UNSUPPORTED, "out of range"},
+    };
+    run(t, sizeof t / sizeof t[0]);
+}
