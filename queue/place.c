@@ -317,17 +317,19 @@ static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
     return 1;
 }
 
-static uint32_t memo_hash(const q__memo_key *k) {
-    const q__req *r = &k->r;
+static uint32_t memo_hash(const q__req *r, int avoid) {
     uint64_t h = (uint64_t)(uint32_t)r->dom * 0x9e3779b97f4a7c15ull;
-    uint64_t f[] = {(uint64_t)(uint32_t)r->model, (uint64_t)(uint32_t)r->replicas,
-                    (uint64_t)(uint32_t)r->gpus, (uint64_t)r->gmem, (uint64_t)r->cpu,
-                    (uint64_t)r->mem, (uint64_t)(uint32_t)k->avoid};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        h ^= f[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        h *= 0xbf58476d1ce4e5b9ull;
-    }
-    return (uint32_t)(h ^ (h >> 32));
+    h = (h ^ ((uint64_t)(uint32_t)r->model << 32 | (uint32_t)r->replicas)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ ((uint64_t)(uint32_t)r->gpus << 1 | (uint64_t)avoid)) * 0x94d049bb133111ebull;
+    h = (h ^ (uint64_t)r->gmem) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (uint64_t)r->cpu) * 0x94d049bb133111ebull;
+    h = (h ^ (uint64_t)r->mem) * 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(h ^ (h >> 29));
+}
+
+static bool req_eq(const q__req *a, const q__req *b) {
+    return a->dom == b->dom && a->model == b->model && a->replicas == b->replicas &&
+           a->gpus == b->gpus && a->gmem == b->gmem && a->cpu == b->cpu && a->mem == b->mem;
 }
 
 void q__memo_clear(q_state *st) {
@@ -342,19 +344,16 @@ static q__memo_key *memo_slot(q_state *st, const q__req *r, bool avoid) {
         if (Q_GROW(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return NULL;
         q__memo_clear(st);
     }
-    q__memo_key k;
-    memset(&k, 0, sizeof k);
-    k.r = *r;
-    k.avoid = avoid;
     size_t m = st->cap_memo - 1;
-    for (size_t i = memo_hash(&k) & m;; i = (i + 1) & m) {
+    for (size_t i = memo_hash(r, avoid) & m;; i = (i + 1) & m) {
         q__memo_key *e = &st->memo[i];
         if (!e->used) {
             if ((size_t)st->nmemo * 2 >= st->cap_memo) return NULL;
-            *e = k;
+            e->r = *r;
+            e->avoid = avoid;
             return e;
         }
-        if (memcmp(e, &k, offsetof(q__memo_key, used)) == 0) return e;
+        if (e->avoid == (int32_t)avoid && req_eq(&e->r, r)) return e;
     }
 }
 
