@@ -71,11 +71,11 @@ kind: AIJob
 metadata: {name: bad-model, namespace: default}
 spec:
   user: alice
-  resources: {gpus: 0, gpuModel: NVIDIA-A100-SXM4-80GB}
+  resources: {gpus: 1, cpu: "1e30"}
 Y
 wait_for 10 "invalid AIJob is Rejected naming the field" sh -c '
   [ "$(kubectl get aijob bad-model -o jsonpath={.status.phase})" = Rejected ] &&
-  kubectl get aijob bad-model -o jsonpath={.status.message} | grep -q spec.resources.gpuModel &&
+  kubectl get aijob bad-model -o jsonpath={.status.message} | grep -q "spec.resources.cpu.*1e30" &&
   kubectl get aijob bad-model -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].status}" | grep -q True'
 check "a rejected AIJob gets no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=bad-model -o name)" ]'
 job too-big 1 16 1m | kubectl apply -f - >/dev/null
