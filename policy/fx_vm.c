@@ -11,7 +11,10 @@
  * left of NaN to 0 and infinities to +-DBL_MAX. */
 #include "policy/fx_int.h"
 
-double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
+/* The interpreter loop, inlined into both entry points below so fx_eval
+ * (the hot one) pays no second call. */
+static inline __attribute__((always_inline)) double
+fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
     double stack[FX_MAX_STACK + 1];
     double *sp = stack; /* next free slot; x is not stored */
     double x = 0.0;
@@ -130,7 +133,12 @@ double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
 #undef OUT
 }
 
+/* Runs code from pc (an explain term's code); see fx_int.h. */
+double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
+    return fx_exec(code, pc, f);
+}
+
 /* Evaluates p for one job; see fx.h. factors is borrowed. */
 double fx_eval(const fx_prog *p, const double *factors) {
-    return fx__run(p->code, 0, factors);
+    return fx_exec(p->code, 0, factors);
 }
