@@ -13,6 +13,7 @@
  *     domain: a
  *     unschedulable: false
  *     labels: {rack: r1}
+ *     taints: [{key: dedicated, value: infer, effect: NoSchedule}]
  */
 #include "test/apiserver/sim_int.h"
 
@@ -205,6 +206,11 @@ static json_object *sim_node_obj(json_object *entry, const char *name, long long
     json_object *un = sim__get(entry, "unschedulable");
     if (un && json_object_is_type(un, json_type_boolean) && json_object_get_boolean(un))
         json_object_object_add(spec, "unschedulable", json_object_new_boolean(1));
+    json_object *taints = sim__get(entry, "taints");
+    if (taints && json_object_is_type(taints, json_type_array)) {
+        json_object *copy = NULL;
+        if (json_object_deep_copy(taints, &copy, NULL) == 0) json_object_object_add(spec, "taints", copy);
+    }
 
     json_object *st = sim__child(n, "status");
     for (int i = 0; i < 2; i++) {

@@ -2,7 +2,8 @@
  * (unbound, ungated, not being deleted, oldest first) to the first node,
  * by name, that passes the filters kube-scheduler would run (in its
  * order, each node rejected by the first failing one): NodeUnschedulable,
- * NodeAffinity (spec.nodeSelector and required node affinity), and
+ * TaintToleration (NoSchedule/NoExecute taints), NodeAffinity
+ * (spec.nodeSelector and required node affinity), and
  * NodeResourcesFit (cpu, memory, nvidia.com/gpu, pod count; never
  * overcommitted). A pod that fits nowhere gets PodScheduled=False /
  * Unschedulable with kube-scheduler's "0/N nodes are available: ..."
@@ -107,11 +108,53 @@ static bool sim_affinity_ok(json_object *pod, json_object *node) {
     return ok;
 }
 
+/* ---- taints and tolerations ------------------------------------------------ */
+
+/* Does toleration tol tolerate taint (key, value, effect)? (Kubernetes'
+ * Toleration.ToleratesTaint: empty key with Exists matches every taint;
+ * empty effect matches every effect; operator Equal by default.) */
+static bool sim_tolerates(json_object *tol, const char *key, const char *value, const char *effect) {
+    const char *tk = sim__str(tol, "key"), *op = sim__str(tol, "operator");
+    const char *tv = sim__str(tol, "value"), *te = sim__str(tol, "effect");
+    if (te && *te && strcmp(te, effect) != 0) return false;
+    if (tk && *tk && strcmp(tk, key) != 0) return false;
+    if (op && strcmp(op, "Exists") == 0) return true;
+    if (!tk || !*tk) return false; /* an empty key needs Exists */
+    return strcmp(tv ? tv : "", value) == 0;
+}
+
+static bool sim_pod_tolerates(json_object *pod, const char *key, const char *value,
+                              const char *effect) {
+    json_object *tols = sim__get(pod, "spec.tolerations");
+    size_t n = tols && json_object_is_type(tols, json_type_array) ? json_object_array_length(tols) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (sim_tolerates(json_object_array_get_idx(tols, i), key, value, effect)) return true;
+    return false;
+}
+
+/* The first NoSchedule/NoExecute taint of node the pod does not tolerate,
+ * as kube-scheduler words it ("{key: value}"), into buf; false if none. */
+static bool sim_untolerated(json_object *pod, json_object *node, char *buf, size_t cap) {
+    json_object *taints = sim__get(node, "spec.taints");
+    size_t n = taints && json_object_is_type(taints, json_type_array) ? json_object_array_length(taints) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(taints, i);
+        const char *k = sim__str(t, "key"), *v = sim__str(t, "value"), *e = sim__str(t, "effect");
+        if (!k || !e || (strcmp(e, "NoSchedule") != 0 && strcmp(e, "NoExecute") != 0)) continue;
+        if (sim_pod_tolerates(pod, k, v ? v : "", e)) continue;
+        snprintf(buf, cap, "node(s) had untolerated taint {%s: %s}", k, v ? v : "");
+        return true;
+    }
+    return false;
+}
+
 /* ---- reasons histogram ------------------------------------------------------ */
 
+#define SIM_MAX_REASONS 16
+
 struct sim_reasons {
-    const char *text[8];
-    int count[8];
+    char text[SIM_MAX_REASONS][160];
+    int count[SIM_MAX_REASONS];
     int n;
 };
 
@@ -121,8 +164,8 @@ static void sim_reason(struct sim_reasons *r, const char *text) {
             r->count[i]++;
             return;
         }
-    if (r->n < 8) {
-        r->text[r->n] = text;
+    if (r->n < SIM_MAX_REASONS) {
+        snprintf(r->text[r->n], sizeof r->text[r->n], "%s", text);
         r->count[r->n++] = 1;
     }
 }
@@ -135,8 +178,8 @@ static int sim_cmp_str(const void *a, const void *b) {
  * didn't match Pod's node affinity/selector." -- entries "N reason"
  * sorted as strings, as kube-scheduler's FitError does. */
 static void sim_fit_message(const struct sim_reasons *r, int nnodes, char *buf, size_t cap) {
-    char items[8][128];
-    const char *ptrs[8];
+    char items[SIM_MAX_REASONS][176];
+    const char *ptrs[SIM_MAX_REASONS];
     for (int i = 0; i < r->n; i++) {
         snprintf(items[i], sizeof items[i], "%d %s", r->count[i], r->text[i]);
         ptrs[i] = items[i];
@@ -250,8 +293,14 @@ void sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes)
         long chosen = -1;
         for (size_t k = 0; k < nn && chosen < 0; k++) {
             json_object *unsched = sim__get(nv[k].obj, "spec.unschedulable");
-            if (unsched && json_object_get_boolean(unsched)) {
+            char taint[160];
+            if (unsched && json_object_get_boolean(unsched) &&
+                !sim_pod_tolerates(p, "node.kubernetes.io/unschedulable", "", "NoSchedule")) {
                 sim_reason(&why, "node(s) were unschedulable");
+                continue;
+            }
+            if (sim_untolerated(p, nv[k].obj, taint, sizeof taint)) {
+                sim_reason(&why, taint);
                 continue;
             }
             if (!sim_affinity_ok(p, nv[k].obj)) {

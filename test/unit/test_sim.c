@@ -344,3 +344,51 @@ TEST(sim_nodes_file_errors) {
     CHECK_INT(sim_load_nodes(s, "/nonexistent/nodes.yaml", &e), AIQ_EIO);
     apisrv_stop(s);
 }
+
+/* Replaces node name's spec member k with the JSON text v. */
+static void node_spec(apisrv *s, const char *name, const char *k, const char *v) {
+    json_object *n = apisrv_obj_get(s, "nodes", NULL, name), *spec;
+    if (!CHECK(n && json_object_object_get_ex(n, "spec", &spec))) {
+        json_object_put(n);
+        return;
+    }
+    json_object_object_add(spec, k, json_tokener_parse(v));
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!CHECK_INT(apisrv_obj_update(s, "nodes", n, false, &e), AIQ_OK)) fprintf(stderr, "    %s\n", e.message);
+}
+
+TEST(sim_cordon_and_taints) {
+    apisrv *s = start();
+    if (!s) return;
+    double now = (double)time(NULL);
+    node_spec(s, "h100-0", "unschedulable", "true");
+    node_spec(s, "h100-1", "unschedulable", "true");
+    node_spec(s, "t4-0", "taints", "[{\"key\":\"dedicated\",\"value\":\"infer\",\"effect\":\"NoSchedule\"},"
+                                   "{\"key\":\"soft\",\"effect\":\"PreferNoSchedule\"}]");
+    const char *not_a = ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+                        "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"aiq.dev/domain\","
+                        "\"operator\":\"NotIn\",\"values\":[\"a\"]}]}]}}}";
+    mkpod(s, "plain", NULL, not_a, NULL);
+    char spec[1024];
+    snprintf(spec, sizeof spec, "%s,\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\","
+             "\"value\":\"infer\",\"effect\":\"NoSchedule\"}]", not_a);
+    mkpod(s, "tolerant", NULL, spec, NULL);
+    mkpod(s, "cordon-ok", NULL, ",\"nodeSelector\":{\"aiq.dev/domain\":\"b\"},\"tolerations\":"
+          "[{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\"}]", NULL);
+    mkpod(s, "wildcard", NULL, ",\"nodeSelector\":{\"aiq.dev/domain\":\"c\"},\"tolerations\":"
+          "[{\"operator\":\"Exists\"}]", NULL);
+    sim_tick(s, now, 1);
+    CHECK_STR(pod_str(s, "plain", "spec.nodeName"), "");
+    CHECK_STR(sched_cond(s, "plain", "message"),
+              "0/5 nodes are available: 1 node(s) had untolerated taint {dedicated: infer}, "
+              "2 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable.");
+    CHECK_STR(pod_str(s, "tolerant", "spec.nodeName"), "t4-0");
+    CHECK_STR(pod_str(s, "cordon-ok", "spec.nodeName"), "h100-0");
+    CHECK_STR(pod_str(s, "wildcard", "spec.nodeName"), "t4-0");
+    /* uncordon: the plain pod lands on h100-0 */
+    node_spec(s, "h100-0", "unschedulable", "false");
+    sim_tick(s, now + 1, 1);
+    CHECK_STR(pod_str(s, "plain", "spec.nodeName"), "h100-0");
+    apisrv_stop(s);
+}
