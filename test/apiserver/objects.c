@@ -516,33 +516,61 @@ static void delete_rows(apisrv *s, json_object *rows, const char *prop) {
 }
 
 /* Removes an object for good and cascades to what it owns or contains. */
+static int crd_row(void *u, const char *key, const char *ns, const char *name,
+                   const char *json) {
+    struct collect *c = u;
+    json_object *r = json_object_new_object(), *o = json_tokener_parse(json);
+    if (!o) {
+        json_object_put(r);
+        return 0;
+    }
+    obj_set_str(r, "key", key);
+    obj_set_str(r, "ns", ns);
+    obj_set_str(r, "name", name);
+    json_object_object_add(r, "obj", o);
+    json_object_array_add(c->rows, r);
+    return 0;
+}
+
+/* Removes every instance of a CRD's kind (finalizers are not waited for)
+ * with a DELETED event each, while the kind is still registered. */
+static void crd_remove_instances(apisrv *s, json_object *crd) {
+    const char *g = apisrv__str_at(crd, "spec.group"), *p = apisrv__str_at(crd, "spec.names.plural");
+    char key[APISRV__KEY];
+    struct collect c;
+    const struct apisrv__type *ct;
+    if (!g || !p) return;
+    snprintf(key, sizeof key, "%s/%s", g, p);
+    if (!(ct = apisrv__type_by_key(s, key))) return;
+    c.rows = json_object_new_array();
+    apisrv__store_scan(s, key, NULL, NULL, NULL, crd_row, &c);
+    for (size_t i = 0; i < json_object_array_length(c.rows); i++) {
+        json_object *r = json_object_array_get_idx(c.rows, i);
+        struct apisrv__st st;
+        const char *ns = apisrv__str_at(r, "ns");
+        apisrv__st_init(&st);
+        commit(s, ct, ns && ns[0] ? ns : NULL, apisrv__str_at(r, "name"),
+               json_object_object_get(r, "obj"), NULL, "DELETED", &st);
+        apisrv__st_deinit(&st);
+    }
+    json_object_put(c.rows);
+}
+
+/* Removes an object for good and cascades to what it owns or contains. */
 static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
                       const char *name, json_object *obj, const char *prop,
                       struct apisrv__st *st) {
     struct collect c = {json_object_new_array()};
     char uid[128];
     snprintf(uid, sizeof uid, "%s", md_str(obj, "uid") ? md_str(obj, "uid") : "");
+    if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
+        crd_remove_instances(s, obj);
     if (commit(s, t, ns, name, obj, NULL, "DELETED", st)) {
         json_object_put(c.rows);
         return -1;
     }
-    if (!strcmp(t->key, "/namespaces")) {
+    if (!strcmp(t->key, "/namespaces"))
         apisrv__store_scan(s, NULL, name, NULL, NULL, collect_row, &c);
-    } else if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions")) {
-        char key[APISRV__KEY];
-        const char *g = apisrv__str_at(obj, "spec.group"), *p = apisrv__str_at(obj, "spec.names.plural");
-        if (g && p) {
-            snprintf(key, sizeof key, "%s/%s", g, p);
-            apisrv__store_scan(s, key, NULL, NULL, NULL, collect_row, &c);
-            /* the type is gone already: remove the rows directly */
-            for (size_t i = 0; i < json_object_array_length(c.rows); i++) {
-                json_object *r = json_object_array_get_idx(c.rows, i);
-                apisrv__store_del(s, key, apisrv__str_at(r, "ns"), apisrv__str_at(r, "name"));
-            }
-            json_object_put(c.rows);
-            c.rows = json_object_new_array();
-        }
-    }
     if (uid[0] && !(prop && !strcmp(prop, "Orphan")))
         apisrv__store_scan_owned(s, uid, collect_row, &c);
     delete_rows(s, c.rows, "Background");
@@ -559,6 +587,14 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
     if (out) *out = NULL;
     if (!obj) return apisrv__st_notfound(st, t, name);
     if (!t->namespaced) ns = NULL;
+    if (!strcmp(t->key, "/namespaces") &&
+        (!strcmp(name, "default") || !strcmp(name, "kube-system") || !strcmp(name, "kube-public"))) {
+        apisrv__st_set(st, 403, "Forbidden",
+                       "namespaces \"%s\" is forbidden: this namespace may not be deleted", name);
+        snprintf(st->name, sizeof st->name, "%s", name);
+        snprintf(st->kind, sizeof st->kind, "namespaces");
+        goto out_obj;
+    }
     if (o && o->dry_run) {
         rc = 0;
         goto out_obj;

@@ -663,3 +663,35 @@ TEST(apiserver_watch_selector_enter_and_leave) {
     free(body);
     apisrv_stop(s);
 }
+
+TEST(apiserver_delete_crd_and_namespace) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body = NULL, path[256];
+    if (!s) return;
+    create_tj(s, "job1", "alice", 1);
+    long long rv = apisrv_resource_version(s);
+    CHECK_INT(req(s, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/testjobs.test.aiq.dev",
+                  NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", TJ, NULL, NULL, NULL, NULL, NULL), 404);    /* kind no longer served */
+    CHECK_INT(req(s, "GET", "/apis/test.aiq.dev/v1", NULL, NULL, NULL, NULL, NULL), 404);
+    /* the instance went with a DELETED event (seen in the CRD re-created) */
+    CHECK_INT(req(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, CRD, NULL, NULL, NULL), 201);
+    CHECK_INT(req(s, "GET", TJ "/job1", NULL, NULL, NULL, NULL, NULL), 404);
+    snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strstr(body, "{\"type\":\"DELETED\"") != NULL && strstr(body, "\"name\":\"job1\"") != NULL);
+    free(body);
+    /* namespaces: the default ones stay; others take their objects along */
+    CHECK_INT(reqj(s, "DELETE", "/api/v1/namespaces/default", NULL, NULL, &o), 403);
+    CHECK_STR(at(o, "reason"), "Forbidden");
+    json_object_put(o);
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces", NULL, "{\"metadata\":{\"name\":\"team-x\"}}", NULL, NULL, NULL), 201);
+    CHECK_INT(req(s, "POST", "/apis/test.aiq.dev/v1/namespaces/team-x/testjobs", NULL,
+                  "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"user\":\"u\"}}", NULL, NULL, NULL), 201);
+    CHECK_INT(req(s, "POST", "/apis/test.aiq.dev/v1/namespaces/team-y/testjobs", NULL,
+                  "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"user\":\"u\"}}", NULL, NULL, NULL), 404);
+    CHECK_INT(req(s, "DELETE", "/api/v1/namespaces/team-x", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", "/apis/test.aiq.dev/v1/namespaces/team-x/testjobs/j", NULL, NULL, NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
