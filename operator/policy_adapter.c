@@ -158,7 +158,7 @@ int oppolicy_explain(const oppolicy *p, const double *f,
     if (n > max)
         n = max;
     for (int i = 0; i < n; i++) {
-        snprintf(terms[i].name, sizeof terms[i].name, "%s", t[i].label);
+        snprintf(terms[i].name, sizeof terms[i].name, "%.95s", t[i].label);
         terms[i].value = t[i].value;
     }
     return n;
