@@ -392,3 +392,28 @@ TEST(sim_cordon_and_taints) {
     CHECK_STR(pod_str(s, "plain", "spec.nodeName"), "h100-0");
     apisrv_stop(s);
 }
+
+TEST(sim_demo_nodes_file_loads) {
+    struct apisrv_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.db_path = ":memory:";
+    aiq_err e;
+    aiq_err_clear(&e);
+    apisrv *s = apisrv_start(&cfg, &e);
+    if (!CHECK(s != NULL)) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/cluster/nodes-demo.yaml", th_srcdir());
+    if (!CHECK_INT(sim_load_nodes(s, path, &e), AIQ_OK)) fprintf(stderr, "    %s\n", e.message);
+    json_object *nodes = apisrv_obj_list(s, "nodes", NULL);
+    CHECK_INT(json_object_array_length(nodes), 14);
+    json_object_put(nodes);
+    /* loading again keeps the existing nodes (restart with a --db file) */
+    CHECK_INT(sim_load_nodes(s, path, &e), AIQ_OK);
+    nodes = apisrv_obj_list(s, "nodes", NULL);
+    CHECK_INT(json_object_array_length(nodes), 14);
+    json_object_put(nodes);
+    json_object *cpu = apisrv_obj_get(s, "nodes", NULL, "cpu-0");
+    CHECK(cpu && !strstr(json_object_to_json_string(cpu), "nvidia.com"));
+    json_object_put(cpu);
+    apisrv_stop(s);
+}
