@@ -318,6 +318,9 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     if (timeout_ms > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     if (c->connect_to) curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
+    /* Let the server compress large lists; the body cap applies to the
+     * decompressed bytes, so a compression bomb still stops at the cap. */
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     if (strcmp(method, "GET") == 0) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     else if (strcmp(method, "POST") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 

@@ -35,6 +35,8 @@ struct stub_resp {
     int status;              /* default 200 */
     const char *ctype;       /* default application/json */
     const char *body;        /* whole body, or NULL */
+    size_t body_len;         /* bytes of body when it is binary (0: strlen) */
+    const char *encoding;    /* Content-Encoding header, or NULL */
     const char *chunks[STUB_MAX_CHUNKS]; /* streamed pieces when nchunks > 0 */
     int nchunks;
     int hold_ms;             /* keep the stream open this long after the pieces */
@@ -156,10 +158,12 @@ static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *con
                                                  stub_stream_free);
     } else {
         const char *b = out.body ? out.body : "";
-        resp = MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
+        size_t blen = out.body_len ? out.body_len : strlen(b);
+        resp = MHD_create_response_from_buffer(blen, (void *)b, MHD_RESPMEM_MUST_COPY);
     }
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", out.ctype ? out.ctype : "application/json");
+    if (out.encoding) MHD_add_response_header(resp, "Content-Encoding", out.encoding);
     enum MHD_Result r = MHD_queue_response(conn, (unsigned)out.status, resp);
     MHD_destroy_response(resp);
     return r;
