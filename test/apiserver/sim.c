@@ -172,15 +172,17 @@ void sim__time(double now, bool millis, char *buf, size_t cap) {
 }
 
 /* See apiserver.h: schedules pending pods, then runs the kubelet over the
- * pods as they are after binding. */
+ * pods as they are after binding (listed again only when something was
+ * bound: unbound pods are nothing to the kubelet but deletions). */
 void sim_tick(apisrv *s, double now, double time_scale) {
     if (!s) return;
     if (!(time_scale > 0)) time_scale = 1;
     json_object *nodes = apisrv_obj_list(s, "nodes", NULL);
     json_object *pods = apisrv_obj_list(s, "pods", NULL);
-    if (nodes && pods) sim__schedule(s, now, pods, nodes);
-    json_object_put(pods);
-    pods = apisrv_obj_list(s, "pods", NULL);
+    if (nodes && pods && sim__schedule(s, now, pods, nodes) > 0) {
+        json_object_put(pods);
+        pods = apisrv_obj_list(s, "pods", NULL);
+    }
     if (nodes && pods) sim__kubelet(s, now, time_scale, pods, nodes);
     json_object_put(pods);
     json_object_put(nodes);

@@ -54,8 +54,9 @@ json_object *sim__condition(json_object *pod, const char *type);
  * startTime so scaled run times stay exact). */
 void sim__time(double now, bool millis, char *buf, size_t cap);
 
-/* One scheduler pass over pods (array, borrowed) onto nodes. */
-void sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes);
+/* One scheduler pass over pods (array, borrowed) onto nodes; returns the
+ * number of pods bound. */
+int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes);
 /* One kubelet pass over the bound pods. */
 void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
                   json_object *nodes);

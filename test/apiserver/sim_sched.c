@@ -246,7 +246,8 @@ static void sim_unschedulable(apisrv *s, json_object *pod, const char *msg, doub
         apisrv_event(s, pod, "Warning", "FailedScheduling", msg, "default-scheduler");
 }
 
-void sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) {
+int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) {
+    int bound = 0;
     size_t nn = json_object_array_length(nodes), np = json_object_array_length(pods);
     if (nn > SIM_MAX_NODES) nn = SIM_MAX_NODES;
     struct sim_node *nv = calloc(nn ? nn : 1, sizeof *nv);
@@ -319,6 +320,7 @@ void sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes)
         }
         if (chosen >= 0) {
             if (sim_bind(s, p, nv[chosen].name, now)) {
+                bound++;
                 nv[chosen].free.cpu_m -= r.cpu_m;
                 nv[chosen].free.mem_b -= r.mem_b;
                 nv[chosen].free.gpu -= r.gpu;
@@ -333,4 +335,5 @@ void sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes)
 out_free:
     free(nv);
     free(pend);
+    return bound;
 }
