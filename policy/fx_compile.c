@@ -27,8 +27,8 @@ double fx__apply(fx_opcode op, double z, double y, double x) {
     case FX_OP_GE: return y >= x;
     case FX_OP_EQ: return y == x;
     case FX_OP_NE: return y != x;
-    case FX_OP_MIN: return fmin(y, x);
-    case FX_OP_MAX: return fmax(y, x);
+    case FX_OP_MIN: return fx__min(y, x);
+    case FX_OP_MAX: return fx__max(y, x);
     case FX_OP_ABS: return fabs(x);
     case FX_OP_LOG: return fx__log(x);
     case FX_OP_LOG2: return fx__log2(x);
@@ -312,7 +312,7 @@ static int fx_gen_node(fx_gen *g, int i) {
         }
         if (n->op == FX_OP_CLAMP) {
             if (c->nodes[b].kind == FX_N_NUM && c->nodes[d].kind == FX_N_NUM) {
-                /* clamp(v, lo, hi) = fmin(fmax(v, lo), hi), as in fx__clamp */
+                /* clamp(v, lo, hi) = min(max(v, lo), hi), as in fx__clamp */
                 if (fx_emit(g, FX_OP_MAXK, 0, c->nodes[b].k, 0) < 0) return -1;
                 return fx_emit(g, FX_OP_MINK, 0, c->nodes[d].k, 0);
             }

@@ -150,8 +150,20 @@ static inline double fx__pow(double y, double x) {
 static inline double fx__log(double x) { return x > 0 ? log(x) : 0.0; }
 static inline double fx__log2(double x) { return x > 0 ? log2(x) : 0.0; }
 static inline double fx__sqrt(double x) { return x >= 0 ? sqrt(x) : 0.0; }
+/* min/max with fmin/fmax's rule (a NaN operand is ignored), inline:
+ * glibc's fmin is a call, which costs more than the rest of a term. */
+static inline double fx__min(double a, double b) {
+    if (b != b) return a;
+    if (a != a) return b;
+    return b < a ? b : a;
+}
+static inline double fx__max(double a, double b) {
+    if (b != b) return a;
+    if (a != a) return b;
+    return b > a ? b : a;
+}
 static inline double fx__clamp(double v, double lo, double hi) {
-    return fmin(fmax(v, lo), hi);
+    return fx__min(fx__max(v, lo), hi);
 }
 
 /* Applies a pure opcode (no factor, no jump) to constant operands:

@@ -82,11 +82,11 @@ fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
         case FX_OP_LEK: IN(); x = x <= in->k; OUT(); break;
         case FX_OP_GTK: IN(); x = x > in->k; OUT(); break;
         case FX_OP_GEK: IN(); x = x >= in->k; OUT(); break;
-        /* min/max ignore a NaN operand (fmin/fmax). */
-        case FX_OP_MIN: x = fmin(POP(), x); break;
-        case FX_OP_MAX: x = fmax(POP(), x); break;
-        case FX_OP_MINK: IN(); x = fmin(x, in->k); OUT(); break;
-        case FX_OP_MAXK: IN(); x = fmax(x, in->k); OUT(); break;
+        /* min/max ignore a NaN operand (like fmin/fmax, but inline). */
+        case FX_OP_MIN: x = fx__min(POP(), x); break;
+        case FX_OP_MAX: x = fx__max(POP(), x); break;
+        case FX_OP_MINK: IN(); x = fx__min(x, in->k); OUT(); break;
+        case FX_OP_MAXK: IN(); x = fx__max(x, in->k); OUT(); break;
         /* Functions of one argument, with the domain rules of fx_int.h. */
         case FX_OP_ABS: IN(); x = fabs(x); OUT(); break;
         case FX_OP_LOG: IN(); x = fx__log(x); OUT(); break;
