@@ -18,7 +18,9 @@
  * json_object_get or modify it). For RELIST_BEGIN/RELIST_END obj is NULL:
  * between them every live object of the resource arrives as ADDED, and
  * at RELIST_END the consumer drops the objects it did not see since
- * RELIST_BEGIN (they were deleted while the watch was down). */
+ * RELIST_BEGIN (they were deleted while the watch was down). A list
+ * that fails after its first page leaves a BEGIN without an END; the
+ * retry sends a new BEGIN, which restarts that bookkeeping. */
 struct kube_event {
     enum kube_event_type type;
     char resource[64];      /* the watch's name ("aijobs", "pods") */

@@ -244,7 +244,7 @@ toobig:
     return aiq_err_set(e, AIQ_ETOOBIG, "list URL for %s passes %d bytes", w->path, KW_URL_MAX);
 }
 
-/* Lists every page, queueing RELIST_BEGIN, each item as ADDED, and
+/* Lists every page, queueing RELIST_BEGIN (after the first page), each item as ADDED, and
  * RELIST_END; sets w->rv to the list's resourceVersion. */
 static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
@@ -255,8 +255,6 @@ static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
     json_object **items = NULL;
 
     if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-    rc = kw_push(w, KUBE_EV_RELIST_BEGIN, NULL);
-    if (rc != AIQ_OK) goto out;
     for (int page = 0;; page++) {
         rc = kw_list_url(w, url, cont, e);
         if (rc != AIQ_OK) goto out;
@@ -278,6 +276,12 @@ static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
                 goto out;
             }
             memcpy(list_rv, rv, strlen(rv) + 1);
+            /* Announce the relist only once the server answered, so an
+             * outage does not flood the consumer with RELIST_BEGINs. A
+             * later page failing leaves a BEGIN without END; the next
+             * BEGIN restarts the consumer's bookkeeping. */
+            rc = kw_push(w, KUBE_EV_RELIST_BEGIN, NULL);
+            if (rc != AIQ_OK) goto out;
         }
         /* Items lack kind/apiVersion in built-in lists: fill them from the
          * list ("PodList" -> "Pod") so consumers see uniform objects. */

@@ -428,7 +428,7 @@ TEST(watch_errors_back_off_and_resume) {
                                 .backoff_base_ms = 5, .backoff_cap_ms = 20};
     CHECK_INT(kube_watch_start(c, &o, q, &w, NULL), AIQ_OK);
     char buf[128];
-    CHECK_STR(next_ev(q, buf, sizeof buf), "RELIST_BEGIN"); /* the first list failed, then retried */
+    /* The first list failed (503) and was retried: one RELIST_BEGIN. */
     CHECK_STR(next_ev(q, buf, sizeof buf), "RELIST_BEGIN");
     CHECK_STR(next_ev(q, buf, sizeof buf), "RELIST_END");
     struct kube_event *ev = NULL;
