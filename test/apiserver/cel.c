@@ -660,6 +660,7 @@ static struct cv p_expr(struct cel *c, int ev) {
     return cond;
 }
 
+/* See cel.h. */
 enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap) {
     struct cel c;
     memset(&c, 0, sizeof c);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+/* See humantime.h. */
 void human_duration(double seconds, char *buf, size_t cap) {
     if (!buf || cap == 0) return;
     if (isnan(seconds)) {
@@ -69,6 +70,7 @@ void human_duration(double seconds, char *buf, size_t cap) {
     }
 }
 
+/* See humantime.h. */
 void rfc3339(double t, char *buf, size_t cap) {
     if (!buf || cap == 0) return;
     time_t tt = (time_t)floor(t);
@@ -110,6 +112,7 @@ static int ht_leap(int y) {
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
+/* See humantime.h. */
 double rfc3339_parse(const char *s) {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (!s) return -1;
@@ -159,6 +162,7 @@ double rfc3339_parse(const char *s) {
     return (double)t + frac;
 }
 
+/* See humantime.h. */
 int human_parse_duration(const char *s, double *out) {
     static const struct { const char *unit; double secs; } units[] = {
         {"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"\xce\xbcs", 1e-6},

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* See jpatch_int.h. */
 json_object *jp__copy(json_object *o) {
     json_object *d = NULL;
     if (!o) return NULL;
@@ -15,6 +16,7 @@ json_object *jp__copy(json_object *o) {
     return d;
 }
 
+/* See jpatch_int.h. */
 int jp__array_insert(json_object *arr, size_t idx, json_object *val) {
     size_t n = json_object_array_length(arr);
     if (idx > n) {
@@ -45,6 +47,7 @@ static int jp_is_num(json_object *o) {
     return json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double);
 }
 
+/* See jpatch.h. */
 int jp_equal(json_object *a, json_object *b) {
     int an = !a || json_object_is_type(a, json_type_null);
     int bn = !b || json_object_is_type(b, json_type_null);
@@ -129,6 +132,7 @@ static json_object *jp_mp(json_object *t, json_object *p, int depth, aiq_err *er
     return t;
 }
 
+/* See jpatch.h. */
 json_object *jp_merge_patch(json_object *target, json_object *patch, aiq_err *err) {
     if (!patch || json_object_is_type(patch, json_type_null)) {
         aiq_err_set(err, AIQ_EINVAL, "merge patch: body is null");
@@ -398,6 +402,7 @@ out:
     return rc;
 }
 
+/* See jpatch.h. */
 json_object *jp_json_patch(json_object *target, json_object *ops, aiq_err *err) {
     if (!ops || !json_object_is_type(ops, json_type_array)) {
         aiq_err_set(err, AIQ_EINVAL, "json patch: body must be a JSON array of operations");

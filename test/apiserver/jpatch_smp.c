@@ -401,6 +401,7 @@ static int smp_map(json_object **o, json_object *p, const struct smp_type *t,
     return 0;
 }
 
+/* See jpatch.h. */
 json_object *jp_strategic_merge(json_object *target, json_object *patch, aiq_err *err) {
     if (!patch || !json_object_is_type(patch, json_type_object)) {
         aiq_err_set(err, AIQ_EINVAL, "strategic merge patch: body must be a JSON object");

@@ -223,6 +223,7 @@ static int jpath_cursor(const char *path, struct jpath_cur *c) {
     return 0;
 }
 
+/* See jsonpath.h. */
 json_object *jpath_get(json_object *obj, const char *path) {
     struct jpath_cur c;
     if (jpath_cursor(path, &c)) return NULL;
@@ -232,6 +233,7 @@ json_object *jpath_get(json_object *obj, const char *path) {
     return v;
 }
 
+/* See jsonpath.h. */
 int jpath_valid(const char *path) {
     struct jpath_cur c;
     if (jpath_cursor(path, &c)) return 0;

@@ -461,6 +461,7 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
     if (c->n == before) sv_cel(c, schema, v, path, want ? want : have);
 }
 
+/* See schema.h. */
 int sv_validate(json_object *schema, json_object *obj, bool strict, json_object *causes) {
     struct sv_ctx c = {strict, causes, 0};
     if (!causes || !json_object_is_type(causes, json_type_array)) return 0;
@@ -478,6 +479,7 @@ static const char *sv_cause_str(json_object *cause, const char *k) {
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
+/* See schema.h. */
 int sv_status_message(const char *kind, const char *group, const char *name,
                       json_object *causes, char *buf, size_t cap) {
     if (!buf || cap == 0) return 500;

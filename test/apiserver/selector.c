@@ -23,6 +23,7 @@ struct sel {
     struct sel_req r[SEL_MAX_REQS];
 };
 
+/* See selector.h. */
 void sel_free(struct sel *s) {
     if (!s) return;
     for (int i = 0; i < s->n; i++) {
@@ -32,6 +33,7 @@ void sel_free(struct sel *s) {
     free(s);
 }
 
+/* See selector.h. */
 bool sel_empty(const struct sel *s) { return !s || s->n == 0; }
 
 static char *sel_strndup(const char *p, size_t n) {
@@ -431,6 +433,7 @@ static bool sel_match_label(const struct sel_req *r, json_object *labels) {
     return false;
 }
 
+/* See selector.h. */
 bool sel_match(const struct sel *s, json_object *obj) {
     if (!s) return true;
     json_object *labels = s->fields ? NULL : sel_lookup(obj, "metadata.labels");
@@ -447,6 +450,7 @@ bool sel_match(const struct sel *s, json_object *obj) {
     return true;
 }
 
+/* See selector.h. */
 const char *sel_required_value(const struct sel *s, const char *path) {
     if (!s || !path) return NULL;
     for (int i = 0; i < s->n; i++)

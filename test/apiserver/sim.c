@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 
+/* See sim_int.h. */
 json_object *sim__get(json_object *o, const char *dotted) {
     char seg[256];
     const char *p = dotted;
@@ -27,11 +28,13 @@ json_object *sim__get(json_object *o, const char *dotted) {
     return o;
 }
 
+/* See sim_int.h. */
 const char *sim__str(json_object *o, const char *dotted) {
     json_object *v = sim__get(o, dotted);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
+/* See sim_int.h. */
 json_object *sim__child(json_object *o, const char *k) {
     json_object *v = NULL;
     if (json_object_object_get_ex(o, k, &v) && v && json_object_is_type(v, json_type_object))
@@ -73,6 +76,7 @@ static void sim_container_res(json_object *c, struct sim__res *r) {
     }
 }
 
+/* See sim_int.h. */
 void sim__pod_requests(json_object *pod, struct sim__res *r) {
     memset(r, 0, sizeof *r);
     json_object *cs = sim__get(pod, "spec.containers");
@@ -90,6 +94,7 @@ void sim__pod_requests(json_object *pod, struct sim__res *r) {
     r->pods = 1;
 }
 
+/* See sim_int.h. */
 void sim__node_allocatable(json_object *node, struct sim__res *r) {
     memset(r, 0, sizeof *r);
     json_object *a = sim__get(node, "status.allocatable");
@@ -100,16 +105,19 @@ void sim__node_allocatable(json_object *node, struct sim__res *r) {
     if (!sim_res_value(a, "pods", &r->pods)) r->pods = 110;
 }
 
+/* See sim_int.h. */
 bool sim__pod_terminal(json_object *pod) {
     const char *ph = sim__str(pod, "status.phase");
     return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
 }
 
+/* See sim_int.h. */
 bool sim__pod_gated(json_object *pod) {
     json_object *g = sim__get(pod, "spec.schedulingGates");
     return g && json_object_is_type(g, json_type_array) && json_object_array_length(g) > 0;
 }
 
+/* See sim_int.h. */
 json_object *sim__condition(json_object *pod, const char *type) {
     json_object *cs = sim__get(pod, "status.conditions");
     size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
@@ -121,6 +129,7 @@ json_object *sim__condition(json_object *pod, const char *type) {
     return NULL;
 }
 
+/* See sim_int.h. */
 void sim__set_condition(json_object *pod, const char *type, const char *status,
                         const char *reason, const char *message, const char *now) {
     json_object *st = sim__child(pod, "status");
@@ -153,6 +162,7 @@ void sim__set_condition(json_object *pod, const char *type, const char *status,
     else json_object_object_del(c, "message");
 }
 
+/* See sim_int.h. */
 void sim__time(double now, bool millis, char *buf, size_t cap) {
     time_t t = (time_t)floor(now);
     struct tm tm;

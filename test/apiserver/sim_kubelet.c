@@ -168,6 +168,7 @@ static void sim_finish(apisrv *s, json_object *pod, double now, double start) {
     }
 }
 
+/* See sim_int.h. */
 void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
                   json_object *nodes) {
     size_t np = json_object_array_length(pods);

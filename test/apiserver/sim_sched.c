@@ -246,6 +246,7 @@ static void sim_unschedulable(apisrv *s, json_object *pod, const char *msg, doub
         apisrv_event(s, pod, "Warning", "FailedScheduling", msg, "default-scheduler");
 }
 
+/* See sim_int.h. */
 int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) {
     int bound = 0;
     size_t nn = json_object_array_length(nodes), np = json_object_array_length(pods);
