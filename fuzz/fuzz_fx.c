@@ -1,0 +1,65 @@
+/* fuzz_fx.c -- libFuzzer target for the expression language: compile
+ * arbitrary bytes as a formula and as a predicate; on success evaluate
+ * with ordinary, zero, negative, huge and non-finite factor values,
+ * explain and dump; on failure format the error with its caret.
+ * Aborts when a result is NaN or infinite, a predicate is not 0/1, an
+ * explain label is not terminated, or a parse error has no position. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/fx.h"
+
+#define FUZZ_MAX_INPUT 8192 /* past AIQ_MAX_FORMULA, to hit the size check */
+
+static void check(int ok) {
+    if (!ok) abort();
+}
+
+static void exercise(const char *src, fx_mode mode) {
+    aiq_err err;
+    aiq_err_clear(&err);
+    fx_prog *p = fx_compile(src, mode, &err);
+    char buf[2048];
+    if (!p) {
+        check(err.code != AIQ_OK && err.message[0] != '\0');
+        if (err.code == AIQ_EPARSE) check(err.line >= 1 && err.col >= 1);
+        int n = fx_format_error(src, &err, buf, sizeof buf);
+        check(n >= 0 && strlen(buf) < sizeof buf);
+        return;
+    }
+    static const double fills[] = {0.0, 1.0, -3.5, 1e300, -1e300, 1e-300,
+                                   NAN, INFINITY, -INFINITY, 7.25};
+    double f[FX_NFACTORS];
+    fx_term terms[8];
+    for (size_t v = 0; v < sizeof fills / sizeof fills[0] + 1; v++) {
+        for (int i = 0; i < FX_NFACTORS; i++)
+            f[i] = v < sizeof fills / sizeof fills[0] ? fills[v] : (double)(i * 3 % 7) - 2;
+        double r = fx_eval(p, f);
+        check(isfinite(r));
+        if (mode == FX_PREDICATE) check(r == 0.0 || r == 1.0);
+        int n = fx_explain(p, f, terms, 8);
+        check(n >= 1 && n <= FX_MAX_TERMS);
+        for (int i = 0; i < n && i < 8; i++) {
+            check(isfinite(terms[i].value));
+            check(memchr(terms[i].label, '\0', sizeof terms[i].label) != NULL);
+        }
+    }
+    int n = fx_dump(p, buf, sizeof buf);
+    check(n >= 0);
+    fx_free(p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > FUZZ_MAX_INPUT) size = FUZZ_MAX_INPUT;
+    char *src = malloc(size + 1);
+    if (!src) return 0;
+    memcpy(src, data, size);
+    src[size] = '\0'; /* an embedded NUL just ends the formula early */
+    exercise(src, FX_EXPR);
+    exercise(src, FX_PREDICATE);
+    free(src);
+    return 0;
+}
