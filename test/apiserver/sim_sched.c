@@ -179,7 +179,7 @@ static int sim_cmp_str(const void *a, const void *b) {
  * sorted as strings, as kube-scheduler's FitError does. */
 static void sim_fit_message(const struct sim_reasons *r, int nnodes, char *buf, size_t cap) {
     char items[SIM_MAX_REASONS][176];
-    const char *ptrs[SIM_MAX_REASONS];
+    const char *ptrs[SIM_MAX_REASONS] = {NULL};
     for (int i = 0; i < r->n; i++) {
         snprintf(items[i], sizeof items[i], "%d %s", r->count[i], r->text[i]);
         ptrs[i] = items[i];
