@@ -212,6 +212,11 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         q__req req;
         req_of_rec(o, &req);
         if (o->fit_key != st->fit_key) {
+            if (o->dom == Q__UNKNOWN || o->model == Q__UNKNOWN) {
+                /* The nodes changed: maybe the name exists now. */
+                o->dom = req.dom = q__resolve(&st->doms, in->jobs[j].domain);
+                o->model = req.model = q__resolve(&st->models, in->jobs[j].gpu_model);
+            }
             if (q__quota_reject(in, o, r) || q__reject_check(st, &req, r)) {
                 r->decision = Q_DEC_REJECT;
                 goto next;

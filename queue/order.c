@@ -316,11 +316,11 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
             memcpy(e->uid, uid, len + 1);
         }
         if (need_score) {
-            e->dom = job->domain && *job->domain ? q__intern_id(st, &st->doms, job->domain) : -1;
-            e->model = job->gpu_model && *job->gpu_model ? q__intern_id(st, &st->models, job->gpu_model) : -1;
-            if ((job->domain && *job->domain && e->dom < 0) ||
-                (job->gpu_model && *job->gpu_model && e->model < 0))
-                goto oom;
+            /* Only names some node has are interned (jobs cannot grow the
+             * tables); others resolve to Q__UNKNOWN and are re-resolved
+             * when the nodes change (cycle.c). */
+            e->dom = q__resolve(&st->doms, job->domain);
+            e->model = q__resolve(&st->models, job->gpu_model);
             score_job(st, in, sc, i, e);
             e->gen = job->gen;
             (*nscored)++;

@@ -416,6 +416,14 @@ int q__probe(q_state *st, const q__req *r, bool avoid, bool spread) {
 
 int q__reject_check(q_state *st, const q__req *r, struct q_result *res) {
     int ndom = st->doms.n;
+    if (r->dom == Q__UNKNOWN || r->model == Q__UNKNOWN) {
+        /* No node has that domain (res 0) or model (res 1), or a known
+         * domain lacks a known-elsewhere model (res 2, found below). */
+        res->reason = Q_R_NO_NODE;
+        res->need = res->limit = 0;
+        res->res = r->dom == Q__UNKNOWN ? 0 : (r->dom >= 0 ? 2 : 1);
+        return 1;
+    }
     if (Q_GROW(st, st->dsum, st->cap_dsum, (size_t)ndom + 1)) return 0;
     memset(st->dsum, 0, (size_t)ndom * sizeof *st->dsum);
     bool any = false, any_dom = false, any_fit = false;

@@ -160,6 +160,10 @@ int32_t q__intern_id(q_state *st, q__intern *t, const char *s);
 /* Looks s up without adding; -1 when absent. */
 int32_t q__intern_find(const q__intern *t, const char *s);
 void q__intern_free(q_state *st, q__intern *t);
+/* A job's constraint: -1 when s is NULL or "" (any), the id when some node
+ * has that name, Q__UNKNOWN otherwise. */
+#define Q__UNKNOWN (-2)
+int32_t q__resolve(const q__intern *t, const char *s);
 /* Stable merge sort of a[0..n) with cmp(ctx, x, y) < 0 when x goes first. */
 void q__msort(int32_t *a, int n, int32_t *tmp,
               int (*cmp)(const void *ctx, int32_t x, int32_t y),

@@ -111,6 +111,12 @@ int32_t q__intern_id(q_state *st, q__intern *t, const char *s) {
     return t->n++;
 }
 
+int32_t q__resolve(const q__intern *t, const char *s) {
+    if (!s || !*s) return -1;
+    int32_t id = q__intern_find(t, s);
+    return id >= 0 ? id : Q__UNKNOWN;
+}
+
 void q__intern_free(q_state *st, q__intern *t) {
     for (int k = 0; k < t->n; k++) q__free(st, t->s[k]);
     q__free(st, t->s);

@@ -626,3 +626,68 @@ TEST(scorer_failure_puts_job_last_with_flag) {
     q_state_free(st);
     free(fx);
 }
+
+TEST(domain_that_appears_later_is_found_without_rescoring) {
+    fixture *fx = mk();
+    node(fx, "old", 8, 81920);
+    struct q_job *j = job(fx, "t/pool", 1, 2, 0);
+    j->domain = "pool-new";
+    fx->in.policy.rescore_interval_s = 3600;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    char m[256];
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_REJECT);
+    q_message(&fx->in, &out, 0, m, sizeof m);
+    CHECK_STR(m, "rejected: no node in domain pool-new");
+    /* the pool is added: same job, no gen bump, within the interval */
+    node(fx, "new", 8, 81920);
+    fx->nodes[1].domain = "pool-new";
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, 0);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[0].place_off].node, 1);
+    q_state_free(st);
+    free(fx);
+}
+
+TEST(quota_counts_gpu_memory_cpu_and_jobs) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    static struct q_group g;
+    memset(&g, 0, sizeof g);
+    g.name = "vision";
+    unlimited(&g.quota);
+    g.quota.jobs = 1;
+    g.budget_gpu_hours = -1;
+    fx->in.groups = &g;
+    fx->in.ngroups = 1;
+    job(fx, "t/a", 1, 1, 0)->group = 0;
+    job(fx, "t/b", 1, 1, 0)->group = 0;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    char m[256];
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.res[1].decision, Q_DEC_WAIT);
+    q_message(&fx->in, &out, 1, m, sizeof m);
+    CHECK_STR(m, "waiting for 1 job in group vision (quota 1, in use 1)");
+    /* GPU memory quota: 2 x 30000 MiB shared fits 60000, a third does not */
+    g.quota.jobs = -1;
+    g.quota.gpu_memory_mib = 60000;
+    fx->in.gen++;
+    fx->jobs[0].gpus = fx->jobs[1].gpus = 0;
+    fx->jobs[0].gpu_memory_mib = fx->jobs[1].gpu_memory_mib = 30000;
+    job(fx, "t/c", 1, 0, 30000)->group = 0;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.res[2].decision, Q_DEC_WAIT);
+    q_message(&fx->in, &out, 2, m, sizeof m);
+    CHECK_STR(m, "waiting for 30000 MiB of GPU memory in group vision (quota 60000 MiB, in use 60000 MiB)");
+    /* both shares sit on one GPU (binpack), never beyond its 81920 MiB */
+    CHECK_INT(out.places[out.res[0].place_off].gpu_mask, out.places[out.res[1].place_off].gpu_mask);
+    q_state_free(st);
+    free(fx);
+}
