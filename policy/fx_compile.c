@@ -367,7 +367,7 @@ static int fx_gen_node(fx_gen *g, int i) {
 static void fx_label(const char *src, uint32_t s, uint32_t e, int neg,
                      char *label, size_t cap) {
     size_t o = 0;
-    int blank = 0;
+    int blank = 0, cut = 0;
     if (neg) { label[o++] = '-'; label[o++] = ' '; }
     for (uint32_t i = s; i < e; i++) {
         char ch = src[i];
@@ -378,15 +378,15 @@ static void fx_label(const char *src, uint32_t s, uint32_t e, int neg,
         }
         if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') { blank = 1; continue; }
         if (blank && o > (neg ? 2u : 0u)) {
-            if (o + 1 >= cap) break;
+            if (o + 1 >= cap) { cut = 1; break; }
             label[o++] = ' ';
         }
         blank = 0;
-        if (o + 1 >= cap) break;
+        if (o + 1 >= cap) { cut = 1; break; }
         label[o++] = ch;
     }
     label[o] = '\0';
-    if (o + 1 >= cap) memcpy(label + cap - 4, "...", 4);
+    if (cut) memcpy(label + cap - 4, "...", 4);
 }
 
 typedef struct { int node; int neg; } fx_termref;

@@ -482,6 +482,16 @@ TEST(fx_explain_terms) {
     CHECK(strcmp(c[1].label + 92, "...") == 0);
     CHECK_DBL(c[1].value, 27, 0);
     fx_free(p);
+    /* a term of exactly 95 bytes fits without "..." */
+    char src95[160] = "job.gpus + (";
+    while (strlen(src95) < 12 + 93 - 2) strcat(src95, "1+");
+    strcat(src95, "1)");
+    CHECK_INT(strlen(src95) - 11, 95);
+    p = fx_compile(src95, FX_EXPR, &e);
+    CHECK_INT(fx_explain(p, f, c, 4), 2);
+    CHECK_INT(strlen(c[1].label), 95);
+    CHECK_STR(c[1].label, src95 + 11);
+    fx_free(p);
     fx_free(NULL);
 }
 
