@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "operator/yaml_json.h"
 #include "test/apiserver/apiserver.h"
 #include "test/unit/th.h"
 
@@ -693,5 +694,60 @@ TEST(apiserver_delete_crd_and_namespace) {
                   "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"user\":\"u\"}}", NULL, NULL, NULL), 404);
     CHECK_INT(req(s, "DELETE", "/api/v1/namespaces/team-x", NULL, NULL, NULL, NULL, NULL), 200);
     CHECK_INT(req(s, "GET", "/apis/test.aiq.dev/v1/namespaces/team-x/testjobs/j", NULL, NULL, NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
+
+/* Reads a YAML file under the source tree as JSON documents. */
+static json_object *load_yaml(const char *rel, int want_doc) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", th_srcdir(), rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    json_object **docs = NULL, *out = NULL;
+    int nd = 0;
+    if (aiq_yaml_to_json(text, n, &docs, &nd, NULL) == AIQ_OK && want_doc < nd)
+        out = json_object_get(docs[want_doc]);
+    aiq_json_docs_free(docs, nd);
+    return out;
+}
+
+/* POSTs doc (taken over) to path; the path names the namespace. */
+static long post_doc(apisrv *s, const char *path, json_object *doc, json_object **o) {
+    json_object *md;
+    if (doc && json_object_object_get_ex(doc, "metadata", &md)) json_object_object_del(md, "namespace");
+    long code = reqj(s, "POST", path, NULL, doc ? json_object_to_json_string(doc) : "null", o);
+    json_object_put(doc);
+    return code;
+}
+
+TEST(apiserver_real_aijob_crd_accepts_examples_and_rejects_invalid) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    const char *aj = "/apis/aiq.dev/v1alpha1/namespaces/team-vision/aijobs";
+    if (!s) return;
+    json_object *crd = load_yaml("crds/aijobs.aiq.dev.yaml", 0);
+    CHECK(crd != NULL);
+    CHECK_INT(post_doc(s, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, &o), 201);
+    json_object_put(o);
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces", NULL, "{\"metadata\":{\"name\":\"team-vision\"}}",
+                  NULL, NULL, NULL), 201);
+    CHECK_INT(post_doc(s, aj, load_yaml("examples/jobs/single-gpu.yaml", 0), &o), 201);
+    CHECK_STR(at(o, "spec.user"), "alice");
+    json_object_put(o);
+    CHECK_INT(post_doc(s, aj, load_yaml("examples/invalid/negative-gpus.yaml", 0), &o), 422);
+    CHECK_STR(at(o, "details.kind"), "AIJob");
+    CHECK(strstr(at(o, "message"), "spec.resources.gpus") != NULL);
+    json_object_put(o);
+    CHECK_INT(post_doc(s, aj, load_yaml("examples/invalid/replicas-string.yaml", 0), &o), 422);
+    CHECK(strstr(at(o, "message"), "spec.replicas") != NULL);
+    json_object_put(o);
+    /* unknown fields: pruned by default, 400 under fieldValidation=Strict */
+    CHECK_INT(post_doc(s, "/apis/aiq.dev/v1alpha1/namespaces/team-vision/aijobs?fieldValidation=Strict",
+                       load_yaml("examples/invalid/unknown-field.yaml", 0), &o), 400);
+    CHECK(strstr(at(o, "message"), "unknown field \"spec.gpu\"") != NULL);
+    json_object_put(o);
     apisrv_stop(s);
 }
