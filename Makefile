@@ -2,7 +2,7 @@
 #
 # Modules are discovered by directory, so adding a file needs no edit here:
 #   common/ policy/ queue/      -> libaiqcore.a  (pure C, no I/O libraries)
-#   operator/*.c minus main.c   -> libaiqop.a    (curl, json-c, SQLite, libyaml)
+#   operator/*.c minus main.c, simulator/*.c -> libaiqop.a (curl, json-c, SQLite, libyaml)
 #   test/apiserver/*.c minus main.c -> libaiqapi.a (the local cluster)
 #   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq)
 #   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
@@ -25,7 +25,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. -MMD -MP
 
 CORE_SRC := $(wildcard common/*.c policy/*.c queue/*.c)
-OP_SRC   := $(filter-out operator/main.c,$(wildcard operator/*.c))
+OP_SRC   := $(filter-out operator/main.c,$(wildcard operator/*.c)) $(wildcard simulator/*.c)
 API_SRC  := $(filter-out test/apiserver/main.c,$(wildcard test/apiserver/*.c))
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard test/unit/test_*.c)
