@@ -126,6 +126,7 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
     double t = in->now;
     for (int k = 0; k < st->norder; k++) {
         const q__orec *o = &st->ord[k];
+        if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot].eta, 1);
         if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
         int j = o->slot;
         if (o->why == Q_R_QUOTA) {
