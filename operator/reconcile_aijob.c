@@ -475,7 +475,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         } else if (g.running + g.succeeded == g.n) {
             js->st.started_at = now;
             job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
-            snprintf(js->st.message, sizeof js->st.message, "all %d replicas running", g.n);
+            snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
+                     g.n == 1 ? "its" : "all", g.n, g.n == 1 ? "" : "s");
             store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL);
             store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL);
             job__event(s, o, js, "Normal", "Running", js->st.message);
@@ -499,7 +500,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__teardown(s, o, j, js, now, "PodMissing", msg, false);
         } else if (g.succeeded == g.n) {
             js->st.finished_at = now;
-            snprintf(msg, sizeof msg, "all %d replicas succeeded", g.n);
+            snprintf(msg, sizeof msg, "%s %d replica%s succeeded", g.n == 1 ? "its" : "all",
+                     g.n, g.n == 1 ? "" : "s");
             job__finish_attempt(s, j, js, now, "Succeeded");
             job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
             js->st.position = 0;

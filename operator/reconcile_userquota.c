@@ -7,8 +7,9 @@
  *  - one UserQuota per user and group (a second one is rejected, naming
  *    the first);
  *  - for every resource the group limits (gpus, gpuMemoryMiB, cpu,
- *    memory, jobs), the user's quota must be limited too, and the sum of
- *    the accepted user quotas of the group must stay within the group's.
+ *    memory, jobs), the sum of the accepted user quotas that limit it must
+ *    stay within the group's (a user field left unlimited is bounded by
+ *    the group quota and allots nothing).
  * UserQuotas are considered oldest first (creationTimestamp, then
  * namespace/name), so a new one can never push out one already accepted.
  * A rejected UserQuota does not count: the user is then limited by the
@@ -134,11 +135,9 @@ void quota_refresh(struct server *s, double now) {
             for (int k = 0; k < 5 && !reason[0]; k++) {
                 if (gq[k] < 0)
                     continue;
-                if (uqv[k] < 0 && (code = "UnlimitedInLimitedGroup"))
-                    snprintf(reason, sizeof reason,
-                             "spec.quota.%s is unlimited but group %.100s limits it to %lld",
-                             uq_res_names[k], g->meta.name, (long long)gq[k]);
-                else if (sum[k] + uqv[k] > gq[k] && (code = "ExceedsGroupQuota"))
+                /* A field the user leaves unlimited is bounded by the
+                 * group's own quota and allots nothing. */
+                if (uqv[k] >= 0 && sum[k] + uqv[k] > gq[k] && (code = "ExceedsGroupQuota"))
                     snprintf(reason, sizeof reason,
                              "sum of user quotas for %s would be %lld, above group %.100s's quota %lld",
                              uq_res_names[k], (long long)(sum[k] + uqv[k]), g->meta.name,
