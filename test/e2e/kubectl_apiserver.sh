@@ -162,6 +162,14 @@ wait $WPID 2>/dev/null
 n=$(grep -c '^e2e-job1 ' "$TMP/watch")
 if [ "$n" -ge 2 ] && grep -q '^NAME ' "$TMP/watch"; then ok "get -w prints the list then the change ($n rows)"; else cp "$TMP/watch" "$TMP/out"; bad "get -w ($n rows)"; fi
 
+timeout 4 $K get "$RES" e2e-job1 -w -o json >"$TMP/watch1" 2>&1 &
+WPID=$!
+sleep 1.5
+$K annotate "$RES" e2e-job1 note=seen >/dev/null 2>&1
+wait $WPID 2>/dev/null
+n=$(grep -c '"name": "e2e-job1"' "$TMP/watch1")
+if [ "$n" -ge 2 ] && grep -q '"note": "seen"' "$TMP/watch1"; then ok "get NAME -w -o json streams the object and its change"; else cp "$TMP/watch1" "$TMP/out"; bad "get NAME -w -o json ($n objects)"; fi
+
 # ---- wait --------------------------------------------------------------------------------------
 $K patch "$RES" e2e-job1 --subresource=status --type=merge -p \
     '{"status":{"observedGeneration":3,"conditions":[{"type":"Admitted","status":"True","reason":"Fits","message":"gang fits","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}' >/dev/null 2>&1
@@ -250,6 +258,15 @@ check "simulator binds to the affinity node and runs it" '^e2e-job1-0 +1/1 +Runn
 check "describe pod shows the scheduling event" 'Scheduled .*default/e2e-job1-0 to h100-1' $K describe pod e2e-job1-0
 check "affinity is frozen once ungated" 'Forbidden' $K patch pod e2e-job1-0 -p '{"spec":{"affinity":null}}'
 check "field selector on spec.nodeName" '^e2e-job1-0 ' $K get pods --field-selector spec.nodeName=h100-1
+
+# ---- server-side apply, events by field ------------------------------------------------------------
+check "events selected by involvedObject fields" 'Queued +.*waiting in level 1' \
+    $K get events --field-selector "involvedObject.name=e2e-job1,involvedObject.kind=$KIND"
+sed 's/name: e2e-job1/name: e2e-ssa/' "$TMP/job.yaml" >"$TMP/ssa.yaml"
+check "apply --server-side creates" 'e2e-ssa serverside-applied' $K apply --server-side -f "$TMP/ssa.yaml"
+check "apply --server-side again merges" 'e2e-ssa serverside-applied' $K apply --server-side -f "$TMP/ssa.yaml"
+check "server-side applied object is served" '^e2e-ssa ' $K get "$RES"
+check "delete -f" 'e2e-ssa" deleted' $K delete -f "$TMP/ssa.yaml"
 
 # ---- delete -----------------------------------------------------------------------------------------
 check "delete" "e2e-job1\" deleted" $K delete "$RES" e2e-job1
