@@ -106,12 +106,12 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     for (int i = 0; i < in->njobs; i++) {
         const struct q_job *j = &in->jobs[i];
         if (j->state == Q_JOB_RUNNING && j->end_time > 0)
-            st->heap[nh++] = (q__ev){j->end_time, i, -1};
+            st->heap[nh++] = (q__ev){j->end_time, i, -1, 0};
     }
     for (int k = 0; k < st->nadmitted; k++) {
         int j = st->admitted[k];
         double pr = q__pred_runtime(&in->jobs[j]);
-        if (pr > 0) st->heap[nh++] = (q__ev){in->now + pr, j, st->res[j].place_off};
+        if (pr > 0) st->heap[nh++] = (q__ev){in->now + pr, j, st->res[j].place_off, 0};
     }
     q__heapify(st->heap, nh);
     bool found = false;

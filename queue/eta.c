@@ -99,6 +99,64 @@ static double quota_eta(const q_state *st, const struct q_input *in, int j,
     return st->rel_end[s][st->rel[s][lo]];
 }
 
+/* ---- radix heap --------------------------------------------------------
+ * The simulation's clock never goes back: every pushed end is at or after
+ * the last popped one. A radix heap exploits that (keys are milliseconds
+ * after now; an event's exact time rides along): push is O(1), pop is
+ * amortized O(log range), with no comparisons chasing a tree. Keys that tie
+ * within a millisecond pop in insertion order, deterministically. */
+
+static uint64_t rkey(double t, double now) {
+    double d = (t - now) * 1000.0;
+    if (d <= 0) return 0;
+    if (d >= 9.0e18) return (uint64_t)9.0e18;
+    return (uint64_t)d;
+}
+
+static int rbucket(uint64_t k, uint64_t last) {
+    return k == last ? 0 : 64 - __builtin_clzll(k ^ last);
+}
+
+static int rpush(q_state *st, q__ev e, uint64_t k) {
+    int b = rbucket(k < st->rb_last ? st->rb_last : k, st->rb_last);
+    if (Q_GROW(st, st->rb[b], st->cap_rb[b], (size_t)st->nrb[b] + 1)) return -1;
+    e.aux2 = k < st->rb_last ? st->rb_last : k;
+    st->rb[b][st->nrb[b]++] = e;
+    st->rb_size++;
+    return 0;
+}
+
+/* Pops the earliest event into *out. Returns 0, or -1 out of memory. */
+static int rpop(q_state *st, q__ev *out) {
+    if (st->nrb[0] == 0) {
+        int b = 1;
+        while (st->nrb[b] == 0) b++;
+        uint64_t m = UINT64_MAX;
+        for (int i = 0; i < st->nrb[b]; i++)
+            if (st->rb[b][i].aux2 < m) m = st->rb[b][i].aux2;
+        st->rb_last = m;
+        /* Every event of bucket b moves to a strictly lower bucket. */
+        int n = st->nrb[b];
+        st->nrb[b] = 0;
+        for (int i = 0; i < n; i++) {
+            q__ev e = st->rb[b][i];
+            int nb = rbucket(e.aux2, m);
+            if (Q_GROW(st, st->rb[nb], st->cap_rb[nb], (size_t)st->nrb[nb] + 1)) return -1;
+            st->rb[nb][st->nrb[nb]++] = e;
+        }
+    }
+    st->rb_size--;
+    /* All keys in bucket 0 are equal; LIFO is as deterministic as FIFO. */
+    *out = st->rb[0][--st->nrb[0]];
+    return 0;
+}
+
+static void rreset(q_state *st) {
+    for (int b = 0; b < 65; b++) st->nrb[b] = 0;
+    st->rb_last = 0;
+    st->rb_size = 0;
+}
+
 int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
     int n = in->njobs;
     bool any_quota = false;
@@ -106,23 +164,21 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         any_quota = st->ord[k].why == Q_R_QUOTA && st->ord[k].dec == Q_DEC_WAIT;
     if (any_quota && build_release(st, in)) return -1;
 
-    if (Q_GROW(st, st->heap, st->cap_heap, (size_t)n + 1)) return -1;
+    rreset(st);
     int64_t total = 0, free_ = 0;
     for (int i = 0; i < st->ns.nn; i++) {
         if (!st->ns.n[i].sched) continue;
         total += st->ns.n[i].ngpus;
         free_ += st->ns.n[i].nfree;
     }
-    int nh = 0;
     for (int i = 0; i < n; i++) {
         const struct q_job *j = &in->jobs[i];
         double e = 0;
         if (j->state == Q_JOB_RUNNING) e = j->end_time;
         else if (st->res[i].decision == Q_DEC_ADMIT && q__pred_runtime(j) > 0)
             e = in->now + q__pred_runtime(j);
-        if (e > 0) st->heap[nh++] = (q__ev){e, i, (int32_t)units(j)};
+        if (e > 0 && rpush(st, (q__ev){e, i, (int32_t)units(j), 0}, rkey(e, in->now))) return -1;
     }
-    q__heapify(st->heap, nh);
     double t = in->now;
     for (int k = 0; k < st->norder; k++) {
         const q__orec *o = &st->ord[k];
@@ -142,8 +198,9 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         }
         int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
         if (need > total) continue;
-        while (free_ < need && nh > 0) {
-            q__ev e = q__heap_pop(st->heap, &nh);
+        while (free_ < need && st->rb_size > 0) {
+            q__ev e;
+            if (rpop(st, &e)) return -1;
             if (e.t > t) t = e.t;
             free_ += e.aux;
         }
@@ -153,7 +210,9 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         t = start;
         st->res[j].eta = start;
         free_ -= need;
-        if (o->pred > 0 && need > 0) q__heap_push(st->heap, &nh, (q__ev){start + o->pred, j, (int32_t)need});
+        if (o->pred > 0 && need > 0 &&
+            rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now)))
+            return -1;
     }
     return 0;
 }

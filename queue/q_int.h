@@ -16,6 +16,7 @@ typedef struct q__ev {
     double t;
     int32_t job;
     int32_t aux;
+    uint64_t aux2;      /* eta.c: radix key */
 } q__ev;
 
 /* Working copy of one node for this cycle. Bucket lists hold the
@@ -145,6 +146,9 @@ struct q_state {
     double *rel_end[2]; size_t cap_rel_end[2];
     int32_t *seg[2]; size_t cap_seg[2];
     int nrel;
+    /* radix heap for the estimate (eta.c): 65 buckets of events */
+    q__ev *rb[65]; size_t cap_rb[65]; int nrb[65];
+    uint64_t rb_last; int rb_size;
 };
 
 /* ---- state.c ------------------------------------------------------------ */

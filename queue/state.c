@@ -246,6 +246,7 @@ void q_state_free(q_state *st) {
                     st->seg[0], st->seg[1]};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
+    for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);
     struct q_alloc a = st->a;
     a.free(a.ctx, (unsigned char *)st - Q_HDR, sizeof *st + Q_HDR);
 }
