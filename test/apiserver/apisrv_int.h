@@ -252,6 +252,10 @@ struct sel;
 int apisrv__selectors(struct apisrv__req *r, struct sel **ls, struct sel **fs,
                       struct apisrv__resp *w);
 
+/* podlog.c (lock held): GET pods/NAME/log. */
+void apisrv__pod_log(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                     struct apisrv__resp *w);
+
 /* table.c (lock held) */
 bool apisrv__wants_table(const struct apisrv__req *r);
 /* A Table of items (borrowed array) for t; include: "None", "Object",

@@ -68,8 +68,12 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
     if (!tg.t) goto out_notfound;
     tg.name = nrest >= 2 ? rest[1] : NULL;
     tg.sub = nrest >= 3 ? rest[2] : NULL;
-    if (tg.sub && (strcmp(tg.sub, "status") || !tg.t->has_status)) goto out_notfound;
     if (tg.ns && !tg.t->namespaced) goto out_notfound;
+    if (tg.sub && !strcmp(tg.sub, "log") && !strcmp(tg.t->key, "/pods") && !strcmp(r->method, "GET")) {
+        apisrv__pod_log(s, r, &tg, w);
+        goto out_unlock;
+    }
+    if (tg.sub && (strcmp(tg.sub, "status") || !tg.t->has_status)) goto out_notfound;
     apisrv__verb(s, r, &tg, w);
     goto out_unlock;
 out_notfound:

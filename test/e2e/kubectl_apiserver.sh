@@ -255,6 +255,8 @@ check "removing the gate" 'pod/e2e-job1-0 patched' $K patch pod e2e-job1-0 --typ
 i=0
 while [ $i -lt 50 ] && ! $K get pods 2>/dev/null | grep -q '^e2e-job1-0 .*Running'; do sleep 0.2; i=$((i + 1)); done
 check "simulator binds to the affinity node and runs it" '^e2e-job1-0 +1/1 +Running .* h100-1 ' $K get pods -o wide
+check "logs tells what the simulated container did" 'simulated container main of pod e2e-job1-0 on node h100-1' \
+    $K logs e2e-job1-0
 check "describe pod shows the scheduling event" 'Scheduled .*default/e2e-job1-0 to h100-1' $K describe pod e2e-job1-0
 check "affinity is frozen once ungated" 'Forbidden' $K patch pod e2e-job1-0 -p '{"spec":{"affinity":null}}'
 check "field selector on spec.nodeName" '^e2e-job1-0 ' $K get pods --field-selector spec.nodeName=h100-1
