@@ -48,7 +48,7 @@ check "pods carry owner, labels and env" sh -c '
 # hold-2 finishes after 8 s: 8 GPUs free, the gang is admitted.
 check "kubectl wait --for=condition=Admitted" \
     kubectl wait --for=condition=Admitted aijob/gang --timeout=40s
-check "all 8 pods released in one pass" sh -c '
+wait_for 10 "all 8 pods released in one pass" sh -c '
   grep "event=gang_released obj=default/gang " "$T/op.log" | grep -q "pods=8 replicas=8"'
 wait_for 15 "all 8 pods ungated and bound" sh -c '
   [ "$(kubectl get pods -l aiq.dev/job=gang -o jsonpath="{range .items[*]}{.spec.schedulingGates}{\"\\n\"}{end}" | grep -c admission)" = 0 ] &&
