@@ -45,7 +45,9 @@ static void req_of(const struct q_job *j, int32_t dom, int32_t model, q__req *r)
     r->mem = j->memory_bytes;
 }
 
-static int check_input(const struct q_input *in, aiq_err *err) {
+/* Checks the input's shape and the running jobs' placements, and lists the
+ * running jobs in st->runl. Returns 0, or -1 with err set. */
+static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
     if (in->nnodes < 0 || in->nnodes > Q_MAX_NODES || (in->nnodes && !in->nodes))
         return aiq_err_field(err, AIQ_EINVAL, "nnodes", "nnodes: must be 0..%d with nodes set, got %d",
                              Q_MAX_NODES, in->nnodes), -1;
@@ -60,9 +62,13 @@ static int check_input(const struct q_input *in, aiq_err *err) {
     if (nl < 1 || nl > AIQ_MAX_LEVELS)
         return aiq_err_field(err, AIQ_EINVAL, "policy.nlevels", "policy.nlevels: must be 1..%d, got %d",
                              AIQ_MAX_LEVELS, nl), -1;
+    if (Q_GROW(st, st->runl, st->cap_runl, (size_t)in->njobs + 1))
+        return aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory"), -1;
+    st->nrunl = 0;
     for (int i = 0; i < in->njobs; i++) {
         const struct q_job *j = &in->jobs[i];
         if (j->state != Q_JOB_RUNNING) continue;
+        st->runl[st->nrunl++] = i;
         if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS || !j->placement)
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
                                  "jobs[%d] (%s): running with %d replicas needs that many placements",
@@ -103,10 +109,9 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
         st->touched[i] = 0;
     }
     int nh = 0;
-    for (int i = 0; i < in->njobs; i++) {
-        const struct q_job *j = &in->jobs[i];
-        if (j->state == Q_JOB_RUNNING && j->end_time > 0)
-            st->heap[nh++] = (q__ev){j->end_time, i, -1, 0};
+    for (int k = 0; k < st->nrunl; k++) {
+        const struct q_job *j = &in->jobs[st->runl[k]];
+        if (j->end_time > 0) st->heap[nh++] = (q__ev){j->end_time, st->runl[k], -1, 0};
     }
     for (int k = 0; k < st->nadmitted; k++) {
         int j = st->admitted[k];
@@ -303,8 +308,8 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (!st || !in || !out) return aiq_err_set(err, AIQ_EINVAL, "q_cycle_run: NULL argument");
     memset(out, 0, sizeof *out);
     out->reserved_job = -1;
-    if (check_input(in, err)) {
-        rc = AIQ_EINVAL;
+    if (check_input(st, in, err)) {
+        rc = err && err->code ? err->code : AIQ_EINVAL;
         goto out_invalidate;
     }
     if (q__nodeset_build(st, in, err)) {
@@ -328,7 +333,6 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
         goto out_oom;
     memset(st->res, 0, (size_t)in->njobs * sizeof *st->res);
-    for (int i = 0; i < in->njobs; i++) st->res[i].blocker = -1;
     st->nplaces = 0;
     q__memo_clear(st);
     int head = -1;

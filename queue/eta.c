@@ -49,12 +49,11 @@ static int build_release(q_state *st, const struct q_input *in) {
             return -1;
         double *end = st->rel_end[s];
         int nr = 0;
-        for (int i = 0; i < n; i++) {
+        for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
+            int i = k < st->nrunl ? st->runl[k] : st->admitted[k - st->nrunl];
             const struct q_job *j = &in->jobs[i];
-            double e = 0;
-            if (j->state == Q_JOB_RUNNING) e = j->end_time;
-            else if (st->res[i].decision == Q_DEC_ADMIT && q__pred_runtime(j) > 0)
-                e = in->now + q__pred_runtime(j);
+            double e = j->state == Q_JOB_RUNNING ? j->end_time
+                       : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
             end[i] = e;
             if (e > 0 && owner(in, i, s) >= 0) st->rel[s][nr++] = i;
         }
@@ -158,7 +157,6 @@ static void rreset(q_state *st) {
 }
 
 int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
-    int n = in->njobs;
     bool any_quota = false;
     for (int k = 0; k < st->norder && !any_quota; k++)
         any_quota = st->ord[k].why == Q_R_QUOTA && st->ord[k].dec == Q_DEC_WAIT;
@@ -171,12 +169,11 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         total += st->ns.n[i].ngpus;
         free_ += st->ns.n[i].nfree;
     }
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
+        int i = k < st->nrunl ? st->runl[k] : st->admitted[k - st->nrunl];
         const struct q_job *j = &in->jobs[i];
-        double e = 0;
-        if (j->state == Q_JOB_RUNNING) e = j->end_time;
-        else if (st->res[i].decision == Q_DEC_ADMIT && q__pred_runtime(j) > 0)
-            e = in->now + q__pred_runtime(j);
+        double e = j->state == Q_JOB_RUNNING ? j->end_time
+                   : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
         if (e > 0 && rpush(st, (q__ev){e, i, (int32_t)units(j), 0}, rkey(e, in->now))) return -1;
     }
     double t = in->now;

@@ -137,6 +137,7 @@ struct q_state {
     int32_t *doms_try; size_t cap_doms_try;
     q__ev *heap; size_t cap_heap;
     int32_t *admitted; size_t cap_admitted; int nadmitted;
+    int32_t *runl; size_t cap_runl; int nrunl;     /* running jobs */
     q__memo_key *memo; size_t cap_memo; int nmemo;
     uint32_t epoch;     /* bumped by every admission in the walk */
     uint64_t fit_key;   /* node shapes + input generation of this cycle */
@@ -204,6 +205,7 @@ void q__need_rec(const q__orec *o, q__res *need);
 double q__job_gpu_hours(const struct q_job *j);
 double q__rec_gpu_hours(const q__orec *o);
 double q__pred_runtime(const struct q_job *j);
+/* Uses st->runl (the running jobs). */
 int q__quota_init(q_state *st, const struct q_input *in);
 /* Quota/budget check for pending job o plus `extra` (the reserved job's
  * need when it shares the user or group; NULL otherwise) and extra_hours.

@@ -76,9 +76,8 @@ int q__quota_init(q_state *st, const struct q_input *in) {
     memset(st->gin, 0, (size_t)in->ngroups * sizeof *st->gin);
     for (int u = 0; u < in->nusers; u++) st->ubud[u] = 0;
     for (int g = 0; g < in->ngroups; g++) st->gbud[g] = 0;
-    for (int i = 0; i < in->njobs; i++) {
-        const struct q_job *j = &in->jobs[i];
-        if (j->state != Q_JOB_RUNNING) continue;
+    for (int k = 0; k < st->nrunl; k++) {
+        const struct q_job *j = &in->jobs[st->runl[k]];
         q__res need;
         q__need(j, &need);
         double left = j->end_time > in->now ? j->end_time - in->now : 0;
