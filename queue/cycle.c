@@ -192,6 +192,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     int32_t huser = -1, hgroup = -1;
     memset(&hneed, 0, sizeof hneed);
     st->nadmitted = 0;
+    st->any_quota_wait = false;
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
         int j = o->slot;
@@ -239,7 +240,10 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         r->pos = pos;
         r->pos_level = ++poslvl;
         r->decision = Q_DEC_WAIT;
-        if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) goto next;
+        if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) {
+            st->any_quota_wait |= r->reason == Q_R_QUOTA;
+            goto next;
+        }
         if (head >= 0) {
             r->blocker = head;
             r->reason = Q_R_BLOCKED;

@@ -157,10 +157,7 @@ static void rreset(q_state *st) {
 }
 
 int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
-    bool any_quota = false;
-    for (int k = 0; k < st->norder && !any_quota; k++)
-        any_quota = st->ord[k].why == Q_R_QUOTA && st->ord[k].dec == Q_DEC_WAIT;
-    if (any_quota && build_release(st, in)) return -1;
+    if (st->any_quota_wait && build_release(st, in)) return -1;
 
     rreset(st);
     int64_t total = 0, free_ = 0;

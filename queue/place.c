@@ -401,16 +401,31 @@ int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
     return 0;
 }
 
+/* One replica fits somewhere (any allowed domain)? Scans only. */
+static int fits_one(q__nodeset *ns, const q__req *r, bool avoid) {
+    int lo = r->gpus > 0 ? r->gpus : 0, fit;
+    for (int d = 0; d < ns->ndom; d++) {
+        if (r->dom >= 0 && d != r->dom) continue;
+        if (r->gpus > 0 && ns->dom_free[d] < r->gpus) continue;
+        if (scan(ns, d, r, avoid, lo, Q_MAX_GPUS, 1, &fit) >= 0) return 1;
+    }
+    return 0;
+}
+
 int q__probe(q_state *st, const q__req *r, bool avoid, bool spread) {
     q__memo_key *e = memo_slot(st, r, avoid);
     if (e && e->used == 1) return 0;
     if (e && e->used == 2 && e->epoch == st->epoch) return 1;
-    int off = st->nplaces;
-    int rc = q__place(st, &st->ns, r, avoid, spread);
-    if (rc == 1) {
-        while (st->nplaces > off) q__release(&st->ns, &st->places[--st->nplaces], r);
-        memo_set(st, memo_slot(st, r, avoid), 2);
+    int rc;
+    if (r->replicas == 1 && r->gpus <= Q_MAX_GPUS) {
+        rc = fits_one(&st->ns, r, avoid);
+    } else {
+        int off = st->nplaces;
+        rc = q__place(st, &st->ns, r, avoid, spread);
+        if (rc == 1)
+            while (st->nplaces > off) q__release(&st->ns, &st->places[--st->nplaces], r);
     }
+    if (rc >= 0) memo_set(st, memo_slot(st, r, avoid), rc == 1 ? 2 : 1);
     return rc;
 }
 
