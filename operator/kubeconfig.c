@@ -496,6 +496,29 @@ out_parser:
     return rc;
 }
 
+/* The default kubeconfig path: the first entry of $KUBECONFIG, else
+ * $HOME/.kube/config. Returns a new string, or NULL with *rc and e set. */
+static char *kc_default_path(aiq_rc *rc, aiq_err *e) {
+    char *p = NULL;
+    const char *kc = getenv("KUBECONFIG");
+    if (kc && *kc) {
+        const char *colon = strchr(kc, ':');
+        p = colon ? strndup(kc, (size_t)(colon - kc)) : strdup(kc);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) {
+            *rc = aiq_err_set(e, AIQ_ENOTFOUND,
+                              "no kubeconfig: --kubeconfig, $KUBECONFIG and $HOME are unset");
+            return NULL;
+        }
+        size_t n = strlen(home) + sizeof "/.kube/config";
+        p = malloc(n);
+        if (p) snprintf(p, n, "%s/.kube/config", home);
+    }
+    if (!p) *rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    return p;
+}
+
 aiq_rc kube_config_load(const char *path, const char *context,
                         struct kube_config **out, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
@@ -504,40 +527,24 @@ aiq_rc kube_config_load(const char *path, const char *context,
 
     *out = NULL;
     if (!path || !*path) {
-        const char *kc = getenv("KUBECONFIG");
-        if (kc && *kc) {
-            const char *colon = strchr(kc, ':');
-            owned = colon ? strndup(kc, (size_t)(colon - kc)) : strdup(kc);
-        } else {
-            const char *home = getenv("HOME");
-            if (!home || !*home) {
-                rc = aiq_err_set(e, AIQ_ENOTFOUND, "no kubeconfig: --kubeconfig, $KUBECONFIG and $HOME are unset");
-                goto out;
-            }
-            size_t n = strlen(home) + sizeof "/.kube/config";
-            owned = malloc(n);
-            if (owned) snprintf(owned, n, "%s/.kube/config", home);
-        }
-        if (!owned) {
-            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-            goto out;
-        }
-        path = owned;
+        owned = kc_default_path(&rc, e);
+        if (!owned) goto out;
     }
-    rc = kube_read_file(path, KUBE_CONFIG_MAX_BYTES, &text, &len, e);
+    const char *file = owned ? owned : path;
+    rc = kube_read_file(file, KUBE_CONFIG_MAX_BYTES, &text, &len, e);
     if (rc != AIQ_OK) goto out_free;
-    const char *slash = strrchr(path, '/');
-    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    const char *slash = strrchr(file, '/');
+    dir = slash ? strndup(file, slash == file ? 1 : (size_t)(slash - file)) : strdup(".");
     if (!dir) {
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out_free;
     }
     rc = kube_config_parse(text, len, dir, context, out, e);
     /* Say which file a field error is in. */
-    if (rc != AIQ_OK && e && strlen(e->message) + strlen(path) + 3 < sizeof e->message) {
-        size_t pl = strlen(path), ml = strlen(e->message);
+    if (rc != AIQ_OK && e && strlen(e->message) + strlen(file) + 3 < sizeof e->message) {
+        size_t pl = strlen(file), ml = strlen(e->message);
         memmove(e->message + pl + 2, e->message, ml + 1);
-        memcpy(e->message, path, pl);
+        memcpy(e->message, file, pl);
         memcpy(e->message + pl, ": ", 2);
     }
 out_free:

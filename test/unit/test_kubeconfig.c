@@ -220,6 +220,24 @@ TEST(kubeconfig_env_first_entry) {
     unsetenv("KUBECONFIG");
 }
 
+TEST(default_home_path) {
+    struct kube_config *c = NULL;
+    aiq_err e;
+    const char *home = getenv("HOME");
+    char saved[1024] = "";
+    if (home) snprintf(saved, sizeof saved, "%s", home);
+    unsetenv("KUBECONFIG");
+    setenv("HOME", "/nonexistent-home", 1);
+    aiq_err_clear(&e);
+    CHECK_INT(kube_config_load(NULL, NULL, &c, &e), AIQ_EIO);
+    CHECK(strstr(e.message, "/nonexistent-home/.kube/config") != NULL);
+    unsetenv("HOME");
+    aiq_err_clear(&e);
+    CHECK_INT(kube_config_load("", NULL, &c, &e), AIQ_ENOTFOUND);
+    CHECK(c == NULL);
+    if (home) setenv("HOME", saved, 1);
+}
+
 TEST(base64_variants) {
     struct kube_blob b;
     aiq_err e;
