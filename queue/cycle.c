@@ -332,8 +332,19 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
         rc = AIQ_ENOMEM;
         goto out_invalidate;
     }
-    if (Q_GROW(st, st->res, st->cap_res, (size_t)in->njobs + 1) ||
-        Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
+    if ((size_t)in->njobs + 1 > st->cap_res) {
+        /* Results are rewritten every cycle: no copy; aligned so each one
+         * is exactly one cache line. */
+        size_t cap = st->cap_res ? st->cap_res : 16;
+        while (cap < (size_t)in->njobs + 1) cap *= 2;
+        void *raw = q__alloc(st, cap * sizeof *st->res + 64);
+        if (!raw) goto out_oom;
+        q__free(st, st->res_raw);
+        st->res_raw = raw;
+        st->res = (struct q_result *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+        st->cap_res = cap;
+    }
+    if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
         goto out_oom;
     memset(st->res, 0, (size_t)in->njobs * sizeof *st->res);

@@ -127,7 +127,8 @@ struct q_state {
     int32_t *shape_tab; size_t cap_shape_tab;
     q__res *uin, *gin;  size_t cap_uin, cap_gin;   /* quota in use */
     double *ubud, *gbud; size_t cap_ubud, cap_gbud; /* budget committed */
-    struct q_result *res; size_t cap_res;
+    struct q_result *res; size_t cap_res;          /* 64-byte aligned */
+    void *res_raw;                                 /* what was allocated */
     struct q_place *places; size_t cap_places; int nplaces;
     int32_t *tmp1, *tmp2, *tmp3; size_t cap_tmp1, cap_tmp2, cap_tmp3;
     int32_t *otab; size_t cap_otab;                /* old uid hash */

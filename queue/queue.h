@@ -186,25 +186,33 @@ typedef enum {
     Q_TOO_GPUS = 0, Q_TOO_GPU_MEM, Q_TOO_CPU, Q_TOO_MEM, Q_TOO_COMBINED
 } q_too;
 
+/* One job's outcome: 64 bytes, so a cycle over 100k jobs writes one cache
+ * line per job. */
 struct q_result {
     double score;
     double eta;            /* estimated start, unix seconds; 0 = unknown */
-    int32_t level;         /* level index */
+    union {
+        struct {           /* quota waits, rejects, invalid fields */
+            int64_t need, limit, inuse; /* numbers for the message */
+        };
+        struct {           /* budget waits and over-budget rejects */
+            double t;      /* wait: window end; reject: the job's GPU-hours */
+            double t2;     /* the budget in GPU-hours */
+        };
+    };
     int32_t pos;           /* 1-based over all levels; 0 = not queued */
     int32_t pos_level;     /* 1-based within the level */
+    int32_t blocker;       /* Q_R_BLOCKED: job index of the head */
+    int32_t place_off;     /* admitted: placements in q_output.places */
+    int16_t level;         /* level index */
+    int16_t nplace;        /* admitted: number of placements (= replicas) */
     uint8_t decision;      /* q_decision */
     uint8_t reason;        /* q_reason */
-    uint8_t group_scope;   /* quota/budget: 1 = group, 0 = user */
-    uint8_t res;           /* q_res or q_too */
-    bool promoted;         /* moved up by the starvation rule */
-    bool score_failed;
-    bool backfilled;       /* admitted past a reserved head job */
-    int32_t blocker;       /* Q_R_BLOCKED: job index of the head */
-    int64_t need, limit, inuse; /* numbers for the message */
-    double t;              /* budget: window end; over budget: GPU-hours */
-    double t2;             /* over budget: the budget in GPU-hours */
-    int32_t place_off;     /* admitted: placements in q_output.places */
-    int32_t nplace;
+    uint8_t res : 4;       /* q_res, q_too or the invalid field */
+    uint8_t group_scope : 1; /* quota/budget: 1 = group, 0 = user */
+    bool promoted : 1;     /* moved up by the starvation rule */
+    bool score_failed : 1;
+    bool backfilled : 1;   /* admitted past a reserved head job */
 };
 
 /* Per-cycle output; arrays belong to the q_state and stay valid until the

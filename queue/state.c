@@ -239,7 +239,7 @@ void q_state_free(q_state *st) {
         q__free(st, sets[i]->dom_free);
     }
     void *arrs[] = {st->shapes, st->shape_tab, st->uin, st->gin, st->ubud,
-                    st->gbud, st->res, st->places, st->tmp1, st->tmp2,
+                    st->gbud, st->res_raw, st->places, st->tmp1, st->tmp2,
                     st->tmp3, st->otab, st->kfit, st->touched, st->dsum,
                     st->doms_try, st->heap, st->admitted, st->runl, st->memo, st->pfx[0], st->pfx[1],
                     st->rel[0], st->rel[1], st->rel_end[0], st->rel_end[1],
