@@ -659,6 +659,14 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         goto out;
     }
     brv = md_str(obj, "resourceVersion");
+    if (t->custom && (!brv || !brv[0])) {
+        /* custom resources, unlike most built-in kinds, allow no
+         * unconditional update (patches carry the stored version) */
+        add_cause(st, "FieldValueInvalid", "metadata.resourceVersion",
+                  "Invalid value: 0x0: must be specified for an update");
+        invalid(st, t, name);
+        goto out;
+    }
     if (brv && brv[0] && strcmp(brv, md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "")) {
         conflict(st, t, name);
         goto out;

@@ -290,6 +290,11 @@ static void verbs_patch(apisrv *s, struct apisrv__req *r, const struct apisrv__t
         apisrv__resp_err(w, 422, "Invalid", "%s", err.message[0] ? err.message : "the patch could not be applied");
         goto out;
     }
+    if (json_object_is_type(nw, json_type_object) &&
+        !apisrv__str_at(nw, "metadata.resourceVersion") && apisrv__str_at(old, "metadata.resourceVersion"))
+        /* a patch is conditional only when it names a resourceVersion */
+        json_object_object_add(apisrv__obj_child(nw, "metadata"), "resourceVersion",
+                               json_object_new_string(apisrv__str_at(old, "metadata.resourceVersion")));
     if (apisrv__update(s, t, ns, tg->name, nw, &o, &out, &st)) {
         verbs_send_st(w, &st);
         goto out;

@@ -755,3 +755,27 @@ TEST(apiserver_real_aijob_crd_accepts_examples_and_rejects_invalid) {
     json_object_put(o);
     apisrv_stop(s);
 }
+
+TEST(apiserver_custom_resource_update_needs_resource_version) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    if (!s) return;
+    create_tj(s, "job1", "alice", 1);
+    CHECK_INT(reqj(s, "PUT", TJ "/job1", NULL,
+                   "{\"metadata\":{\"name\":\"job1\"},\"spec\":{\"user\":\"bob\"}}", &o), 422);
+    CHECK_STR(at(o, "message"), "TestJob.test.aiq.dev \"job1\" is invalid: metadata.resourceVersion: "
+                                "Invalid value: 0x0: must be specified for an update");
+    json_object_put(o);
+    /* patches stay unconditional, even one that drops the version */
+    CHECK_INT(reqj(s, "PATCH", TJ "/job1", "application/merge-patch+json",
+                   "{\"metadata\":{\"resourceVersion\":null},\"spec\":{\"user\":\"carol\"}}", &o), 200);
+    CHECK_STR(at(o, "spec.user"), "carol");
+    json_object_put(o);
+    /* built-in kinds such as pods allow an unconditional update */
+    req(s, "POST", "/api/v1/namespaces/default/pods", NULL,
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}", NULL, NULL, NULL);
+    CHECK_INT(req(s, "PUT", "/api/v1/namespaces/default/pods/p", NULL,
+                  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"j\"}]}}",
+                  NULL, NULL, NULL), 200);
+    apisrv_stop(s);
+}
