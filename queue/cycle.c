@@ -67,7 +67,10 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
     st->nrunl = 0;
     for (int i = 0; i < in->njobs; i++) {
         const struct q_job *j = &in->jobs[i];
-        if (j->state != Q_JOB_RUNNING) continue;
+        if (j->state == Q_JOB_PENDING) continue;
+        if (j->state != Q_JOB_RUNNING)
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].state", "jobs[%d] (%s): state must be pending or running, got %d",
+                                 i, j->key ? j->key : "?", (int)j->state), -1;
         st->runl[st->nrunl++] = i;
         if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS || !j->placement)
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
@@ -114,9 +117,9 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
         if (j->end_time > 0) st->heap[nh++] = (q__ev){j->end_time, st->runl[k], -1, 0};
     }
     for (int k = 0; k < st->nadmitted; k++) {
-        int j = st->admitted[k];
-        double pr = q__pred_runtime(&in->jobs[j]);
-        if (pr > 0) st->heap[nh++] = (q__ev){in->now + pr, j, st->res[j].place_off, 0};
+        const q__orec *o = &st->ord[st->admitted[k]];
+        if (o->pred > 0)
+            st->heap[nh++] = (q__ev){in->now + o->pred, o->slot, st->rseq[st->admitted[k]].place_off, 0};
     }
     q__heapify(st->heap, nh);
     bool found = false;
@@ -165,7 +168,7 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     return 1;
 }
 
-static void admit(q_state *st, const struct q_input *in, q__orec *o,
+static void admit(q_state *st, const struct q_input *in, q__orec *o, int k,
                   struct q_result *r, int off) {
     r->decision = Q_DEC_ADMIT;
     r->reason = Q_R_NONE;
@@ -173,7 +176,7 @@ static void admit(q_state *st, const struct q_input *in, q__orec *o,
     r->nplace = o->replicas;
     r->eta = in->now;
     q__quota_commit(st, in, o);
-    st->admitted[st->nadmitted++] = o->slot;
+    st->admitted[st->nadmitted++] = k;
     st->epoch++; /* capacity changed: cached "fits" answers are stale */
 }
 
@@ -196,9 +199,6 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
         int j = o->slot;
-        /* Results are stored by job index, i.e. at random: start fetching
-         * the line a few jobs ahead so the store does not stall. */
-        if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
         struct q_result rr, *r = &rr;
         memset(r, 0, sizeof *r);
         r->score = o->score;
@@ -264,7 +264,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
             int rc = q__place(st, &st->ns, &req, !shortjob, spread);
             if (rc < 0) return -1;
             if (rc == 1) {
-                admit(st, in, o, r, off);
+                admit(st, in, o, k, r, off);
                 r->backfilled = true;
                 r->blocker = -1;
                 goto next;
@@ -282,7 +282,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         int rc = q__place(st, &st->ns, &req, false, spread);
         if (rc < 0) return -1;
         if (rc == 1) {
-            admit(st, in, o, r, off);
+            admit(st, in, o, k, r, off);
             goto next;
         }
         head = j;
@@ -299,7 +299,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     next:
         o->dec = r->decision;
         o->why = r->reason;
-        st->res[j] = rr;
+        st->rseq[k] = rr; /* in order: sequential; scattered after the ETA */
     }
     *head_out = have_res ? head : -1;
     *t_res_out = t_res;
@@ -347,13 +347,23 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
         goto out_oom;
-    memset(st->res, 0, (size_t)in->njobs * sizeof *st->res);
+    if (Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) goto out_oom;
     st->nplaces = 0;
     q__memo_clear(st);
     int head = -1;
     double t_res = 0;
     if (walk(st, in, &head, &t_res)) goto out_oom;
     if (q__eta_run(st, in, head, t_res)) goto out_oom;
+    /* Scatter the results to job indexes: one store per job, fetched a few
+     * jobs ahead; running jobs get an empty result. */
+    for (int k = 0; k < st->norder; k++) {
+        if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
+        st->res[st->ord[k].slot] = st->rseq[k];
+    }
+    for (int k = 0; k < st->nrunl; k++) {
+        memset(&st->res[st->runl[k]], 0, sizeof *st->res);
+        st->res[st->runl[k]].blocker = -1;
+    }
     out->njobs = in->njobs;
     out->res = st->res;
     out->order = st->order;

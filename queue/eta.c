@@ -50,7 +50,7 @@ static int build_release(q_state *st, const struct q_input *in) {
         double *end = st->rel_end[s];
         int nr = 0;
         for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
-            int i = k < st->nrunl ? st->runl[k] : st->admitted[k - st->nrunl];
+            int i = k < st->nrunl ? st->runl[k] : st->ord[st->admitted[k - st->nrunl]].slot;
             const struct q_job *j = &in->jobs[i];
             double e = j->state == Q_JOB_RUNNING ? j->end_time
                        : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
@@ -167,7 +167,7 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         free_ += st->ns.n[i].nfree;
     }
     for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
-        int i = k < st->nrunl ? st->runl[k] : st->admitted[k - st->nrunl];
+        int i = k < st->nrunl ? st->runl[k] : st->ord[st->admitted[k - st->nrunl]].slot;
         const struct q_job *j = &in->jobs[i];
         double e = j->state == Q_JOB_RUNNING ? j->end_time
                    : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
@@ -176,17 +176,16 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
     double t = in->now;
     for (int k = 0; k < st->norder; k++) {
         const q__orec *o = &st->ord[k];
-        if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot].eta, 1);
         if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
         int j = o->slot;
         if (o->why == Q_R_QUOTA) {
-            struct q_result *r = &st->res[j];
+            struct q_result *r = &st->rseq[k];
             double q = quota_eta(st, in, j, r);
             r->eta = q > 0 ? (q > t ? q : t) : 0;
             continue;
         }
         if (o->why == Q_R_BUDGET) {
-            struct q_result *r = &st->res[j];
+            struct q_result *r = &st->rseq[k];
             r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
             continue;
         }
@@ -202,7 +201,7 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         double start = t;
         if (j == head && t_res > start) start = t_res;
         t = start;
-        st->res[j].eta = start;
+        st->rseq[k].eta = start;
         free_ -= need;
         if (o->pred > 0 && need > 0 &&
             rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now)))

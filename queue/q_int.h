@@ -137,7 +137,8 @@ struct q_state {
     int64_t *dsum; size_t cap_dsum;                /* per domain */
     int32_t *doms_try; size_t cap_doms_try;
     q__ev *heap; size_t cap_heap;
-    int32_t *admitted; size_t cap_admitted; int nadmitted;
+    int32_t *admitted; size_t cap_admitted; int nadmitted; /* order idx */
+    struct q_result *rseq; size_t cap_rseq;        /* results in order */
     int32_t *runl; size_t cap_runl; int nrunl;     /* running jobs */
     bool any_quota_wait;                           /* walk -> eta */
     q__memo_key *memo; size_t cap_memo; int nmemo;

@@ -241,7 +241,7 @@ void q_state_free(q_state *st) {
     void *arrs[] = {st->shapes, st->shape_tab, st->uin, st->gin, st->ubud,
                     st->gbud, st->res_raw, st->places, st->tmp1, st->tmp2,
                     st->tmp3, st->otab, st->kfit, st->touched, st->dsum,
-                    st->doms_try, st->heap, st->admitted, st->runl, st->memo, st->pfx[0], st->pfx[1],
+                    st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->pfx[0], st->pfx[1],
                     st->rel[0], st->rel[1], st->rel_end[0], st->rel_end[1],
                     st->seg[0], st->seg[1]};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
