@@ -123,16 +123,22 @@ valgrind: deps
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_CFLAGS := $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link,address,undefined
-FUZZ_OBJ_SRC := $(CORE_SRC) $(OP_SRC)
 FUZZ_BINS := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_LIB_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-build/fuzz/%: fuzz/%.c $(FUZZ_OBJ_SRC:%.c=build/fuzz/obj/%.o)
+build/fuzz/libfuzzcore.a: $(CORE_SRC:%.c=build/fuzz/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+build/fuzz/libfuzzop.a: $(OP_SRC:%.c=build/fuzz/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+# Targets link archives, so each pulls in only the objects it needs.
+build/fuzz/%: fuzz/%.c build/fuzz/libfuzzop.a build/fuzz/libfuzzcore.a
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(FUZZ_OBJ_SRC:%.c=build/fuzz/obj/%.o) $(PKG_LIBS)
+	$(CLANG) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< build/fuzz/libfuzzop.a build/fuzz/libfuzzcore.a $(PKG_LIBS)
 
 fuzz: deps
 	@$(MAKE) --no-print-directory $(FUZZ_BINS)
