@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind cppcheck \
 libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev \
-sqlite3 curl"
+sqlite3 curl openssl"
 
 missing=""
 for p in $PKGS; do

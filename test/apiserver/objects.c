@@ -395,7 +395,10 @@ static int check_namespace(apisrv *s, const struct apisrv__type *t,
             "the namespace of the provided object does not match the namespace sent on the request");
     if (!ns) ns = (bns && bns[0]) ? bns : "default";
     obj_set_str(md, "namespace", ns);
+    /* obj_set_str freed the body's string when ns pointed into it: use the
+     * stored copy from here on. */
     *ns_out = md_str(obj, "namespace");
+    ns = *ns_out;
     json_object *nsobj = apisrv__store_get(s, "/namespaces", "", ns);
     if (!nsobj) {
         apisrv__st_set(st, 404, "NotFound", "namespaces \"%s\" not found", ns);
