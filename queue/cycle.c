@@ -72,6 +72,14 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].state", "jobs[%d] (%s): state must be pending or running, got %d",
                                  i, j->key ? j->key : "?", (int)j->state), -1;
         st->runl[st->nrunl++] = i;
+        if (j->gpus < 0 || j->gpus > Q_MAX_GPUS || j->gpu_memory_mib < 0 ||
+            j->gpu_memory_mib > Q__MAX_GPU_MEM || j->cpu_milli < 0 || j->cpu_milli > Q__MAX_CPU ||
+            j->memory_bytes < 0 || j->memory_bytes > Q__MAX_MEM)
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].resources",
+                                 "jobs[%d] (%s): running with out-of-range resources (gpus %d, "
+                                 "gpuMemoryMiB %lld, cpu %lldm, memory %lld)",
+                                 i, j->key ? j->key : "?", j->gpus, (long long)j->gpu_memory_mib,
+                                 (long long)j->cpu_milli, (long long)j->memory_bytes), -1;
         if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS || !j->placement)
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
                                  "jobs[%d] (%s): running with %d replicas needs that many placements",

@@ -109,8 +109,8 @@ static const char *level_name(const struct q_input *in, int lv, char *tmp, size_
 
 static const char *const bad_fields[] = {
     "spec.replicas must be 1..1024", "spec.resources.gpus must be 0..64",
-    "spec.resources.gpuMemoryMiB must be >= 0", "spec.resources.cpu must be >= 0",
-    "spec.resources.memory must be >= 0", "spec.user is unknown", "the group is unknown",
+    "spec.resources.gpuMemoryMiB must be 0..2^30", "spec.resources.cpu must be 0..2^40 millicores",
+    "spec.resources.memory must be 0..2^52 bytes", "spec.user is unknown", "the group is unknown",
     "metadata.name is missing",
 };
 

@@ -189,9 +189,9 @@ static int bad_field(const struct q_input *in, const struct q_job *j) {
     if (!j->key) return Q_BAD_KEY;
     if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS) return Q_BAD_REPLICAS;
     if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) return Q_BAD_GPUS;
-    if (j->gpu_memory_mib < 0) return Q_BAD_GPU_MEM;
-    if (j->cpu_milli < 0) return Q_BAD_CPU;
-    if (j->memory_bytes < 0) return Q_BAD_MEM;
+    if (j->gpu_memory_mib < 0 || j->gpu_memory_mib > Q__MAX_GPU_MEM) return Q_BAD_GPU_MEM;
+    if (j->cpu_milli < 0 || j->cpu_milli > Q__MAX_CPU) return Q_BAD_CPU;
+    if (j->memory_bytes < 0 || j->memory_bytes > Q__MAX_MEM) return Q_BAD_MEM;
     if (j->user < -1 || j->user >= in->nusers) return Q_BAD_USER;
     if (j->group < -1 || j->group >= in->ngroups) return Q_BAD_GROUP;
     return -1;
@@ -321,7 +321,13 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
              * when the nodes change (cycle.c). */
             e->dom = q__resolve(&st->doms, job->domain);
             e->model = q__resolve(&st->models, job->gpu_model);
-            score_job(st, in, sc, i, e);
+            if (bad_field(in, job) < 0) {
+                score_job(st, in, sc, i, e);
+            } else { /* rejected by the walk; its sizes may not even add up */
+                e->score = 0;
+                e->base_level = pol->nlevels - 1;
+                e->score_failed = false;
+            }
             e->gen = job->gen;
             (*nscored)++;
         }

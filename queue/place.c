@@ -93,6 +93,16 @@ int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
             n->tot[g] = t;
             n->used[g] = u;
         }
+        if (src->cpu_alloc < 0 || src->cpu_used < 0 || src->cpu_alloc > Q__MAX_CPU * 1024 ||
+            src->cpu_used > Q__MAX_CPU * 1024 || src->mem_alloc < 0 || src->mem_used < 0 ||
+            src->mem_alloc > Q__MAX_MEM * 1024 || src->mem_used > Q__MAX_MEM * 1024) {
+            aiq_err_field(err, AIQ_EINVAL, "nodes[].cpu",
+                          "nodes[%d] (%s): cpu %lld/%lldm or memory %lld/%lld bytes out of range",
+                          i, src->name ? src->name : "?", (long long)src->cpu_used,
+                          (long long)src->cpu_alloc, (long long)src->mem_used,
+                          (long long)src->mem_alloc);
+            return -1;
+        }
         n->cpu_free = src->cpu_alloc - src->cpu_used;
         n->mem_free = src->mem_alloc - src->mem_used;
         n->sched = src->schedulable;

@@ -6,6 +6,10 @@
 #include "queue/queue.h"
 
 #define Q__NBUCKET (Q_MAX_GPUS + 1)
+/* Per-replica caps, so that replicas x size never overflows int64. */
+#define Q__MAX_GPU_MEM (1LL << 30)    /* MiB per GPU (1 EiB) */
+#define Q__MAX_CPU (1LL << 40)        /* millicores per replica */
+#define Q__MAX_MEM (1LL << 52)        /* bytes per replica (4 PiB) */
 #define Q__MEMO_SLOTS 4096
 
 /* A resource vector in quota units (q_res order). */

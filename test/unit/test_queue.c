@@ -704,3 +704,27 @@ TEST(quota_counts_gpu_memory_cpu_and_jobs) {
     q_state_free(st);
     free(fx);
 }
+
+TEST(huge_sizes_are_rejected_not_overflowed) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    struct q_job *j = job(fx, "t/huge", 1024, 1, 0);
+    j->cpu_milli = 1LL << 62;
+    job(fx, "t/ok", 1, 1, 0);
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    char m[256];
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_REJECT);
+    q_message(&fx->in, &out, 0, m, sizeof m);
+    CHECK_STR(m, "rejected: spec.resources.cpu must be 0..2^40 millicores, got 4611686018427387904");
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    /* a node reporting negative use is an input error, not a free lunch */
+    fx->nodes[0].cpu_used = -5;
+    aiq_err err;
+    aiq_err_clear(&err);
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, &err), AIQ_EINVAL);
+    CHECK_STR(err.message, "nodes[0] (n): cpu -5/64000m or memory 0/549755813888 bytes out of range");
+    q_state_free(st);
+    free(fx);
+}
