@@ -1,0 +1,294 @@
+/* predict.c -- runtime prediction (method in predict.h): the combination
+ * rule on collected samples, the store-backed predictor (SQLite history)
+ * and the in-memory history (rings of the last PRED_WINDOW runs per user
+ * and model, user and task, user, and group, in a hash table). */
+#include "operator/predict.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Names of the sources; see predict.h. */
+const char *pred_source_name(pred_source s) {
+    switch (s) {
+    case PRED_USER_MODEL: return "user+model";
+    case PRED_USER_ESTIMATE: return "estimate";
+    case PRED_GROUP: return "group";
+    default: return "none";
+    }
+}
+
+static int dcmp__(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of the first n values (sorted in place); n > 0. */
+static double median__(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, dcmp__);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int cap__(int n) {
+    return n > PRED_WINDOW ? PRED_WINDOW : n;
+}
+
+/* Combines samples; see predict.h. */
+void pred_combine(struct pred_samples *s, double estimate_s,
+                  struct pred_result *out) {
+    memset(out, 0, sizeof *out);
+    out->factor = 1;
+    int ns = cap__(s->nsame), nsr = cap__(s->nsame_ratio), nur = cap__(s->nuser_ratio),
+        ng = cap__(s->ngroup);
+    if (estimate_s > 0) {
+        double f = 1;
+        if (nsr >= PRED_MIN_SAMPLES) {
+            f = median__(s->same_ratio, nsr);
+            out->samples = nsr;
+        } else if (nur >= PRED_MIN_SAMPLES) {
+            f = median__(s->user_ratio, nur);
+            out->samples = nur;
+        }
+        f = f < 0.05 ? 0.05 : f > 20 ? 20 : f;
+        out->factor = f;
+        out->runtime_s = estimate_s * f;
+        out->source = PRED_USER_ESTIMATE;
+        return;
+    }
+    if (ns >= PRED_MIN_SAMPLES) {
+        out->runtime_s = median__(s->same, ns);
+        out->source = PRED_USER_MODEL;
+        out->samples = ns;
+        return;
+    }
+    if (ng >= PRED_MIN_SAMPLES) {
+        out->runtime_s = median__(s->group, ng);
+        out->source = PRED_GROUP;
+        out->samples = ng;
+    }
+}
+
+/* ---- store-backed ------------------------------------------------------- */
+
+struct collect {
+    double act[PRED_WINDOW], ratio[PRED_WINDOW];
+    int nact, nratio;
+    bool only_ratio;  /* stop once PRED_WINDOW ratios are in */
+};
+
+static int collect_cb__(const struct store_history_row *r, void *ctx) {
+    struct collect *c = ctx;
+    if (!c->only_ratio && c->nact < PRED_WINDOW)
+        c->act[c->nact++] = r->actual_runtime_s;
+    if (r->estimated_runtime_s > 0 && c->nratio < PRED_WINDOW)
+        c->ratio[c->nratio++] = r->actual_runtime_s / r->estimated_runtime_s;
+    return c->only_ratio ? c->nratio >= PRED_WINDOW : c->nact >= PRED_WINDOW;
+}
+
+static bool set__(const char *s) {
+    return s && *s;
+}
+
+/* Predicts from the store; see predict.h. */
+aiq_rc predict_runtime(store *s, const struct pred_query *q,
+                       struct pred_result *out, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct collect same, user, grp;
+    memset(&same, 0, sizeof same);
+    memset(&user, 0, sizeof user);
+    memset(&grp, 0, sizeof grp);
+    user.only_ratio = true;
+    memset(out, 0, sizeof *out);
+    if (set__(q->user) && set__(q->model)) {
+        struct store_history_query hq = {q->user, NULL, q->model, NULL, PRED_WINDOW};
+        if ((rc = store_runtime_history(s, &hq, collect_cb__, &same, err)) != AIQ_OK)
+            goto out_fail;
+    }
+    if (set__(q->user) && set__(q->task) && same.nact < PRED_MIN_SAMPLES) {
+        struct store_history_query tq = {q->user, NULL, NULL, q->task, PRED_WINDOW};
+        memset(&same, 0, sizeof same);
+        if ((rc = store_runtime_history(s, &tq, collect_cb__, &same, err)) != AIQ_OK)
+            goto out_fail;
+    }
+    if (q->estimate_s > 0 && same.nratio < PRED_MIN_SAMPLES && set__(q->user)) {
+        /* Rows without an estimate are skipped, so look further back. */
+        struct store_history_query uq = {q->user, NULL, NULL, NULL, 5 * PRED_WINDOW};
+        if ((rc = store_runtime_history(s, &uq, collect_cb__, &user, err)) != AIQ_OK)
+            goto out_fail;
+    }
+    if (q->estimate_s <= 0 && same.nact < PRED_MIN_SAMPLES && set__(q->group)) {
+        struct store_history_query gq = {NULL, q->group, NULL, NULL, PRED_WINDOW};
+        if ((rc = store_runtime_history(s, &gq, collect_cb__, &grp, err)) != AIQ_OK)
+            goto out_fail;
+    }
+    struct pred_samples ps = {same.act, same.nact, same.ratio, same.nratio,
+                              user.ratio, user.nratio, grp.act, grp.nact};
+    pred_combine(&ps, q->estimate_s, out);
+    return AIQ_OK;
+out_fail:
+    memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* ---- in-memory history ---------------------------------------------------- */
+
+struct ring {
+    char *key;
+    double act[PRED_WINDOW], est[PRED_WINDOW];
+    int n, head;   /* head: next slot to write */
+};
+
+struct pred_hist {
+    struct ring *slot;
+    size_t cap, used;   /* cap a power of two */
+};
+
+static uint64_t hash__(const char *k) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *k; k++) {
+        h ^= (unsigned char)*k;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Creates a history; see predict.h. */
+pred_hist *pred_hist_create(void) {
+    pred_hist *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->cap = 256;
+    h->slot = calloc(h->cap, sizeof *h->slot);
+    if (!h->slot) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Frees a history; see predict.h. */
+void pred_hist_free(pred_hist *h) {
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->cap; i++)
+        free(h->slot[i].key);
+    free(h->slot);
+    free(h);
+}
+
+static const struct ring *find__(const pred_hist *h, const char *key) {
+    size_t k = (size_t)hash__(key) & (h->cap - 1);
+    while (h->slot[k].key) {
+        if (strcmp(h->slot[k].key, key) == 0)
+            return &h->slot[k];
+        k = (k + 1) & (h->cap - 1);
+    }
+    return NULL;
+}
+
+static int grow__(pred_hist *h) {
+    size_t nc = h->cap * 2;
+    struct ring *ns = calloc(nc, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < h->cap; i++) {
+        if (!h->slot[i].key)
+            continue;
+        size_t k = (size_t)hash__(h->slot[i].key) & (nc - 1);
+        while (ns[k].key)
+            k = (k + 1) & (nc - 1);
+        ns[k] = h->slot[i];
+    }
+    free(h->slot);
+    h->slot = ns;
+    h->cap = nc;
+    return 0;
+}
+
+static aiq_rc push__(pred_hist *h, const char *key, double est, double act) {
+    if ((h->used + 1) * 2 > h->cap && grow__(h) != 0)
+        return AIQ_ENOMEM;
+    size_t k = (size_t)hash__(key) & (h->cap - 1);
+    while (h->slot[k].key && strcmp(h->slot[k].key, key) != 0)
+        k = (k + 1) & (h->cap - 1);
+    struct ring *r = &h->slot[k];
+    if (!r->key) {
+        if (!(r->key = strdup(key)))
+            return AIQ_ENOMEM;
+        h->used++;
+    }
+    r->act[r->head] = act;
+    r->est[r->head] = est;
+    r->head = (r->head + 1) % PRED_WINDOW;
+    if (r->n < PRED_WINDOW)
+        r->n++;
+    return AIQ_OK;
+}
+
+/* Builds "kind\x1fa\x1fb" into buf; false when it does not fit. */
+static bool key__(char *buf, size_t cap, char kind, const char *a, const char *b) {
+    int n = snprintf(buf, cap, "%c\x1f%s\x1f%s", kind, a ? a : "", b ? b : "");
+    return n > 0 && (size_t)n < cap;
+}
+
+/* Records a run; see predict.h. */
+aiq_rc pred_hist_add(pred_hist *h, const char *user, const char *group,
+                     const char *model, const char *task, double estimate_s,
+                     double actual_s) {
+    aiq_rc rc = AIQ_OK;
+    char key[600];
+    if (!(actual_s > 0))
+        return AIQ_OK;
+    if (set__(user) && set__(model) && key__(key, sizeof key, 'm', user, model) &&
+        (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
+    if (set__(user) && set__(task) && key__(key, sizeof key, 't', user, task) &&
+        (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
+    if (set__(user) && estimate_s > 0 && key__(key, sizeof key, 'u', user, NULL) &&
+        (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
+    if (set__(group) && key__(key, sizeof key, 'g', group, NULL) &&
+        (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
+    return rc;
+}
+
+/* Copies a ring's values newest first (ratios: actual/estimate). */
+static int take__(const struct ring *r, double *v, bool ratio) {
+    int n = 0;
+    if (!r)
+        return 0;
+    for (int i = 0; i < r->n; i++) {
+        int k = (r->head - 1 - i + 2 * PRED_WINDOW) % PRED_WINDOW;
+        if (ratio) {
+            if (r->est[k] > 0)
+                v[n++] = r->act[k] / r->est[k];
+        } else {
+            v[n++] = r->act[k];
+        }
+    }
+    return n;
+}
+
+/* Predicts from memory; see predict.h. */
+void pred_hist_predict(const pred_hist *h, const struct pred_query *q,
+                       struct pred_result *out) {
+    double same[PRED_WINDOW], sr[PRED_WINDOW], ur[PRED_WINDOW], grp[PRED_WINDOW];
+    struct pred_samples ps = {same, 0, sr, 0, ur, 0, grp, 0};
+    char key[600];
+    const struct ring *r = NULL;
+    if (set__(q->user) && set__(q->model) && key__(key, sizeof key, 'm', q->user, q->model))
+        r = find__(h, key);
+    if ((!r || r->n < PRED_MIN_SAMPLES) && set__(q->user) && set__(q->task) &&
+        key__(key, sizeof key, 't', q->user, q->task))
+        r = find__(h, key);
+    ps.nsame = take__(r, same, false);
+    ps.nsame_ratio = take__(r, sr, true);
+    if (set__(q->user) && key__(key, sizeof key, 'u', q->user, NULL))
+        ps.nuser_ratio = take__(find__(h, key), ur, true);
+    if (set__(q->group) && key__(key, sizeof key, 'g', q->group, NULL))
+        ps.ngroup = take__(find__(h, key), grp, false);
+    pred_combine(&ps, q->estimate_s, out);
+}

@@ -1,0 +1,406 @@
+/* sim_replay.c -- the decision journal read back and replayed. A journal
+ * (the store's JSON-lines export, or the store itself) gives the
+ * workload: node events make the cluster, job arrivals (the AIJob spec)
+ * the jobs, departures the real end times and runtimes, decisions the
+ * cycle times and what was decided. The exact replay runs the queue core
+ * at the recorded cycle times with the recorded departures and compares
+ * every decision; the what-if runs the same jobs, with their recorded
+ * runtimes, under another policy in simulated time. */
+#include "simulator/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "common/units.h"
+#include "simulator/sim_int.h"
+
+/* Longest journal line accepted (a payload is at most STORE_MAX_JSON). */
+#define SIM_MAX_JLINE (4 * STORE_MAX_JSON)
+
+/* uid -> job index (open addressing over the trace's ids). */
+struct umap {
+    int32_t *slot;
+    size_t cap;
+};
+
+static uint64_t h__(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int umap_find(const struct umap *m, const struct sim_trace *tr, const char *uid) {
+    if (!m->slot || !uid)
+        return -1;
+    size_t k = (size_t)h__(uid) & (m->cap - 1);
+    while (m->slot[k] >= 0) {
+        if (strcmp(tr->jobs[m->slot[k]].id, uid) == 0)
+            return m->slot[k];
+        k = (k + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+static int umap_put(struct umap *m, const struct sim_trace *tr, int idx) {
+    if ((size_t)(idx + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 1024;
+        int32_t *ns = malloc(nc * sizeof *ns);
+        if (!ns)
+            return -1;
+        memset(ns, 0xff, nc * sizeof *ns);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slot[i] >= 0) {
+                size_t k = (size_t)h__(tr->jobs[m->slot[i]].id) & (nc - 1);
+                while (ns[k] >= 0)
+                    k = (k + 1) & (nc - 1);
+                ns[k] = m->slot[i];
+            }
+        free(m->slot);
+        m->slot = ns;
+        m->cap = nc;
+    }
+    size_t k = (size_t)h__(tr->jobs[idx].id) & (m->cap - 1);
+    while (m->slot[k] >= 0)
+        k = (k + 1) & (m->cap - 1);
+    m->slot[k] = idx;
+    return 0;
+}
+
+static json_object *get(json_object *o, const char *k) {
+    json_object *v = NULL;
+    return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static const char *gstr(json_object *o, const char *k) {
+    json_object *v = get(o, k);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static double gnum(json_object *o, const char *k, double def) {
+    json_object *v = get(o, k);
+    if (v && (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+        return json_object_get_double(v);
+    return def;
+}
+
+/* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
+static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
+                               struct sim_job *j, const char *path, int line, aiq_err *err) {
+    json_object *spec = get(p, "spec"), *res = get(spec, "resources"), *model = get(spec, "model");
+    const char *q;
+    memset(j, 0, sizeof *j);
+    j->id = (char *)gstr(p, "uid");
+    if (!j->id)
+        j->id = (char *)key;
+    if (!j->id || !spec)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival without uid or spec", path, line);
+    j->group = (char *)gstr(p, "group");
+    j->user = (char *)gstr(spec, "user");
+    j->submit = submit;
+    j->priority = (int)gnum(spec, "priority", 0);
+    j->replicas = (int)gnum(spec, "replicas", 1);
+    j->gpus = (int)gnum(res, "gpus", 0);
+    j->gpu_mem_mib = (int64_t)gnum(res, "gpuMemoryMiB", 0);
+    j->gpu_model = (char *)gstr(res, "gpuModel");
+    if ((q = gstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.cpu: bad quantity '%.64s'",
+                           path, line, q);
+    if ((q = gstr(res, "memory")) && aiq_quantity_bytes(q, &j->mem_bytes, NULL) != AIQ_OK)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.memory: bad quantity "
+                           "'%.64s'", path, line, q);
+    j->estimate_s = gnum(p, "estimate_s", -1);
+    if (j->estimate_s < 0) {
+        j->estimate_s = 0;
+        if ((q = gstr(spec, "estimatedRuntime")) &&
+            aiq_duration_parse(q, &j->estimate_s, NULL) != AIQ_OK)
+            return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.estimatedRuntime: bad duration "
+                               "'%.64s'", path, line, q);
+    }
+    j->duration_s = gnum(p, "duration_s", 0);
+    j->task = (char *)gstr(spec, "taskType");
+    j->model = (char *)gstr(model, "name");
+    return AIQ_OK;
+}
+
+static aiq_rc add_node(struct sim_journal *jr, const char *name, json_object *p, aiq_err *err) {
+    struct sim_trace *tr = jr->trace;
+    int gpus = (int)gnum(p, "gpus", 0);
+    struct sim_node n = {(char *)name, (char *)gstr(p, "model"), gpus,
+                         (int64_t)gnum(p, "gpu_memory_mib", 0),
+                         (int64_t)gnum(p, "cpu_milli", (gpus > 0 ? gpus : 1) * 16000.0),
+                         (int64_t)gnum(p, "memory_bytes", (gpus > 0 ? gpus : 1) * 137438953472.0)};
+    for (int k = 0; k < tr->nnodes; k++)
+        if (strcmp(tr->nodes[k].name, name) == 0) { /* a change: keep the newest shape */
+            struct sim_node *o = &tr->nodes[k];
+            char *keep = o->gpu_model;
+            o->gpus = n.gpus;
+            o->gpu_mem_mib = n.gpu_mem_mib;
+            o->cpu_milli = n.cpu_milli;
+            o->mem_bytes = n.mem_bytes;
+            if (!n.gpu_model || !keep || strcmp(n.gpu_model, keep) != 0) {
+                o->gpu_model = n.gpu_model && *n.gpu_model ? strdup(n.gpu_model) : NULL;
+                free(keep);
+            }
+            return AIQ_OK;
+        }
+    return sim_trace_add_node(tr, &n, err);
+}
+
+static aiq_rc grow(void **p, int *cap, int need, size_t sz, aiq_err *err) {
+    if (need <= *cap)
+        return AIQ_OK;
+    int nc = *cap ? *cap * 2 : 1024;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, (size_t)nc * sz);
+    if (!np)
+        return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    *p = np;
+    *cap = nc;
+    return AIQ_OK;
+}
+
+/* Reads JSON lines; see sim.h. */
+aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
+                              aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct umap um = {NULL, 0};
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    int lineno = 0, cdep = 0, cdec = 0, ccyc = 0;
+    bool have_epoch = false;
+    memset(j, 0, sizeof *j);
+    j->tick_s = 600;
+    if (!(j->trace = sim_trace_create()))
+        return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    while ((len = getline(&line, &lcap, f)) >= 0) {
+        lineno++;
+        if (len > SIM_MAX_JLINE) {
+            rc = aiq_err_set(err, AIQ_ETOOBIG, "%s:%d: line longer than %d bytes", path, lineno,
+                             SIM_MAX_JLINE);
+            goto out_free;
+        }
+        if (len <= 1)
+            continue;
+        json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
+        if (!tok) {
+            rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+            goto out_free;
+        }
+        json_object *o = json_tokener_parse_ex(tok, line, (int)len);
+        enum json_tokener_error te = json_tokener_get_error(tok);
+        size_t off = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (!o || te != json_tokener_success) {
+            json_object_put(o);
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%zu: not a JSON object: %s", path, lineno,
+                             off + 1, json_tokener_error_desc(te));
+            if (err)
+                err->line = lineno, err->col = (int)off + 1;
+            goto out_free;
+        }
+        const char *type = gstr(o, "type");
+        double t = gnum(o, "t", 0);
+        if (!have_epoch) {
+            j->epoch = t;
+            have_epoch = true;
+        }
+        if (type && strcmp(type, "event") == 0) {
+            const char *kind = gstr(o, "kind"), *key = gstr(o, "key");
+            json_object *p = get(o, "payload");
+            if (kind && strcmp(kind, "policy") == 0) {
+                snprintf(j->policy, sizeof j->policy, "%s", gstr(p, "active") ? gstr(p, "active")
+                                                                                : (key ? key : ""));
+                json_object *pr = get(p, "predict");
+                j->predict = pr && json_object_get_boolean(pr);
+                j->tick_s = gnum(p, "tick_s", j->tick_s);
+            } else if (kind && strcmp(kind, "node") == 0 && key) {
+                rc = add_node(j, key, p, err);
+            } else if (kind && strcmp(kind, "job_arrival") == 0) {
+                struct sim_job sj;
+                if ((rc = job_from_arrival(p, key, t - j->epoch, &sj, path, lineno, err)) ==
+                        AIQ_OK &&
+                    umap_find(&um, j->trace, sj.id) < 0) {
+                    if ((rc = sim_trace_add_job(j->trace, &sj, err)) == AIQ_OK &&
+                        umap_put(&um, j->trace, j->trace->njobs - 1) != 0)
+                        rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+                    if (rc == AIQ_OK &&
+                        (rc = grow((void **)&j->depart_t, &cdep, j->trace->njobs,
+                                   sizeof *j->depart_t, err)) == AIQ_OK)
+                        j->depart_t[j->trace->njobs - 1] = 0;
+                }
+            } else if (kind && strcmp(kind, "job_departure") == 0) {
+                int idx = umap_find(&um, j->trace, gstr(p, "uid"));
+                if (idx >= 0) {
+                    j->depart_t[idx] = t;
+                    double rt = gnum(p, "runtime_s", 0);
+                    if (j->trace->jobs[idx].duration_s <= 0 && rt > 0)
+                        j->trace->jobs[idx].duration_s = rt;
+                } else {
+                    j->skipped++;
+                }
+            } else if (!kind || strcmp(kind, "quota") != 0) {
+                j->skipped++;
+            }
+        } else if (type && strcmp(type, "decision") == 0) {
+            int idx = umap_find(&um, j->trace, gstr(o, "job"));
+            int action = sim__action_parse(gstr(o, "action"));
+            bool bf = false;
+            int reason = sim__reason_parse(gstr(o, "reason"), &bf);
+            if (idx < 0 || action == 0) {
+                j->skipped++;
+            } else if ((rc = grow((void **)&j->dec, &cdec, j->ndec + 1, sizeof *j->dec, err)) ==
+                           AIQ_OK &&
+                       (rc = grow((void **)&j->cycle_t, &ccyc, j->ncycles + 1,
+                                  sizeof *j->cycle_t, err)) == AIQ_OK) {
+                j->dec[j->ndec++] = (struct sim_decision){
+                    (int64_t)gnum(o, "cycle", 0), t, idx, (uint8_t)action,
+                    (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
+                    (int32_t)gnum(o, "level", 0), (int32_t)gnum(o, "position", 0),
+                    gnum(o, "score", 0)};
+                if (j->ncycles == 0 || j->cycle_t[j->ncycles - 1] != t)
+                    j->cycle_t[j->ncycles++] = t;
+            }
+        } else {
+            j->skipped++;
+        }
+        json_object_put(o);
+        if (rc != AIQ_OK)
+            goto out_free;
+    }
+    /* Jobs that never finished in the recording keep a duration for the
+     * what-if: their estimate, else an hour. */
+    for (int i = 0; i < j->trace->njobs; i++) {
+        struct sim_job *sj = &j->trace->jobs[i];
+        if (sj->duration_s <= 0)
+            sj->duration_s = sj->estimate_s > 0 ? sj->estimate_s : 3600;
+    }
+out_free:
+    free(line);
+    free(um.slot);
+    if (rc != AIQ_OK)
+        sim_journal_deinit(j);
+    return rc;
+}
+
+/* Reads a store's journal; see sim.h. */
+aiq_rc sim_journal_read_store(store *s, struct sim_journal *j, aiq_err *err) {
+    aiq_rc rc;
+    FILE *f = tmpfile();
+    memset(j, 0, sizeof *j);
+    if (!f)
+        return aiq_err_set(err, AIQ_EIO, "journal: cannot create a temporary file");
+    if ((rc = store_journal_export_jsonl(s, f, 0, NULL, err)) == AIQ_OK) {
+        rewind(f);
+        rc = sim_journal_read_jsonl(f, "journal", j, err);
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Frees a journal; see sim.h. */
+void sim_journal_deinit(struct sim_journal *j) {
+    sim_trace_free(j->trace);
+    free(j->depart_t);
+    free(j->cycle_t);
+    free(j->dec);
+    memset(j, 0, sizeof *j);
+}
+
+static void cfg_from(const struct sim_journal *j, oppolicy *pol, const char *name,
+                     struct sim_config *cfg) {
+    sim_config_init(cfg);
+    cfg->trace = j->trace;
+    cfg->nodes = j->trace->nodes;
+    cfg->nnodes = j->trace->nnodes;
+    cfg->policy = pol;
+    cfg->policy_name = name;
+    cfg->epoch = j->epoch;
+    cfg->tick_s = j->tick_s;
+    cfg->predict = j->predict;
+    cfg->collect_decisions = true;
+}
+
+static void describe(char *buf, size_t cap, const struct sim_trace *tr, const char *who,
+                     const struct sim_decision *d) {
+    char ts[40];
+    q_rfc3339(d->t, ts, sizeof ts);
+    snprintf(buf, cap, "%s: %s %s %s level=%d position=%d score=%.17g reason=%s", who, ts,
+             tr->jobs[d->job].id, sim__action_str(d->action), (int)d->level, (int)d->pos,
+             d->score, sim__reason_str(d->reason, d->backfilled));
+}
+
+/* Exact replay; see sim.h. */
+aiq_rc sim_replay_check(const struct sim_journal *j, oppolicy *pol,
+                        const char *policy_name, long *mismatches,
+                        char *first, size_t cap, aiq_err *err) {
+    aiq_rc rc;
+    struct sim_config cfg;
+    struct sim_result res;
+    struct sim_script sc = {j->cycle_t, j->ncycles, j->depart_t};
+    *mismatches = 0;
+    if (cap)
+        first[0] = '\0';
+    cfg_from(j, pol, policy_name, &cfg);
+    cfg.script = &sc;
+    if ((rc = sim_run(&cfg, &res, err)) != AIQ_OK) {
+        sim_result_deinit(&res);
+        return rc;
+    }
+    int n = res.ndec > j->ndec ? res.ndec : j->ndec;
+    for (int k = 0; k < n; k++) {
+        const struct sim_decision *a = k < j->ndec ? &j->dec[k] : NULL;
+        const struct sim_decision *b = k < res.ndec ? &res.dec[k] : NULL;
+        bool same = a && b && a->t == b->t && a->job == b->job && a->action == b->action &&
+                    a->level == b->level && a->pos == b->pos && a->score == b->score &&
+                    a->reason == b->reason && a->backfilled == b->backfilled;
+        if (same)
+            continue;
+        if (*mismatches == 0 && cap) {
+            char x[400], y[400];
+            if (a)
+                describe(x, sizeof x, j->trace, "recorded", a);
+            else
+                snprintf(x, sizeof x, "recorded: (nothing)");
+            if (b)
+                describe(y, sizeof y, j->trace, "replayed", b);
+            else
+                snprintf(y, sizeof y, "replayed: (nothing)");
+            snprintf(first, cap, "decision %d: %s; %s", k + 1, x, y);
+        }
+        (*mismatches)++;
+    }
+    sim_result_deinit(&res);
+    return AIQ_OK;
+}
+
+/* What-if; see sim.h. */
+aiq_rc sim_replay_whatif(const struct sim_journal *j, oppolicy *pol,
+                         const char *policy_name, struct sim_result *res,
+                         long *changed, aiq_err *err) {
+    aiq_rc rc;
+    struct sim_config cfg;
+    double *rec = NULL;
+    *changed = 0;
+    cfg_from(j, pol, policy_name, &cfg);
+    if ((rc = sim_run(&cfg, res, err)) != AIQ_OK)
+        return rc;
+    int n = j->trace->njobs;
+    if (!(rec = calloc((size_t)(n ? n : 1), sizeof *rec)))
+        return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    for (int k = 0; k < j->ndec; k++)
+        if (j->dec[k].action == Q_DEC_ADMIT && rec[j->dec[k].job] == 0)
+            rec[j->dec[k].job] = j->dec[k].t;
+    for (int i = 0; i < n; i++)
+        if (rec[i] != res->jobs[i].start)
+            (*changed)++;
+    free(rec);
+    return AIQ_OK;
+}

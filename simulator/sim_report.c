@@ -1,0 +1,255 @@
+/* sim_report.c -- the metrics of a simulated run (definitions in
+ * docs/simulator.md, "Metrics"): job completion time and wait (average,
+ * nearest-rank p50/p95/p99), GPU utilisation, per group and per user share
+ * versus entitlement with Jain's fairness index, GPU fragmentation, ETA
+ * error and runtime prediction error; printed as a table (runs side by
+ * side) or CSV. */
+#include "simulator/sim.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int dcmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile; see sim.h. */
+double sim_percentile(double *v, int n, double p) {
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, dcmp);
+    double rank = ceil(p / 100.0 * n);
+    int k = rank < 1 ? 0 : rank > n ? n - 1 : (int)rank - 1;
+    return v[k];
+}
+
+/* Jain's index; see sim.h. */
+double sim_jain(const double *x, int n) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < n; i++) {
+        s += x[i];
+        s2 += x[i] * x[i];
+    }
+    if (n == 0 || s2 == 0)
+        return 1;
+    return s * s / (n * s2);
+}
+
+/* Unusable free GPU memory fraction; see sim.h. */
+double sim_fragmentation(const struct q_node *nodes, int nnodes,
+                         int min_whole_gpus, int64_t min_whole_mib,
+                         int64_t min_share_mib) {
+    double free_all = 0, unusable = 0;
+    if (min_whole_gpus <= 0 && min_share_mib <= 0)
+        return 0;
+    for (int i = 0; i < nnodes; i++) {
+        const struct q_node *n = &nodes[i];
+        if (!n->schedulable)
+            continue;
+        int whole_free = 0;
+        for (int g = 0; g < n->ngpus; g++)
+            if (n->gpu_mem_used[g] == 0 && n->gpu_mem_total[g] >= min_whole_mib)
+                whole_free++;
+        bool whole_ok = min_whole_gpus > 0 && whole_free >= min_whole_gpus;
+        for (int g = 0; g < n->ngpus; g++) {
+            double f = (double)(n->gpu_mem_total[g] - n->gpu_mem_used[g]);
+            if (f <= 0)
+                continue;
+            free_all += f;
+            bool usable;
+            if (n->gpu_mem_used[g] == 0)
+                usable = (whole_ok && n->gpu_mem_total[g] >= min_whole_mib) ||
+                         (min_share_mib > 0 && f >= (double)min_share_mib);
+            else
+                usable = min_share_mib > 0 && f >= (double)min_share_mib;
+            if (!usable)
+                unusable += f;
+        }
+    }
+    return free_all > 0 ? unusable / free_all : 0;
+}
+
+/* Computes the metrics; see sim.h. */
+aiq_rc sim_metrics_compute(const struct sim_trace *tr,
+                           const struct sim_result *res,
+                           struct sim_metrics *m, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    int n = res->njobs;
+    memset(m, 0, sizeof *m);
+    m->njobs = n;
+    double *jct = malloc((size_t)(n ? n : 1) * sizeof *jct);
+    double *wait = malloc((size_t)(n ? n : 1) * sizeof *wait);
+    double *x = malloc((size_t)(res->nusers + res->ngroups + 1) * sizeof *x);
+    if (!jct || !wait || !x) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "metrics: out of memory");
+        goto out_free;
+    }
+    double sj = 0, sw = 0, se = 0, sp = 0, spa = 0, sest = 0;
+    for (int i = 0; i < n; i++) {
+        const struct sim_jobres *j = &res->jobs[i];
+        const struct sim_job *t = &tr->jobs[i];
+        if (j->state == SIM_J_REJECTED) {
+            m->nrejected++;
+            continue;
+        }
+        if (j->state != SIM_J_DONE) {
+            m->nunfinished++;
+            continue;
+        }
+        jct[m->ndone] = (j->end - j->submit) / 3600.0;
+        wait[m->ndone] = (j->start - j->submit) / 3600.0;
+        sj += jct[m->ndone];
+        sw += wait[m->ndone];
+        m->ndone++;
+        if (j->waited && j->eta > 0) {
+            se += fabs(j->eta - j->start) / 3600.0;
+            m->eta_n++;
+        }
+        double actual = j->end - j->start;
+        if (actual > 0 && j->pred_s > 0) {
+            spa += fabs(j->pred_s - actual) / actual;
+            m->pred_all_n++;
+        }
+        /* Paired: jobs with both, so the two errors compare. */
+        if (actual > 0 && j->pred_s > 0 && t->estimate_s > 0) {
+            sp += fabs(j->pred_s - actual) / actual;
+            sest += fabs(t->estimate_s - actual) / actual;
+            m->pred_n++;
+        }
+    }
+    if (m->ndone > 0) {
+        m->jct_avg = sj / m->ndone;
+        m->wait_avg = sw / m->ndone;
+        m->jct_p50 = sim_percentile(jct, m->ndone, 50);
+        m->jct_p95 = sim_percentile(jct, m->ndone, 95);
+        m->jct_p99 = sim_percentile(jct, m->ndone, 99);
+        m->wait_p50 = sim_percentile(wait, m->ndone, 50);
+        m->wait_p95 = sim_percentile(wait, m->ndone, 95);
+        m->wait_p99 = sim_percentile(wait, m->ndone, 99);
+    }
+    m->eta_mae_h = m->eta_n ? se / m->eta_n : 0;
+    m->pred_mape = m->pred_n ? sp / m->pred_n : 0;
+    m->est_mape = m->pred_n ? sest / m->pred_n : 0;
+    m->pred_all_mape = m->pred_all_n ? spa / m->pred_all_n : 0;
+    double span = res->t_end - res->t0;
+    m->makespan_h = span / 3600.0;
+    m->util_avg = span > 0 && res->total_gpus > 0 ? res->busy_gpu_s / (res->total_gpus * span) : 0;
+    m->frag_avg = res->frag_time_s > 0 ? res->frag_unusable_s / res->frag_time_s : 0;
+    /* Jain over share / entitlement. */
+    double tot = 0;
+    for (int g = 0; g < res->ngroups; g++)
+        tot += res->group_gpu_s[g];
+    for (int g = 0; g < res->ngroups; g++)
+        x[g] = tot > 0 && res->group_ent[g] > 0 ? res->group_gpu_s[g] / tot / res->group_ent[g] : 0;
+    m->jain_groups = sim_jain(x, res->ngroups);
+    for (int u = 0; u < res->nusers; u++)
+        x[u] = tot > 0 && res->user_ent[u] > 0 ? res->user_gpu_s[u] / tot / res->user_ent[u] : 0;
+    m->jain_users = sim_jain(x, res->nusers);
+out_free:
+    free(jct);
+    free(wait);
+    free(x);
+    return rc;
+}
+
+struct col {
+    const char *label;
+    size_t off;
+    bool is_int;
+    const char *fmt;
+};
+
+#define D(f, l, fm) {l, offsetof(struct sim_metrics, f), false, fm}
+#define I(f, l) {l, offsetof(struct sim_metrics, f), true, "%d"}
+static const struct col cols[] = {
+    I(njobs, "jobs"),          I(ndone, "finished"),
+    I(nrejected, "rejected"),  I(nunfinished, "unfinished"),
+    D(jct_avg, "jct_avg_h", "%.2f"),   D(jct_p50, "jct_p50_h", "%.2f"),
+    D(jct_p95, "jct_p95_h", "%.2f"),   D(jct_p99, "jct_p99_h", "%.2f"),
+    D(wait_avg, "wait_avg_h", "%.2f"), D(wait_p50, "wait_p50_h", "%.2f"),
+    D(wait_p95, "wait_p95_h", "%.2f"), D(wait_p99, "wait_p99_h", "%.2f"),
+    D(makespan_h, "makespan_h", "%.1f"), D(util_avg, "gpu_util", "%.3f"),
+    D(jain_groups, "jain_groups", "%.3f"), D(jain_users, "jain_users", "%.3f"),
+    D(frag_avg, "frag_unusable", "%.3f"), D(eta_mae_h, "eta_mae_h", "%.2f"),
+    I(eta_n, "eta_jobs"),      D(pred_mape, "pred_mape", "%.3f"),
+    D(est_mape, "estimate_mape", "%.3f"), I(pred_n, "pred_est_jobs"),
+    D(pred_all_mape, "pred_mape_all", "%.3f"), I(pred_all_n, "pred_jobs"),
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+static void cell(char *buf, size_t cap, const struct sim_metrics *m, const struct col *c) {
+    const char *p = (const char *)m + c->off;
+    if (c->is_int)
+        snprintf(buf, cap, "%d", *(const int *)(const void *)p);
+    else
+        snprintf(buf, cap, c->fmt, *(const double *)(const void *)p);
+}
+
+/* Prints runs side by side; see sim.h. */
+void sim_metrics_table(FILE *out, const char *const *names,
+                       const struct sim_metrics *m, int n) {
+    char buf[64];
+    fprintf(out, "%-14s", "metric");
+    for (int k = 0; k < n; k++)
+        fprintf(out, " %13.13s", names[k]);
+    fputc('\n', out);
+    for (int c = 0; c < NCOLS; c++) {
+        fprintf(out, "%-14s", cols[c].label);
+        for (int k = 0; k < n; k++) {
+            cell(buf, sizeof buf, &m[k], &cols[c]);
+            fprintf(out, " %13s", buf);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* Prints runs as CSV; see sim.h. */
+void sim_metrics_csv(FILE *out, const char *const *names,
+                     const struct sim_metrics *m, int n) {
+    char buf[64];
+    fputs("policy", out);
+    for (int c = 0; c < NCOLS; c++)
+        fprintf(out, ",%s", cols[c].label);
+    fputc('\n', out);
+    for (int k = 0; k < n; k++) {
+        fputs(names[k], out);
+        for (int c = 0; c < NCOLS; c++) {
+            cell(buf, sizeof buf, &m[k], &cols[c]);
+            fprintf(out, ",%s", buf);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* Prints shares versus entitlement; see sim.h. */
+void sim_shares_table(FILE *out, const struct sim_result *res) {
+    double tot = 0;
+    for (int g = 0; g < res->ngroups; g++)
+        tot += res->group_gpu_s[g];
+    fprintf(out, "%-24s %12s %8s %8s %8s\n", "group/user", "gpu_hours", "share", "entitled",
+            "ratio");
+    for (int g = 0; g < res->ngroups; g++) {
+        double sh = tot > 0 ? res->group_gpu_s[g] / tot : 0;
+        fprintf(out, "%-24.24s %12.1f %8.3f %8.3f %8.2f\n", res->group_name[g],
+                res->group_gpu_s[g] / 3600, sh, res->group_ent[g],
+                res->group_ent[g] > 0 ? sh / res->group_ent[g] : 0);
+        for (int u = 0; u < res->nusers; u++) {
+            if (res->user_group[u] != g)
+                continue;
+            double us = tot > 0 ? res->user_gpu_s[u] / tot : 0;
+            fprintf(out, "  %-22.22s %12.1f %8.3f %8.3f %8.2f\n", res->user_name[u],
+                    res->user_gpu_s[u] / 3600, us, res->user_ent[u],
+                    res->user_ent[u] > 0 ? us / res->user_ent[u] : 0);
+        }
+    }
+}
+
+/* Hourly utilisation as CSV; see sim.h. */
+void sim_util_csv(FILE *out, const struct sim_result *res) {
+    fputs("hour,gpu_utilisation\n", out);
+    for (int h = 0; h < res->nutil; h++)
+        fprintf(out, "%d,%.4f\n", h, res->util[h]);
+}

@@ -1,0 +1,876 @@
+/* sim_run.c -- the simulator's event loop. Simulated time jumps from event
+ * to event (arrivals, completions, and a tick every tick_s while jobs
+ * wait); at each event time one queue cycle (q_cycle_run with the
+ * compiled policy) decides, admitted gangs are placed on the simulated
+ * nodes and end start + duration later. Usage decays and feeds fair share
+ * (policy/fairshare.h) as in the operator; finished runs feed the runtime
+ * predictor (operator/predict.h). Decisions are journaled with the
+ * operator's rule (only when a job's decision changed), into a store
+ * and/or the result. In replay mode (cfg->script) cycles and departures
+ * come from a recorded journal instead. */
+#include "simulator/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "operator/predict.h"
+#include "policy/fairshare.h"
+#include "simulator/sim_int.h"
+
+/* ---- names shared with the journal ------------------------------------- */
+
+static const char *const reason_str[Q__NREASONS] = {
+    [Q_R_NONE] = "Admitted",        [Q_R_SUSPENDED] = "Suspended",
+    [Q_R_QUOTA] = "QuotaFull",      [Q_R_BUDGET] = "BudgetExhausted",
+    [Q_R_CAPACITY] = "WaitingForGPUs", [Q_R_BLOCKED] = "BehindHigherPriority",
+    [Q_R_NO_NODE] = "NoMatchingNode", [Q_R_NODE_TOO_SMALL] = "ReplicaTooBig",
+    [Q_R_GANG_TOO_BIG] = "GangTooBig", [Q_R_OVER_QUOTA] = "OverQuota",
+    [Q_R_OVER_BUDGET] = "OverBudget", [Q_R_INVALID] = "Invalid",
+    [Q_R_SCORE_ERROR] = "Waiting",
+};
+
+/* Reason text; see sim_int.h. */
+const char *sim__reason_str(int reason, bool backfilled) {
+    if (reason == Q_R_NONE && backfilled)
+        return "Backfilled";
+    return reason >= 0 && reason < Q__NREASONS ? reason_str[reason] : "Waiting";
+}
+
+/* Reason from text; see sim_int.h. */
+int sim__reason_parse(const char *s, bool *backfilled) {
+    *backfilled = false;
+    if (!s)
+        return -1;
+    if (strcmp(s, "Backfilled") == 0) {
+        *backfilled = true;
+        return Q_R_NONE;
+    }
+    for (int r = 0; r < Q__NREASONS; r++)
+        if (strcmp(s, reason_str[r]) == 0)
+            return r;
+    return -1;
+}
+
+/* Action text; see sim_int.h. */
+const char *sim__action_str(int decision) {
+    return decision == Q_DEC_ADMIT ? "admit" : decision == Q_DEC_REJECT ? "reject" : "wait";
+}
+
+/* Action from text; see sim_int.h. */
+int sim__action_parse(const char *s) {
+    if (!s)
+        return 0;
+    if (strcmp(s, "admit") == 0)
+        return Q_DEC_ADMIT;
+    if (strcmp(s, "wait") == 0)
+        return Q_DEC_WAIT;
+    if (strcmp(s, "reject") == 0)
+        return Q_DEC_REJECT;
+    return 0;
+}
+
+/* Fills defaults; see sim.h. */
+void sim_config_init(struct sim_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->epoch = SIM_EPOCH;
+    cfg->tick_s = 600;
+    cfg->predict = true;
+}
+
+/* ---- a string -> index map ---------------------------------------------- */
+
+struct smap {
+    int32_t *slot;
+    const char **k1;   /* per index: the name */
+    int *k2;           /* per index: the group (users) or -1 */
+    size_t cap;        /* power of two */
+    int n;
+};
+
+static uint64_t shash__(const char *s, int g) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(g + 2);
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Returns the index of (s, g), adding it; -1 on ENOMEM. maxn bounds n. */
+static int smap_get(struct smap *m, const char *s, int g, int maxn) {
+    if (!m->slot) {
+        m->cap = 64;
+        while (m->cap < (size_t)maxn * 2 + 2)
+            m->cap *= 2;
+        m->slot = malloc(m->cap * sizeof *m->slot);
+        m->k1 = malloc((size_t)(maxn + 1) * sizeof *m->k1);
+        m->k2 = malloc((size_t)(maxn + 1) * sizeof *m->k2);
+        if (!m->slot || !m->k1 || !m->k2)
+            return -1;
+        memset(m->slot, 0xff, m->cap * sizeof *m->slot);
+    }
+    size_t k = (size_t)shash__(s, g) & (m->cap - 1);
+    while (m->slot[k] >= 0) {
+        int i = m->slot[k];
+        if (m->k2[i] == g && strcmp(m->k1[i], s) == 0)
+            return i;
+        k = (k + 1) & (m->cap - 1);
+    }
+    m->k1[m->n] = s;
+    m->k2[m->n] = g;
+    m->slot[k] = m->n;
+    return m->n++;
+}
+
+static void smap_free(struct smap *m) {
+    free(m->slot);
+    free(m->k1);
+    free(m->k2);
+}
+
+/* ---- the run --------------------------------------------------------------- */
+
+enum { JS_FUTURE = 0, JS_PENDING, JS_RUNNING, JS_DONE, JS_REJECTED };
+
+struct lastdec {
+    int32_t level, pos;
+    uint8_t action, reason;
+    bool backfilled, set, seen;
+};
+
+struct ev {
+    double t;
+    int job;
+};
+
+struct run {
+    const struct sim_config *cfg;
+    const struct sim_trace *tr;
+    struct sim_result *res;
+    struct q_node *nodes;
+    int nn;
+    struct smap gmap, umap;
+    struct q_group *groups;
+    struct q_user *users;
+    struct fs_usage *gusage, *uusage;
+    struct fs_group *fsg;
+    struct fs_user *fsu;
+    struct fs_factor *fgo, *fuo;
+    int *jgroup, *juser;
+    uint8_t *jst;
+    int *poff;
+    struct q_place *places;
+    int *active;
+    int nactive, npending;
+    struct ev *heap;
+    int nh;
+    struct q_job *qjobs;
+    int *qidx;
+    q_state *qs;
+    pred_hist *ph;
+    struct lastdec *last;
+    double busy, last_t, half_life;
+    uint64_t gen;
+    bool usage_changed;
+    long since_commit;
+    int ucap;   /* util capacity */
+};
+
+static void heap_push(struct run *r, double t, int job) {
+    int i = r->nh++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (r->heap[p].t < t || (r->heap[p].t == t && r->heap[p].job < job))
+            break;
+        r->heap[i] = r->heap[p];
+        i = p;
+    }
+    r->heap[i] = (struct ev){t, job};
+}
+
+static struct ev heap_pop(struct run *r) {
+    struct ev top = r->heap[0], x = r->heap[--r->nh];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= r->nh)
+            break;
+        if (c + 1 < r->nh && (r->heap[c + 1].t < r->heap[c].t ||
+                              (r->heap[c + 1].t == r->heap[c].t && r->heap[c + 1].job < r->heap[c].job)))
+            c++;
+        if (x.t < r->heap[c].t || (x.t == r->heap[c].t && x.job < r->heap[c].job))
+            break;
+        r->heap[i] = r->heap[c];
+        i = c;
+    }
+    r->heap[i] = x;
+    return top;
+}
+
+/* Integrates GPUs held and fragmentation from last_t to t. */
+static aiq_rc advance(struct run *r, double t, double frag, aiq_err *err) {
+    struct sim_result *res = r->res;
+    double t0 = r->last_t;
+    if (t <= t0)
+        return AIQ_OK;
+    res->busy_gpu_s += r->busy * (t - t0);
+    if (r->npending > 0) {
+        res->frag_unusable_s += frag * (t - t0);
+        res->frag_time_s += t - t0;
+    }
+    int hi = (int)((t - res->t0) / 3600);
+    if (hi >= r->ucap) {
+        int nc = r->ucap ? r->ucap : 64;
+        while (nc <= hi)
+            nc *= 2;
+        double *nu = realloc(res->util, (size_t)nc * sizeof *nu);
+        if (!nu)
+            return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+        memset(nu + r->ucap, 0, (size_t)(nc - r->ucap) * sizeof *nu);
+        res->util = nu;
+        r->ucap = nc;
+    }
+    if (r->busy > 0 && res->total_gpus > 0) {
+        double a = t0;
+        while (a < t) {
+            int h = (int)((a - res->t0) / 3600);
+            double bend = res->t0 + (h + 1) * 3600.0, b = bend < t ? bend : t;
+            res->util[h] += r->busy * (b - a) / (3600.0 * res->total_gpus);
+            a = b;
+        }
+    }
+    if (hi + 1 > res->nutil)
+        res->nutil = hi + 1;
+    r->last_t = t;
+    return AIQ_OK;
+}
+
+static aiq_rc jr_event(struct run *r, double t, store_event_kind k, const char *key,
+                       json_object *payload, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    if (r->cfg->journal)
+        rc = store_journal_event(r->cfg->journal, t, k, key,
+                                 json_object_to_json_string_ext(payload, JSON_C_TO_STRING_PLAIN),
+                                 err);
+    json_object_put(payload);
+    return rc;
+}
+
+static void jset_str(json_object *o, const char *k, const char *v) {
+    if (v)
+        json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* The arrival payload: the operator's shape (uid, group, an AIJob spec)
+ * plus exact numbers the spec's text forms would round. */
+static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    json_object *p = json_object_new_object(), *spec = json_object_new_object(),
+                *resj = json_object_new_object();
+    char buf[64];
+    jset_str(p, "uid", j->id);
+    jset_str(p, "group", j->group);
+    jset_str(spec, "user", j->user);
+    json_object_object_add(spec, "priority", json_object_new_int(j->priority));
+    json_object_object_add(spec, "replicas", json_object_new_int(j->replicas));
+    json_object_object_add(resj, "gpus", json_object_new_int(j->gpus));
+    json_object_object_add(resj, "gpuMemoryMiB", json_object_new_int64(j->gpu_mem_mib));
+    snprintf(buf, sizeof buf, "%lldm", (long long)j->cpu_milli);
+    jset_str(resj, "cpu", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)j->mem_bytes);
+    jset_str(resj, "memory", buf);
+    jset_str(resj, "gpuModel", j->gpu_model);
+    json_object_object_add(spec, "resources", resj);
+    jset_str(spec, "taskType", j->task);
+    if (j->model) {
+        json_object *m = json_object_new_object();
+        jset_str(m, "name", j->model);
+        json_object_object_add(spec, "model", m);
+    }
+    json_object_object_add(p, "spec", spec);
+    json_object_object_add(p, "estimate_s", json_object_new_double(j->estimate_s));
+    json_object_object_add(p, "duration_s", json_object_new_double(j->duration_s));
+    char key[300];
+    snprintf(key, sizeof key, "sim/%.200s", j->id);
+    return jr_event(r, t, STORE_EV_JOB_ARRIVAL, key, p, err);
+}
+
+/* Records a decision when it differs from the job's last one. */
+static aiq_rc record(struct run *r, int i, double now, const struct q_result *q,
+                     aiq_err *err) {
+    struct lastdec *l = &r->last[i];
+    if (l->set && l->action == q->decision && l->reason == q->reason && l->level == q->level &&
+        l->pos == q->pos && l->backfilled == q->backfilled)
+        return AIQ_OK;
+    l->set = true;
+    l->action = q->decision;
+    l->reason = q->reason;
+    l->level = q->level;
+    l->pos = q->pos;
+    l->backfilled = q->backfilled;
+    struct sim_result *res = r->res;
+    if (r->cfg->collect_decisions) {
+        if (res->ndec == res->cdec) {
+            int nc = res->cdec ? res->cdec * 2 : 1024;
+            struct sim_decision *nd = realloc(res->dec, (size_t)nc * sizeof *nd);
+            if (!nd)
+                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+            res->dec = nd;
+            res->cdec = nc;
+        }
+        res->dec[res->ndec++] = (struct sim_decision){res->ncycles, now, i, q->decision,
+                                                      q->reason, q->backfilled, q->level,
+                                                      q->pos, q->score};
+    }
+    if (r->cfg->journal) {
+        struct store_decision d = {res->ncycles, now, r->tr->jobs[i].id,
+                                   sim__action_str(q->decision), q->level, q->pos, q->score,
+                                   NULL, sim__reason_str(q->reason, q->backfilled), NULL};
+        return store_journal_decision(r->cfg->journal, &d, err);
+    }
+    return AIQ_OK;
+}
+
+/* Ends job i at t: frees its GPUs, counts usage, feeds the predictor. */
+static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    struct sim_jobres *jr = &r->res->jobs[i];
+    r->jst[i] = JS_DONE;
+    jr->end = t;
+    jr->state = SIM_J_DONE;
+    for (int k = 0; k < j->replicas; k++) {
+        const struct q_place *p = &r->places[r->poff[i] + k];
+        struct q_node *n = &r->nodes[p->node];
+        for (int g = 0; g < n->ngpus; g++) {
+            if (!((p->gpu_mask >> g) & 1u))
+                continue;
+            if (j->gpus > 0)
+                n->gpu_mem_used[g] = 0;
+            else if ((n->gpu_mem_used[g] -= p->gpu_mem_mib) < 0)
+                n->gpu_mem_used[g] = 0;
+        }
+        n->cpu_used -= j->cpu_milli;
+        n->mem_used -= j->mem_bytes;
+    }
+    r->busy -= jr->gpus;
+    if (r->busy < 1e-9)
+        r->busy = 0;
+    double ran = t - jr->start, gh = jr->gpus * ran / 3600.0;
+    fs_usage_add(&r->gusage[r->jgroup[i]], gh, t, r->half_life);
+    fs_usage_add(&r->uusage[r->juser[i]], gh, t, r->half_life);
+    r->res->group_gpu_s[r->jgroup[i]] += jr->gpus * ran;
+    r->res->user_gpu_s[r->juser[i]] += jr->gpus * ran;
+    r->usage_changed = true;
+    if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task, j->estimate_s,
+                               ran) != AIQ_OK)
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    if (r->cfg->journal) {
+        json_object *p = json_object_new_object();
+        jset_str(p, "uid", j->id);
+        json_object_object_add(p, "attempt", json_object_new_int(1));
+        jset_str(p, "outcome", "Succeeded");
+        json_object_object_add(p, "runtime_s", json_object_new_double(ran));
+        json_object_object_add(p, "gpu_seconds", json_object_new_double(jr->gpus * ran));
+        char key[300];
+        snprintf(key, sizeof key, "sim/%.200s", j->id);
+        return jr_event(r, t, STORE_EV_JOB_DEPARTURE, key, p, err);
+    }
+    return AIQ_OK;
+}
+
+/* Job i arrives at t. */
+static aiq_rc arrive(struct run *r, int i, double t, aiq_err *err) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    r->jst[i] = JS_PENDING;
+    r->active[r->nactive++] = i;
+    r->npending++;
+    r->res->jobs[i].submit = t;
+    if (r->ph) {
+        struct pred_query q = {j->user, j->group, j->model, j->task, j->estimate_s};
+        struct pred_result pr;
+        pred_hist_predict(r->ph, &q, &pr);
+        r->res->jobs[i].pred_s = pr.runtime_s;
+    }
+    return r->cfg->journal ? jr_arrival(r, i, t, err) : AIQ_OK;
+}
+
+/* Decayed usage and fair share of every group and user as of now. */
+static aiq_rc fairshare(struct run *r, double now, aiq_err *err) {
+    for (int g = 0; g < r->res->ngroups; g++) {
+        double u = fs_usage_at(&r->gusage[g], now, r->half_life);
+        r->groups[g].usage_gpu_hours = u;
+        r->fsg[g].usage = u;
+    }
+    for (int k = 0; k < r->res->nusers; k++) {
+        double u = fs_usage_at(&r->uusage[k], now, r->half_life);
+        r->users[k].usage_gpu_hours = u;
+        r->fsu[k].usage = u;
+    }
+    aiq_rc rc = fs_compute(r->fsg, r->res->ngroups, r->fsu, r->res->nusers, r->fgo, r->fuo, err);
+    if (rc != AIQ_OK)
+        return rc;
+    for (int g = 0; g < r->res->ngroups; g++)
+        r->groups[g].fairshare = r->fgo[g].factor;
+    for (int k = 0; k < r->res->nusers; k++)
+        r->users[k].fairshare = r->fuo[k].factor;
+    return AIQ_OK;
+}
+
+/* The current unusable fraction of free GPU memory for the waiting mix. */
+static double frag_now(struct run *r) {
+    int minw = 0;
+    int64_t minw_mib = 0, mins = 0;
+    for (int a = 0; a < r->nactive; a++) {
+        int i = r->active[a];
+        if (r->jst[i] != JS_PENDING)
+            continue;
+        const struct sim_job *j = &r->tr->jobs[i];
+        if (j->gpus > 0 && (minw == 0 || j->gpus < minw ||
+                            (j->gpus == minw && j->gpu_mem_mib < minw_mib))) {
+            minw = j->gpus;
+            minw_mib = j->gpu_mem_mib;
+        } else if (j->gpus == 0 && j->gpu_mem_mib > 0 && (mins == 0 || j->gpu_mem_mib < mins)) {
+            mins = j->gpu_mem_mib;
+        }
+    }
+    return sim_fragmentation(r->nodes, r->nn, minw, minw_mib, mins);
+}
+
+/* One queue cycle at now. *admitted gets the number of admissions. */
+static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
+    aiq_rc rc;
+    const struct sim_trace *tr = r->tr;
+    struct sim_result *res = r->res;
+    *admitted = 0;
+    if ((rc = fairshare(r, now, err)) != AIQ_OK)
+        return rc;
+    if (r->usage_changed) {
+        r->gen++;
+        r->usage_changed = false;
+    }
+    /* Jobs in trace order; finished ones leave the active list. */
+    int nq = 0, w = 0;
+    for (int a = 0; a < r->nactive; a++) {
+        int i = r->active[a];
+        if (r->jst[i] != JS_PENDING && r->jst[i] != JS_RUNNING)
+            continue;
+        r->active[w++] = i;
+        const struct sim_job *j = &tr->jobs[i];
+        const struct sim_jobres *jr = &res->jobs[i];
+        struct q_job *q = &r->qjobs[nq];
+        memset(q, 0, sizeof *q);
+        q->key = j->id;
+        q->uid = j->id;
+        q->gen = r->jst[i];
+        q->user = r->juser[i];
+        q->group = r->jgroup[i];
+        q->priority = j->priority;
+        q->replicas = j->replicas;
+        q->gpus = j->gpus;
+        q->gpu_memory_mib = j->gpu_mem_mib;
+        q->cpu_milli = j->cpu_milli;
+        q->memory_bytes = j->mem_bytes;
+        q->gpu_model = j->gpu_model;
+        q->created = q->queued = jr->submit;
+        q->est_runtime_s = j->estimate_s;
+        q->pred_runtime_s = jr->pred_s;
+        if (r->jst[i] == JS_RUNNING) {
+            double plan = jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
+            q->state = Q_JOB_RUNNING;
+            q->placement = &r->places[r->poff[i]];
+            q->end_time = plan > 0 ? jr->start + plan : 0;
+            q->attempts = 1;
+        } else {
+            q->state = Q_JOB_PENDING;
+        }
+        r->qidx[nq++] = i;
+    }
+    r->nactive = w;
+    struct q_input in;
+    memset(&in, 0, sizeof in);
+    in.now = now;
+    in.nodes = r->nodes;
+    in.nnodes = r->nn;
+    in.groups = r->groups;
+    in.ngroups = res->ngroups;
+    in.users = r->users;
+    in.nusers = res->nusers;
+    in.jobs = r->qjobs;
+    in.njobs = nq;
+    oppolicy_qpolicy(r->cfg->policy, &in.policy);
+    in.gen = r->gen;
+    q_scorer sc;
+    oppolicy_scorer(r->cfg->policy, &sc);
+    q_output out;
+    if ((rc = q_cycle_run(r->qs, &in, &sc, &out, err)) != AIQ_OK)
+        return rc;
+    res->ncycles++;
+    for (int k = 0; k < nq; k++) {
+        int i = r->qidx[k];
+        if (r->jst[i] != JS_PENDING)
+            continue;
+        const struct q_result *q = &out.res[k];
+        const struct sim_job *j = &tr->jobs[i];
+        struct sim_jobres *jr = &res->jobs[i];
+        if (!r->last[i].seen) {
+            r->last[i].seen = true;
+            jr->waited = q->decision != Q_DEC_ADMIT;
+            jr->eta = q->decision == Q_DEC_ADMIT ? now : q->eta;
+        }
+        if ((rc = record(r, i, now, q, err)) != AIQ_OK)
+            return rc;
+        if (q->decision == Q_DEC_REJECT) {
+            r->jst[i] = JS_REJECTED;
+            r->npending--;
+            jr->state = SIM_J_REJECTED;
+            jr->reject_reason = q->reason;
+            continue;
+        }
+        if (q->decision != Q_DEC_ADMIT || q->nplace != j->replicas)
+            continue;
+        double held = 0;
+        for (int p = 0; p < q->nplace; p++) {
+            struct q_place pl = out.places[q->place_off + p];
+            struct q_node *n = &r->nodes[pl.node];
+            r->places[r->poff[i] + p] = pl;
+            for (int g = 0; g < n->ngpus; g++) {
+                if (!((pl.gpu_mask >> g) & 1u))
+                    continue;
+                if (j->gpus > 0) {
+                    n->gpu_mem_used[g] = n->gpu_mem_total[g];
+                    held += 1;
+                } else {
+                    n->gpu_mem_used[g] += pl.gpu_mem_mib;
+                    held += n->gpu_mem_total[g] > 0
+                                ? (double)pl.gpu_mem_mib / (double)n->gpu_mem_total[g] : 0;
+                }
+            }
+            n->cpu_used += j->cpu_milli;
+            n->mem_used += j->mem_bytes;
+        }
+        jr->gpus = held;
+        r->busy += held;
+        r->jst[i] = JS_RUNNING;
+        r->npending--;
+        jr->start = now;
+        (*admitted)++;
+        if (!r->cfg->script)
+            heap_push(r, now + j->duration_s, i);
+    }
+    if (r->cfg->journal && ++r->since_commit >= 512) {
+        r->since_commit = 0;
+        if ((rc = store_commit(r->cfg->journal, err)) != AIQ_OK ||
+            (rc = store_begin(r->cfg->journal, err)) != AIQ_OK)
+            return rc;
+    }
+    return AIQ_OK;
+}
+
+static void run_free(struct run *r) {
+    smap_free(&r->gmap);
+    smap_free(&r->umap);
+    free(r->nodes);
+    free(r->groups);
+    free(r->users);
+    free(r->gusage);
+    free(r->uusage);
+    free(r->fsg);
+    free(r->fsu);
+    free(r->fgo);
+    free(r->fuo);
+    free(r->jgroup);
+    free(r->juser);
+    free(r->jst);
+    free(r->poff);
+    free(r->places);
+    free(r->active);
+    free(r->heap);
+    free(r->qjobs);
+    free(r->qidx);
+    free(r->last);
+    q_state_free(r->qs);
+    pred_hist_free(r->ph);
+}
+
+/* Sets up nodes, groups, users and the per-job arrays. */
+static aiq_rc setup(struct run *r, aiq_err *err) {
+    const struct sim_config *cfg = r->cfg;
+    const struct sim_trace *tr = r->tr;
+    struct sim_result *res = r->res;
+    int n = tr->njobs;
+    r->nn = cfg->nnodes;
+    r->nodes = calloc((size_t)r->nn, sizeof *r->nodes);
+    r->jgroup = malloc((size_t)n * sizeof *r->jgroup);
+    r->juser = malloc((size_t)n * sizeof *r->juser);
+    r->jst = calloc((size_t)n, 1);
+    r->poff = malloc((size_t)n * sizeof *r->poff);
+    r->active = malloc((size_t)n * sizeof *r->active);
+    r->heap = malloc((size_t)n * sizeof *r->heap);
+    r->qjobs = malloc((size_t)n * sizeof *r->qjobs);
+    r->qidx = malloc((size_t)n * sizeof *r->qidx);
+    r->last = calloc((size_t)n, sizeof *r->last);
+    res->jobs = calloc((size_t)n, sizeof *res->jobs);
+    r->qs = q_state_create(NULL);
+    if (cfg->predict)
+        r->ph = pred_hist_create();
+    if (!r->nodes || !r->jgroup || !r->juser || !r->jst || !r->poff || !r->active ||
+        !r->heap || !r->qjobs || !r->qidx || !r->last || !res->jobs || !r->qs ||
+        (cfg->predict && !r->ph))
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    res->njobs = n;
+    for (int k = 0; k < r->nn; k++) {
+        const struct sim_node *s = &cfg->nodes[k];
+        struct q_node *q = &r->nodes[k];
+        if (s->gpus < 0 || s->gpus > Q_MAX_GPUS)
+            return aiq_err_field(err, AIQ_EINVAL, "nodes", "nodes[%d] (%s): gpus must be "
+                                 "0..%d, got %d", k, s->name, Q_MAX_GPUS, s->gpus);
+        q->name = s->name;
+        q->gpu_model = s->gpu_model;
+        q->ngpus = s->gpus;
+        for (int g = 0; g < s->gpus; g++)
+            q->gpu_mem_total[g] = s->gpu_mem_mib;
+        q->cpu_alloc = s->cpu_milli;
+        q->mem_alloc = s->mem_bytes;
+        q->schedulable = true;
+        res->total_gpus += s->gpus;
+    }
+    long long nplaces = 0;
+    for (int i = 0; i < n; i++) {
+        const struct sim_job *j = &tr->jobs[i];
+        if (i > 0 && j->submit < tr->jobs[i - 1].submit)
+            return aiq_err_field(err, AIQ_EINVAL, "trace", "trace: jobs[%d] (%s) submitted at "
+                                 "%g before the job above it (sort the trace)", i, j->id,
+                                 j->submit);
+        int g = smap_get(&r->gmap, j->group, -1, n);
+        int u = g < 0 ? -1 : smap_get(&r->umap, j->user, g, n);
+        if (g < 0 || u < 0)
+            return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+        r->jgroup[i] = g;
+        r->juser[i] = u;
+        r->poff[i] = (int)nplaces;
+        nplaces += j->replicas;
+    }
+    if (nplaces > INT32_MAX)
+        return aiq_err_set(err, AIQ_ETOOBIG, "trace: too many replicas");
+    r->places = calloc((size_t)nplaces, sizeof *r->places);
+    int ng = r->gmap.n, nu = r->umap.n;
+    res->ngroups = ng;
+    res->nusers = nu;
+    r->groups = calloc((size_t)ng, sizeof *r->groups);
+    r->users = calloc((size_t)nu, sizeof *r->users);
+    r->gusage = calloc((size_t)ng, sizeof *r->gusage);
+    r->uusage = calloc((size_t)nu, sizeof *r->uusage);
+    r->fsg = calloc((size_t)ng, sizeof *r->fsg);
+    r->fsu = calloc((size_t)nu, sizeof *r->fsu);
+    r->fgo = calloc((size_t)ng, sizeof *r->fgo);
+    r->fuo = calloc((size_t)nu, sizeof *r->fuo);
+    res->group_name = calloc((size_t)ng, sizeof *res->group_name);
+    res->group_ent = calloc((size_t)ng, sizeof *res->group_ent);
+    res->group_gpu_s = calloc((size_t)ng, sizeof *res->group_gpu_s);
+    res->user_name = calloc((size_t)nu, sizeof *res->user_name);
+    res->user_group = calloc((size_t)nu, sizeof *res->user_group);
+    res->user_ent = calloc((size_t)nu, sizeof *res->user_ent);
+    res->user_gpu_s = calloc((size_t)nu, sizeof *res->user_gpu_s);
+    if (!r->places || !r->groups || !r->users || !r->gusage || !r->uusage || !r->fsg ||
+        !r->fsu || !r->fgo || !r->fuo || !res->group_name || !res->group_ent ||
+        !res->group_gpu_s || !res->user_name || !res->user_group || !res->user_ent ||
+        !res->user_gpu_s)
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    /* Every group has one share, every user one share of its group. */
+    for (int g = 0; g < ng; g++) {
+        struct q_group *q = &r->groups[g];
+        q->name = r->gmap.k1[g];
+        aiq_quota_unlimited(&q->quota);
+        q->budget_gpu_hours = -1;
+        q->fairshare = 1;
+        r->fsg[g].shares = 1;
+        res->group_name[g] = q->name;
+        res->group_ent[g] = 1.0 / ng;
+    }
+    int *members = calloc((size_t)ng, sizeof *members);
+    if (!members)
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    for (int u = 0; u < nu; u++)
+        members[r->umap.k2[u]]++;
+    for (int u = 0; u < nu; u++) {
+        struct q_user *q = &r->users[u];
+        q->name = r->umap.k1[u];
+        q->group = r->umap.k2[u];
+        aiq_quota_unlimited(&q->quota);
+        q->budget_gpu_hours = -1;
+        q->fairshare = 1;
+        r->fsu[u].group = q->group;
+        r->fsu[u].shares = 1;
+        res->user_name[u] = q->name;
+        res->user_group[u] = q->group;
+        res->user_ent[u] = res->group_ent[q->group] / members[q->group];
+    }
+    free(members);
+    return AIQ_OK;
+}
+
+/* Journal header: the policy and the nodes. */
+static aiq_rc jr_header(struct run *r, double t, aiq_err *err) {
+    aiq_rc rc;
+    json_object *p = json_object_new_object();
+    const char *pname = r->cfg->policy_name ? r->cfg->policy_name : oppolicy_name(r->cfg->policy);
+    jset_str(p, "active", pname);
+    json_object_object_add(p, "predict", json_object_new_boolean(r->cfg->predict));
+    json_object_object_add(p, "tick_s", json_object_new_double(r->cfg->tick_s));
+    if ((rc = jr_event(r, t, STORE_EV_POLICY, pname, p, err)) != AIQ_OK)
+        return rc;
+    for (int k = 0; k < r->nn; k++) {
+        const struct sim_node *s = &r->cfg->nodes[k];
+        json_object *n = json_object_new_object();
+        json_object_object_add(n, "gpus", json_object_new_int(s->gpus));
+        json_object_object_add(n, "gpu_memory_mib", json_object_new_int64(s->gpu_mem_mib));
+        jset_str(n, "model", s->gpu_model ? s->gpu_model : "");
+        jset_str(n, "domain", "");
+        json_object_object_add(n, "schedulable", json_object_new_boolean(1));
+        json_object_object_add(n, "cpu_milli", json_object_new_int64(s->cpu_milli));
+        json_object_object_add(n, "memory_bytes", json_object_new_int64(s->mem_bytes));
+        if ((rc = jr_event(r, t, STORE_EV_NODE, s->name, n, err)) != AIQ_OK)
+            return rc;
+    }
+    return AIQ_OK;
+}
+
+/* Departures of the script, in time order. */
+static int dep_cmp(const void *a, const void *b) {
+    const struct ev *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t ? 1 : x->job - y->job;
+}
+
+/* The event loop; see sim.h. */
+aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct run r;
+    struct ev *deps = NULL;
+    int ndeps = 0;
+    memset(res, 0, sizeof *res);
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.tr = cfg->trace;
+    r.res = res;
+    if (!cfg->trace || cfg->trace->njobs < 1)
+        return aiq_err_field(err, AIQ_EINVAL, "trace", "trace: no jobs");
+    if (cfg->nnodes < 1)
+        return aiq_err_field(err, AIQ_EINVAL, "nodes", "nodes: the cluster has no nodes "
+                             "(give --nodes-spec or a node list)");
+    if (!cfg->policy)
+        return aiq_err_field(err, AIQ_EINVAL, "policy", "policy: none given");
+    r.half_life = oppolicy_half_life(cfg->policy);
+    if ((rc = setup(&r, err)) != AIQ_OK)
+        goto out_free;
+    const struct sim_trace *tr = cfg->trace;
+    int n = tr->njobs;
+    double t = cfg->epoch + tr->jobs[0].submit;
+    res->t0 = r.last_t = t;
+    if (cfg->journal) {
+        if (!store_in_transaction(cfg->journal) && (rc = store_begin(cfg->journal, err)) != AIQ_OK)
+            goto out_free;
+        if ((rc = jr_header(&r, cfg->epoch, err)) != AIQ_OK)
+            goto out_free;
+    }
+    if (cfg->script) {
+        deps = malloc((size_t)n * sizeof *deps);
+        if (!deps) {
+            rc = aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+            goto out_free;
+        }
+        for (int i = 0; i < n; i++)
+            if (cfg->script->depart_t[i] > 0)
+                deps[ndeps++] = (struct ev){cfg->script->depart_t[i], i};
+        qsort(deps, (size_t)ndeps, sizeof *deps, dep_cmp);
+    }
+    int ai = 0, di = 0, ci = 0, step = n / 50 > 0 ? n / 50 : 1;
+    double last_cycle = t, frag = 0;
+    for (;;) {
+        double t_arr = ai < n ? cfg->epoch + tr->jobs[ai].submit : INFINITY;
+        double t_next;
+        if (cfg->script) {
+            double t_dep = di < ndeps ? deps[di].t : INFINITY;
+            double t_cyc = ci < cfg->script->ncycles ? cfg->script->cycle_t[ci] : INFINITY;
+            t_next = fmin(t_arr, fmin(t_dep, t_cyc));
+        } else {
+            double t_end = r.nh ? r.heap[0].t : INFINITY;
+            double t_tick = r.npending > 0 && cfg->tick_s > 0 ? last_cycle + cfg->tick_s
+                                                              : INFINITY;
+            t_next = fmin(t_arr, fmin(t_end, t_tick));
+        }
+        if (!isfinite(t_next))
+            break;
+        t = t_next;
+        if ((rc = advance(&r, t, frag, err)) != AIQ_OK)
+            goto out_free;
+        if (cfg->script) {
+            for (; di < ndeps && deps[di].t <= t; di++)
+                if (r.jst[deps[di].job] == JS_RUNNING &&
+                    (rc = complete(&r, deps[di].job, t, err)) != AIQ_OK)
+                    goto out_free;
+        } else {
+            while (r.nh && r.heap[0].t <= t) {
+                struct ev e = heap_pop(&r);
+                if ((rc = complete(&r, e.job, t, err)) != AIQ_OK)
+                    goto out_free;
+            }
+        }
+        for (; ai < n && cfg->epoch + tr->jobs[ai].submit <= t; ai++) {
+            if ((rc = arrive(&r, ai, t, err)) != AIQ_OK)
+                goto out_free;
+            if (cfg->progress && ai % step == 0)
+                cfg->progress(cfg->progress_ctx, (double)ai / n);
+        }
+        bool run_cycle = r.npending > 0;
+        if (cfg->script) {
+            run_cycle = false;
+            while (ci < cfg->script->ncycles && cfg->script->cycle_t[ci] <= t) {
+                ci++;
+                run_cycle = true;
+            }
+        }
+        if (run_cycle) {
+            int adm = 0;
+            if ((rc = cycle(&r, t, &adm, err)) != AIQ_OK)
+                goto out_free;
+            last_cycle = t;
+            frag = frag_now(&r);
+            /* Nothing runs, nothing comes, nothing was admitted: the rest
+             * can never start. */
+            if (!cfg->script && adm == 0 && r.nh == 0 && ai == n)
+                break;
+        }
+    }
+    res->t_end = t;
+    for (int i = 0; i < n; i++)
+        if (r.jst[i] != JS_DONE && r.jst[i] != JS_REJECTED)
+            res->jobs[i].state = SIM_J_UNFINISHED;
+    if (cfg->journal)
+        rc = store_commit(cfg->journal, err);
+    if (cfg->progress)
+        cfg->progress(cfg->progress_ctx, 1.0);
+out_free:
+    if (rc != AIQ_OK && cfg->journal)
+        store_rollback(cfg->journal, NULL);
+    free(deps);
+    run_free(&r);
+    return rc;
+}
+
+/* Frees a result; see sim.h. */
+void sim_result_deinit(struct sim_result *res) {
+    free(res->jobs);
+    free(res->util);
+    free(res->dec);
+    free(res->group_name);
+    free(res->group_ent);
+    free(res->group_gpu_s);
+    free(res->user_name);
+    free(res->user_group);
+    free(res->user_ent);
+    free(res->user_gpu_s);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,164 @@
+/* sim_trace.h -- a workload for the trace simulator: jobs (submit time,
+ * user, group, gang shape, resources, actual duration, the user's estimate,
+ * model and task type) and, optionally, the cluster's nodes; the trace
+ * readers (our CSV, Tiresias, Alibaba cluster-trace-gpu-v2023) and the
+ * synthetic generator.
+ *
+ * Times in a trace are seconds from the trace's start; the simulator adds
+ * its own epoch. Strings inside a trace are owned by the trace and freed by
+ * sim_trace_free. docs/simulator.md documents the formats. */
+#ifndef AIQ_SIM_TRACE_H
+#define AIQ_SIM_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/aiq_err.h"
+
+/* Caps on hostile input. */
+#define SIM_MAX_LINE 4096        /* bytes in one CSV line */
+#define SIM_MAX_JOBS 2000000     /* jobs in one trace */
+#define SIM_MAX_NODES 200000     /* nodes in one cluster */
+#define SIM_MAX_FIELDS 64        /* columns in one CSV line */
+
+struct sim_job {
+    char *id;            /* unique within the trace */
+    char *user;
+    char *group;
+    char *model;         /* model name, or NULL */
+    char *task;          /* task type (cv, nlp, ...), or NULL */
+    char *gpu_model;     /* required GPU model, or NULL = any */
+    double submit;       /* seconds from the trace start */
+    int replicas;        /* 1..1024 */
+    int gpus;            /* whole GPUs per replica; 0 = a GPU share */
+    int64_t gpu_mem_mib; /* per GPU (the share when gpus == 0) */
+    int64_t cpu_milli;   /* per replica */
+    int64_t mem_bytes;   /* per replica */
+    double duration_s;   /* actual runtime once started */
+    double estimate_s;   /* the user's estimate, 0 = none */
+    int priority;
+};
+
+struct sim_node {
+    char *name;
+    char *gpu_model;     /* may be NULL */
+    int gpus;            /* 0..16 */
+    int64_t gpu_mem_mib; /* per GPU */
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+};
+
+struct sim_trace {
+    struct sim_job *jobs;
+    int njobs, cjobs;
+    struct sim_node *nodes;  /* only when the trace brings its own cluster */
+    int nnodes, cnodes;
+};
+
+/* Creates an empty trace (NULL on ENOMEM); free with sim_trace_free. */
+struct sim_trace *sim_trace_create(void);
+
+/* Frees tr and all its strings; NULL is a no-op. */
+void sim_trace_free(struct sim_trace *tr);
+
+/* Appends a copy of j (its strings are duplicated; j stays the caller's).
+ * NULL user/group become "default". AIQ_ENOMEM, or AIQ_ETOOBIG past
+ * SIM_MAX_JOBS; the trace is unchanged on error. */
+aiq_rc sim_trace_add_job(struct sim_trace *tr, const struct sim_job *j,
+                         aiq_err *err);
+
+/* Appends a copy of n (strings duplicated). AIQ_ENOMEM / AIQ_ETOOBIG. */
+aiq_rc sim_trace_add_node(struct sim_trace *tr, const struct sim_node *n,
+                          aiq_err *err);
+
+/* Stable sort of the jobs by submit time (file order breaks ties). */
+void sim_trace_sort(struct sim_trace *tr);
+
+/* GPU memory in MiB of a GPU model by its name: a known table (A100-80GB,
+ * H100, V100M32, T4, ...), else a trailing "<n>GB"/"<n>G" in the name,
+ * else 0 (unknown). */
+int64_t sim_gpu_model_mib(const char *model);
+
+/* Adds nodes from a spec "COUNTxGPUSxMODEL" (e.g. "125x8xA100-80GB"),
+ * several separated by ','. Each node gets 16 cores and 128 GiB of memory
+ * per GPU. AIQ_EINVAL names the bad part ("nodes-spec: '12x': ..."). */
+aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
+                           aiq_err *err);
+
+/* ---- readers (one file each) ------------------------------------------ */
+
+/* Our CSV (docs/simulator.md, "CSV format"): a header naming the columns,
+ * then one job per line. A bad line fails with AIQ_EPARSE and err->message
+ * "FILE:LINE:COL: column 'gpus': expected an integer 0..64, got 'x'"
+ * (line/col also in err). path is used for messages only. */
+aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
+                    aiq_err *err);
+
+/* Tiresias' simulator job CSV
+ * (job_id,num_gpu,submit_time,iterations,model_name,duration,interval). */
+aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
+                         aiq_err *err);
+
+/* Alibaba cluster-trace-gpu-v2023: the pod list
+ * (name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
+ * creation_time,deletion_time,scheduled_time) and, when nodes is not
+ * NULL, the node list (sn,cpu_milli,memory_mib,gpu,model). Read the nodes
+ * first: fractional GPUs map to GPU memory by the GPU model's memory. */
+aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
+                              aiq_err *err);
+aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
+                             aiq_err *err);
+
+/* Writes tr's jobs in our CSV format (header first). AIQ_EIO on a write
+ * error. */
+aiq_rc sim_write_csv(const struct sim_trace *tr, FILE *out, aiq_err *err);
+
+/* ---- synthetic traces (trace_gen.c) ------------------------------------ */
+
+struct sim_gen_opts {
+    uint64_t seed;
+    int njobs;
+    int ngroups;           /* default 4 */
+    int users_per_group;   /* default 5 */
+    double mean_interarrival_s; /* default 120 */
+    double gpu_mem_mib;    /* per GPU of whole-GPU jobs, default 40960 */
+};
+
+/* Appends opts->njobs synthetic jobs to tr: Poisson arrivals with a
+ * day/night cycle, lognormal durations (median 1 h) with a Pareto tail,
+ * gang sizes 1/2/4/8/16 GPUs, users' estimates off by a per-user bias,
+ * several groups of users and a few models per task type. The same seed
+ * always gives the same trace. AIQ_EINVAL for njobs < 1; AIQ_ENOMEM. */
+aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
+                    aiq_err *err);
+
+/* ---- internal helpers shared by the readers (trace_csvrow.c) ---------- */
+
+/* One CSV line split into fields in place (quotes removed). */
+struct sim__row {
+    char buf[SIM_MAX_LINE + 2];
+    char *field[SIM_MAX_FIELDS];
+    int col[SIM_MAX_FIELDS];   /* 1-based column of each field */
+    int n;
+};
+
+/* Reads the next line into row (lineno incremented). Returns 1 for a
+ * line, 0 at end of file, -1 for a line over SIM_MAX_LINE (err set). */
+int sim__row_read(FILE *f, const char *path, int *lineno, struct sim__row *row,
+                  aiq_err *err);
+
+/* Index of the header field named name, or -1. */
+int sim__row_find(const struct sim__row *hdr, const char *name);
+
+/* Field parsers: an empty field gives def; a bad one fails with AIQ_EPARSE
+ * naming path:line:col, the column name and the value. */
+aiq_rc sim__get_double(const struct sim__row *r, int idx, const char *name,
+                       double lo, double hi, double def, double *out,
+                       const char *path, int line, aiq_err *err);
+aiq_rc sim__get_i64(const struct sim__row *r, int idx, const char *name,
+                    int64_t lo, int64_t hi, int64_t def, int64_t *out,
+                    const char *path, int line, aiq_err *err);
+/* The field's text, or def when the column is absent or empty. */
+const char *sim__get_str(const struct sim__row *r, int idx, const char *def);
+
+#endif

@@ -1,0 +1,206 @@
+/* trace_alibaba.c -- readers for Alibaba's cluster-trace-gpu-v2023
+ * (openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model and
+ * openb_pod_list_*.csv: name,cpu_milli,memory_mib,num_gpu,gpu_milli,
+ * gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time).
+ *
+ * Mapping: a pod is a one-replica job submitted at creation_time that runs
+ * deletion_time - scheduled_time seconds; pods never scheduled, never
+ * deleted or without GPUs are skipped (the trace is about GPU sharing).
+ * The qos class (LS, BE, ...) stands in for both group and user, since the
+ * trace names neither. A fractional GPU (num_gpu 1, gpu_milli < 1000)
+ * becomes a GPU-memory share: gpu_milli/1000 of the GPU model's memory
+ * (the model from gpu_spec, else the smallest GPU in the node list). Node
+ * GPU models the trace does not disclose (G1, G2, G3) count as 32 GiB. */
+#include "simulator/sim_trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALI_UNKNOWN_MIB 32768
+
+static int64_t model_mib__(const char *m) {
+    int64_t v = sim_gpu_model_mib(m);
+    return v > 0 ? v : ALI_UNKNOWN_MIB;
+}
+
+/* Reads the node list; see sim_trace.h. */
+aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
+                              aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
+    int line = 0, got;
+    if (!hdr || !row) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
+        goto out_free;
+    }
+    if ((got = sim__row_read(f, path, &line, hdr, err)) <= 0) {
+        rc = got < 0 ? AIQ_ETOOBIG
+                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
+                                   "sn,cpu_milli,memory_mib,gpu,model", path);
+        goto out_free;
+    }
+    int isn = sim__row_find(hdr, "sn"), icpu = sim__row_find(hdr, "cpu_milli"),
+        imem = sim__row_find(hdr, "memory_mib"), igpu = sim__row_find(hdr, "gpu"),
+        imod = sim__row_find(hdr, "model");
+    if (isn < 0 || igpu < 0) {
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: header: missing column '%s' (an Alibaba "
+                         "node list has sn,cpu_milli,memory_mib,gpu,model)", path,
+                         isn < 0 ? "sn" : "gpu");
+        if (err)
+            err->line = 1, err->col = 1;
+        goto out_free;
+    }
+    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
+        if (row->n == 1 && row->field[0][0] == '\0')
+            continue;
+        if (row->n != hdr->n) {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
+                             "got %d", path, line, hdr->n, row->n);
+            goto out_free;
+        }
+        int64_t cpu, mem, gpus;
+        if ((rc = sim__get_i64(row, icpu, "cpu_milli", 0, 100000000, 64000, &cpu, path, line,
+                               err)) ||
+            (rc = sim__get_i64(row, imem, "memory_mib", 0, 1LL << 32, 262144, &mem, path, line,
+                               err)) ||
+            (rc = sim__get_i64(row, igpu, "gpu", 0, 16, 0, &gpus, path, line, err)))
+            goto out_free;
+        if (gpus == 0)
+            continue; /* CPU-only nodes run no job of ours */
+        const char *model = sim__get_str(row, imod, NULL);
+        if (model && strcmp(model, "nan") == 0)
+            model = NULL;
+        struct sim_node n = {(char *)sim__get_str(row, isn, "node"), (char *)model, (int)gpus,
+                             model_mib__(model), cpu, mem * 1048576};
+        if ((rc = sim_trace_add_node(tr, &n, err)) != AIQ_OK)
+            goto out_free;
+    }
+    if (got < 0)
+        rc = AIQ_ETOOBIG;
+out_free:
+    free(row);
+    free(hdr);
+    return rc;
+}
+
+/* The GPU memory a share of gpu_spec is taken of: the smallest model
+ * listed in the spec ("V100M16|V100M32"), else the smallest node GPU. */
+static int64_t spec_mib__(const char *spec, const struct sim_trace *tr, char *one,
+                          size_t onecap) {
+    int64_t best = 0;
+    one[0] = '\0';
+    if (spec && *spec && strcmp(spec, "nan") != 0) {
+        const char *p = spec;
+        int parts = 0;
+        while (*p) {
+            const char *e = strchr(p, '|');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            char m[64];
+            if (n < sizeof m) {
+                memcpy(m, p, n);
+                m[n] = '\0';
+                int64_t v = model_mib__(m);
+                if (best == 0 || v < best)
+                    best = v;
+                if (parts++ == 0)
+                    snprintf(one, onecap, "%s", m);
+            }
+            p = e ? e + 1 : p + n;
+        }
+        if (parts > 1)
+            one[0] = '\0'; /* several models allowed: do not pin one */
+        if (best > 0)
+            return best;
+    }
+    for (int i = 0; i < tr->nnodes; i++)
+        if (tr->nodes[i].gpus > 0 && (best == 0 || tr->nodes[i].gpu_mem_mib < best))
+            best = tr->nodes[i].gpu_mem_mib;
+    return best > 0 ? best : ALI_UNKNOWN_MIB;
+}
+
+/* Reads the pod list; see sim_trace.h. */
+aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
+                             aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
+    int line = 0, got;
+    if (!hdr || !row) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
+        goto out_free;
+    }
+    if ((got = sim__row_read(f, path, &line, hdr, err)) <= 0) {
+        rc = got < 0 ? AIQ_ETOOBIG
+                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
+                                   "name,cpu_milli,memory_mib,num_gpu,gpu_milli,...", path);
+        goto out_free;
+    }
+    static const char *const need[] = {"name", "num_gpu", "gpu_milli", "creation_time",
+                                       "deletion_time", "scheduled_time"};
+    int ix[6];
+    for (int k = 0; k < 6; k++)
+        if ((ix[k] = sim__row_find(hdr, need[k])) < 0) {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: header: missing column '%s' (an Alibaba "
+                             "pod list has name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,"
+                             "qos,pod_phase,creation_time,deletion_time,scheduled_time)", path,
+                             need[k]);
+            if (err)
+                err->line = 1, err->col = 1;
+            goto out_free;
+        }
+    int icpu = sim__row_find(hdr, "cpu_milli"), imem = sim__row_find(hdr, "memory_mib"),
+        ispec = sim__row_find(hdr, "gpu_spec"), iqos = sim__row_find(hdr, "qos");
+    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
+        if (row->n == 1 && row->field[0][0] == '\0')
+            continue;
+        if (row->n != hdr->n) {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
+                             "got %d", path, line, hdr->n, row->n);
+            goto out_free;
+        }
+        int64_t cpu, mem, ngpu, milli;
+        double created, deleted, sched;
+        if ((rc = sim__get_i64(row, icpu, "cpu_milli", 0, 100000000, 0, &cpu, path, line,
+                               err)) ||
+            (rc = sim__get_i64(row, imem, "memory_mib", 0, 1LL << 32, 0, &mem, path, line,
+                               err)) ||
+            (rc = sim__get_i64(row, ix[1], "num_gpu", 0, 16, 0, &ngpu, path, line, err)) ||
+            (rc = sim__get_i64(row, ix[2], "gpu_milli", 0, 1000, 1000, &milli, path, line,
+                               err)) ||
+            (rc = sim__get_double(row, ix[3], "creation_time", 0, 1e10, 0, &created, path,
+                                  line, err)) ||
+            (rc = sim__get_double(row, ix[4], "deletion_time", 0, 1e10, 0, &deleted, path,
+                                  line, err)) ||
+            (rc = sim__get_double(row, ix[5], "scheduled_time", 0, 1e10, 0, &sched, path, line,
+                                  err)))
+            goto out_free;
+        if (ngpu == 0 || sched <= 0 || deleted <= sched)
+            continue;
+        char one[64];
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        j.id = (char *)sim__get_str(row, ix[0], NULL);
+        j.submit = created;
+        j.duration_s = deleted - sched;
+        j.replicas = 1;
+        j.cpu_milli = cpu;
+        j.mem_bytes = mem * 1048576;
+        int64_t mib = spec_mib__(sim__get_str(row, ispec, NULL), tr, one, sizeof one);
+        if (ngpu == 1 && milli > 0 && milli < 1000) {
+            j.gpus = 0;
+            j.gpu_mem_mib = mib * milli / 1000;
+        } else {
+            j.gpus = (int)ngpu;
+        }
+        j.gpu_model = one[0] ? one : NULL;
+        j.group = (char *)sim__get_str(row, iqos, "default");
+        j.user = j.group;
+        if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
+            goto out_free;
+    }
+    if (got < 0)
+        rc = AIQ_ETOOBIG;
+out_free:
+    free(row);
+    free(hdr);
+    return rc;
+}

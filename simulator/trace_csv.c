@@ -1,0 +1,111 @@
+/* trace_csv.c -- the reader for aiq's own trace CSV: a header naming the
+ * columns (any order; unknown columns are ignored), then one job a line;
+ * blank lines and lines starting with '#' are skipped. The columns are
+ * documented in docs/simulator.md ("CSV format"). */
+#include "simulator/sim_trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    C_ID, C_SUBMIT, C_USER, C_GROUP, C_REPLICAS, C_GPUS, C_GPU_MEM, C_CPU, C_MEM,
+    C_DURATION, C_ESTIMATE, C_PRIORITY, C_MODEL, C_TASK, C_GPU_MODEL, C__N
+};
+static const char *const names[C__N] = {
+    "id", "submit_s", "user", "group", "replicas", "gpus", "gpu_mem_mib", "cpu_milli",
+    "mem_mib", "duration_s", "estimate_s", "priority", "model", "task", "gpu_model"};
+
+/* Reads our CSV; see sim_trace.h. On error the jobs read so far stay in
+ * tr (the caller frees the trace). */
+aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
+                    aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
+    int line = 0, idx[C__N], got;
+    if (!hdr || !row) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
+        goto out_free;
+    }
+    do {
+        got = sim__row_read(f, path, &line, hdr, err);
+    } while (got == 1 && (hdr->field[0][0] == '#' || (hdr->n == 1 && hdr->field[0][0] == '\0')));
+    if (got < 0) {
+        rc = AIQ_ETOOBIG;
+        goto out_free;
+    }
+    if (got == 0) {
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected a header line "
+                         "(id,submit_s,user,...)", path);
+        goto out_free;
+    }
+    for (int c = 0; c < C__N; c++)
+        idx[c] = sim__row_find(hdr, names[c]);
+    if (idx[C_SUBMIT] < 0 || idx[C_DURATION] < 0) {
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: header: missing column '%s'", path, line,
+                         idx[C_SUBMIT] < 0 ? "submit_s" : "duration_s");
+        if (err)
+            err->line = line, err->col = 1;
+        goto out_free;
+    }
+    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
+        if (row->field[0][0] == '#' || (row->n == 1 && row->field[0][0] == '\0'))
+            continue;
+        if (row->n != hdr->n) {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
+                             "got %d", path, line, hdr->n, row->n);
+            if (err)
+                err->line = line, err->col = 1;
+            goto out_free;
+        }
+        struct sim_job j;
+        int64_t replicas, gpus, gmem, cpu, mem, prio;
+        memset(&j, 0, sizeof j);
+        if ((rc = sim__get_double(row, idx[C_SUBMIT], "submit_s", 0, 1e10, 0, &j.submit, path,
+                                  line, err)) ||
+            (rc = sim__get_i64(row, idx[C_REPLICAS], "replicas", 1, 1024, 1, &replicas, path,
+                               line, err)) ||
+            (rc = sim__get_i64(row, idx[C_GPUS], "gpus", 0, 16, 1, &gpus, path, line, err)) ||
+            (rc = sim__get_i64(row, idx[C_GPU_MEM], "gpu_mem_mib", 0, 1 << 20, 0, &gmem, path,
+                               line, err)) ||
+            (rc = sim__get_i64(row, idx[C_CPU], "cpu_milli", 0, 100000000, 0, &cpu, path, line,
+                               err)) ||
+            (rc = sim__get_i64(row, idx[C_MEM], "mem_mib", 0, 1LL << 30, 0, &mem, path, line,
+                               err)) ||
+            (rc = sim__get_double(row, idx[C_DURATION], "duration_s", 0, 1e9, 0, &j.duration_s,
+                                  path, line, err)) ||
+            (rc = sim__get_double(row, idx[C_ESTIMATE], "estimate_s", 0, 1e9, 0, &j.estimate_s,
+                                  path, line, err)) ||
+            (rc = sim__get_i64(row, idx[C_PRIORITY], "priority", 0, 1000000, 0, &prio, path,
+                               line, err)))
+            goto out_free;
+        if (gpus == 0 && gmem == 0 && idx[C_GPU_MEM] >= 0) {
+            int c = idx[C_GPU_MEM];
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_mem_mib': a job with "
+                             "gpus 0 needs a GPU share > 0, got '%s'", path, line, row->col[c],
+                             row->field[c]);
+            if (err)
+                err->line = line, err->col = row->col[c];
+            goto out_free;
+        }
+        j.replicas = (int)replicas;
+        j.gpus = (int)gpus;
+        j.gpu_mem_mib = gmem;
+        j.cpu_milli = cpu;
+        j.mem_bytes = mem * 1048576;
+        j.priority = (int)prio;
+        j.id = (char *)sim__get_str(row, idx[C_ID], NULL);
+        j.user = (char *)sim__get_str(row, idx[C_USER], NULL);
+        j.group = (char *)sim__get_str(row, idx[C_GROUP], NULL);
+        j.model = (char *)sim__get_str(row, idx[C_MODEL], NULL);
+        j.task = (char *)sim__get_str(row, idx[C_TASK], NULL);
+        j.gpu_model = (char *)sim__get_str(row, idx[C_GPU_MODEL], NULL);
+        if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
+            goto out_free;
+    }
+    if (got < 0)
+        rc = AIQ_ETOOBIG;
+out_free:
+    free(row);
+    free(hdr);
+    return rc;
+}

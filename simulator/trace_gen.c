@@ -1,0 +1,143 @@
+/* trace_gen.c -- synthetic traces from a seed (xoshiro256** random
+ * numbers, so a seed gives the same trace on every machine):
+ *   arrivals   Poisson, thinned by a day/night cycle (rate x (1 + 0.6 sin))
+ *   durations  lognormal (median 1 h x the model's scale, sigma 1.2) with
+ *              a Pareto tail (10% of jobs: 4 h x U^(-1/1.5)), capped at 7 d
+ *   gangs      1 (40%), 2 (20%), 4 (15%), 8 (12%) or 16 (8%) GPUs; 16 is
+ *              two 8-GPU replicas; 5% are GPU shares (10-20 GiB of one GPU)
+ *   users      groups x users, each user with a favourite task type and an
+ *              estimate bias (lognormal, median 1.5x: users overestimate);
+ *              20% of jobs carry no estimate
+ *   priority   10% 1000, 30% 100, the rest 0 */
+#include "simulator/sim_trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t rotl__(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(struct rng *r) {
+    uint64_t *s = r->s, res = rotl__(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl__(s[3], 45);
+    return res;
+}
+
+static void rng_seed(struct rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) { /* splitmix64 */
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        r->s[i] = z ^ (z >> 31);
+    }
+}
+
+/* Uniform in (0, 1). */
+static double rng_unif(struct rng *r) {
+    return ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double rng_normal(struct rng *r) {
+    return sqrt(-2 * log(rng_unif(r))) * cos(2 * M_PI * rng_unif(r));
+}
+
+static const struct {
+    const char *task, *model;
+    double scale; /* duration multiplier */
+} models[] = {
+    {"cv", "resnet50", 1.0},  {"cv", "vit-b16", 2.0},   {"nlp", "bert-large", 1.5},
+    {"nlp", "llama-7b", 4.0}, {"rl", "ppo-atari", 0.5}, {"speech", "whisper-s", 1.2},
+};
+#define NMODELS ((int)(sizeof models / sizeof models[0]))
+
+/* Generates a synthetic trace; see sim_trace.h. */
+aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
+                    aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    if (opts->njobs < 1 || opts->njobs > SIM_MAX_JOBS)
+        return aiq_err_field(err, AIQ_EINVAL, "jobs", "jobs: must be 1..%d, got %d",
+                             SIM_MAX_JOBS, opts->njobs);
+    int ngroups = opts->ngroups > 0 ? opts->ngroups : 4;
+    int upg = opts->users_per_group > 0 ? opts->users_per_group : 5;
+    if (ngroups > 64 || upg > 256)
+        return aiq_err_field(err, AIQ_EINVAL, "groups", "groups: at most 64 groups of 256 "
+                             "users, got %d x %d", ngroups, upg);
+    double mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
+    int64_t gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
+    struct rng r;
+    rng_seed(&r, opts->seed);
+    int nusers = ngroups * upg;
+    double bias[64 * 256];
+    int fav[64 * 256];
+    for (int u = 0; u < nusers; u++) {
+        bias[u] = exp(log(1.5) + 0.5 * rng_normal(&r));
+        fav[u] = (int)(rng_unif(&r) * NMODELS);
+    }
+    double t = 0;
+    /* Thinning: candidates at the peak rate, kept with rate(t)/peak. */
+    double peak = 1.6 / mean_ia;
+    for (int i = 0; i < opts->njobs;) {
+        t += -log(rng_unif(&r)) / peak;
+        double rate = (1 + 0.6 * sin(2 * M_PI * t / 86400)) / mean_ia;
+        if (rng_unif(&r) * peak > rate)
+            continue;
+        int u = (int)(rng_unif(&r) * nusers);
+        int g = u / upg;
+        /* Zipf-ish activity: lower user numbers submit more. */
+        if (rng_unif(&r) < 0.3)
+            u = g * upg;
+        int m = rng_unif(&r) < 0.7 ? fav[u] : (int)(rng_unif(&r) * NMODELS);
+        double d = 3600 * models[m].scale * exp(1.2 * rng_normal(&r));
+        if (rng_unif(&r) < 0.1)
+            d = 4 * 3600 * pow(rng_unif(&r), -1 / 1.5);
+        if (d < 60)
+            d = 60;
+        if (d > 7 * 86400)
+            d = 7 * 86400;
+        double x = rng_unif(&r);
+        int total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.75 ? 4 : x < 0.87 ? 8 : x < 0.95 ? 16 : 0;
+        char id[32], user[32], group[32];
+        snprintf(id, sizeof id, "job-%06d", i + 1);
+        snprintf(user, sizeof user, "u%02d-%02d", g, u % upg);
+        snprintf(group, sizeof group, "team-%02d", g);
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        j.id = id;
+        j.user = user;
+        j.group = group;
+        j.model = (char *)models[m].model;
+        j.task = (char *)models[m].task;
+        j.submit = floor(t);
+        j.duration_s = floor(d);
+        if (total == 0) {
+            j.replicas = 1;
+            j.gpus = 0;
+            j.gpu_mem_mib = 10240 + 1024 * (int64_t)(rng_unif(&r) * 10);
+        } else {
+            j.replicas = total == 16 ? 2 : 1;
+            j.gpus = total == 16 ? 8 : total;
+            j.gpu_mem_mib = gmem;
+        }
+        j.cpu_milli = 4000 * (j.gpus > 0 ? j.gpus : 1);
+        j.mem_bytes = (int64_t)(j.gpus > 0 ? j.gpus : 1) * (32LL << 30);
+        if (rng_unif(&r) >= 0.2)
+            j.estimate_s = floor(d * bias[u] * exp(0.3 * rng_normal(&r)));
+        double pr = rng_unif(&r);
+        j.priority = pr < 0.1 ? 1000 : pr < 0.4 ? 100 : 0;
+        if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
+            return rc;
+        i++;
+    }
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* trace_tiresias.c -- the reader for the Tiresias simulator's job CSV
+ * (job_id,num_gpu,submit_time,iterations,model_name,duration,interval;
+ * times in seconds). The trace has no users, groups or estimates: every
+ * job belongs to user "tiresias" in group "default", the model name is
+ * kept (the predictor groups by it), and a job of more than 8 GPUs becomes
+ * a gang of 8-GPU replicas (of 1-GPU replicas when not a multiple of 8),
+ * as Tiresias places such jobs over several 8-GPU machines. */
+#include "simulator/sim_trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads a Tiresias job CSV; see sim_trace.h. */
+aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
+                         aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
+    int line = 0, got;
+    if (!hdr || !row) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
+        goto out_free;
+    }
+    got = sim__row_read(f, path, &line, hdr, err);
+    if (got <= 0) {
+        rc = got < 0 ? AIQ_ETOOBIG
+                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
+                                   "job_id,num_gpu,submit_time,...", path);
+        goto out_free;
+    }
+    int ijob = sim__row_find(hdr, "job_id"), ign = sim__row_find(hdr, "num_gpu"),
+        isub = sim__row_find(hdr, "submit_time"), imod = sim__row_find(hdr, "model_name"),
+        idur = sim__row_find(hdr, "duration");
+    const char *missing = ijob < 0 ? "job_id" : ign < 0 ? "num_gpu"
+                        : isub < 0 ? "submit_time" : idur < 0 ? "duration" : NULL;
+    if (missing) {
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: header: missing column '%s' (a Tiresias "
+                         "trace has job_id,num_gpu,submit_time,iterations,model_name,duration,"
+                         "interval)", path, missing);
+        if (err)
+            err->line = 1, err->col = 1;
+        goto out_free;
+    }
+    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
+        if (row->n == 1 && row->field[0][0] == '\0')
+            continue;
+        if (row->n != hdr->n) {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
+                             "got %d", path, line, hdr->n, row->n);
+            if (err)
+                err->line = line, err->col = 1;
+            goto out_free;
+        }
+        int64_t ngpu;
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        if ((rc = sim__get_i64(row, ign, "num_gpu", 1, 16 * 1024, 1, &ngpu, path, line, err)) ||
+            (rc = sim__get_double(row, isub, "submit_time", 0, 1e10, 0, &j.submit, path, line,
+                                  err)) ||
+            (rc = sim__get_double(row, idur, "duration", 0, 1e9, 0, &j.duration_s, path, line,
+                                  err)))
+            goto out_free;
+        if (ngpu <= 8) {
+            j.replicas = 1;
+            j.gpus = (int)ngpu;
+        } else if (ngpu % 8 == 0 && ngpu / 8 <= 1024) {
+            j.replicas = (int)(ngpu / 8);
+            j.gpus = 8;
+        } else if (ngpu <= 1024) {
+            j.replicas = (int)ngpu;
+            j.gpus = 1;
+        } else {
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'num_gpu': a gang of more "
+                             "than 1024 replicas, got '%s'", path, line, row->col[ign],
+                             row->field[ign]);
+            goto out_free;
+        }
+        j.id = (char *)sim__get_str(row, ijob, NULL);
+        j.user = "tiresias";
+        j.group = "default";
+        j.model = (char *)sim__get_str(row, imod, NULL);
+        j.cpu_milli = 4000;
+        j.mem_bytes = 16LL << 30;
+        if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
+            goto out_free;
+    }
+    if (got < 0)
+        rc = AIQ_ETOOBIG;
+out_free:
+    free(row);
+    free(hdr);
+    return rc;
+}

@@ -1,0 +1,525 @@
+/* aiq-sim.c -- the trace simulator's command line: run a trace under a
+ * policy, compare policies side by side, generate synthetic traces,
+ * replay a decision journal (exact check or what-if) and export it as
+ * JSON lines. docs/simulator.md is the manual. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "operator/manifest.h"
+#include "operator/policy_adapter.h"
+#include "operator/store.h"
+#include "simulator/sim.h"
+
+#define MAX_POLICIES 16
+
+static void usage(FILE *out) {
+    fputs("usage:\n"
+          "  aiq-sim run --trace FILE [--format csv|tiresias|alibaba] [--nodes FILE]\n"
+          "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
+          "              [--csv OUT] [--util-csv OUT] [--shares] [--journal DB]\n"
+          "              [--tick SECONDS] [--no-predict]\n"
+          "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
+          "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
+          "              [--interarrival SECONDS]\n"
+          "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
+          "              [--policies-dir examples/policies]\n"
+          "  aiq-sim export --db operator.db [--out FILE]\n", out);
+}
+
+struct opts {
+    const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
+        *jsonl, *out, *policies_dir;
+    const char *policy[MAX_POLICIES];
+    int npolicy;
+    long long seed;
+    int jobs, groups, users;
+    double tick, interarrival;
+    int no_predict, shares;
+};
+
+static int num(const char *flag, const char *v, double lo, double hi, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || errno || d < lo || d > hi) {
+        fprintf(stderr, "aiq-sim: %s: expected a number %g..%g, got '%s'\n", flag, lo, hi,
+                v ? v : "");
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o) {
+    memset(o, 0, sizeof *o);
+    o->format = "csv";
+    o->tick = 600;
+    o->policies_dir = "examples/policies";
+    if (argc < 2)
+        return -1;
+    o->cmd = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double d;
+#define STR(name, field) if (strcmp(a, name) == 0 && v) { o->field = v; i++; continue; }
+        STR("--trace", trace) STR("--format", format) STR("--nodes", nodes)
+        STR("--nodes-spec", nodes_spec) STR("--csv", csv) STR("--util-csv", util_csv)
+        STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
+        STR("--policies-dir", policies_dir)
+#undef STR
+        if (strcmp(a, "--policy") == 0 && v) {
+            if (o->npolicy == MAX_POLICIES) {
+                fprintf(stderr, "aiq-sim: at most %d policies\n", MAX_POLICIES);
+                return -2;
+            }
+            o->policy[o->npolicy++] = v;
+            i++;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (num(a, v, 0, 9e15, &d)) return -2;
+            o->seed = (long long)d;
+            i++;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (num(a, v, 1, SIM_MAX_JOBS, &d)) return -2;
+            o->jobs = (int)d;
+            i++;
+        } else if (strcmp(a, "--groups") == 0) {
+            if (num(a, v, 1, 64, &d)) return -2;
+            o->groups = (int)d;
+            i++;
+        } else if (strcmp(a, "--users") == 0) {
+            if (num(a, v, 1, 256, &d)) return -2;
+            o->users = (int)d;
+            i++;
+        } else if (strcmp(a, "--tick") == 0) {
+            if (num(a, v, 0, 86400, &o->tick)) return -2;
+            i++;
+        } else if (strcmp(a, "--interarrival") == 0) {
+            if (num(a, v, 0.001, 1e7, &o->interarrival)) return -2;
+            i++;
+        } else if (strcmp(a, "--no-predict") == 0) {
+            o->no_predict = 1;
+        } else if (strcmp(a, "--shares") == 0) {
+            o->shares = 1;
+        } else {
+            fprintf(stderr, "aiq-sim: unknown or incomplete option '%s'\n", a);
+            return -2;
+        }
+    }
+    return 0;
+}
+
+/* Loads the first QueuePolicy of a YAML file and compiles it. */
+static oppolicy *load_policy(const char *path, char *name, size_t cap) {
+    struct aiq_manifest *m = NULL;
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (aiq_manifest_parse_file(path, &m, &n, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, e.line, e.message);
+        return NULL;
+    }
+    oppolicy *p = NULL;
+    for (int i = 0; i < n && !p; i++) {
+        if (m[i].kind != AIQ_KIND_QUEUEPOLICY)
+            continue;
+        if (m[i].rc != AIQ_OK) {
+            fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, m[i].line, m[i].err.message);
+            break;
+        }
+        aiq_err_clear(&e);
+        if (!(p = oppolicy_compile(&m[i].u.policy, &e)))
+            fprintf(stderr, "aiq-sim: %s: %s\n", path, e.message);
+        else
+            snprintf(name, cap, "%s", m[i].u.policy.meta.name);
+        break;
+    }
+    if (!p && n > 0 && e.message[0] == '\0')
+        fprintf(stderr, "aiq-sim: %s: no QueuePolicy in the file\n", path);
+    aiq_manifests_free(m, n);
+    return p;
+}
+
+static int read_file_with(const char *path, aiq_rc (*fn)(FILE *, const char *, struct sim_trace *,
+                                                         aiq_err *),
+                          struct sim_trace *tr) {
+    FILE *f = fopen(path, "r");
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!f) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    aiq_rc rc = fn(f, path, tr, &e);
+    fclose(f);
+    if (rc != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", e.message);
+        return -1;
+    }
+    return 0;
+}
+
+static struct sim_trace *load_trace(const struct opts *o) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!tr || !o->trace) {
+        fprintf(stderr, "aiq-sim: %s\n", tr ? "--trace FILE is required" : "out of memory");
+        sim_trace_free(tr);
+        return NULL;
+    }
+    int bad = 0;
+    if (strcmp(o->format, "csv") == 0) {
+        bad = read_file_with(o->trace, sim_read_csv, tr);
+    } else if (strcmp(o->format, "tiresias") == 0) {
+        bad = read_file_with(o->trace, sim_read_tiresias, tr);
+    } else if (strcmp(o->format, "alibaba") == 0) {
+        if (o->nodes)
+            bad = read_file_with(o->nodes, sim_read_alibaba_nodes, tr);
+        if (!bad)
+            bad = read_file_with(o->trace, sim_read_alibaba_pods, tr);
+    } else {
+        fprintf(stderr, "aiq-sim: --format: expected csv, tiresias or alibaba, got '%s'\n",
+                o->format);
+        bad = 1;
+    }
+    if (!bad && o->nodes && strcmp(o->format, "alibaba") != 0) {
+        fprintf(stderr, "aiq-sim: --nodes is the Alibaba node list; use --nodes-spec\n");
+        bad = 1;
+    }
+    if (!bad && (o->nodes_spec || tr->nnodes == 0) &&
+        sim_nodes_from_spec(tr, o->nodes_spec ? o->nodes_spec : "125x8xA100-80GB", &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", e.message);
+        bad = 1;
+    }
+    if (!bad && tr->njobs == 0) {
+        fprintf(stderr, "aiq-sim: %s: no jobs\n", o->trace);
+        bad = 1;
+    }
+    if (bad) {
+        sim_trace_free(tr);
+        return NULL;
+    }
+    sim_trace_sort(tr);
+    return tr;
+}
+
+struct prog {
+    const char *what;
+    time_t last;
+};
+
+static void progress(void *ctx, double f) {
+    struct prog *p = ctx;
+    time_t now = time(NULL);
+    if (f < 1.0 && now == p->last)
+        return;
+    p->last = now;
+    fprintf(stderr, "\r%s: %3.0f%%%s", p->what, f * 100, f >= 1.0 ? "\n" : "");
+}
+
+static int write_to(const char *path, void (*fn)(FILE *, const void *), const void *arg) {
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fn(f, arg);
+    int bad = ferror(f);
+    if (f != stdout && fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        fprintf(stderr, "aiq-sim: %s: write error\n", path);
+    return bad ? -1 : 0;
+}
+
+struct csvarg {
+    const char *const *names;
+    const struct sim_metrics *m;
+    int n;
+};
+
+static void csv_fn(FILE *f, const void *a) {
+    const struct csvarg *c = a;
+    sim_metrics_csv(f, c->names, c->m, c->n);
+}
+
+static void util_fn(FILE *f, const void *a) {
+    sim_util_csv(f, a);
+}
+
+/* run and compare: one simulation per policy, a table side by side. */
+static int cmd_run(const struct opts *o, int compare) {
+    int rc = 1;
+    struct sim_trace *tr = NULL;
+    oppolicy *pol[MAX_POLICIES] = {0};
+    char names[MAX_POLICIES][256];
+    const char *np[MAX_POLICIES];
+    struct sim_metrics m[MAX_POLICIES];
+    store *db = NULL;
+    if (o->npolicy < 1 || (!compare && o->npolicy > 1)) {
+        fprintf(stderr, "aiq-sim: %s\n", compare ? "give --policy at least once"
+                                                 : "run takes one --policy (use compare)");
+        return 2;
+    }
+    for (int k = 0; k < o->npolicy; k++) {
+        if (!(pol[k] = load_policy(o->policy[k], names[k], sizeof names[k])))
+            goto out;
+        np[k] = names[k];
+    }
+    if (!(tr = load_trace(o)))
+        goto out;
+    int gpus = 0;
+    for (int k = 0; k < tr->nnodes; k++)
+        gpus += tr->nodes[k].gpus;
+    fprintf(stderr, "aiq-sim: %d jobs, %d nodes, %d GPUs\n", tr->njobs, tr->nnodes, gpus);
+    if (o->journal) {
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (compare) {
+            fprintf(stderr, "aiq-sim: --journal is for run\n");
+            goto out;
+        }
+        if (!(db = store_open(o->journal, NULL, &e))) {
+            fprintf(stderr, "aiq-sim: %s: %s\n", o->journal, e.message);
+            goto out;
+        }
+    }
+    for (int k = 0; k < o->npolicy; k++) {
+        struct sim_config cfg;
+        struct sim_result res;
+        struct prog pg = {names[k], 0};
+        aiq_err e;
+        aiq_err_clear(&e);
+        sim_config_init(&cfg);
+        cfg.trace = tr;
+        cfg.nodes = tr->nodes;
+        cfg.nnodes = tr->nnodes;
+        cfg.policy = pol[k];
+        cfg.policy_name = names[k];
+        cfg.tick_s = o->tick;
+        cfg.predict = !o->no_predict;
+        cfg.journal = db;
+        cfg.progress = progress;
+        cfg.progress_ctx = &pg;
+        if (sim_run(&cfg, &res, &e) != AIQ_OK ||
+            sim_metrics_compute(tr, &res, &m[k], &e) != AIQ_OK) {
+            fprintf(stderr, "aiq-sim: %s: %s\n", names[k], e.message);
+            sim_result_deinit(&res);
+            goto out;
+        }
+        if (o->shares) {
+            printf("shares under %s:\n", names[k]);
+            sim_shares_table(stdout, &res);
+            putchar('\n');
+        }
+        if (o->util_csv && write_to(o->util_csv, util_fn, &res) != 0) {
+            sim_result_deinit(&res);
+            goto out;
+        }
+        sim_result_deinit(&res);
+    }
+    sim_metrics_table(stdout, np, m, o->npolicy);
+    struct csvarg ca = {np, m, o->npolicy};
+    if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
+        goto out;
+    rc = 0;
+out:
+    store_close(db);
+    sim_trace_free(tr);
+    for (int k = 0; k < o->npolicy; k++)
+        oppolicy_free(pol[k]);
+    return rc;
+}
+
+static int cmd_gen(const struct opts *o) {
+    struct sim_gen_opts g = {(uint64_t)o->seed, o->jobs, o->groups, o->users, o->interarrival, 0};
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!o->out || o->jobs < 1) {
+        fprintf(stderr, "aiq-sim: gen needs --jobs N and --out FILE\n");
+        return 2;
+    }
+    struct sim_trace *tr = sim_trace_create();
+    FILE *f = NULL;
+    int rc = 1;
+    if (!tr || sim_generate(tr, &g, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", tr ? e.message : "out of memory");
+        goto out;
+    }
+    f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
+    if (!f) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", o->out, strerror(errno));
+        goto out;
+    }
+    if (sim_write_csv(tr, f, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", o->out, e.message);
+        goto out;
+    }
+    fprintf(stderr, "aiq-sim: wrote %d jobs to %s\n", tr->njobs, o->out);
+    rc = 0;
+out:
+    if (f && f != stdout && fclose(f) != 0 && rc == 0) {
+        fprintf(stderr, "aiq-sim: %s: write error\n", o->out);
+        rc = 1;
+    }
+    sim_trace_free(tr);
+    return rc;
+}
+
+static int cmd_export(const struct opts *o) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!o->db) {
+        fprintf(stderr, "aiq-sim: export needs --db FILE\n");
+        return 2;
+    }
+    store *db = store_open(o->db, NULL, &e);
+    if (!db) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", o->db, e.message);
+        return 1;
+    }
+    FILE *f = o->out && strcmp(o->out, "-") != 0 ? fopen(o->out, "w") : stdout;
+    int rc = 1;
+    long n = 0;
+    if (!f)
+        fprintf(stderr, "aiq-sim: %s: %s\n", o->out, strerror(errno));
+    else if (store_journal_export_jsonl(db, f, 0, &n, &e) != AIQ_OK)
+        fprintf(stderr, "aiq-sim: %s: %s\n", o->db, e.message);
+    else
+        rc = 0;
+    if (f && f != stdout && fclose(f) != 0)
+        rc = 1;
+    if (rc == 0)
+        fprintf(stderr, "aiq-sim: exported %ld journal lines\n", n);
+    store_close(db);
+    return rc;
+}
+
+static int cmd_replay(const struct opts *o) {
+    struct sim_journal j;
+    aiq_err e;
+    aiq_err_clear(&e);
+    memset(&j, 0, sizeof j);
+    if (!o->db == !o->jsonl) {
+        fprintf(stderr, "aiq-sim: replay needs --db FILE or --jsonl FILE\n");
+        return 2;
+    }
+    aiq_rc r;
+    if (o->db) {
+        store *db = store_open(o->db, NULL, &e);
+        if (!db) {
+            fprintf(stderr, "aiq-sim: %s: %s\n", o->db, e.message);
+            return 1;
+        }
+        r = sim_journal_read_store(db, &j, &e);
+        store_close(db);
+    } else {
+        FILE *f = fopen(o->jsonl, "r");
+        if (!f) {
+            fprintf(stderr, "aiq-sim: %s: %s\n", o->jsonl, strerror(errno));
+            return 1;
+        }
+        r = sim_journal_read_jsonl(f, o->jsonl, &j, &e);
+        fclose(f);
+    }
+    if (r != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", e.message);
+        return 1;
+    }
+    int rc = 1;
+    oppolicy *pol = NULL;
+    char name[256], path[1024];
+    fprintf(stderr, "aiq-sim: journal: %d jobs, %d nodes, %d decisions in %d cycles, policy "
+            "'%s'%s\n", j.trace->njobs, j.trace->nnodes, j.ndec, j.ncycles, j.policy,
+            j.skipped ? " (some lines skipped)" : "");
+    if (o->npolicy == 0) {
+        /* Exact replay with the recorded policy. */
+        if (!j.policy[0] || strcmp(j.policy, "default") == 0) {
+            pol = oppolicy_default();
+            snprintf(name, sizeof name, "default");
+        } else {
+            snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
+            pol = load_policy(path, name, sizeof name);
+        }
+        if (!pol)
+            goto out;
+        long mism = 0;
+        char first[1024];
+        if (sim_replay_check(&j, pol, name, &mism, first, sizeof first, &e) != AIQ_OK) {
+            fprintf(stderr, "aiq-sim: replay: %s\n", e.message);
+            goto out;
+        }
+        if (mism == 0) {
+            printf("replay: exact: %d decisions reproduced under %s\n", j.ndec, name);
+            rc = 0;
+        } else {
+            printf("replay: %ld of %d decisions differ under %s\nfirst: %s\n", mism, j.ndec,
+                   name, first);
+        }
+        goto out;
+    }
+    if (!(pol = load_policy(o->policy[0], name, sizeof name)))
+        goto out;
+    struct sim_result res;
+    long changed = 0;
+    struct sim_metrics m[2];
+    if (sim_replay_whatif(&j, pol, name, &res, &changed, &e) != AIQ_OK ||
+        sim_metrics_compute(j.trace, &res, &m[1], &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: what-if: %s\n", e.message);
+        sim_result_deinit(&res);
+        goto out;
+    }
+    sim_result_deinit(&res);
+    /* The recorded run, re-simulated with its own policy for the table. */
+    oppolicy *orig = NULL;
+    char oname[256] = "recorded";
+    if (j.policy[0] && strcmp(j.policy, "default") != 0) {
+        snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
+        orig = load_policy(path, oname, sizeof oname);
+    } else {
+        orig = oppolicy_default();
+    }
+    const char *names[2] = {oname, name};
+    if (orig && sim_replay_whatif(&j, orig, oname, &res, &(long){0}, &e) == AIQ_OK &&
+        sim_metrics_compute(j.trace, &res, &m[0], &e) == AIQ_OK) {
+        sim_metrics_table(stdout, names, m, 2);
+    } else {
+        sim_metrics_table(stdout, names + 1, m + 1, 1);
+    }
+    sim_result_deinit(&res);
+    oppolicy_free(orig);
+    printf("what-if: %ld of %d jobs start at another time under %s\n", changed, j.trace->njobs,
+           name);
+    rc = 0;
+out:
+    oppolicy_free(pol);
+    sim_journal_deinit(&j);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    struct opts o;
+    int p = parse(argc, argv, &o);
+    if (p == -1 || (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))) {
+        usage(p == -1 ? stderr : stdout);
+        return p == -1 ? 2 : 0;
+    }
+    if (p != 0)
+        return 2;
+    if (strcmp(o.cmd, "run") == 0)
+        return cmd_run(&o, 0);
+    if (strcmp(o.cmd, "compare") == 0)
+        return cmd_run(&o, 1);
+    if (strcmp(o.cmd, "gen") == 0)
+        return cmd_gen(&o);
+    if (strcmp(o.cmd, "replay") == 0)
+        return cmd_replay(&o);
+    if (strcmp(o.cmd, "export") == 0)
+        return cmd_export(&o);
+    fprintf(stderr, "aiq-sim: unknown command '%s'\n", o.cmd);
+    usage(stderr);
+    return 2;
+}
