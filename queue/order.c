@@ -283,33 +283,49 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         goto oom;
     int32_t *map = st->tmp1;
     for (int k = 0; k < st->nojc; k++) map[k] = -1;
-    bool indexed = false;
-    int ndirty = 0;
+    /* Pass 1: jobs still at their slot take their entry at once, so the
+     * uid index below only holds the few entries that moved or left. */
     for (int i = 0; i < n; i++) {
         const struct q_job *job = &in->jobs[i];
         q__jc *e = &st->jc[i];
         memset(e, 0, sizeof *e);
         st->njc = i + 1;
+        if (job->state != Q_JOB_PENDING || i >= st->nojc || !st->ojc[i].uid) continue;
+        if (strcmp(st->ojc[i].uid, uid_of(job)) == 0) {
+            *e = st->ojc[i];
+            st->ojc[i].uid = NULL;
+        }
+    }
+    bool indexed = false;
+    int ndirty = 0;
+    for (int i = 0; i < n; i++) {
+        const struct q_job *job = &in->jobs[i];
+        q__jc *e = &st->jc[i];
         if (job->state != Q_JOB_PENDING) continue;
-        const char *uid = uid_of(job);
         int oi = -1;
-        if (i < st->nojc && st->ojc[i].uid && strcmp(st->ojc[i].uid, uid) == 0) {
+        q__jc old;
+        if (e->uid) {
             oi = i;
+            old = *e;
         } else if (st->nojc > 0) {
             if (!indexed) {
                 if (old_index(st)) goto oom;
                 indexed = true;
             }
-            oi = old_lookup(st, uid);
+            oi = old_lookup(st, uid_of(job));
+            if (oi >= 0) {
+                old = st->ojc[oi];
+                st->ojc[oi].uid = NULL;
+            }
         }
         bool need_score = true;
         int32_t old_level = -1;
         if (oi >= 0) {
-            *e = st->ojc[oi];
-            st->ojc[oi].uid = NULL;
+            *e = old;
             need_score = all || !e->pending || e->gen != job->gen;
             old_level = e->pending ? e->level : -1;
         } else {
+            const char *uid = uid_of(job);
             size_t len = strlen(uid);
             e->uid = q__alloc(st, len + 1);
             if (!e->uid) goto oom;
