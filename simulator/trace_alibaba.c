@@ -4,8 +4,9 @@
  * gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time).
  *
  * Mapping: a pod is a one-replica job submitted at creation_time that runs
- * deletion_time - scheduled_time seconds; pods never scheduled, never
- * deleted or without GPUs are skipped (the trace is about GPU sharing).
+ * deletion_time - scheduled_time seconds; pods never scheduled (empty
+ * scheduled_time), never deleted (empty deletion_time) or without GPUs are
+ * skipped (the trace is about GPU sharing).
  * The qos class (LS, BE, ...) stands in for both group and user, since the
  * trace names neither. A fractional GPU (num_gpu 1, gpu_milli < 1000)
  * becomes a GPU-memory share: gpu_milli/1000 of the GPU model's memory
@@ -168,12 +169,14 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
                                err)) ||
             (rc = sim__get_double(row, ix[3], "creation_time", 0, 1e10, 0, &created, path,
                                   line, err)) ||
-            (rc = sim__get_double(row, ix[4], "deletion_time", 0, 1e10, 0, &deleted, path,
+            (rc = sim__get_double(row, ix[4], "deletion_time", 0, 1e10, -1, &deleted, path,
                                   line, err)) ||
-            (rc = sim__get_double(row, ix[5], "scheduled_time", 0, 1e10, 0, &sched, path, line,
+            (rc = sim__get_double(row, ix[5], "scheduled_time", 0, 1e10, -1, &sched, path, line,
                                   err)))
             goto out_free;
-        if (ngpu == 0 || sched <= 0 || deleted <= sched)
+        /* An empty scheduled_time: never scheduled; an empty
+         * deletion_time: still running when the trace ends. */
+        if (ngpu == 0 || sched < 0 || deleted <= sched)
             continue;
         char one[64];
         struct sim_job j;

@@ -1,0 +1,305 @@
+/* test_sim_trace.c -- the simulator's trace readers on the checked-in
+ * samples in test/fixtures/traces/ (our CSV, Tiresias, Alibaba v2023 pods
+ * and nodes), their error messages (file:line:column, column name and
+ * value), node specs, the CSV round trip and the seeded generator. */
+#include "simulator/sim_trace.h"
+#include "test/unit/th.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct sim_trace *read_fixture(const char *name,
+                                      aiq_rc (*fn)(FILE *, const char *, struct sim_trace *,
+                                                   aiq_err *),
+                                      struct sim_trace *into, aiq_rc want, aiq_err *err) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/test/fixtures/traces/%s", th_srcdir(), name);
+    FILE *f = fopen(path, "r");
+    if (!CHECK(f != NULL))
+        return into;
+    struct sim_trace *tr = into ? into : sim_trace_create();
+    aiq_err_clear(err);
+    CHECK_INT(fn(f, name, tr, err), want);
+    fclose(f);
+    return tr;
+}
+
+TEST(csv_reads_every_column) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("small.csv", sim_read_csv, NULL, AIQ_OK, &e);
+    if (!CHECK_INT(tr->njobs, 4)) {
+        sim_trace_free(tr);
+        return;
+    }
+    const struct sim_job *a = &tr->jobs[0], *b = &tr->jobs[1], *c = &tr->jobs[2],
+                         *d = &tr->jobs[3];
+    CHECK_STR(a->id, "a");
+    CHECK_STR(a->user, "ann");
+    CHECK_STR(a->group, "vision");
+    CHECK_INT(a->replicas, 1);
+    CHECK_INT(a->gpus, 1);
+    CHECK_INT(a->gpu_mem_mib, 40960);
+    CHECK_INT(a->cpu_milli, 4000);
+    CHECK_INT(a->mem_bytes, 32768LL * 1048576);
+    CHECK_DBL(a->duration_s, 3600, 0);
+    CHECK_DBL(a->estimate_s, 7200, 0);
+    CHECK_INT(a->priority, 100);
+    CHECK_STR(a->model, "resnet50");
+    CHECK_STR(a->task, "cv");
+    CHECK(a->gpu_model == NULL);
+    /* quoted field with a comma, empty estimate = none, pinned model */
+    CHECK_STR(b->model, "llama,7b");
+    CHECK_DBL(b->estimate_s, 0, 0);
+    CHECK_INT(b->replicas, 2);
+    CHECK_INT(b->gpus, 8);
+    CHECK_STR(b->gpu_model, "A100-80GB");
+    /* a GPU share; empty user and group default */
+    CHECK_INT(c->gpus, 0);
+    CHECK_INT(c->gpu_mem_mib, 10240);
+    CHECK_STR(c->user, "default");
+    CHECK_STR(c->group, "default");
+    CHECK(c->model == NULL);
+    CHECK_DBL(d->submit, 120.5, 0);
+    CHECK_DBL(d->duration_s, 1800.5, 0);
+    sim_trace_free(tr);
+}
+
+TEST(csv_error_names_file_line_column_and_value) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("bad.csv", sim_read_csv, NULL, AIQ_EPARSE, &e);
+    CHECK_INT(e.line, 3);
+    CHECK_INT(e.col, 16); /* "b,10,bob,nlp,1," is 15 bytes: eight starts at 16 */
+    CHECK(strstr(e.message, "bad.csv:3:") == e.message);
+    CHECK(strstr(e.message, "column 'gpus'") != NULL);
+    CHECK(strstr(e.message, "'eight'") != NULL);
+    CHECK_INT(tr->njobs, 1); /* the good line before it was read */
+    sim_trace_free(tr);
+}
+
+TEST(csv_header_must_have_submit_and_duration) {
+    char text[] = "id,user\nx,ann\n";
+    FILE *f = fmemopen(text, strlen(text), "r");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_read_csv(f, "h.csv", tr, &e), AIQ_EPARSE);
+    CHECK(strstr(e.message, "h.csv:1:1: header: missing column 'submit_s'") != NULL);
+    fclose(f);
+    sim_trace_free(tr);
+}
+
+TEST(csv_line_cap) {
+    size_t n = SIM_MAX_LINE + 100;
+    char *text = malloc(n + 40);
+    snprintf(text, n + 40, "submit_s,duration_s,id\n0,1,");
+    size_t l = strlen(text);
+    memset(text + l, 'x', n - l);
+    text[n] = '\n';
+    text[n + 1] = '\0';
+    FILE *f = fmemopen(text, n + 1, "r");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_read_csv(f, "big.csv", tr, &e), AIQ_ETOOBIG);
+    CHECK(strstr(e.message, "big.csv:2:") != NULL);
+    fclose(f);
+    free(text);
+    sim_trace_free(tr);
+}
+
+TEST(csv_round_trip) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("small.csv", sim_read_csv, NULL, AIQ_OK, &e);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CHECK_INT(sim_write_csv(tr, out, &e), AIQ_OK);
+    fclose(out);
+    FILE *in = fmemopen(buf, len, "r");
+    struct sim_trace *back = sim_trace_create();
+    CHECK_INT(sim_read_csv(in, "mem", back, &e), AIQ_OK);
+    fclose(in);
+    CHECK_INT(back->njobs, tr->njobs);
+    for (int i = 0; i < tr->njobs && i < back->njobs; i++) {
+        CHECK_STR(back->jobs[i].id, tr->jobs[i].id);
+        CHECK_DBL(back->jobs[i].submit, tr->jobs[i].submit, 0);
+        CHECK_DBL(back->jobs[i].duration_s, tr->jobs[i].duration_s, 0);
+        CHECK_INT(back->jobs[i].gpu_mem_mib, tr->jobs[i].gpu_mem_mib);
+        CHECK_INT(back->jobs[i].mem_bytes, tr->jobs[i].mem_bytes);
+        CHECK_STR(back->jobs[i].user, tr->jobs[i].user);
+    }
+    CHECK_STR(back->jobs[1].model, "llama,7b");
+    free(buf);
+    sim_trace_free(back);
+    sim_trace_free(tr);
+}
+
+TEST(tiresias_maps_gangs) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("tiresias.csv", sim_read_tiresias, NULL, AIQ_OK, &e);
+    if (!CHECK_INT(tr->njobs, 4)) {
+        sim_trace_free(tr);
+        return;
+    }
+    CHECK_STR(tr->jobs[0].id, "1");
+    CHECK_INT(tr->jobs[0].replicas * tr->jobs[0].gpus, 1);
+    CHECK_INT(tr->jobs[1].replicas, 2); /* 16 GPUs: two 8-GPU replicas */
+    CHECK_INT(tr->jobs[1].gpus, 8);
+    CHECK_INT(tr->jobs[2].replicas, 1);
+    CHECK_INT(tr->jobs[2].gpus, 4);
+    CHECK_INT(tr->jobs[3].replicas, 12); /* 12: not a multiple of 8 */
+    CHECK_INT(tr->jobs[3].gpus, 1);
+    CHECK_DBL(tr->jobs[1].submit, 30, 0);
+    CHECK_DBL(tr->jobs[1].duration_s, 7200, 0);
+    CHECK_STR(tr->jobs[1].model, "vgg19");
+    CHECK_STR(tr->jobs[1].user, "tiresias");
+    CHECK_DBL(tr->jobs[0].estimate_s, 0, 0);
+    sim_trace_free(tr);
+}
+
+TEST(tiresias_rejects_missing_columns) {
+    char text[] = "job_id,submit_time,duration\n1,0,10\n";
+    FILE *f = fmemopen(text, strlen(text), "r");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_read_tiresias(f, "t.csv", tr, &e), AIQ_EPARSE);
+    CHECK(strstr(e.message, "missing column 'num_gpu'") != NULL);
+    fclose(f);
+    sim_trace_free(tr);
+}
+
+TEST(alibaba_nodes_and_pods) {
+    aiq_err e;
+    struct sim_trace *tr =
+        read_fixture("alibaba_nodes.csv", sim_read_alibaba_nodes, NULL, AIQ_OK, &e);
+    read_fixture("alibaba_pods.csv", sim_read_alibaba_pods, tr, AIQ_OK, &e);
+    if (!CHECK_INT(tr->nnodes, 2) || !CHECK_INT(tr->njobs, 4)) {
+        sim_trace_free(tr);
+        return;
+    }
+    CHECK_STR(tr->nodes[0].name, "openb-node-0002"); /* the CPU-only node is left out */
+    CHECK_INT(tr->nodes[0].gpus, 8);
+    CHECK_INT(tr->nodes[0].gpu_mem_mib, 32768);
+    CHECK_INT(tr->nodes[0].cpu_milli, 96000);
+    CHECK_INT(tr->nodes[0].mem_bytes, 786432LL * 1048576);
+    CHECK_INT(tr->nodes[1].gpu_mem_mib, 16384);
+    /* pod 0: a whole GPU, scheduled at 0 */
+    CHECK_STR(tr->jobs[0].id, "openb-pod-0000");
+    CHECK_INT(tr->jobs[0].gpus, 1);
+    CHECK_DBL(tr->jobs[0].duration_s, 12537496, 0);
+    CHECK_STR(tr->jobs[0].group, "LS");
+    /* pod 1: 460 milli-GPU, no spec: of the smallest GPU (T4, 16 GiB) */
+    CHECK_INT(tr->jobs[1].gpus, 0);
+    CHECK_INT(tr->jobs[1].gpu_mem_mib, 16384 * 460 / 1000);
+    CHECK_DBL(tr->jobs[1].submit, 100, 0);
+    CHECK_DBL(tr->jobs[1].duration_s, 350, 0);
+    CHECK(tr->jobs[1].gpu_model == NULL);
+    /* pod 2: two whole V100M32 */
+    CHECK_INT(tr->jobs[2].gpus, 2);
+    CHECK_STR(tr->jobs[2].gpu_model, "V100M32");
+    CHECK_STR(tr->jobs[2].user, "BE");
+    /* pod 3: a quarter of a T4 */
+    CHECK_INT(tr->jobs[3].gpu_mem_mib, 4096);
+    CHECK_STR(tr->jobs[3].gpu_model, "T4");
+    CHECK_DBL(tr->jobs[3].duration_s, 990, 0);
+    sim_trace_free(tr);
+}
+
+TEST(alibaba_bad_number_names_the_column) {
+    char text[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                  "creation_time,deletion_time,scheduled_time\n"
+                  "p,1000,1024,1,1500,,LS,Running,0,10,1\n";
+    FILE *f = fmemopen(text, strlen(text), "r");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_read_alibaba_pods(f, "p.csv", tr, &e), AIQ_EPARSE);
+    CHECK(strstr(e.message, "p.csv:2:") == e.message);
+    CHECK(strstr(e.message, "column 'gpu_milli'") != NULL);
+    CHECK(strstr(e.message, "'1500'") != NULL);
+    fclose(f);
+    sim_trace_free(tr);
+}
+
+TEST(gpu_model_memory) {
+    CHECK_INT(sim_gpu_model_mib("A100-80GB"), 81920);
+    CHECK_INT(sim_gpu_model_mib("NVIDIA-A100-SXM4-40GB"), 40960);
+    CHECK_INT(sim_gpu_model_mib("V100M32"), 32768);
+    CHECK_INT(sim_gpu_model_mib("G2"), 0);
+    CHECK_INT(sim_gpu_model_mib(NULL), 0);
+}
+
+TEST(node_spec) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "3x8xA100-80GB,2x4xT4", &e), AIQ_OK);
+    CHECK_INT(tr->nnodes, 5);
+    CHECK_INT(tr->nodes[0].gpus, 8);
+    CHECK_INT(tr->nodes[0].gpu_mem_mib, 81920);
+    CHECK_STR(tr->nodes[4].gpu_model, "T4");
+    CHECK_INT(tr->nodes[4].gpu_mem_mib, 16384);
+    CHECK_INT(tr->nodes[4].cpu_milli, 4 * 16000);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "3x20xA100", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "'3x20xA100'") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "2x8xMystery", &e), AIQ_EINVAL);
+    sim_trace_free(tr);
+}
+
+static char *gen_csv(uint64_t seed, int n) {
+    struct sim_gen_opts o = {seed, n, 3, 4, 60, 0};
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    char *buf = NULL;
+    size_t len = 0;
+    CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK);
+    FILE *out = open_memstream(&buf, &len);
+    sim_write_csv(tr, out, &e);
+    fclose(out);
+    sim_trace_free(tr);
+    return buf;
+}
+
+TEST(generator_is_seeded_and_mixed) {
+    char *a = gen_csv(11, 400), *b = gen_csv(11, 400), *c = gen_csv(12, 400);
+    CHECK_STR(a, b);
+    CHECK(strcmp(a, c) != 0);
+    free(a);
+    free(b);
+    free(c);
+    struct sim_gen_opts o = {5, 2000, 4, 5, 0, 0};
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK);
+    int sizes[17] = {0}, shares = 0, groups_seen[4] = {0}, sorted = 1, est = 0;
+    double maxd = 0, sumd = 0;
+    for (int i = 0; i < tr->njobs; i++) {
+        const struct sim_job *j = &tr->jobs[i];
+        int total = j->replicas * j->gpus;
+        if (j->gpus == 0)
+            shares++;
+        else if (total <= 16)
+            sizes[total]++;
+        groups_seen[j->group[6] - '0'] = 1;
+        if (i && j->submit < tr->jobs[i - 1].submit)
+            sorted = 0;
+        if (j->duration_s > maxd)
+            maxd = j->duration_s;
+        sumd += j->duration_s;
+        est += j->estimate_s > 0;
+    }
+    CHECK(sorted);
+    CHECK(sizes[1] > 0 && sizes[2] > 0 && sizes[4] > 0 && sizes[8] > 0 && sizes[16] > 0);
+    CHECK(shares > 0);
+    CHECK(groups_seen[0] && groups_seen[1] && groups_seen[2] && groups_seen[3]);
+    /* heavy tail: the longest job is far above the mean */
+    CHECK(maxd > 10 * sumd / tr->njobs);
+    CHECK(est > tr->njobs / 2 && est < tr->njobs);
+    aiq_err_clear(&e);
+    struct sim_gen_opts bad = {1, 0, 0, 0, 0, 0};
+    CHECK_INT(sim_generate(tr, &bad, &e), AIQ_EINVAL);
+    sim_trace_free(tr);
+}
