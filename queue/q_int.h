@@ -165,7 +165,8 @@ void q__free(q_state *st, void *p);
 /* Grows *arr to at least need elements of size elem (contents kept).
  * Returns 0, or -1 when out of memory (array unchanged). */
 int q__grow(q_state *st, void *arr, size_t *cap, size_t need, size_t elem);
-#define Q_GROW(st, arr, cap, need) q__grow((st), &(arr), &(cap), (need), sizeof *(arr))
+#define Q_GROW(st, arr, cap, need) \
+    ((size_t)(need) <= (cap) ? 0 : q__grow((st), &(arr), &(cap), (need), sizeof *(arr)))
 uint32_t q__hash(const char *s);
 /* Interns s (NULL = ""); returns its id or -1 when out of memory. */
 int32_t q__intern_id(q_state *st, q__intern *t, const char *s);
