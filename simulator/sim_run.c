@@ -221,7 +221,8 @@ static aiq_rc advance(struct run *r, double t, double frag, aiq_err *err) {
         res->frag_unusable_s += frag * (t - t0);
         res->frag_time_s += t - t0;
     }
-    int hi = (int)((t - res->t0) / 3600);
+    /* Hourly buckets [t0 + 3600h, t0 + 3600(h+1)); hi = buckets so far. */
+    int hi = (int)ceil((t - res->t0) / 3600);
     if (hi >= r->ucap) {
         int nc = r->ucap ? r->ucap : 64;
         while (nc <= hi)
@@ -242,8 +243,8 @@ static aiq_rc advance(struct run *r, double t, double frag, aiq_err *err) {
             a = b;
         }
     }
-    if (hi + 1 > res->nutil)
-        res->nutil = hi + 1;
+    if (hi > res->nutil)
+        res->nutil = hi;
     r->last_t = t;
     return AIQ_OK;
 }

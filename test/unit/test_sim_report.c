@@ -1,0 +1,209 @@
+/* test_sim_report.c -- the simulator's metrics against hand-computed
+ * values: nearest-rank percentiles, Jain's index, fragmentation on
+ * hand-built nodes, and a tiny trace run end to end under the fifo preset
+ * (JCT and wait percentiles, utilisation and its hourly series, shares
+ * and Jain's index, fragmentation over time, ETA and prediction error,
+ * rejection), plus the table and CSV output. */
+#include "operator/manifest.h"
+#include "simulator/sim.h"
+#include "test/unit/th.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static oppolicy *load_preset(const char *name) {
+    char path[512];
+    struct aiq_manifest *m = NULL;
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    snprintf(path, sizeof path, "%s/examples/policies/%s.yaml", th_srcdir(), name);
+    if (!CHECK_INT(aiq_manifest_parse_file(path, &m, &n, &e), AIQ_OK))
+        return NULL;
+    oppolicy *p = NULL;
+    if (CHECK(n >= 1 && m[0].kind == AIQ_KIND_QUEUEPOLICY && m[0].rc == AIQ_OK))
+        p = oppolicy_compile(&m[0].u.policy, &e);
+    CHECK(p != NULL);
+    aiq_manifests_free(m, n);
+    return p;
+}
+
+TEST(percentile_nearest_rank) {
+    double v[10] = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+    CHECK_DBL(sim_percentile(v, 10, 50), 5, 0);
+    CHECK_DBL(sim_percentile(v, 10, 95), 10, 0);
+    CHECK_DBL(sim_percentile(v, 10, 99), 10, 0);
+    CHECK_DBL(sim_percentile(v, 10, 10), 1, 0);
+    double w[5] = {50, 15, 40, 20, 35};
+    CHECK_DBL(sim_percentile(w, 5, 30), 20, 0); /* rank ceil(1.5) = 2 */
+    CHECK_DBL(sim_percentile(w, 5, 40), 20, 0); /* rank 2 */
+    CHECK_DBL(sim_percentile(w, 5, 50), 35, 0); /* rank ceil(2.5) = 3 */
+    CHECK_DBL(sim_percentile(w, 5, 100), 50, 0);
+    CHECK_DBL(sim_percentile(w, 0, 50), 0, 0);
+}
+
+TEST(jain_index) {
+    double eq[4] = {1, 1, 1, 1}, one[4] = {1, 0, 0, 0}, two[2] = {1, 2};
+    CHECK_DBL(sim_jain(eq, 4), 1, 1e-12);
+    CHECK_DBL(sim_jain(one, 4), 0.25, 1e-12);
+    CHECK_DBL(sim_jain(two, 2), 9.0 / 10.0, 1e-12);
+    CHECK_DBL(sim_jain(NULL, 0), 1, 0);
+}
+
+TEST(fragmentation_by_hand) {
+    struct q_node n[2];
+    memset(n, 0, sizeof n);
+    n[0].ngpus = 2;
+    n[0].schedulable = true;
+    n[0].gpu_mem_total[0] = n[0].gpu_mem_total[1] = 81920;
+    n[0].gpu_mem_used[0] = 51200; /* 30720 free on a shared GPU */
+    n[1].ngpus = 4;
+    n[1].schedulable = true;
+    for (int g = 0; g < 4; g++)
+        n[1].gpu_mem_total[g] = 40960;
+    /* free: 30720 + 81920 + 4 x 40960 = 276480 */
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 20480), 0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 0), 112640.0 / 276480.0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 81920, 0), 1, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 40000), 30720.0 / 276480.0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 0), 0, 0); /* nothing waits */
+    n[1].schedulable = false;
+    CHECK_DBL(sim_fragmentation(n, 2, 1, 0, 0), 30720.0 / 112640.0, 1e-12);
+}
+
+/* One node of 2 x 80 GiB. A (50 GiB share) runs 0..3600; B (2 whole GPUs)
+ * arrives at 1, waits for A, runs 3600..7200; C (4 GPUs) fits no node. */
+static struct sim_trace *tiny(void) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    struct sim_job a = {"A", "ua", "g1", NULL, NULL, NULL, 0, 1, 0, 51200, 1000, 1 << 30,
+                        3600, 3600, 0};
+    struct sim_job b = {"B", "ub", "g2", NULL, NULL, NULL, 1, 1, 2, 0, 1000, 1 << 30,
+                        3600, 7200, 0};
+    struct sim_job c = {"C", "ua", "g1", NULL, NULL, NULL, 2, 1, 4, 0, 1000, 1 << 30,
+                        60, 0, 0};
+    CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK);
+    CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK);
+    CHECK_INT(sim_trace_add_job(tr, &c, &e), AIQ_OK);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x2xA100-80GB", &e), AIQ_OK);
+    return tr;
+}
+
+TEST(tiny_trace_metrics) {
+    oppolicy *pol = load_preset("fifo");
+    struct sim_trace *tr = tiny();
+    if (!pol) {
+        sim_trace_free(tr);
+        return;
+    }
+    struct sim_config cfg;
+    struct sim_result res;
+    struct sim_metrics m;
+    aiq_err e;
+    aiq_err_clear(&e);
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    cfg.policy = pol;
+    cfg.epoch = 0;
+    if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+        printf("    %s\n", e.message);
+        goto out;
+    }
+    CHECK_INT(sim_metrics_compute(tr, &res, &m, &e), AIQ_OK);
+    CHECK_DBL(res.jobs[0].start, 0, 0);
+    CHECK_DBL(res.jobs[1].start, 3600, 0);
+    CHECK_DBL(res.jobs[1].end, 7200, 0);
+    CHECK_DBL(res.jobs[0].gpus, 0.625, 1e-12);
+    CHECK_INT(res.jobs[2].state, SIM_J_REJECTED);
+    CHECK_INT(res.jobs[2].reject_reason, Q_R_NODE_TOO_SMALL);
+    CHECK_INT(m.ndone, 2);
+    CHECK_INT(m.nrejected, 1);
+    CHECK_INT(m.nunfinished, 0);
+    /* JCT: A 3600 s, B 7199 s; wait: A 0, B 3599 s */
+    CHECK_DBL(m.jct_avg, (3600 + 7199) / 2.0 / 3600, 1e-12);
+    CHECK_DBL(m.jct_p50, 1.0, 1e-12);
+    CHECK_DBL(m.jct_p95, 7199 / 3600.0, 1e-12);
+    CHECK_DBL(m.jct_p99, 7199 / 3600.0, 1e-12);
+    CHECK_DBL(m.wait_avg, 3599 / 2.0 / 3600, 1e-12);
+    CHECK_DBL(m.wait_p50, 0, 0);
+    CHECK_DBL(m.wait_p99, 3599 / 3600.0, 1e-12);
+    /* Utilisation: 0.625 GPU for an hour, then 2 GPUs for an hour, on 2
+     * GPUs over 7200 s. */
+    CHECK_DBL(m.makespan_h, 2, 1e-12);
+    CHECK_DBL(m.util_avg, (0.625 * 3600 + 2 * 3600) / (2 * 7200.0), 1e-12);
+    CHECK_INT(res.nutil, 2);
+    if (res.nutil == 2) {
+        CHECK_DBL(res.util[0], 0.3125, 1e-12);
+        CHECK_DBL(res.util[1], 1.0, 1e-12);
+    }
+    /* Shares: g1 2250 GPU-s, g2 7200, entitled to half each. */
+    double x1 = 2250 / 9450.0 / 0.5, x2 = 7200 / 9450.0 / 0.5;
+    double jain = (x1 + x2) * (x1 + x2) / (2 * (x1 * x1 + x2 * x2));
+    CHECK_DBL(m.jain_groups, jain, 1e-12);
+    CHECK_DBL(m.jain_users, jain, 1e-12);
+    CHECK_DBL(res.group_gpu_s[0], 2250, 1e-9);
+    /* While B waited, no free GPU memory was usable by it: the shared
+     * GPU's 30 GiB is partial, the other GPU alone is too few. */
+    CHECK_DBL(m.frag_avg, 1.0, 1e-12);
+    CHECK_DBL(res.frag_time_s, 3599, 1e-9);
+    /* ETA at submission: B was told 3600 (A's predicted end): exact. */
+    CHECK_INT(m.eta_n, 1);
+    CHECK_DBL(res.jobs[1].eta, 3600, 0);
+    CHECK_DBL(m.eta_mae_h, 0, 0);
+    /* Predictions: no history yet, so each is the estimate: A exact, B
+     * twice too long. */
+    CHECK_DBL(res.jobs[1].pred_s, 7200, 0);
+    CHECK_INT(m.pred_n, 2);
+    CHECK_DBL(m.pred_mape, 0.5, 1e-12);
+    CHECK_DBL(m.est_mape, 0.5, 1e-12);
+
+    /* Table and CSV carry the numbers. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    const char *names[1] = {"fifo"};
+    sim_metrics_csv(f, names, &m, 1);
+    fclose(f);
+    CHECK(strncmp(buf, "policy,jobs,finished,rejected", 29) == 0);
+    CHECK(strstr(buf, "\nfifo,3,2,1,0,1.50,") != NULL);
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    sim_metrics_table(f, names, &m, 1);
+    sim_shares_table(f, &res);
+    sim_util_csv(f, &res);
+    fclose(f);
+    CHECK(strstr(buf, "gpu_util") != NULL && strstr(buf, "0.656") != NULL);
+    CHECK(strstr(buf, "0,0.3125\n1,1.0000\n") != NULL);
+    free(buf);
+out:
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}
+
+TEST(run_input_errors) {
+    oppolicy *pol = load_preset("fifo");
+    struct sim_trace *tr = tiny();
+    struct sim_config cfg;
+    struct sim_result res;
+    aiq_err e;
+    aiq_err_clear(&e);
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.policy = pol;
+    CHECK_INT(sim_run(&cfg, &res, &e), AIQ_EINVAL); /* no nodes */
+    CHECK(strstr(e.message, "no nodes") != NULL);
+    sim_result_deinit(&res);
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    tr->jobs[1].submit = -5; /* now out of order */
+    aiq_err_clear(&e);
+    CHECK_INT(sim_run(&cfg, &res, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "jobs[1] (B)") != NULL);
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}
