@@ -303,7 +303,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         q__jc *e = &st->jc[i];
         if (job->state != Q_JOB_PENDING) continue;
         int oi = -1;
-        q__jc old;
+        q__jc old = {0};
         if (e->uid) {
             oi = i;
             old = *e;

@@ -238,6 +238,7 @@ static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
                 /* binpack: the smallest GPU that is big enough */
                 if (best < 0 || (!spread && n->tot[g] < n->tot[best])) best = g;
             }
+            if (best < 0) break; /* cannot happen: the caller checked the fit */
             p->gpu_mask |= 1u << best;
             n->used[best] = n->tot[best];
             if (r->gmem == 0 && k == 0) p->gpu_mem_mib = n->tot[best];
@@ -252,8 +253,10 @@ static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
             /* binpack: least free GPU that holds it; spread: most free */
             if (best < 0 || (spread ? f > bf : f < bf)) best = g;
         }
-        p->gpu_mask = 1u << best;
-        n->used[best] += r->gmem;
+        if (best >= 0) { /* always: the caller checked the fit */
+            p->gpu_mask = 1u << best;
+            n->used[best] += r->gmem;
+        }
     }
     n->cpu_free -= r->cpu;
     n->mem_free -= r->mem;
