@@ -590,16 +590,26 @@ void cycle_run(struct server *s, double now) {
         if (store_in_transaction(s->db))
             store_commit(s->db, NULL);
         store_begin(s->db, NULL);
-        for (int k = 0; k < nadm; k++) {
+        /* Pass 1: every admitted job's status (phase Admitted and its
+         * placement). A job whose write failed is not released now; a
+         * later sync releases it once the status is recorded. */
+        srv__write_statuses(s, OPK_AIJOB, admitted, nadm);
+        /* Pass 2: release every admitted gang's pods in one batch, one
+         * merge patch per pod. */
+        int nrel = 0;
+        for (int k = 0; k < nadm; k++)
+            if (admitted[k])
+                admitted[nrel++] = admitted[k];
+        int npods = jobs_release(s, admitted, nrel);
+        for (int k = 0; k < nrel; k++) {
             struct opcache_obj *o = admitted[k];
-            if (srv__write_status(s, OPK_AIJOB, o) != AIQ_OK)
-                continue; /* released by a later sync once recorded */
             struct opjob *js = ((struct opext *)o->ext)->job;
-            int n = job_release(s, o);
             srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
             OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
-                  "pods=%d replicas=%d", n, js->st.nplacement);
+                  "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
+                  js->st.nplacement, (int)js->released);
         }
+        OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nrel, npods);
     }
     free(admitted);
 

@@ -12,6 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/pods.h"
 #include "operator/release.h"
+#include "operator/release_exec.h"
 #include "operator/server.h"
 
 /* What the pods of a gang are doing. */
@@ -269,48 +270,103 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
     job__delete_pods(s, j, j->spec.replicas);
 }
 
-/* Releases an admitted job; see server.h. */
-int job_release(struct server *s, struct opcache_obj *o) {
-    struct opjob *js = job__state(o);
-    const struct aiq_aijob *j = o->parsed;
-    char key[OPCACHE_KEY_MAX], path[1024];
-    int patched = 0, errors = 0;
-    if (!js || !j || !o->parse_ok || js->st.nplacement <= 0)
+/* Releases admitted jobs; see server.h. */
+int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
+    char key[OPCACHE_KEY_MAX];
+    int nitems = 0, cap = 0, patched = 0;
+    struct release_item *items = NULL;
+    int *owner = NULL, *errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
+    if (!errors)
         return -1;
-    for (int k = 0; k < js->st.nplacement; k++) {
-        const struct opst_place *pl = &js->place[k];
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p) {
-            errors++;
+    /* Build every patch first (cheap, on this thread). */
+    for (int jx = 0; jx < njobs; jx++) {
+        struct opcache_obj *o = jobs[jx];
+        struct opjob *js = o ? job__state(o) : NULL;
+        const struct aiq_aijob *j = o ? o->parsed : NULL;
+        if (!js || !j || !o->parse_ok || js->st.nplacement <= 0) {
+            errors[jx]++;
             continue;
         }
-        if (!pods_is_gated(p->raw))
-            continue; /* released before (idempotent) */
-        aiq_err e;
-        aiq_err_clear(&e);
-        json_object *patch = release_pod_patch(p->raw, pl, &e), *out = NULL;
-        aiq_rc rc = patch ? srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e)
-                          : AIQ_ENOMEM;
-        if (rc == AIQ_OK)
-            rc = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, &out, &e);
-        json_object_put(patch);
-        if (rc == AIQ_OK) {
-            patched++;
-            OPLOG(&s->log, OPLOG_INFO, "pod_released", key, srv__rv(out),
-                  "node=%s gpus=%d", pl->node, pl->ngpus);
-            opcache_put(s->cache[OPK_POD], out, NULL);
-        } else {
-            errors++;
-            json_object_put(out);
-            OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", key, NULL,
-                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(rc),
-                  e.http_status, e.reason, e.message);
+        for (int k = 0; k < js->st.nplacement; k++) {
+            const struct opst_place *pl = &js->place[k];
+            job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
+            struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+            if (!p) {
+                errors[jx]++;
+                continue;
+            }
+            if (!pods_is_gated(p->raw))
+                continue; /* released before (idempotent) */
+            if (nitems == cap) {
+                int nc = cap ? cap * 2 : 64;
+                struct release_item *ni = realloc(items, (size_t)nc * sizeof *ni);
+                int *no = realloc(owner, (size_t)nc * sizeof *no);
+                if (ni)
+                    items = ni;
+                if (no)
+                    owner = no;
+                if (!ni || !no) {
+                    errors[jx]++;
+                    goto send;
+                }
+                cap = nc;
+            }
+            struct release_item *it = &items[nitems];
+            memset(it, 0, sizeof *it);
+            it->patch = release_pod_patch(p->raw, pl, &it->err);
+            if (!it->patch ||
+                srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
+                json_object_put(it->patch);
+                errors[jx]++;
+                continue;
+            }
+            owner[nitems++] = jx;
         }
     }
-    if (errors == 0)
-        js->released = true;
-    return errors ? -1 : patched;
+send:
+    /* Send them in parallel over the client's pool, then apply. */
+    if (nitems > 0) {
+        double t0 = srv_now();
+        int ok = release_exec(s->kc, items, nitems, 4);
+        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
+              njobs, nitems, ok, srv_now() - t0);
+    }
+    for (int i = 0; i < nitems; i++) {
+        struct release_item *it = &items[i];
+        json_object_put(it->patch);
+        if (it->rc == AIQ_OK) {
+            json_object *m = NULL, *a = NULL, *nd = NULL;
+            patched++;
+            if (opcache_key(key, sizeof key, it->out) != 0)
+                snprintf(key, sizeof key, "%s", "?");
+            if (json_object_object_get_ex(it->out, "metadata", &m) &&
+                json_object_object_get_ex(m, "annotations", &a))
+                json_object_object_get_ex(a, RELEASE_ANN_NODE, &nd);
+            OPLOG(&s->log, OPLOG_INFO, "pod_released", key, srv__rv(it->out), "node=%s",
+                  nd ? json_object_get_string(nd) : "-");
+            opcache_put(s->cache[OPK_POD], it->out, NULL);
+        } else {
+            errors[owner[i]]++;
+            OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", it->path, NULL,
+                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
+                  it->err.http_status, it->err.reason, it->err.message);
+        }
+    }
+    int failed = 0;
+    for (int jx = 0; jx < njobs; jx++) {
+        if (errors[jx] == 0 && jobs[jx])
+            job__state(jobs[jx])->released = true;
+        failed += errors[jx] != 0;
+    }
+    free(items);
+    free(owner);
+    free(errors);
+    return failed ? -1 : patched;
+}
+
+/* Releases one admitted job; see server.h. */
+int job_release(struct server *s, struct opcache_obj *o) {
+    return jobs_release(s, &o, 1);
 }
 
 /* Recovers our state from the live status (first sight after a start). */

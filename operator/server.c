@@ -11,6 +11,7 @@
 #include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
+#include "operator/release_exec.h"
 
 /* The reconciler table, indexed by opkind. */
 const struct reconciler srv_reconcilers[OPK__N] = {
@@ -214,51 +215,95 @@ static int64_t srv__rv_num(const char *rv) {
     return (*end || v < 0) ? -1 : (int64_t)v;
 }
 
-aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
+/* Applies the outcome of one status write to o. */
+static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
+                             struct release_item *it) {
     struct opext *x = o->ext;
-    char path[1024], obj_key[OPCACHE_KEY_MAX];
-    aiq_err e;
-    aiq_rc rc = AIQ_OK;
-    json_object *live = NULL, *out = NULL;
-    bool changed = false;
-
-    if (!x || !x->dirty || !x->want_status || !s->leading)
-        return AIQ_OK;
-    json_object_object_get_ex(o->raw, "status", &live);
-    json_object *patch = opstatus_patch(live, x->want_status, &changed);
-    if (!patch) {
+    if (it->rc == AIQ_OK) {
         x->dirty = false;
-        return AIQ_OK;
-    }
-    aiq_err_clear(&e);
-    snprintf(obj_key, sizeof obj_key, "%s", o->key);
-    rc = srv__path(path, sizeof path, k, o->raw, "status", &e);
-    if (rc == AIQ_OK)
-        rc = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, &out, &e);
-    if (rc == AIQ_OK) {
-        x->dirty = false;
-        OPLOG(&s->log, OPLOG_DEBUG, "status_written", obj_key, srv__rv(out),
-              "kind=%s", srv_reconcilers[k].kind_name);
+        OPLOG(&s->log, OPLOG_DEBUG, "status_written", o->key, srv__rv(it->out), "kind=%s",
+              srv_reconcilers[k].kind_name);
         /* Keep the cache at what the server now holds (the watch event
          * follows; an older one is ignored by the rv check). */
-        struct opcache_obj *n = opcache_put(s->cache[k], out, NULL);
-        out = NULL;
+        struct opcache_obj *n = opcache_put(s->cache[k], it->out, NULL);
+        it->out = NULL;
         if (n)
             srv__parse(k, n);
-    } else if (rc == AIQ_ENOTFOUND) {
+    } else if (it->rc == AIQ_ENOTFOUND) {
         x->dirty = false; /* deleted meanwhile */
     } else {
-        OPLOG(&s->log, OPLOG_WARN, "status_write_failed", obj_key, NULL,
-              "kind=%s rc=%s http=%d reason=%s msg=\"%s\"",
-              srv_reconcilers[k].kind_name, aiq_strerror(rc), e.http_status,
-              e.reason, e.message);
+        OPLOG(&s->log, OPLOG_WARN, "status_write_failed", o->key, NULL,
+              "kind=%s rc=%s http=%d reason=%s msg=\"%s\"", srv_reconcilers[k].kind_name,
+              aiq_strerror(it->rc), it->err.http_status, it->err.reason, it->err.message);
     }
-    json_object_put(patch);
-    json_object_put(out);
-    return rc;
+    json_object_put(it->out);
+    it->out = NULL;
 }
 
-/* Flush: statuses of dirty objects, then Events. */
+/* Writes the statuses of objs (dirty ones) in one parallel batch; see
+ * server.h. Entries whose write failed are set to NULL in objs. */
+int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n) {
+    struct release_item *items = n ? calloc((size_t)n, sizeof *items) : NULL;
+    int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
+    int m = 0, failed = 0;
+    if (n && (!items || !idx)) {
+        free(items);
+        free(idx);
+        return -1;
+    }
+    if (!s->leading) {
+        free(items);
+        free(idx);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        struct opcache_obj *o = objs[i];
+        struct opext *x = o ? o->ext : NULL;
+        json_object *live = NULL;
+        bool changed = false;
+        if (!x || !x->dirty || !x->want_status)
+            continue;
+        json_object_object_get_ex(o->raw, "status", &live);
+        json_object *patch = opstatus_patch(live, x->want_status, &changed);
+        if (!patch) {
+            x->dirty = false;
+            continue;
+        }
+        struct release_item *it = &items[m];
+        aiq_err_clear(&it->err);
+        if (srv__path(it->path, sizeof it->path, k, o->raw, "status", &it->err) != AIQ_OK) {
+            json_object_put(patch);
+            continue;
+        }
+        it->patch = patch;
+        idx[m++] = i;
+    }
+    if (m > 0)
+        release_exec(s->kc, items, m, m > 8 ? 4 : 1);
+    for (int j = 0; j < m; j++) {
+        struct opcache_obj *o = objs[idx[j]];
+        json_object_put(items[j].patch);
+        if (items[j].rc != AIQ_OK && items[j].rc != AIQ_ENOTFOUND) {
+            objs[idx[j]] = NULL;
+            failed++;
+        }
+        /* opcache_put replaces the entry in place: o stays valid. */
+        srv__status_done(s, k, o, &items[j]);
+    }
+    free(items);
+    free(idx);
+    return failed;
+}
+
+aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
+    struct opcache_obj *one = o;
+    if (srv__write_statuses(s, k, &one, 1) != 0 || !one)
+        return AIQ_EIO;
+    return AIQ_OK;
+}
+
+/* Flush: statuses of dirty objects (one parallel batch per kind), then
+ * Events. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
@@ -266,14 +311,19 @@ void srv_flush(struct server *s) {
         return;
     for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
         opcache *c = s->cache[with_status[k]];
-        /* Collect first: a write replaces entries (never deletes), so
-         * indexes stay valid, but keep the loop simple to reason about. */
-        for (size_t i = 0; i < opcache_count(c); i++) {
+        size_t n = opcache_count(c), m = 0;
+        struct opcache_obj **dirty = n ? malloc(n * sizeof *dirty) : NULL;
+        if (!dirty)
+            continue;
+        for (size_t i = 0; i < n; i++) {
             struct opcache_obj *o = opcache_at(c, i);
             struct opext *x = o->ext;
             if (x && x->dirty)
-                srv__write_status(s, with_status[k], o);
+                dirty[m++] = o;
         }
+        if (m)
+            srv__write_statuses(s, with_status[k], dirty, (int)m);
+        free(dirty);
     }
     if (s->pending_events) {
         size_t n = json_object_array_length(s->pending_events);

@@ -168,8 +168,13 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st);
 
 /* Writes o's status now if dirty (used before a release, which must
- * follow the recorded placement). Returns the client's rc. */
+ * follow the recorded placement). Returns AIQ_OK or AIQ_EIO (logged). */
 aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o);
+
+/* Writes the statuses of the dirty objects among objs (n entries of kind
+ * k) as one batch of parallel merge patches; an entry whose write failed
+ * is set to NULL. Returns the number of failures, or -1 on ENOMEM. */
+int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n);
 
 /* Queues an Event about o of kind k (flushed with the turn). */
 void srv__event(struct server *s, opkind k, json_object *obj,
@@ -217,6 +222,12 @@ void job_sync(struct server *s, struct opcache_obj *o, double now);
  * node hint and the gate removed (release.h). Returns the number of pods
  * patched, or -1 after an error (logged; the next sync retries). */
 int job_release(struct server *s, struct opcache_obj *o);
+
+/* Releases several admitted jobs in one batch: builds every pod's patch,
+ * sends them in parallel (release_exec.h), then applies the results. A
+ * job is marked released when all its pods are. Returns the pods patched,
+ * or -1 when any job had an error (logged; a later sync retries). */
+int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);

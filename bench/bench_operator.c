@@ -1,0 +1,282 @@
+/* bench_operator.c -- the operator at scale against the local cluster:
+ * 10,000 one-GPU AIJobs on 1,000 eight-GPU nodes.
+ *
+ *  1. The nodes start cordoned, the AIJobs are created (in-process, fast)
+ *     and we time until every one is Queued: the operator has seen it,
+ *     validated it, created its gated pod and written its status.
+ *  2. Baseline, same run: the local cluster's raw merge-patch rate, one
+ *     HTTP client patching pods sequentially (what one release patch
+ *     costs at the server).
+ *  3. The nodes are uncordoned: the next cycle admits 8,000 gangs and the
+ *     operator releases their pods (one merge patch each: node hint plus
+ *     gate removal), sent in parallel batches. Pods released per second
+ *     are the pods patched over the time spent inside those batches, as
+ *     the operator's release_batch log lines report them.
+ * Ends with queued_10k_s=, release_pods_per_s= and release_vs_raw_patch=.
+ * AIQ_BENCH_JOBS / AIQ_BENCH_NODES shrink the run for a quick look. */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "operator/yaml_json.h"
+#include "test/apiserver/apiserver.h"
+
+#define N_RAW 2000
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static size_t sink(char *d, size_t sz, size_t nm, void *u) {
+    (void)d;
+    (void)u;
+    return sz * nm;
+}
+
+static int env_int(const char *name, int dflt) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return (v && *v && !*end && n > 0 && n < 10000000) ? (int)n : dflt;
+}
+
+/* Loads every document of a YAML file into the server as `resource`. */
+static int load_yaml(apisrv *s, const char *path, const char *resource) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return -1;
+    json_object **docs = NULL;
+    int nd = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    int rc = aiq_yaml_to_json(buf, n, &docs, &nd, &e) == AIQ_OK ? 0 : -1;
+    for (int i = 0; rc == 0 && i < nd; i++)
+        if (apisrv_obj_create(s, resource, json_object_get(docs[i]), &e) != AIQ_OK)
+            rc = -1;
+    aiq_json_docs_free(docs, nd);
+    free(buf);
+    return rc;
+}
+
+/* Sets spec.unschedulable on every node. */
+static void cordon(apisrv *s, int on) {
+    json_object *nodes = apisrv_obj_list(s, "nodes", NULL);
+    for (size_t i = 0; nodes && i < json_object_array_length(nodes); i++) {
+        json_object *n = json_object_get(json_object_array_get_idx(nodes, i)), *spec = NULL;
+        if (!json_object_object_get_ex(n, "spec", &spec)) {
+            spec = json_object_new_object();
+            json_object_object_add(n, "spec", spec);
+        }
+        json_object_object_add(spec, "unschedulable", json_object_new_boolean(on));
+        json_object *m = NULL;
+        if (json_object_object_get_ex(n, "metadata", &m))
+            json_object_object_del(m, "resourceVersion");
+        apisrv_obj_update(s, "nodes", n, false, NULL);
+    }
+    json_object_put(nodes);
+}
+
+static int count_queued(apisrv *s) {
+    json_object *jobs = apisrv_obj_list(s, "aijobs", "default");
+    int q = 0;
+    for (size_t i = 0; jobs && i < json_object_array_length(jobs); i++) {
+        json_object *st = NULL, *ph = NULL;
+        if (json_object_object_get_ex(json_object_array_get_idx(jobs, i), "status", &st) &&
+            json_object_object_get_ex(st, "phase", &ph) &&
+            strcmp(json_object_get_string(ph), "Pending") != 0)
+            q++;
+    }
+    json_object_put(jobs);
+    return q;
+}
+
+/* Counts pod_released lines, and sums the release batches' pods and
+ * seconds (the operator times each batch of patches it sends). */
+static int released(const char *log, long *batch_pods, double *batch_s) {
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    int n = 0;
+    *batch_pods = 0;
+    *batch_s = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "event=pod_released")) {
+            n++;
+            continue;
+        }
+        const char *b = strstr(line, "event=release_batch");
+        const char *ok = b ? strstr(b, " ok=") : NULL;
+        const char *sec = b ? strstr(b, " seconds=") : NULL;
+        if (ok && sec) {
+            *batch_pods += strtol(ok + 4, NULL, 10);
+            *batch_s += strtod(sec + 9, NULL);
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+static int log_has(const char *log, const char *what) {
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+int main(void) {
+    int njobs = env_int("AIQ_BENCH_JOBS", 10000);
+    int nnodes = env_int("AIQ_BENCH_NODES", 1000);
+    char dir[] = "/tmp/aiq-bench-op.XXXXXX", path[512], kc[512], oplog[512], db[512];
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/nodes.yaml", dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    snprintf(oplog, sizeof oplog, "%s/operator.log", dir);
+    snprintf(db, sizeof db, "%s/op.db", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fprintf(f, "nodes:\n  - name: n\n    count: %d\n    gpus: 8\n    gpuProduct: NVIDIA-A100\n"
+               "    gpuMemoryMiB: 81920\n    cpu: \"128\"\n    memory: 1Ti\n", nnodes);
+    fclose(f);
+
+    struct apisrv_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.db_path = ":memory:";
+    cfg.kubeconfig_out = kc;
+    cfg.nodes_file = path;
+    cfg.time_scale = 1;
+    cfg.history = 4 * njobs + 100000;
+    aiq_err e;
+    aiq_err_clear(&e);
+    apisrv *s = apisrv_start(&cfg, &e);
+    if (!s || apisrv_sim_start(s, &e) != AIQ_OK) {
+        fprintf(stderr, "bench_operator: local cluster: %s\n", e.message);
+        return 1;
+    }
+    static const char *const crds[] = {"crds/aijobs.aiq.dev.yaml", "crds/queuepolicies.aiq.dev.yaml",
+                                       "crds/groups.aiq.dev.yaml", "crds/userquotas.aiq.dev.yaml"};
+    for (int i = 0; i < 4; i++)
+        if (load_yaml(s, crds[i], "customresourcedefinitions") != 0) {
+            fprintf(stderr, "bench_operator: cannot load %s\n", crds[i]);
+            apisrv_stop(s);
+            return 1;
+        }
+    cordon(s, 1);
+
+    pid_t op = fork();
+    if (op == 0) {
+        FILE *o = freopen(oplog, "w", stderr);
+        (void)o;
+        execl("build/rel/aiq-operator", "aiq-operator", "--kubeconfig", kc, "--db", db,
+              "--metrics-addr", "127.0.0.1:0", "--cycle-ms", "1000", "--log-level", "info",
+              (char *)NULL);
+        _exit(127);
+    }
+    double t_ready = now_s();
+    while (!log_has(oplog, "event=ready") && now_s() - t_ready < 30)
+        usleep(50000);
+
+    /* 1: create and wait for Queued. */
+    double t0 = now_s();
+    for (int i = 0; i < njobs; i++) {
+        char b[768];
+        snprintf(b, sizeof b,
+                 "{\"apiVersion\":\"aiq.dev/v1alpha1\",\"kind\":\"AIJob\",\"metadata\":{\"name\":\"j%05d\","
+                 "\"namespace\":\"default\"},\"spec\":{\"user\":\"u%d\",\"priority\":%d,\"resources\":"
+                 "{\"gpus\":1,\"gpuMemoryMiB\":10240,\"cpu\":\"1\",\"memory\":\"4Gi\"},\"template\":"
+                 "{\"metadata\":{\"annotations\":{\"sim.aiq.dev/duration\":\"1h\"}},\"spec\":"
+                 "{\"containers\":[{\"name\":\"w\",\"image\":\"busybox\"}]}}}}",
+                 i, i % 50, i % 10);
+        apisrv_obj_create(s, "aijobs", json_tokener_parse(b), NULL);
+    }
+    double t_created = now_s();
+    int q = 0;
+    while ((q = count_queued(s)) < njobs && now_s() - t0 < 100)
+        usleep(500000);
+    double t_queued = now_s();
+
+    /* 2: the raw patch rate of the same server. */
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/merge-patch+json");
+    int nraw = njobs < N_RAW ? njobs : N_RAW, raw_ok = 0;
+    double r0 = now_s();
+    for (int i = 0; i < nraw; i++) {
+        char url[256], body[128];
+        long code = 0;
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/api/v1/namespaces/default/pods/j%05d-0",
+                 apisrv_port(s), njobs - 1 - i);
+        snprintf(body, sizeof body, "{\"metadata\":{\"annotations\":{\"bench/raw\":\"%d\"}}}", i);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PATCH");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+        if (curl_easy_perform(c) == CURLE_OK)
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        raw_ok += code == 200;
+    }
+    double raw_s = now_s() - r0;
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+
+    /* 3: uncordon; the operator admits and releases. */
+    int want = njobs < nnodes * 8 ? njobs : nnodes * 8, nrel = 0;
+    long bpods = 0;
+    double bsec = 0, t_u = now_s();
+    cordon(s, 0);
+    while ((nrel = released(oplog, &bpods, &bsec)) < want && now_s() - t_u < 90)
+        usleep(500000);
+    double t_rel = now_s();
+
+    kill(op, SIGTERM);
+    int st = 0;
+    waitpid(op, &st, 0);
+    apisrv_stop(s);
+
+    double raw_rate = raw_s > 0 ? raw_ok / raw_s : 0;
+    double rel_rate = bsec > 0 ? (double)bpods / bsec : 0;
+    printf("operator at scale: %d one-GPU AIJobs, %d eight-GPU nodes (local cluster, in-process)\n",
+           njobs, nnodes);
+    printf("%-44s %12s\n", "measure", "value");
+    printf("%-44s %12.2f\n", "create AIJobs (s, in-process)", t_created - t0);
+    printf("%-44s %12.2f\n", "until all Queued (s)", t_queued - t0);
+    printf("%-44s %12d\n", "Queued (or further) at the end", q);
+    printf("%-44s %12.0f\n", "raw merge patches per s (baseline)", raw_rate);
+    printf("%-44s %12d\n", "pods released", nrel);
+    printf("%-44s %12.2f\n", "uncordon -> last release (s)", t_rel - t_u);
+    printf("%-44s %12.2f\n", "time inside release batches (s)", bsec);
+    printf("%-44s %12.0f\n", "release patches per s (in batches)", rel_rate);
+    printf("%-44s %12.2f\n", "release / raw patch", raw_rate > 0 ? rel_rate / raw_rate : 0);
+    if (q < njobs)
+        printf("note: only %d of %d jobs were Queued within the time limit\n", q, njobs);
+    printf("queued_10k_s=%.2f\n", t_queued - t0);
+    printf("release_pods_per_s=%.0f\n", rel_rate);
+    printf("release_vs_raw_patch=%.2f\n", raw_rate > 0 ? rel_rate / raw_rate : 0);
+    if (!getenv("AIQ_BENCH_KEEP")) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench_operator: could not remove %s\n", dir);
+    } else {
+        fprintf(stderr, "kept %s\n", dir);
+    }
+    return 0;
+}

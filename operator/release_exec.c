@@ -1,0 +1,57 @@
+/* release_exec.c -- parallel sending of release patches (see
+ * release_exec.h): workers take the next item index from a shared
+ * counter until none is left. */
+#include "operator/release_exec.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "operator/kube_http.h"
+
+struct rx_ctx {
+    struct kube_client *c;
+    struct release_item *items;
+    int n;
+    int next;
+    pthread_mutex_t mu;
+};
+
+static void *rx__worker(void *arg) {
+    struct rx_ctx *x = arg;
+    for (;;) {
+        pthread_mutex_lock(&x->mu);
+        int i = x->next < x->n ? x->next++ : -1;
+        pthread_mutex_unlock(&x->mu);
+        if (i < 0)
+            return NULL;
+        struct release_item *it = &x->items[i];
+        aiq_err_clear(&it->err);
+        it->out = NULL;
+        it->rc = kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out,
+                            &it->err);
+    }
+}
+
+/* Sends the batch; see release_exec.h. */
+int release_exec(struct kube_client *c, struct release_item *items, int n,
+                 int threads) {
+    pthread_t th[16];
+    int started = 0, ok = 0;
+    struct rx_ctx x = {c, items, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    if (threads < 1)
+        threads = 1;
+    if (threads > 16)
+        threads = 16;
+    if (threads > n)
+        threads = n;
+    /* The calling thread works too; extra threads only when they help. */
+    for (int t = 1; t < threads; t++)
+        if (pthread_create(&th[started], NULL, rx__worker, &x) == 0)
+            started++;
+    rx__worker(&x);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    for (int i = 0; i < n; i++)
+        ok += items[i].rc == AIQ_OK;
+    return ok;
+}
