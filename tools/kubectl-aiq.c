@@ -1,0 +1,1232 @@
+/* kubectl-aiq.c -- the `kubectl aiq` plugin: the queue as users and admins
+ * coming from Slurm expect to see it (squeue, sprio, sshare), read from
+ * the Kubernetes API with the kubeconfig as kubectl reads it.
+ *
+ *   kubectl aiq queue [-A] [--level L] [--user U]      squeue
+ *   kubectl aiq explain JOB                            sprio + why it waits
+ *   kubectl aiq usage [--group G]                      sshare
+ *   kubectl aiq policy test FILE                       what a policy would do
+ *
+ * Everything comes from the objects the operator writes (AIJob, Group,
+ * UserQuota and QueuePolicy status); the decision journal comes from the
+ * operator's read-only HTTP endpoint when it is reachable. Output is a
+ * kubectl-style table (colours only on a terminal, and never with
+ * NO_COLOR), or -o json / -o yaml for scripts. Factor vectors and the
+ * what-if ranking are in operator/cli_rank.c, tables in
+ * operator/cli_table.c. */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/aiq_err.h"
+#include "common/model.h"
+#include "operator/cli_rank.h"
+#include "operator/cli_table.h"
+#include "operator/kube_http.h"
+#include "operator/kubeconfig.h"
+#include "operator/manifest.h"
+#include "operator/policy_adapter.h"
+#include "operator/status.h"
+#include "policy/fx.h"
+
+#define PATH_CAP 1024
+#define MAX_ITEMS 20000
+
+enum out_fmt { OUT_TABLE = 0, OUT_JSON, OUT_YAML };
+
+struct opts {
+    const char *kubeconfig, *context, *ns, *operator_url;
+    const char *level, *user, *group;
+    bool all_ns, color;
+    enum out_fmt out;
+    const char *args[4];
+    int nargs;
+};
+
+/* Everything read from the API for one command. */
+struct world {
+    json_object *groups_list, *uqs_list, *jobs_list, *policies_list;
+    struct aiq_group *groups;
+    json_object **group_status;
+    int ngroups;
+    struct aiq_userquota *uqs;
+    json_object **uq_status;
+    int nuqs;
+    struct cli_job *jobs;
+    int njobs;
+    json_object *active_policy; /* borrowed from policies_list, or NULL */
+    oppolicy *policy;           /* the active one compiled, or the default */
+    struct cli_world cw;
+};
+
+static const char *C_BOLD = "", *C_DIM = "", *C_RED = "", *C_GREEN = "",
+                  *C_YELLOW = "", *C_CYAN = "", *C_OFF = "";
+
+static void usage(FILE *out) {
+    fputs("kubectl aiq -- the aiq queue from kubectl\n"
+          "\n"
+          "Commands:\n"
+          "  queue [-A] [--level L] [--user U]   pending jobs, level by level, with position,\n"
+          "                                      score, wait, ETA and why each one waits\n"
+          "  explain JOB                         a job's score term by term, its level and why,\n"
+          "                                      quota and budget headroom, what blocks it, ETA\n"
+          "                                      and its recent journal entries\n"
+          "  usage [--group G]                   per group and user: quota, in use, budget,\n"
+          "                                      fair-share factor\n"
+          "  policy test FILE                    compile a QueuePolicy locally and show how the\n"
+          "                                      current queue would reorder under it\n"
+          "\n"
+          "Flags:\n"
+          "  --kubeconfig PATH     kubeconfig file (default $KUBECONFIG, ~/.kube/config)\n"
+          "  --context NAME        kubeconfig context\n"
+          "  -n, --namespace NS    namespace (default: the context's, else default)\n"
+          "  -A, --all-namespaces  every namespace\n"
+          "  -o, --output FMT      json or yaml instead of a table\n"
+          "  --operator-url URL    the operator's HTTP endpoint (default http://127.0.0.1:8080)\n"
+          "  --no-color            no colours even on a terminal (NO_COLOR does the same)\n",
+          out);
+}
+
+static int fail(const char *fmt, const char *a, const char *b) {
+    fputs("error: ", stderr);
+    fprintf(stderr, fmt, a ? a : "", b ? b : "");
+    fputc('\n', stderr);
+    return 1;
+}
+
+/* ---- flags ----------------------------------------------------------------- */
+
+/* Matches "--name value", "--name=value" and, for a short name, "-n value"
+ * / "-nvalue". Returns 1 and sets *val (advancing *i) on a match, 0 for no
+ * match, -1 when the value is missing. */
+static int flag_value(int argc, char **argv, int *i, const char *lng,
+                      const char *shrt, const char **val) {
+    const char *a = argv[*i];
+    size_t ln = strlen(lng);
+    if (strncmp(a, lng, ln) == 0 && (a[ln] == '=' || a[ln] == '\0')) {
+        if (a[ln] == '=') {
+            *val = a + ln + 1;
+            return 1;
+        }
+    } else if (shrt && strncmp(a, shrt, 2) == 0) {
+        if (a[2]) {
+            *val = a + 2;
+            return 1;
+        }
+    } else {
+        return 0;
+    }
+    if (*i + 1 >= argc)
+        return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+/* Parses argv into *o. Returns 0, or 1 after printing what is wrong. */
+static int parse_flags(int argc, char **argv, struct opts *o) {
+    static const struct {
+        const char *lng, *shrt;
+        size_t off;
+    } vf[] = {
+        {"--kubeconfig", NULL, offsetof(struct opts, kubeconfig)},
+        {"--context", NULL, offsetof(struct opts, context)},
+        {"--namespace", "-n", offsetof(struct opts, ns)},
+        {"--operator-url", NULL, offsetof(struct opts, operator_url)},
+        {"--level", NULL, offsetof(struct opts, level)},
+        {"--user", NULL, offsetof(struct opts, user)},
+        {"--group", NULL, offsetof(struct opts, group)},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        int m = 0;
+        if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {
+            o->all_ns = true;
+            continue;
+        }
+        if (strcmp(a, "--no-color") == 0) {
+            o->color = false;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if ((m = flag_value(argc, argv, &i, "--output", "-o", &v)) != 0) {
+            if (m < 0)
+                return fail("flag %s needs a value", a, NULL);
+            if (strcmp(v, "json") == 0)
+                o->out = OUT_JSON;
+            else if (strcmp(v, "yaml") == 0)
+                o->out = OUT_YAML;
+            else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
+                o->out = OUT_TABLE;
+            else
+                return fail("-o: expected json or yaml, got \"%s\"", v, NULL);
+            continue;
+        }
+        for (size_t k = 0; k < sizeof vf / sizeof vf[0] && !m; k++) {
+            m = flag_value(argc, argv, &i, vf[k].lng, vf[k].shrt, &v);
+            if (m > 0)
+                *(const char **)(void *)((char *)o + vf[k].off) = v;
+        }
+        if (m < 0)
+            return fail("flag %s needs a value", a, NULL);
+        if (m > 0)
+            continue;
+        if (a[0] == '-' && a[1])
+            return fail("unknown flag %s (see kubectl aiq --help)", a, NULL);
+        if (o->nargs >= (int)(sizeof o->args / sizeof o->args[0]))
+            return fail("unexpected argument \"%s\"", a, NULL);
+        o->args[o->nargs++] = a;
+    }
+    return 0;
+}
+
+/* ---- API access ------------------------------------------------------------ */
+
+static void print_err(const char *what, const aiq_err *e) {
+    fprintf(stderr, "error: %s: %s\n", what, e->message[0] ? e->message : aiq_strerror(e->code));
+}
+
+/* GETs an aiq.dev list (ns NULL: every namespace / cluster-scoped) into
+ * *out (a new reference). Prints the error and returns nonzero. */
+static int get_list(struct kube_client *kc, const char *group, const char *version,
+                    const char *ns, const char *resource, json_object **out) {
+    char path[PATH_CAP];
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (kube_path(path, sizeof path, group, version, ns, resource, NULL, NULL, &e) != AIQ_OK ||
+        kube_get(kc, path, out, &e) != AIQ_OK) {
+        char what[128];
+        snprintf(what, sizeof what, "listing %s", resource);
+        print_err(what, &e);
+        return 1;
+    }
+    return 0;
+}
+
+static json_object *items_of(json_object *list) {
+    json_object *it = NULL;
+    if (!list || !json_object_object_get_ex(list, "items", &it) ||
+        !json_object_is_type(it, json_type_array))
+        return NULL;
+    return it;
+}
+
+static json_object *jget(json_object *o, const char *k) {
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+        return NULL;
+    return v;
+}
+
+static const char *jstr(json_object *o, const char *k) {
+    json_object *v = jget(o, k);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static double jnum(json_object *o, const char *k, double dflt) {
+    json_object *v = jget(o, k);
+    if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+        return json_object_get_double(v);
+    if (v && json_object_is_type(v, json_type_string)) { /* "8" from quantities */
+        char *end = NULL;
+        double d = strtod(json_object_get_string(v), &end);
+        if (end && *end == '\0')
+            return d;
+    }
+    return dflt;
+}
+
+static bool jtrue(json_object *o, const char *k) {
+    json_object *v = jget(o, k);
+    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static void world_free(struct world *w) {
+    for (int i = 0; i < w->ngroups; i++)
+        aiq_group_deinit(&w->groups[i]);
+    for (int i = 0; i < w->nuqs; i++)
+        aiq_userquota_deinit(&w->uqs[i]);
+    free(w->groups);
+    free(w->group_status);
+    free(w->uqs);
+    free(w->uq_status);
+    free(w->jobs);
+    oppolicy_free(w->policy);
+    json_object_put(w->groups_list);
+    json_object_put(w->uqs_list);
+    json_object_put(w->jobs_list);
+    json_object_put(w->policies_list);
+    memset(w, 0, sizeof *w);
+}
+
+/* The active QueuePolicy: the one whose status says it is in use, else
+ * the one with spec.active (when the operator has not written status). */
+static json_object *find_active(json_object *policies) {
+    json_object *it = items_of(policies), *spec_active = NULL;
+    size_t n = it ? json_object_array_length(it) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *p = json_object_array_get_idx(it, i);
+        if (jtrue(jget(p, "status"), "active"))
+            return p;
+        if (!spec_active && jtrue(jget(p, "spec"), "active"))
+            spec_active = p;
+    }
+    return spec_active;
+}
+
+/* Reads groups, user quotas, nodes, policies and AIJobs (in ns, or every
+ * namespace when ns is NULL). Returns 0, or 1 after printing the error. */
+static int world_load(struct kube_client *kc, const char *ns, struct world *w) {
+    aiq_err e;
+    json_object *nodes = NULL;
+    int rc = 1;
+    memset(w, 0, sizeof *w);
+    if (get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "groups", &w->groups_list) ||
+        get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "userquotas", &w->uqs_list) ||
+        get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "queuepolicies", &w->policies_list) ||
+        get_list(kc, AIQ_GROUP, AIQ_VERSION, ns, "aijobs", &w->jobs_list))
+        goto out;
+    json_object *git = items_of(w->groups_list), *uit = items_of(w->uqs_list);
+    json_object *jit = items_of(w->jobs_list);
+    size_t ng = git ? json_object_array_length(git) : 0;
+    size_t nu = uit ? json_object_array_length(uit) : 0;
+    size_t nj = jit ? json_object_array_length(jit) : 0;
+    if (ng > MAX_ITEMS || nu > MAX_ITEMS || nj > MAX_ITEMS) {
+        fprintf(stderr, "error: more than %d objects of a kind; narrow with -n\n", MAX_ITEMS);
+        goto out;
+    }
+    w->groups = calloc(ng + 1, sizeof *w->groups);
+    w->group_status = calloc(ng + 1, sizeof *w->group_status);
+    w->uqs = calloc(nu + 1, sizeof *w->uqs);
+    w->uq_status = calloc(nu + 1, sizeof *w->uq_status);
+    w->jobs = calloc(nj + 1, sizeof *w->jobs);
+    if (!w->groups || !w->group_status || !w->uqs || !w->uq_status || !w->jobs) {
+        fputs("error: out of memory\n", stderr);
+        goto out;
+    }
+    for (size_t i = 0; i < ng; i++) { /* a group the operator rejected is skipped, as it does */
+        json_object *g = json_object_array_get_idx(git, i);
+        aiq_err_clear(&e);
+        if (aiq_group_from_json(g, &w->groups[w->ngroups], &e) == AIQ_OK)
+            w->group_status[w->ngroups++] = jget(g, "status");
+    }
+    for (size_t i = 0; i < nu; i++) {
+        json_object *u = json_object_array_get_idx(uit, i);
+        aiq_err_clear(&e);
+        if (aiq_userquota_from_json(u, &w->uqs[w->nuqs], &e) == AIQ_OK)
+            w->uq_status[w->nuqs++] = jget(u, "status");
+    }
+    /* GPUs on the nodes, and those held by admitted or running jobs. */
+    aiq_err_clear(&e);
+    if (kube_get(kc, "/api/v1/nodes", &nodes, &e) == AIQ_OK) {
+        json_object *nit = items_of(nodes);
+        size_t nn = nit ? json_object_array_length(nit) : 0;
+        for (size_t i = 0; i < nn; i++) {
+            json_object *st = jget(json_object_array_get_idx(nit, i), "status");
+            w->cw.total_gpus += jnum(jget(st, "allocatable"), "nvidia.com/gpu", 0);
+        }
+    }
+    w->cw.groups = w->groups;
+    w->cw.group_status = w->group_status;
+    w->cw.ngroups = w->ngroups;
+    w->cw.uqs = w->uqs;
+    w->cw.uq_status = w->uq_status;
+    w->cw.nuqs = w->nuqs;
+    w->cw.now = (double)time(NULL);
+    double held = 0;
+    for (size_t i = 0; i < nj; i++) {
+        json_object *st = jget(json_object_array_get_idx(jit, i), "status");
+        const char *ph = jstr(st, "phase");
+        if (ph && (strcmp(ph, "Admitted") == 0 || strcmp(ph, "Running") == 0))
+            held += jnum(st, "totalGPUs", 0);
+    }
+    w->cw.free_gpus = fmax(0, w->cw.total_gpus - held);
+    for (size_t i = 0; i < nj; i++) {
+        aiq_err_clear(&e);
+        json_object *j = json_object_array_get_idx(jit, i);
+        if (cli_job_load(j, &w->cw, &w->jobs[w->njobs], &e) == AIQ_OK)
+            w->njobs++;
+    }
+    /* The active policy, compiled as the operator compiles it. */
+    w->active_policy = find_active(w->policies_list);
+    if (w->active_policy) {
+        struct aiq_policy p;
+        aiq_err_clear(&e);
+        if (aiq_policy_from_json(w->active_policy, &p, &e) == AIQ_OK) {
+            w->policy = oppolicy_compile(&p, &e);
+            aiq_policy_deinit(&p);
+        }
+    }
+    if (!w->policy) {
+        w->active_policy = NULL;
+        w->policy = oppolicy_default();
+    }
+    if (!w->policy) {
+        fputs("error: out of memory\n", stderr);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_object_put(nodes);
+    if (rc)
+        world_free(w);
+    return rc;
+}
+
+/* Index of a level name in the active policy (unknown names after). */
+static int level_rank(const struct world *w, const char *name) {
+    int n = oppolicy_nlevels(w->policy);
+    for (int i = 0; i < n; i++)
+        if (name && strcmp(oppolicy_level_name(w->policy, i), name) == 0)
+            return i;
+    return n;
+}
+
+static const char *policy_name(const struct world *w) {
+    const char *n = w->active_policy ? jstr(jget(w->active_policy, "metadata"), "name") : NULL;
+    return n ? n : "default (built-in: job.priority, one level)";
+}
+
+/* ---- output helpers -------------------------------------------------------- */
+
+static void emit(json_object *doc, enum out_fmt f) {
+    if (f == OUT_JSON)
+        printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+                                                                JSON_C_TO_STRING_SPACED |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
+    else
+        cli_print_yaml(doc, stdout, 0);
+}
+
+static void add_str(json_object *o, const char *k, const char *v) {
+    json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+static void add_num(json_object *o, const char *k, double v) {
+    json_object_object_add(o, k, json_object_new_double(v));
+}
+
+static void add_int(json_object *o, const char *k, long long v) {
+    json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+/* "in 5m", "now" or "<none>" for an estimated start time. */
+static const char *eta_text(char *buf, size_t cap, double eta, double now) {
+    char d[32];
+    if (eta <= 0)
+        snprintf(buf, cap, "<none>");
+    else if (eta <= now)
+        snprintf(buf, cap, "now");
+    else
+        snprintf(buf, cap, "in %s", cli_human_duration(d, sizeof d, eta - now));
+    return buf;
+}
+
+static const char *num_text(char *buf, size_t cap, double v) {
+    snprintf(buf, cap, "%.6g", fabs(v) < 5e-7 ? 0 : v);
+    return buf;
+}
+
+static void time_text(char *buf, size_t cap, double t) {
+    if (t <= 0)
+        snprintf(buf, cap, "<none>");
+    else
+        opst_time(buf, cap, t);
+}
+
+/* ---- queue ------------------------------------------------------------------ */
+
+static bool held(const struct cli_job *j) {
+    return strcmp(j->phase, "Suspended") == 0;
+}
+
+static const struct world *g_sort_world; /* qsort has no context argument */
+
+static int queue_cmp(const void *va, const void *vb) {
+    const struct cli_job *a = va, *b = vb;
+    int ha = held(a), hb = held(b);
+    if (ha != hb)
+        return ha - hb;
+    int la = level_rank(g_sort_world, a->level), lb = level_rank(g_sort_world, b->level);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    int pa = a->position > 0 ? a->position : 0x7fffffff, pb = b->position > 0 ? b->position : 0x7fffffff;
+    if (pa != pb)
+        return pa < pb ? -1 : 1;
+    int k = strcmp(a->ns, b->ns);
+    return k ? k : strcmp(a->name, b->name);
+}
+
+static int cmd_queue(const struct opts *o, struct world *w) {
+    int n = 0, rc = 0;
+    struct cli_job *v = calloc((size_t)w->njobs + 1, sizeof *v);
+    if (!v)
+        return fail("out of memory", NULL, NULL);
+    for (int i = 0; i < w->njobs; i++) {
+        const struct cli_job *j = &w->jobs[i];
+        if (!cli_job_waiting(j) && !held(j))
+            continue;
+        if (o->level && strcmp(o->level, j->level) != 0)
+            continue;
+        if (o->user && strcmp(o->user, j->user) != 0)
+            continue;
+        v[n++] = *j;
+    }
+    g_sort_world = w;
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof *v, queue_cmp);
+    if (o->out != OUT_TABLE) {
+        json_object *doc = json_object_new_object(), *items = json_object_new_array();
+        add_str(doc, "apiVersion", AIQ_API_VERSION);
+        add_str(doc, "kind", "QueueView");
+        add_str(doc, "policy", policy_name(w));
+        for (int i = 0; i < n; i++) {
+            const struct cli_job *j = &v[i];
+            json_object *it = json_object_new_object();
+            char t[40];
+            add_str(it, "namespace", j->ns);
+            add_str(it, "name", j->name);
+            add_str(it, "user", j->user);
+            add_str(it, "group", j->group[0] ? j->group : NULL);
+            add_str(it, "phase", j->phase[0] ? j->phase : "Pending");
+            add_str(it, "level", j->level[0] ? j->level : NULL);
+            add_int(it, "position", j->position);
+            add_int(it, "gpus", j->gpus);
+            json_object_object_add(it, "score", j->has_score ? json_object_new_double(j->score) : NULL);
+            add_num(it, "waitSeconds", j->queued > 0 ? fmax(0, w->cw.now - j->queued) : 0);
+            time_text(t, sizeof t, j->eta);
+            add_str(it, "estimatedStartTime", j->eta > 0 ? t : NULL);
+            add_str(it, "reason", j->reason[0] ? j->reason : NULL);
+            add_str(it, "message", j->message[0] ? j->message : NULL);
+            json_object_array_add(items, it);
+        }
+        json_object_object_add(doc, "items", items);
+        emit(doc, o->out);
+        json_object_put(doc);
+        goto out;
+    }
+    if (n == 0) {
+        if (o->all_ns)
+            fputs("No jobs waiting.\n", stderr);
+        else
+            fprintf(stderr, "No jobs waiting in %s namespace.\n", o->ns);
+        goto out;
+    }
+    const char *hdr_all[] = {"LEVEL", "POS", "NAMESPACE", "NAME", "USER", "GROUP", "GPUS",
+                             "SCORE", "WAIT", "ETA", "REASON"};
+    const char *hdr_ns[] = {"LEVEL", "POS", "NAME", "USER", "GROUP", "GPUS",
+                            "SCORE", "WAIT", "ETA", "REASON"};
+    int nc = o->all_ns ? 11 : 10;
+    cli_table *t = cli_table_create(nc, o->all_ns ? hdr_all : hdr_ns);
+    if (!t) {
+        rc = fail("out of memory", NULL, NULL);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct cli_job *j = &v[i];
+        char lvl[96], pos[16], gpus[24], score[32], wait[32], eta[48], reason[640];
+        const char *col = held(j) ? C_DIM : (j->reason[0] && strcmp(j->reason, "Queued") != 0 &&
+                                                     strcmp(j->reason, "WaitingForGPUs") != 0 &&
+                                                     strcmp(j->reason, "BehindHigherPriority") != 0
+                                                 ? C_YELLOW : "");
+        snprintf(lvl, sizeof lvl, "%s%s%s", C_CYAN, held(j) ? "(held)" : j->level[0] ? j->level : "<none>",
+                 C_OFF);
+        if (j->position > 0)
+            snprintf(pos, sizeof pos, "%d", j->position);
+        else
+            snprintf(pos, sizeof pos, "-");
+        snprintf(gpus, sizeof gpus, "%ld", j->gpus);
+        if (j->has_score)
+            num_text(score, sizeof score, j->score);
+        else
+            snprintf(score, sizeof score, "<none>");
+        if (j->queued > 0)
+            cli_human_duration(wait, sizeof wait, w->cw.now - j->queued);
+        else
+            snprintf(wait, sizeof wait, "<none>");
+        eta_text(eta, sizeof eta, held(j) ? 0 : j->eta, w->cw.now);
+        snprintf(reason, sizeof reason, "%s%s%s", col,
+                 j->message[0] ? j->message : j->reason[0] ? j->reason : held(j) ? "held (spec.suspend)" : "",
+                 col[0] ? C_OFF : "");
+        const char *row_all[] = {lvl, pos, j->ns, j->name, j->user, j->group[0] ? j->group : "<none>",
+                                 gpus, score, wait, eta, reason};
+        const char *row_ns[] = {lvl, pos, j->name, j->user, j->group[0] ? j->group : "<none>",
+                                gpus, score, wait, eta, reason};
+        if (cli_table_add(t, o->all_ns ? row_all : row_ns) != AIQ_OK) {
+            rc = fail("out of memory", NULL, NULL);
+            break;
+        }
+    }
+    if (rc == 0) {
+        printf("%sPolicy:%s %s\n", C_BOLD, C_OFF, policy_name(w));
+        cli_table_print(t, stdout);
+    }
+    cli_table_free(t);
+out:
+    free(v);
+    return rc;
+}
+
+/* ---- explain ---------------------------------------------------------------- */
+
+static const char *quota_text(char *buf, size_t cap, double used, long long limit) {
+    if (limit < 0)
+        snprintf(buf, cap, "%g in use, unlimited", used);
+    else
+        snprintf(buf, cap, "%g of %lld in use, %g left", used, limit, fmax(0, (double)limit - used));
+    return buf;
+}
+
+static const char *budget_text(char *buf, size_t cap, double used, const struct aiq_budget *b) {
+    char win[32];
+    if (b->gpu_hours < 0)
+        snprintf(buf, cap, "no budget");
+    else
+        snprintf(buf, cap, "%.4g of %.6g GPU-hours used per %s, %.4g left", used, b->gpu_hours,
+                 cli_human_duration(win, sizeof win, b->window_s > 0 ? b->window_s : 2592000),
+                 fmax(0, b->gpu_hours - used));
+    return buf;
+}
+
+/* The names of factors src mentions (a word-boundary search). */
+static unsigned factors_used(const char *src) {
+    unsigned m = 0;
+    for (int i = 0; src && i < FX_NFACTORS && i < 32; i++) {
+        const char *name = fx_factor_name(i), *p = src;
+        size_t ln = strlen(name);
+        while ((p = strstr(p, name)) != NULL) {
+            char before = p > src ? p[-1] : ' ', after = p[ln];
+            bool wb = !(before == '.' || before == '_' || (before >= 'a' && before <= 'z'));
+            bool wa = !(after == '.' || after == '_' || (after >= 'a' && after <= 'z'));
+            if (wb && wa) {
+                m |= 1u << i;
+                break;
+            }
+            p += ln;
+        }
+    }
+    return m;
+}
+
+/* Asks the operator for the journal of a job: GET URL/journal?job=NS/NAME.
+ * Prints what it got or why it could not. */
+static void print_journal(const struct opts *o, const struct cli_job *j, json_object *out_doc) {
+    struct kube_config cfg;
+    struct kube_client *kc = NULL;
+    char key[2 * AIQ_MAX_NAME + 2], esc[3 * sizeof key], path[sizeof esc + 64];
+    json_object *resp = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = (char *)o->operator_url;
+    snprintf(key, sizeof key, "%s/%s", j->ns, j->name);
+    struct kube_client_opts ko = {.timeout_ms = 3000, .connect_timeout_ms = 1000,
+                                  .max_body = 4u << 20, .user_agent = "kubectl-aiq/0.1"};
+    aiq_rc rc = kube_client_create(&cfg, &ko, &kc, &e);
+    if (rc == AIQ_OK)
+        rc = kube_query_escape(esc, sizeof esc, key, &e);
+    if (rc == AIQ_OK) {
+        snprintf(path, sizeof path, "/journal?job=%s&limit=10", esc);
+        rc = kube_get(kc, path, &resp, &e);
+    }
+    json_object *items = rc == AIQ_OK ? items_of(resp) : NULL;
+    if (out_doc) {
+        if (items)
+            json_object_object_add(out_doc, "journal", json_object_get(items));
+        else
+            add_str(out_doc, "journalError", e.message[0] ? e.message : "no items in the answer");
+    } else if (!items) {
+        printf("%sJournal:%s   %snot available%s: the operator at %s %s%s\n", C_BOLD, C_OFF, C_YELLOW,
+               C_OFF, o->operator_url,
+               e.http_status ? "does not serve /journal: " : "is not reachable: ",
+               e.message[0] ? e.message : "no items in the answer");
+        printf("           (pass --operator-url to reach it; kubectl describe shows the Events)\n");
+    } else {
+        size_t n = json_object_array_length(items);
+        printf("%sJournal:%s   %zu recent entr%s\n", C_BOLD, C_OFF, n, n == 1 ? "y" : "ies");
+        for (size_t i = 0; i < n; i++) {
+            json_object *it = json_object_array_get_idx(items, i);
+            char t[40];
+            time_text(t, sizeof t, jnum(it, "t", 0));
+            printf("  %s  %-8s %s %s\n", t, jstr(it, "action") ? jstr(it, "action") : jstr(it, "kind") ? jstr(it, "kind") : "?",
+                   jstr(it, "reason") ? jstr(it, "reason") : "", jstr(it, "message") ? jstr(it, "message") : "");
+        }
+    }
+    json_object_put(resp);
+    kube_client_free(kc);
+}
+
+static int cmd_explain(const struct opts *o, struct world *w) {
+    const char *name = o->args[1];
+    struct cli_job *j = NULL;
+    char b1[256], b2[256];
+    if (!name)
+        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]", NULL, NULL);
+    for (int i = 0; i < w->njobs; i++)
+        if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
+            j = &w->jobs[i];
+    if (!j)
+        return fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
+    int g = -1;
+    for (int i = 0; i < w->ngroups; i++)
+        if (j->group[0] && strcmp(w->groups[i].meta.name, j->group) == 0)
+            g = i;
+    int uq = -1;
+    for (int i = 0; i < w->nuqs; i++)
+        if (g >= 0 && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, j->user) == 0 &&
+            cli_group_of_ns(&w->cw, w->uqs[i].meta.namespace_) == g)
+            uq = i;
+    json_object *jit = items_of(w->jobs_list), *raw = NULL;
+    for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
+        json_object *m = jget(json_object_array_get_idx(jit, i), "metadata");
+        if (jstr(m, "name") && strcmp(jstr(m, "name"), j->name) == 0 && jstr(m, "namespace") &&
+            strcmp(jstr(m, "namespace"), j->ns) == 0)
+            raw = json_object_array_get_idx(jit, i);
+    }
+    json_object *terms = jget(jget(raw, "status"), "scoreTerms");
+    struct opst_term local[OPST_MAX_TERMS];
+    int nlocal = 0;
+    if (!terms || !json_object_is_type(terms, json_type_array))
+        nlocal = oppolicy_explain(w->policy, j->f, local, OPST_MAX_TERMS);
+    const char *formula = jstr(jget(w->active_policy, "spec"), "formula");
+    if (!formula)
+        formula = "job.priority";
+    json_object *levels = jget(jget(w->active_policy, "spec"), "levels");
+    int nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
+    /* Which `when` holds on the rebuilt factors. */
+    int local_level = -1;
+    bool lv_hold[AIQ_MAX_LEVELS] = {false};
+    for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
+        const char *when = jstr(json_object_array_get_idx(levels, i), "when");
+        if (!when) {
+            lv_hold[i] = true;
+        } else {
+            aiq_err e;
+            aiq_err_clear(&e);
+            fx_prog *p = fx_compile(when, FX_PREDICATE, &e);
+            lv_hold[i] = p && fx_eval(p, j->f) != 0;
+            fx_free(p);
+        }
+        if (lv_hold[i] && local_level < 0)
+            local_level = i;
+    }
+    double g_used = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpus", 0) : 0;
+    double g_h = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
+    double u_used = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
+    double u_h = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
+    unsigned used_f = factors_used(formula);
+    for (int i = 0; i < nlv; i++)
+        used_f |= factors_used(jstr(json_object_array_get_idx(levels, i), "when"));
+    unsigned approx = used_f & j->approx;
+
+    if (o->out != OUT_TABLE) {
+        json_object *doc = json_object_new_object(), *a;
+        add_str(doc, "namespace", j->ns);
+        add_str(doc, "name", j->name);
+        add_str(doc, "user", j->user);
+        add_str(doc, "group", j->group[0] ? j->group : NULL);
+        add_str(doc, "phase", j->phase[0] ? j->phase : "Pending");
+        add_str(doc, "policy", policy_name(w));
+        add_str(doc, "formula", formula);
+        add_str(doc, "level", j->level[0] ? j->level : NULL);
+        add_str(doc, "levelByLocalEval", local_level >= 0 ? jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
+        add_int(doc, "position", j->position);
+        json_object_object_add(doc, "score", j->has_score ? json_object_new_double(j->score) : NULL);
+        if (terms)
+            json_object_object_add(doc, "scoreTerms", json_object_get(terms));
+        else {
+            a = json_object_new_array();
+            for (int i = 0; i < nlocal; i++) {
+                json_object *t = json_object_new_object();
+                add_str(t, "name", local[i].name);
+                add_num(t, "value", local[i].value);
+                json_object_array_add(a, t);
+            }
+            json_object_object_add(doc, "scoreTerms", a);
+        }
+        json_object *f = json_object_new_object();
+        for (int i = 0; i < FX_NFACTORS; i++)
+            if (used_f & (1u << i))
+                add_num(f, fx_factor_name(i), j->f[i]);
+        json_object_object_add(doc, "factors", f);
+        a = json_object_new_array();
+        for (int i = 0; i < FX_NFACTORS; i++)
+            if (approx & (1u << i))
+                json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
+        json_object_object_add(doc, "approximatedFactors", a);
+        add_num(doc, "groupGPUsInUse", g_used);
+        if (g >= 0)
+            add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);
+        add_num(doc, "userGPUsInUse", u_used);
+        if (uq >= 0)
+            add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
+        add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
+        add_str(doc, "message", j->message[0] ? j->message : NULL);
+        time_text(b1, sizeof b1, j->eta);
+        add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
+        print_journal(o, j, doc);
+        emit(doc, o->out);
+        json_object_put(doc);
+        return 0;
+    }
+
+    printf("%sJob:%s       %s/%s   user %s, group %s\n", C_BOLD, C_OFF, j->ns, j->name, j->user,
+           j->group[0] ? j->group : "<none>");
+    printf("%sPhase:%s     %s", C_BOLD, C_OFF, j->phase[0] ? j->phase : "Pending (no status yet)");
+    if (j->position > 0)
+        printf(", position %d in the queue", j->position);
+    if (j->queued > 0)
+        printf(", waiting %s", cli_human_duration(b1, sizeof b1, w->cw.now - j->queued));
+    printf("\n%sPolicy:%s    %s\n", C_BOLD, C_OFF, policy_name(w));
+    printf("%sFormula:%s   %s\n", C_BOLD, C_OFF, formula);
+    printf("%sScore:%s     %s%s\n", C_BOLD, C_OFF, j->has_score ? num_text(b1, sizeof b1, j->score) : "<none>",
+           terms ? " = the sum of these terms (status.scoreTerms):" : nlocal ? " (terms computed locally):" : "");
+    if (terms && json_object_is_type(terms, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(terms); i++) {
+            json_object *t = json_object_array_get_idx(terms, i);
+            printf("  %12s  %s\n", num_text(b1, sizeof b1, jnum(t, "value", 0)), jstr(t, "name") ? jstr(t, "name") : "?");
+        }
+    } else {
+        for (int i = 0; i < nlocal; i++)
+            printf("  %12s  %s\n", num_text(b1, sizeof b1, local[i].value), local[i].name);
+    }
+    printf("%sLevel:%s     %s%s%s", C_BOLD, C_OFF, C_CYAN, j->level[0] ? j->level : "<none>", C_OFF);
+    if (nlv == 0)
+        printf(" (the built-in policy has one level)\n");
+    else
+        printf(" -- the first level whose `when` holds:\n");
+    for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
+        json_object *lv = json_object_array_get_idx(levels, i);
+        const char *when = jstr(lv, "when");
+        printf("  %s %-12s %s\n", lv_hold[i] ? (i == local_level ? "=>" : " +") : "  ",
+               jstr(lv, "name") ? jstr(lv, "name") : "?", when ? when : "(catch-all)");
+    }
+    if (local_level >= 0 && j->level[0] &&
+        strcmp(jstr(json_object_array_get_idx(levels, local_level), "name"), j->level) != 0)
+        printf("  (evaluated here it lands in %s; the operator put it in %s -- a starvation\n"
+               "   promotion, or one of the approximated factors below differs)\n",
+               jstr(json_object_array_get_idx(levels, local_level), "name"), j->level);
+    printf("%sFactors:%s  ", C_BOLD, C_OFF);
+    int nf = 0;
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (used_f & (1u << i))
+            printf("%s%s=%s%s", nf++ ? ", " : "", fx_factor_name(i), num_text(b1, sizeof b1, j->f[i]),
+                   (approx & (1u << i)) ? "~" : "");
+    printf(nf ? "\n" : "(none used by the policy)\n");
+    if (approx)
+        printf("           (~ approximated from the objects' status: the operator's store has the exact value)\n");
+    printf("%sQuota:%s     group %s: %s\n", C_BOLD, C_OFF, j->group[0] ? j->group : "<none>",
+           g >= 0 ? quota_text(b1, sizeof b1, g_used, (long long)w->groups[g].spec.quota.gpus) : "no group");
+    printf("           user %s: %s\n", j->user,
+           uq >= 0 ? quota_text(b2, sizeof b2, u_used, (long long)w->uqs[uq].spec.quota.gpus)
+                   : "no UserQuota (bounded by the group)");
+    printf("           this job needs %ld GPU%s\n", j->gpus, j->gpus == 1 ? "" : "s");
+    printf("%sBudget:%s    group: %s\n", C_BOLD, C_OFF,
+           g >= 0 ? budget_text(b1, sizeof b1, g_h, &w->groups[g].spec.budget) : "no group");
+    printf("           user: %s\n", uq >= 0 ? budget_text(b2, sizeof b2, u_h, &w->uqs[uq].spec.budget) : "no budget");
+    printf("%sBlocked:%s   %s%s%s%s%s\n", C_BOLD, C_OFF, C_YELLOW, j->reason[0] ? j->reason : "-",
+           j->message[0] ? ": " : "", j->message, C_OFF);
+    time_text(b1, sizeof b1, j->eta);
+    printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
+    print_journal(o, j, NULL);
+    return 0;
+}
+
+/* ---- usage ------------------------------------------------------------------ */
+
+static const char *lim_text(char *buf, size_t cap, long long v) {
+    if (v < 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%lld", v);
+    return buf;
+}
+
+static int cmd_usage(const struct opts *o, struct world *w) {
+    cli_table *t = NULL;
+    json_object *doc = NULL, *items = NULL;
+    int rc = 0, shown = 0;
+    static const char *hdr[] = {"GROUP", "USER", "LEVEL", "GPU-QUOTA", "GPUS-USED",
+                                "JOBS-QUOTA", "JOBS-USED", "BUDGET-GPUH", "USED-GPUH", "FAIRSHARE", "STATUS"};
+    if (o->out == OUT_TABLE) {
+        t = cli_table_create(11, hdr);
+        if (!t)
+            return fail("out of memory", NULL, NULL);
+    } else {
+        doc = json_object_new_object();
+        items = json_object_new_array();
+        add_str(doc, "apiVersion", AIQ_API_VERSION);
+        add_str(doc, "kind", "UsageView");
+        json_object_object_add(doc, "items", items);
+    }
+    for (int g = 0; g < w->ngroups; g++) {
+        const struct aiq_group *gr = &w->groups[g];
+        if (o->group && strcmp(o->group, gr->meta.name) != 0)
+            continue;
+        shown++;
+        json_object *gu = jget(w->group_status[g], "usage");
+        double fsg, fsu;
+        cli_fairshare(&w->cw, g, NULL, &fsg, &fsu);
+        /* the group row, then one row per user (UserQuotas, then members) */
+        for (int r = -1; r < w->nuqs + gr->spec.nmembers; r++) {
+            const char *user = "*", *status = "", *level = NULL;
+            char lvl[16], q1[24], q2[24], q3[24], q4[24], q5[24], q6[24], fs[24];
+            long long gq = gr->spec.quota.gpus, jq = gr->spec.quota.jobs;
+            double gpus = jnum(gu, "gpus", 0), jobs = jnum(gu, "jobs", 0), h = jnum(gu, "gpuHours", 0);
+            const struct aiq_budget *bud = &gr->spec.budget;
+            double fsv = fsg;
+            snprintf(lvl, sizeof lvl, "%d", gr->spec.level);
+            level = lvl;
+            if (r >= 0 && r < w->nuqs) {
+                const struct aiq_userquota *u = &w->uqs[r];
+                if (cli_group_of_ns(&w->cw, u->meta.namespace_) != g)
+                    continue;
+                json_object *st = w->uq_status[r];
+                user = u->spec.user;
+                gq = u->spec.quota.gpus;
+                jq = u->spec.quota.jobs;
+                gpus = jnum(jget(st, "usage"), "gpus", 0);
+                jobs = jnum(jget(st, "usage"), "jobs", 0);
+                h = jnum(jget(st, "usage"), "gpuHours", 0);
+                bud = &u->spec.budget;
+                status = jget(st, "accepted") ? (jtrue(st, "accepted") ? "Accepted" : "Rejected") : "Pending";
+                level = "0";
+                for (int k = 0; k < gr->spec.nmembers; k++)
+                    if (strcmp(gr->spec.members[k].user, user) == 0) {
+                        snprintf(lvl, sizeof lvl, "%d", gr->spec.members[k].level);
+                        level = lvl;
+                    }
+                cli_fairshare(&w->cw, g, user, &fsg, &fsv);
+            } else if (r >= w->nuqs) { /* a member without a UserQuota */
+                const struct aiq_member *m = &gr->spec.members[r - w->nuqs];
+                bool has_uq = false;
+                for (int k = 0; k < w->nuqs; k++)
+                    has_uq |= w->uqs[k].spec.user && strcmp(w->uqs[k].spec.user, m->user) == 0 &&
+                              cli_group_of_ns(&w->cw, w->uqs[k].meta.namespace_) == g;
+                if (has_uq)
+                    continue;
+                user = m->user;
+                snprintf(lvl, sizeof lvl, "%d", m->level);
+                gq = jq = -1;
+                gpus = jobs = 0;
+                for (int k = 0; k < w->njobs; k++) { /* counted from its jobs */
+                    const struct cli_job *jb = &w->jobs[k];
+                    if (strcmp(jb->group, gr->meta.name) == 0 && strcmp(jb->user, m->user) == 0 &&
+                        (strcmp(jb->phase, "Admitted") == 0 || strcmp(jb->phase, "Running") == 0)) {
+                        gpus += (double)jb->gpus;
+                        jobs++;
+                    }
+                }
+                h = 0;
+                bud = NULL;
+                status = "member";
+                cli_fairshare(&w->cw, g, user, &fsg, &fsv);
+            }
+            if (o->user && r >= 0 && strcmp(o->user, user) != 0)
+                continue;
+            snprintf(fs, sizeof fs, "%.3f", fsv);
+            if (items) {
+                json_object *it = json_object_new_object();
+                add_str(it, "group", gr->meta.name);
+                add_str(it, "user", r < 0 ? NULL : user);
+                add_int(it, "level", strtol(level, NULL, 10));
+                add_int(it, "gpuQuota", gq);
+                add_num(it, "gpusUsed", gpus);
+                add_int(it, "jobsQuota", jq);
+                add_num(it, "jobsUsed", jobs);
+                add_num(it, "budgetGPUHours", bud ? bud->gpu_hours : -1);
+                add_num(it, "usedGPUHours", h);
+                add_num(it, "fairshare", fsv);
+                if (r >= 0)
+                    add_str(it, "status", status);
+                json_object_array_add(items, it);
+                continue;
+            }
+            snprintf(q2, sizeof q2, "%g", gpus);
+            snprintf(q4, sizeof q4, "%g", jobs);
+            if (bud && bud->gpu_hours >= 0)
+                snprintf(q5, sizeof q5, "%g", bud->gpu_hours);
+            else
+                snprintf(q5, sizeof q5, "-");
+            snprintf(q6, sizeof q6, "%.4g", h);
+            const char *row[] = {r < 0 ? gr->meta.name : "", user, level, lim_text(q1, sizeof q1, gq), q2,
+                                 lim_text(q3, sizeof q3, jq), q4, q5, q6, fs, status};
+            if (cli_table_add(t, row) != AIQ_OK) {
+                rc = fail("out of memory", NULL, NULL);
+                goto out;
+            }
+        }
+    }
+    if (o->group && !shown) {
+        rc = fail("groups.aiq.dev \"%s\" not found", o->group, NULL);
+        goto out;
+    }
+    if (doc) {
+        emit(doc, o->out);
+    } else if (cli_table_rows(t) == 0) {
+        fputs("No groups found.\n", stderr);
+    } else {
+        cli_table_print(t, stdout);
+        printf("%s(- = not limited; FAIRSHARE is 2^(-usage/shares) like sshare, from the usage the statuses show)%s\n",
+               C_DIM, C_OFF);
+    }
+out:
+    cli_table_free(t);
+    json_object_put(doc);
+    return rc;
+}
+
+/* ---- policy test ------------------------------------------------------------ */
+
+/* Prints a compile error of the policy's field with a caret under it. */
+static void print_policy_error(const char *file, const struct aiq_manifest *m,
+                               const struct aiq_policy *p, const aiq_err *e) {
+    const char *src = NULL;
+    char buf[2048];
+    if (p && strcmp(e->field, "spec.formula") == 0)
+        src = p->spec.formula;
+    for (int i = 0; p && !src && i < p->spec.nlevels; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "spec.levels[%d].when", i);
+        if (strcmp(e->field, f) == 0)
+            src = p->spec.levels[i].when;
+    }
+    fprintf(stderr, "%s: QueuePolicy %s (document at line %d):\n", file,
+            p && p->meta.name ? p->meta.name : "?", m->line);
+    if (src && e->line > 0) {
+        fx_format_error(src, e, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+    } else {
+        fprintf(stderr, "%s\n", e->message);
+    }
+}
+
+static int cmd_policy_test(const struct opts *o, struct world *w, const char *file) {
+    struct aiq_manifest *ms = NULL;
+    int nm = 0, rc = 1;
+    aiq_err e;
+    oppolicy *np = NULL;
+    struct cli_job *v = NULL;
+    const struct aiq_policy *pol = NULL;
+    const struct aiq_manifest *pm = NULL;
+    aiq_err_clear(&e);
+    if (aiq_manifest_parse_file(file, &ms, &nm, &e) != AIQ_OK) {
+        fprintf(stderr, "error: %s:%d: %s\n", file, e.line, e.message);
+        return 1;
+    }
+    for (int i = 0; i < nm; i++) {
+        if (ms[i].rc != AIQ_OK) {
+            fprintf(stderr, "error: %s:%d: %s\n", file, ms[i].line, ms[i].err.message);
+            goto out;
+        }
+        if (ms[i].kind == AIQ_KIND_QUEUEPOLICY && !pol) {
+            pol = &ms[i].u.policy;
+            pm = &ms[i];
+        }
+    }
+    if (!pol) {
+        fprintf(stderr, "error: %s: no QueuePolicy in the file\n", file);
+        goto out;
+    }
+    aiq_err_clear(&e);
+    np = oppolicy_compile(pol, &e);
+    if (!np) {
+        print_policy_error(file, pm, pol, &e);
+        goto out;
+    }
+    /* Old order: the operator's positions; new order: this policy. */
+    int n = 0;
+    v = calloc((size_t)w->njobs + 1, sizeof *v);
+    if (!v) {
+        fail("out of memory", NULL, NULL);
+        goto out;
+    }
+    for (int i = 0; i < w->njobs; i++)
+        if (cli_job_waiting(&w->jobs[i]))
+            v[n++] = w->jobs[i];
+    if (cli_rank(np, v, n, &e) != AIQ_OK) {
+        print_err("ranking", &e);
+        goto out;
+    }
+    unsigned used_f = factors_used(pol->spec.formula), approx = 0;
+    for (int i = 0; i < pol->spec.nlevels; i++)
+        used_f |= factors_used(pol->spec.levels[i].when);
+    for (int i = 0; i < n; i++)
+        approx |= v[i].approx & used_f;
+    /* List in the new order. */
+    for (int i = 0; i < n; i++)
+        while (v[i].new_position != i + 1) {
+            struct cli_job tmp = v[v[i].new_position - 1];
+            v[v[i].new_position - 1] = v[i];
+            v[i] = tmp;
+        }
+    if (o->out != OUT_TABLE) {
+        json_object *doc = json_object_new_object(), *items = json_object_new_array(), *a;
+        add_str(doc, "apiVersion", AIQ_API_VERSION);
+        add_str(doc, "kind", "PolicyTest");
+        add_str(doc, "policy", pol->meta.name);
+        add_str(doc, "compiled", "true");
+        add_str(doc, "currentPolicy", policy_name(w));
+        for (int i = 0; i < n; i++) {
+            json_object *it = json_object_new_object();
+            add_str(it, "namespace", v[i].ns);
+            add_str(it, "name", v[i].name);
+            add_str(it, "user", v[i].user);
+            add_int(it, "oldPosition", v[i].position);
+            add_int(it, "newPosition", v[i].new_position);
+            add_str(it, "oldLevel", v[i].level[0] ? v[i].level : NULL);
+            add_str(it, "newLevel", oppolicy_level_name(np, v[i].new_level));
+            json_object_object_add(it, "oldScore", v[i].has_score ? json_object_new_double(v[i].score) : NULL);
+            add_num(it, "newScore", v[i].new_score);
+            json_object_array_add(items, it);
+        }
+        json_object_object_add(doc, "items", items);
+        a = json_object_new_array();
+        for (int i = 0; i < FX_NFACTORS; i++)
+            if (approx & (1u << i))
+                json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
+        json_object_object_add(doc, "approximatedFactors", a);
+        emit(doc, o->out);
+        json_object_put(doc);
+        rc = 0;
+        goto out;
+    }
+    printf("%sQueuePolicy %s compiles%s: formula %s, %d level%s", C_GREEN, pol->meta.name, C_OFF,
+           pol->spec.formula, pol->spec.nlevels, pol->spec.nlevels == 1 ? "" : "s");
+    for (int i = 0; i < pol->spec.nlevels; i++)
+        printf("%s%s", i ? ", " : " (", pol->spec.levels[i].name);
+    printf(")\n");
+    if (n == 0) {
+        printf("No jobs waiting: nothing to reorder.\n");
+        rc = 0;
+        goto out;
+    }
+    printf("The %d waiting job%s, now under %s and under %s:\n", n, n == 1 ? "" : "s",
+           policy_name(w), pol->meta.name);
+    static const char *hdr[] = {"NEW", "OLD", "MOVE", "NAMESPACE", "NAME", "USER", "GPUS",
+                                "LEVEL", "SCORE", "OLD-LEVEL", "OLD-SCORE"};
+    cli_table *t = cli_table_create(11, hdr);
+    if (!t) {
+        fail("out of memory", NULL, NULL);
+        goto out;
+    }
+    rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char np_s[16], op_s[16], mv[48], gp[24], sc[32], osc[32], lv[96];
+        snprintf(np_s, sizeof np_s, "%d", v[i].new_position);
+        if (v[i].position > 0)
+            snprintf(op_s, sizeof op_s, "%d", v[i].position);
+        else
+            snprintf(op_s, sizeof op_s, "-");
+        int d = v[i].position > 0 ? v[i].position - v[i].new_position : 0;
+        if (v[i].position <= 0)
+            snprintf(mv, sizeof mv, "new");
+        else if (d > 0)
+            snprintf(mv, sizeof mv, "%sup %d%s", C_GREEN, d, C_OFF);
+        else if (d < 0)
+            snprintf(mv, sizeof mv, "%sdown %d%s", C_RED, -d, C_OFF);
+        else
+            snprintf(mv, sizeof mv, "=");
+        snprintf(gp, sizeof gp, "%ld", v[i].gpus);
+        num_text(sc, sizeof sc, v[i].new_score);
+        if (v[i].has_score)
+            num_text(osc, sizeof osc, v[i].score);
+        else
+            snprintf(osc, sizeof osc, "<none>");
+        snprintf(lv, sizeof lv, "%s", oppolicy_level_name(np, v[i].new_level));
+        const char *row[] = {np_s, op_s, mv, v[i].ns, v[i].name, v[i].user, gp, lv, sc,
+                             v[i].level[0] ? v[i].level : "<none>", osc};
+        if (cli_table_add(t, row) != AIQ_OK)
+            rc = fail("out of memory", NULL, NULL);
+    }
+    if (rc == 0)
+        cli_table_print(t, stdout);
+    cli_table_free(t);
+    if (approx) {
+        printf("Approximated factors (the operator's store has the exact values):");
+        for (int i = 0; i < FX_NFACTORS; i++)
+            if (approx & (1u << i))
+                printf(" %s", fx_factor_name(i));
+        printf("\n");
+    }
+out:
+    free(v);
+    oppolicy_free(np);
+    aiq_manifests_free(ms, nm);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    struct opts o;
+    struct kube_config *cfg = NULL;
+    struct kube_client *kc = NULL;
+    struct world w;
+    aiq_err e;
+    int rc = 1;
+    char nsbuf[AIQ_MAX_NAME + 1];
+    memset(&o, 0, sizeof o);
+    memset(&w, 0, sizeof w);
+    o.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    o.operator_url = "http://127.0.0.1:8080";
+    if (parse_flags(argc, argv, &o))
+        return 1;
+    if (o.nargs == 0) {
+        usage(stderr);
+        return 1;
+    }
+    if (o.color) {
+        C_BOLD = "\033[1m";
+        C_DIM = "\033[2m";
+        C_RED = "\033[31m";
+        C_GREEN = "\033[32m";
+        C_YELLOW = "\033[33m";
+        C_CYAN = "\033[36m";
+        C_OFF = "\033[0m";
+    }
+    const char *cmd = o.args[0];
+    bool is_policy = strcmp(cmd, "policy") == 0;
+    if (strcmp(cmd, "queue") != 0 && strcmp(cmd, "explain") != 0 && strcmp(cmd, "usage") != 0 &&
+        !is_policy)
+        return fail("unknown command \"%s\" (queue, explain, usage, policy test)", cmd, NULL);
+    if (is_policy && (o.nargs != 3 || strcmp(o.args[1], "test") != 0))
+        return fail("usage: kubectl aiq policy test FILE", NULL, NULL);
+    aiq_err_clear(&e);
+    if (kube_config_auto(o.kubeconfig, o.context, NULL, &cfg, &e) != AIQ_OK) {
+        print_err("reading the kubeconfig", &e);
+        goto out;
+    }
+    snprintf(nsbuf, sizeof nsbuf, "%s", o.ns ? o.ns : cfg->namespace_ ? cfg->namespace_ : "default");
+    o.ns = nsbuf;
+    struct kube_client_opts ko = {.timeout_ms = 20000, .user_agent = "kubectl-aiq/0.1"};
+    if (kube_client_create(cfg, &ko, &kc, &e) != AIQ_OK) {
+        print_err("connecting", &e);
+        goto out;
+    }
+    /* policy test and explain -A look at the whole queue. */
+    bool every_ns = o.all_ns || is_policy || strcmp(cmd, "usage") == 0 || strcmp(cmd, "explain") == 0;
+    if (world_load(kc, every_ns ? NULL : o.ns, &w))
+        goto out;
+    if (strcmp(cmd, "queue") == 0)
+        rc = cmd_queue(&o, &w);
+    else if (strcmp(cmd, "explain") == 0)
+        rc = cmd_explain(&o, &w);
+    else if (strcmp(cmd, "usage") == 0)
+        rc = cmd_usage(&o, &w);
+    else
+        rc = cmd_policy_test(&o, &w, o.args[2]);
+out:
+    world_free(&w);
+    kube_client_free(kc);
+    kube_config_free(cfg);
+    return rc;
+}
