@@ -44,6 +44,8 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
     for s in "$ROOT"/test/e2e/*.sh; do
         [ -f "$s" ] || continue
         n=$(basename "$s" .sh)
+        # lib.sh and _*.sh are sourced helpers, not tests.
+        case "$n" in lib|_*) continue ;; esac
         (cd "$ROOT" && sh "$s") >"$LOG/$n.out" 2>&1
         tally "$n" "$LOG/$n.out" $?
     done
