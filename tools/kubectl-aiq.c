@@ -410,8 +410,35 @@ static void add_str(json_object *o, const char *k, const char *v) {
     json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }
 
+/* A number printed with 6 significant digits (json-c would print the
+ * binary expansion, 0.0011999999999999999). */
+static json_object *num6(double v) {
+    char b[40];
+    snprintf(b, sizeof b, "%.6g", v);
+    return json_object_new_double_s(v, b);
+}
+
 static void add_num(json_object *o, const char *k, double v) {
-    json_object_object_add(o, k, json_object_new_double(v));
+    json_object_object_add(o, k, num6(v));
+}
+
+/* src on one line: runs of whitespace become one space (for summaries of
+ * multi-line formulas). */
+static const char *one_line(char *buf, size_t cap, const char *src) {
+    size_t n = 0;
+    bool sp = false;
+    for (; src && *src && n + 1 < cap; src++) {
+        if (*src == ' ' || *src == '\n' || *src == '\t' || *src == '\r') {
+            sp = n > 0;
+            continue;
+        }
+        if (sp && n + 2 < cap)
+            buf[n++] = ' ';
+        sp = false;
+        buf[n++] = *src;
+    }
+    buf[n] = '\0';
+    return buf;
 }
 
 static void add_int(json_object *o, const char *k, long long v) {
@@ -500,7 +527,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
             add_str(it, "level", j->level[0] ? j->level : NULL);
             add_int(it, "position", j->position);
             add_int(it, "gpus", j->gpus);
-            json_object_object_add(it, "score", j->has_score ? json_object_new_double(j->score) : NULL);
+            json_object_object_add(it, "score", j->has_score ? num6(j->score) : NULL);
             add_num(it, "waitSeconds", j->queued > 0 ? fmax(0, w->cw.now - j->queued) : 0);
             time_text(t, sizeof t, j->eta);
             add_str(it, "estimatedStartTime", j->eta > 0 ? t : NULL);
@@ -739,7 +766,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         add_str(doc, "level", j->level[0] ? j->level : NULL);
         add_str(doc, "levelByLocalEval", local_level >= 0 ? jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
         add_int(doc, "position", j->position);
-        json_object_object_add(doc, "score", j->has_score ? json_object_new_double(j->score) : NULL);
+        json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
         if (terms)
             json_object_object_add(doc, "scoreTerms", json_object_get(terms));
         else {
@@ -786,7 +813,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     if (j->queued > 0)
         printf(", waiting %s", cli_human_duration(b1, sizeof b1, w->cw.now - j->queued));
     printf("\n%sPolicy:%s    %s\n", C_BOLD, C_OFF, policy_name(w));
-    printf("%sFormula:%s   %s\n", C_BOLD, C_OFF, formula);
+    printf("%sFormula:%s   %s\n", C_BOLD, C_OFF, one_line(b1, sizeof b1, formula));
     printf("%sScore:%s     %s%s\n", C_BOLD, C_OFF, j->has_score ? num_text(b1, sizeof b1, j->score) : "<none>",
            terms ? " = the sum of these terms (status.scoreTerms):" : nlocal ? " (terms computed locally):" : "");
     if (terms && json_object_is_type(terms, json_type_array)) {
@@ -1073,7 +1100,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         add_str(doc, "apiVersion", AIQ_API_VERSION);
         add_str(doc, "kind", "PolicyTest");
         add_str(doc, "policy", pol->meta.name);
-        add_str(doc, "compiled", "true");
+        json_object_object_add(doc, "compiled", json_object_new_boolean(1));
         add_str(doc, "currentPolicy", policy_name(w));
         for (int i = 0; i < n; i++) {
             json_object *it = json_object_new_object();
@@ -1084,7 +1111,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
             add_int(it, "newPosition", v[i].new_position);
             add_str(it, "oldLevel", v[i].level[0] ? v[i].level : NULL);
             add_str(it, "newLevel", oppolicy_level_name(np, v[i].new_level));
-            json_object_object_add(it, "oldScore", v[i].has_score ? json_object_new_double(v[i].score) : NULL);
+            json_object_object_add(it, "oldScore", v[i].has_score ? num6(v[i].score) : NULL);
             add_num(it, "newScore", v[i].new_score);
             json_object_array_add(items, it);
         }
@@ -1099,8 +1126,9 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         rc = 0;
         goto out;
     }
+    char fl[512];
     printf("%sQueuePolicy %s compiles%s: formula %s, %d level%s", C_GREEN, pol->meta.name, C_OFF,
-           pol->spec.formula, pol->spec.nlevels, pol->spec.nlevels == 1 ? "" : "s");
+           one_line(fl, sizeof fl, pol->spec.formula), pol->spec.nlevels, pol->spec.nlevels == 1 ? "" : "s");
     for (int i = 0; i < pol->spec.nlevels; i++)
         printf("%s%s", i ? ", " : " (", pol->spec.levels[i].name);
     printf(")\n");
