@@ -36,7 +36,13 @@ struct apisrv_config {
     const char *nodes_file;   /* simulated nodes (YAML/JSON), or NULL */
     double time_scale;        /* simulated kubelet speed-up, default 1 */
     bool tls;                 /* serve HTTPS with a generated certificate */
-    const char *token;        /* bearer token required when set */
+    const char *token;        /* admin bearer token (user "admin", group
+                               * system:masters); without tokens_file every
+                               * request must carry it */
+    const char *tokens_file;  /* static token file: CSV token,user,uid,"g1,g2";
+                               * requests without a token are system:anonymous */
+    bool authz_rbac;          /* authorize resource requests with the stored
+                               * RBAC objects (system:masters bypasses) */
     int history;              /* watch event history length, default 10000 */
     struct apisrv_faults faults;
 };

@@ -23,6 +23,23 @@
 #define APISRV__MAX_NAME 253          /* metadata.name length cap */
 #define APISRV__KEY 256               /* "group/resource" */
 
+#define APISRV__MAX_GROUPS 16           /* groups kept per user */
+#define APISRV__MAX_TOKENS 10000        /* lines of a --tokens file */
+
+/* Who makes a request (authentication in auth.c). */
+struct apisrv__user {
+    char name[256];
+    char uid[128];
+    char groups[APISRV__MAX_GROUPS][128];
+    int n_groups;
+};
+
+/* One line of the static token file. */
+struct apisrv__token {
+    char *token;                 /* owned */
+    struct apisrv__user user;
+};
+
 /* One served resource (a built-in or one version of a CRD's kind). */
 struct apisrv__type {
     char group[128];     /* "" for the core group */
@@ -65,7 +82,11 @@ struct apisrv {
     int port;
     bool stopping;
     int n_watches;                   /* open watch streams */
-    char *token;
+    char *token;                     /* the admin token (--token / --admin-token) */
+    struct apisrv__token *tokens;    /* --tokens file entries */
+    int n_tokens;
+    bool authn;                      /* a tokens file is loaded: anonymous allowed */
+    bool authz_rbac;                 /* --authz=rbac */
     char *tls_dir, *tls_cert, *tls_key;
     bool tls;
     struct apisrv_faults faults;
@@ -166,6 +187,8 @@ struct apisrv__wopts {
     bool status_only;       /* write to the status subresource */
     const char *manager;    /* fieldManager or NULL */
     const char *propagation;/* delete: Background, Foreground, Orphan */
+    const struct apisrv__user *user; /* the requester (HTTP): admission runs;
+                                      * NULL (in-process callers): it does not */
 };
 
 /* Each returns 0 and sets *out (new ref, may be NULL when out is NULL) or
@@ -210,6 +233,7 @@ struct apisrv__req {
     char *body;
     size_t len, cap;
     bool too_big;
+    struct apisrv__user user;    /* set by apisrv__authenticate */
 };
 
 struct apisrv__resp {
@@ -273,11 +297,35 @@ ssize_t apisrv__watch_read(void *cls, uint64_t pos, char *buf, size_t max);
 void apisrv__watch_free(void *cls);
 
 /* auth.c and faults.c (lock NOT held) */
-bool apisrv__authorized(apisrv *s, struct apisrv__req *r);
+/* Authenticates r (admin token, --tokens file, anonymous) and applies
+ * Impersonate-User/-Group headers; fills r->user and returns 0, or -1
+ * with a 401 (bad token) or 403 (impersonation not allowed) in w. */
+int apisrv__authenticate(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+/* Loads a kube-apiserver static token file (CSV token,user,uid,"g1,g2");
+ * on error fills err naming the line and leaves s without tokens. */
+aiq_rc apisrv__tokens_load(apisrv *s, const char *path, aiq_err *err);
+void apisrv__tokens_free(apisrv *s);
+/* True when u is in group g. */
+bool apisrv__user_in(const struct apisrv__user *u, const char *g);
 aiq_rc apisrv__tls_make_cert(apisrv *s, aiq_err *err);
 void apisrv__tls_free(apisrv *s);
 aiq_rc apisrv__write_kubeconfig(apisrv *s, const char *path, aiq_err *err);
 bool apisrv__fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+
+/* authz.c (lock held): RBAC for a resource request when --authz=rbac;
+ * true when allowed, else a 403 Forbidden is in w. */
+bool apisrv__rbac_allowed(apisrv *s, struct apisrv__req *r,
+                          const struct apisrv__target *tg, struct apisrv__resp *w);
+
+/* admission.c (lock held): the stored ValidatingAdmissionPolicies and
+ * their bindings for a write by u (op "CREATE" or "UPDATE"; obj the new
+ * object, old the stored one or NULL; sub "status" or NULL). Returns 0
+ * when admitted, or -1 with st filled as the real server words a denial. */
+int apisrv__admit(apisrv *s, const struct apisrv__type *t, const char *op,
+                  const char *ns, const char *name, const char *sub,
+                  json_object *obj, json_object *old,
+                  const struct apisrv__user *u, bool dry_run,
+                  struct apisrv__st *st);
 
 /* base64 (kubeconfig certificate data); returns malloc'd string. */
 char *apisrv__base64(const unsigned char *data, size_t len);

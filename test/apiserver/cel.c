@@ -36,6 +36,7 @@ struct cv {
 struct cel {
     const char *p, *end;
     json_object *self;
+    json_object *vars;  /* top-level names besides self (object, request, ...) or NULL */
     json_object *arena;
     struct {
         const char *name;
@@ -411,6 +412,15 @@ static struct cv p_primary(struct cel *c, int ev) {
     }
     for (int i = c->nvar - 1; i >= 0; i--)
         if (c->var[i].n == n && memcmp(c->var[i].name, id, n) == 0) return c->var[i].v;
+    if (c->vars && n < 64) {
+        /* a binding of cel_eval_bool_vars; a JSON null (oldObject on a
+         * create) is CEL null */
+        char key[64];
+        json_object *j;
+        memcpy(key, id, n);
+        key[n] = 0;
+        if (json_object_object_get_ex(c->vars, key, &j)) return cv_json(j);
+    }
     if (!ev) {
         /* a macro variable while only parsing: any value will do */
         struct cv v = {.t = CV_NULL};
@@ -660,8 +670,8 @@ static struct cv p_expr(struct cel *c, int ev) {
     return cond;
 }
 
-/* See cel.h. */
-enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap) {
+static enum cel_result cel_run(const char *rule, json_object *self, json_object *vars,
+                               char *msg, size_t cap) {
     struct cel c;
     memset(&c, 0, sizeof c);
     c.msg = msg;
@@ -675,6 +685,7 @@ enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, si
     c.p = rule;
     c.end = rule + n;
     c.self = self;
+    c.vars = vars && json_object_is_type(vars, json_type_object) ? vars : NULL;
     c.arena = json_object_new_array();
     if (!c.arena) return CEL_ERROR;
     struct cv v = p_expr(&c, 1);
@@ -696,4 +707,14 @@ enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, si
     }
     json_object_put(c.arena);
     return r;
+}
+
+/* See cel.h. */
+enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap) {
+    return cel_run(rule, self, NULL, msg, cap);
+}
+
+/* See cel.h. */
+enum cel_result cel_eval_bool_vars(const char *rule, json_object *vars, char *msg, size_t cap) {
+    return cel_run(rule, NULL, vars, msg, cap);
 }

@@ -27,4 +27,11 @@ enum cel_result {
  * result is not a boolean is CEL_ERROR. */
 enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap);
 
+/* As cel_eval_bool, for ValidatingAdmissionPolicy expressions: each key of
+ * the JSON object vars (borrowed; e.g. object, oldObject, request) is a
+ * top-level name; `self` is null. A JSON null value (oldObject on CREATE)
+ * is CEL null, so `request.operation == 'CREATE' || oldObject.x == ...`
+ * short-circuits as in the real evaluator. */
+enum cel_result cel_eval_bool_vars(const char *rule, json_object *vars, char *msg, size_t cap);
+
 #endif

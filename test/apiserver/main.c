@@ -13,7 +13,8 @@
 static void usage(FILE *f) {
     fprintf(f,
         "usage: aiq-apiserver [--db PATH] [--port N] [--kubeconfig PATH] [--nodes FILE]\n"
-        "                     [--time-scale X] [--tls] [--token T] [--history N]\n"
+        "                     [--time-scale X] [--tls] [--token T | --admin-token T]\n"
+        "                     [--tokens FILE] [--authz=rbac|none] [--history N]\n"
         "                     [--fault-500 R] [--fault-409 R] [--fault-watch-cut S]\n"
         "                     [--fault-latency-ms N] [--seed N]\n");
 }
@@ -47,7 +48,16 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--db") && v) cfg.db_path = v;
         else if (!strcmp(a, "--kubeconfig") && v) kubeconfig = v;
         else if (!strcmp(a, "--nodes") && v) cfg.nodes_file = v;
-        else if (!strcmp(a, "--token") && v) cfg.token = v;
+        else if ((!strcmp(a, "--token") || !strcmp(a, "--admin-token")) && v) cfg.token = v;
+        else if (!strcmp(a, "--tokens") && v) cfg.tokens_file = v;
+        else if (!strncmp(a, "--authz=", 8)) {
+            if (!strcmp(a + 8, "rbac")) cfg.authz_rbac = true;
+            else if (strcmp(a + 8, "none")) {
+                fprintf(stderr, "aiq-apiserver: --authz: want rbac or none, got \"%s\"\n", a + 8);
+                return 2;
+            }
+            used = 0;
+        }
         else if (!strcmp(a, "--tls")) { cfg.tls = true; used = 0; }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--port")) {

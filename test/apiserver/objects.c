@@ -3,8 +3,9 @@
  * status subresource), delete with finalizers and owner-reference garbage
  * collection, plus the rules the real server applies on the way (name
  * validation, namespace existence, resourceVersion conflicts, generation
- * bumps, custom-resource schema validation, pod scheduling-gate rules) and
- * the watch history. Every function expects apisrv.mu held. */
+ * bumps, custom-resource schema validation, pod scheduling-gate rules,
+ * then validating admission policies for HTTP writes) and the watch
+ * history. Every function expects apisrv.mu held. */
 #include "test/apiserver/apisrv_int.h"
 
 #include <stdio.h>
@@ -465,6 +466,9 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
     }
     initial_status(t, obj);
     if (validate(s, t, obj, NULL, o, name, st)) goto out_put;
+    if (o && o->user &&
+        apisrv__admit(s, t, "CREATE", ns, name, NULL, obj, NULL, o->user, o->dry_run, st))
+        goto out_put;
     new_uid(s, buf, sizeof buf);
     obj_set_str(md, "uid", buf);
     apisrv__now_rfc3339(buf, sizeof buf);
@@ -724,6 +728,10 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
     md = apisrv__obj_child(nw, "metadata");
     obj_set_str(md, "resourceVersion", md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "");
     if (validate(s, t, nw, old, o, name, st)) goto out;
+    if (o && o->user &&
+        apisrv__admit(s, t, "UPDATE", ns, name, status_only ? "status" : NULL, nw, old,
+                      o->user, o->dry_run, st))
+        goto out;
     a = spec_part(old);
     b = spec_part(nw);
     if (!status_only && !json_object_equal(a, b))

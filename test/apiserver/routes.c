@@ -1,7 +1,8 @@
 /* routes.c -- URL parsing and dispatch: health probes, discovery, and the
  * resource paths /api/v1/[namespaces/NS/]RES[/NAME[/status]] and
- * /apis/GROUP/VERSION/[namespaces/NS/]RES[/NAME[/status]]. Takes the
- * server lock for the request (a watch then streams without it). */
+ * /apis/GROUP/VERSION/[namespaces/NS/]RES[/NAME[/status]], authorized by
+ * authz.c once the resource is known. Takes the server lock for the
+ * request (a watch then streams without it). */
 #include "test/apiserver/apisrv_int.h"
 
 #include <stdio.h>
@@ -69,6 +70,7 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
     tg.name = nrest >= 2 ? rest[1] : NULL;
     tg.sub = nrest >= 3 ? rest[2] : NULL;
     if (tg.ns && !tg.t->namespaced) goto out_notfound;
+    if (!apisrv__rbac_allowed(s, r, &tg, w)) goto out_unlock;
     if (tg.sub && !strcmp(tg.sub, "log") && !strcmp(tg.t->key, "/pods") && !strcmp(r->method, "GET")) {
         apisrv__pod_log(s, r, &tg, w);
         goto out_unlock;

@@ -2,8 +2,9 @@
  * and stopping (SQLite, type registry, default namespaces, libmicrohttpd
  * with one thread per connection so watches stream while other requests
  * are served), request body collection with a cap, and the order of
- * checks on each request (body size, authentication in auth.c, fault
- * injection in faults.c, then routes.c). */
+ * checks on each request (body size, authentication and impersonation
+ * in auth.c, fault injection in faults.c, then routes.c, which applies
+ * RBAC in authz.c). */
 #include "test/apiserver/apisrv_int.h"
 
 #include <arpa/inet.h>
@@ -114,8 +115,8 @@ static enum MHD_Result server_handler(void *cls, struct MHD_Connection *conn,
     if (r->too_big)
         apisrv__resp_err(&w, 413, "RequestEntityTooLarge",
                          "Request entity too large: limit is %u", APISRV__MAX_BODY);
-    else if (!apisrv__authorized(s, r))
-        apisrv__resp_err(&w, 401, "Unauthorized", "Unauthorized");
+    else if (apisrv__authenticate(s, r, &w) != 0)
+        ;   /* w holds the 401 or 403 */
     else if (!apisrv__fault(s, r, &w))
         apisrv__route(r, &w);
     if (w.watch) {
@@ -203,12 +204,15 @@ apisrv *apisrv_start(const struct apisrv_config *cfg, aiq_err *err) {
     s->tls = cfg->tls;
     if (cfg->token && cfg->token[0]) s->token = strdup(cfg->token);
     if (cfg->nodes_file) s->nodes_file = strdup(cfg->nodes_file);
+    s->authz_rbac = cfg->authz_rbac;
     s->hist_cap = cfg->history > 0 ? cfg->history : 10000;
     s->hist = calloc((size_t)s->hist_cap, sizeof *s->hist);
     if (!s->hist) {
         aiq_err_set(err, AIQ_ENOMEM, "out of memory");
         goto out_fail;
     }
+    if (cfg->tokens_file && apisrv__tokens_load(s, cfg->tokens_file, err) != AIQ_OK)
+        goto out_fail;
     if (apisrv__store_open(s, cfg->db_path ? cfg->db_path : ":memory:", err) != AIQ_OK)
         goto out_fail;
     if (apisrv__types_init(s) != AIQ_OK) {
@@ -278,6 +282,7 @@ void apisrv_stop(apisrv *s) {
     apisrv__store_close(s);
     apisrv__tls_free(s);
     free(s->token);
+    apisrv__tokens_free(s);
     free(s->nodes_file);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);

@@ -54,6 +54,7 @@ static void verbs_opts(struct apisrv__req *r, const struct apisrv__target *tg,
     o->status_only = tg->sub != NULL;
     o->manager = apisrv__q(r, "fieldManager");
     o->propagation = apisrv__q(r, "propagationPolicy");
+    o->user = &r->user;   /* HTTP writes go through admission */
 }
 
 /* See apisrv_int.h. */
