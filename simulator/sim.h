@@ -114,6 +114,10 @@ struct sim_result {
     const char **user_name;
     int *user_group;
     double *user_ent, *user_gpu_s;
+    /* GPU-seconds held while some job waited (the cluster was
+     * contended): fairness is judged on these, since once every job has
+     * run, total GPU-seconds are the workload's, whatever the policy. */
+    double *group_cont_s, *user_cont_s;
 };
 
 /* Runs the simulation. res is caller-owned and filled (release with
@@ -134,7 +138,7 @@ struct sim_metrics {
     double wait_avg, wait_p50, wait_p95, wait_p99; /* hours */
     double makespan_h;
     double util_avg;            /* busy GPU-seconds / (GPUs x span) */
-    double jain_groups, jain_users;
+    double jain_groups, jain_users; /* over contended share / entitlement */
     double frag_avg;            /* time-weighted unusable fraction */
     double eta_mae_h;           /* mean |eta - start| of jobs that waited */
     int eta_n;
@@ -181,8 +185,8 @@ void sim_metrics_table(FILE *out, const char *const *names,
 void sim_metrics_csv(FILE *out, const char *const *names,
                      const struct sim_metrics *m, int n);
 
-/* Prints per group and per user: jobs' GPU-hours, share of the total,
- * entitlement, share / entitlement. */
+/* Prints per group and per user: GPU-hours, share of the total, share
+ * while contended, entitlement, contended share / entitlement. */
 void sim_shares_table(FILE *out, const struct sim_result *res);
 
 /* Writes the hourly utilisation as CSV (hour,utilisation). */

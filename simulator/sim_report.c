@@ -138,15 +138,16 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
     m->makespan_h = span / 3600.0;
     m->util_avg = span > 0 && res->total_gpus > 0 ? res->busy_gpu_s / (res->total_gpus * span) : 0;
     m->frag_avg = res->frag_time_s > 0 ? res->frag_unusable_s / res->frag_time_s : 0;
-    /* Jain over share / entitlement. */
+    /* Jain over contended share / entitlement. */
     double tot = 0;
     for (int g = 0; g < res->ngroups; g++)
-        tot += res->group_gpu_s[g];
+        tot += res->group_cont_s[g];
     for (int g = 0; g < res->ngroups; g++)
-        x[g] = tot > 0 && res->group_ent[g] > 0 ? res->group_gpu_s[g] / tot / res->group_ent[g] : 0;
+        x[g] = tot > 0 && res->group_ent[g] > 0 ? res->group_cont_s[g] / tot / res->group_ent[g]
+                                                : 0;
     m->jain_groups = sim_jain(x, res->ngroups);
     for (int u = 0; u < res->nusers; u++)
-        x[u] = tot > 0 && res->user_ent[u] > 0 ? res->user_gpu_s[u] / tot / res->user_ent[u] : 0;
+        x[u] = tot > 0 && res->user_ent[u] > 0 ? res->user_cont_s[u] / tot / res->user_ent[u] : 0;
     m->jain_users = sim_jain(x, res->nusers);
 out_free:
     free(jct);
@@ -226,23 +227,27 @@ void sim_metrics_csv(FILE *out, const char *const *names,
 
 /* Prints shares versus entitlement; see sim.h. */
 void sim_shares_table(FILE *out, const struct sim_result *res) {
-    double tot = 0;
-    for (int g = 0; g < res->ngroups; g++)
+    double tot = 0, cont = 0;
+    for (int g = 0; g < res->ngroups; g++) {
         tot += res->group_gpu_s[g];
-    fprintf(out, "%-24s %12s %8s %8s %8s\n", "group/user", "gpu_hours", "share", "entitled",
-            "ratio");
+        cont += res->group_cont_s[g];
+    }
+    fprintf(out, "%-24s %12s %8s %10s %8s %8s\n", "group/user", "gpu_hours", "share",
+            "contended", "entitled", "ratio");
     for (int g = 0; g < res->ngroups; g++) {
         double sh = tot > 0 ? res->group_gpu_s[g] / tot : 0;
-        fprintf(out, "%-24.24s %12.1f %8.3f %8.3f %8.2f\n", res->group_name[g],
-                res->group_gpu_s[g] / 3600, sh, res->group_ent[g],
-                res->group_ent[g] > 0 ? sh / res->group_ent[g] : 0);
+        double cs = cont > 0 ? res->group_cont_s[g] / cont : 0;
+        fprintf(out, "%-24.24s %12.1f %8.3f %10.3f %8.3f %8.2f\n", res->group_name[g],
+                res->group_gpu_s[g] / 3600, sh, cs, res->group_ent[g],
+                res->group_ent[g] > 0 ? cs / res->group_ent[g] : 0);
         for (int u = 0; u < res->nusers; u++) {
             if (res->user_group[u] != g)
                 continue;
             double us = tot > 0 ? res->user_gpu_s[u] / tot : 0;
-            fprintf(out, "  %-22.22s %12.1f %8.3f %8.3f %8.2f\n", res->user_name[u],
-                    res->user_gpu_s[u] / 3600, us, res->user_ent[u],
-                    res->user_ent[u] > 0 ? us / res->user_ent[u] : 0);
+            double uc = cont > 0 ? res->user_cont_s[u] / cont : 0;
+            fprintf(out, "  %-22.22s %12.1f %8.3f %10.3f %8.3f %8.2f\n", res->user_name[u],
+                    res->user_gpu_s[u] / 3600, us, uc, res->user_ent[u],
+                    res->user_ent[u] > 0 ? uc / res->user_ent[u] : 0);
         }
     }
 }

@@ -173,6 +173,7 @@ struct run {
     pred_hist *ph;
     struct lastdec *last;
     double busy, last_t, half_life;
+    double *gbusy, *ubusy;   /* GPUs held now per group / user */
     uint64_t gen;
     bool usage_changed;
     long since_commit;
@@ -220,6 +221,10 @@ static aiq_rc advance(struct run *r, double t, double frag, aiq_err *err) {
     if (r->npending > 0) {
         res->frag_unusable_s += frag * (t - t0);
         res->frag_time_s += t - t0;
+        for (int g = 0; g < res->ngroups; g++)
+            res->group_cont_s[g] += r->gbusy[g] * (t - t0);
+        for (int u = 0; u < res->nusers; u++)
+            res->user_cont_s[u] += r->ubusy[u] * (t - t0);
     }
     /* Hourly buckets [t0 + 3600h, t0 + 3600(h+1)); hi = buckets so far. */
     int hi = (int)ceil((t - res->t0) / 3600);
@@ -359,6 +364,8 @@ static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
     r->busy -= jr->gpus;
     if (r->busy < 1e-9)
         r->busy = 0;
+    r->gbusy[r->jgroup[i]] -= jr->gpus;
+    r->ubusy[r->juser[i]] -= jr->gpus;
     double ran = t - jr->start, gh = jr->gpus * ran / 3600.0;
     fs_usage_add(&r->gusage[r->jgroup[i]], gh, t, r->half_life);
     fs_usage_add(&r->uusage[r->juser[i]], gh, t, r->half_life);
@@ -554,6 +561,8 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         }
         jr->gpus = held;
         r->busy += held;
+        r->gbusy[r->jgroup[i]] += held;
+        r->ubusy[r->juser[i]] += held;
         r->jst[i] = JS_RUNNING;
         r->npending--;
         jr->start = now;
@@ -582,6 +591,8 @@ static void run_free(struct run *r) {
     free(r->fsu);
     free(r->fgo);
     free(r->fuo);
+    free(r->gbusy);
+    free(r->ubusy);
     free(r->jgroup);
     free(r->juser);
     free(r->jst);
@@ -675,7 +686,12 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     res->user_group = calloc((size_t)nu, sizeof *res->user_group);
     res->user_ent = calloc((size_t)nu, sizeof *res->user_ent);
     res->user_gpu_s = calloc((size_t)nu, sizeof *res->user_gpu_s);
-    if (!r->places || !r->groups || !r->users || !r->gusage || !r->uusage || !r->fsg ||
+    res->group_cont_s = calloc((size_t)ng, sizeof *res->group_cont_s);
+    res->user_cont_s = calloc((size_t)nu, sizeof *res->user_cont_s);
+    r->gbusy = calloc((size_t)ng, sizeof *r->gbusy);
+    r->ubusy = calloc((size_t)nu, sizeof *r->ubusy);
+    if (!res->group_cont_s || !res->user_cont_s || !r->gbusy || !r->ubusy ||
+        !r->places || !r->groups || !r->users || !r->gusage || !r->uusage || !r->fsg ||
         !r->fsu || !r->fgo || !r->fuo || !res->group_name || !res->group_ent ||
         !res->group_gpu_s || !res->user_name || !res->user_group || !res->user_ent ||
         !res->user_gpu_s)
@@ -873,5 +889,7 @@ void sim_result_deinit(struct sim_result *res) {
     free(res->user_group);
     free(res->user_ent);
     free(res->user_gpu_s);
+    free(res->group_cont_s);
+    free(res->user_cont_s);
     memset(res, 0, sizeof *res);
 }

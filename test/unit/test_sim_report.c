@@ -138,12 +138,15 @@ TEST(tiny_trace_metrics) {
         CHECK_DBL(res.util[0], 0.3125, 1e-12);
         CHECK_DBL(res.util[1], 1.0, 1e-12);
     }
-    /* Shares: g1 2250 GPU-s, g2 7200, entitled to half each. */
-    double x1 = 2250 / 9450.0 / 0.5, x2 = 7200 / 9450.0 / 0.5;
-    double jain = (x1 + x2) * (x1 + x2) / (2 * (x1 * x1 + x2 * x2));
-    CHECK_DBL(m.jain_groups, jain, 1e-12);
-    CHECK_DBL(m.jain_users, jain, 1e-12);
+    /* Shares: in all g1 got 2250 GPU-s and g2 7200; but while B waited
+     * (1..3600) only g1 held GPUs (0.625 x 3599), so the contended shares
+     * are 1 and 0 against entitlements of one half: Jain 0.5. */
     CHECK_DBL(res.group_gpu_s[0], 2250, 1e-9);
+    CHECK_DBL(res.group_gpu_s[1], 7200, 1e-9);
+    CHECK_DBL(res.group_cont_s[0], 0.625 * 3599, 1e-9);
+    CHECK_DBL(res.group_cont_s[1], 0, 0);
+    CHECK_DBL(m.jain_groups, 0.5, 1e-12);
+    CHECK_DBL(m.jain_users, 0.5, 1e-12);
     /* While B waited, no free GPU memory was usable by it: the shared
      * GPU's 30 GiB is partial, the other GPU alone is too few. */
     CHECK_DBL(m.frag_avg, 1.0, 1e-12);
