@@ -1158,9 +1158,9 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         if (v[i].position <= 0)
             snprintf(mv, sizeof mv, "new");
         else if (d > 0)
-            snprintf(mv, sizeof mv, "%sup %d%s", C_GREEN, d, C_OFF);
+            snprintf(mv, sizeof mv, "%s+%d%s", C_GREEN, d, C_OFF);
         else if (d < 0)
-            snprintf(mv, sizeof mv, "%sdown %d%s", C_RED, -d, C_OFF);
+            snprintf(mv, sizeof mv, "%s-%d%s", C_RED, -d, C_OFF);
         else
             snprintf(mv, sizeof mv, "=");
         snprintf(gp, sizeof gp, "%ld", v[i].gpus);

@@ -1,0 +1,195 @@
+#!/bin/sh
+# plugin.sh -- `kubectl aiq` (build/san/kubectl-aiq found on PATH by the
+# real kubectl) against the local cluster and the operator: queue, explain,
+# usage and policy test, as tables and as -o json / -o yaml. The policy
+# test predicts that srjf puts the short job first where fifo had the long
+# one first; the test then applies srjf and checks that the operator
+# agrees with the prediction.
+. "$(dirname "$0")/lib.sh"
+
+export PATH="$BUILD:$PATH" ROOT
+unset NO_COLOR
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+op_start
+METRICS_PORT=$(sed -n 's/.*event=metrics_listening port=\([0-9]*\).*/\1/p' "$T/op.log" | head -1)
+
+job() { # name user priority replicas gpus duration estimate
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $1, namespace: team-a}
+spec:
+  user: $2
+  priority: $3
+  replicas: $4
+  estimatedRuntime: $7
+  resources: {gpus: $5, gpuMemoryMiB: 40960, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: $6}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: aiq.dev/v1alpha1
+kind: Group
+metadata: {name: team}
+spec:
+  level: 2
+  namespaces: [team-a]
+  quota: {gpus: 16, jobs: 10}
+  budget: {gpuHours: 100, window: 7d}
+  members: [{user: alice, level: 1}, {user: bob, level: 3}]
+---
+apiVersion: aiq.dev/v1alpha1
+kind: UserQuota
+metadata: {name: alice, namespace: team-a}
+spec:
+  user: alice
+  quota: {gpus: 16, jobs: 5}
+Y
+kubectl apply -f "$ROOT/examples/policies/fifo.yaml" >/dev/null
+job big alice 0 2 8 10m 1h | kubectl apply -f - >/dev/null
+wait_for 15 "the cluster is full" sh -c '[ "$(kubectl get aijob big -n team-a -o jsonpath={.status.phase})" = Running ]'
+job long alice 5 1 2 1m 10h | kubectl apply -f - >/dev/null
+sleep 1.1
+job short bob 1 1 2 1m 1h | kubectl apply -f - >/dev/null
+wait_for 15 "fifo: long is first, short second" sh -c '
+  [ "$(kubectl get aijob long -n team-a -o jsonpath={.status.position})" = 1 ] && [ "$(kubectl get aijob short -n team-a -o jsonpath={.status.position})" = 2 ]'
+
+# ---- kubectl finds the plugin -------------------------------------------------
+check "kubectl aiq --help lists the commands" sh -c 'kubectl aiq --help | grep -q "policy test FILE"'
+check "an unknown command fails and says so" sh -c '
+  ! kubectl aiq frobnicate 2>"$T/e" && grep -q "unknown command \"frobnicate\"" "$T/e"'
+
+# ---- queue ------------------------------------------------------------------
+kubectl aiq queue -A >"$T/q" 2>&1
+check "queue -A: kubectl-style header, two spaces between columns" \
+    grep -qE '^LEVEL  POS  NAMESPACE  NAME +USER +GROUP  GPUS  SCORE +WAIT  ETA +REASON$' "$T/q"
+check "queue -A: long at position 1, short at 2, in level all, running job not listed" sh -c '
+  awk "\$4==\"long\"{print \$1,\$2,\$3,\$5,\$6,\$7}" "$T/q" | grep -qx "all 1 team-a alice team 2" &&
+  awk "\$4==\"short\"{print \$1,\$2,\$5}" "$T/q" | grep -qx "all 2 bob" &&
+  ! grep -q " big " "$T/q" &&
+  [ "$(grep -n " long " "$T/q" | cut -d: -f1)" -lt "$(grep -n " short " "$T/q" | cut -d: -f1)" ]'
+check "queue -A: the reason is the operator's one-line message" sh -c '
+  msg=$(kubectl get aijob long -n team-a -o jsonpath={.status.message}); [ -n "$msg" ] && grep -qF "$msg" "$T/q"'
+check "queue -A: ETA from estimatedStartTime" sh -c 'grep " long " "$T/q" | grep -qE " in [0-9]+[smh]"'
+check "queue -A names the active policy" grep -q '^Policy: fifo' "$T/q"
+check "queue -n team-a: no NAMESPACE column" sh -c '
+  kubectl aiq queue -n team-a | grep -qE "^LEVEL  POS  NAME +USER" &&
+  ! kubectl aiq queue -n team-a | grep -q NAMESPACE'
+check "queue --user bob shows only bob's job" sh -c '
+  out=$(kubectl aiq queue -A --user bob); echo "$out" | grep -q " short " && ! echo "$out" | grep -q " long "'
+check "queue --level nope is empty" sh -c '
+  kubectl aiq queue -A --level nope 2>&1 | grep -q "No jobs waiting"'
+check "queue in an empty namespace says so on stderr" sh -c '
+  [ -z "$(kubectl aiq queue 2>/dev/null)" ] && kubectl aiq queue 2>&1 | grep -q "No jobs waiting in default namespace"'
+check "queue -o json: items in queue order with position and score" sh -c '
+  kubectl aiq queue -A -o json >"$T/qj" &&
+  [ "$(jq -r ".kind" "$T/qj")" = QueueView ] &&
+  [ "$(jq -r "[.items[].name] | join(\",\")" "$T/qj")" = long,short ] &&
+  [ "$(jq -r ".items[0].position" "$T/qj")" = 1 ] &&
+  [ "$(jq -r ".items[1].user" "$T/qj")" = bob ] &&
+  [ "$(jq -r ".items[0].score | type" "$T/qj")" = number ]'
+check "queue -o yaml" sh -c '
+  kubectl aiq queue -A -o yaml >"$T/qy" && grep -qx "kind: QueueView" "$T/qy" &&
+  grep -qx "\- namespace: team-a" "$T/qy" && grep -qx "  name: short" "$T/qy"'
+check "no colour escapes when stdout is not a terminal" sh -c '! grep -q "$(printf "\033")" "$T/q"'
+check "colours on a terminal, none with NO_COLOR" sh -c '
+  script -qec "kubectl aiq queue -A" /dev/null | grep -q "$(printf "\033")\[" &&
+  ! NO_COLOR=1 script -qec "kubectl aiq queue -A" /dev/null | grep -q "$(printf "\033")\["'
+
+# ---- explain ------------------------------------------------------------------
+kubectl aiq explain long -n team-a --operator-url http://127.0.0.1:1 >"$T/x" 2>&1
+check "explain: job, user and group" grep -q '^Job:       team-a/long   user alice, group team$' "$T/x"
+check "explain: the formula of the active policy and the score term by term" sh -c '
+  grep -q "^Formula:   job.age_hours$" "$T/x" &&
+  score=$(kubectl get aijob long -n team-a -o jsonpath={.status.score}) &&
+  grep -q "^Score:     .* = the sum of these terms" "$T/x" && grep -qE "^ +[0-9.e-]+  job.age_hours$" "$T/x"'
+check "explain: the level and the when that held" sh -c '
+  grep -q "^Level:     all -- the first level whose" "$T/x" && grep -q "^  => all  *(catch-all)$" "$T/x"'
+check "explain: quota headroom of group and user" sh -c '
+  grep -q "^Quota:     group team: 16 of 16 in use, 0 left$" "$T/x" &&
+  grep -q "^           user alice: 16 of 16 in use, 0 left$" "$T/x" &&
+  grep -q "this job needs 2 GPUs" "$T/x"'
+check "explain: budget of the group" grep -qE '^Budget:    group: [0-9.e-]+ of 100 GPU-hours used per 7d' "$T/x"
+check "explain: what blocks it is the status reason and message" sh -c '
+  r=$(kubectl get aijob long -n team-a -o jsonpath="{.status.conditions[?(@.type==\"Queued\")].reason}")
+  [ -n "$r" ] && grep -q "^Blocked:   $r: " "$T/x"'
+check "explain: ETA" grep -qE '^ETA:       20[0-9-]+T[0-9:]+Z \(in ' "$T/x"
+check "explain: journal unreachable is said clearly" \
+    grep -q '^Journal:   not available: the operator at http://127.0.0.1:1 is not reachable' "$T/x"
+check "explain: an operator URL without /journal is named as such" sh -c '
+  kubectl aiq explain long -n team-a --operator-url http://127.0.0.1:'"$METRICS_PORT"' |
+  grep -q "does not serve /journal"'
+check "explain -o json" sh -c '
+  kubectl aiq explain short -n team-a --operator-url http://127.0.0.1:1 -o json >"$T/xj" &&
+  [ "$(jq -r .name "$T/xj")" = short ] && [ "$(jq -r .formula "$T/xj")" = job.age_hours ] &&
+  [ "$(jq -r ".scoreTerms[0].name" "$T/xj")" = job.age_hours ] &&
+  [ "$(jq -r .levelByLocalEval "$T/xj")" = all ] && [ "$(jq -r .journalError "$T/xj")" != null ]'
+check "explain of a missing job fails with NotFound wording" sh -c '
+  ! kubectl aiq explain nope -n team-a 2>"$T/e" && grep -q "aijobs.aiq.dev \"nope\" not found" "$T/e"'
+check "explain without a name says how to call it" sh -c '
+  ! kubectl aiq explain 2>"$T/e" && grep -q "explain needs a job name" "$T/e"'
+
+# ---- usage ------------------------------------------------------------------
+kubectl aiq usage >"$T/u" 2>&1
+check "usage: header like sshare" \
+    grep -qE '^GROUP  USER +LEVEL  GPU-QUOTA  GPUS-USED  JOBS-QUOTA  JOBS-USED  BUDGET-GPUH  USED-GPUH  FAIRSHARE  STATUS$' "$T/u"
+check "usage: the group row with its quota and use" sh -c '
+  awk "\$1==\"team\"{print \$2,\$3,\$4,\$5,\$6,\$7,\$8}" "$T/u" | grep -qx "\* 2 16 16 10 1 100"'
+check "usage: alice (UserQuota, accepted) and bob (member without one)" sh -c '
+  awk "\$1==\"alice\"{print \$2,\$3,\$4,\$5,\$6,\$NF}" "$T/u" | grep -qx "1 16 16 5 1 Accepted" &&
+  awk "\$1==\"bob\"{print \$2,\$3,\$4,\$NF}" "$T/u" | grep -qx "3 - 0 member"'
+check "usage: fair-share factors in 0..1" sh -c '
+  awk "NR>1 && NF>=10 {v=\$(NF-1); if (v+0 < 0 || v+0 > 1) bad=1} END{exit bad}" "$T/u"'
+check "usage --group team -o json" sh -c '
+  kubectl aiq usage --group team -o json >"$T/uj" && [ "$(jq -r .kind "$T/uj")" = UsageView ] &&
+  [ "$(jq -r "[.items[] | .user // \"*\"] | join(\",\")" "$T/uj")" = "*,alice,bob" ] &&
+  [ "$(jq -r ".items[0].gpuQuota" "$T/uj")" = 16 ]'
+check "usage --group nope fails naming the group" sh -c '
+  ! kubectl aiq usage --group nope 2>"$T/e" && grep -q "groups.aiq.dev \"nope\" not found" "$T/e"'
+
+# ---- policy test ------------------------------------------------------------
+kubectl aiq policy test "$ROOT/examples/policies/srjf.yaml" >"$T/p" 2>&1
+check "policy test: compiles and names the levels" \
+    grep -q '^QueuePolicy srjf compiles: formula .* 2 levels (starving, main)$' "$T/p"
+check "policy test: srjf puts the short job first (old 2 -> new 1), long goes down" sh -c '
+  awk "\$5==\"short\"{print \$1,\$2,\$3}" "$T/p" | grep -qx "1 2 +1" &&
+  awk "\$5==\"long\"{print \$1,\$2,\$3}" "$T/p" | grep -qx "2 1 -1"'
+check "policy test: new scores are minus the predicted hours" sh -c '
+  awk "\$5==\"short\"{print \$9}" "$T/p" | grep -qx -- "-1" && awk "\$5==\"long\"{print \$9}" "$T/p" | grep -qx -- "-10"'
+check "policy test -o json" sh -c '
+  kubectl aiq policy test "$ROOT/examples/policies/srjf.yaml" -o json >"$T/pj" &&
+  [ "$(jq -r ".items[0].name, .items[0].oldPosition, .items[0].newPosition" "$T/pj" | tr "\n" " ")" = "short 2 1 " ] &&
+  [ "$(jq -r .compiled "$T/pj")" = true ]'
+printf 'apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: typo}\nspec:\n  formula: "job.priority + wait.hour * 2"\n  levels: [{name: all}]\n' >"$T/bad.yaml"
+check "policy test: a typo fails with line:col and a caret under it" sh -c '
+  ! kubectl aiq policy test "$T/bad.yaml" 2>"$T/pe" >/dev/null &&
+  grep -q "spec.formula: 1:16: unknown factor .wait.hour." "$T/pe" &&
+  grep -qx "job.priority + wait.hour \* 2" "$T/pe" &&
+  grep -qx "               ^" "$T/pe"'
+check "policy test: a schema error names the field" sh -c '
+  ! kubectl aiq policy test "$ROOT/examples/invalid/policy-last-level-when.yaml" 2>"$T/pe2" &&
+  grep -q "spec.levels" "$T/pe2"'
+check "policy test: a missing file is an error naming it" sh -c '
+  ! kubectl aiq policy test /nonexistent.yaml 2>"$T/e" && grep -q "/nonexistent.yaml" "$T/e"'
+
+# The operator, once srjf is applied, agrees with the prediction.
+kubectl patch queuepolicy fifo --type=merge -p '{"spec":{"active":false}}' >/dev/null
+kubectl apply -f "$ROOT/examples/policies/srjf.yaml" >/dev/null
+kubectl patch queuepolicy srjf --type=merge -p '{"spec":{"active":true}}' >/dev/null
+wait_for 15 "after applying srjf the operator orders as predicted: short 1, long 2" sh -c '
+  [ "$(kubectl get aijob short -n team-a -o jsonpath={.status.position})" = 1 ] && [ "$(kubectl get aijob long -n team-a -o jsonpath={.status.position})" = 2 ]'
+check "queue now shows level main and policy srjf" sh -c '
+  kubectl aiq queue -A | grep -q "^Policy: srjf" &&
+  kubectl aiq queue -A | awk "\$4==\"short\"{print \$1,\$2}" | grep -qx "main 1"'
+check "policy test of the active policy moves nothing" sh -c '
+  kubectl aiq policy test "$ROOT/examples/policies/srjf.yaml" | awk "NR>3 && \$3!=\"=\"{bad=1} END{exit bad}"'
+e2e_done
