@@ -109,3 +109,61 @@ TEST(cel_integer_overflow_is_an_error) {
     };
     run(t, sizeof t / sizeof t[0]);
 }
+
+/* ---- ValidatingAdmissionPolicy bindings (cel_eval_bool_vars) ---------------
+ * The two expressions of crds/admission-identity.yaml, evaluated with the
+ * object/oldObject/request values the local server binds. */
+#define VAP_IMMUTABLE "request.operation != 'UPDATE' || object.spec.user == oldObject.spec.user"
+#define VAP_OWNER                                                                   \
+    "object.spec.user == request.userInfo.username || "                             \
+    "'aiq:admins' in request.userInfo.groups || "                                   \
+    "'system:masters' in request.userInfo.groups || "                               \
+    "request.userInfo.username == 'system:serviceaccount:aiq-system:aiq-operator'"
+
+struct vapcase {
+    const char *rule, *op, *user, *groups, *obj_user, *old_user; /* old_user NULL: oldObject null */
+    enum cel_result want;
+    const char *msg_part;
+};
+
+TEST(cel_vars_identity_policy) {
+    static const struct vapcase t[] = {
+        {VAP_OWNER, "CREATE", "alice", "[\"aiq:vision\"]", "alice", NULL, CEL_TRUE, NULL},
+        {VAP_OWNER, "CREATE", "alice", "[\"aiq:vision\"]", "bob", NULL, CEL_FALSE, NULL},
+        {VAP_OWNER, "CREATE", "carol", "[\"aiq:vision\",\"system:authenticated\"]", "alice", NULL, CEL_FALSE, NULL},
+        {VAP_OWNER, "CREATE", "admin", "[\"aiq:admins\"]", "alice", NULL, CEL_TRUE, NULL},
+        {VAP_OWNER, "CREATE", "root", "[\"system:masters\"]", "alice", NULL, CEL_TRUE, NULL},
+        {VAP_OWNER, "UPDATE", "system:serviceaccount:aiq-system:aiq-operator", "[]", "alice", "alice", CEL_TRUE, NULL},
+        {VAP_OWNER, "UPDATE", "system:serviceaccount:default:aiq-operator", "[]", "alice", "alice", CEL_FALSE, NULL},
+        /* a user named like a group is not in it */
+        {VAP_OWNER, "CREATE", "aiq:admins", "[]", "alice", NULL, CEL_FALSE, NULL},
+        /* oldObject is null on CREATE: the || never reads it */
+        {VAP_IMMUTABLE, "CREATE", "alice", "[]", "alice", NULL, CEL_TRUE, NULL},
+        {VAP_IMMUTABLE, "UPDATE", "alice", "[]", "alice", "alice", CEL_TRUE, NULL},
+        {VAP_IMMUTABLE, "UPDATE", "alice", "[]", "bob", "alice", CEL_FALSE, NULL},
+        {VAP_IMMUTABLE, "UPDATE", "admin", "[\"aiq:admins\"]", "bob", "alice", CEL_FALSE, NULL},
+        /* an UPDATE without oldObject is an error (fails closed), not true */
+        {VAP_IMMUTABLE, "UPDATE", "alice", "[]", "alice", NULL, CEL_ERROR, NULL},
+        /* names not bound stay unsupported */
+        {"params.x == 1", "CREATE", "alice", "[]", "alice", NULL, CEL_UNSUPPORTED, "identifier 'params'"},
+        /* self is not bound for policies */
+        {"self == null", "CREATE", "alice", "[]", "alice", NULL, CEL_TRUE, NULL},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char buf[600], msg[256];
+        snprintf(buf, sizeof buf,
+                 "{\"request\":{\"operation\":\"%s\",\"userInfo\":{\"username\":\"%s\",\"groups\":%s}},"
+                 "\"object\":{\"spec\":{\"user\":\"%s\"}},\"oldObject\":%s%s%s}",
+                 t[i].op, t[i].user, t[i].groups, t[i].obj_user,
+                 t[i].old_user ? "{\"spec\":{\"user\":\"" : "null",
+                 t[i].old_user ? t[i].old_user : "", t[i].old_user ? "\"}}" : "");
+        json_object *vars = json_tokener_parse(buf);
+        CHECK(vars != NULL);
+        enum cel_result r = cel_eval_bool_vars(t[i].rule, vars, msg, sizeof msg);
+        if (!CHECK_INT(r, t[i].want))
+            fprintf(stderr, "    case %zu: %s as %s (msg %s)\n", i, t[i].op, t[i].user, msg);
+        else if (t[i].msg_part && !CHECK(strstr(msg, t[i].msg_part)))
+            fprintf(stderr, "    case %zu: message %s lacks %s\n", i, msg, t[i].msg_part);
+        json_object_put(vars);
+    }
+}
