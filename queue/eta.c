@@ -174,6 +174,10 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         if (e > 0 && rpush(st, (q__ev){e, i, (int32_t)units(j), 0}, rkey(e, in->now))) return -1;
     }
     double t = in->now;
+    /* Without a reservation the walk blocks strictly: once a job's start
+     * is unknown, so is every later one waiting on capacity. */
+    bool strict = head < 0;
+    bool stuck = false;
     for (int k = 0; k < st->norder; k++) {
         const q__orec *o = &st->ord[k];
         if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
@@ -190,14 +194,21 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
             continue;
         }
         int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
-        if (need > total) continue;
+        if (stuck) continue;
+        if (need > total) {
+            stuck = strict;
+            continue;
+        }
         while (free_ < need && st->rb_size > 0) {
             q__ev e;
             if (rpop(st, &e)) return -1;
             if (e.t > t) t = e.t;
             free_ += e.aux;
         }
-        if (free_ < need) continue; /* no predicted end frees enough */
+        if (free_ < need) { /* no predicted end frees enough */
+            stuck = strict;
+            continue;
+        }
         double start = t;
         if (j == head && t_res > start) start = t_res;
         t = start;

@@ -316,6 +316,11 @@ static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
                 i = scan(ns, d, r, avoid, Q_MAX_GPUS, lo, 1, &fit);
                 k = fit < left ? fit : left;
             }
+        } else if (r->gpus == 0 && r->gmem == 0) {
+            /* CPU-only: fewest free GPUs first even when spreading, so
+             * they keep off the GPU nodes GPU jobs need. */
+            i = scan(ns, d, r, avoid, 0, Q_MAX_GPUS, 1, &fit);
+            k = 1;
         } else {
             i = scan(ns, d, r, avoid, Q_MAX_GPUS, lo, 1, &fit);
             k = 1;
