@@ -118,7 +118,10 @@ static oppolicy *load_policy(const char *path, char *name, size_t cap) {
     aiq_err e;
     aiq_err_clear(&e);
     if (aiq_manifest_parse_file(path, &m, &n, &e) != AIQ_OK) {
-        fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, e.line, e.message);
+        if (e.line > 0)
+            fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, e.line, e.message);
+        else
+            fprintf(stderr, "aiq-sim: %s\n", e.message);
         return NULL;
     }
     oppolicy *p = NULL;
