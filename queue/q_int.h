@@ -183,7 +183,6 @@ void q__msort(int32_t *a, int n, int32_t *tmp,
               const void *ctx);
 
 void q__heapify(q__ev *h, int n);
-void q__heap_push(q__ev *h, int *n, q__ev e);
 q__ev q__heap_pop(q__ev *h, int *n);
 
 /* ---- place.c ------------------------------------------------------------ */
@@ -210,7 +209,6 @@ void q__memo_clear(q_state *st);
 /* ---- quota.c ------------------------------------------------------------ */
 void q__need(const struct q_job *j, q__res *need);
 void q__need_rec(const q__orec *o, q__res *need);
-double q__job_gpu_hours(const struct q_job *j);
 double q__rec_gpu_hours(const q__orec *o);
 double q__pred_runtime(const struct q_job *j);
 /* Uses st->runl (the running jobs). */

@@ -172,7 +172,8 @@ typedef enum {
     Q_R_OVER_QUOTA,     /* reject: bigger than the quota itself */
     Q_R_OVER_BUDGET,    /* reject: bigger than the budget itself */
     Q_R_INVALID,        /* reject: the job's fields are out of range */
-    Q_R_SCORE_ERROR,    /* unused as a decision; see score_failed */
+    Q_R_SCORE_ERROR,    /* never decided by the queue (see score_failed);
+                         * free for callers' own bookkeeping */
     Q__NREASONS
 } q_reason;
 

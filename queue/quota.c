@@ -33,6 +33,8 @@ void q__need_rec(const q__orec *o, q__res *need) {
     need->v[Q_RES_JOBS] = 1;
 }
 
+/* GPU-hours a pending job will use if it runs its planned runtime (a
+ * shared GPU counts as one). */
 double q__rec_gpu_hours(const q__orec *o) {
     int64_t u = o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0);
     return (double)(o->replicas * u) * o->pred / 3600.0;
@@ -43,11 +45,6 @@ double q__rec_gpu_hours(const q__orec *o) {
 double q__pred_runtime(const struct q_job *j) {
     if (j->pred_runtime_s > 0) return j->pred_runtime_s;
     return j->est_runtime_s > 0 ? j->est_runtime_s : 0;
-}
-
-/* GPU-hours the job will use if it runs its planned runtime. */
-double q__job_gpu_hours(const struct q_job *j) {
-    return (double)(j->replicas * gpu_units(j)) * q__pred_runtime(j) / 3600.0;
 }
 
 static int64_t lim_of(const struct aiq_quota *q, int r) {

@@ -188,17 +188,6 @@ void q__heapify(q__ev *h, int n) {
     for (int i = (n - 2) / 4; i >= 0; i--) sift_down(h, n, i);
 }
 
-void q__heap_push(q__ev *h, int *n, q__ev e) {
-    int i = (*n)++;
-    while (i > 0) {
-        int p = (i - 1) / 4;
-        if (!ev_less(&e, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-}
-
 q__ev q__heap_pop(q__ev *h, int *n) {
     q__ev top = h[0];
     h[0] = h[--(*n)];

@@ -628,6 +628,11 @@ TEST(incremental_cycle_rescoring_only_changes) {
     fx->in.now += 1;
     CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
     CHECK_INT(out.nscored, NJ);
+    /* So does q_state_invalidate. */
+    q_state_invalidate(st);
+    fx->in.now += 1;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, NJ);
     CHECK(q_state_bytes(st) > 0 && q_state_peak_bytes(st) >= q_state_bytes(st));
     q_state_free(st);
     q_state_free(fresh);
