@@ -15,12 +15,14 @@
 /* A resource vector in quota units (q_res order). */
 typedef struct { int64_t v[Q__NRES]; } q__res;
 
-/* A timed event (a job's end); aux is free for the caller. */
+/* A timed event (a job's end). reserve(): aux = placement offset of a
+ * just-admitted job, -1 for a running one. eta.c: aux = GPUs released,
+ * aux2 = radix key. */
 typedef struct q__ev {
     double t;
     int32_t job;
     int32_t aux;
-    uint64_t aux2;      /* eta.c: radix key */
+    uint64_t aux2;
 } q__ev;
 
 /* Working copy of one node for this cycle. Bucket lists hold the
@@ -100,8 +102,9 @@ typedef struct q__orec {
     uint8_t dec, why;   /* this cycle's decision and reason (walk) */
 } q__orec;
 
-/* Failed-fit memo: capacity only shrinks during a walk, so a request that
- * failed fails again until the walk ends. */
+/* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so
+ * a request that failed fails again until the walk ends (used == 1); a
+ * "fits now" answer holds until the next admission (used == 2, epoch). */
 typedef struct q__memo_key {
     q__req r;
     int32_t avoid;
