@@ -254,6 +254,71 @@ static int old_index(q_state *st) {
     return 0;
 }
 
+/* Per-cycle context of the cache update. */
+typedef struct {
+    q_state *st;
+    const struct q_input *in;
+    const q_scorer *sc;
+    bool all;
+    int32_t *map;       /* old slot -> new slot of clean jobs */
+    int ndirty;
+    int *nscored;
+} upd;
+
+/* Fills the cache entry of pending job i from its old entry (oi >= 0,
+ * *old) or as new, scores it when needed, applies starvation, and files it
+ * as dirty (re-inserted into the order) or clean (kept in place). Returns
+ * 0 or -1 when out of memory. */
+static int take_job(upd *u, int i, int oi, const q__jc *old) {
+    q_state *st = u->st;
+    const struct q_input *in = u->in;
+    const struct q_policy *pol = &in->policy;
+    const struct q_job *job = &in->jobs[i];
+    q__jc *e = &st->jc[i];
+    bool need_score = true;
+    int32_t old_level = -1;
+    if (oi >= 0) {
+        *e = *old;
+        need_score = u->all || !e->pending || e->gen != job->gen;
+        old_level = e->pending ? e->level : -1;
+    } else {
+        const char *uid = uid_of(job);
+        size_t len = strlen(uid);
+        e->uid = q__alloc(st, len + 1);
+        if (!e->uid) return -1;
+        memcpy(e->uid, uid, len + 1);
+    }
+    if (need_score) {
+        /* Only names some node has are interned (jobs cannot grow the
+         * tables); others resolve to Q__UNKNOWN and are re-resolved when
+         * the nodes change (cycle.c). */
+        e->dom = q__resolve(&st->doms, job->domain);
+        e->model = q__resolve(&st->models, job->gpu_model);
+        if (bad_field(in, job) < 0) {
+            score_job(st, in, u->sc, i, e);
+        } else { /* rejected by the walk; its sizes may not even add up */
+            e->score = 0;
+            e->base_level = pol->nlevels - 1;
+            e->score_failed = false;
+        }
+        e->gen = job->gen;
+        (*u->nscored)++;
+    }
+    e->pending = true;
+    e->level = e->base_level;
+    e->promoted = false;
+    if (pol->starvation_after_s > 0 && job->queued > 0 &&
+        in->now - job->queued > pol->starvation_after_s &&
+        pol->promote_to >= 0 && pol->promote_to < e->base_level) {
+        e->level = pol->promote_to;
+        e->promoted = true;
+    }
+    e->dirty = need_score || e->level != old_level || u->all;
+    if (e->dirty) st->tmp2[u->ndirty++] = i;
+    else u->map[oi] = i;
+    return 0;
+}
+
 int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                     int *nscored, aiq_err *err) {
     int n = in->njobs;
@@ -283,83 +348,38 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         goto oom;
     int32_t *map = st->tmp1;
     for (int k = 0; k < st->nojc; k++) map[k] = -1;
-    /* Pass 1: jobs still at their slot take their entry at once, so the
-     * uid index below only holds the few entries that moved or left. */
+    /* One pass: a job still at its slot takes its entry at once; the few
+     * others are looked up by uid afterwards, in an index that only holds
+     * the entries nobody took. */
+    upd u = {st, in, sc, all, map, 0, nscored};
+    int nun = 0;
+    int32_t *unmatched = st->tmp3;
     for (int i = 0; i < n; i++) {
         const struct q_job *job = &in->jobs[i];
         q__jc *e = &st->jc[i];
         memset(e, 0, sizeof *e);
         st->njc = i + 1;
-        if (job->state != Q_JOB_PENDING || i >= st->nojc || !st->ojc[i].uid) continue;
-        if (strcmp(st->ojc[i].uid, uid_of(job)) == 0) {
-            *e = st->ojc[i];
-            st->ojc[i].uid = NULL;
-        }
-    }
-    bool indexed = false;
-    int ndirty = 0;
-    for (int i = 0; i < n; i++) {
-        const struct q_job *job = &in->jobs[i];
-        q__jc *e = &st->jc[i];
         if (job->state != Q_JOB_PENDING) continue;
-        int oi = -1;
-        q__jc old = {0};
-        if (e->uid) {
-            oi = i;
-            old = *e;
-        } else if (st->nojc > 0) {
-            if (!indexed) {
-                if (old_index(st)) goto oom;
-                indexed = true;
-            }
-            oi = old_lookup(st, uid_of(job));
-            if (oi >= 0) {
-                old = st->ojc[oi];
-                st->ojc[oi].uid = NULL;
-            }
-        }
-        bool need_score = true;
-        int32_t old_level = -1;
-        if (oi >= 0) {
-            *e = old;
-            need_score = all || !e->pending || e->gen != job->gen;
-            old_level = e->pending ? e->level : -1;
+        if (i < st->nojc && st->ojc[i].uid && strcmp(st->ojc[i].uid, uid_of(job)) == 0) {
+            q__jc old = st->ojc[i];
+            st->ojc[i].uid = NULL;
+            if (take_job(&u, i, i, &old)) goto oom;
         } else {
-            const char *uid = uid_of(job);
-            size_t len = strlen(uid);
-            e->uid = q__alloc(st, len + 1);
-            if (!e->uid) goto oom;
-            memcpy(e->uid, uid, len + 1);
+            unmatched[nun++] = i;
         }
-        if (need_score) {
-            /* Only names some node has are interned (jobs cannot grow the
-             * tables); others resolve to Q__UNKNOWN and are re-resolved
-             * when the nodes change (cycle.c). */
-            e->dom = q__resolve(&st->doms, job->domain);
-            e->model = q__resolve(&st->models, job->gpu_model);
-            if (bad_field(in, job) < 0) {
-                score_job(st, in, sc, i, e);
-            } else { /* rejected by the walk; its sizes may not even add up */
-                e->score = 0;
-                e->base_level = pol->nlevels - 1;
-                e->score_failed = false;
-            }
-            e->gen = job->gen;
-            (*nscored)++;
-        }
-        e->pending = true;
-        e->level = e->base_level;
-        e->promoted = false;
-        if (pol->starvation_after_s > 0 && job->queued > 0 &&
-            in->now - job->queued > pol->starvation_after_s &&
-            pol->promote_to >= 0 && pol->promote_to < e->base_level) {
-            e->level = pol->promote_to;
-            e->promoted = true;
-        }
-        e->dirty = need_score || e->level != old_level || all;
-        if (e->dirty) st->tmp2[ndirty++] = i;
-        else map[oi] = i;
     }
+    if (nun > 0 && st->nojc > 0 && old_index(st)) goto oom;
+    for (int k = 0; k < nun; k++) {
+        int i = unmatched[k];
+        int oi = st->nojc > 0 ? old_lookup(st, uid_of(&in->jobs[i])) : -1;
+        q__jc old = {0};
+        if (oi >= 0) {
+            old = st->ojc[oi];
+            st->ojc[oi].uid = NULL;
+        }
+        if (take_job(&u, i, oi, &old)) goto oom;
+    }
+    int ndirty = u.ndirty;
     /* Entries of jobs that are gone. */
     for (int k = 0; k < st->nojc; k++) {
         q__free(st, st->ojc[k].uid);
