@@ -810,7 +810,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sPhase:%s     %s", C_BOLD, C_OFF, j->phase[0] ? j->phase : "Pending (no status yet)");
     if (j->position > 0)
         printf(", position %d in the queue", j->position);
-    if (j->queued > 0)
+    if (j->queued > 0 && cli_job_waiting(j))
         printf(", waiting %s", cli_human_duration(b1, sizeof b1, w->cw.now - j->queued));
     printf("\n%sPolicy:%s    %s\n", C_BOLD, C_OFF, policy_name(w));
     printf("%sFormula:%s   %s\n", C_BOLD, C_OFF, one_line(b1, sizeof b1, formula));
@@ -859,8 +859,12 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sBudget:%s    group: %s\n", C_BOLD, C_OFF,
            g >= 0 ? budget_text(b1, sizeof b1, g_h, &w->groups[g].spec.budget) : "no group");
     printf("           user: %s\n", uq >= 0 ? budget_text(b2, sizeof b2, u_h, &w->uqs[uq].spec.budget) : "no budget");
-    printf("%sBlocked:%s   %s%s%s%s%s\n", C_BOLD, C_OFF, C_YELLOW, j->reason[0] ? j->reason : "-",
-           j->message[0] ? ": " : "", j->message, C_OFF);
+    if (cli_job_waiting(j))
+        printf("%sBlocked:%s   %s%s%s%s%s\n", C_BOLD, C_OFF, C_YELLOW, j->reason[0] ? j->reason : "-",
+               j->message[0] ? ": " : "", j->message, C_OFF);
+    else
+        printf("%sBlocked:%s   nothing: not waiting (%s%s%s)\n", C_BOLD, C_OFF,
+               j->reason[0] ? j->reason : j->phase, j->message[0] ? ": " : "", j->message);
     time_text(b1, sizeof b1, j->eta);
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
     print_journal(o, j, NULL);
