@@ -5,8 +5,9 @@
  * as in a real backlog), pending jobs mix single-GPU to 8-GPU jobs, gangs,
  * shared-GPU jobs, GPU models, domains, 200 users in 20 groups with quotas,
  * and EASY backfill is on. "full" is a cycle on a fresh state (everything
- * scored and sorted); "incr" is the next cycle on a warm state after 20
- * jobs changed, 5 finished and 5 arrived (rescore interval 5 min). The
+ * scored and sorted); "incr" is the next cycle on a warm state after the
+ * previous cycle's admissions started running (as the operator does) and
+ * 20 jobs changed, 5 left and 5 arrived (rescore interval 5 min). The
  * baseline, measured in the same run, is libc qsort of the pending jobs by
  * a precomputed score: the least any from-scratch cycle must do. Memory is
  * counted by an allocator hook (every byte the q_state holds), divided by
@@ -83,6 +84,8 @@ typedef struct {
     struct q_node *nodes;
     struct q_job *jobs;
     struct q_place *pl;
+    struct q_place *pool;  /* placements of jobs admitted by the bench */
+    int npool, cappool;
     char (*keys)[24];
     struct q_user users[200];
     struct q_group groups[20];
@@ -118,6 +121,9 @@ static void build(cluster *c, int njobs, int nnodes) {
     c->nodes = calloc((size_t)nnodes, sizeof *c->nodes);
     c->jobs = calloc((size_t)c->cap, sizeof *c->jobs);
     c->pl = calloc((size_t)c->cap, sizeof *c->pl);
+    c->cappool = 200000;
+    c->npool = 0;
+    c->pool = calloc((size_t)c->cappool, sizeof *c->pool);
     c->keys = calloc((size_t)c->cap, sizeof *c->keys);
     for (int g = 0; g < 20; g++) {
         struct q_group *gr = &c->groups[g];
@@ -202,6 +208,7 @@ static void destroy(cluster *c) {
     free(c->nodes);
     free(c->jobs);
     free(c->pl);
+    free(c->pool);
     free(c->keys);
 }
 
@@ -216,6 +223,8 @@ static void churn(cluster *c) {
     }
     for (int k = 0; k < 5; k++) {
         int r = first + rnd(c->npending);
+        if (c->jobs[r].state != Q_JOB_PENDING || c->jobs[c->in.njobs - 1].state != Q_JOB_PENDING)
+            continue;
         c->jobs[r] = c->jobs[c->in.njobs - 1];
         /* keys live in c->keys by slot: keep the moved key */
         memcpy(c->keys[r], c->keys[c->in.njobs - 1], sizeof c->keys[r]);
@@ -224,6 +233,34 @@ static void churn(cluster *c) {
     }
     for (int k = 0; k < 5; k++) mkjob(c, c->in.njobs++, 1);
     c->in.now += 1;
+}
+
+/* What the operator does after a cycle: admitted jobs start running on
+ * their placements (node use goes up), so the next cycle sees them as
+ * running, not pending. */
+static void apply(cluster *c, const q_output *out) {
+    for (int i = 0; i < c->in.njobs; i++) {
+        const struct q_result *r = &out->res[i];
+        struct q_job *j = &c->jobs[i];
+        if (r->decision != Q_DEC_ADMIT || c->npool + r->nplace > c->cappool) continue;
+        struct q_place *p = &c->pool[c->npool];
+        memcpy(p, &out->places[r->place_off], sizeof *p * (size_t)r->nplace);
+        c->npool += r->nplace;
+        for (int k = 0; k < r->nplace; k++) {
+            struct q_node *n = &c->nodes[p[k].node];
+            for (int g = 0; g < n->ngpus; g++) {
+                if (!((p[k].gpu_mask >> g) & 1u)) continue;
+                n->gpu_mem_used[g] = j->gpus > 0 ? n->gpu_mem_total[g] : n->gpu_mem_used[g] + j->gpu_memory_mib;
+            }
+            n->cpu_used += j->cpu_milli;
+            n->mem_used += j->memory_bytes;
+        }
+        j->state = Q_JOB_RUNNING;
+        j->placement = p;
+        j->end_time = c->in.now + j->pred_runtime_s;
+        j->gen++;
+        c->npending--;
+    }
 }
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -289,6 +326,7 @@ int main(void) {
             q_cycle_run(st, &c.in, &sc, &out, &err);
             int ireps = 7;
             for (int r = 0; r < ireps; r++) {
+                apply(&c, &out);
                 churn(&c);
                 double t0 = now_ms(), c0 = cpu_ms();
                 if (q_cycle_run(st, &c.in, &sc, &out, &err) != AIQ_OK) {
