@@ -89,6 +89,19 @@ static double gnum(json_object *o, const char *k, double def) {
     return def;
 }
 
+/* A number field that must lie in [lo, hi] (def when absent); sets *bad
+ * to the field's name when it is out of range or not finite. */
+static double gnum_in(json_object *o, const char *k, double lo, double hi, double def,
+                      const char **bad) {
+    double v = gnum(o, k, def);
+    if (!isfinite(v) || v < lo || v > hi) {
+        if (!*bad)
+            *bad = k;
+        return def;
+    }
+    return v;
+}
+
 /* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
 static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
                                struct sim_job *j, const char *path, int line, aiq_err *err) {
@@ -103,10 +116,16 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
     j->group = (char *)gstr(p, "group");
     j->user = (char *)gstr(spec, "user");
     j->submit = submit;
-    j->priority = (int)gnum(spec, "priority", 0);
-    j->replicas = (int)gnum(spec, "replicas", 1);
-    j->gpus = (int)gnum(res, "gpus", 0);
-    j->gpu_mem_mib = (int64_t)gnum(res, "gpuMemoryMiB", 0);
+    const char *bad = NULL;
+    j->priority = (int)gnum_in(spec, "priority", 0, 1000000, 0, &bad);
+    j->replicas = (int)gnum_in(spec, "replicas", 1, AIQ_MAX_REPLICAS, 1, &bad);
+    j->gpus = (int)gnum_in(res, "gpus", 0, AIQ_MAX_GPUS_PER_REPLICA, 0, &bad);
+    j->gpu_mem_mib = (int64_t)gnum_in(res, "gpuMemoryMiB", 0, 1 << 20, 0, &bad);
+    j->duration_s = gnum_in(p, "duration_s", 0, 1e10, 0, &bad);
+    double est = gnum_in(p, "estimate_s", 0, 1e10, -1, &bad);
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
+                           path, line, j->id, bad);
     j->gpu_model = (char *)gstr(res, "gpuModel");
     if ((q = gstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.cpu: bad quantity '%.64s'",
@@ -114,7 +133,7 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
     if ((q = gstr(res, "memory")) && aiq_quantity_bytes(q, &j->mem_bytes, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.memory: bad quantity "
                            "'%.64s'", path, line, q);
-    j->estimate_s = gnum(p, "estimate_s", -1);
+    j->estimate_s = est;
     if (j->estimate_s < 0) {
         j->estimate_s = 0;
         if ((q = gstr(spec, "estimatedRuntime")) &&
@@ -122,19 +141,25 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
             return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.estimatedRuntime: bad duration "
                                "'%.64s'", path, line, q);
     }
-    j->duration_s = gnum(p, "duration_s", 0);
     j->task = (char *)gstr(spec, "taskType");
     j->model = (char *)gstr(model, "name");
     return AIQ_OK;
 }
 
-static aiq_rc add_node(struct sim_journal *jr, const char *name, json_object *p, aiq_err *err) {
+static aiq_rc add_node(struct sim_journal *jr, const char *name, json_object *p,
+                       const char *path, int line, aiq_err *err) {
     struct sim_trace *tr = jr->trace;
-    int gpus = (int)gnum(p, "gpus", 0);
+    const char *bad = NULL;
+    int gpus = (int)gnum_in(p, "gpus", 0, Q_MAX_GPUS, 0, &bad);
     struct sim_node n = {(char *)name, (char *)gstr(p, "model"), gpus,
-                         (int64_t)gnum(p, "gpu_memory_mib", 0),
-                         (int64_t)gnum(p, "cpu_milli", (gpus > 0 ? gpus : 1) * 16000.0),
-                         (int64_t)gnum(p, "memory_bytes", (gpus > 0 ? gpus : 1) * 137438953472.0)};
+                         (int64_t)gnum_in(p, "gpu_memory_mib", 0, 1 << 24, 0, &bad),
+                         (int64_t)gnum_in(p, "cpu_milli", 0, 1e12,
+                                          (gpus > 0 ? gpus : 1) * 16000.0, &bad),
+                         (int64_t)gnum_in(p, "memory_bytes", 0, 1e18,
+                                          (gpus > 0 ? gpus : 1) * 137438953472.0, &bad)};
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: node %.64s: '%s' out of range", path, line,
+                           name, bad);
     for (int k = 0; k < tr->nnodes; k++)
         if (strcmp(tr->nodes[k].name, name) == 0) { /* a change: keep the newest shape */
             struct sim_node *o = &tr->nodes[k];
@@ -208,6 +233,13 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
         }
         const char *type = gstr(o, "type");
         double t = gnum(o, "t", 0);
+        if (!isfinite(t) || t < 0 || t > 1e11) {
+            json_object_put(o);
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: 't' out of range", path, lineno);
+            if (err)
+                err->line = lineno, err->col = 1;
+            goto out_free;
+        }
         if (!have_epoch) {
             j->epoch = t;
             have_epoch = true;
@@ -222,7 +254,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 j->predict = pr && json_object_get_boolean(pr);
                 j->tick_s = gnum(p, "tick_s", j->tick_s);
             } else if (kind && strcmp(kind, "node") == 0 && key) {
-                rc = add_node(j, key, p, err);
+                rc = add_node(j, key, p, path, lineno, err);
             } else if (kind && strcmp(kind, "job_arrival") == 0) {
                 struct sim_job sj;
                 if ((rc = job_from_arrival(p, key, t - j->epoch, &sj, path, lineno, err)) ==
@@ -241,7 +273,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 if (idx >= 0) {
                     j->depart_t[idx] = t;
                     double rt = gnum(p, "runtime_s", 0);
-                    if (j->trace->jobs[idx].duration_s <= 0 && rt > 0)
+                    if (j->trace->jobs[idx].duration_s <= 0 && rt > 0 && rt < 1e10)
                         j->trace->jobs[idx].duration_s = rt;
                 } else {
                     j->skipped++;
@@ -260,11 +292,15 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                            AIQ_OK &&
                        (rc = grow((void **)&j->cycle_t, &ccyc, j->ncycles + 1,
                                   sizeof *j->cycle_t, err)) == AIQ_OK) {
+                const char *bad = NULL;
                 j->dec[j->ndec++] = (struct sim_decision){
-                    (int64_t)gnum(o, "cycle", 0), t, idx, (uint8_t)action,
+                    (int64_t)gnum_in(o, "cycle", 0, 9e15, 0, &bad), t, idx, (uint8_t)action,
                     (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
-                    (int32_t)gnum(o, "level", 0), (int32_t)gnum(o, "position", 0),
-                    gnum(o, "score", 0)};
+                    (int32_t)gnum_in(o, "level", 0, AIQ_MAX_LEVELS, 0, &bad),
+                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), gnum(o, "score", 0)};
+                if (bad)
+                    rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: decision: '%s' out of range",
+                                     path, lineno, bad);
                 if (j->ncycles == 0 || j->cycle_t[j->ncycles - 1] != t)
                     j->cycle_t[j->ncycles++] = t;
             }

@@ -57,6 +57,8 @@ aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
         if (row->n != hdr->n) {
             rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
                              "got %d", path, line, hdr->n, row->n);
+            if (err)
+                err->line = line, err->col = 1;
             goto out_free;
         }
         int64_t cpu, mem, gpus;
@@ -156,6 +158,8 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
         if (row->n != hdr->n) {
             rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
                              "got %d", path, line, hdr->n, row->n);
+            if (err)
+                err->line = line, err->col = 1;
             goto out_free;
         }
         int64_t cpu, mem, ngpu, milli;

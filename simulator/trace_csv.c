@@ -36,6 +36,8 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
     if (got == 0) {
         rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected a header line "
                          "(id,submit_s,user,...)", path);
+        if (err)
+            err->line = 1, err->col = 1;
         goto out_free;
     }
     for (int c = 0; c < C__N; c++)
