@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "operator/crashpoint.h"
 #include "operator/kube_status.h"
 #include "operator/server.h"
 
@@ -590,6 +591,7 @@ void cycle_run(struct server *s, double now) {
         if (store_in_transaction(s->db))
             store_commit(s->db, NULL);
         store_begin(s->db, NULL);
+        crashpoint("admit_recorded");
         /* Pass 1: every admitted job's status (phase Admitted and its
          * placement). A job whose write failed is not released now; a
          * later sync releases it once the status is recorded. */

@@ -13,6 +13,7 @@
 #include "operator/pods.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
+#include "operator/crashpoint.h"
 #include "operator/server.h"
 
 /* What the pods of a gang are doing. */
@@ -180,6 +181,7 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
             OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(out), "job=%s gated=1",
                   j->meta.name);
             opcache_put(s->cache[OPK_POD], out, NULL); /* seen before its event */
+            crashpoint("pod_created");
         } else if (rc == AIQ_EEXIST) {
             /* A previous run created it: the deterministic name makes the
              * create idempotent. The watch brings it into the cache. */

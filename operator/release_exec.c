@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "operator/crashpoint.h"
 #include "operator/kube_http.h"
 
 struct rx_ctx {
@@ -29,6 +30,9 @@ static void *rx__worker(void *arg) {
         it->out = NULL;
         it->rc = kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out,
                             &it->err);
+        /* Only release patches go to pods (status writes go to aiq kinds). */
+        if (it->rc == AIQ_OK && strstr(it->path, "/pods/"))
+            crashpoint("release_mid");
     }
 }
 
