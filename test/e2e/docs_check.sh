@@ -100,6 +100,33 @@ for n in $DOCN; do
 done
 [ -z "$badl" ] && ok "docs/metrics.md labels match the code" || bad "label mismatch:$badl"
 
+# ---- factors and the architecture page ---------------------------------------
+DEF=$ROOT/policy/fx_factors.def
+FACTORS=$(grep -o '^FX_FACTOR([A-Z_]*, *"[a-z_.]*"' "$DEF" | sed 's/.*"\(.*\)"/\1/')
+missing=""
+for f in $FACTORS; do grep -q "| \`$f\` |" "$ROOT/docs/policy-language.md" || missing="$missing $f"; done
+[ -n "$FACTORS" ] && [ -z "$missing" ] && ok "policy-language.md lists all $(echo $FACTORS | wc -w) factors of fx_factors.def" ||
+    bad "factors missing from docs/policy-language.md:$missing"
+unknown=""
+for f in $(sed -n '/^### Factor reference/,/^### /p' "$ROOT/docs/admin-guide.md" | grep '^| `' | awk -F'|' '{print $2}' | grep -o '`[a-z_]*\.[a-z_]*`' | tr -d '`'); do
+    echo "$FACTORS" | grep -qx "$f" || unknown="$unknown $f"
+done
+[ -z "$unknown" ] && ok "every factor the admin guide names exists" || bad "admin-guide.md names unknown factors:$unknown"
+ARCH=$ROOT/docs/architecture.md
+missing=""
+for f in $(grep -o '`[a-z_]*\.\(c\|def\)`' "$ARCH" | tr -d '`' | sort -u); do
+    found=$(find "$ROOT/common" "$ROOT/policy" "$ROOT/queue" "$ROOT/operator" "$ROOT/simulator" \
+        "$ROOT/tools" "$ROOT/test/apiserver" -name "$f" 2>/dev/null | head -1)
+    [ -n "$found" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "every file architecture.md names exists" || bad "architecture.md names missing files:$missing"
+missing=""
+for f in "$ROOT"/operator/*.c; do
+    b=$(basename "$f")
+    grep -q "\`$b\`" "$ARCH" || missing="$missing $b"
+done
+[ -z "$missing" ] && ok "architecture.md places every operator/*.c" || bad "operator files architecture.md does not mention:$missing"
+
 # ---- links -------------------------------------------------------------------
 broken=""
 for f in "$ROOT/README.md" "$ROOT"/docs/*.md; do
