@@ -189,6 +189,7 @@ aiq_rc cli_job_load(json_object *obj, const struct cli_world *w,
     json_object *st = clr__get(obj, "status");
     clr__copy(out->ns, sizeof out->ns, aj.meta.namespace_ ? aj.meta.namespace_ : "default");
     clr__copy(out->name, sizeof out->name, aj.meta.name);
+    clr__copy(out->uid, sizeof out->uid, aj.meta.uid);
     clr__copy(out->user, sizeof out->user, aj.spec.user);
     clr__copy(out->phase, sizeof out->phase, clr__str(st, "phase"));
     clr__copy(out->level, sizeof out->level, clr__str(st, "level"));

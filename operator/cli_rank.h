@@ -39,7 +39,7 @@ struct cli_world {
 
 /* One AIJob as the tool shows it. */
 struct cli_job {
-    char ns[AIQ_MAX_NAME + 1], name[AIQ_MAX_NAME + 1];
+    char ns[AIQ_MAX_NAME + 1], name[AIQ_MAX_NAME + 1], uid[128];
     char user[AIQ_MAX_NAME + 1], group[AIQ_MAX_NAME + 1];
     char phase[16], level[64], reason[64], message[512];
     int position;            /* status.position, 0 = none */

@@ -648,7 +648,8 @@ static unsigned factors_used(const char *src) {
 static void print_journal(const struct opts *o, const struct cli_job *j, json_object *out_doc) {
     struct kube_config cfg;
     struct kube_client *kc = NULL;
-    char key[2 * AIQ_MAX_NAME + 2], esc[3 * sizeof key], path[sizeof esc + 64];
+    char key[2 * AIQ_MAX_NAME + 2], esc[3 * sizeof key], uesc[3 * sizeof j->uid];
+    char path[sizeof esc + sizeof uesc + 64];
     json_object *resp = NULL;
     aiq_err e;
     aiq_err_clear(&e);
@@ -660,8 +661,10 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
     aiq_rc rc = kube_client_create(&cfg, &ko, &kc, &e);
     if (rc == AIQ_OK)
         rc = kube_query_escape(esc, sizeof esc, key, &e);
+    if (rc == AIQ_OK)
+        rc = kube_query_escape(uesc, sizeof uesc, j->uid, &e);
     if (rc == AIQ_OK) {
-        snprintf(path, sizeof path, "/journal?job=%s&limit=10", esc);
+        snprintf(path, sizeof path, "/journal?job=%s&uid=%s&limit=10", esc, uesc);
         rc = kube_get(kc, path, &resp, &e);
     }
     json_object *items = rc == AIQ_OK ? items_of(resp) : NULL;
@@ -683,8 +686,14 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
             json_object *it = json_object_array_get_idx(items, i);
             char t[40];
             time_text(t, sizeof t, jnum(it, "t", 0));
-            printf("  %s  %-8s %s %s\n", t, jstr(it, "action") ? jstr(it, "action") : jstr(it, "kind") ? jstr(it, "kind") : "?",
-                   jstr(it, "reason") ? jstr(it, "reason") : "", jstr(it, "message") ? jstr(it, "message") : "");
+            const char *ty = jstr(it, "type");
+            if (ty && strcmp(ty, "decision") == 0)
+                printf("  %s  cycle %-6.0f %-6s pos %-4.0f %s%s%s\n", t, jnum(it, "cycle", 0),
+                       jstr(it, "action") ? jstr(it, "action") : "?", jnum(it, "position", 0),
+                       jstr(it, "reason") ? jstr(it, "reason") : "", jstr(it, "message") ? ": " : "",
+                       jstr(it, "message") ? jstr(it, "message") : "");
+            else
+                printf("  %s  event %s\n", t, jstr(it, "kind") ? jstr(it, "kind") : "?");
         }
     }
     json_object_put(resp);

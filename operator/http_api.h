@@ -1,0 +1,58 @@
+/* http_api.h -- the operator's read-only HTTP API for tools such as
+ * `kubectl aiq explain`: a job's recent journal entries.
+ *
+ *   GET /journal?job=NS/NAME[&uid=UID][&limit=N]
+ *     200 {"job":"NS/NAME","items":[...]}  newest first, at most N
+ *         (default 10, max 200) entries: the decisions recorded for the
+ *         job's uid and the input events recorded under its key, each
+ *         {"type":"decision","t":T,"cycle":C,"action":A,"level":L,
+ *          "position":P,"score":S,"reason":R,"message":M} or
+ *         {"type":"event","t":T,"kind":K,"payload":{...}}.
+ *     400 for a missing or malformed job (the message names it).
+ *
+ * It reads the operator's SQLite file through its own read-only
+ * connection (WAL lets it read while the daemon writes), so it never
+ * touches the daemon's store handle and can answer from any thread.
+ *
+ * Two ways to serve it: opapi_listen starts its own libmicrohttpd daemon
+ * (e.g. on --api-addr), or a server that is already running (the metrics
+ * server) calls opapi_journal_json for URLs starting with /journal. */
+#ifndef AIQ_OPERATOR_HTTP_API_H
+#define AIQ_OPERATOR_HTTP_API_H
+
+#include <stddef.h>
+
+#include "common/aiq_err.h"
+
+typedef struct opapi opapi;
+
+#define OPAPI_MAX_LIMIT 200
+#define OPAPI_MAX_KEY 512    /* bytes of job / uid accepted */
+
+/* Opens db_path read-only. On AIQ_OK *out is a new handle (opapi_free);
+ * AIQ_EDB naming the path when SQLite cannot open it or it has no journal
+ * tables (the operator has not created it yet). *out NULL after an
+ * error. */
+aiq_rc opapi_create(const char *db_path, opapi **out, aiq_err *err);
+
+/* Stops serving (if started), closes the connection, frees a. NULL is a
+ * no-op. */
+void opapi_free(opapi *a);
+
+/* Builds the /journal answer for job ("NS/NAME", required), uid (may be
+ * NULL or "") and limit (<= 0: 10; capped at OPAPI_MAX_LIMIT). On AIQ_OK
+ * *body is new JSON text (caller frees) of *len bytes. AIQ_EINVAL (HTTP
+ * 400) for a missing, over-long or slash-less job; AIQ_EDB when a query
+ * fails. Thread-safe. */
+aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
+                          int limit, char **body, size_t *len, aiq_err *err);
+
+/* Serves GET /journal on addr ("host:port", IPv4; port 0 picks one) from
+ * its own libmicrohttpd thread. AIQ_EINVAL for a malformed addr, AIQ_EIO
+ * when it cannot bind, AIQ_ESTATE when already serving. */
+aiq_rc opapi_listen(opapi *a, const char *addr, aiq_err *err);
+
+/* The bound port after opapi_listen, else 0. */
+int opapi_port(const opapi *a);
+
+#endif
