@@ -135,6 +135,22 @@ check "explain: journal unreachable is said clearly" \
 check "explain: an operator URL without /journal is named as such" sh -c '
   kubectl aiq explain long -n team-a --operator-url http://127.0.0.1:'"$METRICS_PORT"' |
   grep -q "does not serve /journal"'
+# The journal, served read-only from the operator's store by aiq-journal.
+"$BUILD/aiq-journal" --db "$T/op.db" --addr 127.0.0.1:0 >"$T/journal.log" 2>&1 &
+JOURNAL_PID=$!
+for _ in $(seq 1 50); do grep -q listening "$T/journal.log" && break; sleep 0.1; done
+JURL=$(sed -n 's/^aiq-journal listening on //p' "$T/journal.log")
+check "explain: the job's recent journal entries from the operator's store" sh -c '
+  kubectl aiq explain long -n team-a --operator-url '"$JURL"' >"$T/xjl" &&
+  grep -qE "^Journal:   [0-9]+ recent entr" "$T/xjl" &&
+  grep -qE "^  20[0-9-]+T[0-9:]+Z  cycle [0-9]+ +wait +pos 1 +QuotaFull: waiting for 2 GPUs" "$T/xjl" &&
+  grep -qE "^  20[0-9-]+T[0-9:]+Z  event job_arrival" "$T/xjl" || { cat "$T/xjl"; exit 1; }'
+check "explain -o json carries the journal items" sh -c '
+  kubectl aiq explain short -n team-a --operator-url '"$JURL"' -o json | grep -q "\"action\": \"wait\""'
+kill "$JOURNAL_PID" 2>/dev/null; wait "$JOURNAL_PID"; echo $? >"$T/journal.rc"
+check "aiq-journal exits 0 on SIGTERM, no leak reported" sh -c '
+  [ "$(cat "$T/journal.rc")" = 0 ] && ! grep -q Sanitizer "$T/journal.log"'
+
 check "explain -o json" sh -c '
   kubectl aiq explain short -n team-a --operator-url http://127.0.0.1:1 -o json >"$T/xj" &&
   [ "$(jv name "$T/xj")" = "\"short\" \"job.age_hours\" " ] &&
