@@ -232,8 +232,8 @@ aiq_rc sim_replay_check(const struct sim_journal *j, oppolicy *pol,
 
 /* What-if: the journal's jobs (their recorded runtimes as durations) run
  * under pol in simulated time. res filled as by sim_run (with
- * decisions); *changed gets how many jobs started at another time than
- * recorded (jobs the journal never saw start count when they start now).
+ * decisions); *changed gets how many jobs started more than a second
+ * away from their recorded start (or started in one and not the other).
  * Release res with sim_result_deinit. */
 aiq_rc sim_replay_whatif(const struct sim_journal *j, oppolicy *pol,
                          const char *policy_name, struct sim_result *res,

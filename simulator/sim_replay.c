@@ -93,7 +93,10 @@ static double gnum(json_object *o, const char *k, double def) {
  * to the field's name when it is out of range or not finite. */
 static double gnum_in(json_object *o, const char *k, double lo, double hi, double def,
                       const char **bad) {
-    double v = gnum(o, k, def);
+    json_object *x = get(o, k);
+    if (!x || !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
+        return def;
+    double v = json_object_get_double(x);
     if (!isfinite(v) || v < lo || v > hi) {
         if (!*bad)
             *bad = k;
@@ -434,8 +437,10 @@ aiq_rc sim_replay_whatif(const struct sim_journal *j, oppolicy *pol,
     for (int k = 0; k < j->ndec; k++)
         if (j->dec[k].action == Q_DEC_ADMIT && rec[j->dec[k].job] == 0)
             rec[j->dec[k].job] = j->dec[k].t;
+    /* A recorded start lags its cycle by the operator's reaction time
+     * (milliseconds); a second of slack keeps that from counting. */
     for (int i = 0; i < n; i++)
-        if (rec[i] != res->jobs[i].start)
+        if ((rec[i] == 0) != (res->jobs[i].start == 0) || fabs(rec[i] - res->jobs[i].start) > 1.0)
             (*changed)++;
     free(rec);
     return AIQ_OK;
