@@ -16,6 +16,7 @@
  * operator/cli_table.c. */
 #include <json-c/json.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -93,9 +94,16 @@ static void usage(FILE *out) {
           out);
 }
 
-static int fail(const char *fmt, const char *a, const char *b) {
+/* Prints "error: ..." (printf-style) on stderr; returns 1 for the exit
+ * status. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int fail(const char *fmt, ...) {
+    va_list ap;
     fputs("error: ", stderr);
-    fprintf(stderr, fmt, a ? a : "", b ? b : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputc('\n', stderr);
     return 1;
 }
@@ -159,7 +167,7 @@ static int parse_flags(int argc, char **argv, struct opts *o) {
         }
         if ((m = flag_value(argc, argv, &i, "--output", "-o", &v)) != 0) {
             if (m < 0)
-                return fail("flag %s needs a value", a, NULL);
+                return fail("flag %s needs a value", a);
             if (strcmp(v, "json") == 0)
                 o->out = OUT_JSON;
             else if (strcmp(v, "yaml") == 0)
@@ -167,7 +175,7 @@ static int parse_flags(int argc, char **argv, struct opts *o) {
             else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
                 o->out = OUT_TABLE;
             else
-                return fail("-o: expected json or yaml, got \"%s\"", v, NULL);
+                return fail("-o: expected json or yaml, got \"%s\"", v);
             continue;
         }
         for (size_t k = 0; k < sizeof vf / sizeof vf[0] && !m; k++) {
@@ -176,13 +184,13 @@ static int parse_flags(int argc, char **argv, struct opts *o) {
                 *(const char **)(void *)((char *)o + vf[k].off) = v;
         }
         if (m < 0)
-            return fail("flag %s needs a value", a, NULL);
+            return fail("flag %s needs a value", a);
         if (m > 0)
             continue;
         if (a[0] == '-' && a[1])
-            return fail("unknown flag %s (see kubectl aiq --help)", a, NULL);
+            return fail("unknown flag %s (see kubectl aiq --help)", a);
         if (o->nargs >= (int)(sizeof o->args / sizeof o->args[0]))
-            return fail("unexpected argument \"%s\"", a, NULL);
+            return fail("unexpected argument \"%s\"", a);
         o->args[o->nargs++] = a;
     }
     return 0;
@@ -496,7 +504,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
     int n = 0, rc = 0;
     struct cli_job *v = calloc((size_t)w->njobs + 1, sizeof *v);
     if (!v)
-        return fail("out of memory", NULL, NULL);
+        return fail("out of memory");
     for (int i = 0; i < w->njobs; i++) {
         const struct cli_job *j = &w->jobs[i];
         if (!cli_job_waiting(j) && !held(j))
@@ -554,7 +562,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
     int nc = o->all_ns ? 11 : 10;
     cli_table *t = cli_table_create(nc, o->all_ns ? hdr_all : hdr_ns);
     if (!t) {
-        rc = fail("out of memory", NULL, NULL);
+        rc = fail("out of memory");
         goto out;
     }
     for (int i = 0; i < n; i++) {
@@ -588,7 +596,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         const char *row_ns[] = {lvl, pos, j->name, j->user, j->group[0] ? j->group : "<none>",
                                 gpus, score, wait, eta, reason};
         if (cli_table_add(t, o->all_ns ? row_all : row_ns) != AIQ_OK) {
-            rc = fail("out of memory", NULL, NULL);
+            rc = fail("out of memory");
             break;
         }
     }
@@ -705,7 +713,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     struct cli_job *j = NULL;
     char b1[256], b2[256];
     if (!name)
-        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]", NULL, NULL);
+        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]");
     for (int i = 0; i < w->njobs; i++)
         if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
             j = &w->jobs[i];
@@ -899,7 +907,7 @@ static int cmd_usage(const struct opts *o, struct world *w) {
     if (o->out == OUT_TABLE) {
         t = cli_table_create(11, hdr);
         if (!t)
-            return fail("out of memory", NULL, NULL);
+            return fail("out of memory");
     } else {
         doc = json_object_new_object();
         items = json_object_new_array();
@@ -1000,13 +1008,13 @@ static int cmd_usage(const struct opts *o, struct world *w) {
             const char *row[] = {r < 0 ? gr->meta.name : "", user, level, lim_text(q1, sizeof q1, gq), q2,
                                  lim_text(q3, sizeof q3, jq), q4, q5, q6, fs, status};
             if (cli_table_add(t, row) != AIQ_OK) {
-                rc = fail("out of memory", NULL, NULL);
+                rc = fail("out of memory");
                 goto out;
             }
         }
     }
     if (o->group && !shown) {
-        rc = fail("groups.aiq.dev \"%s\" not found", o->group, NULL);
+        rc = fail("groups.aiq.dev \"%s\" not found", o->group);
         goto out;
     }
     if (doc) {
@@ -1086,7 +1094,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
     int n = 0;
     v = calloc((size_t)w->njobs + 1, sizeof *v);
     if (!v) {
-        fail("out of memory", NULL, NULL);
+        fail("out of memory");
         goto out;
     }
     for (int i = 0; i < w->njobs; i++)
@@ -1156,7 +1164,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
                                 "LEVEL", "SCORE", "OLD-LEVEL", "OLD-SCORE"};
     cli_table *t = cli_table_create(11, hdr);
     if (!t) {
-        fail("out of memory", NULL, NULL);
+        fail("out of memory");
         goto out;
     }
     rc = 0;
@@ -1186,7 +1194,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         const char *row[] = {np_s, op_s, mv, v[i].ns, v[i].name, v[i].user, gp, lv, sc,
                              v[i].level[0] ? v[i].level : "<none>", osc};
         if (cli_table_add(t, row) != AIQ_OK)
-            rc = fail("out of memory", NULL, NULL);
+            rc = fail("out of memory");
     }
     if (rc == 0)
         cli_table_print(t, stdout);
@@ -1238,9 +1246,9 @@ int main(int argc, char **argv) {
     bool is_policy = strcmp(cmd, "policy") == 0;
     if (strcmp(cmd, "queue") != 0 && strcmp(cmd, "explain") != 0 && strcmp(cmd, "usage") != 0 &&
         !is_policy)
-        return fail("unknown command \"%s\" (queue, explain, usage, policy test)", cmd, NULL);
+        return fail("unknown command \"%s\" (queue, explain, usage, policy test)", cmd);
     if (is_policy && (o.nargs != 3 || strcmp(o.args[1], "test") != 0))
-        return fail("usage: kubectl aiq policy test FILE", NULL, NULL);
+        return fail("usage: kubectl aiq policy test FILE");
     aiq_err_clear(&e);
     if (kube_config_auto(o.kubeconfig, o.context, NULL, &cfg, &e) != AIQ_OK) {
         print_err("reading the kubeconfig", &e);
