@@ -556,6 +556,12 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         } else if (g.exist < g.n) {
             snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
             job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        } else if (g.gated > 0) {
+            /* A gate is never re-added, so these pods are new: a restart
+             * between a teardown's pod re-creation and its status write. */
+            snprintf(msg, sizeof msg, "%d of %d pods were recreated while the job ran",
+                     g.gated, g.n);
+            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
         } else if (g.succeeded == g.n) {
             js->st.finished_at = now;
             snprintf(msg, sizeof msg, "%s %d replica%s succeeded", g.n == 1 ? "its" : "all",
