@@ -423,7 +423,10 @@ static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aij
                         double now, const char *action, const struct q_result *r,
                         const char *reason, const char *msg) {
     char sig[128];
-    snprintf(sig, sizeof sig, "%s|%d|%d|%s", action, (int)r->level, (int)r->pos, reason);
+    /* The attempt is part of the signature: a re-admission with the same
+     * level, position and reason is a new decision, not a repeat. */
+    snprintf(sig, sizeof sig, "%s|%d|%d|%s|%d", action, (int)r->level, (int)r->pos, reason,
+             (int)js->st.attempts);
     if (strcmp(sig, js->last_decision) == 0)
         return;
     snprintf(js->last_decision, sizeof js->last_decision, "%s", sig);
