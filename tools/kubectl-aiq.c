@@ -219,6 +219,39 @@ static int get_list(struct kube_client *kc, const char *group, const char *versi
     return 0;
 }
 
+/* Like get_list, but a list the user may not read (403) is not fatal:
+ * users hold aiq-user only in their group's namespaces, so the tool says
+ * what it could not see and goes on with an empty list. ns_fallback (may
+ * be NULL) is tried when the cluster-wide list is forbidden. */
+static int get_list_opt(struct kube_client *kc, const char *resource, const char *ns_fallback,
+                        json_object **out) {
+    char path[PATH_CAP];
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_rc rc = kube_path(path, sizeof path, AIQ_GROUP, AIQ_VERSION, NULL, resource, NULL, NULL, &e);
+    if (rc == AIQ_OK)
+        rc = kube_get(kc, path, out, &e);
+    if (rc == AIQ_EAUTH && ns_fallback) {
+        aiq_err_clear(&e);
+        rc = kube_path(path, sizeof path, AIQ_GROUP, AIQ_VERSION, ns_fallback, resource, NULL, NULL, &e);
+        if (rc == AIQ_OK)
+            rc = kube_get(kc, path, out, &e);
+    }
+    if (rc == AIQ_EAUTH) {
+        fprintf(stderr, "warning: cannot list %s (%s); what depends on them is left out\n", resource,
+                e.message);
+        *out = json_tokener_parse("{\"items\":[]}");
+        return *out ? 0 : 1;
+    }
+    if (rc != AIQ_OK) {
+        char what[128];
+        snprintf(what, sizeof what, "listing %s", resource);
+        print_err(what, &e);
+        return 1;
+    }
+    return 0;
+}
+
 static json_object *items_of(json_object *list) {
     json_object *it = NULL;
     if (!list || !json_object_object_get_ex(list, "items", &it) ||
@@ -291,17 +324,26 @@ static json_object *find_active(json_object *policies) {
 }
 
 /* Reads groups, user quotas, nodes, policies and AIJobs (in ns, or every
- * namespace when ns is NULL). Returns 0, or 1 after printing the error. */
-static int world_load(struct kube_client *kc, const char *ns, struct world *w) {
+ * namespace when ns is NULL). Lists other than AIJobs that the user may
+ * not read are left empty with a warning (UserQuotas fall back to
+ * user_ns; so do AIJobs of every namespace when jobs_fallback is set).
+ * Returns 0, or 1 after printing the error. */
+static int world_load(struct kube_client *kc, const char *ns, const char *user_ns,
+                      bool jobs_fallback, struct world *w) {
     aiq_err e;
     json_object *nodes = NULL;
     int rc = 1;
     memset(w, 0, sizeof *w);
-    if (get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "groups", &w->groups_list) ||
-        get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "userquotas", &w->uqs_list) ||
-        get_list(kc, AIQ_GROUP, AIQ_VERSION, NULL, "queuepolicies", &w->policies_list) ||
-        get_list(kc, AIQ_GROUP, AIQ_VERSION, ns, "aijobs", &w->jobs_list))
+    if (get_list_opt(kc, "groups", NULL, &w->groups_list) ||
+        get_list_opt(kc, "userquotas", user_ns, &w->uqs_list) ||
+        get_list_opt(kc, "queuepolicies", NULL, &w->policies_list))
         goto out;
+    if (ns || !jobs_fallback) {
+        if (get_list(kc, AIQ_GROUP, AIQ_VERSION, ns, "aijobs", &w->jobs_list))
+            goto out;
+    } else if (get_list_opt(kc, "aijobs", user_ns, &w->jobs_list)) {
+        goto out;
+    }
     json_object *git = items_of(w->groups_list), *uit = items_of(w->uqs_list);
     json_object *jit = items_of(w->jobs_list);
     size_t ng = git ? json_object_array_length(git) : 0;
@@ -1261,9 +1303,10 @@ int main(int argc, char **argv) {
         print_err("connecting", &e);
         goto out;
     }
-    /* policy test and explain -A look at the whole queue. */
-    bool every_ns = o.all_ns || is_policy || strcmp(cmd, "usage") == 0 || strcmp(cmd, "explain") == 0;
-    if (world_load(kc, every_ns ? NULL : o.ns, &w))
+    /* policy test and usage look at the whole queue; queue and explain at
+     * the namespace unless -A. */
+    bool every_ns = o.all_ns || is_policy || strcmp(cmd, "usage") == 0;
+    if (world_load(kc, every_ns ? NULL : o.ns, o.ns, !o.all_ns, &w))
         goto out;
     if (strcmp(cmd, "queue") == 0)
         rc = cmd_queue(&o, &w);
