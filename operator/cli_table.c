@@ -93,6 +93,7 @@ aiq_rc cli_table_add(cli_table *t, const char *const *cells) {
     return rc;
 }
 
+/* Row count; see cli_table.h. */
 int cli_table_rows(const cli_table *t) {
     return t ? t->nrows : 0;
 }
