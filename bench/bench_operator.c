@@ -88,6 +88,44 @@ static void cordon(apisrv *s, int on) {
     json_object_put(nodes);
 }
 
+/* What the operator's log has said so far, read incrementally (cheap to
+ * poll, unlike listing 10,000 objects from the server under test). */
+struct oplog_scan {
+    FILE *f;
+    long queued;       /* AIJobs that reached Queued (their Queued Event) */
+    long released;     /* pod_released lines */
+    long batch_pods;   /* pods patched inside release batches */
+    double batch_s;    /* seconds spent inside release batches */
+    int ready;
+};
+
+static void scan(struct oplog_scan *sc, const char *path) {
+    char line[2048];
+    if (!sc->f)
+        sc->f = fopen(path, "r");
+    if (!sc->f)
+        return;
+    clearerr(sc->f);
+    while (fgets(line, sizeof line, sc->f)) {
+        if (strstr(line, "event=ready")) {
+            sc->ready = 1;
+        } else if (strstr(line, "event=pod_released")) {
+            sc->released++;
+        } else if (strstr(line, "event=k8s_event") && strstr(line, "reason=Queued")) {
+            sc->queued++;
+        } else {
+            const char *b = strstr(line, "event=release_batch");
+            const char *ok = b ? strstr(b, " ok=") : NULL;
+            const char *sec = b ? strstr(b, " seconds=") : NULL;
+            if (ok && sec) {
+                sc->batch_pods += strtol(ok + 4, NULL, 10);
+                sc->batch_s += strtod(sec + 9, NULL);
+            }
+        }
+    }
+}
+
+/* Counts AIJobs past Pending on the server (checked once at the end). */
 static int count_queued(apisrv *s) {
     json_object *jobs = apisrv_obj_list(s, "aijobs", "default");
     int q = 0;
@@ -100,44 +138,6 @@ static int count_queued(apisrv *s) {
     }
     json_object_put(jobs);
     return q;
-}
-
-/* Counts pod_released lines, and sums the release batches' pods and
- * seconds (the operator times each batch of patches it sends). */
-static int released(const char *log, long *batch_pods, double *batch_s) {
-    FILE *f = fopen(log, "r");
-    char line[1024];
-    int n = 0;
-    *batch_pods = 0;
-    *batch_s = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "event=pod_released")) {
-            n++;
-            continue;
-        }
-        const char *b = strstr(line, "event=release_batch");
-        const char *ok = b ? strstr(b, " ok=") : NULL;
-        const char *sec = b ? strstr(b, " seconds=") : NULL;
-        if (ok && sec) {
-            *batch_pods += strtol(ok + 4, NULL, 10);
-            *batch_s += strtod(sec + 9, NULL);
-        }
-    }
-    fclose(f);
-    return n;
-}
-
-static int log_has(const char *log, const char *what) {
-    FILE *f = fopen(log, "r");
-    char line[2048];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, what) != NULL;
-    if (f)
-        fclose(f);
-    return found;
 }
 
 int main(void) {
@@ -190,8 +190,10 @@ int main(void) {
               (char *)NULL);
         _exit(127);
     }
+    struct oplog_scan sc;
+    memset(&sc, 0, sizeof sc);
     double t_ready = now_s();
-    while (!log_has(oplog, "event=ready") && now_s() - t_ready < 30)
+    while ((scan(&sc, oplog), !sc.ready) && now_s() - t_ready < 30)
         usleep(50000);
 
     /* 1: create and wait for Queued. */
@@ -208,10 +210,10 @@ int main(void) {
         apisrv_obj_create(s, "aijobs", json_tokener_parse(b), NULL);
     }
     double t_created = now_s();
-    int q = 0;
-    while ((q = count_queued(s)) < njobs && now_s() - t0 < 100)
-        usleep(500000);
+    while ((scan(&sc, oplog), sc.queued < njobs) && now_s() - t0 < 100)
+        usleep(100000);
     double t_queued = now_s();
+    int q = count_queued(s);
 
     /* 2: the raw patch rate of the same server. */
     CURL *c = curl_easy_init();
@@ -238,13 +240,16 @@ int main(void) {
     curl_easy_cleanup(c);
 
     /* 3: uncordon; the operator admits and releases. */
-    int want = njobs < nnodes * 8 ? njobs : nnodes * 8, nrel = 0;
-    long bpods = 0;
-    double bsec = 0, t_u = now_s();
+    int want = njobs < nnodes * 8 ? njobs : nnodes * 8;
+    double t_u = now_s();
     cordon(s, 0);
-    while ((nrel = released(oplog, &bpods, &bsec)) < want && now_s() - t_u < 90)
-        usleep(500000);
+    while ((scan(&sc, oplog), sc.released < want) && now_s() - t_u < 90)
+        usleep(100000);
     double t_rel = now_s();
+    long nrel = sc.released, bpods = sc.batch_pods;
+    double bsec = sc.batch_s;
+    if (sc.f)
+        fclose(sc.f);
 
     kill(op, SIGTERM);
     int st = 0;
@@ -260,7 +265,7 @@ int main(void) {
     printf("%-44s %12.2f\n", "until all Queued (s)", t_queued - t0);
     printf("%-44s %12d\n", "Queued (or further) at the end", q);
     printf("%-44s %12.0f\n", "raw merge patches per s (baseline)", raw_rate);
-    printf("%-44s %12d\n", "pods released", nrel);
+    printf("%-44s %12ld\n", "pods released", nrel);
     printf("%-44s %12.2f\n", "uncordon -> last release (s)", t_rel - t_u);
     printf("%-44s %12.2f\n", "time inside release batches (s)", bsec);
     printf("%-44s %12.0f\n", "release patches per s (in batches)", rel_rate);

@@ -465,9 +465,12 @@ void srv_cron(struct server *s, double now) {
     }
     if (!s->ready || !s->leading)
         return;
-    /* run_every(cycle_ms), or at once after a change (the loop drains the
-     * event queue first, so a burst of events costs one cycle). */
-    if (s->cycle_wanted || (now - s->last_cycle) * 1000.0 >= (double)s->flags.cycle_ms) {
+    /* run_every(cycle_ms), or sooner after a change, but at most every
+     * 250 ms (the loop drains the event queue first, so a burst of events
+     * costs one cycle, and a storm of events cannot starve the writes). */
+    double since_ms = (now - s->last_cycle) * 1000.0;
+    double min_ms = s->flags.cycle_ms < 250 ? (double)s->flags.cycle_ms : 250.0;
+    if ((s->cycle_wanted && since_ms >= min_ms) || since_ms >= (double)s->flags.cycle_ms) {
         s->cycle_wanted = false;
         cycle_run(s, now);
         s->last_cycle = now;
