@@ -34,7 +34,8 @@ enum {
 #define FX_MAX_TERMS 256     /* top-level additive terms */
 #define FX_MAX_ARGS 16       /* arguments of one function call */
 #define FX_MAX_STACK 96      /* evaluation stack slots */
-#define FX_MAX_CODE 8192     /* instructions (main program + explain terms) */
+#define FX_MAX_CODE 8192     /* instructions (main program + explain terms);
+                              * jump targets must fit 16 bits (fx_ins.b) */
 
 typedef struct fx_prog fx_prog; /* opaque compiled program */
 

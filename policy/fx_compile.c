@@ -119,7 +119,9 @@ typedef struct {
     int n;
     int depth, max_depth;
     int barrier; /* latest jump target: never fuse into the slot before it */
-    int lin;     /* index of the LIN whose block ends the code, or -1 */
+    int lin;     /* index of the LIN or tailed op whose DATA slots end the
+                  * code, or -1 */
+    int nofuse;  /* fx__compile_opts(FX__NOFUSE): plain stack code only */
 } fx_gen;
 
 /* Marks the next instruction as a jump target and returns its index. */
@@ -128,15 +130,28 @@ static uint32_t fx_target(fx_gen *g) {
     return (uint32_t)g->n;
 }
 
+/* The fused form of constant op p followed by constant op q (each on the
+ * value the one before left), or FX_OP_END if there is none. */
+static fx_opcode fx_pair_form(fx_opcode p, fx_opcode q) {
+    if (p == FX_OP_MULK && q == FX_OP_DIVK) return FX_OP_MULK_DIVK;
+    if (p == FX_OP_ADDK && q == FX_OP_KDIV) return FX_OP_ADDK_KDIV;
+    if (p == FX_OP_KSUB && q == FX_OP_MULK) return FX_OP_KSUB_MULK;
+    return FX_OP_END;
+}
+
 /* Peephole on the instruction just appended at i = g->n - 1 (never when
  * i is a jump target): F + op -> op with FX_M_INF; op + ADD -> op with
- * FX_M_ACC; runs of ADDFK -> one LIN with DATA slots. Each rewrite
- * computes exactly what the unfused sequence computed. */
+ * FX_M_ACC; two constant ops -> their fused pair (fx_pair_form); ADDFK
+ * after an op flagged FX_OPF_T -> a DATA slot of that op's tail (b counts
+ * them); runs of ADDFK anywhere else -> one LIN with DATA slots. Each
+ * rewrite computes exactly what the unfused sequence computed, step by
+ * step in the same order (test_fx pins this against an unfused build). */
 static void fx_fuse(fx_gen *g) {
     int i = g->n - 1;
-    if (i < 1 || i == g->barrier) return;
+    if (i < 1 || i == g->barrier || g->nofuse) return;
     fx_ins *in = &g->code[i], *prev = &g->code[i - 1];
     unsigned fl = fx__op_flags[in->op];
+    fx_opcode pair;
     if ((fl & FX_OPF_M) && prev->op == FX_OP_F && prev->m == 0) {
         uint16_t a = prev->a;
         *prev = *in;
@@ -144,13 +159,23 @@ static void fx_fuse(fx_gen *g) {
         prev->m = FX_M_INF;
         g->n--;
     } else if (in->op == FX_OP_ADD && (fx__op_flags[prev->op] & FX_OPF_M) &&
-               !(prev->m & FX_M_ACC)) {
+               !(prev->m & FX_M_ACC) && prev->b == 0) {
         prev->m |= FX_M_ACC;
+        g->n--;
+    } else if (in->m == 0 && !(prev->m & FX_M_ACC) && prev->b == 0 &&
+               (pair = fx_pair_form((fx_opcode)prev->op, (fx_opcode)in->op)) !=
+                   FX_OP_END) {
+        prev->op = (uint8_t)pair;
+        prev->k2 = in->k;
         g->n--;
     } else if (in->op == FX_OP_ADDFK) {
         if (g->lin >= 0 && g->lin + (int)g->code[g->lin].b == i - 1) {
             in->op = FX_OP_DATA;
             g->code[g->lin].b++;
+        } else if ((fx__op_flags[prev->op] & FX_OPF_T) && prev->b == 0) {
+            in->op = FX_OP_DATA;
+            prev->b = 1;
+            g->lin = i - 1;
         } else if (prev->op == FX_OP_ADDFK && g->n < FX_MAX_CODE) {
             g->code[i + 1] = *in;
             g->code[i + 1].op = FX_OP_DATA;
@@ -249,6 +274,7 @@ static int fx_gen_binary(fx_gen *g, const fx_node *n) {
     fx_opcode op = (fx_opcode)n->op, s;
     int f;
     double k;
+    if (g->nofuse) goto plain;
     if (op == FX_OP_MUL && fx_weighted(c, (int)(n - c->nodes), &f, &k))
         return fx_emit(g, FX_OP_FMULK, f, k, 1);
     if (op == FX_OP_DIV && R->kind == FX_N_NUM && R->k == 0)
@@ -277,6 +303,7 @@ static int fx_gen_binary(fx_gen *g, const fx_node *n) {
         if (fx_gen_node(g, r) < 0) return -1;
         return fx_emit(g, fx_f_form(op), L->factor, 0, 0);
     }
+plain:
     if (fx_gen_node(g, l) < 0 || fx_gen_node(g, r) < 0) return -1;
     return fx_emit(g, op, 0, 0, -1);
 }
@@ -300,7 +327,7 @@ static int fx_gen_node(fx_gen *g, int i) {
         if (fx_gen_node(g, a) < 0) return -1;
         if (n->op == FX_OP_MIN || n->op == FX_OP_MAX || n->op == FX_OP_POW) {
             for (int k = b; k >= 0; k = c->nodes[k].next) {
-                if (c->nodes[k].kind == FX_N_NUM) {
+                if (c->nodes[k].kind == FX_N_NUM && !g->nofuse) {
                     if (fx_emit(g, fx_k_form((fx_opcode)n->op), 0, c->nodes[k].k, 0) < 0)
                         return -1;
                 } else if (fx_gen_node(g, k) < 0 ||
@@ -311,7 +338,8 @@ static int fx_gen_node(fx_gen *g, int i) {
             return 0;
         }
         if (n->op == FX_OP_CLAMP) {
-            if (c->nodes[b].kind == FX_N_NUM && c->nodes[d].kind == FX_N_NUM) {
+            if (!g->nofuse && c->nodes[b].kind == FX_N_NUM &&
+                c->nodes[d].kind == FX_N_NUM) {
                 /* clamp(v, lo, hi) = min(max(v, lo), hi), as in fx__clamp */
                 if (fx_emit(g, FX_OP_MAXK, 0, c->nodes[b].k, 0) < 0) return -1;
                 return fx_emit(g, FX_OP_MINK, 0, c->nodes[d].k, 0);
@@ -331,7 +359,7 @@ static int fx_gen_node(fx_gen *g, int i) {
     }
     case FX_N_TERNARY: {
         const fx_node *B = &c->nodes[b], *D = &c->nodes[d];
-        if (B->kind == FX_N_NUM && D->kind == FX_N_NUM) {
+        if (!g->nofuse && B->kind == FX_N_NUM && D->kind == FX_N_NUM) {
             /* c ? k : 0 and c ? 0 : k without jumps (+0 only, so the
              * result is bit-identical) */
             if (D->k == 0 && !signbit(D->k)) {
@@ -396,6 +424,13 @@ typedef struct { int node; int neg; } fx_termref;
 /* Compiles src (borrowed) into a new program the caller frees with
  * fx_free; NULL with err filled on any error, nothing left allocated. */
 fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
+    return fx__compile_opts(src, mode, 0, err);
+}
+
+/* fx_compile with options (FX__NOFUSE); see fx_int.h. Same ownership and
+ * errors as fx_compile. */
+fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
+                          aiq_err *err) {
     fx_prog *p = NULL;
     fx_parse_ctx ctx;
     fx_gen g;
@@ -404,6 +439,7 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     memset(&g, 0, sizeof g);
     g.barrier = -1;
     g.lin = -1;
+    g.nofuse = (opts & FX__NOFUSE) != 0;
     ctx.err = err;
     if (!src) {
         aiq_err_set(err, AIQ_EINVAL, "formula is missing");
@@ -456,7 +492,7 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     }
     /* Fold after the terms are known, so each term keeps its own value
      * even when the whole sum is constant. */
-    fx_fold(&ctx, root);
+    if (!g.nofuse) fx_fold(&ctx, root);
 
     g.pc = &ctx;
     if (fx_gen_node(&g, root) < 0) goto out;
@@ -494,6 +530,7 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     p->code = malloc((size_t)g.n * sizeof *p->code);
     if (!p->code) goto nomem;
     memcpy(p->code, g.code, (size_t)g.n * sizeof *p->code);
+    fx__set_dispatch(p->code, g.n);
     p->ncode = g.n;
     p->max_stack = g.max_depth;
     goto out;

@@ -44,6 +44,14 @@ static void fx_out(char *buf, size_t cap, size_t *o, const char *fmt, ...) {
     if (n > 0) *o += (size_t)n;
 }
 
+/* " <k>" with the shortest text that reads back as the same double. */
+static void fx_num(char *buf, size_t cap, size_t *o, double k) {
+    char num[40];
+    snprintf(num, sizeof num, "%.15g", k);
+    if (strtod(num, NULL) != k) snprintf(num, sizeof num, "%.17g", k);
+    fx_out(buf, cap, o, " %s", num);
+}
+
 static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
                           char *buf, size_t cap, size_t *o) {
     for (uint32_t pc = from; pc < to; pc++) {
@@ -52,16 +60,12 @@ static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
         fx_out(buf, cap, o, "%04u %-6s", pc, fx__op_names[in->op]);
         if ((fl & FX_OPF_F) || (in->m & FX_M_INF))
             fx_out(buf, cap, o, " %s", fx_factor_name(in->a));
-        if (fl & FX_OPF_K) {
-            /* shortest text that reads back as the same double */
-            char num[40];
-            snprintf(num, sizeof num, "%.15g", in->k);
-            if (strtod(num, NULL) != in->k) snprintf(num, sizeof num, "%.17g", in->k);
-            fx_out(buf, cap, o, " %s", num);
-        }
+        if (fl & FX_OPF_K) fx_num(buf, cap, o, in->k);
+        if (fl & FX_OPF_K2) fx_num(buf, cap, o, in->k2);
         if (fl & FX_OPF_J) fx_out(buf, cap, o, " -> %04u", in->b);
         if (fl & FX_OPF_N) fx_out(buf, cap, o, " x%u", in->b);
         if (in->m & FX_M_ACC) fx_out(buf, cap, o, " +acc");
+        if ((fl & FX_OPF_T) && in->b) fx_out(buf, cap, o, " +lin x%u", in->b);
         fx_out(buf, cap, o, "\n");
     }
 }

@@ -19,6 +19,9 @@
 #define FX_OPF_J 4u /* b is a jump target */
 #define FX_OPF_N 8u /* b counts the DATA slots that follow (LIN) */
 #define FX_OPF_M 16u /* takes operand modes (fx_ins.m) */
+#define FX_OPF_K2 32u /* k2 is used (a second constant) */
+#define FX_OPF_T 64u /* b counts a tail of DATA slots (weighted terms added
+                      * after the op, as LIN does) */
 
 /* Operand modes, folded into an instruction by the compiler's peephole
  * (fewer dispatches): FX_M_INF pushes f[a] before the op (so its input x
@@ -26,6 +29,7 @@
  * op (x = y + x, the ADD that follows a term). */
 #define FX_M_INF 1u
 #define FX_M_ACC 2u
+#define FX_M_TAIL 4u /* only in fx_ins.h: the op has a weighted tail */
 
 typedef enum {
 #define FX_OP(name, flags, doc) FX_OP_##name,
@@ -37,14 +41,19 @@ typedef enum {
 extern const char *const fx__op_names[FX__NOPS];
 extern const unsigned fx__op_flags[FX__NOPS];
 
-/* The fixed instruction shape: 16 bytes. */
+/* The fixed instruction shape: 24 bytes. h is derived from the rest when
+ * compilation ends (fx__set_dispatch) and only read by the threaded VM. */
 typedef struct {
     uint8_t op;   /* fx_opcode */
     uint8_t m;    /* operand modes: FX_M_INF | FX_M_ACC */
     uint16_t a;   /* factor index */
-    uint32_t b;   /* jump target (absolute pc) */
+    uint16_t h;   /* dispatch index: op | (m | FX_M_TAIL if b counts a
+                   * tail) << 6 */
+    uint16_t b;   /* jump target (absolute pc), or a count of DATA slots */
     double k;     /* constant */
+    double k2;    /* second constant of the fused pairs (MULK_DIVK, ...) */
 } fx_ins;
+_Static_assert(FX_MAX_CODE <= 65535, "jump targets fit fx_ins.b");
 
 /* ---- tokens ------------------------------------------------------------- */
 typedef enum {
@@ -123,8 +132,22 @@ struct fx_prog {
     int max_stack;
 };
 
+/* fx_compile.c: fx_compile with options. FX__NOFUSE compiles to plain
+ * stack code: no constant folding, no superinstructions, no peephole; the
+ * tests compare it with the optimised code bit for bit. */
+#define FX__NOFUSE 1u
+fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
+                          aiq_err *err);
+
+/* fx_vm.c: fills the dispatch index h of every instruction of code[0..n)
+ * (done once, when compilation ends). */
+void fx__set_dispatch(fx_ins *code, int n);
+
 /* fx_vm.c: runs code from pc until END; never NaN, never infinite. */
 double fx__run(const fx_ins *code, uint32_t pc, const double *f);
+/* fx_vm.c: the same with the portable switch interpreter, even where
+ * fx_eval uses the threaded one (GNU C); the tests pin the two together. */
+double fx__run_switch(const fx_ins *code, uint32_t pc, const double *f);
 
 /* ---- numeric rules (docs/policy-language.md, "Numbers") ----------------- */
 static inline int fx__truthy(double x) { return x > 0 || x < 0; }

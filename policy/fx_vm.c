@@ -1,30 +1,63 @@
-/* fx_vm.c -- the expression language's virtual machine: one switch over
- * the opcodes of fx_ops.def, a stack of FX_MAX_STACK doubles on the C
- * stack with the top kept in a register (x), no allocation.
+/* fx_vm.c -- the expression language's virtual machine, in two forms that
+ * compute the same bits: a threaded interpreter (GNU C computed goto, one
+ * handler per opcode and operand mode) that fx_eval and fx__run use where
+ * the compiler supports labels as values, and the portable one-switch
+ * interpreter, the fallback elsewhere and the reference the tests compare
+ * against (fx__run_switch). Both keep a stack of FX_MAX_STACK doubles on
+ * the C stack with the top in a register (x), and allocate nothing.
  *
  * Bounded: the compiler only emits forward jumps, so a run executes at most
  * as many instructions as the program has (<= FX_MAX_CODE), and it checked
- * the stack depth (<= FX_MAX_STACK) when it generated the code.
+ * the stack depth (<= FX_MAX_STACK) when it generated the code. Neither
+ * interpreter counts instructions at run time: the bound is structural.
  *
  * Numbers follow IEEE arithmetic with the rules of fx_int.h (division by
  * zero is 0, log/sqrt outside their domain are 0, ...); END maps what is
  * left of NaN to 0 and infinities to +-DBL_MAX. */
 #include "policy/fx_int.h"
 
-/* The interpreter loop, inlined into both entry points below so fx_eval
- * (the hot one) pays no second call. */
-static inline __attribute__((always_inline)) double
-fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
-    double stack[FX_MAX_STACK + 1];
-    double *sp = stack; /* next free slot; x is not stored */
-    double x = 0.0;
-    const fx_ins *ip = code + pc;
-
+/* Both interpreters: the stack top is x, the values under it sp[-1], ... */
 #define PUSH(v) do { *sp++ = x; x = (v); } while (0)
 #define POP() (*--sp)
-    /* operand modes (FX_M_INF, FX_M_ACC) of the ops flagged FX_OPF_M */
+
+/* The weighted tail of an FX_OPF_T op or LIN (b >= 1 DATA slots after
+ * it): x += f[a] * k for each slot in order, then continue after the
+ * slots. Unrolled by two (fewer taken branches than a loop), the same
+ * additions in the same order. TAIL() is for when b may be 0. */
+#define TAIL1() do { \
+        uint32_t n_ = in->b; \
+        const fx_ins *d_ = ip; \
+        ip += n_; \
+        if (n_ & 1) { x += f[d_->a] * d_->k; d_++; } \
+        for (n_ >>= 1; n_; n_--, d_ += 2) { \
+            x += f[d_[0].a] * d_[0].k; \
+            x += f[d_[1].a] * d_[1].k; \
+        } \
+    } while (0)
+#define TAIL() do { if (in->b) TAIL1(); } while (0)
+
+/* Fills h of every instruction; see fx_int.h. DATA slots keep 0: they are
+ * never dispatched. */
+void fx__set_dispatch(fx_ins *code, int n) {
+    for (int i = 0; i < n; i++) {
+        fx_ins *in = &code[i];
+        unsigned mode = in->m;
+        if (in->op == FX_OP_DATA) { in->h = 0; continue; }
+        if ((fx__op_flags[in->op] & FX_OPF_T) && in->b) mode |= FX_M_TAIL;
+        in->h = (uint16_t)(in->op | mode << 6);
+    }
+}
+
+/* The portable interpreter: one switch over the opcodes of fx_ops.def,
+ * from instruction ip with the stack top x and the next free slot sp (in
+ * an array of FX_MAX_STACK + 1 the caller owns). */
+static inline __attribute__((always_inline)) double
+fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
+               double *sp, double x) {
+    /* operand modes (FX_M_INF, FX_M_ACC) of the ops flagged FX_OPF_M, and
+     * the weighted tail of those flagged FX_OPF_T */
 #define IN() do { if (in->m & FX_M_INF) PUSH(f[in->a]); } while (0)
-#define OUT() do { if (in->m & FX_M_ACC) x = POP() + x; } while (0)
+#define OUT() do { if (in->m & FX_M_ACC) x = POP() + x; TAIL(); } while (0)
     for (;;) {
         const fx_ins *in = ip++;
         switch ((fx_opcode)in->op) {
@@ -34,7 +67,7 @@ fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
         /* K / F / FMULK: push a constant, a factor, a weighted factor. */
         case FX_OP_K: PUSH(in->k); break;
         case FX_OP_F: PUSH(f[in->a]); break;
-        case FX_OP_FMULK: PUSH(f[in->a] * in->k); break;
+        case FX_OP_FMULK: PUSH(f[in->a] * in->k); TAIL(); break;
         /* Binary arithmetic on the two top values (y op x). */
         case FX_OP_ADD: x = POP() + x; break;
         case FX_OP_SUB: x = POP() - x; break;
@@ -50,6 +83,10 @@ fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
         case FX_OP_KSUB: IN(); x = in->k - x; OUT(); break;
         case FX_OP_KDIV: IN(); x = fx__div(in->k, x); OUT(); break;
         case FX_OP_POWK: IN(); x = fx__pow(x, in->k); OUT(); break;
+        /* Fused pairs of constant ops, each step as its single op does. */
+        case FX_OP_MULK_DIVK: IN(); x *= in->k; x /= in->k2; OUT(); break;
+        case FX_OP_ADDK_KDIV: IN(); x += in->k; x = fx__div(in->k2, x); OUT(); break;
+        case FX_OP_KSUB_MULK: IN(); x = in->k - x; x *= in->k2; OUT(); break;
         /* x op factor. */
         case FX_OP_ADDF: x += f[in->a]; break;
         case FX_OP_SUBF: x -= f[in->a]; break;
@@ -119,7 +156,7 @@ fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
             if (fx__truthy(x)) { x = 1.0; ip = code + in->b; }
             else x = POP();
             break;
-        case FX_OP_DATA: /* skipped by LIN, never dispatched */
+        case FX_OP_DATA: /* skipped by LIN and tails, never dispatched */
         case FX__NOPS:
         default:
             /* The compiler emits only known opcodes; telling the C compiler
@@ -127,15 +164,176 @@ fx_exec(const fx_ins *code, uint32_t pc, const double *f) {
             __builtin_unreachable();
         }
     }
-#undef PUSH
-#undef POP
 #undef IN
 #undef OUT
 }
 
+/* The switch interpreter from the start of a program (pc). */
+static inline __attribute__((always_inline)) double
+fx_exec_switch(const fx_ins *code, uint32_t pc, const double *f) {
+    double stack[FX_MAX_STACK + 1];
+    return fx_switch_core(code, code + pc, f, stack, 0.0);
+}
+
+#if defined(__GNUC__) && !defined(FX_NO_THREADED)
+/* The threaded interpreter: one indirect jump at the end of every handler
+ * (computed goto, GNU C labels as values) instead of one shared switch
+ * jump, so the branch predictor sees each handler's successor on its own,
+ * and one handler per operand mode of the FX_OPF_M opcodes, so no handler
+ * tests in->m or in->b at run time. The dispatch table is indexed by
+ * in->h (fx__set_dispatch); entries the compiler never emits are NULL. Every
+ * handler computes what the switch above computes for the same
+ * instruction, step by step (the tests run both on the same programs).
+ * Not inlinable (its table holds label addresses), so the entry points
+ * reach it by a tail call. */
+_Static_assert(FX__NOPS <= 64, "fx dispatch table has 64 opcode slots");
+
+/* The threaded VM hands an instruction that calls the C library (fmod,
+ * pow, log, exp, sqrt, floor, ceil) and the rest of the run to the switch
+ * interpreter, on the same stack: with no call left in its own handlers it
+ * keeps its state in call-clobbered registers and saves none on entry. */
+static __attribute__((noinline)) double
+fx_switch_resume(const fx_ins *code, const fx_ins *ip, const double *f,
+                 double *sp, double x) {
+    return fx_switch_core(code, ip, f, sp, x);
+}
+
+static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
+                               const double *f) {
+    double stack[FX_MAX_STACK + 1];
+    double *sp = stack; /* next free slot; x is not stored */
+    double x = 0.0, y;
+    const fx_ins *ip = code + pc, *in;
+
+    /* One handler per mode of an FX_OPF_M opcode, from one body B that
+     * turns x into the result: mode 0 plain, 1 factor in (push x,
+     * x = f[a]), 2 accumulate (x = pop + result), 3 both, where the value
+     * under the factor stays in a register (y) instead of going through
+     * the stack; 4..7 the same followed by the op's weighted tail. */
+#define MOP(NAME, B) \
+    NAME##_0: B; NEXT(); \
+    NAME##_1: PUSH(f[in->a]); B; NEXT(); \
+    NAME##_2: B; x = POP() + x; NEXT(); \
+    NAME##_3: y = x; x = f[in->a]; B; x = y + x; NEXT(); \
+    NAME##_4: B; TAIL1(); NEXT(); \
+    NAME##_5: PUSH(f[in->a]); B; TAIL1(); NEXT(); \
+    NAME##_6: B; x = POP() + x; TAIL1(); NEXT(); \
+    NAME##_7: y = x; x = f[in->a]; B; x = y + x; TAIL1(); NEXT();
+#define H(NAME, mode) [FX_OP_##NAME | (mode) << 6]
+#define MOPT(NAME) \
+    H(NAME, 0) = &&NAME##_0, H(NAME, 1) = &&NAME##_1, \
+    H(NAME, 2) = &&NAME##_2, H(NAME, 3) = &&NAME##_3, \
+    H(NAME, 4) = &&NAME##_4, H(NAME, 5) = &&NAME##_5, \
+    H(NAME, 6) = &&NAME##_6, H(NAME, 7) = &&NAME##_7
+#define OPT(NAME) H(NAME, 0) = &&NAME##_0
+#define CALLT(NAME) \
+    H(NAME, 0) = &&call, H(NAME, 1) = &&call, H(NAME, 2) = &&call, \
+    H(NAME, 3) = &&call, H(NAME, 4) = &&call, H(NAME, 5) = &&call, \
+    H(NAME, 6) = &&call, H(NAME, 7) = &&call
+    static const void *const tbl[8 * 64] = {
+        OPT(END), OPT(K), OPT(F), OPT(FMULK), H(FMULK, 4) = &&FMULK_4,
+        OPT(ADD), OPT(SUB), OPT(MUL), OPT(DIV), CALLT(MOD), CALLT(POW),
+        MOPT(ADDK), MOPT(SUBK), MOPT(MULK), MOPT(DIVK), MOPT(KSUB),
+        MOPT(KDIV), CALLT(POWK), MOPT(MULK_DIVK), MOPT(ADDK_KDIV),
+        MOPT(KSUB_MULK),
+        OPT(ADDF), OPT(SUBF), OPT(MULF), OPT(DIVF), OPT(ADDFK), OPT(LIN),
+        MOPT(SELK), MOPT(NEG), MOPT(NOT), MOPT(TRUTH),
+        OPT(LT), OPT(LE), OPT(GT), OPT(GE), OPT(EQ), OPT(NE),
+        MOPT(LTK), MOPT(LEK), MOPT(GTK), MOPT(GEK),
+        OPT(MIN), OPT(MAX), MOPT(MINK), MOPT(MAXK),
+        MOPT(ABS), CALLT(LOG), CALLT(LOG2), CALLT(SQRT), CALLT(EXP),
+        CALLT(FLOOR), CALLT(CEIL), OPT(CLAMP), OPT(JZ), OPT(JMP), OPT(ANDJ), OPT(ORJ),
+    };
+#define NEXT() do { in = ip++; goto *tbl[in->h]; } while (0)
+
+    NEXT();
+    call: return fx_switch_resume(code, in, f, sp, x);
+    END_0: return fx__finite(x);
+    K_0: PUSH(in->k); NEXT();
+    F_0: PUSH(f[in->a]); NEXT();
+    FMULK_0: PUSH(f[in->a] * in->k); NEXT();
+    FMULK_4: PUSH(f[in->a] * in->k); TAIL1(); NEXT();
+    ADD_0: x = POP() + x; NEXT();
+    SUB_0: x = POP() - x; NEXT();
+    MUL_0: x = POP() * x; NEXT();
+    DIV_0: y = POP(); x = fx__div(y, x); NEXT();
+
+    MOP(ADDK, x += in->k)
+    MOP(SUBK, x -= in->k)
+    MOP(MULK, x *= in->k)
+    MOP(DIVK, x /= in->k)
+    MOP(KSUB, x = in->k - x)
+    MOP(KDIV, x = fx__div(in->k, x))
+
+    MOP(MULK_DIVK, x *= in->k; x /= in->k2)
+    MOP(ADDK_KDIV, x += in->k; x = fx__div(in->k2, x))
+    MOP(KSUB_MULK, x = in->k - x; x *= in->k2)
+    ADDF_0: x += f[in->a]; NEXT();
+    SUBF_0: x -= f[in->a]; NEXT();
+    MULF_0: x *= f[in->a]; NEXT();
+    DIVF_0: x = fx__div(x, f[in->a]); NEXT();
+    ADDFK_0: x += f[in->a] * in->k; NEXT();
+    LIN_0: TAIL1(); NEXT(); /* LIN's b >= 2 counts its slots as a tail's */
+    MOP(SELK, x = fx__truthy(x) ? in->k : 0.0)
+    MOP(NEG, x = -x)
+    MOP(NOT, x = fx__truthy(x) ? 0.0 : 1.0)
+    MOP(TRUTH, x = fx__truthy(x) ? 1.0 : 0.0)
+    LT_0: x = POP() < x; NEXT();
+    LE_0: x = POP() <= x; NEXT();
+    GT_0: x = POP() > x; NEXT();
+    GE_0: x = POP() >= x; NEXT();
+    EQ_0: x = POP() == x; NEXT();
+    NE_0: x = POP() != x; NEXT();
+    MOP(LTK, x = x < in->k)
+    MOP(LEK, x = x <= in->k)
+    MOP(GTK, x = x > in->k)
+    MOP(GEK, x = x >= in->k)
+    MIN_0: x = fx__min(POP(), x); NEXT();
+    MAX_0: x = fx__max(POP(), x); NEXT();
+    MOP(MINK, x = fx__min(x, in->k))
+    MOP(MAXK, x = fx__max(x, in->k))
+    MOP(ABS, x = fabs(x))
+
+    CLAMP_0: {
+        double lo = POP(), v = POP();
+        x = fx__clamp(v, lo, x);
+        NEXT();
+    }
+    JZ_0:
+        y = x;
+        x = POP();
+        if (!fx__truthy(y)) ip = code + in->b;
+        NEXT();
+    JMP_0: ip = code + in->b; NEXT();
+    ANDJ_0:
+        if (!fx__truthy(x)) { x = 0.0; ip = code + in->b; }
+        else x = POP();
+        NEXT();
+    ORJ_0:
+        if (fx__truthy(x)) { x = 1.0; ip = code + in->b; }
+        else x = POP();
+        NEXT();
+#undef MOP
+#undef H
+#undef MOPT
+#undef OPT
+#undef CALLT
+#undef NEXT
+}
+#define fx_exec fx_exec_threaded
+#else
+#define fx_exec fx_exec_switch
+#endif
+
 /* Runs code from pc (an explain term's code); see fx_int.h. */
 double fx__run(const fx_ins *code, uint32_t pc, const double *f) {
     return fx_exec(code, pc, f);
+}
+
+/* Runs code from pc with the portable switch interpreter, whatever fx_eval
+ * uses; see fx_int.h. */
+double fx__run_switch(const fx_ins *code, uint32_t pc, const double *f) {
+    return fx_exec_switch(code, pc, f);
 }
 
 /* Evaluates p for one job; see fx.h. factors is borrowed. */
