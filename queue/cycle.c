@@ -320,6 +320,8 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (!st || !in || !out) return aiq_err_set(err, AIQ_EINVAL, "q_cycle_run: NULL argument");
     memset(out, 0, sizeof *out);
     out->reserved_job = -1;
+    st->out_valid = false;
+    st->eta_lazy = in->lazy_eta;
     if (check_input(st, in, err)) {
         rc = err && err->code ? err->code : AIQ_EINVAL;
         goto out_invalidate;
@@ -356,6 +358,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
         goto out_oom;
     if (Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) goto out_oom;
+    if (st->eta_lazy && Q_GROW(st, st->kof, st->cap_kof, (size_t)in->njobs + 1)) goto out_oom;
     st->nplaces = 0;
     q__memo_clear(st);
     int head = -1;
@@ -368,6 +371,8 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
         if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
         st->res[st->ord[k].slot] = st->rseq[k];
     }
+    if (st->eta_lazy) /* where q_eta finds a job in the order */
+        for (int k = 0; k < st->norder; k++) st->kof[st->ord[k].slot] = k;
     for (int k = 0; k < st->nrunl; k++) {
         memset(&st->res[st->runl[k]], 0, sizeof *st->res);
         st->res[st->runl[k]].blocker = -1;
@@ -381,6 +386,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     out->reserved_job = head;
     out->reserved_time = head >= 0 ? t_res : 0;
     out->nscored = nscored;
+    st->out_valid = true;
     return AIQ_OK;
 out_oom:
     rc = aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory in cycle");

@@ -3,7 +3,9 @@
  * and just-admitted jobs' predicted ends; quota waits end when enough of
  * the user's or group's own jobs end (prefix sums per owner); budget waits
  * end with the budget window. Estimates only: fragmentation, domains and
- * backfill are not simulated (see docs/queue.md). */
+ * backfill are not simulated (see docs/queue.md). The pass can stop and
+ * resume: with q_input.lazy_eta the cycle skips it and q_eta() runs it
+ * only as far as the job asked for. */
 #include "queue/q_int.h"
 
 #include <string.h>
@@ -156,9 +158,10 @@ static void rreset(q_state *st) {
     st->rb_size = 0;
 }
 
-int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
+/* Loads the events (running and just-admitted jobs' ends) and the
+ * capacity; the pass starts at order index 0. */
+static int eta_begin(q_state *st, const struct q_input *in) {
     if (st->any_quota_wait && build_release(st, in)) return -1;
-
     rreset(st);
     int64_t total = 0, free_ = 0;
     for (int i = 0; i < st->ns.nn; i++) {
@@ -173,23 +176,37 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
                    : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
         if (e > 0 && rpush(st, (q__ev){e, i, (int32_t)units(j), 0}, rkey(e, in->now))) return -1;
     }
-    double t = in->now;
+    st->eta_total = total;
+    st->eta_free = free_;
+    st->eta_t = in->now;
     /* Without a reservation the walk blocks strictly: once a job's start
      * is unknown, so is every later one waiting on capacity. */
-    bool strict = head < 0;
-    bool stuck = false;
-    for (int k = 0; k < st->norder; k++) {
+    st->eta_strict = st->eta_head < 0;
+    st->eta_stuck = false;
+    st->eta_k = 0;
+    st->eta_started = true;
+    return 0;
+}
+
+/* Estimates order indexes st->eta_k .. kend-1 and leaves the pass there.
+ * The results are st->rseq[k] (eager) or st->res[slot] (lazy). */
+static int eta_steps(q_state *st, const struct q_input *in, int kend) {
+    double t = st->eta_t;
+    int64_t total = st->eta_total, free_ = st->eta_free;
+    bool strict = st->eta_strict, stuck = st->eta_stuck, lazy = st->eta_lazy;
+    int head = st->eta_head, k = st->eta_k, rc = 0;
+    double t_res = st->eta_tres;
+    for (; k < kend; k++) {
         const q__orec *o = &st->ord[k];
         if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
         int j = o->slot;
+        struct q_result *r = lazy ? &st->res[j] : &st->rseq[k];
         if (o->why == Q_R_QUOTA) {
-            struct q_result *r = &st->rseq[k];
             double q = quota_eta(st, in, j, r);
             r->eta = q > 0 ? (q > t ? q : t) : 0;
             continue;
         }
         if (o->why == Q_R_BUDGET) {
-            struct q_result *r = &st->rseq[k];
             r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
             continue;
         }
@@ -201,7 +218,10 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         }
         while (free_ < need && st->rb_size > 0) {
             q__ev e;
-            if (rpop(st, &e)) return -1;
+            if (rpop(st, &e)) {
+                rc = -1;
+                goto out;
+            }
             if (e.t > t) t = e.t;
             free_ += e.aux;
         }
@@ -212,11 +232,54 @@ int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
         double start = t;
         if (j == head && t_res > start) start = t_res;
         t = start;
-        st->rseq[k].eta = start;
+        r->eta = start;
         free_ -= need;
         if (o->pred > 0 && need > 0 &&
-            rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now)))
-            return -1;
+            rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now))) {
+            rc = -1;
+            goto out;
+        }
     }
+out:
+    st->eta_t = t;
+    st->eta_free = free_;
+    st->eta_stuck = stuck;
+    st->eta_k = k;
+    return rc;
+}
+
+int q__eta_run(q_state *st, const struct q_input *in, int head, double t_res) {
+    st->eta_head = head;
+    st->eta_tres = t_res;
+    st->eta_started = false;
+    st->eta_failed = false;
+    st->eta_k = 0;
+    if (st->eta_lazy) return 0;
+    if (eta_begin(st, in)) return -1;
+    return eta_steps(st, in, st->norder);
+}
+
+int q__eta_upto(q_state *st, const struct q_input *in, int kend) {
+    if (st->eta_failed) return -1;
+    if (!st->eta_started && eta_begin(st, in)) goto fail;
+    if (kend + 1 > st->eta_k && eta_steps(st, in, kend + 1 < st->norder ? kend + 1 : st->norder))
+        goto fail;
     return 0;
+fail:
+    st->eta_failed = true;
+    return -1;
+}
+
+aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j, double *eta) {
+    if (eta) *eta = 0;
+    if (!st || !in || !out || !eta) return AIQ_EINVAL;
+    if (!st->out_valid || out->res != st->res || out->njobs != in->njobs || j < 0 || j >= out->njobs)
+        return AIQ_EINVAL;
+    struct q_result *r = &st->res[j];
+    if (st->eta_lazy && r->decision == Q_DEC_WAIT && r->reason != Q_R_SUSPENDED &&
+        st->kof[j] >= st->eta_k) {
+        if (q__eta_upto(st, in, st->kof[j])) return AIQ_ENOMEM;
+    }
+    *eta = r->eta;
+    return AIQ_OK;
 }

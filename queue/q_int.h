@@ -160,6 +160,18 @@ struct q_state {
     /* radix heap for the estimate (eta.c): 65 buckets of events */
     q__ev *rb[65]; size_t cap_rb[65]; int nrb[65];
     uint64_t rb_last; int rb_size;
+    /* The estimate as a resumable pass (eta.c): q_eta continues it after
+     * the cycle when the input asked for lazy estimates. */
+    int32_t *kof; size_t cap_kof;  /* lazy: job index -> order index */
+    bool out_valid;     /* the last cycle succeeded; q_eta may run */
+    bool eta_lazy;      /* estimates go to res[] on demand */
+    bool eta_started;   /* events are loaded (eta_begin ran) */
+    bool eta_failed;    /* out of memory mid-estimate */
+    bool eta_strict, eta_stuck;
+    int eta_k;          /* next order index to estimate */
+    int eta_head;       /* reserved job, -1 */
+    double eta_tres, eta_t;
+    int64_t eta_total, eta_free;
 };
 
 /* ---- state.c ------------------------------------------------------------ */
@@ -235,7 +247,13 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
 void q__cache_clear(q_state *st);
 
 /* ---- eta.c -------------------------------------------------------------- */
+/* Starts the estimate of this cycle (reserved job head at t_res). Eager:
+ * runs it over the whole order into st->rseq; lazy: only records where to
+ * start (q__eta_upto continues). Returns 0 or -1 out of memory. */
 int q__eta_run(q_state *st, const struct q_input *in, int head,
                double t_res);
+/* Lazy mode: runs the estimate up to and including order index kend,
+ * writing st->res[].eta. Returns 0 or -1 out of memory. */
+int q__eta_upto(q_state *st, const struct q_input *in, int kend);
 
 #endif

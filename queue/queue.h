@@ -140,6 +140,11 @@ struct q_input {
     /* Bump when the policy, scorer, users or groups change: every cached
      * score and level is then recomputed. */
     uint64_t gen;
+    /* Optional (zero = off). lazy_eta: the cycle does not run the start
+     * time estimate; a waiting job's res[].eta stays 0 until q_eta() asks
+     * for it (or for a job behind it in the queue order). Decisions,
+     * positions and every other field are the same either way. */
+    bool lazy_eta;
 };
 
 /* Score and level for one factor vector. Both return 0 on success; a
@@ -264,6 +269,19 @@ void q_state_invalidate(q_state *st);
  * error *out is emptied and the caches are invalidated. */
 aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
                    q_output *out, aiq_err *err);
+
+/* Estimated start of job j (unix seconds, 0 = unknown or not waiting) from
+ * the cycle that produced out on st, with in that cycle's input (borrowed,
+ * unchanged). Without in->lazy_eta it returns out->res[j].eta. With it,
+ * the first call runs the estimate up to j's place in the queue order and
+ * stores it, and every estimate before it, in out->res[].eta; later calls
+ * continue from there, so asking in queue order costs one pass in all and
+ * asking only for the first N jobs costs about N steps. Equal to the eager
+ * estimate. Returns AIQ_OK with *eta set, AIQ_EINVAL when out is not st's
+ * latest output or j is out of range, AIQ_ENOMEM (then every later q_eta
+ * on this output fails too; the next cycle is unaffected). */
+aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
+             double *eta);
 
 /* Formats the one-line message for job j of out into buf (cap bytes, always
  * NUL-terminated when cap > 0), e.g. "waiting for 3 GPUs in group vision

@@ -639,6 +639,77 @@ TEST(incremental_cycle_rescoring_only_changes) {
     free(fx);
 }
 
+/* lazy_eta: waiting jobs' estimates appear only when asked, only up to
+ * the job asked for in the queue order, and equal the eager ones. */
+TEST(lazy_estimates_on_demand_equal_eager) {
+    enum { NJ = 12 };
+    fixture *fx = mk();
+    static struct q_job jobs[NJ];
+    static char keys[NJ][16];
+    node(fx, "n", 8, 81920);
+    fx->in.jobs = jobs;
+    for (int i = 0; i < NJ; i++) {
+        snprintf(keys[i], sizeof keys[i], "t/j%02d", i);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = jobs[i].uid = keys[i];
+        jobs[i].user = jobs[i].group = -1;
+        jobs[i].replicas = 1;
+        jobs[i].gpus = 8;
+        jobs[i].priority = 5;
+        jobs[i].pred_runtime_s = 3600;
+        jobs[i].queued = NOW - 100 * (NJ - i); /* job i is position i (0 admitted) */
+    }
+    jobs[4].suspended = true;
+    fx->in.njobs = NJ;
+    q_state *eager = q_state_create(NULL), *lazy = q_state_create(NULL);
+    q_output a, b;
+    CHECK_INT(q_cycle_run(eager, &fx->in, &scorer, &a, NULL), AIQ_OK);
+    fx->in.lazy_eta = true;
+    CHECK_INT(q_cycle_run(lazy, &fx->in, &scorer, &b, NULL), AIQ_OK);
+    /* Job 11 is the last in the order: jobs 1..3 start an hour apart,
+     * 4 is held, 5 starts at +4 h, ... */
+    CHECK_DBL(a.res[11].eta - NOW, 10 * 3600.0, 1e-6);
+    CHECK_INT(b.res[0].decision, Q_DEC_ADMIT);
+    CHECK_DBL(b.res[0].eta, NOW, 1e-6); /* admissions are never lazy */
+    for (int i = 1; i < NJ; i++) {
+        CHECK_INT(b.res[i].decision, a.res[i].decision);
+        CHECK_INT(b.res[i].pos, a.res[i].pos);
+        CHECK_DBL(b.res[i].eta, 0, 0);
+    }
+    double e = -1;
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 6, &e), AIQ_OK);
+    CHECK_DBL(e - NOW, 5 * 3600.0, 1e-6);
+    for (int i = 1; i <= 6; i++) CHECK_DBL(b.res[i].eta, a.res[i].eta, 0);
+    for (int i = 7; i < NJ; i++) CHECK_DBL(b.res[i].eta, 0, 0); /* not run yet */
+    /* Backwards, the held job and a running-free admitted one: stored. */
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 2, &e), AIQ_OK);
+    CHECK_DBL(e, a.res[2].eta, 0);
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 4, &e), AIQ_OK);
+    CHECK_DBL(e, 0, 0);
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 0, &e), AIQ_OK);
+    CHECK_DBL(e, NOW, 0);
+    for (int i = NJ - 1; i >= 0; i--) {
+        CHECK_INT(q_eta(lazy, &fx->in, &b, i, &e), AIQ_OK);
+        CHECK_DBL(e, a.res[i].eta, 0);
+        CHECK_DBL(b.res[i].eta, a.res[i].eta, 0);
+    }
+    /* Eager output: q_eta just reads it. Misuse is refused. */
+    CHECK_INT(q_eta(eager, &fx->in, &a, 11, &e), AIQ_OK);
+    CHECK_DBL(e, a.res[11].eta, 0);
+    CHECK_INT(q_eta(lazy, &fx->in, &b, NJ, &e), AIQ_EINVAL);
+    CHECK_INT(q_eta(lazy, &fx->in, &b, -1, &e), AIQ_EINVAL);
+    CHECK_INT(q_eta(lazy, &fx->in, &a, 1, &e), AIQ_EINVAL); /* eager's output */
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 1, NULL), AIQ_EINVAL);
+    /* After a failed cycle there is no output to estimate. */
+    fx->in.policy.nlevels = 0;
+    CHECK_INT(q_cycle_run(lazy, &fx->in, &scorer, &b, NULL), AIQ_EINVAL);
+    b.res = a.res; /* even a stale pointer is refused */
+    CHECK_INT(q_eta(lazy, &fx->in, &b, 1, &e), AIQ_EINVAL);
+    q_state_free(eager);
+    q_state_free(lazy);
+    free(fx);
+}
+
 static int failing_scorer(void *ctx, const double *f, double *s) {
     (void)ctx;
     (void)f;

@@ -496,19 +496,60 @@ TEST(incremental_equals_fresh) {
         q_scorer sc = {&nl, scorer_score, scorer_level};
         q_state *inc = q_state_create(NULL);
         q_output a, b;
+        /* Odd iterations run the incremental state with lazy estimates,
+         * asked for in a random order (some jobs twice, running ones
+         * too), then all in index order; the fresh state always
+         * estimates eagerly. */
+        bool lazy = iter % 2 == 1;
         for (int step = 0; step < 4; step++) {
+            w.in.lazy_eta = lazy;
             CHECK_INT(q_cycle_run(inc, &w.in, &sc, &a, NULL), AIQ_OK);
+            w.in.lazy_eta = false;
             q_state *fresh = q_state_create(NULL);
             CHECK_INT(q_cycle_run(fresh, &w.in, &sc, &b, NULL), AIQ_OK);
+            if (lazy) {
+                for (int q = 0; q < w.in.njobs; q++) {
+                    int i = rnd(w.in.njobs);
+                    double e = -1;
+                    CHECK_INT(q_eta(inc, &w.in, &a, i, &e), AIQ_OK);
+                    PCHECK(e == b.res[i].eta, "step %d job %d: lazy eta %.3f, eager %.3f", step, i, e,
+                           b.res[i].eta);
+                }
+                for (int i = 0; i < w.in.njobs; i++) {
+                    double e = -1;
+                    CHECK_INT(q_eta(inc, &w.in, &a, i, &e), AIQ_OK);
+                    PCHECK(e == b.res[i].eta, "step %d job %d: lazy eta %.3f, eager %.3f", step, i, e,
+                           b.res[i].eta);
+                }
+            } else {
+                double e = -1;
+                CHECK_INT(q_eta(inc, &w.in, &a, w.in.njobs, &e), AIQ_EINVAL);
+                CHECK_INT(q_eta(fresh, &w.in, &a, 0, &e), AIQ_EINVAL); /* not fresh's output */
+            }
             PCHECK(a.norder == b.norder, "order length %d vs %d", a.norder, b.norder);
             for (int k = 0; k < a.norder && k < b.norder; k++)
                 PCHECK(a.order[k] == b.order[k], "step %d: order differs at %d", step, k);
+            PCHECK(a.nadmitted == b.nadmitted && a.reserved_job == b.reserved_job &&
+                   a.reserved_time == b.reserved_time, "step %d: admitted %d/%d reserved %d/%d",
+                   step, a.nadmitted, b.nadmitted, a.reserved_job, b.reserved_job);
             for (int i = 0; i < w.in.njobs; i++) {
-                PCHECK(a.res[i].decision == b.res[i].decision && a.res[i].reason == b.res[i].reason,
+                const struct q_result *x = &a.res[i], *y = &b.res[i];
+                PCHECK(x->decision == y->decision && x->reason == y->reason,
                        "step %d job %d: incremental %s/%s, fresh %s/%s", step, i,
-                       q_decision_name((q_decision)a.res[i].decision), q_reason_name((q_reason)a.res[i].reason),
-                       q_decision_name((q_decision)b.res[i].decision), q_reason_name((q_reason)b.res[i].reason));
-                PCHECK(a.res[i].eta == b.res[i].eta, "eta differs");
+                       q_decision_name((q_decision)x->decision), q_reason_name((q_reason)x->reason),
+                       q_decision_name((q_decision)y->decision), q_reason_name((q_reason)y->reason));
+                PCHECK(x->eta == y->eta, "step %d job %d: eta %.3f vs %.3f", step, i, x->eta, y->eta);
+                PCHECK(x->pos == y->pos && x->pos_level == y->pos_level && x->level == y->level &&
+                       x->score == y->score && x->blocker == y->blocker && x->nplace == y->nplace &&
+                       x->backfilled == y->backfilled && x->promoted == y->promoted,
+                       "step %d job %d: pos %d/%d level %d/%d blocker %d/%d", step, i, x->pos, y->pos,
+                       x->level, y->level, x->blocker, y->blocker);
+                for (int p = 0; p < x->nplace && p < y->nplace; p++) {
+                    const struct q_place *pa = &a.places[x->place_off + p], *pb = &b.places[y->place_off + p];
+                    PCHECK(pa->node == pb->node && pa->gpu_mask == pb->gpu_mask &&
+                           pa->gpu_mem_mib == pb->gpu_mem_mib, "step %d job %d: placement %d differs",
+                           step, i, p);
+                }
             }
             q_state_free(fresh);
             /* A few changes: priorities, a removal (swap with last), a
