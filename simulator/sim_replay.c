@@ -106,7 +106,7 @@ static double gnum_in(json_object *o, const char *k, double lo, double hi, doubl
 }
 
 /* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
-static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
+static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, double t_abs,
                                struct sim_job *j, const char *path, int line, aiq_err *err) {
     json_object *spec = get(p, "spec"), *res = get(spec, "resources"), *model = get(spec, "model");
     const char *q;
@@ -144,6 +144,18 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit,
             return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.estimatedRuntime: bad duration "
                                "'%.64s'", path, line, q);
     }
+    /* The operator's creationTimestamp and queue entry, when journaled
+     * (absolute unix seconds; t is the arrival's). */
+    double created = gnum_in(p, "created", 1, 1e11, -1, &bad);
+    double queued = gnum_in(p, "queued", 1, 1e11, -1, &bad);
+    if (!bad && created > 0) {
+        j->times_set = true;
+        j->created = created - (t_abs - submit);
+        j->queued = (queued > 0 ? queued : created) - (t_abs - submit);
+    }
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
+                           path, line, j->id, bad);
     j->task = (char *)gstr(spec, "taskType");
     j->model = (char *)gstr(model, "name");
     return AIQ_OK;
@@ -260,7 +272,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 rc = add_node(j, key, p, path, lineno, err);
             } else if (kind && strcmp(kind, "job_arrival") == 0) {
                 struct sim_job sj;
-                if ((rc = job_from_arrival(p, key, t - j->epoch, &sj, path, lineno, err)) ==
+                if ((rc = job_from_arrival(p, key, t - j->epoch, t, &sj, path, lineno, err)) ==
                         AIQ_OK &&
                     umap_find(&um, j->trace, sj.id) < 0) {
                     if ((rc = sim_trace_add_job(j->trace, &sj, err)) == AIQ_OK &&

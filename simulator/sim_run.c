@@ -483,6 +483,10 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         q->memory_bytes = j->mem_bytes;
         q->gpu_model = j->gpu_model;
         q->created = q->queued = jr->submit;
+        if (j->times_set) {
+            q->created = r->cfg->epoch + j->created;
+            q->queued = r->cfg->epoch + j->queued;
+        }
         q->est_runtime_s = j->estimate_s;
         q->pred_runtime_s = jr->pred_s;
         if (r->jst[i] == JS_RUNNING) {

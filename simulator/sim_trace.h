@@ -10,6 +10,7 @@
 #ifndef AIQ_SIM_TRACE_H
 #define AIQ_SIM_TRACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,6 +38,11 @@ struct sim_job {
     double duration_s;   /* actual runtime once started */
     double estimate_s;   /* the user's estimate, 0 = none */
     int priority;
+    /* Journal replay only: when the AIJob was created and last queued
+     * (seconds from the trace start), which job.age_hours and wait.hours
+     * count from; without them both are the submit time. */
+    bool times_set;
+    double created, queued;
 };
 
 struct sim_node {

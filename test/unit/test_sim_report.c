@@ -76,12 +76,14 @@ TEST(fragmentation_by_hand) {
 static struct sim_trace *tiny(void) {
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
-    struct sim_job a = {"A", "ua", "g1", NULL, NULL, NULL, 0, 1, 0, 51200, 1000, 1 << 30,
-                        3600, 3600, 0};
-    struct sim_job b = {"B", "ub", "g2", NULL, NULL, NULL, 1, 1, 2, 0, 1000, 1 << 30,
-                        3600, 7200, 0};
-    struct sim_job c = {"C", "ua", "g1", NULL, NULL, NULL, 2, 1, 4, 0, 1000, 1 << 30,
-                        60, 0, 0};
+    struct sim_job a = {.id = "A", .user = "ua", .group = "g1", .submit = 0, .replicas = 1,
+                        .gpus = 0, .gpu_mem_mib = 51200, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 3600, .estimate_s = 3600};
+    struct sim_job b = {.id = "B", .user = "ub", .group = "g2", .submit = 1, .replicas = 1,
+                        .gpus = 2, .cpu_milli = 1000, .mem_bytes = 1 << 30,
+                        .duration_s = 3600, .estimate_s = 7200};
+    struct sim_job c = {.id = "C", .user = "ua", .group = "g1", .submit = 2, .replicas = 1,
+                        .gpus = 4, .cpu_milli = 1000, .mem_bytes = 1 << 30, .duration_s = 60};
     CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK);
     CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK);
     CHECK_INT(sim_trace_add_job(tr, &c, &e), AIQ_OK);
