@@ -222,11 +222,12 @@ static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec
     o->score_failed = e->score_failed;
 }
 
-static int rec_cmp(const order_ctx *c, const q__orec *a, const q__orec *b) {
+/* rec_cmp of a against the record b with its slot replaced by bslot. */
+static int rec_cmp_at(const order_ctx *c, const q__orec *a, const q__orec *b, int32_t bslot) {
     if (a->level != b->level) return a->level < b->level ? -1 : 1;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
     if (a->queued != b->queued) return a->queued < b->queued ? -1 : 1;
-    return order_cmp(c, a->slot, b->slot);
+    return order_cmp(c, a->slot, bslot);
 }
 
 static int old_lookup(q_state *st, const char *uid) {
@@ -396,40 +397,37 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (Q_GROW(st, st->ord, st->cap_ord, (size_t)n + 1) ||
         Q_GROW(st, st->ord2, st->cap_ord2, (size_t)n + 1))
         goto oom;
-    /* The kept jobs: the old order's records, moved to their new slots. */
-    int nkept = 0;
-    q__orec *kept = st->ord2;
-    if (!all) {
-        for (int k = 0; k < st->norder; k++) {
-            const q__orec *o = &st->ord[k];
-            if (o->slot < st->nojc && map[o->slot] >= 0) {
-                kept[nkept] = *o;
-                kept[nkept++].slot = map[o->slot];
-                map[o->slot] = -1; /* a slot appears once */
-            }
+    /* One pass over the old order: each kept job's record moves to its
+     * new slot, and each re-inserted (dirty, sorted) job goes in front of
+     * the first kept job it sorts before. The result is written to ord2,
+     * which then becomes the order (one copy of the records, no second
+     * buffer of kept jobs). */
+    q__orec *out = st->ord2;
+    int o = 0, b = 0;
+    q__orec x;
+    if (ndirty > 0) make_rec(in, &st->jc[dirty[0]], dirty[0], &x);
+    for (int k = 0; !all && k < st->norder; k++) {
+        const q__orec *old = &st->ord[k];
+        if (old->slot >= st->nojc || map[old->slot] < 0) continue;
+        int ns = map[old->slot];
+        map[old->slot] = -1; /* a slot appears once */
+        while (b < ndirty) {
+            if (rec_cmp_at(&oc, &x, old, ns) >= 0) break;
+            st->order[o] = x.slot;
+            out[o++] = x;
+            if (++b < ndirty) make_rec(in, &st->jc[dirty[b]], dirty[b], &x);
         }
+        out[o] = *old;
+        out[o].slot = ns;
+        st->order[o++] = ns;
     }
-    /* Few dirty jobs: binary-search each one's place among the kept ones
-     * and copy the runs in between (O(k log n) comparisons). */
-    q__orec *out = st->ord;
-    int a = 0, o = 0;
-    for (int b = 0; b < ndirty; b++) {
-        q__orec x;
-        make_rec(in, &st->jc[dirty[b]], dirty[b], &x);
-        int lo = a, hi = nkept;
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2;
-            if (rec_cmp(&oc, &x, &kept[mid]) < 0) hi = mid;
-            else lo = mid + 1;
-        }
-        memcpy(out + o, kept + a, (size_t)(lo - a) * sizeof *out);
-        o += lo - a;
-        a = lo;
+    while (b < ndirty) {
+        st->order[o] = x.slot;
         out[o++] = x;
+        if (++b < ndirty) make_rec(in, &st->jc[dirty[b]], dirty[b], &x);
     }
-    memcpy(out + o, kept + a, (size_t)(nkept - a) * sizeof *out);
-    o += nkept - a;
-    for (int k = 0; k < o; k++) st->order[k] = out[k].slot;
+    q__orec *tr = st->ord; st->ord = st->ord2; st->ord2 = tr;
+    size_t trc = st->cap_ord; st->cap_ord = st->cap_ord2; st->cap_ord2 = trc;
     st->norder = o;
     if (all) st->last_rescore = in->now;
     st->gen = in->gen;
