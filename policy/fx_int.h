@@ -29,7 +29,10 @@
  * op (x = y + x, the ADD that follows a term). */
 #define FX_M_INF 1u
 #define FX_M_ACC 2u
-#define FX_M_TAIL 4u /* only in fx_ins.h: the op has a weighted tail */
+/* Only in fx_ins.h, for the threaded VM: the op has a weighted tail; END
+ * follows the op (and its tail). */
+#define FX_M_TAIL 4u
+#define FX_M_END 8u
 
 typedef enum {
 #define FX_OP(name, flags, doc) FX_OP_##name,
@@ -47,8 +50,7 @@ typedef struct {
     uint8_t op;   /* fx_opcode */
     uint8_t m;    /* operand modes: FX_M_INF | FX_M_ACC */
     uint16_t a;   /* factor index */
-    uint16_t h;   /* dispatch index: op | (m | FX_M_TAIL if b counts a
-                   * tail) << 6 */
+    uint16_t h;   /* dispatch index: op | (m | FX_M_TAIL | FX_M_END) << 6 */
     uint16_t b;   /* jump target (absolute pc), or a count of DATA slots */
     double k;     /* constant */
     double k2;    /* second constant of the fused pairs (MULK_DIVK, ...) */
