@@ -1,4 +1,5 @@
-# lib.sh -- shared helpers of the operator e2e tests (sourced, not run).
+# lib.sh -- shared helpers of the e2e tests (sourced, not run: the runner
+# skips lib.sh).
 # Starts build/san/aiq-apiserver and build/san/aiq-operator in a private
 # temp dir, drives them with the real kubectl, counts checks, and kills
 # every process it started on exit.
