@@ -138,7 +138,7 @@ check "explain: an operator URL without /journal is named as such" sh -c '
 # The journal, served read-only from the operator's store by aiq-journal.
 "$BUILD/aiq-journal" --db "$T/op.db" --addr 127.0.0.1:0 >"$T/journal.log" 2>&1 &
 JOURNAL_PID=$!
-for _ in $(seq 1 50); do grep -q listening "$T/journal.log" && break; sleep 0.1; done
+for _ in $(seq 1 50); do grep -q listening "$T/journal.log" 2>/dev/null && break; sleep 0.1; done
 JURL=$(sed -n 's/^aiq-journal listening on //p' "$T/journal.log")
 check "explain: the job's recent journal entries from the operator's store" sh -c '
   kubectl aiq explain long -n team-a --operator-url '"$JURL"' >"$T/xjl" &&
