@@ -13,7 +13,10 @@
 #include "test/apiserver/jpatch.h"
 #include "test/apiserver/selector.h"
 
-#define VERBS_MAX_DEPTH 64
+/* json-c's default depth (JSON_TOKENER_DEFAULT_DEPTH, 32), which the store
+ * uses when it reads objects back: a deeper body would be stored and then
+ * vanish from every get, list and watch. */
+#define VERBS_MAX_DEPTH 32
 #define VERBS_MAX_LIMIT 100000
 
 /* Parses the request body as one JSON value; NULL with a 400 in w. */
@@ -26,6 +29,9 @@ static json_object *verbs_body(struct apisrv__req *r, struct apisrv__resp *w) {
     }
     tok = json_tokener_new_ex(VERBS_MAX_DEPTH);
     if (!tok) return NULL;
+    /* A real API server never stores invalid UTF-8 (Go's decoder replaces
+     * it); refusing it keeps such bytes out of every later watch. */
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     o = json_tokener_parse_ex(tok, r->body, (int)r->len);
     if (json_tokener_get_error(tok) != json_tokener_success) {
         apisrv__resp_err(w, 400, "BadRequest",
