@@ -29,10 +29,12 @@
  * op (x = y + x, the ADD that follows a term). */
 #define FX_M_INF 1u
 #define FX_M_ACC 2u
-/* Only in fx_ins.h, for the threaded VM: the op has a weighted tail; END
- * follows the op (and its tail). */
+/* Only in fx_ins.h, for the threaded VM, one of: the op has a weighted
+ * tail of two or more slots; END follows the op; the op has a tail of
+ * exactly one slot (the common `+ k * factor` between two other terms). */
 #define FX_M_TAIL 4u
 #define FX_M_END 8u
+#define FX_M_TAIL1 12u
 
 typedef enum {
 #define FX_OP(name, flags, doc) FX_OP_##name,
@@ -50,7 +52,7 @@ typedef struct {
     uint8_t op;   /* fx_opcode */
     uint8_t m;    /* operand modes: FX_M_INF | FX_M_ACC */
     uint16_t a;   /* factor index */
-    uint16_t h;   /* dispatch index: op | (m | FX_M_TAIL | FX_M_END) << 6 */
+    uint16_t h;   /* dispatch index: op | (m | FX_M_TAIL...) << 6 */
     uint16_t b;   /* jump target (absolute pc), or a count of DATA slots */
     double k;     /* constant */
     double k2;    /* second constant of the fused pairs (MULK_DIVK, ...) */

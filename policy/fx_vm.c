@@ -47,7 +47,7 @@ void fx__set_dispatch(fx_ins *code, int n) {
         unsigned fl = fx__op_flags[in->op];
         uint32_t next = (uint32_t)i + 1; /* the instruction after the op */
         if ((fl & FX_OPF_T) && in->b) {
-            mode |= FX_M_TAIL;
+            mode |= in->b == 1 && (fl & FX_OPF_M) ? FX_M_TAIL1 : FX_M_TAIL;
             next += in->b;
         } else if ((fl & FX_OPF_M) && next < (uint32_t)n && code[next].op == FX_OP_END)
             mode |= FX_M_END; /* (after a tail, the tail's NEXT runs END) */
@@ -218,7 +218,8 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
      * under the factor stays in a register (y) instead of going through
      * the stack; 4..7 the same followed by the op's weighted tail; 8..11
      * the same without a tail when END follows, which they do themselves
-     * (the END stays in the code for jumps to it). */
+     * (the END stays in the code for jumps to it); 12..15 with a tail of
+     * one slot, added without the tail's loop. */
 #define MV(NAME, N, PRE, B, POST, FIN) NAME##_##N: PRE; B; POST; FIN;
 #define MOP4(NAME, B, T, FIN, N0, N1, N2, N3) \
     MV(NAME, N0, , B, T, FIN) \
@@ -228,7 +229,8 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
 #define MOP(NAME, B) \
     MOP4(NAME, B, , NEXT(), 0, 1, 2, 3) \
     MOP4(NAME, B, TAIL1(), NEXT(), 4, 5, 6, 7) \
-    MOP4(NAME, B, , return fx__finite(x), 8, 9, 10, 11)
+    MOP4(NAME, B, , return fx__finite(x), 8, 9, 10, 11) \
+    MOP4(NAME, B, x += f[ip->a] * ip->k; ip++, NEXT(), 12, 13, 14, 15)
 #define H(NAME, mode) [FX_OP_##NAME | (mode) << 6]
 #define MOPT(NAME) \
     H(NAME, 0) = &&NAME##_0, H(NAME, 1) = &&NAME##_1, \
@@ -236,13 +238,15 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
     H(NAME, 4) = &&NAME##_4, H(NAME, 5) = &&NAME##_5, \
     H(NAME, 6) = &&NAME##_6, H(NAME, 7) = &&NAME##_7, \
     H(NAME, 8) = &&NAME##_8, H(NAME, 9) = &&NAME##_9, \
-    H(NAME, 10) = &&NAME##_10, H(NAME, 11) = &&NAME##_11
+    H(NAME, 10) = &&NAME##_10, H(NAME, 11) = &&NAME##_11, \
+    H(NAME, 12) = &&NAME##_12, H(NAME, 13) = &&NAME##_13, \
+    H(NAME, 14) = &&NAME##_14, H(NAME, 15) = &&NAME##_15
 #define OPT(NAME) H(NAME, 0) = &&NAME##_0
 #define CALL2(NAME, m) H(NAME, m) = &&call, H(NAME, m + 1) = &&call
 #define CALLT(NAME) \
     CALL2(NAME, 0), CALL2(NAME, 2), CALL2(NAME, 4), CALL2(NAME, 6), \
-    CALL2(NAME, 8), CALL2(NAME, 10)
-    static const void *const tbl[12 * 64] = {
+    CALL2(NAME, 8), CALL2(NAME, 10), CALL2(NAME, 12), CALL2(NAME, 14)
+    static const void *const tbl[16 * 64] = {
         OPT(END), OPT(K), OPT(F), OPT(FMULK), H(FMULK, 4) = &&FMULK_4,
         OPT(ADD), OPT(SUB), OPT(MUL), OPT(DIV), CALLT(MOD), CALLT(POW),
         MOPT(ADDK), MOPT(SUBK), MOPT(MULK), MOPT(DIVK), MOPT(KSUB),
