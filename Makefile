@@ -161,7 +161,7 @@ bench: deps
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
-		common policy queue operator test/apiserver tools
+		common policy queue operator simulator test/apiserver tools
 
 demo: deps
 	@$(MAKE) --no-print-directory $(REL_PROGS)
