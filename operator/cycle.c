@@ -329,7 +329,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         const struct aiq_aijob *j = o->parsed;
         aiq_phase p = js->st.phase;
         bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && js->backoff_until <= now &&
-                       !j->spec.suspend;
+                       !j->spec.suspend && job_pods_ready(s, o);
         bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
                        js->st.nplacement == j->spec.replicas;
         if (!pending && !running)
@@ -450,10 +450,15 @@ void cycle_run(struct server *s, double now) {
     aiq_err_clear(&e);
     s->ncycles++;
 
-    /* Level-triggered: bring every job up to date with its pods first. */
+    /* Level-triggered: bring every job up to date with its pods first;
+     * pods the syncs queued are created before anything is admitted. */
     opcache *jc = s->cache[OPK_AIJOB];
+    srv__flush_pods(s);
     for (size_t i = 0; i < opcache_count(jc); i++)
         job_sync(s, opcache_at(jc, i), now);
+    if (srv__flush_pods(s) > 0)
+        for (size_t i = 0; i < opcache_count(jc); i++)
+            job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
 
     if (cy__build_cluster(s, &c, now) != 0 || cy__build_jobs(s, &c, now) != 0) {

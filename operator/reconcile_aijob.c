@@ -150,50 +150,45 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
     }
 }
 
-/* Creates the missing gated pods. Returns how many are still missing. */
+/* Queues the missing gated pods for creation (srv__create_pod; they are
+ * POSTed in one batch at the end of the turn). Returns how many could not
+ * be built. */
 static int job__create_pods(struct server *s, struct opcache_obj *o,
                             const struct aiq_aijob *j) {
-    char key[OPCACHE_KEY_MAX], path[1024];
+    char key[OPCACHE_KEY_MAX];
     json_object *ann = NULL, *meta = NULL;
     int missing = 0;
     if (json_object_object_get_ex(o->raw, "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
-    aiq_err e;
-    aiq_err_clear(&e);
-    if (kube_path(path, sizeof path, "", "v1", j->meta.namespace_, "pods", NULL,
-                  NULL, &e) != AIQ_OK)
-        return j->spec.replicas;
     for (int i = 0; i < j->spec.replicas; i++) {
         job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         if (opcache_get(s->cache[OPK_POD], key))
             continue;
+        aiq_err e;
         aiq_err_clear(&e);
-        json_object *pod = pods_build(j, ann, i, &e), *out = NULL;
+        json_object *pod = pods_build(j, ann, i, &e);
         if (!pod) {
             OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(o->raw),
                   "replica=%d msg=\"%s\"", i, e.message);
             missing++;
             continue;
         }
-        aiq_rc rc = kube_create(s->kc, path, pod, &out, &e);
-        json_object_put(pod);
-        if (rc == AIQ_OK) {
-            OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(out), "job=%s gated=1",
-                  j->meta.name);
-            opcache_put(s->cache[OPK_POD], out, NULL); /* seen before its event */
-            crashpoint("pod_created");
-        } else if (rc == AIQ_EEXIST) {
-            /* A previous run created it: the deterministic name makes the
-             * create idempotent. The watch brings it into the cache. */
-            OPLOG(&s->log, OPLOG_DEBUG, "pod_exists", key, NULL, "job=%s", j->meta.name);
-        } else {
-            OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
-                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(rc),
-                  e.http_status, e.reason, e.message);
-            missing++;
-        }
+        srv__create_pod(s, pod);
     }
     return missing;
+}
+
+/* Tells whether every pod of the job exists on the server (not only as a
+ * placeholder waiting for its create). */
+static bool job__pods_on_server(struct server *s, const struct aiq_aijob *j) {
+    char key[OPCACHE_KEY_MAX];
+    for (int i = 0; i < j->spec.replicas; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        if (!p || !*srv__rv(p->raw))
+            return false;
+    }
+    return true;
 }
 
 /* GPUs the whole gang holds. */
@@ -516,7 +511,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     switch (js->st.phase) {
     case AIQ_PHASE_PENDING:
     case AIQ_PHASE_QUEUED:
-        if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING) {
+        if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
+            job__pods_on_server(s, j)) {
             js->st.queued_at = now;
             job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
             store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
@@ -577,6 +573,11 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         break;
     }
     job__publish(s, o, js, now);
+}
+
+/* Tells whether the job's pods all exist on the server; see server.h. */
+bool job_pods_ready(struct server *s, struct opcache_obj *o) {
+    return o->parse_ok && o->parsed && job__pods_on_server(s, o->parsed);
 }
 
 /* Deletes the pods of a job; see server.h. */

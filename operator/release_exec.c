@@ -28,8 +28,10 @@ static void *rx__worker(void *arg) {
         struct release_item *it = &x->items[i];
         aiq_err_clear(&it->err);
         it->out = NULL;
-        it->rc = kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out,
-                            &it->err);
+        it->rc = it->create
+                     ? kube_create(x->c, it->path, it->patch, &it->out, &it->err)
+                     : kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out,
+                                  &it->err);
         /* Only release patches go to pods (status writes go to aiq kinds). */
         if (it->rc == AIQ_OK && strstr(it->path, "/pods/"))
             crashpoint("release_mid");

@@ -14,14 +14,17 @@
 struct kube_client;
 
 struct release_item {
-    char path[768];        /* the pod's API path */
-    json_object *patch;    /* merge patch (owned by the caller) */
+    char path[768];        /* the pod's API path (the collection for create) */
+    json_object *patch;    /* merge patch, or the object to create (owned
+                              by the caller) */
+    int create;            /* 1: POST patch to path instead of PATCH */
     json_object *out;      /* the patched pod on success (caller puts it) */
     aiq_rc rc;
     aiq_err err;
 };
 
-/* PATCHes every item (merge patch) using up to `threads` threads (1..16;
+/* PATCHes (or POSTs, for create items) every item using up to `threads`
+ * threads (1..16;
  * n small means fewer). Fills out/rc/err of each item. Returns how many
  * succeeded. */
 int release_exec(struct kube_client *c, struct release_item *items, int n,

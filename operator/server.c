@@ -199,6 +199,13 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
         return;
     if (!s->pending_events)
         s->pending_events = json_object_new_array();
+    /* Bounded like client-go's event broadcaster: past the cap an Event
+     * is dropped (counted), never queued without limit. */
+    if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
+        s->events_dropped++;
+        json_object_put(ev);
+        return;
+    }
     if (!s->pending_events || json_object_array_add(s->pending_events, ev) != 0)
         json_object_put(ev);
     OPLOG(&s->log, OPLOG_INFO, "k8s_event", srv__name(obj), srv__rv(obj),
@@ -214,6 +221,8 @@ static int64_t srv__rv_num(const char *rv) {
     long long v = strtoll(rv, &end, 10);
     return (*end || v < 0) ? -1 : (int64_t)v;
 }
+
+static void srv__flush_events(struct server *s);
 
 /* Applies the outcome of one status write to o. */
 static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
@@ -302,13 +311,76 @@ aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
     return AIQ_OK;
 }
 
-/* Flush: statuses of dirty objects (one parallel batch per kind), then
- * Events. */
+void srv__create_pod(struct server *s, json_object *pod) {
+    if (!s->pending_pods)
+        s->pending_pods = json_object_new_array();
+    if (!s->pending_pods || !opcache_put(s->cache[OPK_POD], json_object_get(pod), NULL) ||
+        json_object_array_add(s->pending_pods, pod) != 0)
+        json_object_put(pod);
+}
+
+int srv__flush_pods(struct server *s) {
+    json_object *pods = s->pending_pods;
+    char key[OPCACHE_KEY_MAX];
+    size_t n = pods ? json_object_array_length(pods) : 0;
+    s->pending_pods = NULL;
+    struct release_item *items = n ? calloc(n, sizeof *items) : NULL;
+    if (!items) {
+        json_object_put(pods);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *pod = json_object_array_get_idx(pods, i);
+        items[i].create = 1;
+        items[i].patch = pod;
+        if (kube_path(items[i].path, sizeof items[i].path, "", "v1", srv__ns(pod), "pods",
+                      NULL, NULL, &items[i].err) != AIQ_OK)
+            items[i].path[0] = '\0';
+    }
+    double t0 = srv_now();
+    release_exec(s->kc, items, (int)n, n > 8 ? 4 : 1);
+    for (size_t i = 0; i < n; i++) {
+        struct release_item *it = &items[i];
+        if (opcache_key(key, sizeof key, it->patch) != 0)
+            continue;
+        if (it->rc == AIQ_OK) {
+            OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(it->out), "gated=1");
+            struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
+            /* The watch may already have brought a newer version. */
+            if (!cur || !*srv__rv(cur->raw)) {
+                opcache_put(s->cache[OPK_POD], it->out, NULL);
+                it->out = NULL;
+            }
+        } else if (it->rc == AIQ_EEXIST) {
+            /* A previous run created it: the deterministic name makes the
+             * create idempotent; the watch brings it. */
+            OPLOG(&s->log, OPLOG_DEBUG, "pod_exists", key, NULL, "%s", "");
+        } else {
+            struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
+            if (cur && !*srv__rv(cur->raw))
+                opcache_del(s->cache[OPK_POD], key);
+            OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
+                  "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
+                  it->err.http_status, it->err.reason, it->err.message);
+        }
+        json_object_put(it->out);
+    }
+    if (n)
+        OPLOG(&s->log, OPLOG_DEBUG, "pods_batch", NULL, NULL, "pods=%zu seconds=%.4f", n,
+              srv_now() - t0);
+    free(items);
+    json_object_put(pods);
+    return (int)n;
+}
+
+/* Flush: pods to create, statuses of dirty objects (one parallel batch
+ * per kind), then Events. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
     if (!s->leading)
         return;
+    srv__flush_pods(s);
     for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
         opcache *c = s->cache[with_status[k]];
         size_t n = opcache_count(c), m = 0;
@@ -325,23 +397,47 @@ void srv_flush(struct server *s) {
             srv__write_statuses(s, with_status[k], dirty, (int)m);
         free(dirty);
     }
-    if (s->pending_events) {
-        size_t n = json_object_array_length(s->pending_events);
-        for (size_t i = 0; i < n; i++) {
-            json_object *ev = json_object_array_get_idx(s->pending_events, i);
-            char path[600];
-            aiq_err e;
-            aiq_err_clear(&e);
-            if (kube_path(path, sizeof path, "", "v1",
-                          kube_json_str(ev, "metadata.namespace"), "events",
-                          NULL, NULL, &e) == AIQ_OK &&
-                kube_create(s->kc, path, ev, NULL, &e) != AIQ_OK)
-                OPLOG(&s->log, OPLOG_DEBUG, "event_post_failed",
-                      kube_json_str(ev, "involvedObject.name"), NULL,
-                      "http=%d msg=\"%s\"", e.http_status, e.message);
-        }
+    srv__flush_events(s);
+}
+
+/* Posts up to SRV_EVENTS_PER_TURN queued Events as one parallel batch;
+ * the rest wait for the next turn. */
+static void srv__flush_events(struct server *s) {
+    size_t n = s->pending_events ? json_object_array_length(s->pending_events) : 0;
+    if (n == 0)
+        return;
+    size_t m = n < SRV_EVENTS_PER_TURN ? n : SRV_EVENTS_PER_TURN;
+    struct release_item *items = calloc(m, sizeof *items);
+    if (!items)
+        return;
+    for (size_t i = 0; i < m; i++) {
+        json_object *ev = json_object_array_get_idx(s->pending_events, i);
+        items[i].create = 1;
+        items[i].patch = ev;
+        if (kube_path(items[i].path, sizeof items[i].path, "", "v1",
+                      kube_json_str(ev, "metadata.namespace"), "events", NULL, NULL,
+                      &items[i].err) != AIQ_OK)
+            items[i].path[0] = '\0';
+    }
+    release_exec(s->kc, items, (int)m, m > 8 ? 4 : 1);
+    for (size_t i = 0; i < m; i++) {
+        if (items[i].rc != AIQ_OK)
+            OPLOG(&s->log, OPLOG_DEBUG, "event_post_failed",
+                  kube_json_str(items[i].patch, "involvedObject.name"), NULL,
+                  "http=%d msg=\"%s\"", items[i].err.http_status, items[i].err.message);
+        json_object_put(items[i].out);
+    }
+    free(items);
+    if (m == n) {
         json_object_put(s->pending_events);
         s->pending_events = NULL;
+    } else {
+        json_object_array_del_idx(s->pending_events, 0, m);
+    }
+    if (s->events_dropped) {
+        OPLOG(&s->log, OPLOG_WARN, "events_dropped", NULL, NULL, "count=%lu",
+              s->events_dropped);
+        s->events_dropped = 0;
     }
 }
 
@@ -589,6 +685,8 @@ void srv_deinit(struct server *s) {
     }
     json_object_put(s->pending_events);
     s->pending_events = NULL;
+    json_object_put(s->pending_pods);
+    s->pending_pods = NULL;
     q_state_free(s->q);
     s->q = NULL;
     oppolicy_free(s->dflt_policy);

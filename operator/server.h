@@ -89,6 +89,12 @@ struct opext {
     char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
 };
 
+/* Events waiting to be posted are capped (older kept, newer dropped) and
+ * posted at most this many per loop turn, so a burst of thousands of
+ * transitions cannot stall the loop on Event writes. */
+#define SRV_EVENTS_MAX 1000
+#define SRV_EVENTS_PER_TURN 100
+
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
     const char *lease_ns, *lease_name, *identity;
@@ -124,6 +130,9 @@ struct server {
     double last_lease, last_prune;
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
+    unsigned long events_dropped; /* Events dropped at the cap this turn */
+    json_object *pending_pods; /* array of gated pods to create (their
+                                  placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */
 };
 
@@ -175,6 +184,17 @@ aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o);
  * k) as one batch of parallel merge patches; an entry whose write failed
  * is set to NULL. Returns the number of failures, or -1 on ENOMEM. */
 int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n);
+
+/* Queues the creation of a gated pod (takes pod): it goes into the pod
+ * cache at once as a placeholder, so no sync creates it twice, and is
+ * POSTed with the next srv__flush_pods. */
+void srv__create_pod(struct server *s, json_object *pod);
+
+/* Creates the queued pods as one parallel batch: a created pod replaces
+ * its placeholder, AlreadyExists keeps it (the watch brings the real one),
+ * a failure removes it so the next sync retries. Returns the number of
+ * pods it tried to create. */
+int srv__flush_pods(struct server *s);
 
 /* Queues an Event about o of kind k (flushed with the turn). */
 void srv__event(struct server *s, opkind k, json_object *obj,
@@ -228,6 +248,10 @@ int job_release(struct server *s, struct opcache_obj *o);
  * job is marked released when all its pods are. Returns the pods patched,
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
+
+/* Tells whether every pod of the job exists on the server (not only as a
+ * placeholder waiting for its create); only such jobs can be admitted. */
+bool job_pods_ready(struct server *s, struct opcache_obj *o);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);

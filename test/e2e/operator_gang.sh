@@ -37,7 +37,7 @@ wait_for 10 "gang is Queued with 8 gated pods" sh -c '
   [ "$(kubectl get pods -l aiq.dev/job=gang -o jsonpath="{range .items[*]}{.spec.schedulingGates[0].name}{\"\\n\"}{end}" | grep -c aiq.dev/admission)" = 8 ]'
 check "no gang pod is bound while 6 GPUs are free" sh -c '
   [ -z "$(kubectl get pods -l aiq.dev/job=gang -o jsonpath="{.items[*].spec.nodeName}")" ]'
-check "the status says why it waits" sh -c '
+wait_for 10 "the status says why it waits" sh -c '
   kubectl get aijob gang -o jsonpath={.status.message} | grep -qi gpu'
 check "pods carry owner, labels and env" sh -c '
   [ "$(kubectl get pod gang-3 -o jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller})" = AIJob/gang/true ] &&
