@@ -141,6 +141,17 @@ int main(int argc, char **argv) {
             }
         }
         srv_cron(&server, srv_now());
+        /* Record first, publish second: what this turn decided (attempt
+         * finishes, usage, journal) is committed before the status writes
+         * tell the API server, so a kill in between cannot leave a status
+         * (say Failed, attempt 2) whose attempt the store never counted. */
+        if (store_in_transaction(server.db)) {
+            aiq_err_clear(&err);
+            if (store_commit(server.db, &err) != AIQ_OK)
+                OPLOG(&server.log, OPLOG_ERROR, "store_commit_failed", NULL, NULL,
+                      "msg=\"%s\"", err.message);
+            store_begin(server.db, NULL);
+        }
         srv_flush(&server);
         if (store_in_transaction(server.db)) {
             aiq_err_clear(&err);
