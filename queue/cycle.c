@@ -98,6 +98,20 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
 
 static bool dom_ok(const q__req *r, int d) { return r->dom < 0 || r->dom == d; }
 
+/* Could some allowed domain hold r's whole GPUs? false means q__place and
+ * q__probe both fail at their first test (whole free GPUs per domain), so
+ * the walk skips them: on a full cluster this decides most of the queue
+ * behind the head without a memo lookup. */
+static bool gpu_room(const q__nodeset *ns, const q__req *r) {
+    if (r->gpus <= 0) return true;
+    if (r->gpus > Q_MAX_GPUS || r->replicas < 1) return false;
+    int64_t want = (int64_t)r->gpus * r->replicas;
+    if (r->dom >= 0) return r->dom < ns->ndom && ns->dom_free[r->dom] >= want;
+    for (int d = 0; d < ns->ndom; d++)
+        if (ns->dom_free[d] >= want) return true;
+    return false;
+}
+
 /* Finds when the head job h can start from the running and just-admitted
  * jobs' predicted ends, and holds its resources on st->ns (res_mask,
  * res_cpu, res_mem). Returns 1 with *t_res set, 0 when no predicted end
@@ -127,7 +141,9 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     for (int k = 0; k < st->nadmitted; k++) {
         const q__orec *o = &st->ord[st->admitted[k]];
         if (o->pred > 0)
-            st->heap[nh++] = (q__ev){in->now + o->pred, o->slot, st->rseq[st->admitted[k]].place_off, 0};
+            st->heap[nh++] = (q__ev){in->now + o->pred, o->slot,
+                                     st->eta_lazy ? st->res[o->slot].place_off
+                                                  : st->rseq[st->admitted[k]].place_off, 0};
     }
     q__heapify(st->heap, nh);
     bool found = false;
@@ -204,9 +220,11 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     memset(&hneed, 0, sizeof hneed);
     st->nadmitted = 0;
     st->any_quota_wait = false;
+    bool lazy = st->eta_lazy;
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
         int j = o->slot;
+        if (lazy && k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
         struct q_result rr, *r = &rr;
         memset(r, 0, sizeof *r);
         r->score = o->score;
@@ -267,6 +285,11 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
                                    su ? hhours : 0, sg ? hhours : 0, &tmp))
                     goto next;
             }
+            if (!gpu_room(&st->ns, &req)) {
+                r->reason = Q_R_CAPACITY;
+                r->blocker = -1;
+                goto next;
+            }
             bool shortjob = o->pred > 0 && in->now + o->pred <= t_res;
             int off = st->nplaces;
             int rc = q__place(st, &st->ns, &req, !shortjob, spread);
@@ -305,9 +328,14 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
             hgroup = o->group;
         }
     next:
-        o->dec = r->decision;
-        o->why = r->reason;
-        st->rseq[k] = rr; /* in order: sequential; scattered after the ETA */
+        st->dw[2 * k] = r->decision;
+        st->dw[2 * k + 1] = r->reason;
+        if (lazy) { /* no estimate pass over rseq: store in place */
+            st->res[j] = rr;
+            st->kof[j] = k;
+        } else {
+            st->rseq[k] = rr; /* in order: sequential; scattered after the ETA */
+        }
     }
     *head_out = have_res ? head : -1;
     *t_res_out = t_res;
@@ -357,7 +385,8 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
         goto out_oom;
-    if (Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) goto out_oom;
+    if (!st->eta_lazy && Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) goto out_oom;
+    if (Q_GROW(st, st->dw, st->cap_dw, 2 * (size_t)st->norder + 2)) goto out_oom;
     if (st->eta_lazy && Q_GROW(st, st->kof, st->cap_kof, (size_t)in->njobs + 1)) goto out_oom;
     st->nplaces = 0;
     q__memo_clear(st);
@@ -365,14 +394,13 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     double t_res = 0;
     if (walk(st, in, &head, &t_res)) goto out_oom;
     if (q__eta_run(st, in, head, t_res)) goto out_oom;
-    /* Scatter the results to job indexes: one store per job, fetched a few
-     * jobs ahead; running jobs get an empty result. */
-    for (int k = 0; k < st->norder; k++) {
+    /* Eager: scatter the results to job indexes, one store per job,
+     * fetched a few jobs ahead (lazy: the walk stored them in place).
+     * Running jobs get an empty result. */
+    for (int k = 0; !st->eta_lazy && k < st->norder; k++) {
         if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
         st->res[st->ord[k].slot] = st->rseq[k];
     }
-    if (st->eta_lazy) /* where q_eta finds a job in the order */
-        for (int k = 0; k < st->norder; k++) st->kof[st->ord[k].slot] = k;
     for (int k = 0; k < st->nrunl; k++) {
         memset(&st->res[st->runl[k]], 0, sizeof *st->res);
         st->res[st->runl[k]].blocker = -1;

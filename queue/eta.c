@@ -198,15 +198,16 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
     double t_res = st->eta_tres;
     for (; k < kend; k++) {
         const q__orec *o = &st->ord[k];
-        if (o->dec != Q_DEC_WAIT || o->why == Q_R_SUSPENDED) continue;
+        uint8_t why = st->dw[2 * k + 1];
+        if (st->dw[2 * k] != Q_DEC_WAIT || why == Q_R_SUSPENDED) continue;
         int j = o->slot;
         struct q_result *r = lazy ? &st->res[j] : &st->rseq[k];
-        if (o->why == Q_R_QUOTA) {
+        if (why == Q_R_QUOTA) {
             double q = quota_eta(st, in, j, r);
             r->eta = q > 0 ? (q > t ? q : t) : 0;
             continue;
         }
-        if (o->why == Q_R_BUDGET) {
+        if (why == Q_R_BUDGET) {
             r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
             continue;
         }

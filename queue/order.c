@@ -279,7 +279,7 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
     bool need_score = true;
     int32_t old_level = -1;
     if (oi >= 0) {
-        *e = *old;
+        if (e != old) *e = *old;
         need_score = u->all || !e->pending || e->gen != job->gen;
         old_level = e->pending ? e->level : -1;
     } else {
@@ -328,47 +328,60 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                in->now - st->last_rescore >= pol->rescore_interval_s;
     *nscored = 0;
 
-    /* The last cycle's cache becomes the "old" one. */
-    q__jc *t = st->jc; st->jc = st->ojc; st->ojc = t;
-    size_t tc = st->cap_jc; st->cap_jc = st->cap_ojc; st->cap_ojc = tc;
-    st->nojc = st->njc;
-    st->njc = 0;
+    /* The cache is updated in place: a job still at its slot with the
+     * same uid keeps its entry where it is (no copy). Entries whose slot
+     * now holds another job, or is gone, move to the side table st->ojc
+     * (with their old slot) and are looked up by uid afterwards. */
+    int nold = st->warm ? st->njc : 0;
     if (!st->warm) {
-        for (int k = 0; k < st->nojc; k++) {
-            q__free(st, st->ojc[k].uid);
-            st->ojc[k].uid = NULL;
+        for (int k = 0; k < st->njc; k++) {
+            q__free(st, st->jc[k].uid);
+            st->jc[k].uid = NULL;
         }
-        st->nojc = 0;
         st->norder = 0;
     }
+    for (int k = 0; k < st->nojc; k++) { /* normally empty */
+        q__free(st, st->ojc[k].uid);
+        st->ojc[k].uid = NULL;
+    }
+    st->nojc = 0;
+    size_t nside = (size_t)(nold > n ? nold : n) + 1;
     if (Q_GROW(st, st->jc, st->cap_jc, (size_t)n + 1) ||
-        Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)st->nojc + 1) ||
+        Q_GROW(st, st->ojc, st->cap_ojc, nside) ||
+        Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)nold + 1) ||
         Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)n + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)n + 1) ||
         Q_GROW(st, st->order, st->cap_order, (size_t)n + 1))
         goto oom;
     int32_t *map = st->tmp1;
-    for (int k = 0; k < st->nojc; k++) map[k] = -1;
-    /* One pass: a job still at its slot takes its entry at once; the few
-     * others are looked up by uid afterwards, in an index that only holds
-     * the entries nobody took. */
+    for (int k = 0; k < nold; k++) map[k] = -1;
     upd u = {st, in, sc, all, map, 0, nscored};
     int nun = 0;
     int32_t *unmatched = st->tmp3;
     for (int i = 0; i < n; i++) {
         const struct q_job *job = &in->jobs[i];
         q__jc *e = &st->jc[i];
-        memset(e, 0, sizeof *e);
-        st->njc = i + 1;
-        if (job->state != Q_JOB_PENDING) continue;
-        if (i < st->nojc && st->ojc[i].uid && strcmp(st->ojc[i].uid, uid_of(job)) == 0) {
-            q__jc old = st->ojc[i];
-            st->ojc[i].uid = NULL;
-            if (take_job(&u, i, i, &old)) goto oom;
-        } else {
-            unmatched[nun++] = i;
+        if (i < nold && e->uid) {
+            if (job->state == Q_JOB_PENDING && strcmp(e->uid, uid_of(job)) == 0) {
+                if (take_job(&u, i, i, e)) goto oom;
+                continue;
+            }
+            e->oslot = i; /* someone else's now, or no longer pending */
+            st->ojc[st->nojc++] = *e;
+            e->uid = NULL;
+        } else if (i < nold && job->state != Q_JOB_PENDING) {
+            continue; /* an empty entry stays empty */
         }
+        memset(e, 0, sizeof *e);
+        if (job->state == Q_JOB_PENDING) unmatched[nun++] = i;
     }
+    for (int k = n; k < nold; k++) {
+        if (!st->jc[k].uid) continue;
+        st->jc[k].oslot = k;
+        st->ojc[st->nojc++] = st->jc[k];
+        st->jc[k].uid = NULL;
+    }
+    st->njc = n;
     if (nun > 0 && st->nojc > 0 && old_index(st)) goto oom;
     for (int k = 0; k < nun; k++) {
         int i = unmatched[k];
@@ -378,7 +391,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
             old = st->ojc[oi];
             st->ojc[oi].uid = NULL;
         }
-        if (take_job(&u, i, oi, &old)) goto oom;
+        if (take_job(&u, i, oi >= 0 ? old.oslot : -1, &old)) goto oom;
     }
     int ndirty = u.ndirty;
     /* Entries of jobs that are gone. */
@@ -386,6 +399,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         q__free(st, st->ojc[k].uid);
         st->ojc[k].uid = NULL;
     }
+    st->nojc = 0;
 
     order_ctx oc = {in, st->jc};
     int32_t *dirty = st->tmp2;
@@ -408,7 +422,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (ndirty > 0) make_rec(in, &st->jc[dirty[0]], dirty[0], &x);
     for (int k = 0; !all && k < st->norder; k++) {
         const q__orec *old = &st->ord[k];
-        if (old->slot >= st->nojc || map[old->slot] < 0) continue;
+        if (old->slot >= nold || map[old->slot] < 0) continue;
         int ns = map[old->slot];
         map[old->slot] = -1; /* a slot appears once */
         while (b < ndirty) {

@@ -78,6 +78,7 @@ typedef struct q__jc {
     int32_t base_level; /* from the scorer */
     int32_t level;      /* after starvation promotion */
     int32_t dom, model; /* interned constraints, -1 any */
+    int32_t oslot;      /* in the side table (st->ojc): its old slot */
     bool pending;
     bool score_failed;
     bool promoted;
@@ -99,7 +100,6 @@ typedef struct q__orec {
     uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
     int8_t bad;         /* invalid field code, -1 = valid */
     uint8_t suspended, promoted, score_failed;
-    uint8_t dec, why;   /* this cycle's decision and reason (walk) */
 } q__orec;
 
 /* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so
@@ -163,6 +163,10 @@ struct q_state {
     /* The estimate as a resumable pass (eta.c): q_eta continues it after
      * the cycle when the input asked for lazy estimates. */
     int32_t *kof; size_t cap_kof;  /* lazy: job index -> order index */
+    /* Decision and reason per order index (walk -> estimate), apart from
+     * the records so that the walk leaves them clean (no write-back of
+     * 100 bytes per job for 2 bytes of news). */
+    uint8_t *dw; size_t cap_dw;
     bool out_valid;     /* the last cycle succeeded; q_eta may run */
     bool eta_lazy;      /* estimates go to res[] on demand */
     bool eta_started;   /* events are loaded (eta_begin ran) */

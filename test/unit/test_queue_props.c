@@ -552,6 +552,37 @@ TEST(incremental_equals_fresh) {
                 }
             }
             q_state_free(fresh);
+            /* As the operator does: up to two admitted jobs start running
+             * on their placements (before any slot moves below). */
+            for (int i = 0, started = 0; i < w.in.njobs && started < 2; i++) {
+                const struct q_result *x = &a.res[i];
+                if (x->decision != Q_DEC_ADMIT || x->nplace > 8) continue;
+                memcpy(w.pl[i], &a.places[x->place_off], sizeof w.pl[i][0] * (size_t)x->nplace);
+                w.jobs[i].state = Q_JOB_RUNNING;
+                w.jobs[i].placement = w.pl[i];
+                w.jobs[i].end_time = w.jobs[i].pred_runtime_s > 0 ? w.in.now + w.jobs[i].pred_runtime_s : 0;
+                w.jobs[i].gen++;
+                started++;
+            }
+            /* A running job is requeued; a new job arrives at the end. */
+            if (w.in.njobs > 0 && chance(30)) {
+                struct q_job *j = &w.jobs[rnd(w.in.njobs)];
+                if (j->state == Q_JOB_RUNNING) {
+                    j->state = Q_JOB_PENDING;
+                    j->placement = NULL;
+                    j->gen++;
+                }
+            }
+            static char extra[4][24];
+            if (w.in.njobs > 0 && w.in.njobs < MAXJ && chance(50)) {
+                struct q_job *j = &w.jobs[w.in.njobs];
+                *j = w.jobs[rnd(w.in.njobs)];
+                snprintf(extra[step], sizeof extra[step], "ns/new%d", step);
+                j->key = j->uid = extra[step];
+                j->state = Q_JOB_PENDING;
+                j->placement = NULL;
+                w.in.njobs++;
+            }
             /* A few changes: priorities, a removal (swap with last), a
              * suspension toggle. */
             w.in.now += 30;
