@@ -146,7 +146,8 @@ wl_user_gpus() {
 wl_cmp_gpus() {
     awk -v tol="$3" 'FNR == NR { a[$1] = $2; next } { b[$1] = $2 }
         END { for (u in a) { d = b[u] - a[u]; if (d < 0) d = -d
-                  printf "%s: %.1f vs %.1f GPU-s (%.1f%%)\n", u, a[u], b[u], a[u] > 0 ? 100 * d / a[u] : 0
+                  pct = a[u] > 0 ? 100 * d / a[u] : 0
+                  printf "%s: %.1f vs %.1f GPU-s (%.1f%%)\n", u, a[u], b[u], pct
                   if (d > tol * a[u] + 1) bad++ }
               for (u in b) if (!(u in a)) { print u ": only in the second run"; bad++ }
               if (bad) exit 1 }' "$1" "$2"

@@ -106,12 +106,13 @@ wl_user_gpus "$T/op.db" >"$T/crash.gpus"
 # seeing it done, so they cannot match to the second: each attempt's edges
 # move by up to a cycle (0.3 s) plus watch latency, and an attempt that
 # ends while the operator is down is seen ending at the restart (each
-# outage is ~1-2 s here while up to 32 GPUs run). A job counted twice
-# would add its whole share again; 25% per user separates the two for the
-# short run's ~150-250 GPU-s per user. The exact check against double
-# counting is the journal/attempts/usage equality above.
-check "per-user GPU-seconds match the clean run within 25%" \
-    wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 0.25
+# outage is ~1-2 s here while up to 32 GPUs run). Measured: 4-7% per user
+# on the short run. Counting an attempt twice is caught exactly above
+# (one finished attempt per attempt, usage = their sum); this bound
+# catches accounting that drifts, e.g. restarted attempts billed from
+# their first admission.
+check "per-user GPU-seconds match the clean run within 15%" \
+    wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 0.15
 cat "$T/check.out"
 echo "kills survived: $kills ($self crash points, $sig SIGKILL), cluster restarts: 1, jobs: $N"
 e2e_done
