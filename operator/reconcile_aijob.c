@@ -13,7 +13,6 @@
 #include "operator/pods.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
-#include "operator/crashpoint.h"
 #include "operator/server.h"
 
 /* What the pods of a gang are doing. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "operator/crashpoint.h"
 #include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
@@ -345,6 +346,7 @@ int srv__flush_pods(struct server *s) {
             continue;
         if (it->rc == AIQ_OK) {
             OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(it->out), "gated=1");
+            crashpoint("pod_created"); /* created, the AIJob status not yet written */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
             if (!cur || !*srv__rv(cur->raw)) {
