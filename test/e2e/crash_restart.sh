@@ -106,7 +106,7 @@ wl_user_gpus "$T/op.db" >"$T/crash.gpus"
 # seeing it done, so they cannot match to the second: each attempt's edges
 # move by up to a cycle (0.3 s) plus watch latency, and an attempt that
 # ends while the operator is down is seen ending at the restart (each
-# outage is ~1-2 s here while up to 32 GPUs run). Measured: 4-7% per user
+# outage is ~1-2 s here while up to 32 GPUs run). Measured: 2-9% per user
 # on the short run. Counting an attempt twice is caught exactly above
 # (one finished attempt per attempt, usage = their sum); this bound
 # catches accounting that drifts, e.g. restarted attempts billed from
