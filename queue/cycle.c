@@ -5,6 +5,9 @@
 #include "queue/q_int.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* Field codes for Q_R_INVALID, as in order.c. */
 enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
@@ -204,6 +207,22 @@ static void admit(q_state *st, const struct q_input *in, q__orec *o, int k,
     st->epoch++; /* capacity changed: cached "fits" answers are stale */
 }
 
+/* Stores one 64-byte result at its job index. The stores land all over
+ * a 6 MB array, so on x86 they bypass the cache (streaming stores): no
+ * read of the old line, no write-back later. */
+static void store_result(struct q_result *dst, const struct q_result *src) {
+#if defined(__SSE2__)
+    const __m128i *s = (const __m128i *)src;
+    __m128i *d = (__m128i *)dst;
+    _mm_stream_si128(d, _mm_loadu_si128(s));
+    _mm_stream_si128(d + 1, _mm_loadu_si128(s + 1));
+    _mm_stream_si128(d + 2, _mm_loadu_si128(s + 2));
+    _mm_stream_si128(d + 3, _mm_loadu_si128(s + 3));
+#else
+    *dst = *src;
+#endif
+}
+
 /* Decides every job in queue order. Results are built in a local struct
  * and stored once, so the walk streams through the order records and only
  * writes each job's result line. */
@@ -331,12 +350,15 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         st->dw[2 * k] = r->decision;
         st->dw[2 * k + 1] = r->reason;
         if (lazy) { /* no estimate pass over rseq: store in place */
-            st->res[j] = rr;
+            store_result(&st->res[j], &rr);
             st->kof[j] = k;
         } else {
             st->rseq[k] = rr; /* in order: sequential; scattered after the ETA */
         }
     }
+#if defined(__SSE2__)
+    if (lazy) _mm_sfence(); /* order the streaming stores before any reader */
+#endif
     *head_out = have_res ? head : -1;
     *t_res_out = t_res;
     return 0;
