@@ -134,6 +134,8 @@ struct q_state {
     int32_t *shape_tab; size_t cap_shape_tab;
     q__res *uin, *gin;  size_t cap_uin, cap_gin;   /* quota in use */
     double *ubud, *gbud; size_t cap_ubud, cap_gbud; /* budget committed */
+    /* 1 = no concurrent limit and no budget: quota checks skip it */
+    uint8_t *uopen, *gopen; size_t cap_uopen, cap_gopen;
     struct q_result *res; size_t cap_res;          /* 64-byte aligned */
     void *res_raw;                                 /* what was allocated */
     struct q_place *places; size_t cap_places; int nplaces;

@@ -57,6 +57,13 @@ static int64_t lim_of(const struct aiq_quota *q, int r) {
     }
 }
 
+/* No concurrent limit at all (every field < 0). */
+static bool unlimited(const struct aiq_quota *q) {
+    for (int r = 0; r < Q__NRES; r++)
+        if (lim_of(q, r) >= 0) return false;
+    return true;
+}
+
 static bool user_ok(const struct q_input *in, int u) { return u >= 0 && u < in->nusers; }
 static bool group_ok(const struct q_input *in, int g) { return g >= 0 && g < in->ngroups; }
 
@@ -67,8 +74,14 @@ int q__quota_init(q_state *st, const struct q_input *in) {
     if (Q_GROW(st, st->uin, st->cap_uin, (size_t)in->nusers + 1) ||
         Q_GROW(st, st->gin, st->cap_gin, (size_t)in->ngroups + 1) ||
         Q_GROW(st, st->ubud, st->cap_ubud, (size_t)in->nusers + 1) ||
-        Q_GROW(st, st->gbud, st->cap_gbud, (size_t)in->ngroups + 1))
+        Q_GROW(st, st->gbud, st->cap_gbud, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->uopen, st->cap_uopen, (size_t)in->nusers + 1) ||
+        Q_GROW(st, st->gopen, st->cap_gopen, (size_t)in->ngroups + 1))
         return -1;
+    for (int u = 0; u < in->nusers; u++)
+        st->uopen[u] = unlimited(&in->users[u].quota) && in->users[u].budget_gpu_hours < 0;
+    for (int g = 0; g < in->ngroups; g++)
+        st->gopen[g] = unlimited(&in->groups[g].quota) && in->groups[g].budget_gpu_hours < 0;
     memset(st->uin, 0, (size_t)in->nusers * sizeof *st->uin);
     memset(st->gin, 0, (size_t)in->ngroups * sizeof *st->gin);
     for (int u = 0; u < in->nusers; u++) st->ubud[u] = 0;
@@ -128,23 +141,24 @@ int q__quota_check(q_state *st, const struct q_input *in, const q__orec *job,
                    const q__res *extra_u, const q__res *extra_g,
                    double extra_hours_u, double extra_hours_g,
                    struct q_result *res) {
-    if (job->user < 0 && job->group < 0) return 0;
+    /* An owner without limits or budget can never fail its checks. */
+    bool cu = user_ok(in, job->user) && !st->uopen[job->user];
+    bool cg = group_ok(in, job->group) && !st->gopen[job->group];
+    if (!cu && !cg) return 0;
     q__res need;
     q__need_rec(job, &need);
     double cost = q__rec_gpu_hours(job);
-    if (user_ok(in, job->user) &&
-        over(&in->users[job->user].quota, &st->uin[job->user], &need, extra_u, res, 0))
+    if (cu && over(&in->users[job->user].quota, &st->uin[job->user], &need, extra_u, res, 0))
         return 1;
-    if (group_ok(in, job->group) &&
-        over(&in->groups[job->group].quota, &st->gin[job->group], &need, extra_g, res, 1))
+    if (cg && over(&in->groups[job->group].quota, &st->gin[job->group], &need, extra_g, res, 1))
         return 1;
-    if (user_ok(in, job->user)) {
+    if (cu) {
         const struct q_user *u = &in->users[job->user];
         if (over_budget(u->budget_gpu_hours, u->used_gpu_hours, st->ubud[job->user],
                         cost, extra_hours_u, u->window_end, res, 0))
             return 1;
     }
-    if (group_ok(in, job->group)) {
+    if (cg) {
         const struct q_group *g = &in->groups[job->group];
         if (over_budget(g->budget_gpu_hours, g->used_gpu_hours, st->gbud[job->group],
                         cost, extra_hours_g, g->window_end, res, 1))
