@@ -515,6 +515,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             js->st.queued_at = now;
             job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
             store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+            OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
+                  (int)j->spec.replicas);
             job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
         }
         break;
