@@ -1,10 +1,13 @@
 /* fx_vm.c -- the expression language's virtual machine, in two forms that
  * compute the same bits: a threaded interpreter (GNU C computed goto, one
- * handler per opcode and operand mode) that fx_eval and fx__run use where
- * the compiler supports labels as values, and the portable one-switch
- * interpreter, the fallback elsewhere and the reference the tests compare
- * against (fx__run_switch). Both keep a stack of FX_MAX_STACK doubles on
- * the C stack with the top in a register (x), and allocate nothing.
+ * handler per opcode, operand mode and ending) that fx_eval and fx__run
+ * use where the compiler supports labels as values, and the portable
+ * one-switch interpreter, the fallback elsewhere, the one that runs the
+ * rest of a program from its first C-library call (pow, log, ...), and the
+ * reference the tests compare against (fx__run_switch). Both keep a stack
+ * of FX_MAX_STACK doubles on the C stack with the top in a register (x),
+ * and allocate nothing. Also fx__set_dispatch, which prepares a compiled
+ * program for the threaded interpreter.
  *
  * Bounded: the compiler only emits forward jumps, so a run executes at most
  * as many instructions as the program has (<= FX_MAX_CODE), and it checked
@@ -266,11 +269,13 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
         MOPT(LTK), MOPT(LEK), MOPT(GTK), MOPT(GEK),
         OPT(MIN), OPT(MAX), MOPT(MINK), MOPT(MAXK),
         MOPT(ABS), CALLT(LOG), CALLT(LOG2), CALLT(SQRT), CALLT(EXP),
-        CALLT(FLOOR), CALLT(CEIL), OPT(CLAMP), OPT(JZ), OPT(JMP), OPT(ANDJ), OPT(ORJ),
+        CALLT(FLOOR), CALLT(CEIL), OPT(CLAMP),
+        OPT(JZ), OPT(JMP), OPT(ANDJ), OPT(ORJ),
     };
 #define NEXT() do { in = ip++; goto *tbl[in->h]; } while (0)
 
     NEXT();
+    /* an op that calls the C library: the switch VM runs it and the rest */
     call: return fx_switch_resume(code, in, f, sp, x);
     END_0: return fx__finite(x);
     K_0: PUSH(in->k); NEXT();
@@ -281,14 +286,13 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
     SUB_0: x = POP() - x; NEXT();
     MUL_0: x = POP() * x; NEXT();
     DIV_0: y = POP(); x = fx__div(y, x); NEXT();
-
+    /* MOD, POW, POWK, LOG, LOG2, SQRT, EXP, FLOOR, CEIL: at `call` */
     MOP(ADDK, x += in->k)
     MOP(SUBK, x -= in->k)
     MOP(MULK, x *= in->k)
     MOP(DIVK, x /= in->k)
     MOP(KSUB, x = in->k - x)
     MOP(KDIV, x = fx__div(in->k, x))
-
     MOP(MULK_DIVK, x *= in->k; x /= in->k2)
     MOP(ADDK_KDIV, x += in->k; x = fx__div(in->k2, x))
     MOP(KSUB_MULK, x = in->k - x; x *= in->k2)
@@ -317,7 +321,6 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
     MOP(MINK, x = fx__min(x, in->k))
     MOP(MAXK, x = fx__max(x, in->k))
     MOP(ABS, x = fabs(x))
-
     CLAMP_0: {
         double lo = POP(), v = POP();
         x = fx__clamp(v, lo, x);
