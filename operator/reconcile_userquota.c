@@ -1,25 +1,19 @@
 /* reconcile_userquota.c -- the UserQuota reconciler and quota_refresh,
- * which decides which UserQuotas are accepted and writes the Group and
- * UserQuota statuses.
- *
- * Acceptance (group admins cannot hand out more than the group has):
- *  - the UserQuota's namespace must belong to a Group (spec.namespaces);
- *  - one UserQuota per user and group (a second one is rejected, naming
- *    the first);
- *  - for every resource the group limits (gpus, gpuMemoryMiB, cpu,
- *    memory, jobs), the sum of the accepted user quotas that limit it must
- *    stay within the group's (a user field left unlimited is bounded by
- *    the group quota and allots nothing).
- * UserQuotas are considered oldest first (creationTimestamp, then
- * namespace/name), so a new one can never push out one already accepted.
- * A rejected UserQuota does not count: the user is then limited by the
- * group quota only. */
+ * which decides which UserQuotas are accepted (policy/quota_rules.h: per
+ * group, oldest first, the accepted ones never add up past the group's
+ * quota or budget; one per user) and writes the Group status (usage of
+ * its admitted and running jobs, GPU-hours in the budget window, what is
+ * allotted) and each UserQuota's status (accepted, or the CamelCase
+ * reason and the one-line message). A UserQuota whose namespace belongs
+ * to no Group is rejected (NoGroup); a rejected one does not count, so
+ * its user is bounded by the group quota only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "operator/server.h"
+#include "policy/quota_rules.h"
 
 static const char *const uq_res_names[5] = {"gpus", "gpuMemoryMiB", "cpu", "memory", "jobs"};
 
@@ -97,62 +91,56 @@ void quota_refresh(struct server *s, double now) {
         qsort(order, n, sizeof *order, uq__cmp);
     opmetrics_quota_reset(s->metrics);
 
-    /* Per group: sum of accepted user quotas, built while deciding. */
+    /* Per group: policy/quota_rules decides which UserQuotas fit. */
+    struct qr_entry *ents = n ? calloc(n, sizeof *ents) : NULL;
+    struct qr_verdict *ver = n ? calloc(n, sizeof *ver) : NULL;
+    struct opcache_obj **mine = n ? calloc(n, sizeof *mine) : NULL;
+    if (n && (!ents || !ver || !mine))
+        goto out;
     for (size_t gi = 0; gi < opcache_count(gc); gi++) {
         struct opcache_obj *go = opcache_at(gc, gi);
         if (!go->parse_ok || !go->parsed)
             continue;
         const struct aiq_group *g = go->parsed;
-        int64_t gq[5], sum[5] = {0, 0, 0, 0, 0};
-        uq__vec(&g->spec.quota, gq);
+        int m = 0;
         for (size_t i = 0; i < n; i++) {
             struct opcache_obj *o = order[i];
-            struct opext *x = srv__ext(o);
             const struct aiq_userquota *u = o->parse_ok ? o->parsed : NULL;
-            if (!x || !u)
+            if (!u || !srv__ext(o) || srv__group_for_ns(s, u->meta.namespace_) != g)
                 continue;
-            const struct aiq_group *owner = srv__group_for_ns(s, u->meta.namespace_);
-            if (owner != g)
-                continue;
+            ents[m].name = o->key;
+            ents[m].user = u->spec.user;
+            ents[m].creation_time = u->meta.creation_time;
+            ents[m].quota = u->spec.quota;
+            ents[m].budget = u->spec.budget;
+            mine[m++] = o;
+        }
+        struct qr_allotted allot;
+        aiq_err qe;
+        aiq_err_clear(&qe);
+        memset(&allot, 0, sizeof allot);
+        aiq_quota_unlimited(&allot.quota);
+        if (m > 0 && qr_decide(g->meta.name, &g->spec.quota, &g->spec.budget, ents, m, ver,
+                               &allot, &qe) != AIQ_OK) {
+            OPLOG(&s->log, OPLOG_ERROR, "quota_rules_failed", go->key, NULL, "msg=\"%s\"",
+                  qe.message);
+            continue;
+        }
+        for (int i = 0; i < m; i++) {
+            struct opcache_obj *o = mine[i];
+            struct opext *x = o->ext;
+            const struct aiq_userquota *u = o->parsed;
             snprintf(x->group, sizeof x->group, "%s", g->meta.name);
-            char reason[512] = "";
-            const char *code = "";
-            /* One per user. */
-            for (size_t k = 0; k < i && !reason[0]; k++) {
-                struct opext *xk = order[k]->ext;
-                const struct aiq_userquota *uk = order[k]->parse_ok ? order[k]->parsed : NULL;
-                if (xk && uk && xk->accepted && strcmp(xk->group, g->meta.name) == 0 &&
-                    strcmp(uk->spec.user, u->spec.user) == 0)
-                {
-                    code = "DuplicateUser";
-                    snprintf(reason, sizeof reason,
-                             "user %.100s already has UserQuota %.200s in group %.100s",
-                             u->spec.user, order[k]->key, g->meta.name);
-                }
-            }
-            int64_t uqv[5];
-            uq__vec(&u->spec.quota, uqv);
-            for (int k = 0; k < 5 && !reason[0]; k++) {
-                if (gq[k] < 0)
-                    continue;
-                /* A field the user leaves unlimited is bounded by the
-                 * group's own quota and allots nothing. */
-                if (uqv[k] >= 0 && sum[k] + uqv[k] > gq[k] && (code = "ExceedsGroupQuota"))
-                    snprintf(reason, sizeof reason,
-                             "sum of user quotas for %s would be %lld, above group %.100s's quota %lld",
-                             uq_res_names[k], (long long)(sum[k] + uqv[k]), g->meta.name,
-                             (long long)gq[k]);
-            }
             bool was = x->accepted;
-            x->accepted = !reason[0];
-            if (x->accepted)
-                for (int k = 0; k < 5; k++)
-                    if (uqv[k] > 0)
-                        sum[k] += uqv[k];
+            x->accepted = ver[i].accepted;
+            const char *code = x->accepted ? ""
+                               : strstr(ver[i].message, "already has") ? "DuplicateUser"
+                               : "ExceedsGroupQuota";
             if (was != x->accepted) {
                 s->policy_gen++;
                 OPLOG(&s->log, OPLOG_INFO, x->accepted ? "userquota_accepted" : "userquota_rejected",
-                      o->key, srv__rv(o->raw), "group=%s reason=\"%s\"", g->meta.name, reason);
+                      o->key, srv__rv(o->raw), "group=%s reason=%s msg=\"%s\"", g->meta.name,
+                      code, ver[i].message);
             }
             struct uq_usage uu;
             uq__usage(s, g->meta.name, u->spec.user, &uu);
@@ -162,9 +150,9 @@ void quota_refresh(struct server *s, double now) {
             json_object_object_add(st, "accepted", json_object_new_boolean(x->accepted));
             json_object_object_add(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"));
             json_object_object_add(st, "group", json_object_new_string(g->meta.name));
-            if (reason[0]) {
+            if (!x->accepted) {
                 json_object_object_add(st, "reason", json_object_new_string(code));
-                json_object_object_add(st, "message", json_object_new_string(reason));
+                json_object_object_add(st, "message", json_object_new_string(ver[i].message));
             }
             json_object *usage = uq__res_obj(uu.v, false);
             double used_h = 0;
@@ -182,6 +170,8 @@ void quota_refresh(struct server *s, double now) {
         }
         /* The group's own status. */
         struct uq_usage gu;
+        int64_t sum[5];
+        uq__vec(&allot.quota, sum);
         uq__usage(s, g->meta.name, NULL, &gu);
         json_object *st = json_object_new_object();
         if (!st)
@@ -194,7 +184,7 @@ void quota_refresh(struct server *s, double now) {
                                &used_h, NULL) == AIQ_OK)
             json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
         json_object_object_add(st, "usage", usage);
-        json_object_object_add(st, "allotted", uq__res_obj(sum, false));
+        json_object_object_add(st, "allotted", uq__res_obj(sum, true));
         json_object_object_add(st, "observedGeneration",
                                json_object_new_int64(srv__generation(go->raw)));
         srv__want_status(s, go, st);
@@ -229,6 +219,10 @@ void quota_refresh(struct server *s, double now) {
                                json_object_new_int64(srv__generation(o->raw)));
         srv__want_status(s, o, st);
     }
+out:
+    free(ents);
+    free(ver);
+    free(mine);
     free(order);
 }
 
