@@ -95,7 +95,7 @@ wait_for $LIMIT "crash run: every job finished after $kills kills" wl_all_done "
 echo "crash run took $(( $(date +%s) - t0 )) s"
 check "the kills happened ($self at crash points, $sig by SIGKILL)" \
     test $((self + sig)) -eq "$K" -a "$self" -ge 1
-echo "relists in the operator's log (start-up lists included): $(grep -c 'event=listed' "$T/op.log")"
+echo "operator starts seen (ready lines): $(grep -c 'event=ready' "$T/op.log")"
 # A kill at admit_recorded voids the admissions of that cycle (recorded,
 # never published); they are decided again for the same attempt. One
 # cycle admits at most 32 jobs (32 GPUs), hence the bound.
