@@ -243,7 +243,9 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
         int j = o->slot;
+#if !defined(__SSE2__) /* streaming stores need no line in cache */
         if (lazy && k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
+#endif
         struct q_result rr, *r = &rr;
         memset(r, 0, sizeof *r);
         r->score = o->score;
