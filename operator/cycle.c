@@ -354,6 +354,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         qj->created = j->meta.creation_time;
         qj->queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
         qj->est_runtime_s = j->spec.estimated_runtime_s;
+        qj->pred_runtime_s = js->predicted_s;
         qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
         qj->attempts = js->st.attempts;
         qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
@@ -377,7 +378,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
                 continue; /* its node is gone: it holds nothing we can see */
             qj->placement = pl;
             c->nplaces += js->st.nplacement;
-            double rt = j->spec.estimated_runtime_s;
+            double rt = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
             qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
             /* The gang's GPU memory, cpu and memory are in use on its nodes. */
             for (int k = 0; k < js->st.nplacement; k++) {

@@ -11,6 +11,7 @@
 
 #include "operator/kube_status.h"
 #include "operator/pods.h"
+#include "operator/predict.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
 #include "operator/server.h"
@@ -416,6 +417,17 @@ static void job__record(struct server *s, struct opcache_obj *o,
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=upsert_job msg=\"%s\"",
               e.message);
     js->recorded_gen = gen;
+    /* Runtime from history (same user and model, the user's estimate
+     * corrected, else the group's), once per spec change. */
+    struct pred_query pq = {j->spec.user, js->st.group, j->spec.model_name, j->spec.task_type,
+                            j->spec.estimated_runtime_s};
+    struct pred_result pr;
+    if (predict_runtime(s->db, &pq, &pr, NULL) == AIQ_OK && pr.runtime_s > 0) {
+        js->predicted_s = pr.runtime_s;
+        OPLOG(&s->log, OPLOG_DEBUG, "runtime_predicted", o->key, srv__rv(o->raw),
+              "seconds=%.0f source=%s samples=%d", pr.runtime_s, pred_source_name(pr.source),
+              pr.samples);
+    }
     if (js->journaled)
         return;
     struct store_job sj;
@@ -462,10 +474,10 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     const struct aiq_group *grp = srv__group_for_ns(s, j->meta.namespace_);
     snprintf(js->st.group, sizeof js->st.group, "%s", grp ? grp->meta.name : "");
     js->st.total_gpus = job__total_gpus(j);
-    js->st.predicted_runtime_s = j->spec.estimated_runtime_s;
     if (js->st.phase == AIQ_PHASE_NONE)
         job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
     job__record(s, o, j, js, now);
+    js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
 
     job__gang(s, j, &g);
     if (js->teardown) {

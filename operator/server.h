@@ -77,6 +77,7 @@ struct opjob {
     char last_event[OPST_NAME];/* reason of the last Event emitted */
     int64_t recorded_gen;      /* generation last written to the store */
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
+    double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
 };
 
 /* Operator state attached to every cached object. */
