@@ -418,17 +418,21 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     double t_res = 0;
     if (walk(st, in, &head, &t_res)) goto out_oom;
     if (q__eta_run(st, in, head, t_res)) goto out_oom;
-    /* Eager: scatter the results to job indexes, one store per job,
-     * fetched a few jobs ahead (lazy: the walk stored them in place).
-     * Running jobs get an empty result. */
+    /* Eager: scatter the results to job indexes, one store per job (lazy:
+     * the walk stored them in place). Running jobs get an empty result. */
     for (int k = 0; !st->eta_lazy && k < st->norder; k++) {
+#if !defined(__SSE2__)
         if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
-        st->res[st->ord[k].slot] = st->rseq[k];
+#endif
+        store_result(&st->res[st->ord[k].slot], &st->rseq[k]);
     }
-    for (int k = 0; k < st->nrunl; k++) {
-        memset(&st->res[st->runl[k]], 0, sizeof *st->res);
-        st->res[st->runl[k]].blocker = -1;
-    }
+    struct q_result empty;
+    memset(&empty, 0, sizeof empty);
+    empty.blocker = -1;
+    for (int k = 0; k < st->nrunl; k++) store_result(&st->res[st->runl[k]], &empty);
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
     out->njobs = in->njobs;
     out->res = st->res;
     out->order = st->order;
