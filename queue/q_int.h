@@ -169,6 +169,10 @@ struct q_state {
      * the records so that the walk leaves them clean (no write-back of
      * 100 bytes per job for 2 bytes of news). */
     uint8_t *dw; size_t cap_dw;
+    /* After the reservation: per domain, the most free memory on one GPU
+     * that is not held for it (an upper bound for the rest of the walk,
+     * where free memory only shrinks). */
+    int64_t *dgmax; size_t cap_dgmax;
     bool out_valid;     /* the last cycle succeeded; q_eta may run */
     bool eta_lazy;      /* estimates go to res[] on demand */
     bool eta_started;   /* events are loaded (eta_begin ran) */
