@@ -3,7 +3,8 @@
  * huge and out-of-range values all occur), runs two cycles on one state
  * (the second incremental, after a change) and formats every message.
  * A cycle must either succeed or fail with AIQ_EINVAL; sanitizers catch
- * the rest. */
+ * the rest. One input bit turns on lazy estimates: every q_eta (asked
+ * backwards, so the pass resumes) must equal an eager state's estimate. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,15 +140,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     in.policy.starvation_after_s = (double)num(&s, 10000);
     in.policy.promote_to = (int)(num(&s, 3) - 1);
     in.policy.rescore_interval_s = (double)num(&s, 600);
+    /* Lazy estimates: checked against an eager state on the same input. */
+    bool lazy = take(&s, 1) & 1;
     q_scorer sc = {NULL, sc_score, sc_level};
     q_state *st = q_state_create(NULL);
     if (!st) return 0;
+    q_state *ref = lazy ? q_state_create(NULL) : NULL;
+    if (lazy && !ref) {
+        q_state_free(st);
+        return 0;
+    }
     for (int round = 0; round < 2; round++) {
         q_output out;
         aiq_err err;
         aiq_err_clear(&err);
+        in.lazy_eta = lazy;
         aiq_rc rc = q_cycle_run(st, &in, &sc, &out, &err);
         if (rc != AIQ_OK && rc != AIQ_EINVAL) __builtin_trap();
+        if (lazy && rc == AIQ_OK) {
+            q_output ro;
+            in.lazy_eta = false;
+            if (q_cycle_run(ref, &in, &sc, &ro, &err) != AIQ_OK) __builtin_trap();
+            for (int i = in.njobs - 1; i >= 0; i--) { /* backwards: resumes */
+                double e = -1;
+                if (q_eta(st, &in, &out, i, &e) != AIQ_OK || e != ro.res[i].eta) __builtin_trap();
+            }
+        }
         for (int i = 0; rc == AIQ_OK && i < in.njobs; i++) {
             char m[256];
             q_message(&in, &out, i, m, sizeof m);
@@ -161,5 +179,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     q_state_free(st);
+    q_state_free(ref);
     return 0;
 }

@@ -202,10 +202,15 @@ static int fit_on(const int64_t *tot, const int64_t *used, int ngpus,
             c += !((ex >> g) & 1u) && used[g] == 0 && tot[g] >= r->gmem;
         if (c / r->gpus < k) k = c / r->gpus;
     } else if (r->gmem > 0) {
+        /* Counted only up to k: GPU sizes are the caller's and a sum of
+         * huge ones would overflow. */
         int64_t s = 0;
-        for (int g = 0; g < ngpus; g++) {
+        for (int g = 0; g < ngpus && s < k; g++) {
             int64_t f = tot[g] - used[g];
-            if (!((ex >> g) & 1u) && f >= r->gmem) s += f / r->gmem;
+            if (!((ex >> g) & 1u) && f >= r->gmem) {
+                int64_t add = f / r->gmem;
+                s = add >= k - s ? k : s + add;
+            }
         }
         if (s < k) k = (int)s;
     }
