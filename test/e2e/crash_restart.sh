@@ -17,6 +17,8 @@
 
 N=60; K=5; SEED=${AIQ_SEED:-7}; LIMIT=240
 if [ "${AIQ_SOAK:-}" = 1 ]; then N=1000; K=50; LIMIT=3000; fi
+# AIQ_JOBS and AIQ_KILLS override the size (e.g. a soak that fits an hour).
+N=${AIQ_JOBS:-$N}; K=${AIQ_KILLS:-$K}
 SCALE=10
 echo "crash_restart: $N jobs, $K kills, seed $SEED, time scale $SCALE"
 wl_nodes "$T/nodes.yaml"
