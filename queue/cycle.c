@@ -192,31 +192,41 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     }
     st->nplaces = off;
     *t_res = t > in->now ? t : in->now;
-    /* What shared-GPU backfill candidates can get without touching the
-     * reservation (see share_room). */
-    if (Q_GROW(st, st->dgmax, st->cap_dgmax, (size_t)st->ns.ndom + 1)) return -1;
-    for (int d = 0; d < st->ns.ndom; d++) st->dgmax[d] = 0;
+    /* What backfill candidates can get without touching the reservation
+     * (see avoid_room). */
+    if (Q_GROW(st, st->dgmax, st->cap_dgmax, (size_t)st->ns.ndom + 1) ||
+        Q_GROW(st, st->dgfree, st->cap_dgfree, (size_t)st->ns.ndom + 1))
+        return -1;
+    for (int d = 0; d < st->ns.ndom; d++) st->dgmax[d] = st->dgfree[d] = 0;
     for (int i = 0; i < st->ns.nn; i++) {
         const q__node *n = &st->ns.n[i];
         if (!n->sched) continue;
         for (int g = 0; g < n->ngpus; g++) {
+            if ((n->res_mask >> g) & 1u) continue;
             int64_t fr = n->tot[g] - n->used[g];
-            if (!((n->res_mask >> g) & 1u) && fr > st->dgmax[n->dom]) st->dgmax[n->dom] = fr;
+            if (fr > st->dgmax[n->dom]) st->dgmax[n->dom] = fr;
+            st->dgfree[n->dom] += n->used[g] == 0;
         }
     }
     return 1;
 }
 
-/* Could a shared-GPU request (gpus 0, gmem > 0) fit outside the
- * reservation? false means q__place(avoid) fails: no GPU it may use has
- * gmem free (st->dgmax bounds them, and the walk only takes memory after
- * the reservation is made). Other requests: true (not decided here). */
-static bool share_room(const q_state *st, const q__req *r) {
-    if (r->gpus != 0 || r->gmem <= 0 || r->replicas < 1) return true;
+/* Could r fit without the resources held for the reservation? false means
+ * q__place(avoid) fails: a whole-GPU gang needs gpus x replicas free GPUs
+ * outside the reservation in one allowed domain (st->dgfree), a shared
+ * one a GPU outside it with gmem free (st->dgmax). Both were counted when
+ * the reservation was made and only shrink during the rest of the walk
+ * (admissions take; a probe gives back what it took), so they are upper
+ * bounds. CPU-only requests: true (not decided here). */
+static bool avoid_room(const q_state *st, const q__req *r) {
+    if (r->replicas < 1) return true;
     const q__nodeset *ns = &st->ns;
-    if (r->dom >= 0) return r->dom < ns->ndom && st->dgmax[r->dom] >= r->gmem;
+    const int64_t *have = r->gpus > 0 ? st->dgfree : st->dgmax;
+    int64_t want = r->gpus > 0 ? (int64_t)r->gpus * r->replicas : r->gmem;
+    if (r->gpus == 0 && r->gmem <= 0) return true;
+    if (r->dom >= 0) return r->dom < ns->ndom && have[r->dom] >= want;
     for (int d = 0; d < ns->ndom; d++)
-        if (st->dgmax[d] >= r->gmem) return true;
+        if (have[d] >= want) return true;
     return false;
 }
 
@@ -338,7 +348,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
             }
             bool shortjob = o->pred > 0 && in->now + o->pred <= t_res;
             int off = st->nplaces;
-            int rc = shortjob || share_room(st, &req) ? q__place(st, &st->ns, &req, !shortjob, spread) : 0;
+            int rc = shortjob || avoid_room(st, &req) ? q__place(st, &st->ns, &req, !shortjob, spread) : 0;
             if (rc < 0) return -1;
             if (rc == 1) {
                 admit(st, in, o, k, r, off);

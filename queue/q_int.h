@@ -173,6 +173,7 @@ struct q_state {
      * that is not held for it (an upper bound for the rest of the walk,
      * where free memory only shrinks). */
     int64_t *dgmax; size_t cap_dgmax;
+    int64_t *dgfree; size_t cap_dgfree; /* same: wholly free GPUs, not held */
     bool out_valid;     /* the last cycle succeeded; q_eta may run */
     bool eta_lazy;      /* estimates go to res[] on demand */
     bool eta_started;   /* events are loaded (eta_begin ran) */
