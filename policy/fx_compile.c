@@ -1,8 +1,10 @@
 /* fx_compile.c -- from source to program: parse (fx_parse.c), fold
  * constants in the tree, then generate bytecode with superinstructions
- * (constant and factor operands, weighted terms f*k), plus one small code
- * sequence per top-level additive term for fx_explain. Also fx_free and
- * fx__apply, the constant evaluator folding shares with the VM's rules. */
+ * (constant and factor operands, weighted terms f*k, fused constant pairs,
+ * weighted tails), plus one small code sequence per top-level additive
+ * term for fx_explain. Also fx__compile_opts (FX__NOFUSE: the plain code
+ * the tests compare against), fx_free and fx__apply, the constant
+ * evaluator folding shares with the VM's rules. */
 #include <stdlib.h>
 #include <string.h>
 
