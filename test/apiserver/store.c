@@ -161,15 +161,24 @@ static int store_run_scan(sqlite3_stmt *st, apisrv__row_cb cb, void *u) {
     return n;
 }
 
-/* See apisrv_int.h. Returns the number of rows visited, -1 on error. */
+/* See apisrv_int.h. Returns the number of rows visited, -1 on error.
+ * The WHERE clause names only the constraints that are present, so SQLite
+ * can seek the primary key (key, ns, name) instead of testing every row:
+ * a single statement with "(?1 IS NULL OR key=?1)" cannot use an index,
+ * which made every admission, authorization and list read the whole
+ * table. The statement is prepared per call (not cached) because callbacks
+ * may start nested scans. */
 int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
                        const char *after_ns, const char *after_name,
                        apisrv__row_cb cb, void *u) {
     sqlite3_stmt *st = NULL;
-    const char *sql =
-        "SELECT key, ns, name, json FROM objects WHERE (?1 IS NULL OR key=?1)"
-        " AND (?2 IS NULL OR ns=?2) AND (?4 IS NULL OR ns>?3 OR (ns=?3 AND name>?4))"
-        " ORDER BY ns, name";
+    char sql[256];
+    int n = snprintf(sql, sizeof sql, "SELECT key, ns, name, json FROM objects WHERE 1");
+    if (key) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND key=?1");
+    if (ns) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND ns=?2");
+    if (after_name)
+        n += snprintf(sql + n, sizeof sql - (size_t)n, " AND (ns, name) > (?3, ?4)");
+    snprintf(sql + n, sizeof sql - (size_t)n, " ORDER BY ns, name");
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
     if (key) sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (ns) sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
