@@ -158,6 +158,13 @@ aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
         rc = opa__rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
                           "FROM decisions WHERE job_uid = ?1 ORDER BY t DESC, id DESC LIMIT ?2",
                        uid, limit, true, arr, err);
+    else /* no uid: the newest job stored under NS/NAME (jobs_ns_name index) */
+        rc = opa__rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
+                          "FROM decisions WHERE job_uid = (SELECT uid FROM jobs "
+                          "WHERE ns = substr(?1, 1, instr(?1, '/') - 1) "
+                          "AND name = substr(?1, instr(?1, '/') + 1) "
+                          "ORDER BY created DESC LIMIT 1) ORDER BY t DESC, id DESC LIMIT ?2",
+                       job, limit, true, arr, err);
     if (rc == AIQ_OK)
         rc = opa__rows(a, "SELECT t, kind, payload FROM journal_events WHERE obj_key = ?1 "
                           "ORDER BY t DESC, id DESC LIMIT ?2", job, limit, false, arr, err);

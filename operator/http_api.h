@@ -4,7 +4,8 @@
  *   GET /journal?job=NS/NAME[&uid=UID][&limit=N]
  *     200 {"job":"NS/NAME","items":[...]}  newest first, at most N
  *         (default 10, max 200) entries: the decisions recorded for the
- *         job's uid and the input events recorded under its key, each
+ *         job's uid (without uid: the newest job stored as NS/NAME) and
+ *         the input events recorded under its key, each
  *         {"type":"decision","t":T,"cycle":C,"action":A,"level":L,
  *          "position":P,"score":S,"reason":R,"message":M} or
  *         {"type":"event","t":T,"kind":K,"payload":{...}}.

@@ -1,6 +1,6 @@
 /* metrics.c -- Prometheus text rendering of the operator's counters and
- * the libmicrohttpd server for /metrics, /healthz and /readyz (see
- * metrics.h). */
+ * the libmicrohttpd server for /metrics, /healthz, /readyz and (with an
+ * opapi handle) /journal (see metrics.h). */
 #include "operator/metrics.h"
 
 #include <arpa/inet.h>
@@ -46,6 +46,7 @@ struct opmetrics {
     struct MHD_Daemon *httpd;
     int port;
     bool ready, leader;
+    opapi *api; /* borrowed; NULL: no /journal */
     struct opm_named pending[OPMETRICS_MAX_LEVELS];
     int npending;
     unsigned long admitted;
@@ -87,6 +88,13 @@ void opmetrics_free(opmetrics *m) {
 
 static void opm__copy(char *dst, size_t cap, const char *s) {
     snprintf(dst, cap, "%s", s ? s : "");
+}
+
+/* Sets the journal API handle; see metrics.h. */
+void opmetrics_set_api(opmetrics *m, opapi *api) {
+    pthread_mutex_lock(&m->mu);
+    m->api = api;
+    pthread_mutex_unlock(&m->mu);
 }
 
 void opmetrics_set_ready(opmetrics *m, bool ready) {
@@ -311,6 +319,64 @@ static enum MHD_Result opm__reply(struct MHD_Connection *c, unsigned code,
     return ret;
 }
 
+/* A JSON {"error": msg} reply; msg is quoted with JSON escapes for the
+ * characters that need them (it may echo a user's query value). */
+static enum MHD_Result opm__json_error(struct MHD_Connection *c, unsigned code,
+                                       const char *msg) {
+    char buf[1024];
+    size_t n = 0;
+    const char head[] = "{\"error\":\"";
+    memcpy(buf, head, sizeof head - 1);
+    n = sizeof head - 1;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && n < sizeof buf - 16; p++) {
+        if (*p == '"' || *p == '\\') {
+            buf[n++] = '\\';
+            buf[n++] = (char)*p;
+        } else if (*p < 0x20) {
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "\\u%04x", *p);
+        } else {
+            buf[n++] = (char)*p;
+        }
+    }
+    buf[n++] = '"';
+    buf[n++] = '}';
+    buf[n++] = '\n';
+    char *body = malloc(n);
+    if (!body)
+        return MHD_NO;
+    memcpy(body, buf, n);
+    return opm__reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
+}
+
+/* GET /journal?job=NS/NAME&uid=UID&limit=N through opapi_journal_json:
+ * 200 with its JSON, 400 naming a bad job or limit, 500 on a store
+ * error. */
+static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
+    const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
+    const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
+    const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    long limit = 10;
+    if (lim) {
+        char *end = NULL;
+        limit = strtol(lim, &end, 10);
+        if (!*lim || *end || limit < 1) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "limit: expected a positive integer, got \"%.60s\"", lim);
+            return opm__json_error(c, 400, msg);
+        }
+        if (limit > OPAPI_MAX_LIMIT)
+            limit = OPAPI_MAX_LIMIT;
+    }
+    char *body = NULL;
+    size_t len = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_rc rc = opapi_journal_json(api, job, uid, (int)limit, &body, &len, &e);
+    if (rc != AIQ_OK)
+        return opm__json_error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
+    return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
+}
+
 static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                                     const char *url, const char *method,
                                     const char *version, const char *upload,
@@ -346,6 +412,13 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         return opm__reply(c, 503, "text/plain",
                           (char *)"not ready: waiting for the first list of every watch\n",
                           53, MHD_RESPMEM_PERSISTENT);
+    }
+    if (strcmp(url, "/journal") == 0) {
+        pthread_mutex_lock(&m->mu);
+        opapi *api = m->api;
+        pthread_mutex_unlock(&m->mu);
+        if (api)
+            return opm__journal(c, api);
     }
     return opm__reply(c, 404, "text/plain", (char *)"not found\n", 10,
                       MHD_RESPMEM_PERSISTENT);

@@ -14,7 +14,10 @@
  *   aiq_leader                              gauge 0/1
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200
  * once opmetrics_set_ready(m, true) was called (after the first full list
- * of every watch), 503 before. */
+ * of every watch), 503 before. With an opapi handle set
+ * (opmetrics_set_api), the same port also answers
+ * GET /journal?job=NS/NAME[&uid=UID][&limit=N] (see http_api.h), which is
+ * where `kubectl aiq explain` looks by default. */
 #ifndef AIQ_OPERATOR_METRICS_H
 #define AIQ_OPERATOR_METRICS_H
 
@@ -22,6 +25,7 @@
 #include <stddef.h>
 
 #include "common/aiq_err.h"
+#include "operator/http_api.h"
 
 typedef struct opmetrics opmetrics;
 
@@ -44,6 +48,10 @@ aiq_rc opmetrics_listen(opmetrics *m, const char *addr, aiq_err *err);
 
 /* The bound port (after opmetrics_listen), else 0. */
 int opmetrics_port(const opmetrics *m);
+
+/* Serves /journal from api (borrowed: it must outlive m, or be unset with
+ * NULL first); NULL turns /journal back into a 404. Safe while serving. */
+void opmetrics_set_api(opmetrics *m, opapi *api);
 
 void opmetrics_set_ready(opmetrics *m, bool ready);
 void opmetrics_set_leader(opmetrics *m, bool leader);

@@ -630,6 +630,12 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         if (!s->cache[k])
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
+    /* /journal on the metrics port: its own read-only connection to the
+     * file store_open just created, so the HTTP thread never shares s->db. */
+    rc = opapi_create(s->flags.db_path, &s->api, err);
+    if (rc != AIQ_OK)
+        return rc;
+    opmetrics_set_api(s->metrics, s->api);
     if (s->flags.metrics_addr && *s->flags.metrics_addr) {
         rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
         if (rc != AIQ_OK)
@@ -677,8 +683,10 @@ void srv_deinit(struct server *s) {
     }
     if (s->kc && s->flags.leader_elect)
         leader_release(&s->lead, s->kc, srv_now(), NULL);
-    opmetrics_free(s->metrics);
+    opmetrics_free(s->metrics); /* stops the HTTP thread before the api goes */
     s->metrics = NULL;
+    opapi_free(s->api);
+    s->api = NULL;
     kube_evq_free(s->evq);
     s->evq = NULL;
     for (int k = 0; k < OPK__N; k++) {

@@ -114,6 +114,7 @@ struct server {
     struct kube_client *kc;
     store *db;
     opmetrics *metrics;
+    opapi *api;                /* read-only journal API behind /journal */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     opcache *cache[OPK__N];

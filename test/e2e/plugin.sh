@@ -133,19 +133,31 @@ check "explain: ETA" grep -qE '^ETA:       20[0-9-]+T[0-9:]+Z \(in ' "$T/x"
 check "explain: journal unreachable is said clearly" \
     grep -q '^Journal:   not available: the operator at http://127.0.0.1:1 is not reachable' "$T/x"
 check "explain: an operator URL without /journal is named as such" sh -c '
-  kubectl aiq explain long -n team-a --operator-url http://127.0.0.1:'"$METRICS_PORT"' |
+  kubectl aiq explain long -n team-a --operator-url '"$(sed -n 's/^ *server: //p' "$T/kubeconfig" | head -1)"' |
   grep -q "does not serve /journal"'
-# The journal, served read-only from the operator's store by aiq-journal.
+# The journal from the operator itself: /journal on its metrics address,
+# which is kubectl aiq explain's default --operator-url.
+OPURL="http://127.0.0.1:$METRICS_PORT"
+check "the operator's metrics address answers /journal with the job's decisions" sh -c '
+  curl -s "'"$OPURL"'/journal?job=team-a/long" >"$T/jcurl" &&
+  grep -qF "{\"job\":\"team-a\\/long\",\"items\":[" "$T/jcurl" &&
+  grep -q "\"type\":\"decision\"" "$T/jcurl" && grep -q "\"action\":\"wait\"" "$T/jcurl" &&
+  grep -q "\"kind\":\"job_arrival\"" "$T/jcurl" || { cat "$T/jcurl"; exit 1; }'
+check "the operator's /journal: 400 naming a bad job" sh -c '
+  [ "$(curl -s -o "$T/jbad" -w "%{http_code}" "'"$OPURL"'/journal?job=noslash")" = 400 ] &&
+  grep -q "noslash" "$T/jbad" || { cat "$T/jbad"; exit 1; }'
+check "explain: the job's recent journal entries from the operator's own endpoint" sh -c '
+  kubectl aiq explain long -n team-a --operator-url '"$OPURL"' >"$T/xjl" &&
+  grep -qE "^Journal:   [0-9]+ recent entr" "$T/xjl" &&
+  grep -qE "^  20[0-9-]+T[0-9:]+Z  cycle [0-9]+ +wait +pos 1 +QuotaFull: waiting for 2 GPUs" "$T/xjl" &&
+  grep -qE "^  20[0-9-]+T[0-9:]+Z  event job_arrival" "$T/xjl" || { cat "$T/xjl"; exit 1; }'
+# The same journal from the standalone tool, read-only from the operator's
+# store (for when the operator is down or elsewhere).
 "$BUILD/aiq-journal" --db "$T/op.db" --addr 127.0.0.1:0 >"$T/journal.log" 2>&1 &
 JOURNAL_PID=$!
 for _ in $(seq 1 50); do grep -q listening "$T/journal.log" 2>/dev/null && break; sleep 0.1; done
 JURL=$(sed -n 's/^aiq-journal listening on //p' "$T/journal.log")
-check "explain: the job's recent journal entries from the operator's store" sh -c '
-  kubectl aiq explain long -n team-a --operator-url '"$JURL"' >"$T/xjl" &&
-  grep -qE "^Journal:   [0-9]+ recent entr" "$T/xjl" &&
-  grep -qE "^  20[0-9-]+T[0-9:]+Z  cycle [0-9]+ +wait +pos 1 +QuotaFull: waiting for 2 GPUs" "$T/xjl" &&
-  grep -qE "^  20[0-9-]+T[0-9:]+Z  event job_arrival" "$T/xjl" || { cat "$T/xjl"; exit 1; }'
-check "explain -o json carries the journal items" sh -c '
+check "explain -o json carries the journal items (aiq-journal)" sh -c '
   kubectl aiq explain short -n team-a --operator-url '"$JURL"' -o json | grep -q "\"action\": \"wait\""'
 kill "$JOURNAL_PID" 2>/dev/null; wait "$JOURNAL_PID"; echo $? >"$T/journal.rc"
 check "aiq-journal exits 0 on SIGTERM, no leak reported" sh -c '

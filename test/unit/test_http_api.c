@@ -108,8 +108,31 @@ TEST(journal_of_one_job_newest_first) {
     CHECK_INT(nitems(doc), 6);
     CHECK_STR(item_str(doc, 0, "position"), "1");
     json_object_put(doc);
-    /* without a uid: only the events under the key */
+    /* without a uid and no stored job: only the events under the key */
     doc = answer(a, "ns/a", NULL, 10);
+    CHECK_INT(nitems(doc), 1);
+    json_object_put(doc);
+    /* once the job is stored, NS/NAME alone finds its decisions (the
+     * newest job under that name: an older uid-old stays out) */
+    struct aiq_aijob j = {0};
+    j.meta.namespace_ = (char *)"ns";
+    j.meta.name = (char *)"a";
+    j.meta.uid = (char *)"uid-old";
+    j.meta.creation_time = 50;
+    j.spec.user = (char *)"alice";
+    CHECK_INT(store_upsert_job(f.s, &j, NULL, &e), AIQ_OK);
+    struct store_decision d = {.cycle = 1, .t = 60, .job_uid = "uid-old", .action = "admit"};
+    CHECK_INT(store_journal_decision(f.s, &d, &e), AIQ_OK);
+    j.meta.uid = (char *)"uid-a";
+    j.meta.creation_time = 99;
+    CHECK_INT(store_upsert_job(f.s, &j, NULL, &e), AIQ_OK);
+    doc = answer(a, "ns/a", NULL, 10);
+    CHECK_INT(nitems(doc), 7);
+    CHECK_STR(item_str(doc, 0, "action"), "admit");
+    CHECK_STR(item_str(doc, 0, "cycle"), "6");
+    CHECK_STR(item_str(doc, 6, "kind"), "job_arrival");
+    json_object_put(doc);
+    doc = answer(a, "ns/b", "", 10); /* "" is no uid; ns/b has no stored job */
     CHECK_INT(nitems(doc), 1);
     json_object_put(doc);
     opapi_free(a);

@@ -1,11 +1,15 @@
 /* test_operator_metrics.c -- Prometheus rendering and the /metrics,
- * /healthz, /readyz endpoints on an ephemeral port (operator/metrics.c). */
+ * /healthz, /readyz and /journal endpoints on an ephemeral port
+ * (operator/metrics.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "operator/metrics.h"
+#include "operator/store.h"
 #include "test/unit/th.h"
 
 TEST(metrics_render_series) {
@@ -103,6 +107,55 @@ TEST(metrics_http_endpoints) {
     CHECK(strstr(b.buf, "aiq_leader 1\n") != NULL);
     CHECK_INT(get(port, "/nope", &b), 404);
     opmetrics_free(m);
+}
+
+/* /journal on the metrics port answers from the opapi handle once set,
+ * with the job's decisions found by NS/NAME alone, and is a 404 before. */
+TEST(metrics_serves_journal) {
+    char dir[64], path[96], p[128];
+    aiq_err e;
+    aiq_err_clear(&e);
+    snprintf(dir, sizeof dir, "/tmp/aiq-mj.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/op.db", dir);
+    store *s = store_open(path, NULL, &e);
+    CHECK(s != NULL);
+    struct aiq_aijob j = {0};
+    j.meta.namespace_ = (char *)"team-a";
+    j.meta.name = (char *)"train";
+    j.meta.uid = (char *)"u-1";
+    j.spec.user = (char *)"alice";
+    CHECK_INT(store_upsert_job(s, &j, NULL, &e), AIQ_OK);
+    struct store_decision d = {.cycle = 3, .t = 100, .job_uid = "u-1", .action = "wait",
+                               .reason = "QuotaFull", .message = "waiting for 2 GPUs"};
+    CHECK_INT(store_journal_decision(s, &d, &e), AIQ_OK);
+    opapi *api = NULL;
+    CHECK_INT(opapi_create(path, &api, &e), AIQ_OK);
+    opmetrics *m = opmetrics_create();
+    CHECK_INT(opmetrics_listen(m, "127.0.0.1:0", &e), AIQ_OK);
+    int port = opmetrics_port(m);
+    struct body b;
+    CHECK_INT(get(port, "/journal?job=team-a/train", &b), 404);
+    opmetrics_set_api(m, api);
+    CHECK_INT(get(port, "/journal?job=team-a/train", &b), 200);
+    CHECK(strstr(b.buf, "\"action\":\"wait\"") != NULL);
+    CHECK(strstr(b.buf, "\"reason\":\"QuotaFull\"") != NULL);
+    CHECK_INT(get(port, "/journal?job=noslash", &b), 400);
+    CHECK(strstr(b.buf, "noslash") != NULL);
+    CHECK_INT(get(port, "/journal?job=team-a/train&limit=x%22y", &b), 400);
+    CHECK(strstr(b.buf, "\"limit: expected a positive integer, got \\\"x\\\"y\\\"\"") != NULL);
+    CHECK_INT(get(port, "/journal?job=team-a/other", &b), 200);
+    CHECK(strstr(b.buf, "\"items\":[]") != NULL);
+    CHECK_INT(get(port, "/metrics", &b), 200);
+    opmetrics_free(m);
+    opapi_free(api);
+    store_close(s);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+    rmdir(dir);
 }
 
 TEST(metrics_bad_addr_named) {
