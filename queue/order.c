@@ -64,15 +64,26 @@ static void fill_factors(const q_state *st, const struct q_input *in, int j,
     f[Q_F_USAGE_GROUP_GPU_HOURS] = g ? g->usage_gpu_hours : 0;
     f[Q_F_FAIRSHARE_USER] = u ? u->fairshare : 1;
     f[Q_F_FAIRSHARE_GROUP] = g ? g->fairshare : 1;
-    f[Q_F_QUOTA_USER_SHARE] = u ? share(st->uin[job->user].v[Q_RES_GPUS], u->quota.gpus) : 0;
-    f[Q_F_QUOTA_GROUP_SHARE] = g ? share(st->gin[job->group].v[Q_RES_GPUS], g->quota.gpus) : 0;
+    f[Q_F_QUOTA_USER_SHARE] = u ? share(st->ugpu0[job->user], u->quota.gpus) : 0;
+    f[Q_F_QUOTA_GROUP_SHARE] = g ? share(st->ggpu0[job->group], g->quota.gpus) : 0;
     f[Q_F_CLUSTER_FREE_GPUS] = st->cl_free;
     f[Q_F_CLUSTER_TOTAL_GPUS] = st->cl_total;
     f[Q_F_JOB_IS_GANG] = job->replicas > 1;
     f[Q_F_JOB_ATTEMPTS] = job->attempts;
     f[Q_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
-    f[Q_F_BUDGET_USER_LEFT] = u ? budget_left(u->budget_gpu_hours, u->used_gpu_hours, st->ubud[job->user]) : 1e9;
-    f[Q_F_BUDGET_GROUP_LEFT] = g ? budget_left(g->budget_gpu_hours, g->used_gpu_hours, st->gbud[job->group]) : 1e9;
+    f[Q_F_BUDGET_USER_LEFT] = u ? budget_left(u->budget_gpu_hours, u->used_gpu_hours, st->ubud0[job->user]) : 1e9;
+    f[Q_F_BUDGET_GROUP_LEFT] = g ? budget_left(g->budget_gpu_hours, g->used_gpu_hours, st->gbud0[job->group]) : 1e9;
+}
+
+/* See queue.h. */
+void q_job_factors(const q_state *st, const struct q_input *in, int j,
+                   double *f) {
+    if (!st || !in || j < 0 || j >= in->njobs || !st->ugpu0 || !st->ggpu0 ||
+        !st->ubud0 || !st->gbud0) {
+        for (int k = 0; k < Q_NFACTORS; k++) f[k] = 0;
+        return;
+    }
+    fill_factors(st, in, j, f);
 }
 
 static void score_job(const q_state *st, const struct q_input *in,

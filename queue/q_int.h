@@ -134,6 +134,10 @@ struct q_state {
     int32_t *shape_tab; size_t cap_shape_tab;
     q__res *uin, *gin;  size_t cap_uin, cap_gin;   /* quota in use */
     double *ubud, *gbud; size_t cap_ubud, cap_gbud; /* budget committed */
+    /* Start-of-cycle GPUs in use and budget committed: the values factors
+     * read (the walk's admissions change uin/gin/ubud/gbud, not these). */
+    int64_t *ugpu0, *ggpu0; size_t cap_ugpu0, cap_ggpu0;
+    double *ubud0, *gbud0; size_t cap_ubud0, cap_gbud0;
     /* 1 = no concurrent limit and no budget: quota checks skip it */
     uint8_t *uopen, *gopen; size_t cap_uopen, cap_gopen;
     struct q_result *res; size_t cap_res;          /* 64-byte aligned */

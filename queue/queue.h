@@ -283,6 +283,17 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
 aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
              double *eta);
 
+/* Fills f[Q_NFACTORS] with the factor values job j of in was scored with
+ * in st's latest cycle: the same function the cycle uses, reading the
+ * start-of-cycle accounting it kept (GPUs in use, committed budget, free
+ * GPUs) rather than the walk's running totals. Exact for every
+ * job scored in that cycle, which is every job when
+ * policy.rescore_interval_s is 0; with a rescore interval, a job whose
+ * cached score is older sees today's values instead. in must be the input
+ * of st's latest cycle; j must be in range (otherwise f is zeroed). */
+void q_job_factors(const q_state *st, const struct q_input *in, int j,
+                   double *f);
+
 /* Formats the one-line message for job j of out into buf (cap bytes, always
  * NUL-terminated when cap > 0), e.g. "waiting for 3 GPUs in group vision
  * (quota 16, in use 15)". in must be the input of that cycle. Returns the

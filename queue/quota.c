@@ -76,7 +76,11 @@ int q__quota_init(q_state *st, const struct q_input *in) {
         Q_GROW(st, st->ubud, st->cap_ubud, (size_t)in->nusers + 1) ||
         Q_GROW(st, st->gbud, st->cap_gbud, (size_t)in->ngroups + 1) ||
         Q_GROW(st, st->uopen, st->cap_uopen, (size_t)in->nusers + 1) ||
-        Q_GROW(st, st->gopen, st->cap_gopen, (size_t)in->ngroups + 1))
+        Q_GROW(st, st->gopen, st->cap_gopen, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->ugpu0, st->cap_ugpu0, (size_t)in->nusers + 1) ||
+        Q_GROW(st, st->ggpu0, st->cap_ggpu0, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->ubud0, st->cap_ubud0, (size_t)in->nusers + 1) ||
+        Q_GROW(st, st->gbud0, st->cap_gbud0, (size_t)in->ngroups + 1))
         return -1;
     for (int u = 0; u < in->nusers; u++)
         st->uopen[u] = unlimited(&in->users[u].quota) && in->users[u].budget_gpu_hours < 0;
@@ -100,6 +104,14 @@ int q__quota_init(q_state *st, const struct q_input *in) {
             for (int r = 0; r < Q__NRES; r++) st->gin[j->group].v[r] += need.v[r];
             st->gbud[j->group] += h;
         }
+    }
+    for (int u = 0; u < in->nusers; u++) {
+        st->ugpu0[u] = st->uin[u].v[Q_RES_GPUS];
+        st->ubud0[u] = st->ubud[u];
+    }
+    for (int g = 0; g < in->ngroups; g++) {
+        st->ggpu0[g] = st->gin[g].v[Q_RES_GPUS];
+        st->gbud0[g] = st->gbud[g];
     }
     return 0;
 }

@@ -232,7 +232,8 @@ void q_state_free(q_state *st) {
                     st->tmp3, st->otab, st->kfit, st->touched, st->dsum,
                     st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->pfx[0], st->pfx[1],
                     st->rel[0], st->rel[1], st->rel_end[0], st->rel_end[1],
-                    st->seg[0], st->seg[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree};
+                    st->seg[0], st->seg[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
+                    st->ugpu0, st->ggpu0, st->ubud0, st->gbud0};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
     for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);

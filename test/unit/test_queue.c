@@ -820,3 +820,52 @@ TEST(huge_sizes_are_rejected_not_overflowed) {
     q_state_free(st);
     free(fx);
 }
+
+/* A scorer that reads the factors admissions could move: free GPUs and the
+ * group's quota share. */
+static int share_scorer(void *ctx, const double *f, double *s) {
+    (void)ctx;
+    *s = f[Q_F_CLUSTER_FREE_GPUS] * 10 + f[Q_F_QUOTA_GROUP_SHARE] * 1000 +
+         f[Q_F_WAIT_HOURS];
+    return 0;
+}
+
+TEST(job_factors_reproduce_each_score_after_admissions) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    static struct q_group g;
+    memset(&g, 0, sizeof g);
+    g.name = "vision";
+    unlimited(&g.quota);
+    g.quota.gpus = 16;
+    g.budget_gpu_hours = -1;
+    fx->in.groups = &g;
+    fx->in.ngroups = 1;
+    job(fx, "t/a", 1, 4, 0)->group = 0;
+    job(fx, "t/b", 1, 4, 0)->group = 0;
+    job(fx, "t/c", 1, 4, 0)->group = 0;
+    const q_scorer sc = {NULL, share_scorer, NULL};
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.res[2].decision, Q_DEC_WAIT);
+    for (int j = 0; j < 3; j++) {
+        double f[Q_NFACTORS], s = -1;
+        q_job_factors(st, &fx->in, j, f);
+        /* the cycle-start view: all 8 GPUs free, nothing of the quota used,
+         * although a and b were admitted during the walk */
+        CHECK_DBL(f[Q_F_CLUSTER_FREE_GPUS], 8, 0);
+        CHECK_DBL(f[Q_F_QUOTA_GROUP_SHARE], 0, 0);
+        CHECK_DBL(f[Q_F_JOB_GPUS], 4, 0);
+        share_scorer(NULL, f, &s);
+        CHECK(s == out.res[j].score); /* bit for bit */
+    }
+    double f[Q_NFACTORS];
+    f[0] = 42;
+    q_job_factors(st, &fx->in, 3, f); /* out of range: zeroed */
+    CHECK_DBL(f[0], 0, 0);
+    q_state_free(st);
+    free(fx);
+}
