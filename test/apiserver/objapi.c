@@ -27,22 +27,54 @@ json_object *apisrv_obj_get(apisrv *s, const char *resource, const char *ns,
     return o;
 }
 
+/* The stored texts of a list, copied under the lock and parsed after it
+ * is released: parsing 10,000 pods takes far longer than reading them, and
+ * the simulator lists every pod each tick, so parsing under the lock
+ * stalled every request for that long. */
+struct objapi_texts {
+    char **v;
+    size_t n, cap;
+    bool oom;
+};
+
 static int objapi_list_row(void *u, const char *key, const char *ns,
                            const char *name, const char *json) {
-    json_object *o = json_tokener_parse(json);
+    struct objapi_texts *tx = u;
     (void)key; (void)ns; (void)name;
-    if (o) json_object_array_add(u, o);
+    if (tx->n == tx->cap) {
+        size_t nc = tx->cap ? tx->cap * 2 : 256;
+        char **nv = realloc(tx->v, nc * sizeof *nv);
+        if (!nv) {
+            tx->oom = true;
+            return 1;
+        }
+        tx->v = nv;
+        tx->cap = nc;
+    }
+    if (!(tx->v[tx->n] = strdup(json))) {
+        tx->oom = true;
+        return 1;
+    }
+    tx->n++;
     return 0;
 }
 
-/* See apiserver.h. */
+/* See apiserver.h. The objects are read under the lock and parsed after
+ * it is released (a consistent snapshot either way). */
 json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns) {
     json_object *arr = json_object_new_array();
+    struct objapi_texts tx = {NULL, 0, 0, false};
     pthread_mutex_lock(&s->mu);
     const struct apisrv__type *t = objapi_type(s, resource, NULL);
     if (t) apisrv__store_scan(s, t->key, t->namespaced ? ns : NULL, NULL, NULL,
-                              objapi_list_row, arr);
+                              objapi_list_row, &tx);
     pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < tx.n; i++) {
+        json_object *o = tx.oom ? NULL : json_tokener_parse(tx.v[i]);
+        if (o) json_object_array_add(arr, o);
+        free(tx.v[i]);
+    }
+    free(tx.v);
     return arr;
 }
 
