@@ -29,6 +29,7 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
         s->hist_base_rv = e->rv;
         json_object_put(e->obj);
         json_object_put(e->prev);
+        free(e->text);
         s->hist_head = (s->hist_head + 1) % s->hist_cap;
         s->hist_len--;
     }
@@ -40,6 +41,7 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
     snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
     e->obj = json_object_get(obj);
     e->prev = prev ? json_object_get(prev) : NULL;
+    e->text = NULL;
     pthread_cond_broadcast(&s->cond);
 }
 

@@ -276,6 +276,7 @@ void apisrv_stop(apisrv *s) {
     {
         json_object_put(s->hist[(s->hist_head + i) % s->hist_cap].obj);
         json_object_put(s->hist[(s->hist_head + i) % s->hist_cap].prev);
+        free(s->hist[(s->hist_head + i) % s->hist_cap].text);
     }
     free(s->hist);
     apisrv__types_free(s);

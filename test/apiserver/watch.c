@@ -81,6 +81,54 @@ static void watch_event(struct apisrv__watch *wt, const char *type,
     wt->last_send = apisrv__now();
 }
 
+/* Formats one event of the history for a watch that wants raw objects:
+ * the object is serialized once per event and the text shared by every
+ * watcher, instead of once per watcher. The line is byte for byte what
+ * watch_event would make. */
+static void watch_event_hist(struct apisrv__watch *wt, const char *type,
+                             struct apisrv__event *e) {
+    static const char head[] = "{\"type\":\"", mid[] = "\",\"object\":";
+    size_t tl, ol, need;
+    if (!e->text) {
+        const char *t = json_object_to_json_string_ext(e->obj, JSON_C_TO_STRING_PLAIN);
+        e->text = t ? strdup(t) : NULL;
+        if (!e->text) {
+            watch_event(wt, type, NULL, e->obj);
+            return;
+        }
+    }
+    tl = strlen(type);
+    ol = strlen(e->text);
+    need = sizeof head - 1 + tl + sizeof mid - 1 + ol + 1;
+    if (wt->len + need + 2 > wt->cap) {
+        size_t nc = wt->cap ? wt->cap : 8192;
+        while (nc < wt->len + need + 2) nc *= 2;
+        if (nc > WATCH_MAX_PENDING) {  /* a client this slow is cut off */
+            wt->done = true;
+            return;
+        }
+        char *nb = realloc(wt->buf, nc);
+        if (!nb) {
+            wt->done = true;
+            return;
+        }
+        wt->buf = nb;
+        wt->cap = nc;
+    }
+    memcpy(wt->buf + wt->len, head, sizeof head - 1);
+    wt->len += sizeof head - 1;
+    memcpy(wt->buf + wt->len, type, tl);
+    wt->len += tl;
+    memcpy(wt->buf + wt->len, mid, sizeof mid - 1);
+    wt->len += sizeof mid - 1;
+    memcpy(wt->buf + wt->len, e->text, ol);
+    wt->len += ol;
+    wt->buf[wt->len++] = '}';
+    wt->buf[wt->len++] = '\n';
+    wt->buf[wt->len] = 0;
+    wt->last_send = apisrv__now();
+}
+
 static void watch_expired(struct apisrv__watch *wt, long long want, long long have) {
     struct apisrv__st st;
     apisrv__st_init(&st);
@@ -205,7 +253,8 @@ static void watch_collect(struct apisrv__watch *wt) {
         } else if (!now_in) {
             continue;
         }
-        watch_event(wt, type, apisrv__type_by_key(s, e->key), e->obj);
+        if (wt->table) watch_event(wt, type, apisrv__type_by_key(s, e->key), e->obj);
+        else watch_event_hist(wt, type, e);
     }
 }
 
