@@ -15,6 +15,7 @@
 #include "operator/crashpoint.h"
 #include "operator/kube_status.h"
 #include "operator/server.h"
+#include "policy/fairshare.h"
 
 /* A (group, user) -> index map for the cycle's users (open addressing). */
 struct cy_umap {
@@ -149,40 +150,47 @@ static int cy__usage_cb(const char *user, const char *group, double h, void *ud)
     return 0;
 }
 
-/* Slurm-style classic fair share 2^(-U/S) with normalized usage and
- * shares (shares: Group.spec.shares, else its GPU quota, else 1; users
- * share their group's equally). */
+/* Fair-share factors through policy/fairshare.h (fs_compute, the classic
+ * group -> user form of docs/fairshare.md). Shares: a group's
+ * Group.spec.shares, else its GPU quota, else 1; a user's the same rule on
+ * its accepted UserQuota (no explicit weight there), else 1. Users
+ * without a group keep factor 1. On ENOMEM or an input fs_compute
+ * refuses, every factor stays at the 1 the builders set (no fair-share
+ * ordering this cycle rather than a wrong one). */
 static void cy__fairshare(struct cy *c) {
-    double tot_u = 0, tot_s = 0;
-    double *gs = calloc((size_t)(c->ngroups ? c->ngroups : 1), sizeof *gs);
-    if (!gs)
-        return;
-    for (int g = 0; g < c->ngroups; g++) {
+    int ng = c->ngroups, nu = 0;
+    struct fs_group *gs = calloc((size_t)(ng ? ng : 1), sizeof *gs);
+    struct fs_user *us = calloc((size_t)(c->nusers ? c->nusers : 1), sizeof *us);
+    int *uidx = calloc((size_t)(c->nusers ? c->nusers : 1), sizeof *uidx);
+    struct fs_factor *gout = calloc((size_t)(ng ? ng : 1), sizeof *gout);
+    struct fs_factor *uout = calloc((size_t)(c->nusers ? c->nusers : 1), sizeof *uout);
+    if (!gs || !us || !uidx || !gout || !uout)
+        goto out_free;
+    for (int g = 0; g < ng; g++) {
         const struct aiq_group *ag = c->gobj[g]->parsed;
-        gs[g] = ag->spec.shares > 0 ? ag->spec.shares
-                : (ag->spec.quota.gpus > 0 ? (double)ag->spec.quota.gpus : 1);
-        tot_s += gs[g];
-        tot_u += c->groups[g].usage_gpu_hours;
-    }
-    for (int g = 0; g < c->ngroups; g++) {
-        double U = tot_u > 0 ? c->groups[g].usage_gpu_hours / tot_u : 0;
-        double S = tot_s > 0 ? gs[g] / tot_s : 1;
-        c->groups[g].fairshare = S > 0 ? pow(2, -U / S) : 0;
+        gs[g].shares = fs_shares_from_quota(ag->spec.shares, &ag->spec.quota);
+        gs[g].usage = c->groups[g].usage_gpu_hours;
     }
     for (int i = 0; i < c->nusers; i++) {
-        struct q_user *u = &c->users[i];
-        if (u->group < 0) {
-            u->fairshare = 1;
+        const struct q_user *u = &c->users[i];
+        if (u->group < 0 || u->group >= ng)
             continue;
-        }
-        int members = 0;
-        for (int k = 0; k < c->nusers; k++)
-            members += c->users[k].group == u->group;
-        double gu = c->groups[u->group].usage_gpu_hours;
-        double U = gu > 0 ? u->usage_gpu_hours / gu : 0;
-        double S = members > 0 ? 1.0 / members : 1;
-        u->fairshare = c->groups[u->group].fairshare * pow(2, -U / S);
+        us[nu].group = u->group;
+        us[nu].shares = fs_shares_from_quota(0, &u->quota);
+        us[nu].usage = u->usage_gpu_hours;
+        uidx[nu++] = i;
     }
+    if (fs_compute(gs, ng, us, nu, gout, uout, NULL) != AIQ_OK)
+        goto out_free;
+    for (int g = 0; g < ng; g++)
+        c->groups[g].fairshare = gout[g].factor;
+    for (int k = 0; k < nu; k++)
+        c->users[uidx[k]].fairshare = uout[k].factor;
+out_free:
+    free(uout);
+    free(gout);
+    free(uidx);
+    free(us);
     free(gs);
 }
 

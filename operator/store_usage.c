@@ -3,6 +3,7 @@
  * fair-share, windowed usage for budgets, and the all-pairs scan a cycle
  * reads. */
 #include "operator/store_int.h"
+#include "policy/fairshare.h"
 
 #include <math.h>
 #include <string.h>
@@ -94,11 +95,10 @@ static sqlite3_stmt *usage_query(store *s, const char *user,
     return st;
 }
 
+/* The weight of a bucket's usage at `now`: fair share's one decay rule
+ * (fs_decay) applied from the bucket's middle. */
 static double decay(double now, int64_t bucket, double half_life_s) {
-    if (!(half_life_s > 0)) return 1;
-    double age = now - ((double)bucket + STORE_BUCKET_S / 2.0);
-    if (age <= 0) return 1;
-    return exp2(-age / half_life_s);
+    return fs_decay(1.0, now - ((double)bucket + STORE_BUCKET_S / 2.0), half_life_s);
 }
 
 /* Sums a usage query: weighted by decay when half_life_s > 0. */
