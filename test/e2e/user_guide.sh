@@ -18,6 +18,13 @@ kubectl apply -f "$ROOT/examples/namespaces.yaml" -f "$ROOT/examples/groups/" \
     { bad "demo setup"; cat "$T/setup.out"; }
 wait_for 10 "the demo's UserQuota for alice is accepted" sh -c '
   [ "$(kubectl get userquota alice -n team-vision -o jsonpath={.status.accepted})" = true ]'
+wait_for 10 "the example UserQuotas for bob and carol are accepted" sh -c '
+  [ "$(kubectl get userquota bob -n team-nlp -o jsonpath={.status.accepted})" = true ] &&
+  [ "$(kubectl get userquota carol -n team-nlp -o jsonpath={.status.accepted})" = true ]'
+wait_for 10 "only over-allocated.yaml (erin) is rejected, with its documented reason" sh -c '
+  [ "$(kubectl get userquota erin -n team-vision -o jsonpath={.status.accepted})" = false ] &&
+  kubectl get userquota erin -n team-vision -o jsonpath={.status.message} |
+    grep -qx "sum of user quotas for gpus would be 20, group vision has 16"'
 
 # Split the guide into blocks: $T/blocks/N.sh and $T/blocks/N.expect.
 mkdir -p "$T/blocks" "$T/work"
