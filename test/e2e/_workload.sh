@@ -221,8 +221,38 @@ wl_stop_all() {
     [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null && wait "$API_PID" 2>/dev/null
     OP_PID=""; API_PID=""
     mkdir -p "$T/$1"
-    for f in api.db op.db op.log api.log kubeconfig kcache; do
+    for f in api.db api.db-wal api.db-shm op.db op.db-wal op.db-shm op.log api.log \
+             kubeconfig kcache; do
         [ -e "$T/$f" ] && mv "$T/$f" "$T/$1/"
     done
-    rm -f "$T"/api.db-* "$T"/op.db-*
+}
+
+# wl_attempts_ok FILE DB OUTAGES SLACK: every finished attempt was billed
+# for the time its pods really ran. The simulated pods run exactly their
+# duration / time scale (10), so an attempt's GPU-seconds divided by its
+# GPUs must be that runtime within SLACK seconds (observation delay at
+# each edge: a cycle plus watch latency), widened by any operator outage
+# ("t_down t_up" lines in OUTAGES, unix seconds) that overlaps the attempt
+# (an edge seen at the restart). Billing an attempt twice, from its
+# admission, or not at all is off by a whole runtime.
+wl_attempts_ok() {
+    awk '/^  name: /{ n = $2 } /^  replicas: /{ r = $2 }
+         /resources: /{ match($0, /gpus: [0-9]+/); g = substr($0, RSTART + 6, RLENGTH - 6) }
+         /duration: /{ match($0, /duration: [0-9]+/); print "N", n, r * g, substr($0, RSTART + 10, RLENGTH - 10) / 10 }' "$1" >"$T/nominal.txt"
+    touch "$3"
+    sqlite3 -separator ' ' "$2" "SELECT 'A', j.name, a.attempt, a.started, a.finished, a.gpu_seconds
+        FROM job_attempts a JOIN jobs j ON j.uid = a.job_uid WHERE j.ns = 'default';" |
+        cat "$T/nominal.txt" "$3" - | awk -v slack="$4" '
+        $1 == "N" { gp[$2] = $3; nom[$2] = $4; next }
+        $1 == "A" { n++
+                    if (!($2 in gp) || gp[$2] <= 0) { print $2 ": not in the workload"; bad++; next }
+                    ran = $6 / gp[$2]; lo = $4 - nom[$2] - 2; hi = $5 + 2; ov = 0
+                    for (i = 0; i < no; i++) { a = od[i] > lo ? od[i] : lo; b = ou[i] < hi ? ou[i] : hi; if (b > a) ov += b - a }
+                    d = ran - nom[$2]; if (d < 0) d = -d
+                    if (d > max) max = d
+                    if (d > slack + ov) { printf "%s attempt %d: billed %.2f s x %d GPUs, ran %.2f s (outage overlap %.1f s)\n", $2, $3, ran, gp[$2], nom[$2], ov; bad++ }
+                    next }
+        NF == 2 { od[no] = $1; ou[no] = $2; no++ }
+        END { printf "%d attempts, %d outages, largest deviation %.2f s\n", n, no, max
+              if (bad || n == 0) exit 1 }'
 }

@@ -64,7 +64,9 @@ while read -r what pass delay; do
         while kill -0 "$OP_PID" 2>/dev/null && [ $w -lt 150 ]; do sleep 0.1; w=$((w + 1)); done
         if kill -0 "$OP_PID" 2>/dev/null; then
             op_kill9; sig=$((sig + 1)); echo "kill $i: $what:$pass not reached in 15 s, SIGKILL"
+            td=$(date +%s.%N)
         else
+            td=$(date +%s.%N)
             wait "$OP_PID"; rc=$?; OP_PID=""
             [ $rc = 137 ] && self=$((self + 1))
             echo "kill $i: crash point $what:$pass, exit $rc"
@@ -72,16 +74,20 @@ while read -r what pass delay; do
     else
         sleep "$delay"
         op_kill9; sig=$((sig + 1)); echo "kill $i: SIGKILL after ${delay}s"
+        td=$(date +%s.%N)
     fi
     kills=$((kills + 1))
     # Halfway, restart the local cluster under a live (unarmed) operator.
     if [ $i = $(( (K + 1) / 2 )) ]; then
         wl_op_up
+        echo "$td $(date +%s.%N)" >>"$T/outages.txt"
         sleep 1
+        td=$(date +%s.%N)
         if wl_api_restart --nodes "$T/nodes.yaml" --time-scale $SCALE; then
             ok "local cluster restarted on the same --db and port"
         else bad "local cluster restart"; fi
         sleep 2
+        echo "$td $(date +%s.%N)" >>"$T/outages.txt"
         nw=$(sed -n "$((i + 1))p" "$T/plan.txt" | awk '{ print $1 }')
         if [ -n "$nw" ] && [ "$nw" != kill ]; then
             # The next kill is a crash point: the operator must be armed.
@@ -91,6 +97,7 @@ while read -r what pass delay; do
         continue
     fi
     op_up_for $((i + 1))
+    echo "$td $(date +%s.%N)" >>"$T/outages.txt"
 done <"$T/plan.txt"
 [ -n "$OP_PID" ] || wl_op_up
 wait_for $LIMIT "crash run: every job finished after $kills kills" wl_all_done "$N"
@@ -104,17 +111,20 @@ echo "operator starts seen (ready lines): $(grep -c 'event=ready' "$T/op.log")"
 adm=$(grep -c "crash point armed: admit_recorded" "$T/op.log")
 wl_check_end "$T/wl.yaml" "$T/op.db" $((adm * 32))
 wl_user_gpus "$T/op.db" >"$T/crash.gpus"
-# GPU-seconds are wall time from the operator seeing a gang all Running to
-# seeing it done, so they cannot match to the second: each attempt's edges
-# move by up to a cycle (0.3 s) plus watch latency, and an attempt that
-# ends while the operator is down is seen ending at the restart (each
-# outage is ~1-2 s here while up to 32 GPUs run). Measured: 2-9% per user
-# on the short run. Counting an attempt twice is caught exactly above
-# (one finished attempt per attempt, usage = their sum); this bound
-# catches accounting that drifts, e.g. restarted attempts billed from
-# their first admission.
-check "per-user GPU-seconds match the clean run within 15%" \
-    wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 0.15
+# Usage equal to a clean run's: GPU-seconds are wall time from the
+# operator seeing a gang all Running to seeing it done, so per-user totals
+# cannot match a clean run to the second (measured: 2-9% over on the short
+# run, 11-16% over with 50 kills in 160 s, all from attempts that ended
+# during an outage). The exact test is per attempt: billed runtime = the
+# pods' real runtime within 2 s, plus the outages it overlapped. The clean
+# run passes the same check with no outages.
+check "clean run: each attempt billed for its real runtime (within 2 s)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/clean/op.db" "$T/none.txt" 2
 cat "$T/check.out"
+check "crash run: each attempt billed for its real runtime (2 s + outage overlap)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/op.db" "$T/outages.txt" 2
+cat "$T/check.out"
+echo "per-user GPU-seconds, clean vs crash run:"
+wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 1
 echo "kills survived: $kills ($self crash points, $sig SIGKILL), cluster restarts: 1, jobs: $N"
 e2e_done
