@@ -13,12 +13,14 @@ T=$(mktemp -d /tmp/aiq-demo.XXXXXX)
 API_PID=""
 OP_PID=""
 export KUBECONFIG="$T/kubeconfig" KUBECACHEDIR="$T/kcache"
+# kubectl finds its plugins on PATH: build/rel/kubectl-aiq is `kubectl aiq`.
+export PATH="$BIN:$PATH"
 
 cleanup() {
     if [ -n "${AIQ_DEMO_KEEP:-}" ] && [ "${1:-}" = done ]; then
         echo
         echo "The cluster keeps running (AIQ_DEMO_KEEP=1):"
-        echo "  export KUBECONFIG=$KUBECONFIG KUBECACHEDIR=$KUBECACHEDIR"
+        echo "  export KUBECONFIG=$KUBECONFIG KUBECACHEDIR=$KUBECACHEDIR PATH=$BIN:\$PATH"
         echo "  operator log: $T/operator.log    stop: kill $OP_PID $API_PID"
         return
     fi
@@ -32,7 +34,7 @@ trap 'exit 130' INT TERM
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
 
-for p in aiq-apiserver aiq-operator; do
+for p in aiq-apiserver aiq-operator kubectl-aiq; do
     [ -x "$BIN/$p" ] || die "$BIN/$p is missing (run: make)"
 done
 command -v kubectl >/dev/null || die "kubectl is not on PATH"
@@ -62,7 +64,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 METRICS_PORT=$(sed -n 's/.*event=metrics_listening port=\([0-9]*\).*/\1/p' "$T/operator.log" | head -1)
-echo "  ready; metrics on http://127.0.0.1:$METRICS_PORT/metrics"
+echo "  ready; metrics on http://127.0.0.1:$METRICS_PORT/metrics, journal on /journal"
 
 say "Groups, user quotas and queue policies (fifo is the active one)"
 kubectl apply -f "$ROOT/examples/namespaces.yaml" -f "$ROOT/examples/groups/" \
@@ -73,6 +75,9 @@ kubectl get userquotas -A
 
 say "Submitting the example AIJobs"
 kubectl apply -f "$ROOT/examples/jobs/" | sed 's/^/  /'
+sleep 2
+say "kubectl aiq queue -A   (the plugin: who waits, in queue order, and why)"
+kubectl aiq queue -A
 
 # Jobs still moving: anything not finished, rejected or held.
 active() {
@@ -102,7 +107,10 @@ curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null |
 say "What to try next"
 cat <<TXT
   Keep the cluster after the demo:   AIQ_DEMO_KEEP=1 make demo
-  Then, with the printed KUBECONFIG:
+  Then, with the printed KUBECONFIG and PATH:
+    kubectl aiq queue -A                                   # the queue in order, with the reasons
+    kubectl aiq explain gpt-13b-pretrain -n team-nlp --operator-url http://127.0.0.1:$METRICS_PORT
+                                           # score, level, quota, ETA and the decision journal
     kubectl describe aijob bert-large-ddp -n team-nlp      # score term by term, Events
     kubectl patch aijob sd-finetune -n team-vision --type=merge -p '{"spec":{"suspend":false}}'
     kubectl patch queuepolicy fifo --type=merge -p '{"spec":{"active":false}}'
