@@ -103,8 +103,8 @@ int main(void) {
             goto out;
         }
     }
-    const long n = 1000000;
-    const int rounds = 60;
+    const long n = 500000;
+    const int rounds = 200;
     double best_vm = 1e9, best_nat = 1e9, s1 = 0, s2 = 0;
     for (int r = 0; r < rounds; r++) { /* interleaved, best of each */
         double t = run_vm(p, v, n, &s1);
