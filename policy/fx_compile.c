@@ -143,7 +143,8 @@ static fx_opcode fx_pair_form(fx_opcode p, fx_opcode q) {
 
 /* Peephole on the instruction just appended at i = g->n - 1 (never when
  * i is a jump target): F + op -> op with FX_M_INF; op + ADD -> op with
- * FX_M_ACC; two constant ops -> their fused pair (fx_pair_form); ADDFK
+ * FX_M_ACC; two constant ops -> their fused pair (fx_pair_form), and MINK
+ * + MULK_DIVK -> MINK_MULK_DIVK; ADDFK
  * after an op flagged FX_OPF_T -> a DATA slot of that op's tail (b counts
  * them); runs of ADDFK anywhere else -> one LIN with DATA slots. Each
  * rewrite computes exactly what the unfused sequence computed, step by
@@ -170,6 +171,17 @@ static void fx_fuse(fx_gen *g) {
         prev->op = (uint8_t)pair;
         prev->k2 = in->k;
         g->n--;
+        /* min(x, k0) before x * k / k2, with nothing jumping in between:
+         * one MINK_MULK_DIVK */
+        fx_ins *pp = i >= 2 ? &g->code[i - 2] : NULL;
+        if (pair == FX_OP_MULK_DIVK && pp && i - 1 != g->barrier &&
+            pp->op == FX_OP_MINK && !(pp->m & FX_M_ACC) && pp->b == 0 &&
+            !(prev->m & FX_M_INF)) {
+            pp->op = FX_OP_MINK_MULK_DIVK;
+            pp->k3 = prev->k2;
+            pp->k2 = prev->k;
+            g->n--;
+        }
     } else if (in->op == FX_OP_ADDFK) {
         if (g->lin >= 0 && g->lin + (int)g->code[g->lin].b == i - 1) {
             in->op = FX_OP_DATA;

@@ -62,6 +62,7 @@ static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
             fx_out(buf, cap, o, " %s", fx_factor_name(in->a));
         if (fl & FX_OPF_K) fx_num(buf, cap, o, in->k);
         if (fl & FX_OPF_K2) fx_num(buf, cap, o, in->k2);
+        if (fl & FX_OPF_K3) fx_num(buf, cap, o, in->k3);
         if (fl & FX_OPF_J) fx_out(buf, cap, o, " -> %04u", in->b);
         if (fl & FX_OPF_N) fx_out(buf, cap, o, " x%u", in->b);
         if (in->m & FX_M_ACC) fx_out(buf, cap, o, " +acc");

@@ -22,6 +22,7 @@
 #define FX_OPF_K2 32u /* k2 is used (a second constant) */
 #define FX_OPF_T 64u /* b counts a tail of DATA slots (weighted terms added
                       * after the op, as LIN does) */
+#define FX_OPF_K3 128u /* k3 is used (a third constant) */
 
 /* Operand modes, folded into an instruction by the compiler's peephole
  * (fewer dispatches): FX_M_INF pushes f[a] before the op (so its input x
@@ -46,7 +47,7 @@ typedef enum {
 extern const char *const fx__op_names[FX__NOPS];
 extern const unsigned fx__op_flags[FX__NOPS];
 
-/* The fixed instruction shape: 24 bytes. h is derived from the rest when
+/* The fixed instruction shape: 32 bytes. h is derived from the rest when
  * compilation ends (fx__set_dispatch) and only read by the threaded VM. */
 typedef struct {
     uint8_t op;   /* fx_opcode */
@@ -56,6 +57,7 @@ typedef struct {
     uint16_t b;   /* jump target (absolute pc), or a count of DATA slots */
     double k;     /* constant */
     double k2;    /* second constant of the fused pairs (MULK_DIVK, ...) */
+    double k3;    /* third constant (MINK_MULK_DIVK) */
 } fx_ins;
 _Static_assert(FX_MAX_CODE <= 65535, "jump targets fit fx_ins.b");
 

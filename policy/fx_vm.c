@@ -103,6 +103,8 @@ fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
         case FX_OP_POWK: IN(); x = fx__pow(x, in->k); OUT(); break;
         /* Fused pairs of constant ops, each step as its single op does. */
         case FX_OP_MULK_DIVK: IN(); x *= in->k; x /= in->k2; OUT(); break;
+        case FX_OP_MINK_MULK_DIVK:
+            IN(); x = fx__min(x, in->k); x *= in->k2; x /= in->k3; OUT(); break;
         case FX_OP_ADDK_KDIV: IN(); x += in->k; x = fx__div(in->k2, x); OUT(); break;
         case FX_OP_KSUB_MULK: IN(); x = in->k - x; x *= in->k2; OUT(); break;
         /* x op factor. */
@@ -261,7 +263,8 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
         OPT(END), OPT(K), OPT(F), OPT(FMULK), H(FMULK, 4) = &&FMULK_4,
         OPT(ADD), OPT(SUB), OPT(MUL), OPT(DIV), CALLT(MOD), CALLT(POW),
         MOPT(ADDK), MOPT(SUBK), MOPT(MULK), MOPT(DIVK), MOPT(KSUB),
-        MOPT(KDIV), CALLT(POWK), MOPT(MULK_DIVK), MOPT(ADDK_KDIV),
+        MOPT(KDIV), CALLT(POWK), MOPT(MULK_DIVK), MOPT(MINK_MULK_DIVK),
+        MOPT(ADDK_KDIV),
         MOPT(KSUB_MULK),
         OPT(ADDF), OPT(SUBF), OPT(MULF), OPT(DIVF), OPT(ADDFK), OPT(LIN),
         MOPT(SELK), MOPT(NEG), MOPT(NOT), MOPT(TRUTH),
@@ -294,6 +297,7 @@ static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
     MOP(KSUB, x = in->k - x)
     MOP(KDIV, x = fx__div(in->k, x))
     MOP(MULK_DIVK, x *= in->k; x /= in->k2)
+    MOP(MINK_MULK_DIVK, x = fx__min(x, in->k); x *= in->k2; x /= in->k3)
     MOP(ADDK_KDIV, x += in->k; x = fx__div(in->k2, x))
     MOP(KSUB_MULK, x = in->k - x; x *= in->k2)
     ADDF_0: x += f[in->a]; NEXT();

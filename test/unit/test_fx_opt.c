@@ -194,7 +194,7 @@ TEST(fx_opt_every_function_and_unary) {
 }
 
 /* The fused shapes on purpose: pairs (k * x / k2, k2 / (x + k),
- * (k - x) * k2) alone, accumulated, followed by weighted tails of every
+ * (k - x) * k2) and k2 * min(x, k) / k3, alone, accumulated, followed by weighted tails of every
  * length, after jumps, and with division by zero and overflow. */
 TEST(fx_opt_fused_shapes) {
     static const char *const shapes[] = {
@@ -202,6 +202,8 @@ TEST(fx_opt_fused_shapes) {
         "200 * (1 - quota.user_share)", "job.cpu * 1e308 / 1e-10",
         "1 / (-1 + job.is_gang)", "(0 - job.gpus) * 1e308", "(job.gpus > 2 ? 3 : 1) * 4 / 3",
         "(job.is_gang ? 50 : 0)", "-job.cpu", "!job.gpus", "min(job.cpu, 4) / 2",
+        "2 * min(job.cpu * 3, 1e308) / 1e-300", "min(job.gpus, 0) * -0 / 3",
+        "(job.gpus > 1 ? min(job.cpu, 2) : 5) * 3 / 7", "7 * min(1, job.cpu) / 2",
     };
     char src[1024];
     int bad = 0;
@@ -388,7 +390,7 @@ TEST(fx_opt_plain_is_plain) {
         }
         char buf[4096];
         fx_dump(opt, buf, sizeof buf);
-        CHECK(strstr(buf, "MULK_DIVK 1000 168 +lin x2\n") != NULL);
+        CHECK(strstr(buf, "MINK_MULK_DIVK wait.hours 168 1000 168 +lin x2\n") != NULL);
         CHECK(strstr(buf, "ADDK_KDIV runtime.predicted_hours 1 300 +acc\n") != NULL);
         CHECK(strstr(buf, "SELK   job.is_gang 50 +acc\n") != NULL);
         CHECK(opt->ncode < plain->ncode);
