@@ -258,6 +258,12 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->st.queued_at = now;
         snprintf(msg, sizeof msg, "%s; requeued after attempt %d of %d (backoff %.0fs)",
                  why, js->st.attempts, j->spec.backoff_limit + 1, back);
+        char payload[384];
+        snprintf(payload, sizeof payload,
+                 "{\"uid\":\"%.100s\",\"attempt\":%d,\"queued\":%.17g,"
+                 "\"backoff_until\":%.17g,\"reason\":\"%.64s\"}",
+                 j->meta.uid, js->st.attempts, now, js->backoff_until, reason);
+        store_journal_event(s->db, now, STORE_EV_JOB_REQUEUE, o->key, payload, NULL);
         job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
     }
     OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
@@ -411,7 +417,7 @@ static void job__record(struct server *s, struct opcache_obj *o,
     aiq_err e;
     aiq_err_clear(&e);
     int64_t gen = srv__generation(o->raw);
-    if (js->recorded_gen == gen && js->journaled)
+    if (js->recorded_gen == gen)
         return;
     if (store_upsert_job(s->db, j, js->st.group[0] ? js->st.group : NULL, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=upsert_job msg=\"%s\"",
@@ -428,18 +434,35 @@ static void job__record(struct server *s, struct opcache_obj *o,
               "seconds=%.0f source=%s samples=%d", pr.runtime_s, pred_source_name(pr.source),
               pr.samples);
     }
-    if (js->journaled)
-        return;
     struct store_job sj;
     if (store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK)
         js->attained_gpu_s = sj.gpu_seconds;
+}
+
+/* Journals the job's arrival once it is in the queue (or past it): the
+ * spec, plus "created" (metadata.creationTimestamp) and "queued" (the
+ * queue entry the cycle counts wait.hours from), both unix seconds printed
+ * so they read back exactly, for an exact replay. A Pending or Suspended
+ * job waits: no cycle has seen it yet, and its queue time is not known. */
+static void job__journal_arrival(struct server *s, struct opcache_obj *o,
+                                 const struct aiq_aijob *j, struct opjob *js, double now) {
+    if (js->journaled)
+        return;
+    if (js->st.queued_at <= 0 && (js->st.phase == AIQ_PHASE_NONE ||
+                                  js->st.phase == AIQ_PHASE_PENDING ||
+                                  js->st.phase == AIQ_PHASE_SUSPENDED))
+        return;
     json_object *spec = NULL;
     json_object_object_get_ex(o->raw, "spec", &spec);
     const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN)
                            : NULL;
     char payload[STORE_MAX_JSON];
-    snprintf(payload, sizeof payload, "{\"uid\":\"%s\",\"group\":\"%s\",\"spec\":%s}",
-             j->meta.uid, js->st.group, (txt && strlen(txt) < STORE_MAX_JSON - 600) ? txt : "null");
+    double queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
+    snprintf(payload, sizeof payload,
+             "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
+             "\"spec\":%s}",
+             j->meta.uid, js->st.group, j->meta.creation_time, queued,
+             (txt && strlen(txt) < STORE_MAX_JSON - 600) ? txt : "null");
     store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL);
     js->journaled = true;
 }
@@ -477,6 +500,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     if (js->st.phase == AIQ_PHASE_NONE)
         job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
     job__record(s, o, j, js, now);
+    job__journal_arrival(s, o, j, js, now);
     js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
 
     job__gang(s, j, &g);
@@ -527,6 +551,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             js->st.queued_at = now;
             job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
             store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+            job__journal_arrival(s, o, j, js, now);
             OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
                   (int)j->spec.replicas);
             job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
@@ -546,6 +571,11 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
                      g.n == 1 ? "its" : "all", g.n, g.n == 1 ? "" : "s");
             store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL);
             store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL);
+            char payload[256];
+            snprintf(payload, sizeof payload,
+                     "{\"uid\":\"%.100s\",\"attempt\":%d,\"started\":%.17g}",
+                     j->meta.uid, js->st.attempts, now);
+            store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL);
             job__event(s, o, js, "Normal", "Running", js->st.message);
         } else if (js->st.admitted_at > 0 &&
                    now - js->st.admitted_at > s->flags.start_timeout_s) {

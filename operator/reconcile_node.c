@@ -90,9 +90,10 @@ void reconcile_node(struct server *s, enum kube_event_type t,
         OPLOG(&s->log, OPLOG_WARN, "store_error", qn.name, NULL,
               "op=upsert_node msg=\"%s\"", e.message);
     snprintf(payload, sizeof payload,
-             "{\"gpus\":%d,\"gpu_memory_mib\":%lld,\"model\":\"%.100s\",\"domain\":\"%.100s\","
-             "\"schedulable\":%s}",
-             qn.ngpus, (long long)sn.gpu_memory_mib, qn.gpu_model ? qn.gpu_model : "",
+             "{\"gpus\":%d,\"gpu_memory_mib\":%lld,\"cpu_milli\":%lld,\"memory_bytes\":%lld,"
+             "\"model\":\"%.100s\",\"domain\":\"%.100s\",\"schedulable\":%s}",
+             qn.ngpus, (long long)sn.gpu_memory_mib, (long long)qn.cpu_alloc,
+             (long long)qn.mem_alloc, qn.gpu_model ? qn.gpu_model : "",
              qn.domain ? qn.domain : "", qn.schedulable ? "true" : "false");
     store_journal_event(s->db, now, STORE_EV_NODE, qn.name, payload, NULL);
     OPLOG(&s->log, OPLOG_DEBUG, "node_seen", qn.name, srv__rv(obj),

@@ -367,6 +367,9 @@ typedef enum {
     STORE_EV_NODE,
     STORE_EV_QUOTA,
     STORE_EV_POLICY,
+    STORE_EV_JOB_START,        /* all of a gang's pods run: {"uid","attempt","started"} */
+    STORE_EV_JOB_REQUEUE,      /* gang down, back in the queue: {"uid","attempt",
+                                  "queued","backoff_until","reason"} */
     STORE_EV__NKINDS
 } store_event_kind;
 

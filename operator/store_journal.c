@@ -1,5 +1,5 @@
 /* store_journal.c -- the decision journal: input events (arrivals,
- * departures, node, quota and policy changes) and per-cycle decisions,
+ * departures, starts, requeues, node, quota and policy changes) and per-cycle decisions,
  * their export as JSON lines for offline replay, and retention. */
 #include "operator/store_int.h"
 
@@ -14,6 +14,8 @@ static const char *const store_event_names[STORE_EV__NKINDS] = {
     [STORE_EV_NODE] = "node",
     [STORE_EV_QUOTA] = "quota",
     [STORE_EV_POLICY] = "policy",
+    [STORE_EV_JOB_START] = "job_start",
+    [STORE_EV_JOB_REQUEUE] = "job_requeue",
 };
 
 /* See store.h. */
