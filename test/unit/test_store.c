@@ -997,6 +997,8 @@ TEST(journal_rejects_bad_input) {
     CHECK_INT(n, 0); /* nothing half-written */
     free(out);
     CHECK_STR(store_event_kind_name(STORE_EV_JOB_DEPARTURE), "job_departure");
+    CHECK_STR(store_event_kind_name(STORE_EV_JOB_START), "job_start");
+    CHECK_STR(store_event_kind_name(STORE_EV_JOB_REQUEUE), "job_requeue");
     CHECK(store_event_kind_name(STORE_EV__NKINDS) == NULL);
     store_close(s);
 }
