@@ -12,9 +12,10 @@ export AIQ_SRC="$ROOT" AIQ_BUILD="$ROOT/$BUILD" AIQ_REL="$ROOT/build/rel"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 P=0; F=0
+START=$(date +%s)
 LOG=$(mktemp -d /tmp/aiq-test.XXXXXX)
 
-tally() { # $1 = name, $2 = output file, $3 = exit code
+tally() { # $1 = name, $2 = output file, $3 = exit code, $4 = seconds taken
     line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
     if [ -z "$line" ]; then
         echo "FAIL $1: no result line (exit $3)"; tail -30 "$2"; F=$((F + 1)); return
@@ -23,21 +24,23 @@ tally() { # $1 = name, $2 = output file, $3 = exit code
     f=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/')
     if [ "$3" != 0 ] && [ "$f" = 0 ]; then f=1; echo "FAIL $1: exit $3 after all checks passed"; tail -30 "$2"; fi
     P=$((P + p)); F=$((F + f))
-    if [ "$f" != 0 ]; then echo "== $1: $line"; grep -E 'FAIL|ERROR|runtime error|Sanitizer' "$2" | head -40
-    else echo "ok  $1: $line"; fi
+    if [ "$f" != 0 ]; then echo "== $1: $line (${4:-?}s)"; grep -E 'FAIL|ERROR|runtime error|Sanitizer' "$2" | head -40
+    else echo "ok  $1: $line (${4:-?}s)"; fi
 }
 
 if [ "$WHAT" = unit ] || [ "$WHAT" = all ] || [ "$WHAT" = valgrind ]; then
     for t in "$ROOT/$BUILD"/test/test_*; do
         [ -x "$t" ] || continue
         n=$(basename "$t")
+        t0=$(date +%s)
         if [ "$WHAT" = valgrind ]; then
             (cd "$ROOT" && valgrind -q --error-exitcode=99 --leak-check=full \
                 --errors-for-leak-kinds=definite,indirect "$t") >"$LOG/$n.out" 2>&1
         else
             (cd "$ROOT" && "$t") >"$LOG/$n.out" 2>&1
         fi
-        tally "$n" "$LOG/$n.out" $?
+        rc=$?
+        tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
     done
 fi
 if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
@@ -46,10 +49,12 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
         n=$(basename "$s" .sh)
         # lib.sh and _*.sh are sourced helpers, not tests.
         case "$n" in lib|_*) continue ;; esac
+        t0=$(date +%s)
         (cd "$ROOT" && sh "$s") >"$LOG/$n.out" 2>&1
-        tally "$n" "$LOG/$n.out" $?
+        rc=$?
+        tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
     done
 fi
-echo "logs: $LOG"
+echo "logs: $LOG (took $(( $(date +%s) - START ))s)"
 echo "$P passed, $F failed"
 [ "$F" = 0 ]
