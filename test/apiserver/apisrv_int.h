@@ -74,6 +74,7 @@ struct apisrv {
     pthread_cond_t cond;
     sqlite3 *db;
     sqlite3_stmt *st_get, *st_put, *st_del, *st_meta_put;
+    sqlite3_stmt *st_owners_get, *st_owned_del, *st_owned_ins; /* owned index */
     long long rv;                    /* last resourceVersion handed out */
     struct apisrv__type **types;
     int n_types, cap_types;

@@ -2,7 +2,9 @@
  * objects keyed by (storage key, namespace, name) holding the JSON text and
  * the owner uids (for garbage collection), one table for the global
  * resourceVersion counter, and one for server-side apply's last applied
- * configuration per field manager. Every function expects apisrv.mu held. */
+ * configuration per field manager, and an index of ownerReferences
+ * (owned: owner uid -> object) so garbage collection finds dependents
+ * without reading every row. Every function expects apisrv.mu held. */
 #include "test/apiserver/apisrv_int.h"
 
 #include <stdio.h>
@@ -17,9 +19,75 @@ static const char *const store_schema =
     " PRIMARY KEY(key, ns, name));"
     "CREATE INDEX IF NOT EXISTS objects_ns ON objects(ns);"
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"
+    "CREATE TABLE IF NOT EXISTS owned(uid TEXT NOT NULL, key TEXT NOT NULL,"
+    " ns TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY(uid, key, ns, name));"
+    "CREATE INDEX IF NOT EXISTS owned_obj ON owned(key, ns, name);"
     "CREATE TABLE IF NOT EXISTS applied(key TEXT NOT NULL, ns TEXT NOT NULL,"
     " name TEXT NOT NULL, manager TEXT NOT NULL, json TEXT NOT NULL,"
     " PRIMARY KEY(key, ns, name, manager));";
+
+/* Replaces the owned rows of one object by the uids in owners (the
+ * ",uid1,,uid2," form of store_owners). */
+static aiq_rc store_owned_set(apisrv *s, const char *key, const char *ns,
+                              const char *name, const char *owners) {
+    aiq_rc rc = AIQ_OK;
+    sqlite3_stmt *st = s->st_owned_del;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
+    sqlite3_reset(st);
+    for (const char *p = owners; rc == AIQ_OK && *p;) {
+        const char *end;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        st = s->st_owned_ins;
+        sqlite3_bind_text(st, 1, p, (int)(end - p), SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, ns, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
+        sqlite3_reset(st);
+        p = end;
+    }
+    return rc;
+}
+
+/* Fills the owned table from the objects' owners column: a database made
+ * before the table existed has objects but no owned rows. */
+static aiq_rc store_owned_rebuild(apisrv *s) {
+    sqlite3_stmt *st = NULL;
+    aiq_rc rc = AIQ_OK;
+    if (sqlite3_prepare_v2(s->db,
+            "SELECT key, ns, name, owners FROM objects WHERE owners <> ''",
+            -1, &st, NULL) != SQLITE_OK)
+        return AIQ_EDB;
+    while (rc == AIQ_OK && sqlite3_step(st) == SQLITE_ROW)
+        rc = store_owned_set(s, (const char *)sqlite3_column_text(st, 0),
+                             (const char *)sqlite3_column_text(st, 1),
+                             (const char *)sqlite3_column_text(st, 2),
+                             (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* True when the database already has a table called name. */
+static bool store_has_table(apisrv *s, const char *name) {
+    sqlite3_stmt *st = NULL;
+    bool has = false;
+    if (sqlite3_prepare_v2(s->db,
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1",
+            -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has;
+}
 
 /* Opens (or creates) the database at path and prepares the hot statements.
  * On failure fills err and leaves s->db NULL. */
@@ -31,6 +99,7 @@ aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto out_close;
     }
+    bool old_db = store_has_table(s, "objects") && !store_has_table(s, "owned");
     if (sqlite3_exec(s->db, store_schema, NULL, NULL, &emsg) != SQLITE_OK) {
         rc = aiq_err_set(err, AIQ_EDB, "sqlite schema: %s", emsg ? emsg : "?");
         sqlite3_free(emsg);
@@ -47,9 +116,22 @@ aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
             -1, &s->st_del, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "INSERT OR REPLACE INTO meta(k,v) VALUES('rv',?1)",
-            -1, &s->st_meta_put, NULL) != SQLITE_OK) {
+            -1, &s->st_meta_put, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "SELECT owners FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
+            -1, &s->st_owners_get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "DELETE FROM owned WHERE key=?1 AND ns=?2 AND name=?3",
+            -1, &s->st_owned_del, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT OR IGNORE INTO owned(uid,key,ns,name) VALUES(?1,?2,?3,?4)",
+            -1, &s->st_owned_ins, NULL) != SQLITE_OK) {
         rc = aiq_err_set(err, AIQ_EDB, "sqlite prepare: %s",
                          sqlite3_errmsg(s->db));
+        goto out_close;
+    }
+    if (old_db && store_owned_rebuild(s) != AIQ_OK) {
+        rc = aiq_err_set(err, AIQ_EDB, "sqlite owner index: %s", sqlite3_errmsg(s->db));
         goto out_close;
     }
     return AIQ_OK;
@@ -64,7 +146,11 @@ void apisrv__store_close(apisrv *s) {
     sqlite3_finalize(s->st_put);
     sqlite3_finalize(s->st_del);
     sqlite3_finalize(s->st_meta_put);
+    sqlite3_finalize(s->st_owners_get);
+    sqlite3_finalize(s->st_owned_del);
+    sqlite3_finalize(s->st_owned_ins);
     s->st_get = s->st_put = s->st_del = s->st_meta_put = NULL;
+    s->st_owners_get = s->st_owned_del = s->st_owned_ins = NULL;
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
 }
@@ -112,13 +198,28 @@ static char *store_owners(json_object *obj) {
     return out;
 }
 
-/* Inserts or replaces obj (borrowed). */
+/* Inserts or replaces obj (borrowed); the owned index is rewritten only
+ * when the object's owner uids changed (a status patch leaves it alone). */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
                          const char *name, json_object *obj) {
     aiq_rc rc = AIQ_OK;
+    bool same = false;
     char *owners = store_owners(obj);
     if (!owners) return AIQ_ENOMEM;
-    sqlite3_stmt *st = s->st_put;
+    sqlite3_stmt *st = s->st_owners_get;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        same = !strcmp((const char *)sqlite3_column_text(st, 0), owners);
+    else
+        same = !owners[0];   /* new object without owners: nothing to index */
+    sqlite3_reset(st);
+    if (!same && store_owned_set(s, key, ns ? ns : "", name, owners) != AIQ_OK) {
+        free(owners);
+        return AIQ_EDB;
+    }
+    st = s->st_put;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
@@ -144,6 +245,7 @@ aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
     if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    if (rc == AIQ_OK) rc = store_owned_set(s, key, ns ? ns : "", name, "");
     return rc;
 }
 
@@ -189,17 +291,18 @@ int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
     return store_run_scan(st, cb, u);
 }
 
-/* Rows whose ownerReferences name uid; -1 on error. */
+/* Rows whose ownerReferences name uid, found through the owned index;
+ * -1 on error. */
 int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
                              void *u) {
     sqlite3_stmt *st = NULL;
-    char pat[300];
-    snprintf(pat, sizeof pat, "%%,%s,%%", uid);
     if (sqlite3_prepare_v2(s->db,
-            "SELECT key, ns, name, json FROM objects WHERE owners LIKE ?1",
+            "SELECT o.key, o.ns, o.name, o.json FROM owned w JOIN objects o"
+            " ON o.key=w.key AND o.ns=w.ns AND o.name=w.name WHERE w.uid=?1"
+            " ORDER BY o.key, o.ns, o.name",
             -1, &st, NULL) != SQLITE_OK)
         return -1;
-    sqlite3_bind_text(st, 1, pat, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
     return store_run_scan(st, cb, u);
 }
 
