@@ -115,14 +115,15 @@ wl_user_gpus "$T/op.db" >"$T/crash.gpus"
 # operator seeing a gang all Running to seeing it done, so per-user totals
 # cannot match a clean run to the second (measured: 2-9% over on the short
 # run, 11-16% over with 50 kills in 160 s, all from attempts that ended
-# during an outage). The exact test is per attempt: billed runtime = the
-# pods' real runtime within 2 s, plus the outages it overlapped. The clean
-# run passes the same check with no outages.
-check "clean run: each attempt billed for its real runtime (within 2 s)" \
-    wl_attempts_ok "$T/wl.yaml" "$T/clean/op.db" "$T/none.txt" 2
+# during an outage). The test is per attempt: billed runtime = the pods'
+# real runtime within 3 s of observation delay (measured: up to 2.1 s on
+# the loaded machine), plus the outages it overlapped and 2 s of catch-up
+# after each. The clean run passes the same check with no outages.
+check "clean run: each attempt billed for its real runtime (within 3 s)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/clean/op.db" "$T/none.txt" 3
 cat "$T/check.out"
-check "crash run: each attempt billed for its real runtime (2 s + outage overlap)" \
-    wl_attempts_ok "$T/wl.yaml" "$T/op.db" "$T/outages.txt" 2
+check "crash run: each attempt billed for its real runtime (3 s + outages overlapped + 2 s each)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/op.db" "$T/outages.txt" 3 2
 cat "$T/check.out"
 echo "per-user GPU-seconds, clean vs crash run:"
 wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 1
