@@ -411,7 +411,8 @@ static void job__load(struct server *s, struct opcache_obj *o,
           js->st.attempts, js->st.nplacement);
 }
 
-/* Records the job and its arrival once. */
+/* Records the job's spec in the store once per generation (and its runtime
+ * prediction); the arrival is journaled by job__journal_arrival. */
 static void job__record(struct server *s, struct opcache_obj *o,
                         const struct aiq_aijob *j, struct opjob *js, double now) {
     aiq_err e;
