@@ -194,39 +194,11 @@ out_free:
     free(gs);
 }
 
-/* The factor vector of a pending job for `explain` (the queue fills its
- * own for scoring; this mirrors it from the same input). */
-static void cy__factors(const struct q_input *in, const struct cy *c, int j,
-                        double cl_free, double cl_total, double *f) {
-    const struct q_job *job = &in->jobs[j];
-    const struct q_user *u = job->user >= 0 ? &c->users[job->user] : NULL;
-    const struct q_group *g = job->group >= 0 ? &c->groups[job->group] : NULL;
-    int per = job->gpus > 0 ? job->gpus : 1;
-    memset(f, 0, sizeof(double) * FX_NFACTORS);
-    f[FX_F_USER_LEVEL] = u ? u->level : 0;
-    f[FX_F_GROUP_LEVEL] = g ? g->level : 0;
-    f[FX_F_JOB_PRIORITY] = job->priority;
-    f[FX_F_JOB_GPUS] = (double)job->replicas * job->gpus;
-    f[FX_F_JOB_GPU_MEMORY_GIB] = (double)job->replicas * per * (double)job->gpu_memory_mib / 1024.0;
-    f[FX_F_JOB_REPLICAS] = job->replicas;
-    f[FX_F_JOB_CPU] = (double)job->replicas * (double)job->cpu_milli / 1000.0;
-    f[FX_F_JOB_MEMORY_GIB] = (double)job->replicas * (double)job->memory_bytes / 1073741824.0;
-    f[FX_F_WAIT_HOURS] = job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
-    f[FX_F_RUNTIME_ESTIMATE_HOURS] = job->est_runtime_s / 3600.0;
-    f[FX_F_RUNTIME_PREDICTED_HOURS] = (job->pred_runtime_s > 0 ? job->pred_runtime_s : job->est_runtime_s) / 3600.0;
-    f[FX_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours;
-    f[FX_F_USAGE_USER_GPU_HOURS] = u ? u->usage_gpu_hours : 0;
-    f[FX_F_USAGE_GROUP_GPU_HOURS] = g ? g->usage_gpu_hours : 0;
-    f[FX_F_FAIRSHARE_USER] = u ? u->fairshare : 1;
-    f[FX_F_FAIRSHARE_GROUP] = g ? g->fairshare : 1;
-    f[FX_F_CLUSTER_FREE_GPUS] = cl_free;
-    f[FX_F_CLUSTER_TOTAL_GPUS] = cl_total;
-    f[FX_F_JOB_IS_GANG] = job->replicas > 1;
-    f[FX_F_JOB_ATTEMPTS] = job->attempts;
-    f[FX_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
-    f[FX_F_BUDGET_USER_LEFT] = (u && u->budget_gpu_hours >= 0) ? fmax(0, u->budget_gpu_hours - u->used_gpu_hours) : 1e9;
-    f[FX_F_BUDGET_GROUP_LEFT] = (g && g->budget_gpu_hours >= 0) ? fmax(0, g->budget_gpu_hours - g->used_gpu_hours) : 1e9;
-}
+/* The queue fills the factor vector it scores with; explain reads the
+ * same vector back through q_job_factors, so the terms add up to the
+ * queue's score. Both index the same fx_factors.def list. */
+_Static_assert((int)Q_NFACTORS == (int)FX_NFACTORS,
+               "queue and policy disagree on the factor list");
 
 /* CamelCase condition reason for a waiting or rejected job. */
 static const char *cy__reason(int r) {
@@ -500,15 +472,6 @@ void cycle_run(struct server *s, double now) {
         goto out;
     }
 
-    double cl_total = 0, cl_free = 0;
-    for (int i = 0; i < c.nnodes; i++) {
-        if (!c.nodes[i].schedulable)
-            continue;
-        cl_total += c.nodes[i].ngpus;
-        for (int g = 0; g < c.nodes[i].ngpus; g++)
-            cl_free += c.nodes[i].gpu_mem_used[g] == 0;
-    }
-
     long pending_per_level[AIQ_MAX_LEVELS] = {0};
     struct opcache_obj **admitted = calloc((size_t)(c.njobs ? c.njobs : 1), sizeof *admitted);
     int nadm = 0;
@@ -527,7 +490,7 @@ void cycle_run(struct server *s, double now) {
         js->st.has_score = true;
         js->st.score = r->score;
         double f[FX_NFACTORS];
-        cy__factors(&in, &c, i, cl_free, cl_total, f);
+        q_job_factors(s->q, &in, i, f);
         js->st.nterms = oppolicy_explain(pol, f, js->st.terms, OPST_MAX_TERMS);
         if (r->decision == Q_DEC_ADMIT) {
             if (cy__take_place(js, &c, &out, r, j) != 0) {

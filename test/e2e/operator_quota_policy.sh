@@ -103,6 +103,12 @@ check "the policy reports compiled and active" sh -c '
   [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled}/{.status.active})" = true/true ]'
 check "score terms explain the score" sh -c '
   kubectl get aijob low -o jsonpath={.status.scoreTerms[*].name} | grep -q "job.priority"'
+check "the score terms add up to the score" sh -c '
+  terms=$(kubectl get aijob low -o jsonpath="{.status.scoreTerms[*].value}")
+  score=$(kubectl get aijob low -o jsonpath="{.status.score}")
+  echo "terms=$terms score=$score"
+  [ -n "$terms" ] && echo "$terms $score" | awk "{ s = 0; for (i = 1; i < NF; i++) s += \$i;
+    d = s - \$NF; if (d < 0) d = -d; exit !(NF > 2 && d < 1e-9) }"'
 kubectl patch queuepolicy humble --type=merge -p '{"spec":{"formula":"100 - job.prio"}}' >/dev/null
 wait_for 10 "a broken edit reports line:column" sh -c '
   [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled})" = false ] &&
