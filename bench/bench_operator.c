@@ -207,6 +207,7 @@ int main(void) {
     int nnodes = env_int("AIQ_BENCH_NODES", 1000);
     int rel_cap = env_int("AIQ_BENCH_RELEASE_S", 75); /* phase 3 cap, seconds */
     curl_global_init(CURL_GLOBAL_ALL); /* before any thread makes a handle */
+    double t_start = now_s();
     char dir[] = "/tmp/aiq-bench-op.XXXXXX", path[512], kc[512], oplog[512], db[512];
     if (!mkdtemp(dir))
         return 1;
@@ -262,6 +263,7 @@ int main(void) {
 
     /* 1: create and wait for Queued. */
     double t0 = now_s();
+    double setup_s = t0 - t_start;
     for (int i = 0; i < njobs; i++) {
         char b[768];
         snprintf(b, sizeof b,
@@ -303,13 +305,16 @@ int main(void) {
         kill(op, SIGKILL);
         waitpid(op, &st, 0);
     }
+    double t_stop = now_s();
     apisrv_stop(s);
+    double stop_s = now_s() - t_stop;
 
     double raw_rate = raw_s > 0 ? raw_ok / raw_s : 0;
     double rel_rate = bsec > 0 ? (double)bpods / bsec : 0;
     printf("operator at scale: %d one-GPU AIJobs, %d eight-GPU nodes (local cluster, in-process)\n",
            njobs, nnodes);
     printf("%-44s %12s\n", "measure", "value");
+    printf("%-44s %12.2f\n", "setup: nodes, CRDs, cordon, operator (s)", setup_s);
     printf("%-44s %12.2f\n", "create AIJobs (s, in-process)", t_created - t0);
     printf("%-44s %12.2f\n", "until all Queued (s)", t_queued - t0);
     printf("%-44s %12ld\n", "Queued by the operator", q);
@@ -323,6 +328,8 @@ int main(void) {
     printf("%-44s %12.0f\n", "pods released per s (uncordon -> last)",
            t_rel - t_u > 0 ? nrel / (t_rel - t_u) : 0);
     printf("%-44s %12.2f\n", "release / raw patch", raw_rate > 0 ? rel_rate / raw_rate : 0);
+    printf("%-44s %12.2f\n", "operator stop + server stop (s)", t_stop - t_rel + stop_s);
+    printf("%-44s %12.2f\n", "whole run (s)", now_s() - t_start);
     if (q < njobs)
         printf("note: only %ld of %d jobs were Queued within the time limit\n", q, njobs);
     if (nrel < want)
