@@ -122,7 +122,7 @@ valgrind: deps
 # ---- fuzzing -----------------------------------------------------------------
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_LIB_CFLAGS := $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_LIB_CFLAGS := $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP
 FUZZ_BINS := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 build/fuzz/obj/%.o: %.c
