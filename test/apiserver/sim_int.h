@@ -57,6 +57,10 @@ void sim__time(double now, bool millis, char *buf, size_t cap);
 /* One scheduler pass over pods (array, borrowed) onto nodes; returns the
  * number of pods bound. */
 int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes);
+/* True when the simulator thread (simloop.c) has been asked to stop; false
+ * when none runs. Long ticks (thousands of pods to bind or start) check it
+ * between pods so stopping the server does not wait for the whole tick. */
+bool sim__stop_requested(apisrv *s);
 /* One kubelet pass over the bound pods. */
 void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
                   json_object *nodes);

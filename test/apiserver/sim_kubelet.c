@@ -172,7 +172,7 @@ static void sim_finish(apisrv *s, json_object *pod, double now, double start) {
 void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
                   json_object *nodes) {
     size_t np = json_object_array_length(pods);
-    for (size_t i = 0; i < np; i++) {
+    for (size_t i = 0; i < np && !sim__stop_requested(s); i++) {
         json_object *pod = json_object_array_get_idx(pods, i);
         const char *node = sim__str(pod, "spec.nodeName");
         const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");

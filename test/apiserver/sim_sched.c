@@ -287,7 +287,7 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
     }
     qsort(pend, npend, sizeof *pend, sim_cmp_pending);
 
-    for (size_t i = 0; i < npend; i++) {
+    for (size_t i = 0; i < npend && !sim__stop_requested(s); i++) {
         json_object *p = pend[i].pod;
         struct sim__res r;
         struct sim_reasons why = {.n = 0};

@@ -7,6 +7,7 @@
  * server.c so programs that do not link the simulator can still start the
  * server. */
 #include "test/apiserver/apisrv_int.h"
+#include "test/apiserver/sim_int.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -42,6 +43,18 @@ static void *simloop_run(void *arg) {
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
+}
+
+/* See sim_int.h. s->sim only changes while no tick runs (it is cleared
+ * after the thread is joined), so reading it from a tick is safe. */
+bool sim__stop_requested(apisrv *s) {
+    struct simloop *l = s ? s->sim : NULL;
+    bool stop;
+    if (!l) return false;
+    pthread_mutex_lock(&l->mu);
+    stop = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    return stop;
 }
 
 static void simloop_stop(apisrv *s) {
