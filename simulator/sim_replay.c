@@ -72,6 +72,20 @@ static int umap_put(struct umap *m, const struct sim_trace *tr, int idx) {
     return 0;
 }
 
+/* Points uid's entry at idx (a requeued job's newest attempt). */
+static void umap_repoint(struct umap *m, const struct sim_trace *tr, const char *uid, int idx) {
+    if (!m->slot)
+        return;
+    size_t k = (size_t)h__(uid) & (m->cap - 1);
+    while (m->slot[k] >= 0) {
+        if (strcmp(tr->jobs[m->slot[k]].id, uid) == 0) {
+            m->slot[k] = idx;
+            return;
+        }
+        k = (k + 1) & (m->cap - 1);
+    }
+}
+
 static json_object *get(json_object *o, const char *k) {
     json_object *v = NULL;
     return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
@@ -206,6 +220,117 @@ static aiq_rc grow(void **p, int *cap, int need, size_t sz, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* A job_requeue {"uid","attempt","queued","backoff_until"} at t: the
+ * attempt that ran ends at t (its GPUs free), and the job comes back as a
+ * new trace entry with the same uid, arriving when its backoff ends (the
+ * operator leaves it out of every cycle before), created when the AIJob
+ * was and queued at the payload's "queued". uid then names the newest
+ * attempt, so later decisions and the departure go to it. */
+static aiq_rc requeue(struct sim_journal *jr, struct umap *um, int *cdep, json_object *p,
+                      double t, const char *path, int line, aiq_err *err) {
+    aiq_rc rc;
+    const char *uid = gstr(p, "uid"), *bad = NULL;
+    int idx = umap_find(um, jr->trace, uid);
+    if (idx < 0) {
+        jr->skipped++;
+        return AIQ_OK;
+    }
+    (void)gnum_in(p, "attempt", 1, 1e6, 1, &bad);
+    double queued = gnum_in(p, "queued", 1, 1e11, t, &bad);
+    double until = gnum_in(p, "backoff_until", 0, 1e11, queued, &bad);
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_requeue %.64s: '%s' out of range", path,
+                           line, uid, bad);
+    if (queued < jr->epoch)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_requeue %.64s: 'queued' %.17g before "
+                           "the journal's start %.17g", path, line, uid, queued, jr->epoch);
+    struct sim_job nj = jr->trace->jobs[idx];
+    jr->depart_t[idx] = t;
+    nj.created = nj.times_set ? nj.created : nj.submit;
+    nj.times_set = true;
+    nj.queued = queued - jr->epoch;
+    nj.submit = (until > t ? until : t) - jr->epoch;
+    nj.duration_s = 0;
+    if ((rc = sim_trace_add_job(jr->trace, &nj, err)) != AIQ_OK)
+        return rc;
+    if ((rc = grow((void **)&jr->depart_t, cdep, jr->trace->njobs, sizeof *jr->depart_t,
+                   err)) != AIQ_OK)
+        return rc;
+    jr->depart_t[jr->trace->njobs - 1] = 0;
+    umap_repoint(um, jr->trace, uid, jr->trace->njobs - 1);
+    return AIQ_OK;
+}
+
+/* A job_start {"uid","attempt","started"}: checked (not skipped). The
+ * simulator runs an admitted gang from its admission cycle, so the start
+ * time itself is not replayed (see docs/simulator.md). */
+static aiq_rc job_start(struct sim_journal *jr, const struct umap *um, json_object *p,
+                        const char *path, int line, aiq_err *err) {
+    const char *uid = gstr(p, "uid"), *bad = NULL;
+    if (umap_find(um, jr->trace, uid) < 0) {
+        jr->skipped++;
+        return AIQ_OK;
+    }
+    (void)gnum_in(p, "attempt", 1, 1e6, 1, &bad);
+    (void)gnum_in(p, "started", 1, 1e11, 1, &bad);
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_start %.64s: '%s' out of range", path,
+                           line, uid, bad);
+    return AIQ_OK;
+}
+
+struct byarr {
+    double submit;
+    int idx;
+};
+
+static int byarr_cmp(const void *a, const void *b) {
+    const struct byarr *x = a, *y = b;
+    if (x->submit != y->submit)
+        return x->submit < y->submit ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Puts the trace back in arrival order (a requeued attempt arrives after
+ * its backoff, possibly after jobs journaled later), renumbering the
+ * decisions and departures. */
+static aiq_rc sort_arrivals(struct sim_journal *j, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    struct sim_trace *tr = j->trace;
+    int n = tr->njobs;
+    bool sorted = true;
+    for (int i = 1; i < n && sorted; i++)
+        sorted = tr->jobs[i - 1].submit <= tr->jobs[i].submit;
+    if (sorted)
+        return AIQ_OK;
+    struct byarr *ord = malloc((size_t)n * sizeof *ord);
+    int *inv = malloc((size_t)n * sizeof *inv);
+    struct sim_job *jobs = malloc((size_t)n * sizeof *jobs);
+    double *dep = malloc((size_t)n * sizeof *dep);
+    if (!ord || !inv || !jobs || !dep) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+        goto out_free;
+    }
+    for (int i = 0; i < n; i++)
+        ord[i] = (struct byarr){tr->jobs[i].submit, i};
+    qsort(ord, (size_t)n, sizeof *ord, byarr_cmp);
+    for (int k = 0; k < n; k++) {
+        inv[ord[k].idx] = k;
+        jobs[k] = tr->jobs[ord[k].idx];
+        dep[k] = j->depart_t[ord[k].idx];
+    }
+    memcpy(tr->jobs, jobs, (size_t)n * sizeof *jobs);
+    memcpy(j->depart_t, dep, (size_t)n * sizeof *dep);
+    for (int k = 0; k < j->ndec; k++)
+        j->dec[k].job = inv[j->dec[k].job];
+out_free:
+    free(ord);
+    free(inv);
+    free(jobs);
+    free(dep);
+    return rc;
+}
+
 /* Reads JSON lines; see sim.h. */
 aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                               aiq_err *err) {
@@ -293,6 +418,10 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 } else {
                     j->skipped++;
                 }
+            } else if (kind && strcmp(kind, "job_requeue") == 0) {
+                rc = requeue(j, &um, &cdep, p, t, path, lineno, err);
+            } else if (kind && strcmp(kind, "job_start") == 0) {
+                rc = job_start(j, &um, p, path, lineno, err);
             } else if (!kind || strcmp(kind, "quota") != 0) {
                 j->skipped++;
             }
@@ -326,6 +455,8 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
         if (rc != AIQ_OK)
             goto out_free;
     }
+    if ((rc = sort_arrivals(j, err)) != AIQ_OK)
+        goto out_free;
     /* Jobs that never finished in the recording keep a duration for the
      * what-if: their estimate, else an hour. */
     for (int i = 0; i < j->trace->njobs; i++) {

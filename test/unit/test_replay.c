@@ -186,3 +186,134 @@ out:
     oppolicy_free(prio);
     store_close(s);
 }
+
+/* An operator journal with a failed attempt, by hand (fifo: score =
+ * job.age_hours, whole hours so every score is exact). One 8-GPU node;
+ * A and B (8 GPUs each) arrive at 10h. 11h: A admitted, B waits. 12h: A's
+ * pod fails, A is requeued with backoff until 13.5h. 13h: B admitted (A,
+ * in backoff, is in no cycle). 14h: A waits again (a new attempt, so the
+ * decision is journaled). 15h: B ends. 16h: A admitted. 17h: A ends. */
+static const char requeue_journal[] =
+    "{\"type\":\"event\",\"t\":36000,\"kind\":\"policy\",\"key\":\"fifo\","
+    "\"payload\":{\"active\":\"fifo\",\"predict\":false}}\n"
+    "{\"type\":\"event\",\"t\":36000,\"kind\":\"node\",\"key\":\"n1\","
+    "\"payload\":{\"gpus\":8,\"gpu_memory_mib\":81920}}\n"
+    "{\"type\":\"event\",\"t\":36000,\"kind\":\"job_arrival\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"group\":\"g\",\"created\":36000,\"queued\":36000,"
+    "\"spec\":{\"user\":\"alice\",\"resources\":{\"gpus\":8,\"gpuMemoryMiB\":40960}}}}\n"
+    "{\"type\":\"event\",\"t\":36000,\"kind\":\"job_arrival\",\"key\":\"default/b\","
+    "\"payload\":{\"uid\":\"uid-b\",\"group\":\"g\",\"created\":36000,\"queued\":36000,"
+    "\"spec\":{\"user\":\"alice\",\"resources\":{\"gpus\":8,\"gpuMemoryMiB\":40960}}}}\n"
+    "{\"type\":\"decision\",\"t\":39600,\"cycle\":1,\"job\":\"uid-a\",\"action\":\"admit\","
+    "\"level\":0,\"position\":1,\"score\":1,\"reason\":\"Admitted\"}\n"
+    "{\"type\":\"decision\",\"t\":39600,\"cycle\":1,\"job\":\"uid-b\",\"action\":\"wait\","
+    "\"level\":0,\"position\":2,\"score\":1,\"reason\":\"WaitingForGPUs\"}\n"
+    "{\"type\":\"event\",\"t\":39601,\"kind\":\"job_start\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"attempt\":1,\"started\":39601}}\n"
+    "{\"type\":\"event\",\"t\":43200,\"kind\":\"job_departure\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"attempt\":1,\"outcome\":\"Failed\",\"runtime_s\":3599}}\n"
+    "{\"type\":\"event\",\"t\":43200,\"kind\":\"job_requeue\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"attempt\":1,\"queued\":43200,\"backoff_until\":48600,"
+    "\"reason\":\"PodFailed\"}}\n"
+    "{\"type\":\"decision\",\"t\":46800,\"cycle\":2,\"job\":\"uid-b\",\"action\":\"admit\","
+    "\"level\":0,\"position\":1,\"score\":3,\"reason\":\"Admitted\"}\n"
+    "{\"type\":\"event\",\"t\":46801,\"kind\":\"job_start\",\"key\":\"default/b\","
+    "\"payload\":{\"uid\":\"uid-b\",\"attempt\":1,\"started\":46801}}\n"
+    "{\"type\":\"decision\",\"t\":50400,\"cycle\":3,\"job\":\"uid-a\",\"action\":\"wait\","
+    "\"level\":0,\"position\":1,\"score\":4,\"reason\":\"WaitingForGPUs\"}\n"
+    "{\"type\":\"event\",\"t\":54000,\"kind\":\"job_departure\",\"key\":\"default/b\","
+    "\"payload\":{\"uid\":\"uid-b\",\"attempt\":1,\"outcome\":\"Succeeded\",\"runtime_s\":7199}}\n"
+    "{\"type\":\"decision\",\"t\":57600,\"cycle\":4,\"job\":\"uid-a\",\"action\":\"admit\","
+    "\"level\":0,\"position\":1,\"score\":6,\"reason\":\"Admitted\"}\n"
+    "{\"type\":\"event\",\"t\":57601,\"kind\":\"job_start\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"attempt\":2,\"started\":57601}}\n"
+    "{\"type\":\"event\",\"t\":61200,\"kind\":\"job_departure\",\"key\":\"default/a\","
+    "\"payload\":{\"uid\":\"uid-a\",\"attempt\":2,\"outcome\":\"Succeeded\",\"runtime_s\":3599}}\n";
+
+/* Reads text as a journal and replays it under fifo: AIQ_OK and the
+ * mismatch count, or the read error. */
+static aiq_rc replay_text(const char *text, long *mism, char *first, size_t cap,
+                          struct sim_journal *out, aiq_err *e) {
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    oppolicy *pol = load_preset("fifo");
+    aiq_rc rc = AIQ_EINVAL;
+    *mism = -1;
+    if (!CHECK(f && pol))
+        goto out;
+    if ((rc = sim_journal_read_jsonl(f, "rq.jsonl", out, e)) == AIQ_OK)
+        rc = sim_replay_check(out, pol, "fifo", mism, first, cap, e);
+out:
+    if (f)
+        fclose(f);
+    oppolicy_free(pol);
+    return rc;
+}
+
+TEST(requeue_replays_exactly) {
+    struct sim_journal j;
+    long mism = -1;
+    char first[512] = "";
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!CHECK_INT(replay_text(requeue_journal, &mism, first, sizeof first, &j, &e), AIQ_OK)) {
+        printf("    %s\n", e.message);
+        return;
+    }
+    if (!CHECK_INT(mism, 0))
+        printf("    %s\n", first);
+    CHECK_INT(j.skipped, 0); /* job_start and job_requeue understood */
+    CHECK_INT(j.ndec, 5);
+    /* The retry is a second entry for uid-a: arriving when its backoff
+     * ends (13.5h, after B), queued from the requeue, created at 10h. */
+    if (CHECK_INT(j.trace->njobs, 3)) {
+        CHECK_STR(j.trace->jobs[2].id, "uid-a");
+        CHECK_DBL(j.trace->jobs[2].submit, 48600 - 36000, 1e-9);
+        CHECK_DBL(j.trace->jobs[2].queued, 43200 - 36000, 1e-9);
+        CHECK_DBL(j.trace->jobs[2].created, 0, 1e-9);
+        CHECK_DBL(j.depart_t[0], 43200, 1e-9); /* the failed attempt */
+        CHECK_DBL(j.depart_t[2], 61200, 1e-9);
+        CHECK_INT(j.dec[4].job, 2);
+    }
+    sim_journal_deinit(&j);
+}
+
+/* Replace the first occurrence of `from` in src by `to` (into dst). */
+static void swap_text(char *dst, size_t cap, const char *src, const char *from, const char *to) {
+    const char *p = strstr(src, from);
+    if (!CHECK(p != NULL)) {
+        snprintf(dst, cap, "%s", src);
+        return;
+    }
+    snprintf(dst, cap, "%.*s%s%s", (int)(p - src), src, to, p + strlen(from));
+}
+
+TEST(requeue_journal_that_lies_is_caught) {
+    static char buf[sizeof requeue_journal + 64];
+    struct sim_journal j;
+    long mism = -1;
+    char first[512] = "";
+    aiq_err e;
+    aiq_err_clear(&e);
+    /* Without its backoff the retry would be decided on at 13h: a
+     * journal whose backoff ends at 12h does not replay. */
+    swap_text(buf, sizeof buf, requeue_journal, "\"backoff_until\":48600",
+              "\"backoff_until\":43200");
+    if (CHECK_INT(replay_text(buf, &mism, first, sizeof first, &j, &e), AIQ_OK)) {
+        CHECK(mism > 0);
+        CHECK(strstr(first, "uid-a") != NULL);
+        sim_journal_deinit(&j);
+    }
+    /* Dropping the requeue leaves A finished at 12h: its later decisions
+     * are not reproduced. */
+    swap_text(buf, sizeof buf, requeue_journal, "\"kind\":\"job_requeue\"",
+              "\"kind\":\"job_requeux\"");
+    if (CHECK_INT(replay_text(buf, &mism, first, sizeof first, &j, &e), AIQ_OK)) {
+        CHECK(mism > 0);
+        CHECK_INT(j.skipped, 1);
+        sim_journal_deinit(&j);
+    }
+    /* A bad field is named with its line. */
+    swap_text(buf, sizeof buf, requeue_journal, "\"queued\":43200", "\"queued\":-5");
+    CHECK_INT(replay_text(buf, &mism, first, sizeof first, &j, &e), AIQ_EPARSE);
+    CHECK(strstr(e.message, "rq.jsonl:9: job_requeue uid-a: 'queued'") != NULL);
+}
