@@ -8,7 +8,8 @@
 # first difference, and a what-if under srjf runs the same jobs. Then the
 # same exact replay on fresh stores under fifo (job.age_hours) and
 # tiresias-las (wait.hours in a level's when), which needs the journaled
-# "created"/"queued" and the nodes' CPU and memory.
+# "created"/"queued" and the nodes' CPU and memory. Last, a run with a
+# failing job that is requeued (job_requeue, job_start) replays exactly.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -115,5 +116,53 @@ check "replay under tiresias-las (levels by wait.hours and attained GPU time) is
   "$0" replay --db "$T/op3.db" --policies-dir "$1/examples/policies" >"$T/r3.out" 2>"$T/r3.err"; rc=$?
   cat "$T/r3.out" "$T/r3.err"; [ $rc = 0 ] && grep -q "^replay: exact: [1-9][0-9]* decisions reproduced under tiresias-las" "$T/r3.out"' \
     "$SIM" "$ROOT"
+
+# And with requeues: under fifo again, x's pod always fails (exit code 1,
+# backoffLimit 1: requeued once with a 1s backoff, then Failed) while v and
+# w (normal jobs) compete for the GPUs. The journal carries job_start and
+# job_requeue; the replay brings x back when its backoff ends, queued from
+# the requeue, and reproduces every decision.
+kubectl delete aijobs --all >/dev/null 2>&1
+kubectl patch queuepolicy tiresias-las --type=merge -p '{"spec":{"active":false}}' >/dev/null
+kubectl patch queuepolicy fifo --type=merge -p '{"spec":{"active":true}}' >/dev/null
+op_start --db "$T/op4.db" --backoff 1s
+wait_for 20 "fifo is active again" sh -c '
+  [ "$(kubectl get queuepolicy fifo -o jsonpath={.status.active})" = true ]'
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: x, namespace: default}
+spec:
+  user: alice
+  backoffLimit: 1
+  estimatedRuntime: 2s
+  resources: {gpus: 8, gpuMemoryMiB: 40960, cpu: "2", memory: 4Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 1s, sim.aiq.dev/exit-code: "1"}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+job v 8 3s 0 | kubectl apply -f - >/dev/null
+job w 8 2s 0 | kubectl apply -f - >/dev/null
+wait_for 90 "x fails after two attempts, v and w succeed" sh -c '
+  [ "$(kubectl get aijob x -o jsonpath={.status.phase})" = Failed ] &&
+  for j in v w; do [ "$(kubectl get aijob $j -o jsonpath={.status.phase})" = Succeeded ] || exit 1; done'
+kill "$OP_PID" 2>/dev/null
+wait "$OP_PID" 2>/dev/null
+OP_PID=""
+check "the journal has x's requeue and the gangs' starts" sh -c '
+  "$0" export --db "$T/op4.db" --out "$T/j4.jsonl" 2>/dev/null &&
+  [ "$(grep -c "\"kind\":\"job_requeue\"" "$T/j4.jsonl")" = 1 ] &&
+  grep "\"kind\":\"job_requeue\"" "$T/j4.jsonl" | grep -q "\"backoff_until\":[0-9]" &&
+  grep -q "\"kind\":\"job_start\"" "$T/j4.jsonl"' "$SIM"
+check "replay of a run with a requeue is exact (0 mismatches, nothing skipped)" sh -c '
+  "$0" replay --db "$T/op4.db" --policies-dir "$1/examples/policies" >"$T/r4.out" 2>"$T/r4.err"; rc=$?
+  cat "$T/r4.out" "$T/r4.err"; [ $rc = 0 ] &&
+  grep -q "^replay: exact: [1-9][0-9]* decisions reproduced under fifo" "$T/r4.out" &&
+  ! grep -qi "skipped" "$T/r4.out" "$T/r4.err"' "$SIM" "$ROOT"
+check "the requeue matters: without it the replay differs" sh -c '
+  grep -v "\"kind\":\"job_requeue\"" "$T/j4.jsonl" >"$T/j4b.jsonl" &&
+  ! "$0" replay --jsonl "$T/j4b.jsonl" >"$T/r4b.out" 2>/dev/null && grep -q "differ" "$T/r4b.out"' "$SIM"
 
 e2e_done
