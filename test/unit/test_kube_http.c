@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "operator/kube_http.h"
-#include "test/unit/kube_stub.h"
+#include "test/unit/kube_testsrv.h"
 
 /* gzip of {"kind":"Gz","items":[{"n":0},...,{"n":199}]} (1,913 bytes). */
 static const unsigned char gz_list[] = {
@@ -48,7 +48,7 @@ struct http_state {
     int rv;              /* resourceVersion served by GET /obj */
 };
 
-static void route(struct stub *s, const struct stub_req *r, struct stub_resp *o) {
+static void route(struct tsrv *s, const struct tsrv_req *r, struct tsrv_resp *o) {
     struct http_state *st = s->ud;
     static char buf[512];
     if (strcmp(r->path, "/ok") == 0) {
@@ -117,7 +117,7 @@ static void route(struct stub *s, const struct stub_req *r, struct stub_resp *o)
     }
 }
 
-static struct kube_client *client_for(struct stub *s, const struct kube_client_opts *o) {
+static struct kube_client *client_for(struct tsrv *s, const struct kube_client_opts *o) {
     struct kube_config cfg;
     struct kube_client *c = NULL;
     memset(&cfg, 0, sizeof cfg);
@@ -128,28 +128,28 @@ static struct kube_client *client_for(struct stub *s, const struct kube_client_o
 }
 
 TEST(get_sends_bearer_and_parses) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client *c = client_for(&s, NULL);
     json_object *o = NULL;
     aiq_err e;
     aiq_err_clear(&e);
     CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_OK);
     CHECK_STR(json_object_get_string(json_object_object_get(o, "kind")), "Thing");
-    struct stub_req r = stub_log(&s, 0);
+    struct tsrv_req r = tsrv_log(&s, 0);
     CHECK_STR(r.method, "GET");
     CHECK_STR(r.auth, "Bearer s3cret-token");
     CHECK_INT(kube_client_requests(c), 1);
     json_object_put(o);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(write_methods_and_content_types) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client *c = client_for(&s, NULL);
     json_object *body = json_tokener_parse("{\"spec\":{\"gpus\":2}}");
     json_object *o = NULL;
@@ -166,27 +166,27 @@ TEST(write_methods_and_content_types) {
     CHECK_INT(kube_patch(c, "/echo", KUBE_PATCH_STRATEGIC, body, NULL, &e), AIQ_OK);
     CHECK_INT(kube_delete(c, "/echo", "Background", NULL, &e), AIQ_OK);
 
-    struct stub_req r = stub_log(&s, 0);
+    struct tsrv_req r = tsrv_log(&s, 0);
     CHECK_STR(r.method, "POST");
     CHECK_STR(r.ctype, "application/json");
     CHECK_STR(r.body, "{\"spec\":{\"gpus\":2}}");
-    r = stub_log(&s, 1);
+    r = tsrv_log(&s, 1);
     CHECK_STR(r.method, "PUT");
-    r = stub_log(&s, 2);
+    r = tsrv_log(&s, 2);
     CHECK_STR(r.method, "PATCH");
     CHECK_STR(r.ctype, "application/merge-patch+json");
-    r = stub_log(&s, 3);
+    r = tsrv_log(&s, 3);
     CHECK_STR(r.ctype, "application/json-patch+json");
     CHECK_STR(r.body, "[{\"op\":\"remove\",\"path\":\"\\/spec\\/schedulingGates\"}]");
-    r = stub_log(&s, 4);
+    r = tsrv_log(&s, 4);
     CHECK_STR(r.ctype, "application/strategic-merge-patch+json");
-    r = stub_log(&s, 5);
+    r = tsrv_log(&s, 5);
     CHECK_STR(r.method, "DELETE");
     CHECK_STR(r.body, "{\"propagationPolicy\":\"Background\"}");
     json_object_put(jp);
     json_object_put(body);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 /* One error case: path, expected rc, status, reason, message fragment. */
@@ -204,9 +204,9 @@ static void check_err(struct kube_client *c, const char *path, aiq_rc want, int 
 }
 
 TEST(errors_keep_status_reason_and_message) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client *c = client_for(&s, NULL);
     check_err(c, "/notfound", AIQ_ENOTFOUND, 404, "NotFound", "aijobs.aiq.dev \"x\" not found");
     check_err(c, "/conflict", AIQ_ECONFLICT, 409, "Conflict", "the object has been modified");
@@ -224,13 +224,13 @@ TEST(errors_keep_status_reason_and_message) {
     CHECK_INT(kube_get(c, "/badjson", &o, &e), AIQ_EPARSE);
     CHECK(strstr(e.message, "GET /badjson: response:") != NULL);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(body_cap_and_timeout_and_refused) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client_opts opts = {.max_body = 50000, .timeout_ms = 300};
     struct kube_client *c = client_for(&s, &opts);
     json_object *o = NULL;
@@ -246,7 +246,7 @@ TEST(body_cap_and_timeout_and_refused) {
     json_object_put(o);
     kube_client_free(c);
     int port = s.port;
-    stub_stop(&s);
+    tsrv_stop(&s);
 
     struct kube_config cfg;
     char url[64];
@@ -283,9 +283,9 @@ static aiq_rc no_change(void *ud, json_object *cur, json_object **patch) {
 }
 
 TEST(patch_retry_rereads_on_conflict) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {.patch_conflicts = 2, .rv = 7};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client *c = client_for(&s, NULL);
     struct mut_ud m = {0};
     json_object *o = NULL;
@@ -296,7 +296,7 @@ TEST(patch_retry_rereads_on_conflict) {
     CHECK_STR(m.seen_rv[0], "7");
     CHECK_STR(m.seen_rv[2], "9"); /* re-read after each conflict */
     /* The patch carries the resourceVersion it was computed from. */
-    struct stub_req r = stub_log(&s, 5);
+    struct tsrv_req r = tsrv_log(&s, 5);
     CHECK_STR(r.method, "PATCH");
     CHECK_STR(r.body, "{\"status\":{\"phase\":\"Queued\"},\"metadata\":{\"resourceVersion\":\"9\"}}");
     CHECK_STR(json_object_get_string(json_object_object_get(json_object_object_get(o, "status"), "phase")),
@@ -313,11 +313,11 @@ TEST(patch_retry_rereads_on_conflict) {
     CHECK_STR(e.reason, "Conflict");
 
     /* No change: no PATCH sent, current object returned. */
-    int before = stub_nlog(&s);
+    int before = tsrv_nlog(&s);
     m.calls = 0;
     aiq_err_clear(&e);
     CHECK_INT(kube_patch_retry(c, "/obj", no_change, &m, 3, &o, &e), AIQ_OK);
-    CHECK_INT(stub_nlog(&s), before + 1);
+    CHECK_INT(tsrv_nlog(&s), before + 1);
     CHECK(o != NULL);
     json_object_put(o);
 
@@ -327,13 +327,13 @@ TEST(patch_retry_rereads_on_conflict) {
     CHECK_INT(kube_patch_retry(c, "/notfound", bump, &m, 3, NULL, &e), AIQ_ENOTFOUND);
     CHECK_INT(m.calls, 0);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(token_file_and_fault_injection) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     char tf[] = "/tmp/aiq-token-XXXXXX";
     int fd = mkstemp(tf);
     CHECK(fd >= 0);
@@ -350,7 +350,7 @@ TEST(token_file_and_fault_injection) {
     json_object *o = NULL;
     CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_OK);
     json_object_put(o);
-    CHECK_STR(stub_log(&s, 0).auth, "Bearer rotating-1");
+    CHECK_STR(tsrv_log(&s, 0).auth, "Bearer rotating-1");
 
     kube_client_inject_fault(c, 2);
     int fails = 0;
@@ -361,7 +361,7 @@ TEST(token_file_and_fault_injection) {
         else json_object_put(o);
     }
     CHECK_INT(fails, 3);
-    CHECK_INT(stub_nlog(&s), 4); /* faults never reach the server */
+    CHECK_INT(tsrv_nlog(&s), 4); /* faults never reach the server */
     kube_client_inject_fault(c, 0);
     kube_client_free(c);
     unlink(tf);
@@ -373,7 +373,7 @@ TEST(token_file_and_fault_injection) {
     CHECK_INT(kube_get(c, "/ok", &o, &e), AIQ_EIO);
     CHECK(strstr(e.message, "/nonexistent/token") != NULL);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 struct par {
@@ -392,9 +392,9 @@ static void *par_main(void *arg) {
 }
 
 TEST(pool_under_concurrency) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client_opts opts = {.pool_size = 2};
     struct kube_client *c = client_for(&s, &opts);
     pthread_t t[6];
@@ -410,15 +410,15 @@ TEST(pool_under_concurrency) {
         ok += p[i].ok;
     }
     CHECK_INT(ok, 120);
-    CHECK_INT(stub_nlog(&s), 120);
+    CHECK_INT(tsrv_nlog(&s), 120);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(gzip_responses_decoded_and_capped) {
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start(&s, route, &st) == 0);
+    CHECK(tsrv_start(&s, route, &st) == 0);
     struct kube_client *c = client_for(&s, NULL);
     json_object *o = NULL;
     aiq_err e;
@@ -433,7 +433,7 @@ TEST(gzip_responses_decoded_and_capped) {
     aiq_err_clear(&e);
     CHECK_INT(kube_get(c, "/gzip", &o, &e), AIQ_ETOOBIG);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(path_and_query_building) {
@@ -499,9 +499,9 @@ TEST(tls_ca_data_file_insecure_and_client_cert) {
     struct kube_blob ca = tls_fixture("ca.crt");
     struct kube_blob ckey = tls_fixture("client.key"), ccert = tls_fixture("client.crt");
     CHECK(key.data && cert.data && ca.data && ckey.data && ccert.data);
-    struct stub s;
+    struct tsrv s;
     struct http_state st = {0};
-    CHECK(stub_start_tls(&s, route, &st, (char *)key.data, (char *)cert.data) == 0);
+    CHECK(tsrv_start_tls(&s, route, &st, (char *)key.data, (char *)cert.data) == 0);
     CHECK(strncmp(s.url, "https://", 8) == 0);
     struct kube_config cfg;
     aiq_err e;
@@ -517,7 +517,7 @@ TEST(tls_ca_data_file_insecure_and_client_cert) {
     cfg.ca_data = ca;
     cfg.token = "tls-token";
     CHECK_INT(tls_get(&cfg, &e), AIQ_OK);
-    CHECK_STR(stub_log(&s, stub_nlog(&s) - 1).auth, "Bearer tls-token");
+    CHECK_STR(tsrv_log(&s, tsrv_nlog(&s) - 1).auth, "Bearer tls-token");
     /* CA from a file. */
     memset(&cfg.ca_data, 0, sizeof cfg.ca_data);
     cfg.ca_file = ca_path;
@@ -548,7 +548,7 @@ TEST(tls_ca_data_file_insecure_and_client_cert) {
     cfg.tls_server_name = "bad name";
     CHECK_INT(tls_get(&cfg, &e), AIQ_EINVAL);
     CHECK_STR(e.field, "tls-server-name");
-    stub_stop(&s);
+    tsrv_stop(&s);
     free(key.data);
     free(cert.data);
     free(ca.data);

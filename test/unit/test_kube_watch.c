@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "operator/kube_watch.h"
-#include "test/unit/kube_stub.h"
+#include "test/unit/kube_testsrv.h"
 
 /* ---- framer ---------------------------------------------------------------- */
 
@@ -197,7 +197,7 @@ TEST(evq_fifo_timeout_cancel) {
     kube_evq_free(NULL);
 }
 
-/* ---- list + watch against the stub ----------------------------------------- */
+/* ---- list + watch against the tsrv ----------------------------------------- */
 
 #define AIJOB(name, rv) \
     "{\"apiVersion\":\"aiq.dev/v1alpha1\",\"kind\":\"AIJob\",\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
@@ -208,7 +208,7 @@ struct scen {
     int lists;
 };
 
-static const char *query_val(const struct stub_req *r, const char *key, char *buf, size_t cap) {
+static const char *query_val(const struct tsrv_req *r, const char *key, char *buf, size_t cap) {
     char pat[64];
     snprintf(pat, sizeof pat, "%s=", key);
     const char *p = r->query;
@@ -229,7 +229,7 @@ static const char *query_val(const struct stub_req *r, const char *key, char *bu
 /* list(rv 10, two pages) -> watch 10: ADDED d, BOOKMARK 12, MODIFIED a
  * 13, close -> watch 13: HTTP 410 -> list(rv 20) -> watch 20: DELETED d
  * 21, ERROR 410 -> list(rv 30) -> watch 30: held open. */
-static void scen_route(struct stub *s, const struct stub_req *r, struct stub_resp *o) {
+static void scen_route(struct tsrv *s, const struct tsrv_req *r, struct tsrv_resp *o) {
     struct scen *sc = s->ud;
     char v[64];
     if (strcmp(r->path, "/apis/aiq.dev/v1alpha1/aijobs") != 0) {
@@ -300,9 +300,9 @@ static const char *next_ev(struct kube_evq *q, char *buf, size_t cap) {
 }
 
 TEST(list_watch_resume_and_relist_on_410) {
-    struct stub s;
+    struct tsrv s;
     struct scen sc = {0};
-    CHECK(stub_start(&s, scen_route, &sc) == 0);
+    CHECK(tsrv_start(&s, scen_route, &sc) == 0);
     struct kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.server = s.url;
@@ -332,9 +332,9 @@ TEST(list_watch_resume_and_relist_on_410) {
     /* Wait for the last watch request (rv 30) to be logged. */
     char v[64];
     for (int i = 0; i < 500; i++) {
-        struct stub_req last = stub_log(&s, stub_nlog(&s) - 1);
+        struct tsrv_req last = tsrv_log(&s, tsrv_nlog(&s) - 1);
         if (query_val(&last, "resourceVersion", v, sizeof v) && strcmp(v, "30") == 0) break;
-        stub_sleep_ms(10);
+        tsrv_sleep_ms(10);
     }
     struct kube_watch_stats st;
     kube_watch_get_stats(w, &st);
@@ -346,9 +346,9 @@ TEST(list_watch_resume_and_relist_on_410) {
 
     /* The request sequence the API server saw. */
     const char *const rvs[] = {NULL, NULL, "10", "13", NULL, "20", NULL, "30"};
-    CHECK_INT(stub_nlog(&s), 8);
-    for (int i = 0; i < 8 && i < stub_nlog(&s); i++) {
-        struct stub_req r = stub_log(&s, i);
+    CHECK_INT(tsrv_nlog(&s), 8);
+    for (int i = 0; i < 8 && i < tsrv_nlog(&s); i++) {
+        struct tsrv_req r = tsrv_log(&s, i);
         CHECK_STR(query_val(&r, "labelSelector", v, sizeof v), "aiq.dev/managed=true,tier in (a b)");
         if (rvs[i]) {
             CHECK_STR(query_val(&r, "watch", v, sizeof v), "true");
@@ -360,7 +360,7 @@ TEST(list_watch_resume_and_relist_on_410) {
             CHECK_STR(query_val(&r, "limit", v, sizeof v), "2");
         }
     }
-    struct stub_req r1 = stub_log(&s, 1);
+    struct tsrv_req r1 = tsrv_log(&s, 1);
     CHECK_STR(query_val(&r1, "continue", v, sizeof v), "tok/1");
 
     /* Stopping interrupts the held-open stream. */
@@ -368,7 +368,7 @@ TEST(list_watch_resume_and_relist_on_410) {
     CHECK_INT(kube_evq_len(q), 0);
     kube_evq_free(q);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 /* Errors: oversized line, garbage line and HTTP 500 resume from the same
@@ -377,7 +377,7 @@ struct err_scen {
     int lists, watches;
 };
 
-static void err_route(struct stub *s, const struct stub_req *r, struct stub_resp *o) {
+static void err_route(struct tsrv *s, const struct tsrv_req *r, struct tsrv_resp *o) {
     struct err_scen *sc = s->ud;
     char v[64];
     if (!query_val(r, "watch", v, sizeof v)) {
@@ -413,9 +413,9 @@ static void err_route(struct stub *s, const struct stub_req *r, struct stub_resp
 }
 
 TEST(watch_errors_back_off_and_resume) {
-    struct stub s;
+    struct tsrv s;
     struct err_scen sc = {0};
-    CHECK(stub_start(&s, err_route, &sc) == 0);
+    CHECK(tsrv_start(&s, err_route, &sc) == 0);
     struct kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.server = s.url;
@@ -454,16 +454,16 @@ TEST(watch_errors_back_off_and_resume) {
     CHECK_STR(st.last_err.message, "etcd timeout");
     /* Every watch resumed from the last event seen (101), never relisted. */
     char v[64];
-    int n = stub_nlog(&s);
+    int n = tsrv_nlog(&s);
     CHECK_INT(n, 6);
     for (int i = 3; i < n; i++) {
-        struct stub_req r = stub_log(&s, i);
+        struct tsrv_req r = tsrv_log(&s, i);
         CHECK_STR(query_val(&r, "resourceVersion", v, sizeof v), "101");
     }
     kube_watch_free(w);
     kube_evq_free(q);
     kube_client_free(c);
-    stub_stop(&s);
+    tsrv_stop(&s);
 }
 
 TEST(watch_start_rejects_bad_opts) {

@@ -1,11 +1,11 @@
-/* kube_stub.h -- a tiny in-test HTTP server (libmicrohttpd) for the
+/* kube_testsrv.h -- a tiny in-test HTTP server (libmicrohttpd) for the
  * Kubernetes client tests: each request is logged and answered by a
  * test-supplied route function with a canned body, an error Status, or a
  * streamed body (watch) sent in pieces, optionally held open.
  * Header-only (static inline) so test_kube_http.c and test_kube_watch.c
  * can each include it without a shared object. Test code only. */
-#ifndef AIQ_KUBE_STUB_H
-#define AIQ_KUBE_STUB_H
+#ifndef AIQ_KUBE_TESTSRV_H
+#define AIQ_KUBE_TESTSRV_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,10 +18,10 @@
 
 #include <microhttpd.h>
 
-#define STUB_MAX_LOG 512
-#define STUB_MAX_CHUNKS 64
+#define TSRV_MAX_LOG 512
+#define TSRV_MAX_CHUNKS 64
 
-struct stub_req {
+struct tsrv_req {
     char method[16];
     char path[512];
     char query[1024]; /* k=v&k=v, values unescaped */
@@ -30,63 +30,63 @@ struct stub_req {
     char body[8192];
 };
 
-/* What the route function fills in. body/chunks are copied by the stub. */
-struct stub_resp {
+/* What the route function fills in. body/chunks are copied by the tsrv. */
+struct tsrv_resp {
     int status;              /* default 200 */
     const char *ctype;       /* default application/json */
     const char *body;        /* whole body, or NULL */
     size_t body_len;         /* bytes of body when it is binary (0: strlen) */
     const char *encoding;    /* Content-Encoding header, or NULL */
-    const char *chunks[STUB_MAX_CHUNKS]; /* streamed pieces when nchunks > 0 */
+    const char *chunks[TSRV_MAX_CHUNKS]; /* streamed pieces when nchunks > 0 */
     int nchunks;
     int hold_ms;             /* keep the stream open this long after the pieces */
     int delay_ms;            /* sleep before answering */
 };
 
-struct stub;
-typedef void (*stub_route_fn)(struct stub *s, const struct stub_req *r, struct stub_resp *out);
+struct tsrv;
+typedef void (*tsrv_route_fn)(struct tsrv *s, const struct tsrv_req *r, struct tsrv_resp *out);
 
-struct stub {
+struct tsrv {
     struct MHD_Daemon *d;
     int port;
     char url[64];
-    stub_route_fn route;
+    tsrv_route_fn route;
     void *ud;
     pthread_mutex_t mu;
-    struct stub_req *log; /* STUB_MAX_LOG entries, heap: too big for a stack */
+    struct tsrv_req *log; /* TSRV_MAX_LOG entries, heap: too big for a stack */
     int nlog;
     atomic_int stopping;
 };
 
-struct stub_conn { /* per-request upload accumulator */
-    struct stub_req req;
+struct tsrv_conn { /* per-request upload accumulator */
+    struct tsrv_req req;
     size_t blen;
 };
 
-struct stub_stream {
-    struct stub *s;
-    char *chunks[STUB_MAX_CHUNKS];
+struct tsrv_stream {
+    struct tsrv *s;
+    char *chunks[TSRV_MAX_CHUNKS];
     int n, idx;
     size_t off;
     int hold_ms;
 };
 
-static inline void stub_sleep_ms(int ms) {
+static inline void tsrv_sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-static inline enum MHD_Result stub_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
+static inline enum MHD_Result tsrv_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
     (void)kind;
-    struct stub_req *r = cls;
+    struct tsrv_req *r = cls;
     size_t n = strlen(r->query);
     snprintf(r->query + n, sizeof r->query - n, "%s%s=%s", n ? "&" : "", k, v ? v : "");
     return MHD_YES;
 }
 
-static inline ssize_t stub_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+static inline ssize_t tsrv_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
-    struct stub_stream *st = cls;
+    struct tsrv_stream *st = cls;
     if (st->idx < st->n) {
         const char *c = st->chunks[st->idx];
         size_t left = strlen(c) - st->off;
@@ -96,33 +96,33 @@ static inline ssize_t stub_stream_read(void *cls, uint64_t pos, char *buf, size_
         if (st->off == strlen(c)) {
             st->idx++;
             st->off = 0;
-            stub_sleep_ms(2); /* separate TCP writes: real chunk boundaries */
+            tsrv_sleep_ms(2); /* separate TCP writes: real chunk boundaries */
         }
         if (n == 0) return 0;
         return (ssize_t)n;
     }
-    for (int waited = 0; waited < st->hold_ms && !atomic_load(&st->s->stopping); waited += 10) stub_sleep_ms(10);
+    for (int waited = 0; waited < st->hold_ms && !atomic_load(&st->s->stopping); waited += 10) tsrv_sleep_ms(10);
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
-static inline void stub_stream_free(void *cls) {
-    struct stub_stream *st = cls;
+static inline void tsrv_stream_free(void *cls) {
+    struct tsrv_stream *st = cls;
     for (int i = 0; i < st->n; i++) free(st->chunks[i]);
     free(st);
 }
 
-static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *conn, const char *url,
+static inline enum MHD_Result tsrv_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                            const char *method, const char *version,
                                            const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
-    struct stub *s = cls;
-    struct stub_conn *sc = *con_cls;
+    struct tsrv *s = cls;
+    struct tsrv_conn *sc = *con_cls;
     if (!sc) {
         sc = calloc(1, sizeof *sc);
         if (!sc) return MHD_NO;
         snprintf(sc->req.method, sizeof sc->req.method, "%s", method);
         snprintf(sc->req.path, sizeof sc->req.path, "%s", url);
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, stub_arg, &sc->req);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, tsrv_arg, &sc->req);
         const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
         snprintf(sc->req.auth, sizeof sc->req.auth, "%s", a ? a : "");
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
@@ -139,23 +139,23 @@ static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *con
         return MHD_YES;
     }
     pthread_mutex_lock(&s->mu);
-    if (s->nlog < STUB_MAX_LOG) s->log[s->nlog++] = sc->req;
+    if (s->nlog < TSRV_MAX_LOG) s->log[s->nlog++] = sc->req;
     pthread_mutex_unlock(&s->mu);
 
-    struct stub_resp out = {.status = 200};
+    struct tsrv_resp out = {.status = 200};
     s->route(s, &sc->req, &out);
     if (out.delay_ms) {
-        for (int w = 0; w < out.delay_ms && !atomic_load(&s->stopping); w += 10) stub_sleep_ms(10);
+        for (int w = 0; w < out.delay_ms && !atomic_load(&s->stopping); w += 10) tsrv_sleep_ms(10);
     }
     struct MHD_Response *resp;
     if (out.nchunks > 0) {
-        struct stub_stream *st = calloc(1, sizeof *st);
+        struct tsrv_stream *st = calloc(1, sizeof *st);
         if (!st) return MHD_NO;
         st->s = s;
         st->hold_ms = out.hold_ms;
         for (int i = 0; i < out.nchunks; i++) st->chunks[st->n++] = strdup(out.chunks[i]);
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stub_stream_read, st,
-                                                 stub_stream_free);
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, tsrv_stream_read, st,
+                                                 tsrv_stream_free);
     } else {
         const char *b = out.body ? out.body : "";
         size_t blen = out.body_len ? out.body_len : strlen(b);
@@ -169,7 +169,7 @@ static inline enum MHD_Result stub_handler(void *cls, struct MHD_Connection *con
     return r;
 }
 
-static inline void stub_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+static inline void tsrv_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                   enum MHD_RequestTerminationCode toe) {
     (void)cls;
     (void)conn;
@@ -178,15 +178,15 @@ static inline void stub_completed(void *cls, struct MHD_Connection *conn, void *
     *con_cls = NULL;
 }
 
-/* Starts the stub on 127.0.0.1 with an ephemeral port; with key and
- * cert (PEM text that must outlive the stub) it serves HTTPS. Returns 0
+/* Starts the tsrv on 127.0.0.1 with an ephemeral port; with key and
+ * cert (PEM text that must outlive the tsrv) it serves HTTPS. Returns 0
  * on success. */
-static inline int stub_start_tls(struct stub *s, stub_route_fn route, void *ud, const char *key,
+static inline int tsrv_start_tls(struct tsrv *s, tsrv_route_fn route, void *ud, const char *key,
                                  const char *cert) {
     memset(s, 0, sizeof *s);
     s->route = route;
     s->ud = ud;
-    s->log = calloc(STUB_MAX_LOG, sizeof *s->log);
+    s->log = calloc(TSRV_MAX_LOG, sizeof *s->log);
     if (!s->log) return -1;
     pthread_mutex_init(&s->mu, NULL);
     struct sockaddr_in sa;
@@ -196,13 +196,13 @@ static inline int stub_start_tls(struct stub *s, stub_route_fn route, void *ud, 
     sa.sin_port = 0;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
     if (key && cert) {
-        s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, stub_handler, s,
+        s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, tsrv_handler, s,
                                 MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                stub_completed, s, MHD_OPTION_HTTPS_MEM_KEY, key,
+                                tsrv_completed, s, MHD_OPTION_HTTPS_MEM_KEY, key,
                                 MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
     } else {
-        s->d = MHD_start_daemon(flags, 0, NULL, NULL, stub_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
-                                MHD_OPTION_NOTIFY_COMPLETED, stub_completed, s, MHD_OPTION_END);
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, tsrv_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
+                                MHD_OPTION_NOTIFY_COMPLETED, tsrv_completed, s, MHD_OPTION_END);
     }
     if (!s->d) return -1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -211,12 +211,12 @@ static inline int stub_start_tls(struct stub *s, stub_route_fn route, void *ud, 
     return s->port ? 0 : -1;
 }
 
-/* Plain-HTTP stub_start_tls. */
-static inline int stub_start(struct stub *s, stub_route_fn route, void *ud) {
-    return stub_start_tls(s, route, ud, NULL, NULL);
+/* Plain-HTTP tsrv_start_tls. */
+static inline int tsrv_start(struct tsrv *s, tsrv_route_fn route, void *ud) {
+    return tsrv_start_tls(s, route, ud, NULL, NULL);
 }
 
-static inline void stub_stop(struct stub *s) {
+static inline void tsrv_stop(struct tsrv *s) {
     atomic_store(&s->stopping, 1);
     if (s->d) MHD_stop_daemon(s->d);
     s->d = NULL;
@@ -226,8 +226,8 @@ static inline void stub_stop(struct stub *s) {
 }
 
 /* Copy of log entry i (zeroed when out of range). */
-static inline struct stub_req stub_log(struct stub *s, int i) {
-    struct stub_req r;
+static inline struct tsrv_req tsrv_log(struct tsrv *s, int i) {
+    struct tsrv_req r;
     memset(&r, 0, sizeof r);
     pthread_mutex_lock(&s->mu);
     if (i >= 0 && i < s->nlog) r = s->log[i];
@@ -235,7 +235,7 @@ static inline struct stub_req stub_log(struct stub *s, int i) {
     return r;
 }
 
-static inline int stub_nlog(struct stub *s) {
+static inline int tsrv_nlog(struct tsrv *s) {
     pthread_mutex_lock(&s->mu);
     int n = s->nlog;
     pthread_mutex_unlock(&s->mu);
