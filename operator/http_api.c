@@ -253,8 +253,8 @@ static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const c
     return opa__reply(c, 200, body, len, MHD_RESPMEM_MUST_FREE);
 }
 
-/* Parses "host:port" (IPv4); 0 or -1. */
-static int opa__addr(const char *addr, struct sockaddr_in *sa) {
+/* Parses a listen address; see http_api.h. */
+int opapi_parse_addr(const char *addr, struct sockaddr_in *sa) {
     const char *colon = addr ? strrchr(addr, ':') : NULL;
     char host[64];
     if (!colon || (size_t)(colon - addr) >= sizeof host)
@@ -282,7 +282,7 @@ aiq_rc opapi_listen(opapi *a, const char *addr, aiq_err *err) {
     struct sockaddr_in sa;
     if (a->httpd)
         return aiq_err_set(err, AIQ_ESTATE, "journal API already serving");
-    if (opa__addr(addr, &sa) != 0)
+    if (opapi_parse_addr(addr, &sa) != 0)
         return aiq_err_field(err, AIQ_EINVAL, "--api-addr",
                              "--api-addr: expected IPv4-host:port, got \"%.100s\"", addr ? addr : "");
     a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,

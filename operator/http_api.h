@@ -23,6 +23,8 @@
 
 #include <stddef.h>
 
+#include <netinet/in.h>
+
 #include "common/aiq_err.h"
 
 typedef struct opapi opapi;
@@ -55,5 +57,11 @@ aiq_rc opapi_listen(opapi *a, const char *addr, aiq_err *err);
 
 /* The bound port after opapi_listen, else 0. */
 int opapi_port(const opapi *a);
+
+/* Parses a listen address "host:port" (IPv4; an empty host listens on
+ * every address, "localhost" on the loopback) into *sa, as --metrics-addr
+ * and --api-addr take it. Returns 0, or -1 when addr is NULL or malformed
+ * (sa is then unspecified). */
+int opapi_parse_addr(const char *addr, struct sockaddr_in *sa);
 
 #endif

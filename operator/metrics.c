@@ -424,36 +424,12 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                       MHD_RESPMEM_PERSISTENT);
 }
 
-/* Parses "host:port" into sa; returns 0 or -1. */
-static int opm__parse_addr(const char *addr, struct sockaddr_in *sa) {
-    const char *colon = addr ? strrchr(addr, ':') : NULL;
-    char host[64];
-    if (!colon || (size_t)(colon - addr) >= sizeof host)
-        return -1;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    char *end = NULL;
-    long port = strtol(colon + 1, &end, 10);
-    if (!colon[1] || *end || port < 0 || port > 65535)
-        return -1;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (!host[0])
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (strcmp(host, "localhost") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return -1;
-    return 0;
-}
-
 /* Starts the HTTP server; see metrics.h. */
 aiq_rc opmetrics_listen(opmetrics *m, const char *addr, aiq_err *err) {
     struct sockaddr_in sa;
     if (m->httpd)
         return aiq_err_set(err, AIQ_ESTATE, "metrics server already running");
-    if (opm__parse_addr(addr, &sa) != 0)
+    if (opapi_parse_addr(addr, &sa) != 0)
         return aiq_err_field(err, AIQ_EINVAL, "--metrics-addr",
                              "--metrics-addr: expected IPv4-host:port, got \"%.100s\"",
                              addr ? addr : "");

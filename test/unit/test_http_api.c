@@ -207,3 +207,18 @@ TEST(journal_over_http_while_the_store_writes) {
     opapi_free(a);
     fx_deinit(&f);
 }
+
+TEST(listen_addresses_parse_or_fail) {
+    struct sockaddr_in sa;
+    CHECK_INT(opapi_parse_addr("127.0.0.1:8080", &sa), 0);
+    CHECK_INT(ntohs(sa.sin_port), 8080);
+    CHECK_INT(ntohl(sa.sin_addr.s_addr), 0x7f000001);
+    CHECK_INT(opapi_parse_addr(":9090", &sa), 0);
+    CHECK_INT(ntohl(sa.sin_addr.s_addr), 0); /* any */
+    CHECK_INT(opapi_parse_addr("localhost:0", &sa), 0);
+    CHECK_INT(ntohl(sa.sin_addr.s_addr), 0x7f000001);
+    const char *bad[] = {NULL, "", "8080", "127.0.0.1:", "127.0.0.1:65536",
+                         "127.0.0.1:-1", "127.0.0.1:80x", "example.org:80", "::1:80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_INT(opapi_parse_addr(bad[i], &sa), -1);
+}
