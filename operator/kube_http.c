@@ -421,15 +421,9 @@ aiq_rc kube__http_err(int status, const char *body, size_t len,
     return rc;
 }
 
-/* Response buffer with a cap (curl dynbuf "toobig" style). */
-struct kube_buf {
-    char *p;
-    size_t len, cap, max;
-    int toobig, nomem;
-};
-
-static size_t kube_buf_write(char *data, size_t size, size_t nmemb, void *ud) {
-    struct kube_buf *b = ud;
+/* Appends to a capped buffer; see kube_http_int.h. */
+size_t kube__buf_write(char *data, size_t size, size_t nmemb, void *ud) {
+    struct kube__buf *b = ud;
     size_t n = size * nmemb;
     if (n > b->max - b->len) {
         b->toobig = 1;
@@ -479,7 +473,7 @@ aiq_rc kube_request(struct kube_client *c, const char *method,
                     size_t *resp_len, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     struct curl_slist *hdrs = NULL;
-    struct kube_buf buf = {.max = c->max_body};
+    struct kube__buf buf = {.max = c->max_body};
     char errbuf[CURL_ERROR_SIZE];
     long code = 0;
     int fault = 0;
@@ -502,7 +496,7 @@ aiq_rc kube_request(struct kube_client *c, const char *method,
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
     }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube_buf_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube__buf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
     errbuf[0] = '\0';
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);

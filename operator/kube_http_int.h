@@ -28,4 +28,17 @@ aiq_rc kube__curl_err(CURLcode cc, const char *errbuf, const char *method,
 aiq_rc kube__http_err(int status, const char *body, size_t len,
                       const char *method, const char *path, aiq_err *e);
 
+/* A response body buffer with a cap (curl dynbuf "toobig" style): p is
+ * NUL-terminated, grown on demand, owned by the caller (free(p)). */
+struct kube__buf {
+    char *p;
+    size_t len, cap, max;
+    int toobig, nomem;
+};
+
+/* CURLOPT_WRITEFUNCTION for a struct kube__buf (ud): appends the data, or
+ * returns 0 (aborting the transfer) with toobig set when it would pass max
+ * or nomem set when allocation fails. */
+size_t kube__buf_write(char *data, size_t size, size_t nmemb, void *ud);
+
 #endif

@@ -159,41 +159,11 @@ static CURLcode kw_perform(struct kube_watch *w) {
 
 /* ---- list ---------------------------------------------------------------- */
 
-struct kw_buf {
-    char *p;
-    size_t len, cap, max;
-    int toobig, nomem;
-};
-
-static size_t kw_buf_write(char *data, size_t size, size_t nmemb, void *ud) {
-    struct kw_buf *b = ud;
-    size_t n = size * nmemb;
-    if (n > b->max - b->len) {
-        b->toobig = 1;
-        return 0;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 65536;
-        while (nc < b->len + n + 1) nc *= 2;
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->nomem = 1;
-            return 0;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return n;
-}
-
 /* GETs url into *out (parsed). Errors mapped like kube_request. */
 static aiq_rc kw_get_json(struct kube_watch *w, const char *url, json_object **out, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     struct curl_slist *hdrs = NULL;
-    struct kw_buf b = {.max = KW_LIST_MAX};
+    struct kube__buf b = {.max = KW_LIST_MAX};
     char errbuf[CURL_ERROR_SIZE];
     long code = 0;
 
@@ -202,7 +172,7 @@ static aiq_rc kw_get_json(struct kube_watch *w, const char *url, json_object **o
     if (rc != AIQ_OK) goto out;
     errbuf[0] = '\0';
     curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, kw_buf_write);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, kube__buf_write);
     curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, &b);
     CURLcode cc = kw_perform(w);
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -353,7 +323,7 @@ out:
 struct kw_stream {
     struct kube_watch *w;
     int checked, is_error;
-    struct kw_buf err;  /* error body, for a Status */
+    struct kube__buf err;  /* error body, for a Status */
     aiq_rc rc;          /* first error from framing/decoding/queueing */
     aiq_err *e;
     unsigned long events;
@@ -394,7 +364,7 @@ static size_t kw_stream_write(char *data, size_t size, size_t nmemb, void *ud) {
     if (s->is_error) {
         /* Keep the first MiB for the Status; drop the rest. */
         size_t keep = n < s->err.max - s->err.len ? n : s->err.max - s->err.len;
-        if (keep && kw_buf_write(data, 1, keep, &s->err) != keep) return 0;
+        if (keep && kube__buf_write(data, 1, keep, &s->err) != keep) return 0;
         return n;
     }
     aiq_rc rc = kube_framer_feed(&s->w->framer, data, n, kw_on_line, s, s->e);
