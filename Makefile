@@ -13,6 +13,9 @@
 # (-O0, for valgrind), fuzz (clang, libFuzzer+ASan+UBSan).
 
 SHELL := /bin/sh
+# The entry targets (test, demo, bench, ...) build with one job per core
+# unless the caller chose -j already.
+JOBS := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
 CC ?= cc
 CLANG ?= clang
 PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd
@@ -101,22 +104,22 @@ endif
 
 # ---- tests -------------------------------------------------------------------
 test: deps
-	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory $(JOBS) test-build
 	@./test/run-tests.sh build/san
 
 test-build: $(SAN_TESTS) $(SAN_PROGS) $(REL_PROGS) fuzz-build-if-clang
 .PHONY: test-build
 
 unit: deps
-	@$(MAKE) --no-print-directory $(SAN_TESTS)
+	@$(MAKE) --no-print-directory $(JOBS) $(SAN_TESTS)
 	@./test/run-tests.sh build/san unit
 
 e2e: deps
-	@$(MAKE) --no-print-directory $(SAN_PROGS) $(REL_PROGS)
+	@$(MAKE) --no-print-directory $(JOBS) $(SAN_PROGS) $(REL_PROGS)
 	@./test/run-tests.sh build/san e2e
 
 valgrind: deps
-	@$(MAKE) --no-print-directory $(DBG_TESTS)
+	@$(MAKE) --no-print-directory $(JOBS) $(DBG_TESTS)
 	@./test/run-tests.sh build/dbg valgrind
 
 # ---- fuzzing -----------------------------------------------------------------
@@ -154,7 +157,7 @@ build/rel/bench/%: build/rel/bench/%.o $(LIBS_rel)
 	$(CC) -O2 -o $@ $< $(LIBS_rel) $(PKG_LIBS)
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BENCH_BINS) $(REL_PROGS)
+	@$(MAKE) --no-print-directory $(JOBS) $(BENCH_BINS) $(REL_PROGS)
 	@./bench/run-bench.sh
 
 # ---- lint --------------------------------------------------------------------
@@ -164,11 +167,11 @@ lint: deps
 		common policy queue operator simulator test/apiserver tools
 
 demo: deps
-	@$(MAKE) --no-print-directory $(REL_PROGS)
+	@$(MAKE) --no-print-directory $(JOBS) $(REL_PROGS)
 	@./scripts/demo.sh
 
 soak: deps
-	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory $(JOBS) test-build
 	@AIQ_SOAK=1 ./test/run-tests.sh build/san
 
 clean:
