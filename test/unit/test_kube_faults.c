@@ -7,7 +7,7 @@
  * and resourceVersion by resourceVersion.
  *
  * Needs the aiq-apiserver binary ($AIQ_BUILD or build/san); without it
- * the test says so and checks nothing (the stub-server tests in
+ * the test says so and checks nothing (the in-test server tests in
  * test_kube_watch.c cover the protocol on their own). */
 #include "test/unit/th.h"
 

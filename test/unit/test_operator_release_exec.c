@@ -104,12 +104,12 @@ TEST(release_exec_create_then_release) {
         pl.gpu_memory_mib = 1000;
         snprintf(name, sizeof name, "gang-%d", i);
         json_object *pod = apisrv_obj_get(v.srv, "pods", "default", name);
-        json_object *stub = pod ? NULL : json_tokener_parse(
+        json_object *gated = pod ? NULL : json_tokener_parse(
             "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]}}");
-        rel[i].patch = release_pod_patch(pod ? pod : stub, &pl, NULL);
+        rel[i].patch = release_pod_patch(pod ? pod : gated, &pl, NULL);
         snprintf(rel[i].path, sizeof rel[i].path, "/api/v1/namespaces/default/pods/%s", name);
         json_object_put(pod);
-        json_object_put(stub);
+        json_object_put(gated);
     }
     CHECK_INT(release_exec(v.kc, rel, NPODS + 1, 4), NPODS);
     CHECK_INT(rel[NPODS].rc, AIQ_ENOTFOUND);
