@@ -153,6 +153,15 @@ struct sim__row {
 int sim__row_read(FILE *f, const char *path, int *lineno, struct sim__row *row,
                   aiq_err *err);
 
+/* Reads the next data line into row: skips empty lines (and, when
+ * comments is set, lines starting with '#') and checks the row has as many
+ * fields as hdr. Returns 1 for a row, 0 at end of file, -1 on error with
+ * *bad set: AIQ_ETOOBIG for a line over SIM_MAX_LINE, AIQ_EPARSE
+ * ("path:line:1: expected N fields as in the header, got M") otherwise. */
+int sim__row_next(FILE *f, const char *path, int *lineno,
+                  const struct sim__row *hdr, struct sim__row *row,
+                  int comments, aiq_rc *bad, aiq_err *err);
+
 /* Index of the header field named name, or -1. */
 int sim__row_find(const struct sim__row *hdr, const char *name);
 

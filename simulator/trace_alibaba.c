@@ -27,7 +27,7 @@ static int64_t model_mib__(const char *m) {
 /* Reads the node list; see sim_trace.h. */
 aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
                               aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
+    aiq_rc rc = AIQ_OK, bad = AIQ_OK;
     struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
     int line = 0, got;
     if (!hdr || !row) {
@@ -51,16 +51,7 @@ aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
             err->line = 1, err->col = 1;
         goto out_free;
     }
-    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
-        if (row->n == 1 && row->field[0][0] == '\0')
-            continue;
-        if (row->n != hdr->n) {
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
-                             "got %d", path, line, hdr->n, row->n);
-            if (err)
-                err->line = line, err->col = 1;
-            goto out_free;
-        }
+    while ((got = sim__row_next(f, path, &line, hdr, row, 0, &bad, err)) == 1) {
         int64_t cpu, mem, gpus;
         if ((rc = sim__get_i64(row, icpu, "cpu_milli", 0, 100000000, 64000, &cpu, path, line,
                                err)) ||
@@ -79,7 +70,7 @@ aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
             goto out_free;
     }
     if (got < 0)
-        rc = AIQ_ETOOBIG;
+        rc = bad;
 out_free:
     free(row);
     free(hdr);
@@ -124,7 +115,7 @@ static int64_t spec_mib__(const char *spec, const struct sim_trace *tr, char *on
 /* Reads the pod list; see sim_trace.h. */
 aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
                              aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
+    aiq_rc rc = AIQ_OK, bad = AIQ_OK;
     struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
     int line = 0, got;
     if (!hdr || !row) {
@@ -152,16 +143,7 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
         }
     int icpu = sim__row_find(hdr, "cpu_milli"), imem = sim__row_find(hdr, "memory_mib"),
         ispec = sim__row_find(hdr, "gpu_spec"), iqos = sim__row_find(hdr, "qos");
-    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
-        if (row->n == 1 && row->field[0][0] == '\0')
-            continue;
-        if (row->n != hdr->n) {
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
-                             "got %d", path, line, hdr->n, row->n);
-            if (err)
-                err->line = line, err->col = 1;
-            goto out_free;
-        }
+    while ((got = sim__row_next(f, path, &line, hdr, row, 0, &bad, err)) == 1) {
         int64_t cpu, mem, ngpu, milli;
         double created, deleted, sched;
         if ((rc = sim__get_i64(row, icpu, "cpu_milli", 0, 100000000, 0, &cpu, path, line,
@@ -205,7 +187,7 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
             goto out_free;
     }
     if (got < 0)
-        rc = AIQ_ETOOBIG;
+        rc = bad;
 out_free:
     free(row);
     free(hdr);

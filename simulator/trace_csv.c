@@ -19,7 +19,7 @@ static const char *const names[C__N] = {
  * tr (the caller frees the trace). */
 aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
                     aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
+    aiq_rc rc = AIQ_OK, bad = AIQ_OK;
     struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
     int line = 0, idx[C__N], got;
     if (!hdr || !row) {
@@ -49,16 +49,7 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
             err->line = line, err->col = 1;
         goto out_free;
     }
-    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
-        if (row->field[0][0] == '#' || (row->n == 1 && row->field[0][0] == '\0'))
-            continue;
-        if (row->n != hdr->n) {
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
-                             "got %d", path, line, hdr->n, row->n);
-            if (err)
-                err->line = line, err->col = 1;
-            goto out_free;
-        }
+    while ((got = sim__row_next(f, path, &line, hdr, row, 1, &bad, err)) == 1) {
         struct sim_job j;
         int64_t replicas, gpus, gmem, cpu, mem, prio;
         memset(&j, 0, sizeof j);
@@ -105,7 +96,7 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
             goto out_free;
     }
     if (got < 0)
-        rc = AIQ_ETOOBIG;
+        rc = bad;
 out_free:
     free(row);
     free(hdr);

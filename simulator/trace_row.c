@@ -64,6 +64,29 @@ int sim__row_read(FILE *f, const char *path, int *lineno, struct sim__row *row,
     return 1;
 }
 
+/* Reads the next data row; see sim_trace.h. */
+int sim__row_next(FILE *f, const char *path, int *lineno,
+                  const struct sim__row *hdr, struct sim__row *row,
+                  int comments, aiq_rc *bad, aiq_err *err) {
+    int got;
+    while ((got = sim__row_read(f, path, lineno, row, err)) == 1) {
+        if ((comments && row->field[0][0] == '#') ||
+            (row->n == 1 && row->field[0][0] == '\0'))
+            continue;
+        if (row->n != hdr->n) {
+            *bad = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the "
+                               "header, got %d", path, *lineno, hdr->n, row->n);
+            if (err)
+                err->line = *lineno, err->col = 1;
+            return -1;
+        }
+        return 1;
+    }
+    if (got < 0)
+        *bad = AIQ_ETOOBIG;
+    return got;
+}
+
 /* Finds a header column; see sim_trace.h. Leading and trailing blanks of
  * header names are ignored. */
 int sim__row_find(const struct sim__row *hdr, const char *name) {

@@ -13,7 +13,7 @@
 /* Reads a Tiresias job CSV; see sim_trace.h. */
 aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
                          aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
+    aiq_rc rc = AIQ_OK, bad = AIQ_OK;
     struct sim__row *hdr = malloc(sizeof *hdr), *row = malloc(sizeof *row);
     int line = 0, got;
     if (!hdr || !row) {
@@ -40,16 +40,7 @@ aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
             err->line = 1, err->col = 1;
         goto out_free;
     }
-    while ((got = sim__row_read(f, path, &line, row, err)) == 1) {
-        if (row->n == 1 && row->field[0][0] == '\0')
-            continue;
-        if (row->n != hdr->n) {
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:1: expected %d fields as in the header, "
-                             "got %d", path, line, hdr->n, row->n);
-            if (err)
-                err->line = line, err->col = 1;
-            goto out_free;
-        }
+    while ((got = sim__row_next(f, path, &line, hdr, row, 0, &bad, err)) == 1) {
         int64_t ngpu;
         struct sim_job j;
         memset(&j, 0, sizeof j);
@@ -84,7 +75,7 @@ aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
             goto out_free;
     }
     if (got < 0)
-        rc = AIQ_ETOOBIG;
+        rc = bad;
 out_free:
     free(row);
     free(hdr);

@@ -303,3 +303,34 @@ TEST(generator_is_seeded_and_mixed) {
     CHECK_INT(sim_generate(tr, &bad, &e), AIQ_EINVAL);
     sim_trace_free(tr);
 }
+
+/* Every reader skips blank lines, and names the line of a row whose field
+ * count differs from its header; only our CSV treats '#' lines as comments. */
+TEST(readers_check_field_counts_and_skip_blank_lines) {
+    static const struct {
+        aiq_rc (*read)(FILE *, const char *, struct sim_trace *, aiq_err *);
+        const char *text, *msg;
+    } cases[] = {
+        {sim_read_csv, "submit_s,duration_s,id\n# note\n\n0,1,a\n5,2\n",
+         "t:5:1: expected 3 fields as in the header, got 2"},
+        {sim_read_tiresias,
+         "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n\n"
+         "1,1,0,10,resnet,60,1\n2,1,5\n",
+         "t:4:1: expected 7 fields as in the header, got 3"},
+        {sim_read_tiresias,
+         "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n# note\n",
+         "t:2:1: expected 7 fields as in the header, got 1"},
+        {sim_read_alibaba_nodes, "sn,cpu_milli,memory_mib,gpu,model\n\nn1,96000,786432,8,V100M32\nn2,1\n",
+         "t:4:1: expected 5 fields as in the header, got 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fmemopen((void *)cases[i].text, strlen(cases[i].text), "r");
+        struct sim_trace *tr = sim_trace_create();
+        aiq_err e;
+        aiq_err_clear(&e);
+        CHECK_INT(cases[i].read(f, "t", tr, &e), AIQ_EPARSE);
+        CHECK_STR(e.message, cases[i].msg);
+        fclose(f);
+        sim_trace_free(tr);
+    }
+}
