@@ -153,6 +153,13 @@ struct sim__row {
 int sim__row_read(FILE *f, const char *path, int *lineno, struct sim__row *row,
                   aiq_err *err);
 
+/* Reads the header line into hdr, skipping blank and '#' lines first when
+ * comments is set. Returns AIQ_OK, AIQ_ETOOBIG for an over-long line, or
+ * AIQ_EPARSE "path:1:1: empty file: expected <expect>" at end of file. */
+aiq_rc sim__row_header(FILE *f, const char *path, int *lineno,
+                       struct sim__row *hdr, int comments, const char *expect,
+                       aiq_err *err);
+
 /* Reads the next data line into row: skips empty lines (and, when
  * comments is set, lines starting with '#') and checks the row has as many
  * fields as hdr. Returns 1 for a row, 0 at end of file, -1 on error with

@@ -34,12 +34,9 @@ aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
         rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
         goto out_free;
     }
-    if ((got = sim__row_read(f, path, &line, hdr, err)) <= 0) {
-        rc = got < 0 ? AIQ_ETOOBIG
-                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
-                                   "sn,cpu_milli,memory_mib,gpu,model", path);
+    if ((rc = sim__row_header(f, path, &line, hdr, 0,
+                              "the header sn,cpu_milli,memory_mib,gpu,model", err)) != AIQ_OK)
         goto out_free;
-    }
     int isn = sim__row_find(hdr, "sn"), icpu = sim__row_find(hdr, "cpu_milli"),
         imem = sim__row_find(hdr, "memory_mib"), igpu = sim__row_find(hdr, "gpu"),
         imod = sim__row_find(hdr, "model");
@@ -122,12 +119,10 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
         rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
         goto out_free;
     }
-    if ((got = sim__row_read(f, path, &line, hdr, err)) <= 0) {
-        rc = got < 0 ? AIQ_ETOOBIG
-                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
-                                   "name,cpu_milli,memory_mib,num_gpu,gpu_milli,...", path);
+    if ((rc = sim__row_header(f, path, &line, hdr, 0,
+                              "the header name,cpu_milli,memory_mib,num_gpu,gpu_milli,...",
+                              err)) != AIQ_OK)
         goto out_free;
-    }
     static const char *const need[] = {"name", "num_gpu", "gpu_milli", "creation_time",
                                        "deletion_time", "scheduled_time"};
     int ix[6];

@@ -26,20 +26,9 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
         rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
         goto out_free;
     }
-    do {
-        got = sim__row_read(f, path, &line, hdr, err);
-    } while (got == 1 && (hdr->field[0][0] == '#' || (hdr->n == 1 && hdr->field[0][0] == '\0')));
-    if (got < 0) {
-        rc = AIQ_ETOOBIG;
+    if ((rc = sim__row_header(f, path, &line, hdr, 1,
+                              "a header line (id,submit_s,user,...)", err)) != AIQ_OK)
         goto out_free;
-    }
-    if (got == 0) {
-        rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected a header line "
-                         "(id,submit_s,user,...)", path);
-        if (err)
-            err->line = 1, err->col = 1;
-        goto out_free;
-    }
     for (int c = 0; c < C__N; c++)
         idx[c] = sim__row_find(hdr, names[c]);
     if (idx[C_SUBMIT] < 0 || idx[C_DURATION] < 0) {

@@ -64,6 +64,26 @@ int sim__row_read(FILE *f, const char *path, int *lineno, struct sim__row *row,
     return 1;
 }
 
+/* Reads the header line; see sim_trace.h. */
+aiq_rc sim__row_header(FILE *f, const char *path, int *lineno,
+                       struct sim__row *hdr, int comments, const char *expect,
+                       aiq_err *err) {
+    int got;
+    do {
+        got = sim__row_read(f, path, lineno, hdr, err);
+    } while (comments && got == 1 &&
+             (hdr->field[0][0] == '#' || (hdr->n == 1 && hdr->field[0][0] == '\0')));
+    if (got < 0)
+        return AIQ_ETOOBIG;
+    if (got == 0) {
+        aiq_rc rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected %s", path, expect);
+        if (err)
+            err->line = 1, err->col = 1;
+        return rc;
+    }
+    return AIQ_OK;
+}
+
 /* Reads the next data row; see sim_trace.h. */
 int sim__row_next(FILE *f, const char *path, int *lineno,
                   const struct sim__row *hdr, struct sim__row *row,

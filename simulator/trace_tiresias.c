@@ -20,13 +20,9 @@ aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
         rc = aiq_err_set(err, AIQ_ENOMEM, "%s: out of memory", path);
         goto out_free;
     }
-    got = sim__row_read(f, path, &line, hdr, err);
-    if (got <= 0) {
-        rc = got < 0 ? AIQ_ETOOBIG
-                     : aiq_err_set(err, AIQ_EPARSE, "%s:1:1: empty file: expected the header "
-                                   "job_id,num_gpu,submit_time,...", path);
+    if ((rc = sim__row_header(f, path, &line, hdr, 0,
+                              "the header job_id,num_gpu,submit_time,...", err)) != AIQ_OK)
         goto out_free;
-    }
     int ijob = sim__row_find(hdr, "job_id"), ign = sim__row_find(hdr, "num_gpu"),
         isub = sim__row_find(hdr, "submit_time"), imod = sim__row_find(hdr, "model_name"),
         idur = sim__row_find(hdr, "duration");

@@ -334,3 +334,31 @@ TEST(readers_check_field_counts_and_skip_blank_lines) {
         sim_trace_free(tr);
     }
 }
+
+/* An empty file names what header was expected, at 1:1; our CSV first
+ * skips comment and blank lines. */
+TEST(readers_name_the_expected_header_of_an_empty_file) {
+    static const struct {
+        aiq_rc (*read)(FILE *, const char *, struct sim_trace *, aiq_err *);
+        const char *text, *msg;
+    } cases[] = {
+        {sim_read_csv, "# only a comment\n\n",
+         "t:1:1: empty file: expected a header line (id,submit_s,user,...)"},
+        {sim_read_tiresias, "", "t:1:1: empty file: expected the header job_id,num_gpu,submit_time,..."},
+        {sim_read_alibaba_nodes, "", "t:1:1: empty file: expected the header sn,cpu_milli,memory_mib,gpu,model"},
+        {sim_read_alibaba_pods, "",
+         "t:1:1: empty file: expected the header name,cpu_milli,memory_mib,num_gpu,gpu_milli,..."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].text);
+        FILE *f = n ? fmemopen((void *)cases[i].text, n, "r") : fopen("/dev/null", "r");
+        struct sim_trace *tr = sim_trace_create();
+        aiq_err e;
+        aiq_err_clear(&e);
+        CHECK_INT(cases[i].read(f, "t", tr, &e), AIQ_EPARSE);
+        CHECK_STR(e.message, cases[i].msg);
+        CHECK_INT(e.line, 1);
+        fclose(f);
+        sim_trace_free(tr);
+    }
+}
