@@ -1,6 +1,7 @@
 /* kube_watch.c -- list+watch of one collection per thread: paginated
  * list, watch stream framed and decoded line by line, resume by
- * resourceVersion, relist on 410, full-jitter backoff, prompt stop.
+ * resourceVersion, relist on 410 and after an undecodable line, full-jitter
+ * backoff, prompt stop.
  *
  * Thread model (the decision for the whole Kubernetes client):
  *  - each watch runs in its own thread with its own curl easy handle,
@@ -19,6 +20,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +329,7 @@ struct kw_stream {
     aiq_rc rc;          /* first error from framing/decoding/queueing */
     aiq_err *e;
     unsigned long events;
+    bool undecodable;   /* rc is a line we cannot frame or decode */
 };
 
 static aiq_rc kw_on_line(void *ud, const char *line, size_t len) {
@@ -340,6 +343,8 @@ static aiq_rc kw_on_line(void *ud, const char *line, size_t len) {
             pthread_mutex_lock(&w->mu);
             w->st.gone++;
             pthread_mutex_unlock(&w->mu);
+        } else if (rc != AIQ_EHTTP && rc != AIQ_ENOMEM) {
+            s->undecodable = true; /* not a server ERROR event: a bad line */
         }
         return rc;
     }
@@ -369,6 +374,7 @@ static size_t kw_stream_write(char *data, size_t size, size_t nmemb, void *ud) {
     }
     aiq_rc rc = kube_framer_feed(&s->w->framer, data, n, kw_on_line, s, s->e);
     if (rc != AIQ_OK) {
+        if (rc == AIQ_ETOOBIG) s->undecodable = true; /* past the line cap */
         s->rc = rc;
         return 0;
     }
@@ -377,8 +383,10 @@ static size_t kw_stream_write(char *data, size_t size, size_t nmemb, void *ud) {
 
 /* One watch request from w->rv. AIQ_OK when the server ended the stream
  * cleanly; AIQ_EGONE when a relist is needed; other codes for errors.
- * *events counts the events received. */
-static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, aiq_err *e) {
+ * *events counts the events received; *undecodable says the error is a
+ * line past the cap or one that is not a watch event. */
+static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, bool *undecodable,
+                       aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     struct curl_slist *hdrs = NULL;
     struct kw_stream s = {.w = w, .err = {.max = KW_ERR_BODY_MAX}, .e = e};
@@ -417,6 +425,7 @@ static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, aiq_err *e) 
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, NULL);
     *events = s.events;
+    *undecodable = s.rc != AIQ_OK && s.undecodable;
     if (s.rc != AIQ_OK) {
         rc = s.rc; /* e already says what (decode, framing or stop) */
     } else if (cc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&w->stop)) {
@@ -461,7 +470,8 @@ static void *kw_main(void *arg) {
             attempt = 0;
         }
         unsigned long got = 0;
-        aiq_rc rc = kw_watch(w, &got, &e);
+        bool undecodable = false;
+        aiq_rc rc = kw_watch(w, &got, &undecodable, &e);
         if (atomic_load(&w->stop)) break;
         if (rc == AIQ_EGONE) {
             /* Our resourceVersion fell out of the server's history: list
@@ -481,6 +491,15 @@ static void *kw_main(void *arg) {
             continue;
         }
         kw_record_err(w, &e);
+        if (undecodable) {
+            /* Resuming would replay the same line forever, and what it
+             * said is unknown: drop it and list again; the consumer
+             * reconciles at RELIST_END. */
+            pthread_mutex_lock(&w->mu);
+            w->st.undecodable++;
+            pthread_mutex_unlock(&w->mu);
+            need_list = 1;
+        }
         if (got) attempt = 0;
         if (kw_sleep(w, kube_backoff_ms(attempt++, w->base_ms, w->cap_ms, &w->rng))) break;
     }

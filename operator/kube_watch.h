@@ -4,7 +4,8 @@
  * A watch lists the collection (paginated with limit/continue) between
  * RELIST_BEGIN and RELIST_END, then watches from the list's
  * resourceVersion with bookmarks, resumes from the last resourceVersion
- * it saw when the stream ends or breaks, relists on 410 Gone, and backs
+ * it saw when the stream ends or breaks, relists on 410 Gone and after a
+ * line it cannot frame or decode (resuming would replay it), and backs
  * off with full jitter (base 200 ms, cap 30 s) on errors. Thread model:
  * see the top of kube_watch.c. */
 #ifndef AIQ_KUBE_WATCH_H
@@ -40,6 +41,8 @@ struct kube_watch_stats {
     unsigned long watches;   /* watch requests started */
     unsigned long gone;      /* 410s (HTTP or ERROR event) */
     unsigned long errors;    /* failed lists/watches (each followed by a backoff) */
+    unsigned long undecodable; /* of those, streams cut by a line that could not
+                                  be framed or decoded (each followed by a relist) */
     unsigned long events;    /* ADDED/MODIFIED/DELETED delivered from streams */
     unsigned long bookmarks;
     char rv[64];             /* last resourceVersion seen */

@@ -542,7 +542,32 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
 
 /* ---- cron ------------------------------------------------------------------------ */
 
+/* Logs the watches' new errors: the watch threads only count them (with
+ * the last one), so a watch that keeps failing is visible here, at most
+ * once a second per watch. */
+static void srv__log_watch_errors(struct server *s) {
+    for (int k = 0; k < OPK__N; k++) {
+        struct kube_watch_stats st;
+        char msg[300];
+        if (!s->watch[k])
+            continue;
+        kube_watch_get_stats(s->watch[k], &st);
+        if (st.errors == s->watch_errors[k])
+            continue;
+        OPLOG(&s->log, OPLOG_WARN, "watch_error", NULL, NULL,
+              "resource=%s new=%lu errors=%lu undecodable=%lu lists=%lu rc=%s msg=%s",
+              srv_reconcilers[k].resource, st.errors - s->watch_errors[k], st.errors,
+              st.undecodable, st.lists, aiq_strerror(st.last_err.code),
+              oplog_quote(msg, sizeof msg, st.last_err.message));
+        s->watch_errors[k] = st.errors;
+    }
+}
+
 void srv_cron(struct server *s, double now) {
+    if (now - s->last_watch_check >= 1.0) {
+        srv__log_watch_errors(s);
+        s->last_watch_check = now;
+    }
     /* run_every(lease renew) */
     if (s->flags.leader_elect && now - s->last_lease >= s->lead.renew_every_s) {
         aiq_err e;

@@ -117,6 +117,8 @@ struct server {
     opapi *api;                /* read-only journal API behind /journal */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
+    unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
+    double last_watch_check;   /* unix s */
     opcache *cache[OPK__N];
     bool listed[OPK__N];       /* first full list seen */
     bool ready;

@@ -3,6 +3,7 @@
  * list+watch+resume+410 relist against an in-test HTTP server. */
 #include "test/unit/th.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "operator/kube_watch.h"
@@ -280,8 +281,10 @@ static void scen_route(struct tsrv *s, const struct tsrv_req *r, struct tsrv_res
     }
 }
 
-/* Pops the next event, "TYPE name" or "TYPE" into buf. */
-static const char *next_ev(struct kube_evq *q, char *buf, size_t cap) {
+/* Pops the next event, "TYPE name" or "TYPE" into buf. With aijob, an
+ * ADDED or MODIFIED object must also carry the AIJob kind, filled from
+ * the list when the server left it out. */
+static const char *pop_ev(struct kube_evq *q, char *buf, size_t cap, bool aijob) {
     struct kube_event *ev = NULL;
     if (kube_evq_pop(q, 10000, &ev) != AIQ_OK) {
         snprintf(buf, cap, "(timeout)");
@@ -289,14 +292,17 @@ static const char *next_ev(struct kube_evq *q, char *buf, size_t cap) {
     }
     const char *name = kube_json_str(ev->obj, "metadata.name");
     snprintf(buf, cap, "%s%s%s", kube_event_type_name(ev->type), name ? " " : "", name ? name : "");
-    if (ev->type == KUBE_EV_ADDED || ev->type == KUBE_EV_MODIFIED) {
-        /* Every object carries kind/apiVersion, filled from the list. */
+    if (aijob && (ev->type == KUBE_EV_ADDED || ev->type == KUBE_EV_MODIFIED)) {
         CHECK_STR(kube_json_str(ev->obj, "kind"), "AIJob");
         CHECK_STR(kube_json_str(ev->obj, "apiVersion"), "aiq.dev/v1alpha1");
         CHECK_STR(ev->resource, "aijobs");
     }
     kube_event_free(ev);
     return buf;
+}
+
+static const char *next_ev(struct kube_evq *q, char *buf, size_t cap) {
+    return pop_ev(q, buf, cap, true);
 }
 
 TEST(list_watch_resume_and_relist_on_410) {
@@ -371,8 +377,11 @@ TEST(list_watch_resume_and_relist_on_410) {
     tsrv_stop(&s);
 }
 
-/* Errors: oversized line, garbage line and HTTP 500 resume from the same
- * resourceVersion after a backoff (no relist); a list error retries. */
+/* Errors: an oversized line and a garbage line are dropped and the
+ * collection listed again (resuming would replay them forever: the server
+ * sends them on every watch from that resourceVersion); an HTTP 500
+ * resumes from the same resourceVersion after a backoff; a list error
+ * retries. */
 struct err_scen {
     int lists, watches;
 };
@@ -381,14 +390,25 @@ static void err_route(struct tsrv *s, const struct tsrv_req *r, struct tsrv_resp
     struct err_scen *sc = s->ud;
     char v[64];
     if (!query_val(r, "watch", v, sizeof v)) {
-        if (sc->lists++ == 0) {
+        switch (sc->lists++) {
+        case 0:
             o->status = 503;
             o->ctype = "text/plain";
             o->body = "warming up";
             return;
+        case 1:
+            o->body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[]}";
+            return;
+        case 2: /* after the oversized line: p1 and the long-named pod */
+            o->body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"110\"},\"items\":["
+                      "{\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"101\"}},"
+                      "{\"metadata\":{\"name\":\"long\",\"resourceVersion\":\"102\"}}]}";
+            return;
+        default: /* after the garbage line */
+            o->body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"120\"},\"items\":["
+                      "{\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"101\"}}]}";
+            return;
         }
-        o->body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[]}";
-        return;
     }
     switch (sc->watches++) {
     case 0: /* 200 bytes on one line: past the 128 byte cap */
@@ -440,25 +460,33 @@ TEST(watch_errors_back_off_and_resume) {
         CHECK_STR(ev->rv, "101");
         kube_event_free(ev);
     }
-    CHECK_INT(kube_evq_pop(q, 10000, &ev), AIQ_OK);
-    if (ev) {
-        CHECK_STR(kube_json_str(ev->obj, "metadata.name"), "p2");
-        kube_event_free(ev);
-    }
+    /* The oversized line: listed again (the long-named pod comes from
+     * the list); the garbage line: listed again; then p2 from the watch. */
+    static const char *const want[] = {"RELIST_BEGIN", "ADDED p1", "ADDED long", "RELIST_END",
+                                       "RELIST_BEGIN", "ADDED p1", "RELIST_END", "ADDED p2"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK_STR(pop_ev(q, buf, sizeof buf, false), want[i]);
     struct kube_watch_stats st;
     kube_watch_get_stats(w, &st);
-    CHECK_INT(st.lists, 1);
+    CHECK_INT(st.lists, 3);
     CHECK_INT(st.gone, 0);
     CHECK_INT(st.errors, 4); /* 503 list, oversized line, garbage, 500 */
+    CHECK_INT(st.undecodable, 2);
     CHECK_INT(st.last_err.http_status, 500);
     CHECK_STR(st.last_err.message, "etcd timeout");
-    /* Every watch resumed from the last event seen (101), never relisted. */
+    /* list (503), list, watch 100 (oversized), list, watch 110 (garbage),
+     * list, watch 120 (500), watch 120 again: the 500 resumes, no relist. */
+    static const char *const rvs[] = {NULL, NULL, "100", NULL, "110", NULL, "120", "120"};
     char v[64];
     int n = tsrv_nlog(&s);
-    CHECK_INT(n, 6);
-    for (int i = 3; i < n; i++) {
+    CHECK_INT(n, 8);
+    for (int i = 0; i < n && i < 8; i++) {
         struct tsrv_req r = tsrv_log(&s, i);
-        CHECK_STR(query_val(&r, "resourceVersion", v, sizeof v), "101");
+        if (rvs[i]) {
+            CHECK_STR(query_val(&r, "watch", v, sizeof v), "true");
+            CHECK_STR(query_val(&r, "resourceVersion", v, sizeof v), rvs[i]);
+        } else {
+            CHECK(query_val(&r, "watch", v, sizeof v) == NULL);
+        }
     }
     kube_watch_free(w);
     kube_evq_free(q);
