@@ -10,6 +10,9 @@
  *   pod_created     a gated pod was created, the AIJob status not yet written
  *   admit_recorded  admission is in the store and journal, status not written
  *   release_mid     one pod of a gang lost its gate, others may not have
+ *   retry_pod_created     pod_created, for a pod recreated after a requeue
+ *   retry_admit_recorded  admit_recorded, in a cycle that admitted a
+ *                         requeued job (attempt 2 or later)
  *
  * test/e2e/crash_restart.sh drives them. */
 #ifndef AIQ_OPERATOR_CRASHPOINT_H

@@ -572,6 +572,11 @@ void cycle_run(struct server *s, double now) {
             store_commit(s->db, NULL);
         store_begin(s->db, NULL);
         crashpoint("admit_recorded");
+        for (int k = 0; k < nadm; k++)
+            if (((struct opext *)admitted[k]->ext)->job->st.attempts > 1) {
+                crashpoint("retry_admit_recorded"); /* a requeued job among them */
+                break;
+            }
         /* Pass 1: every admitted job's status (phase Admitted and its
          * placement). A job whose write failed is not released now; a
          * later sync releases it once the status is recorded. */

@@ -1,24 +1,17 @@
 /* reconcile_pod.c -- the Pod reconciler: a change to one of a gang's pods
  * (label aiq.dev/job) re-syncs its AIJob, which decides Running,
  * Succeeded, or a teardown (see job_sync in reconcile_aijob.c). */
-#include <stdio.h>
-#include <string.h>
 
 #include "operator/kube_status.h"
-#include "operator/pods.h"
 #include "operator/server.h"
 
 void reconcile_pod(struct server *s, enum kube_event_type t,
                    struct opcache_obj *o, json_object *obj) {
     char key[OPCACHE_KEY_MAX];
-    json_object *m = NULL, *l = NULL, *v = NULL;
     (void)o;
-    if (!json_object_object_get_ex(obj, "metadata", &m) ||
-        !json_object_object_get_ex(m, "labels", &l) ||
-        !json_object_object_get_ex(l, PODS_LABEL_JOB, &v))
+    struct opcache_obj *jo = srv__pod_job(s, obj, key, sizeof key);
+    if (!key[0])
         return;
-    snprintf(key, sizeof key, "%s/%s", srv__ns(obj), json_object_get_string(v));
-    struct opcache_obj *jo = opcache_get(s->cache[OPK_AIJOB], key);
     OPLOG(&s->log, OPLOG_DEBUG, "pod_event", srv__name(obj), srv__rv(obj),
           "job=%s phase=%s type=%s", key,
           kube_json_str(obj, "status.phase") ? kube_json_str(obj, "status.phase") : "-",

@@ -12,6 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
+#include "operator/pods.h"
 #include "operator/release_exec.h"
 
 /* The reconciler table, indexed by opkind. */
@@ -320,6 +321,28 @@ void srv__create_pod(struct server *s, json_object *pod) {
         json_object_put(pod);
 }
 
+/* See server.h. */
+struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, size_t cap) {
+    json_object *m = NULL, *l = NULL, *v = NULL;
+    key[0] = '\0';
+    if (!json_object_object_get_ex(pod, "metadata", &m) ||
+        !json_object_object_get_ex(m, "labels", &l) ||
+        !json_object_object_get_ex(l, PODS_LABEL_JOB, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    snprintf(key, cap, "%s/%s", srv__ns(pod), json_object_get_string(v));
+    return opcache_get(s->cache[OPK_AIJOB], key);
+}
+
+/* The attempts its AIJob has had (from the cache) for a pod of ours; 0
+ * when the job is unknown. A pod created for a job with attempts is one
+ * recreated after a requeue. */
+static int srv__pod_job_attempts(struct server *s, json_object *pod) {
+    char key[OPCACHE_KEY_MAX];
+    struct opcache_obj *jo = srv__pod_job(s, pod, key, sizeof key);
+    struct opext *x = jo ? srv__ext(jo) : NULL;
+    return x && x->job ? x->job->st.attempts : 0;
+}
+
 int srv__flush_pods(struct server *s) {
     json_object *pods = s->pending_pods;
     char key[OPCACHE_KEY_MAX];
@@ -347,6 +370,8 @@ int srv__flush_pods(struct server *s) {
         if (it->rc == AIQ_OK) {
             OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(it->out), "gated=1");
             crashpoint("pod_created"); /* created, the AIJob status not yet written */
+            if (srv__pod_job_attempts(s, it->patch) > 0)
+                crashpoint("retry_pod_created"); /* the same, for a requeued job */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
             if (!cur || !*srv__rv(cur->raw)) {

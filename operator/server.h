@@ -175,6 +175,11 @@ double srv_now(void);
 /* The ext of o, created on first use (NULL on ENOMEM). */
 struct opext *srv__ext(struct opcache_obj *o);
 
+/* The cached AIJob a pod of ours belongs to (label aiq.dev/job, same
+ * namespace), or NULL. key (cap bytes) gets "ns/job", or "" when the pod
+ * has no such label. */
+struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, size_t cap);
+
 /* Sets o's desired status (takes st) and marks it dirty when it differs
  * from the last desired one. */
 void srv__want_status(struct server *s, struct opcache_obj *o,

@@ -5,7 +5,8 @@
 #
 # Kills cycle through the named crash points (operator/crashpoint.h: a pod
 # created before the status write, an admission recorded before the status
-# write, a gang half released) and plain SIGKILLs at random moments. The
+# write, a gang half released, and the first two again for a job requeued
+# after a failed attempt) and plain SIGKILLs at random moments. The
 # same workload first runs once without kills; afterwards both runs must
 # show every job ended as its exit codes say, each Succeeded job owning
 # exactly its replicas' pods, started pods = replicas x attempts (no double
@@ -38,8 +39,8 @@ wl_stop_all clean
 # --- the run with kills -------------------------------------------------------
 # The kill plan, reproducible from the seed: point or "kill" and a delay.
 awk -v k=$K -v seed=$SEED 'BEGIN { srand(seed + 1)
-    split("pod_created admit_recorded release_mid kill kill", what, " ")
-    for (i = 0; i < k; i++) printf "%s %d %.2f\n", what[i % 5 + 1], 1 + int(rand() * 4), 0.5 + rand() * 3.5 }' >"$T/plan.txt"
+    split("pod_created admit_recorded release_mid kill retry_pod_created retry_admit_recorded kill", what, " ")
+    for (i = 0; i < k; i++) printf "%s %d %.2f\n", what[i % 7 + 1], 1 + int(rand() * 4), 0.5 + rand() * 3.5 }' >"$T/plan.txt"
 e2e_start --nodes "$T/nodes.yaml" --time-scale $SCALE
 # The first operator is already armed with the plan's first point, so a
 # pod_created crash lands while the workload's pods are being created.
@@ -68,7 +69,7 @@ while read -r what pass delay; do
         else
             td=$(date +%s.%N)
             wait "$OP_PID"; rc=$?; OP_PID=""
-            [ $rc = 137 ] && self=$((self + 1))
+            [ $rc = 137 ] && { self=$((self + 1)); echo "$what" >>"$T/reached.txt"; }
             echo "kill $i: crash point $what:$pass, exit $rc"
         fi
     else
@@ -104,11 +105,20 @@ wait_for $LIMIT "crash run: every job finished after $kills kills" wl_all_done "
 echo "crash run took $(( $(date +%s) - t0 )) s"
 check "the kills happened ($self at crash points, $sig by SIGKILL)" \
     test $((self + sig)) -eq "$K" -a "$self" -ge 1
+# Every point the plan names must have been reached at least once (one
+# not reached in 15 s falls back to a SIGKILL, which would hide it).
+echo "crash points reached: $(sort "$T/reached.txt" 2>/dev/null | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')"
+points_reached() {
+    for p in $(awk '$1 != "kill" { print $1 }' "$T/plan.txt" | sort -u); do
+        grep -qx "$p" "$T/reached.txt" 2>/dev/null || { echo "$p never reached"; return 1; }
+    done
+}
+check "every crash point in the plan was reached" points_reached
 echo "operator starts seen (ready lines): $(grep -c 'event=ready' "$T/op.log")"
 # A kill at admit_recorded voids the admissions of that cycle (recorded,
 # never published); they are decided again for the same attempt. One
 # cycle admits at most 32 jobs (32 GPUs), hence the bound.
-adm=$(grep -c "crash point armed: admit_recorded" "$T/op.log")
+adm=$(grep -cE "crash point armed: (retry_)?admit_recorded" "$T/op.log")
 wl_check_end "$T/wl.yaml" "$T/op.db" $((adm * 32))
 wl_user_gpus "$T/op.db" >"$T/crash.gpus"
 # Usage equal to a clean run's: GPU-seconds are wall time from the
