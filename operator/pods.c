@@ -333,3 +333,28 @@ int pods_is_gated(json_object *pod) {
     }
     return 0;
 }
+
+/* Stamps the attempt; see pods.h. */
+int pods_set_attempt(json_object *pod, int attempt) {
+    char num[16];
+    json_object *m = pods__child(pod, "metadata");
+    json_object *a = m ? pods__child(m, "annotations") : NULL;
+    snprintf(num, sizeof num, "%d", attempt);
+    return a ? pods__set_str(a, PODS_ANN_ATTEMPT, num) : -1;
+}
+
+/* Reads the attempt annotation; see pods.h. */
+int pods_attempt(json_object *pod) {
+    json_object *m = NULL, *a = NULL, *v = NULL;
+    if (!json_object_object_get_ex(pod, "metadata", &m) ||
+        !json_object_object_get_ex(m, "annotations", &a) ||
+        !json_object_object_get_ex(a, PODS_ANN_ATTEMPT, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return 0;
+    char *end = NULL;
+    const char *s = json_object_get_string(v);
+    long n = strtol(s, &end, 10);
+    if (end == s || *end || n < 1 || n > 1000000)
+        return 0;
+    return (int)n;
+}

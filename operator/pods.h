@@ -6,7 +6,10 @@
  * reference to the AIJob (controller, blockOwnerDeletion), the labels
  * aiq.dev/job and aiq.dev/replica-index, env AIQ_JOB_NAME,
  * AIQ_REPLICA_INDEX and AIQ_REPLICA_COUNT, and on its first container the
- * nvidia.com/gpu limit and cpu/memory requests from spec.resources. */
+ * nvidia.com/gpu limit and cpu/memory requests from spec.resources. The
+ * reconciler stamps each pod with the attempt it is for (aiq.dev/attempt),
+ * so a pod recreated for the next attempt is never taken for one of the
+ * attempt the status still shows. */
 #ifndef AIQ_OPERATOR_PODS_H
 #define AIQ_OPERATOR_PODS_H
 
@@ -18,6 +21,8 @@
 #define PODS_LABEL_JOB "aiq.dev/job"
 #define PODS_LABEL_INDEX "aiq.dev/replica-index"
 #define PODS_SIM_PREFIX "sim.aiq.dev/"
+/* The attempt a pod was created for (annotation, set by the reconciler). */
+#define PODS_ANN_ATTEMPT "aiq.dev/attempt"
 
 /* Writes "<job>-<index>" into buf (cap bytes). Returns 0, or -1 when the
  * name does not fit in cap or passes 253 characters (buf then holds ""). */
@@ -42,5 +47,13 @@ int pods_replica_index(json_object *pod);
 /* Returns 1 when the pod (json) still has the aiq.dev/admission gate,
  * else 0. */
 int pods_is_gated(json_object *pod);
+
+/* Stamps the pod with the attempt (>= 1) it is created for. Returns 0, or
+ * -1 on ENOMEM. */
+int pods_set_attempt(json_object *pod, int attempt);
+
+/* The attempt the pod was created for, or 0 when it carries no readable
+ * aiq.dev/attempt annotation (a pod made before the annotation existed). */
+int pods_attempt(json_object *pod);
 
 #endif

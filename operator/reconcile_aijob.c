@@ -20,6 +20,7 @@
 struct gang {
     int n;                 /* replicas */
     int exist, running, succeeded, failed, gated;
+    int newer;             /* gated pods made for a later attempt than the status shows */
     char failed_pod[AIQ_MAX_NAME + 1];
 };
 
@@ -58,7 +59,9 @@ static void job__pod_key(char *buf, size_t cap, const char *ns, const char *job,
     snprintf(buf, cap, "%s/%s", ns, name);
 }
 
-static void job__gang(struct server *s, const struct aiq_aijob *j,
+/* Counts what the gang's pods are doing; attempts is the attempt the
+ * status shows. */
+static void job__gang(struct server *s, const struct aiq_aijob *j, int attempts,
                       struct gang *g) {
     char key[OPCACHE_KEY_MAX];
     memset(g, 0, sizeof *g);
@@ -69,8 +72,11 @@ static void job__gang(struct server *s, const struct aiq_aijob *j,
         if (!p)
             continue;
         g->exist++;
-        if (pods_is_gated(p->raw))
+        if (pods_is_gated(p->raw)) {
             g->gated++;
+            if (pods_attempt(p->raw) > attempts)
+                g->newer++;
+        }
         const char *ph = kube_json_str(p->raw, "status.phase");
         if (!ph)
             continue;
@@ -158,6 +164,9 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
     char key[OPCACHE_KEY_MAX];
     json_object *ann = NULL, *meta = NULL;
     int missing = 0;
+    struct opjob *js = job__state(o);
+    if (!js)
+        return j->spec.replicas;
     if (json_object_object_get_ex(o->raw, "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
     for (int i = 0; i < j->spec.replicas; i++) {
@@ -167,6 +176,11 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
         aiq_err e;
         aiq_err_clear(&e);
         json_object *pod = pods_build(j, ann, i, &e);
+        if (pod && pods_set_attempt(pod, js->st.attempts + 1) != 0) {
+            json_object_put(pod);
+            pod = NULL;
+            aiq_err_set(&e, AIQ_ENOMEM, "out of memory");
+        }
         if (!pod) {
             OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(o->raw),
                   "replica=%d msg=\"%s\"", i, e.message);
@@ -504,7 +518,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     job__journal_arrival(s, o, j, js, now);
     js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
 
-    job__gang(s, j, &g);
+    job__gang(s, j, js->st.attempts, &g);
     if (js->teardown) {
         if (g.exist > 0) {
             job__delete_pods(s, j, j->spec.replicas);
@@ -564,6 +578,14 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__teardown(s, o, j, js, now, "PodFailed", msg, false);
         } else if (g.exist < g.n) {
             snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
+            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        } else if (g.newer > 0) {
+            /* A restart between a teardown's pod re-creation and its
+             * status write: these pods are for the next attempt, which
+             * was never admitted. Releasing them would run them as this
+             * one. */
+            snprintf(msg, sizeof msg, "%d of %d pods were recreated for attempt %d",
+                     g.newer, g.n, js->st.attempts + 1);
             job__teardown(s, o, j, js, now, "PodMissing", msg, false);
         } else if (g.running + g.succeeded == g.n) {
             js->st.started_at = now;

@@ -2,7 +2,8 @@
 # operator_lifecycle.sh -- suspend and resume; a failed pod brings the gang
 # down and requeues it until backoffLimit, then Failed; the operator
 # killed with SIGKILL mid-run and restarted leaves no duplicate pod, keeps
-# running jobs running and loses no job.
+# running jobs running and loses no job; pods recreated for the next
+# attempt before the status said so are never run as the old attempt.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -81,4 +82,43 @@ check "no duplicate pods" sh -c '
   [ "$(kubectl get pods -o name | sort | uniq -d | wc -l)" = 0 ]'
 check "the restart recovered state from the status" sh -c '
   grep "event=job_loaded obj=default/k-run " "$T/op.log" | tail -1 | grep -q "phase=Running attempts=1"'
+
+# --- pods recreated for the next attempt, status not yet written ------------
+# A kill between a teardown's pod re-creation and its status write leaves
+# an AIJob whose status still shows the attempt that ended (Admitted here)
+# and gated pods made for the next one. Built by hand: the restarted
+# operator must tear those pods down and requeue, not release them as the
+# attempt the status shows.
+job regate 2 1 10m | kubectl apply -f - >/dev/null
+wait_for 15 "regate runs" sh -c '[ "$(kubectl get aijob regate -o jsonpath={.status.phase})" = Running ]'
+check "a pod carries the attempt it was made for" sh -c '
+  [ "$(kubectl get pod regate-0 -o jsonpath="{.metadata.annotations.aiq\.dev/attempt}")" = 1 ]'
+op_kill9
+uid=$(kubectl get aijob regate -o jsonpath={.metadata.uid})
+kubectl delete pod regate-0 regate-1 --wait=true >/dev/null
+for i in 0 1; do cat <<Y; done | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata:
+  name: regate-$i
+  namespace: default
+  labels: {aiq.dev/job: regate, aiq.dev/replica-index: "$i"}
+  annotations: {aiq.dev/attempt: "2", sim.aiq.dev/duration: 10m}
+  ownerReferences: [{apiVersion: aiq.dev/v1alpha1, kind: AIJob, name: regate, uid: $uid, controller: true, blockOwnerDeletion: true}]
+spec:
+  schedulingGates: [{name: aiq.dev/admission}]
+  containers: [{name: w, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+Y
+kubectl patch aijob regate --subresource=status --type=merge -p '{"status":{"phase":"Admitted"}}' >/dev/null
+op_start --backoff 1s
+wait_for 15 "the recreated pods are torn down, not released as attempt 1" sh -c '
+  grep "event=gang_down obj=default/regate " "$T/op.log" | grep -q "reason=PodMissing attempts=1 next=Queued"'
+check "the message says why" sh -c '
+  kubectl get events --field-selector involvedObject.name=regate -o jsonpath="{.items[*].message}" |
+    grep -q "2 of 2 pods were recreated for attempt 2"'
+wait_for 20 "regate runs again as attempt 2" sh -c '
+  [ "$(kubectl get aijob regate -o jsonpath={.status.phase})/$(kubectl get aijob regate -o jsonpath={.status.attempts})" = Running/2 ]'
+check "its pods are attempt 2's" sh -c '
+  for i in 0 1; do [ "$(kubectl get pod regate-$i -o jsonpath="{.metadata.annotations.aiq\.dev/attempt}")" = 2 ] || exit 1; done'
 e2e_done

@@ -130,6 +130,27 @@ TEST(pods_replica_index_rejects_garbage) {
     json_object_put(p);
 }
 
+/* The attempt stamp: written as a string annotation, read back; absent,
+ * non-numeric, zero or negative values read as 0 (unknown). */
+TEST(pods_attempt_stamp) {
+    json_object *p = json_tokener_parse("{\"metadata\":{\"name\":\"j-0\"}}");
+    CHECK_INT(pods_attempt(p), 0);
+    CHECK_INT(pods_set_attempt(p, 3), 0);
+    CHECK_INT(pods_attempt(p), 3);
+    CHECK_STR(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+              "{\"metadata\":{\"name\":\"j-0\",\"annotations\":{\"aiq.dev/attempt\":\"3\"}}}");
+    json_object_put(p);
+    static const char *const bad[] = {"\"\"", "\"2x\"", "\"0\"", "\"-1\"", "2", "\"99999999999\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[128];
+        snprintf(doc, sizeof doc, "{\"metadata\":{\"annotations\":{\"aiq.dev/attempt\":%s}}}", bad[i]);
+        p = json_tokener_parse(doc);
+        CHECK(p != NULL);
+        CHECK_INT(pods_attempt(p), 0);
+        json_object_put(p);
+    }
+}
+
 TEST(release_patch_golden) {
     struct opst_place pl;
     memset(&pl, 0, sizeof pl);
