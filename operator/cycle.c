@@ -511,10 +511,7 @@ void cycle_run(struct server *s, double now) {
             snprintf(js->st.message, sizeof js->st.message, "%s", msg);
             opmetrics_admitted_add(s->metrics, 1);
             opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
-            json_object *stj = NULL;
-            js->st.observed_generation = srv__generation(o->raw);
-            json_object_object_get_ex(o->raw, "status", &stj);
-            srv__want_status(s, o, opstatus_to_json(&js->st, stj, now));
+            job_publish(s, o, now);
             admitted[nadm++] = o;
             cy__journal(s, js, j, now, "admit", r, js->st.reason, msg);
             OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),

@@ -91,13 +91,32 @@ static void job__gang(struct server *s, const struct aiq_aijob *j, int attempts,
     }
 }
 
-/* Publishes js->st as the AIJob's desired status. */
+/* Publishes js->st as the AIJob's desired status, unless neither st nor
+ * the object changed since the last time (then the JSON would be the one
+ * already wanted: conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
     json_object *live = NULL;
+    const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
+    uint64_t h = opstatus_hash(&js->st);
+    if (js->pub_rv[0] && h == js->pub_hash && strcmp(rv, js->pub_rv) == 0)
+        return;
     json_object_object_get_ex(o->raw, "status", &live);
-    srv__want_status(s, o, opstatus_to_json(&js->st, live, now));
+    json_object *st = opstatus_to_json(&js->st, live, now);
+    srv__want_status(s, o, st);
+    js->pub_rv[0] = '\0';
+    if (st && strlen(rv) < sizeof js->pub_rv) {
+        memcpy(js->pub_rv, rv, strlen(rv) + 1);
+        js->pub_hash = h;
+    }
+}
+
+/* See server.h. */
+void job_publish(struct server *s, struct opcache_obj *o, double now) {
+    struct opjob *js = job__state(o);
+    if (js)
+        job__publish(s, o, js, now);
 }
 
 /* Emits an Event once per distinct reason in a row. */

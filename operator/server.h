@@ -78,6 +78,8 @@ struct opjob {
     int64_t recorded_gen;      /* generation last written to the store */
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
     double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
+    uint64_t pub_hash;         /* opstatus_hash of st when last published */
+    char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
 };
 
 /* Operator state attached to every cached object. */
@@ -261,6 +263,12 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
 /* Tells whether every pod of the job exists on the server (not only as a
  * placeholder waiting for its create); only such jobs can be admitted. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o);
+
+/* Publishes the job's st as its desired status (srv__want_status). The
+ * JSON is built only when st or the object (its resourceVersion) changed
+ * since the last publish: an unchanged status is skipped at the cost of
+ * a hash. */
+void job_publish(struct server *s, struct opcache_obj *o, double now);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);

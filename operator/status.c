@@ -220,6 +220,68 @@ fail:
     return NULL;
 }
 
+/* ---- fingerprint --------------------------------------------------------- */
+
+/* struct opstatus as opstatus_hash knows it (LP64 layout: x86-64, aarch64).
+ * When this fails, a field was added or changed: hash it below, then
+ * update the size. */
+_Static_assert(sizeof(struct opstatus) == 2680 && sizeof(struct opst_place) == 528,
+               "struct opstatus changed: update opstatus_hash and this size");
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t opst__fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t opst__fnv_str(uint64_t h, const char *s) {
+    return opst__fnv(h, s, strlen(s) + 1); /* the NUL ends the field */
+}
+
+#define OPST_FNV(h, v) ((h) = opst__fnv((h), &(v), sizeof(v)))
+
+/* See status.h. Numbers are hashed by value (doubles by their bits). */
+uint64_t opstatus_hash(const struct opstatus *st) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int phase = (int)st->phase, has_score = st->has_score ? 1 : 0;
+    OPST_FNV(h, phase);
+    h = opst__fnv_str(h, st->group);
+    h = opst__fnv_str(h, st->level);
+    OPST_FNV(h, st->position);
+    OPST_FNV(h, has_score);
+    OPST_FNV(h, st->score);
+    OPST_FNV(h, st->nterms);
+    for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
+        h = opst__fnv_str(h, st->terms[i].name);
+        OPST_FNV(h, st->terms[i].value);
+    }
+    OPST_FNV(h, st->total_gpus);
+    OPST_FNV(h, st->predicted_runtime_s);
+    OPST_FNV(h, st->estimated_start);
+    int np = st->placement ? st->nplacement : 0;
+    OPST_FNV(h, np);
+    for (int i = 0; i < np; i++) {
+        const struct opst_place *p = &st->placement[i];
+        OPST_FNV(h, p->replica);
+        h = opst__fnv_str(h, p->node);
+        OPST_FNV(h, p->ngpus);
+        for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
+            OPST_FNV(h, p->gpus[k]);
+        OPST_FNV(h, p->gpu_memory_mib);
+    }
+    OPST_FNV(h, st->queued_at);
+    OPST_FNV(h, st->admitted_at);
+    OPST_FNV(h, st->started_at);
+    OPST_FNV(h, st->finished_at);
+    OPST_FNV(h, st->attempts);
+    h = opst__fnv_str(h, st->reason);
+    h = opst__fnv_str(h, st->message);
+    OPST_FNV(h, st->observed_generation);
+    return h;
+}
+
 /* Builds the status JSON; see status.h. */
 json_object *opstatus_to_json(const struct opstatus *st,
                               json_object *old_status, double now) {

@@ -55,6 +55,14 @@ struct opstatus {
     int64_t observed_generation;
 };
 
+/* A 64-bit fingerprint of every field of st that opstatus_to_json writes
+ * (strings up to their NUL, the first nterms terms and nplacement
+ * placement entries), so a caller can skip rebuilding a status that
+ * cannot have changed. Equal statuses hash equal; a build-time check in
+ * status.c fails when struct opstatus changes, so a new field cannot be
+ * left out. */
+uint64_t opstatus_hash(const struct opstatus *st);
+
 /* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into
  * buf (cap >= 21). Returns buf. */
 const char *opst_time(char *buf, size_t cap, double t);

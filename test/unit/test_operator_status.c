@@ -2,6 +2,7 @@
  * transition times, the status merge patch (written only on change),
  * restart recovery of placement, RFC 3339 times and Events
  * (operator/status.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -190,6 +191,91 @@ TEST(status_recovers_placement_after_restart) {
     CHECK_INT(opstatus_from_json(s, &got, back, 1), 1);
     CHECK_INT(opstatus_from_json(NULL, &got, back, 4), 0);
     json_object_put(s);
+}
+
+/* opstatus_hash: the same status hashes the same whatever lies past a
+ * string's NUL or past nterms/nplacement; a change to any field the JSON
+ * shows changes the hash. */
+static void hash_base(struct opstatus *st, struct opst_place *pl) {
+    memset(st, 0, sizeof *st);
+    memset(pl, 0, 2 * sizeof *pl);
+    st->phase = AIQ_PHASE_ADMITTED;
+    snprintf(st->group, sizeof st->group, "vision");
+    snprintf(st->level, sizeof st->level, "batch");
+    st->position = 2;
+    st->has_score = true;
+    st->score = 1.5;
+    st->nterms = 2;
+    snprintf(st->terms[0].name, sizeof st->terms[0].name, "priority");
+    st->terms[0].value = 1;
+    snprintf(st->terms[1].name, sizeof st->terms[1].name, "wait");
+    st->terms[1].value = 0.5;
+    st->total_gpus = 4;
+    st->predicted_runtime_s = 60;
+    st->estimated_start = T0 + 10;
+    pl[0].replica = 0;
+    pl[1].replica = 1;
+    snprintf(pl[0].node, sizeof pl[0].node, "gpu-0");
+    snprintf(pl[1].node, sizeof pl[1].node, "gpu-1");
+    pl[0].ngpus = pl[1].ngpus = 2;
+    pl[1].gpus[1] = 1;
+    pl[0].gpu_memory_mib = pl[1].gpu_memory_mib = 1024;
+    st->placement = pl;
+    st->nplacement = 2;
+    st->queued_at = T0;
+    st->admitted_at = T0 + 1;
+    st->attempts = 1;
+    snprintf(st->reason, sizeof st->reason, "Admitted");
+    snprintf(st->message, sizeof st->message, "admitted");
+    st->observed_generation = 3;
+}
+
+TEST(status_hash_covers_every_field) {
+    struct opstatus a, b;
+    struct opst_place pa[2], pb[2];
+    hash_base(&a, pa);
+    hash_base(&b, pb);
+    uint64_t h = opstatus_hash(&a);
+    /* Bytes the JSON never shows do not count. */
+    b.group[20] = 'x';
+    b.message[100] = 'x';
+    b.terms[5].value = 9;
+    pb[0].gpus[3] = 7;
+    CHECK(opstatus_hash(&b) == h);
+    for (int f = 0; f < 27; f++) {
+        hash_base(&b, pb);
+        switch (f) {
+        case 0: b.phase = AIQ_PHASE_RUNNING; break;
+        case 1: b.group[0] = 'V'; break;
+        case 2: b.level[0] = 'B'; break;
+        case 3: b.position = 3; break;
+        case 4: b.has_score = false; break;
+        case 5: b.score = 1.25; break;
+        case 6: b.nterms = 1; break;
+        case 7: b.terms[1].name[0] = 'W'; break;
+        case 8: b.terms[0].value = 2; break;
+        case 9: b.total_gpus = 8; break;
+        case 10: b.predicted_runtime_s = 61; break;
+        case 11: b.estimated_start += 1; break;
+        case 12: b.nplacement = 1; break;
+        case 13: pb[1].replica = 2; break;
+        case 14: pb[0].node[4] = '9'; break;
+        case 15: pb[0].ngpus = 1; break;
+        case 16: pb[1].gpus[1] = 0; break;
+        case 17: pb[1].gpu_memory_mib = 2048; break;
+        case 18: b.queued_at += 1; break;
+        case 19: b.admitted_at += 1; break;
+        case 20: b.started_at = T0 + 2; break;
+        case 21: b.finished_at = T0 + 3; break;
+        case 22: b.attempts = 2; break;
+        case 23: b.reason[0] = 'a'; break;
+        case 24: b.message[0] = 'A'; break;
+        case 25: b.observed_generation = 4; break;
+        case 26: b.placement = NULL; break;
+        }
+        if (!CHECK(opstatus_hash(&b) != h))
+            printf("    field change %d left the hash unchanged\n", f);
+    }
 }
 
 TEST(status_event_fields) {
