@@ -499,6 +499,11 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             s->listed[r->kind] = true;
             OPLOG(&s->log, OPLOG_INFO, "listed", NULL, ev->rv, "kind=%s count=%zu",
                   r->kind_name, opcache_count(c));
+        } else {
+            /* After a 410 Gone or an undecodable line: worth a line, as
+             * a relist storm means the watch cannot keep up. */
+            OPLOG(&s->log, OPLOG_INFO, "relisted", NULL, ev->rv, "kind=%s count=%zu",
+                  r->kind_name, opcache_count(c));
         }
         bool all = true;
         for (int k = 0; k < OPK__N; k++)

@@ -51,7 +51,10 @@ check "per-user GPU-seconds match the clean run within 20%" \
     wl_cmp_gpus "$T/clean.gpus" "$T/faults.gpus" 0.20
 cat "$T/check.out"
 # What the operator met: calls answered 500/409 (logged with http=...),
-# and lists (start-up, then a relist after each 410 Gone).
+# first lists at start-up, relists after a 410 Gone.
 echo "faults seen by the operator: $(grep -c 'http=500' "$T/op.log") x 500," \
-     "$(grep -c 'http=409' "$T/op.log") x 409, $(grep -c 'event=listed' "$T/op.log") lists"
+     "$(grep -c 'http=409' "$T/op.log") x 409, $(grep -c 'event=listed' "$T/op.log") first lists," \
+     "$(grep -c 'event=relisted' "$T/op.log") relists"
+check "the operator relisted after 410s (the history holds 50 events)" \
+    test "$(grep -c 'event=relisted' "$T/op.log")" -ge 1
 e2e_done
