@@ -5,6 +5,10 @@
 #                            single pods and 2-4 replica gangs, about one
 #                            in eight failing with exit code 1
 #                            (backoffLimit 1: two attempts, then Failed).
+#                            The failing ones have priority 1 (the others
+#                            0), so a requeued job is admitted again soon
+#                            rather than behind the whole workload, and a
+#                            crash test can land on its re-admission.
 #                            Durations 20-50 s of simulated time.
 #   wl_expect FILE           "name phase attempts replicas" per job, what
 #                            the exit codes say must happen.
@@ -29,7 +33,7 @@ wl_gen() {
             printf "apiVersion: aiq.dev/v1alpha1\nkind: AIJob\n"
             printf "metadata:\n  name: %s\n  namespace: default\n", name
             printf "  annotations: {sim.aiq.dev/exit-code: \"%d\"}\n", code
-            printf "spec:\n  user: %s\n  replicas: %d\n  backoffLimit: 1\n", user, rep
+            printf "spec:\n  user: %s\n  priority: %d\n  replicas: %d\n  backoffLimit: 1\n", user, code, rep
             printf "  resources: {gpus: %d, gpuMemoryMiB: 20480, cpu: \"1\", memory: 1Gi}\n", gpus
             printf "  template:\n    metadata:\n      annotations: {sim.aiq.dev/duration: %ds}\n", dur
             printf "    spec:\n      containers: [{name: w, image: busybox}]\n---\n"
