@@ -170,9 +170,12 @@ demo: deps
 	@$(MAKE) --no-print-directory $(JOBS) $(REL_PROGS)
 	@./scripts/demo.sh
 
+# The e2e suites of `make soak` run the ASan build unless SOAK_BUILD says
+# otherwise: `make soak SOAK_BUILD=build/rel` is several times faster.
+SOAK_BUILD ?= build/san
 soak: deps
 	@$(MAKE) --no-print-directory $(JOBS) test-build
-	@AIQ_SOAK=1 ./test/run-tests.sh build/san
+	@AIQ_SOAK=1 AIQ_E2E_BUILD=$(SOAK_BUILD) ./test/run-tests.sh build/san
 
 clean:
 	rm -rf build

@@ -4,6 +4,8 @@
 # unit: every BUILD_DIR/test/test_* binary (one test file per module).
 # e2e: every test/e2e/*.sh script; each prints its own "N passed, N failed".
 # valgrind: the unit binaries under valgrind (BUILD_DIR should be build/dbg).
+# AIQ_E2E_BUILD (a directory under the root) runs the e2e scripts against
+# other binaries than BUILD_DIR's, e.g. build/rel for a faster soak.
 set -u
 BUILD=${1:-build/san}
 WHAT=${2:-all}
@@ -50,7 +52,7 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
         # lib.sh and _*.sh are sourced helpers, not tests.
         case "$n" in lib|_*) continue ;; esac
         t0=$(date +%s)
-        (cd "$ROOT" && sh "$s") >"$LOG/$n.out" 2>&1
+        (cd "$ROOT" && AIQ_BUILD="$ROOT/${AIQ_E2E_BUILD:-$BUILD}" sh "$s") >"$LOG/$n.out" 2>&1
         rc=$?
         tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
     done
