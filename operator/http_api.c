@@ -188,6 +188,22 @@ out:
     return rc;
 }
 
+/* See http_api.h. */
+aiq_rc opapi_journal_query(opapi *a, const char *job, const char *uid, const char *limit,
+                           char **body, size_t *len, aiq_err *err) {
+    long n = 10;
+    if (limit) {
+        char *end = NULL;
+        n = strtol(limit, &end, 10);
+        if (!*limit || *end || n < 1)
+            return aiq_err_field(err, AIQ_EINVAL, "limit",
+                                 "limit: expected a positive integer, got \"%.60s\"", limit);
+        if (n > OPAPI_MAX_LIMIT)
+            n = OPAPI_MAX_LIMIT;
+    }
+    return opapi_journal_json(a, job, uid, (int)n, body, len, err);
+}
+
 /* ---- HTTP ----------------------------------------------------------------- */
 
 static enum MHD_Result opa__reply(struct MHD_Connection *c, unsigned code, char *body, size_t len,
@@ -234,20 +250,11 @@ static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const c
     const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
     const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
     const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-    long limit = 10;
-    if (lim) {
-        char *end = NULL;
-        limit = strtol(lim, &end, 10);
-        if (!*lim || *end || limit < 1)
-            return opa__error(c, 400, "limit: expected a positive integer");
-        if (limit > OPAPI_MAX_LIMIT)
-            limit = OPAPI_MAX_LIMIT;
-    }
     char *body = NULL;
     size_t len = 0;
     aiq_err e;
     aiq_err_clear(&e);
-    aiq_rc rc = opapi_journal_json(a, job, uid, (int)limit, &body, &len, &e);
+    aiq_rc rc = opapi_journal_query(a, job, uid, lim, &body, &len, &e);
     if (rc != AIQ_OK)
         return opa__error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
     return opa__reply(c, 200, body, len, MHD_RESPMEM_MUST_FREE);

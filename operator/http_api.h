@@ -50,6 +50,13 @@ void opapi_free(opapi *a);
 aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
                           int limit, char **body, size_t *len, aiq_err *err);
 
+/* opapi_journal_json from a request's raw query values: limit (may be
+ * NULL: 10) must be a positive integer, else AIQ_EINVAL naming it and its
+ * value. Every server of /journal goes through this, so they answer
+ * alike: AIQ_EINVAL is HTTP 400, other errors 500. */
+aiq_rc opapi_journal_query(opapi *a, const char *job, const char *uid, const char *limit,
+                           char **body, size_t *len, aiq_err *err);
+
 /* Serves GET /journal on addr ("host:port", IPv4; port 0 picks one) from
  * its own libmicrohttpd thread. AIQ_EINVAL for a malformed addr, AIQ_EIO
  * when it cannot bind, AIQ_ESTATE when already serving. */

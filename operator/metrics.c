@@ -348,30 +348,18 @@ static enum MHD_Result opm__json_error(struct MHD_Connection *c, unsigned code,
     return opm__reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
 }
 
-/* GET /journal?job=NS/NAME&uid=UID&limit=N through opapi_journal_json:
+/* GET /journal?job=NS/NAME&uid=UID&limit=N through opapi_journal_query:
  * 200 with its JSON, 400 naming a bad job or limit, 500 on a store
  * error. */
 static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
     const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
     const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
     const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-    long limit = 10;
-    if (lim) {
-        char *end = NULL;
-        limit = strtol(lim, &end, 10);
-        if (!*lim || *end || limit < 1) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "limit: expected a positive integer, got \"%.60s\"", lim);
-            return opm__json_error(c, 400, msg);
-        }
-        if (limit > OPAPI_MAX_LIMIT)
-            limit = OPAPI_MAX_LIMIT;
-    }
     char *body = NULL;
     size_t len = 0;
     aiq_err e;
     aiq_err_clear(&e);
-    aiq_rc rc = opapi_journal_json(api, job, uid, (int)limit, &body, &len, &e);
+    aiq_rc rc = opapi_journal_query(api, job, uid, lim, &body, &len, &e);
     if (rc != AIQ_OK)
         return opm__json_error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
