@@ -38,23 +38,26 @@ struct apisrv__watch {
     size_t len, off, cap;
 };
 
+/* Makes room for n more bytes (and a newline) in wt's pending buffer.
+ * False when it cannot: the client is past WATCH_MAX_PENDING behind (so
+ * slow it is cut off) or memory ran out; wt is then marked done. */
+static bool watch_reserve(struct apisrv__watch *wt, size_t n) {
+    if (wt->len + n + 2 <= wt->cap) return true;
+    size_t nc = wt->cap ? wt->cap : 8192;
+    while (nc < wt->len + n + 2) nc *= 2;
+    char *nb = nc > WATCH_MAX_PENDING ? NULL : realloc(wt->buf, nc);
+    if (!nb) {
+        wt->done = true;
+        return false;
+    }
+    wt->buf = nb;
+    wt->cap = nc;
+    return true;
+}
+
 static void watch_append(struct apisrv__watch *wt, const char *text) {
     size_t n = strlen(text);
-    if (wt->len + n + 2 > wt->cap) {
-        size_t nc = wt->cap ? wt->cap : 8192;
-        while (nc < wt->len + n + 2) nc *= 2;
-        if (nc > WATCH_MAX_PENDING) {  /* a client this slow is cut off */
-            wt->done = true;
-            return;
-        }
-        char *nb = realloc(wt->buf, nc);
-        if (!nb) {
-            wt->done = true;
-            return;
-        }
-        wt->buf = nb;
-        wt->cap = nc;
-    }
+    if (!watch_reserve(wt, n)) return;
     memcpy(wt->buf + wt->len, text, n);
     wt->len += n;
     wt->buf[wt->len++] = '\n';
@@ -100,21 +103,7 @@ static void watch_event_hist(struct apisrv__watch *wt, const char *type,
     tl = strlen(type);
     ol = strlen(e->text);
     need = sizeof head - 1 + tl + sizeof mid - 1 + ol + 1;
-    if (wt->len + need + 2 > wt->cap) {
-        size_t nc = wt->cap ? wt->cap : 8192;
-        while (nc < wt->len + need + 2) nc *= 2;
-        if (nc > WATCH_MAX_PENDING) {  /* a client this slow is cut off */
-            wt->done = true;
-            return;
-        }
-        char *nb = realloc(wt->buf, nc);
-        if (!nb) {
-            wt->done = true;
-            return;
-        }
-        wt->buf = nb;
-        wt->cap = nc;
-    }
+    if (!watch_reserve(wt, need)) return;
     memcpy(wt->buf + wt->len, head, sizeof head - 1);
     wt->len += sizeof head - 1;
     memcpy(wt->buf + wt->len, type, tl);
