@@ -8,6 +8,8 @@
 #   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
 #   fuzz/fuzz_*.c               -> one libFuzzer target each (clang)
 #   bench/bench_*.c             -> one benchmark each (-O2)
+#   test/realcluster/*.go       -> build/realcluster/aiq-realcluster, the real
+#                                  Kubernetes control plane for tests (Go)
 #
 # Build variants live under build/: rel (-O2), san (ASan+UBSan), dbg
 # (-O0, for valgrind), fuzz (clang, libFuzzer+ASan+UBSan).
@@ -46,7 +48,7 @@ VARIANT_CFLAGS_san := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefine
 VARIANT_CFLAGS_dbg := -O0 -g
 VARIANT_LDFLAGS_san := -fsanitize=address,undefined
 
-.PHONY: all deps test unit e2e bench lint valgrind fuzz fuzz-smoke clean demo soak
+.PHONY: all deps test unit e2e bench lint valgrind fuzz fuzz-smoke clean demo soak realcluster
 .DEFAULT_GOAL := all
 # Keep intermediate objects so rebuilds are incremental.
 .SECONDARY:
@@ -92,7 +94,31 @@ SAN_PROGS := $(PROGS:%=build/san/%)
 SAN_TESTS := $(TEST_SRC:test/unit/%.c=build/san/test/%)
 DBG_TESTS := $(TEST_SRC:test/unit/%.c=build/dbg/test/%)
 
-all: deps-check $(REL_PROGS)
+all: deps-check $(REL_PROGS) $(REALCLUSTER)
+
+# ---- the real control plane (Go, test infrastructure) -------------------------
+# kube-apiserver, kube-scheduler, kube-controller-manager and etcd from the
+# Kubernetes Go modules, in one binary (test/realcluster). go builds
+# incrementally from its own caches (GOCACHE, GOMODCACHE: kept between
+# runs in their default places under $HOME), so only the first build is
+# slow. The version is stamped as a release build would be, so /version
+# says v1.34.N and the kubectl dispatcher can pick its client.
+GO ?= go
+REALCLUSTER := build/realcluster/aiq-realcluster
+REAL_SRC := $(wildcard test/realcluster/*.go) test/realcluster/go.mod test/realcluster/go.sum
+K8S_VERSION = $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes v\([0-9.]*\)$$/\1/p' test/realcluster/go.mod)
+K8S_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
+$(REALCLUSTER): $(REAL_SRC)
+	@mkdir -p $(dir $@)
+	@t0=$$(date +%s); echo "go build $@ (Kubernetes v$(K8S_VERSION); the first build takes several minutes)"; \
+	cd test/realcluster && GOTOOLCHAIN=local GOFLAGS=-mod=readonly $(GO) build -ldflags '$(K8S_LDFLAGS)' \
+		-o $(CURDIR)/$@ . && echo "built $@ in $$(( $$(date +%s) - t0 )) s"
+
+realcluster: $(REALCLUSTER)
 
 # Re-run make once the dependencies are installed, so pkg-config flags are
 # evaluated with the libraries present.
@@ -107,7 +133,7 @@ test: deps
 	@$(MAKE) --no-print-directory $(JOBS) test-build
 	@./test/run-tests.sh build/san
 
-test-build: $(SAN_TESTS) $(SAN_PROGS) $(REL_PROGS) fuzz-build-if-clang
+test-build: $(SAN_TESTS) $(SAN_PROGS) $(REL_PROGS) $(REALCLUSTER) fuzz-build-if-clang
 .PHONY: test-build
 
 unit: deps
@@ -115,7 +141,7 @@ unit: deps
 	@./test/run-tests.sh build/san unit
 
 e2e: deps
-	@$(MAKE) --no-print-directory $(JOBS) $(SAN_PROGS) $(REL_PROGS)
+	@$(MAKE) --no-print-directory $(JOBS) $(SAN_PROGS) $(REL_PROGS) $(REALCLUSTER)
 	@./test/run-tests.sh build/san e2e
 
 valgrind: deps

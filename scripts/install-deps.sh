@@ -1,7 +1,22 @@
 #!/bin/sh
-# Installs every build and test dependency of aiq with apt-get.
+# Installs every build and test dependency of aiq with apt-get, and checks
+# that Go is there (it builds the real Kubernetes control plane the tests
+# run on, test/realcluster; Debian bookworm's golang-go is too old for the
+# Kubernetes 1.34 modules, so Go is not installed from apt here).
 # Idempotent: when everything is present it prints nothing and exits 0.
 set -eu
+
+GO_MIN=24 # Go 1.24, what k8s.io/kubernetes v1.34 asks for in its go.mod
+if ! command -v go >/dev/null 2>&1; then
+    echo "install-deps: Go 1.$GO_MIN or newer is needed to build test/realcluster (the real" >&2
+    echo "install-deps: Kubernetes control plane of the tests) and is not on PATH" >&2
+    exit 1
+fi
+gominor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+if [ -z "$gominor" ] || [ "$gominor" -lt $GO_MIN ]; then
+    echo "install-deps: Go 1.$GO_MIN or newer is needed; found $(go env GOVERSION)" >&2
+    exit 1
+fi
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind cppcheck \
 libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev \

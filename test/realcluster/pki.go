@@ -1,0 +1,184 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki is the key material of one cluster: a CA, the API server's serving
+// certificate signed by it, and the service-account signing key pair.
+// Files live in <state>/pki and are reused when present, so a cluster
+// restarted on the same --db keeps its kubeconfig and tokens valid.
+type pki struct {
+	dir                 string
+	caCert, caKey       string
+	serveCert, serveKey string
+	saPub, saKey        string
+	caPEM               []byte
+}
+
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+func newKey() (*ecdsa.PrivateKey, []byte, error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalECPrivateKey(k)
+	return k, der, err
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		// crypto/rand does not fail on Linux; a fixed serial would still work.
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// makePKI creates (or reuses) the key material under dir.
+func makePKI(dir string) (*pki, error) {
+	p := &pki{
+		dir:    dir,
+		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
+		serveCert: filepath.Join(dir, "apiserver.crt"), serveKey: filepath.Join(dir, "apiserver.key"),
+		saPub: filepath.Join(dir, "sa.pub"), saKey: filepath.Join(dir, "sa.key"),
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	all := []string{p.caCert, p.caKey, p.serveCert, p.serveKey, p.saPub, p.saKey}
+	have := 0
+	for _, f := range all {
+		if exists(f) {
+			have++
+		}
+	}
+	if have == len(all) {
+		b, err := os.ReadFile(p.caCert)
+		if err != nil {
+			return nil, err
+		}
+		p.caPEM = b
+		return p, nil
+	}
+	if have != 0 {
+		return nil, fmt.Errorf("%s holds %d of the %d key files: remove the directory to start afresh", dir, have, len(all))
+	}
+
+	caKey, caDER, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "aiq-realcluster-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caCertDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caCertDER)
+	if err != nil {
+		return nil, err
+	}
+
+	srvKey, srvDER, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
+	}
+	srvCertDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+
+	_, saDER, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	saParsed, err := x509.ParseECPrivateKey(saDER)
+	if err != nil {
+		return nil, err
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(&saParsed.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+
+	for _, w := range []struct {
+		path, typ string
+		der       []byte
+	}{
+		{p.caKey, "EC PRIVATE KEY", caDER},
+		{p.caCert, "CERTIFICATE", caCertDER},
+		{p.serveKey, "EC PRIVATE KEY", srvDER},
+		{p.serveCert, "CERTIFICATE", srvCertDER},
+		{p.saKey, "EC PRIVATE KEY", saDER},
+		{p.saPub, "PUBLIC KEY", saPubDER},
+	} {
+		if err := writePEM(w.path, w.typ, w.der); err != nil {
+			return nil, err
+		}
+	}
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCertDER})
+	return p, nil
+}
+
+// randomToken returns 32 hex digits from crypto/rand.
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+var errNoPort = errors.New("no free port")
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
+// free when this returns; the component that binds it comes moments later.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", errNoPort, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
