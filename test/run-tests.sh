@@ -6,6 +6,12 @@
 # valgrind: the unit binaries under valgrind (BUILD_DIR should be build/dbg).
 # AIQ_E2E_BUILD (a directory under the root) runs the e2e scripts against
 # other binaries than BUILD_DIR's, e.g. build/rel for a faster soak.
+# Each e2e script runs once per API server it names in a line
+#   # servers: local real        (the default when the line is missing)
+# local is the local cluster (aiq-apiserver), real the real Kubernetes
+# control plane (aiq-realcluster); "none" runs it once without a server.
+# The line says why when a script runs on one server only.
+# AIQ_SERVERS="local" (or "real") runs only the scripts' runs on those.
 set -u
 BUILD=${1:-build/san}
 WHAT=${2:-all}
@@ -51,10 +57,18 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
         n=$(basename "$s" .sh)
         # lib.sh and _*.sh are sourced helpers, not tests.
         case "$n" in lib|_*) continue ;; esac
-        t0=$(date +%s)
-        (cd "$ROOT" && AIQ_BUILD="$ROOT/${AIQ_E2E_BUILD:-$BUILD}" sh "$s") >"$LOG/$n.out" 2>&1
-        rc=$?
-        tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
+        servers=$(sed -n 's/^# servers: *\([a-z ]*\).*/\1/p' "$s" | head -1)
+        for srv in ${servers:-local real}; do
+            if [ "$srv" != none ] && [ -n "${AIQ_SERVERS:-}" ]; then
+                case " $AIQ_SERVERS " in *" $srv "*) ;; *) continue ;; esac
+            fi
+            label=$n; [ "$srv" != none ] && label="$n[$srv]"
+            t0=$(date +%s)
+            (cd "$ROOT" && AIQ_API=$srv AIQ_BUILD="$ROOT/${AIQ_E2E_BUILD:-$BUILD}" sh "$s") \
+                >"$LOG/$label.out" 2>&1
+            rc=$?
+            tally "$label" "$LOG/$label.out" $rc $(( $(date +%s) - t0 ))
+        done
     done
 fi
 echo "logs: $LOG (took $(( $(date +%s) - START ))s)"

@@ -209,19 +209,13 @@ wl_op_up() {
     return 1
 }
 
-# wl_api_restart: stops the local cluster (SIGTERM) and starts it again on
+# wl_api_restart: stops the API server (SIGTERM) and starts it again on
 # the same --db and port, so the running operator must resume or relist.
 wl_api_restart() {
     port=$(sed -n 's#.*server: https\{0,1\}://127.0.0.1:\([0-9]*\).*#\1#p' "$T/kubeconfig" | head -1)
+    n=$(grep -c listening "$T/api.log")
     kill "$API_PID"; wait "$API_PID" 2>/dev/null
-    "$BUILD/aiq-apiserver" --db "$T/api.db" --port "$port" --kubeconfig "$T/kubeconfig" "$@" \
-        >>"$T/api.log" 2>&1 &
-    API_PID=$!
-    for _ in $(seq 1 100); do
-        [ "$(grep -c listening "$T/api.log")" -ge 2 ] && return 0
-        sleep 0.1
-    done
-    return 1
+    api_up $((n + 1)) --port "$port" "$@"
 }
 
 # wl_stop_all: stops operator and cluster and moves their files aside

@@ -7,6 +7,7 @@
 # attempts for every job, no duplicate pods, no double run, a consistent
 # journal, and per-user GPU-seconds within 20% of each other (see below).
 # Short: 60 jobs. AIQ_SOAK=1: 300 jobs.
+# servers: local (the fault injection it needs exists only in the local server)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/_workload.sh"
 

@@ -5,6 +5,7 @@
 # documented, the dashboard covers what an operator of the queue watches,
 # and relative links in README.md and docs/*.md point at files that exist.
 # Needs no build and no cluster: grep, sed and awk only.
+# servers: none (needs no cluster)
 set -u
 ROOT=${AIQ_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 M=$ROOT/operator/metrics.c

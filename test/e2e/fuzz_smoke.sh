@@ -3,6 +3,7 @@
 # corpus (fuzz/corpus/<name>/). New inputs go to a temp dir, never into the
 # repository. AIQ_SOAK=1 runs each target for 10 minutes instead of 8 s.
 # Ends with "N passed, N failed"; skipped (0 passed, 0 failed) without clang.
+# servers: none (needs no cluster)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SECS=8

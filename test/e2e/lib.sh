@@ -1,8 +1,13 @@
 # lib.sh -- shared helpers of the e2e tests (sourced, not run: the runner
 # skips lib.sh).
-# Starts build/san/aiq-apiserver and build/san/aiq-operator in a private
-# temp dir, drives them with the real kubectl, counts checks, and kills
-# every process it started on exit.
+# Starts an API server and build/san/aiq-operator in a private temp dir,
+# drives them with the real kubectl, counts checks, and kills every
+# process it started on exit. The API server is AIQ_API's:
+#   local  build/san/aiq-apiserver, the fast local cluster (default)
+#   real   build/realcluster/aiq-realcluster: the real kube-apiserver,
+#          kube-scheduler, kube-controller-manager and etcd, with the same
+#          fake nodes and a kubelet stand-in (test/realcluster)
+# Both take the same flags and write the same kind of kubeconfig.
 #   . test/e2e/lib.sh; e2e_start [apiserver args]; op_start [operator args]
 #   check "what" cmd...; wait_for SECS "what" cmd...; e2e_done
 set -u
@@ -10,6 +15,7 @@ ROOT=${AIQ_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${AIQ_BUILD:-$ROOT/build/san}
 T=$(mktemp -d /tmp/aiq-e2e.XXXXXX)
 export T
+. "$ROOT/test/e2e/_server.sh"
 export KUBECONFIG=$T/kubeconfig KUBECACHEDIR=$T/kcache
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 PASS=0
@@ -53,16 +59,15 @@ wait_for() {
     done
 }
 
-# e2e_start [extra aiq-apiserver args]: the local cluster on a free port.
+# e2e_start [extra server args]: the API server on a free port, with the
+# CRDs, RBAC and admission policy of crds/ applied.
 e2e_start() {
-    "$BUILD/aiq-apiserver" --db "$T/api.db" --port 0 --kubeconfig "$T/kubeconfig" "$@" \
-        >"$T/api.log" 2>&1 &
-    API_PID=$!
-    for _ in $(seq 1 100); do
-        [ -s "$T/kubeconfig" ] && grep -q listening "$T/api.log" 2>/dev/null && break
-        sleep 0.1
-    done
+    : >"$T/api.log"
+    api_up 1 --port 0 "$@" || { bad "API server ($AIQ_API) ready"; return 1; }
     kubectl apply -k "$ROOT/crds/" >"$T/crds.out" 2>&1 || { bad "apply crds"; cat "$T/crds.out"; }
+    # A real server serves a new CRD's kind only once it is Established.
+    kubectl wait --for condition=established --timeout=60s crd --all >/dev/null 2>&1 ||
+        bad "CRDs established"
 }
 
 # op_start [extra aiq-operator args]: the operator, waiting until /readyz.

@@ -4,6 +4,7 @@
 # side by side, each reader runs on its checked-in sample, a bad trace line
 # is reported as FILE:LINE:COLUMN with the column and value, and a run
 # recorded with --journal replays exactly. No cluster needed.
+# servers: none (needs no cluster)
 set -u
 ROOT=${AIQ_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${AIQ_BUILD:-$ROOT/build/san}
