@@ -37,7 +37,8 @@ api_up() {
 
 # api_curl [curl args]: curl against the API server as the kubeconfig's
 # user (its server, bearer token and CA), e.g. api_curl -X POST ... /api/v1/...
-# A path argument starting with / is put after the server address.
+# An argument that is an API path (/api..., /version, /healthz, /readyz,
+# /livez, /openapi...) is put after the server address.
 api_curl() {
     srv=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
     tok=$(kubectl config view --raw -o jsonpath='{.users[0].user.token}')
@@ -46,7 +47,11 @@ api_curl() {
     set -- "$@" ""
     for a in "$@"; do
         shift
-        case "$a" in /*) set -- "$@" "$srv$a" ;; "") ;; *) set -- "$@" "$a" ;; esac
+        case "$a" in
+        /api|/api/*|/apis|/apis/*|/version*|/healthz*|/readyz*|/livez*|/openapi*) set -- "$@" "$srv$a" ;;
+        "") ;;
+        *) set -- "$@" "$a" ;;
+        esac
     done
     if [ -s "$T/api-ca.crt" ]; then set -- --cacert "$T/api-ca.crt" "$@"; fi
     if [ -n "$tok" ]; then set -- -H "Authorization: Bearer $tok" "$@"; fi
