@@ -265,6 +265,13 @@ aiq_rc aiq_aijob_validate(const struct aiq_aijob *j, aiq_err *err) {
     aiq_rc rc = AIQ_OK;
 
     if ((rc = check_meta(err, &j->meta))) return rc;
+    /* The pods carry the job's name in the aiq.dev/job label, whose values
+     * are at most 63 characters; a longer name could never start. */
+    if (strnlen(j->meta.name, AIQ_MAX_AIJOB_NAME + 1) > AIQ_MAX_AIJOB_NAME)
+        return aiq_field_err(err, "metadata.name",
+                             "must be no more than %d characters (an AIJob's pods "
+                             "carry its name in the aiq.dev/job label), got %zu",
+                             AIQ_MAX_AIJOB_NAME, strlen(j->meta.name));
     if ((rc = check_str(err, "spec.user", s->user, true, AIQ_MAX_NAME))) return rc;
     if ((rc = check_range(err, "spec.priority", s->priority, 0, MAX_PRIORITY))) return rc;
     if ((rc = check_range(err, "spec.replicas", s->replicas, 1, AIQ_MAX_REPLICAS))) return rc;

@@ -26,6 +26,7 @@
 
 /* Size limits for hostile input (the CRDs carry the same limits). */
 #define AIQ_MAX_NAME 253          /* metadata.name, namespace */
+#define AIQ_MAX_AIJOB_NAME 63     /* an AIJob's name: its pods' aiq.dev/job label value */
 #define AIQ_MAX_STRING 1024       /* any other short string */
 #define AIQ_MAX_FORMULA 4096      /* formula and `when` predicates */
 #define AIQ_MAX_LIST 256          /* namespaces, members, levels, ... */

@@ -111,6 +111,15 @@ TEST(aijob_strings_and_cross_field) {
     expect_job(&j, NULL, NULL);
     j.meta.name = (char *)"a..b";
     expect_job(&j, "metadata.name", "metadata.name: must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; at most 253), got \"a..b\"");
+    /* 63 characters fit the pods' aiq.dev/job label; 64 cannot start. */
+    char n64[65];
+    memset(n64, 'n', 64);
+    n64[30] = '.'; /* a valid subdomain: no dot-separated part passes 63 */
+    n64[64] = '\0';
+    j.meta.name = n64;
+    expect_job(&j, "metadata.name", "metadata.name: must be no more than 63 characters (an AIJob's pods carry its name in the aiq.dev/job label), got 64");
+    n64[63] = '\0';
+    expect_job(&j, NULL, NULL);
     j.meta.name = (char *)"x";
     j.meta.namespace_ = (char *)"team.vision";
     expect_job(&j, "metadata.namespace", "metadata.namespace: must be a lowercase RFC 1123 label (a-z, 0-9, '-'; at most 63), got \"team.vision\"");
