@@ -4,21 +4,25 @@
 #include "operator/kube_status.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-aiq_rc kube_json_parse(const char *s, size_t len, json_object **out,
-                       aiq_err *e) {
+/* One parse with the given depth cap; *deep is set when only the cap
+ * stopped it. */
+static aiq_rc kube_json_parse_depth(const char *s, size_t len, int depth, json_object **out,
+                                    bool *deep, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     json_tokener *tok = NULL;
     json_object *o = NULL;
 
     *out = NULL;
+    *deep = false;
     if (len > (size_t)INT_MAX) {
         rc = aiq_err_set(e, AIQ_ETOOBIG, "JSON document of %zu bytes passes the parser limit", len);
         goto out;
     }
-    tok = json_tokener_new_ex(KUBE_JSON_MAX_DEPTH);
+    tok = json_tokener_new_ex(depth);
     if (!tok) {
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory creating JSON tokener");
         goto out;
@@ -35,9 +39,10 @@ aiq_rc kube_json_parse(const char *s, size_t len, json_object **out,
         if (e && e->code == AIQ_OK) e->offset = end;
         if (jerr == json_tokener_continue)
             rc = aiq_err_set(e, AIQ_EPARSE, "truncated JSON at byte %zu", end);
-        else if (jerr == json_tokener_error_depth)
-            rc = aiq_err_set(e, AIQ_EPARSE, "JSON nested deeper than %d at byte %zu",
-                             KUBE_JSON_MAX_DEPTH, end);
+        else if (jerr == json_tokener_error_depth) {
+            *deep = true;
+            rc = aiq_err_set(e, AIQ_EPARSE, "JSON nested deeper than %d at byte %zu", depth, end);
+        }
         else
             rc = aiq_err_set(e, AIQ_EPARSE, "invalid JSON at byte %zu: %s", end,
                              json_tokener_error_desc(jerr));
@@ -58,6 +63,20 @@ out_put:
     json_tokener_free(tok);
 out:
     return rc;
+}
+
+aiq_rc kube_json_parse(const char *s, size_t len, json_object **out,
+                       aiq_err *e) {
+    bool deep = false;
+    aiq_err first;
+    aiq_err_clear(&first);
+    aiq_rc rc = kube_json_parse_depth(s, len, KUBE_JSON_MAX_DEPTH, out, &deep, &first);
+    if (rc == AIQ_OK || !deep) {
+        if (rc != AIQ_OK && e && e->code == AIQ_OK) *e = first;
+        return rc;
+    }
+    /* Rare and legitimate on a real server: see KUBE_JSON_DEEP_DEPTH. */
+    return kube_json_parse_depth(s, len, KUBE_JSON_DEEP_DEPTH, out, &deep, e);
 }
 
 aiq_rc kube_rc_for_http(int http_status, const char *reason) {

@@ -11,11 +11,20 @@
 
 #include "common/aiq_err.h"
 
-/* Max JSON nesting accepted in one API object (deeper is an error). */
+/* JSON nesting of the first parse of a body or watch line: every object
+ * the operator means to act on is far shallower. */
 #define KUBE_JSON_MAX_DEPTH 96
+/* The real kube-apiserver stores objects nested up to 10,000 levels (its
+ * JSON decoder's maxDepth, k8s.io/apimachinery/pkg/util/json), e.g. in
+ * an AIJob's free-form pod template. A body deeper than
+ * KUBE_JSON_MAX_DEPTH is parsed again with this cap plus room for the
+ * list or watch event around the object, so one such object does not
+ * make a whole list or watch undecodable: the manifest reader then
+ * rejects that object alone, by name, as nested too deep. */
+#define KUBE_JSON_DEEP_DEPTH (10000 + 16)
 
 /* Parses len bytes of JSON (need not be NUL-terminated) into *out with
- * the depth cap above. The input must be exactly one JSON value,
+ * the depth caps above. The input must be exactly one JSON value,
  * whitespace allowed around it. Returns AIQ_OK and a new reference in
  * *out, or AIQ_EPARSE with the byte offset in e->offset (*out NULL). */
 aiq_rc kube_json_parse(const char *s, size_t len, json_object **out,

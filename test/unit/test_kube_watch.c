@@ -140,16 +140,29 @@ TEST(decode_events_and_garbage) {
     CHECK(strstr(e.message, "\"RENAMED\"") != NULL);
     CHECK_INT(decode("{\"type\":\"ADDED\",\"object\":{\"n\":\"\xff\xfe\"}}", &t, &o, &e), AIQ_EPARSE);
     CHECK_INT(decode("{'type':'ADDED','object':{}}", &t, &o, &e), AIQ_EPARSE);
-    /* Nesting deeper than the cap. */
-    char deep[512];
-    size_t n = 0;
-    n += (size_t)snprintf(deep, sizeof deep, "{\"type\":\"ADDED\",\"object\":");
-    for (int i = 0; i < 100; i++) deep[n++] = '[';
-    for (int i = 0; i < 100; i++) deep[n++] = ']';
-    deep[n++] = '}';
-    deep[n] = '\0';
-    CHECK_INT(decode(deep, &t, &o, &e), AIQ_EPARSE);
-    CHECK(strstr(e.message, "deeper") != NULL);
+    /* Nesting the real API server stores (up to 10,000 levels) decodes,
+     * so one deep object cannot make a whole watch undecodable; deeper
+     * than the server allows is refused. */
+    size_t cap = 2 * 10100 + 64, n;
+    char *deep = malloc(cap);
+    CHECK(deep != NULL);
+    for (int levels = 100; levels <= 10100; levels += 10000) {
+        n = (size_t)snprintf(deep, cap, "{\"type\":\"ADDED\",\"object\":{\"a\":");
+        for (int i = 0; i < levels; i++) deep[n++] = '[';
+        for (int i = 0; i < levels; i++) deep[n++] = ']';
+        deep[n++] = '}';
+        deep[n++] = '}';
+        deep[n] = '\0';
+        if (levels == 100) {
+            CHECK_INT(decode(deep, &t, &o, &e), AIQ_OK);
+            json_object_put(o);
+            o = NULL;
+        } else {
+            CHECK_INT(decode(deep, &t, &o, &e), AIQ_EPARSE);
+            CHECK(strstr(e.message, "deeper than 10016") != NULL);
+        }
+    }
+    free(deep);
     CHECK(o == NULL);
 }
 
