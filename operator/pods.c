@@ -129,7 +129,21 @@ json_object *pods_build(const struct aiq_aijob *job,
     }
 
     if (job->spec.template_json && job->spec.template_json[0]) {
-        tmpl = json_tokener_parse(job->spec.template_json);
+        /* A real API server stores templates nested up to 10,000 levels;
+         * a pod template never needs more than AIQ_MAX_DEPTH. */
+        json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
+        if (!tok)
+            goto nomem;
+        tmpl = json_tokener_parse_ex(tok, job->spec.template_json, -1);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        json_tokener_free(tok);
+        if (jerr == json_tokener_error_depth) {
+            json_object_put(tmpl);
+            tmpl = NULL;
+            aiq_err_field(err, AIQ_EINVAL, "spec.template",
+                          "spec.template: nesting too deep (more than %d levels)", AIQ_MAX_DEPTH);
+            goto fail;
+        }
         if (!tmpl || !json_object_is_type(tmpl, json_type_object)) {
             aiq_err_field(err, AIQ_EPARSE, "spec.template",
                           "spec.template: not a JSON object");

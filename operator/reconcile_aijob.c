@@ -203,6 +203,10 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
         if (!pod) {
             OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(o->raw),
                   "replica=%d msg=\"%s\"", i, e.message);
+            /* Only running out of memory passes; a template that cannot
+             * become a pod never will: the job is rejected. */
+            if (e.code != AIQ_ENOMEM && !js->pod_refused[0])
+                snprintf(js->pod_refused, sizeof js->pod_refused, "%s", e.message);
             missing++;
             continue;
         }
@@ -580,6 +584,18 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     switch (js->st.phase) {
     case AIQ_PHASE_PENDING:
     case AIQ_PHASE_QUEUED:
+        if (js->pod_refused[0]) {
+            /* Its pods can never be made (see opjob.pod_refused). */
+            js->st.position = 0;
+            js->st.estimated_start = 0;
+            job__phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
+            job__event(s, o, js, "Warning", "Rejected", js->pod_refused);
+            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+                  "field=spec.template msg=\"%s\"", js->pod_refused);
+            if (g.exist > 0)
+                job__delete_pods(s, j, j->spec.replicas);
+            break;
+        }
         if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
             job__pods_on_server(s, j)) {
             js->st.queued_at = now;

@@ -343,6 +343,26 @@ static int srv__pod_job_attempts(struct server *s, json_object *pod) {
     return x && x->job ? x->job->st.attempts : 0;
 }
 
+/* A pod the API server refused for good: the request itself is invalid
+ * (400, 422: the template makes an invalid pod) or the namespace's Pod
+ * Security level forbids it (403 naming PodSecurity). Retrying cannot
+ * help, so the job is told (opjob.pod_refused) and rejected at its next
+ * sync. Other failures (the operator's own RBAC, 5xx, timeouts) are
+ * retried by the next sync. */
+static void srv__pod_refused(struct server *s, json_object *pod, const aiq_err *e) {
+    char key[OPCACHE_KEY_MAX];
+    bool forever = e->http_status == 400 || e->http_status == 422 ||
+                   (e->http_status == 403 && strstr(e->message, "PodSecurity"));
+    if (!forever)
+        return;
+    struct opcache_obj *jo = srv__pod_job(s, pod, key, sizeof key);
+    struct opext *x = jo ? srv__ext(jo) : NULL;
+    if (!x || !x->job || x->job->pod_refused[0])
+        return;
+    snprintf(x->job->pod_refused, sizeof x->job->pod_refused, "the API server refused pod %s: %s",
+             srv__name(pod), e->message);
+}
+
 int srv__flush_pods(struct server *s) {
     json_object *pods = s->pending_pods;
     char key[OPCACHE_KEY_MAX];
@@ -389,6 +409,7 @@ int srv__flush_pods(struct server *s) {
             OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
+            srv__pod_refused(s, it->patch, &it->err);
         }
         json_object_put(it->out);
     }

@@ -80,6 +80,10 @@ struct opjob {
     double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
     uint64_t pub_hash;         /* opstatus_hash of st when last published */
     char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    /* A pod of the job can never be made: its template cannot be built
+     * into a pod, or the API server refused the pod for good (422, or a
+     * Pod Security violation). The next sync rejects the job with this. */
+    char pod_refused[512];
 };
 
 /* Operator state attached to every cached object. */
