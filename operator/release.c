@@ -75,32 +75,46 @@ fail:
     return NULL;
 }
 
-/* Copies term (may be NULL) with its metadata.name matchFields replaced
- * by ours. Returns a new object or NULL on ENOMEM. */
+/* Copies term (may be NULL: a new term) with our requirement appended to
+ * its matchFields. A real API server lets a gated pod's required node
+ * affinity only tighten: each existing term keeps its matchExpressions
+ * and matchFields as an unchanged prefix and may gain entries at the end,
+ * and a term with neither (which matches no node) may gain nothing, so
+ * it is copied as it is. Returns a new object or NULL on ENOMEM. */
 static json_object *rel__term(json_object *term, const char *node) {
     json_object *t = json_object_new_object();
     json_object *fields = json_object_new_array();
     json_object *mine = rel__name_req(node);
+    json_object *me = NULL, *mf = NULL;
     if (!t || !fields || !mine)
         goto fail;
     if (term && json_object_is_type(term, json_type_object)) {
-        json_object *me = NULL, *mf = NULL;
         if (json_object_object_get_ex(term, "matchExpressions", &me) &&
             rel__add(t, "matchExpressions", json_object_get(me)))
             goto fail;
         if (json_object_object_get_ex(term, "matchFields", &mf) &&
             json_object_is_type(mf, json_type_array)) {
             for (size_t i = 0; i < json_object_array_length(mf); i++) {
-                json_object *r = json_object_array_get_idx(mf, i), *k = NULL;
-                if (json_object_object_get_ex(r, "key", &k) &&
-                    strcmp(json_object_get_string(k), "metadata.name") == 0)
-                    continue;
+                json_object *r = json_object_array_get_idx(mf, i);
+                /* Ours already (a release sent again): not twice. */
+                if (mine && json_object_equal(r, mine)) {
+                    json_object_put(mine);
+                    mine = NULL;
+                }
                 if (json_object_array_add(fields, json_object_get(r)) != 0)
                     goto fail;
             }
         }
+        bool has_me = me && json_object_is_type(me, json_type_array) && json_object_array_length(me) > 0;
+        if (!has_me && json_object_array_length(fields) == 0) {
+            /* Empty: may not gain anything; keep it as it is. */
+            json_object_put(mine);
+            json_object_put(fields);
+            json_object_put(t);
+            return json_object_get(term);
+        }
     }
-    if (json_object_array_add(fields, mine) != 0)
+    if (mine && json_object_array_add(fields, mine) != 0)
         goto fail;
     mine = NULL;
     if (rel__add(t, "matchFields", fields)) {

@@ -83,6 +83,37 @@ wait_for 10 "a replica bigger than any node is Rejected" sh -c '
   [ "$(kubectl get aijob too-big -o jsonpath={.status.phase})" = Rejected ] &&
   [ -n "$(kubectl get aijob too-big -o jsonpath={.status.message})" ] &&
   [ -z "$(kubectl get pods -l aiq.dev/job=too-big -o name)" ]'
+# A template with required node affinity of its own, including a
+# metadata.name field requirement: the release may only append to each
+# term (a real API server refuses any other change of a gated pod's
+# affinity with 422), so both terms keep theirs and gain the node. The
+# two long jobs make room for it first.
+kubectl delete aijob gang hold-8 --wait=false >/dev/null
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: pinned, namespace: default}
+spec:
+  user: alice
+  replicas: 2
+  resources: {gpus: 1, gpuMemoryMiB: 40960, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 5s}
+    spec:
+      containers: [{name: w, image: busybox}]
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: aiq.dev/domain, operator: In, values: [train]}]
+              matchFields: [{key: metadata.name, operator: NotIn, values: [retired-node]}]
+Y
+wait_for 90 "a template with its own node affinity is released and runs" sh -c '
+  case "$(kubectl get aijob pinned -o jsonpath={.status.phase})" in Running|Succeeded) exit 0 ;; esac; exit 1'
+check "its pods keep the template's requirements and gain the node" sh -c '
+  kubectl get pod pinned-0 -o jsonpath="{.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[*].values[*]}" |
+    grep -Eq "^retired-node gpu-[01]$"'
 check "metrics count the admissions" sh -c '
   port=$(sed -n "s/.*event=metrics_listening port=\([0-9]*\).*/\1/p" "$T/op.log" | head -1)
   curl -sf "http://127.0.0.1:$port/metrics" | grep -q "^aiq_admitted_total [3-9]" &&

@@ -191,13 +191,15 @@ TEST(release_patch_keeps_other_terms_and_gates) {
     json_object *patch = release_pod_patch(pod, &pl, NULL);
     CHECK(patch != NULL);
     const char *s = js(patch);
-    /* Both ORed terms are kept, each ANDed with our node; the stale
-     * metadata.name requirement is replaced, not doubled. */
-    CHECK(strstr(s, "\"values\":[\"a\"]}],\"matchFields\":[{\"key\":\"metadata.name\","
-                    "\"operator\":\"In\",\"values\":[\"n2\"]}]}") != NULL);
+    /* Both ORed terms are kept, each ANDed with our node: a gated pod's
+     * required node affinity may only gain entries at the end of each
+     * term (the real API server refuses anything else with 422), so the
+     * template's own metadata.name requirement stays in front of ours. */
+    CHECK(strstr(s, "{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\"]}],"
+                    "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"old\"]},"
+                    "{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}") != NULL);
     CHECK(strstr(s, "\"values\":[\"b\"]}],\"matchFields\":[{\"key\":\"metadata.name\","
                     "\"operator\":\"In\",\"values\":[\"n2\"]}]}") != NULL);
-    CHECK(strstr(s, "old") == NULL);
     CHECK(strstr(s, "\"schedulingGates\":[{\"name\":\"other/gate\"}]") != NULL);
     CHECK(strstr(s, "\"aiq.dev/gpu-indexes\":\"5\"") != NULL);
     json_object_put(patch);
@@ -207,6 +209,28 @@ TEST(release_patch_keeps_other_terms_and_gates) {
     aiq_err_clear(&e);
     CHECK(release_pod_patch(pod, &pl, &e) == NULL);
     CHECK_INT(e.code, AIQ_EINVAL);
+    json_object_put(pod);
+}
+
+TEST(release_patch_only_appends_to_terms) {
+    struct opst_place pl;
+    memset(&pl, 0, sizeof pl);
+    snprintf(pl.node, sizeof pl.node, "n7");
+    pl.gpus[0] = 0;
+    pl.ngpus = 1;
+    /* An empty term matches no node and may gain nothing: kept as is.
+     * A term that already ends with our requirement (a release sent
+     * again) does not get it twice. */
+    json_object *pod = json_tokener_parse(
+        "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}],"
+        "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "{\"nodeSelectorTerms\":[{},{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+        "\"values\":[\"n7\"]}]}]}}}}}");
+    json_object *patch = release_pod_patch(pod, &pl, NULL);
+    CHECK(patch != NULL);
+    CHECK(strstr(js(patch), "\"nodeSelectorTerms\":[{},{\"matchFields\":[{\"key\":\"metadata.name\","
+                            "\"operator\":\"In\",\"values\":[\"n7\"]}]}]") != NULL);
+    json_object_put(patch);
     json_object_put(pod);
 }
 
