@@ -7,12 +7,25 @@
 # break queue, explain or usage; what she asks for explicitly (-A, another
 # group's namespace) fails with the server's Forbidden message. Also shows
 # that --context and the context's namespace are honoured.
+# The operator itself runs as its service account (crds/rbac.yaml, least
+# privilege) with a static token, so every call it makes is checked
+# against that role; on the real control plane with the admission plugins
+# a hardened cluster runs (OwnerReferencesPermissionEnforcement).
 . "$(dirname "$0")/lib.sh"
 
 export PATH="$BUILD:$PATH"
+{ cat "$ROOT/examples/rbac/tokens.csv"
+  echo 'plugin-rbac-operator,system:serviceaccount:aiq-system:aiq-operator,u-aiq-operator,"system:serviceaccounts,system:serviceaccounts:aiq-system"'
+} >"$T/tokens.csv"
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1 --tls \
-    --admin-token plugin-rbac-admin --tokens "$ROOT/examples/rbac/tokens.csv" --authz=rbac
-op_start
+    --admin-token plugin-rbac-admin --tokens "$T/tokens.csv" --authz=rbac
+cp "$T/kubeconfig" "$T/op-kubeconfig"
+KUBECONFIG=$T/op-kubeconfig kubectl config set-credentials \
+    "$(kubectl config view -o jsonpath='{.contexts[0].context.user}')" --token=plugin-rbac-operator >/dev/null
+OP_KUBECONFIG=$T/op-kubeconfig op_start
+check "the operator's credentials are its service account's, and no more" sh -c '
+  ! KUBECONFIG=$T/op-kubeconfig kubectl get secrets -n default >/dev/null 2>"$T/e" &&
+  grep -q "User \"system:serviceaccount:aiq-system:aiq-operator\" cannot list resource \"secrets\"" "$T/e"'
 kubectl apply -f "$ROOT/examples/namespaces.yaml" -f "$ROOT/examples/groups/" \
     -f "$ROOT/examples/rbac/bindings.yaml" -f "$ROOT/examples/quotas/alice.yaml" \
     -f "$ROOT/examples/policies/fifo.yaml" >"$T/setup.out" 2>&1 || { bad "setup"; cat "$T/setup.out"; }
@@ -68,6 +81,7 @@ check "bob cannot look at vision's namespace" sh -c '
   ! kubectl aiq --context bob queue -n team-vision >/dev/null 2>"$T/e" && grep -q forbidden "$T/e"'
 check "bob's own (empty) namespace works" sh -c '
   kubectl aiq --context bob queue 2>&1 | grep -q "No jobs waiting in team-nlp namespace"'
+check "the operator was never refused by RBAC or admission" sh -c '! grep -Eqi "forbidden|http=403" "$T/op.log"'
 check "an unknown context is an error naming it" sh -c '
   ! kubectl aiq --context nobody queue 2>"$T/e" && grep -q nobody "$T/e"'
 e2e_done

@@ -108,14 +108,16 @@ if grep -Fq 'aijobs.aiq.dev is forbidden: User \"system:anonymous\" cannot list 
 else bad "a request without a token is system:anonymous and forbidden"; fi
 
 # The operator's ClusterRole as stored: only the verbs the operator uses
-# (crds/rbac.yaml's header), update only on its Lease, never escalate,
-# bind, impersonate or deletecollection.
+# (crds/rbac.yaml's header), update only on its Lease and on
+# aijobs/finalizers (what blockOwnerDeletion needs), never escalate, bind,
+# impersonate or deletecollection.
 $K get clusterrole aiq-operator -o 'jsonpath={range .rules[*]}{.resources}{" "}{.verbs}{"\n"}{end}' >"$TMP/out" 2>&1
-if [ -s "$TMP/out" ] && ! grep -Eq 'escalate|"bind"|impersonate|deletecollection|"update"|"\*"' "$TMP/out" &&
-   ! grep -E '"(get|list|watch|create|patch|delete)"' -v "$TMP/out" | grep -q .; then
-    ok "aiq-operator ClusterRole: list/watch/create/patch/delete only, no update/escalate/bind/impersonate"
+if [ -s "$TMP/out" ] && ! grep -Eq 'escalate|"bind"|impersonate|deletecollection|"\*"' "$TMP/out" &&
+   ! grep '"update"' "$TMP/out" | grep -qv '^\["aijobs/finalizers"\] \["update"\]$' &&
+   ! grep -E '"(get|list|watch|create|patch|delete|update)"' -v "$TMP/out" | grep -q .; then
+    ok "aiq-operator ClusterRole: list/watch/create/patch/delete, update only on aijobs/finalizers; no escalate/bind/impersonate"
 else
-    bad "aiq-operator ClusterRole: list/watch/create/patch/delete only, no update/escalate/bind/impersonate"
+    bad "aiq-operator ClusterRole: list/watch/create/patch/delete, update only on aijobs/finalizers; no escalate/bind/impersonate"
 fi
 
 job() { # job NAME NS USER -> $TMP/NAME.yaml
@@ -234,15 +236,24 @@ else cp "$TMP/curl.out" "$TMP/out"; bad "operator patches aijobs/status (HTTP $c
 code=$(curl_op PATCH /apis/aiq.dev/v1alpha1/namespaces/team-vision/aijobs/alice-1 '{"spec":{"priority":1}}')
 if [ "$code" = 403 ] && grep -q 'cannot patch resource \\"aijobs\\"' "$TMP/curl.out"; then ok "operator cannot patch an AIJob's spec"
 else cp "$TMP/curl.out" "$TMP/out"; bad "operator cannot patch an AIJob's spec (HTTP $code)"; fi
+# The pod as the operator makes it: owned by the AIJob with
+# blockOwnerDeletion, which (with the OwnerReferencesPermissionEnforcement
+# admission plugin the real control plane runs, as OpenShift and
+# hardened clusters do) needs update on aijobs/finalizers.
+AJ_UID=$($K get aijob alice-1 -n team-vision -o jsonpath='{.metadata.uid}')
 cat >"$TMP/pod.yaml" <<EOF
 apiVersion: v1
 kind: Pod
-metadata: {name: alice-1-0, namespace: team-vision}
+metadata:
+  name: alice-1-0
+  namespace: team-vision
+  ownerReferences: [{apiVersion: aiq.dev/v1alpha1, kind: AIJob, name: alice-1, uid: "$AJ_UID", controller: true, blockOwnerDeletion: true}]
 spec:
   schedulingGates: [{name: aiq.dev/admission}]
   containers: [{name: train, image: busybox}]
 EOF
-allow "operator creates gated pods" 'pod/alice-1-0 created' $OP create -f "$TMP/pod.yaml"
+allow "operator creates gated pods owned by the AIJob (blockOwnerDeletion)" 'pod/alice-1-0 created' \
+    $OP create -f "$TMP/pod.yaml"
 allow "operator deletes pods" 'pod "alice-1-0" deleted' $OP delete pod alice-1-0 -n team-vision --wait=false
 cat >"$TMP/lease.yaml" <<EOF
 apiVersion: coordination.k8s.io/v1
