@@ -132,9 +132,16 @@ check "explain: what blocks it is the status reason and message" sh -c '
 check "explain: ETA" grep -qE '^ETA:       20[0-9-]+T[0-9:]+Z \(in ' "$T/x"
 check "explain: journal unreachable is said clearly" \
     grep -q '^Journal:   not available: the operator at http://127.0.0.1:1 is not reachable' "$T/x"
+# Some other web server at the operator URL (it answers 404 for /journal).
+mkdir -p "$T/www"
+python3 -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/www.log" 2>&1 &
+WWW_PID=$!
+for _ in $(seq 1 50); do grep -q "Serving HTTP" "$T/www.log" && break; sleep 0.1; done
+WWW_PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/www.log" | head -1)
 check "explain: an operator URL without /journal is named as such" sh -c '
-  kubectl aiq explain long -n team-a --operator-url '"$(sed -n 's/^ *server: //p' "$T/kubeconfig" | head -1)"' |
+  kubectl aiq explain long -n team-a --operator-url http://127.0.0.1:'"$WWW_PORT"' |
   grep -q "does not serve /journal"'
+kill "$WWW_PID" 2>/dev/null; wait "$WWW_PID" 2>/dev/null
 # The journal from the operator itself: /journal on its metrics address,
 # which is kubectl aiq explain's default --operator-url.
 OPURL="http://127.0.0.1:$METRICS_PORT"
