@@ -192,9 +192,10 @@ lint: deps
 		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
 		common policy queue operator simulator test/apiserver tools
 
+# make demo AIQ_API=real: the same demo on the real control plane.
 demo: deps
-	@$(MAKE) --no-print-directory $(JOBS) $(REL_PROGS)
-	@./scripts/demo.sh
+	@$(MAKE) --no-print-directory $(JOBS) $(REL_PROGS) $(if $(filter real,$(AIQ_API)),$(REALCLUSTER))
+	@AIQ_API=$(or $(AIQ_API),local) ./scripts/demo.sh
 
 # The e2e suites of `make soak` run the ASan build unless SOAK_BUILD says
 # otherwise: `make soak SOAK_BUILD=build/rel` is several times faster.

@@ -4,9 +4,20 @@
 # moving until the jobs finish (about a minute and a half), then says what
 # to try next. Every process it starts is stopped on exit, unless
 # AIQ_DEMO_KEEP=1 (then it prints how to reach the cluster and stop it).
+# AIQ_API=real runs the same demo on the real Kubernetes control plane
+# (build/realcluster/aiq-realcluster: kube-apiserver, kube-scheduler,
+# kube-controller-manager and etcd with the same fake nodes) instead of
+# the fast local server.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${AIQ_DEMO_BIN:-$ROOT/build/rel}
+AIQ_API=${AIQ_API:-local}
+case "$AIQ_API" in
+    local) SERVER=$BIN/aiq-apiserver; WHAT="the local cluster" ;;
+    real) SERVER=${AIQ_REALCLUSTER:-$ROOT/build/realcluster/aiq-realcluster}
+          WHAT="the real Kubernetes control plane (kube-apiserver, kube-scheduler, kube-controller-manager, etcd)" ;;
+    *) echo "demo: AIQ_API must be local or real, got \"$AIQ_API\"" >&2; exit 2 ;;
+esac
 SCALE=${AIQ_DEMO_TIME_SCALE:-8}       # the simulated kubelet runs 8x faster
 LIMIT=${AIQ_DEMO_SECONDS:-100}        # stop watching after this long
 T=$(mktemp -d /tmp/aiq-demo.XXXXXX)
@@ -34,25 +45,28 @@ trap 'exit 130' INT TERM
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
 
-for p in aiq-apiserver aiq-operator kubectl-aiq; do
-    [ -x "$BIN/$p" ] || die "$BIN/$p is missing (run: make)"
+for p in "$SERVER" "$BIN/aiq-operator" "$BIN/kubectl-aiq"; do
+    [ -x "$p" ] || die "$p is missing (run: make)"
 done
 command -v kubectl >/dev/null || die "kubectl is not on PATH"
 
-say "Starting the local cluster (simulated GPU nodes from examples/cluster/nodes-demo.yaml, time x$SCALE)"
-"$BIN/aiq-apiserver" --db "$T/cluster.db" --port 0 --kubeconfig "$KUBECONFIG" \
+say "Starting $WHAT (simulated GPU nodes from examples/cluster/nodes-demo.yaml, time x$SCALE)"
+"$SERVER" --db "$T/cluster.db" --port 0 --kubeconfig "$KUBECONFIG" \
     --nodes "$ROOT/examples/cluster/nodes-demo.yaml" --time-scale "$SCALE" \
     >"$T/apiserver.log" 2>&1 &
 API_PID=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 1200); do
     grep -q listening "$T/apiserver.log" 2>/dev/null && break
-    kill -0 "$API_PID" 2>/dev/null || die "the local cluster did not start: $(tail -3 "$T/apiserver.log")"
+    kill -0 "$API_PID" 2>/dev/null || die "the cluster did not start: $(tail -3 "$T/apiserver.log")"
     sleep 0.1
 done
+grep -q listening "$T/apiserver.log" || die "the cluster is not ready after 120 s: $(tail -3 "$T/apiserver.log")"
 kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,aiq.dev/domain
 
 say "kubectl apply -k crds/   (CRDs, RBAC, the operator's Deployment for real clusters)"
 kubectl apply -k "$ROOT/crds/" | sed 's/^/  /'
+kubectl wait --for condition=established --timeout=60s crd --all >/dev/null ||
+    die "the CRDs were not established within 60 s"
 
 say "Starting aiq-operator"
 "$BIN/aiq-operator" --kubeconfig "$KUBECONFIG" --db "$T/aiq.db" --metrics-addr 127.0.0.1:0 \
