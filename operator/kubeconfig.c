@@ -1,6 +1,7 @@
 /* kubeconfig.c -- reads a kubeconfig with libyaml (current context ->
- * cluster and user), the in-cluster service-account config, and the
- * base64 and capped file reading they need. See kubeconfig.h. */
+ * cluster and user, including an exec credential plugin's or the oidc
+ * auth-provider's settings), the in-cluster service-account config, and
+ * the base64 and capped file reading they need. See kubeconfig.h. */
 #include "operator/kubeconfig.h"
 
 #include <errno.h>
@@ -12,17 +13,62 @@
 
 #include <yaml.h>
 
+#include "operator/yaml_json.h"
+
 /* Longest field path we build ("users[123].user.client-key-data"). */
 #define KC_PATH_MAX 128
 
 struct kc_parse {
     yaml_document_t *doc;
+    const char *text;     /* the YAML text, for re-reading an extension as JSON */
+    size_t len;
     const char *base_dir;
     aiq_err *e;
 };
 
+/* Frees a credential string, zeroing it first so it does not linger in
+ * freed heap memory. */
+static void kc_wipe_free(char *s) {
+    if (!s) return;
+    volatile char *t = s;
+    while (*t) *t++ = 0;
+    free(s);
+}
+
+static void kc_exec_free(struct kube_exec *x) {
+    if (!x) return;
+    free(x->field);
+    free(x->api_version);
+    free(x->command);
+    for (size_t i = 0; i < x->nargs; i++) free(x->args[i]);
+    free(x->args);
+    for (size_t i = 0; i < x->nenv; i++) {
+        free(x->env[i].name);
+        kc_wipe_free(x->env[i].value); /* env often carries secrets */
+    }
+    free(x->env);
+    free(x->install_hint);
+    free(x->cluster_config);
+    free(x);
+}
+
+static void kc_oidc_free(struct kube_oidc *o) {
+    if (!o) return;
+    free(o->field);
+    free(o->issuer_url);
+    free(o->client_id);
+    kc_wipe_free(o->client_secret);
+    kc_wipe_free(o->id_token);
+    kc_wipe_free(o->refresh_token);
+    free(o->ca_file);
+    free(o->ca_data.data);
+    free(o);
+}
+
 void kube_config_free(struct kube_config *c) {
     if (!c) return;
+    kc_exec_free(c->exec);
+    kc_oidc_free(c->oidc);
     free(c->context);
     free(c->server);
     free(c->namespace_);
@@ -33,12 +79,7 @@ void kube_config_free(struct kube_config *c) {
     free(c->client_cert_data.data);
     free(c->client_key_file);
     free(c->client_key_data.data);
-    if (c->token) {
-        /* Do not leave the credential in freed heap memory. */
-        volatile char *t = c->token;
-        while (*t) *t++ = 0;
-        free(c->token);
-    }
+    kc_wipe_free(c->token);
     free(c->token_file);
     free(c);
 }
@@ -180,6 +221,13 @@ static void kc_field(char *dst, const char *path, const char *key) {
     if (*path && n + 1 < KC_PATH_MAX) dst[n++] = '.';
     for (const char *q = key; *q && n + 1 < KC_PATH_MAX; q++) dst[n++] = *q;
     dst[n] = '\0';
+}
+
+/* Writes "path[idx]" followed by suffix (may be "") into dst, a
+ * KC_PATH_MAX buffer, truncating rather than overflowing. */
+static void kc_index(char *dst, const char *path, size_t idx, const char *suffix) {
+    int n = snprintf(dst, KC_PATH_MAX, "%s[%zu]%s", path, idx, suffix);
+    if (n < 0) dst[0] = '\0';
 }
 
 /* ---- YAML tree helpers ------------------------------------------------- */
@@ -343,6 +391,340 @@ static aiq_rc kc_find(struct kc_parse *p, yaml_node_t *root, const char *list, c
                          want, list);
 }
 
+/* ---- exec plugins and auth-providers ------------------------------------ */
+
+int kube_url_secure(const char *url) {
+    const char *h = NULL;
+    if (!url) return 0;
+    if (strncmp(url, "https://", 8) == 0) h = url + 8;
+    else if (strncmp(url, "http://", 7) == 0) h = url + 7;
+    else return 0;
+    size_t n = strcspn(h, "/?#");
+    if (memchr(h, '@', n)) return 0; /* user info: "https://a@b" hides the host */
+    if (n == 0) return 0;
+    if (url[4] == 's') return 1;
+    /* http: only to this machine. */
+    if (strncmp(h, "[::1]", 5) == 0) return h[5] == ':' || h + 5 == h + n;
+    size_t hl = strcspn(h, ":/?#");
+    if (hl == 9 && strncmp(h, "localhost", 9) == 0) return 1;
+    if (hl < 7 || strncmp(h, "127.", 4) != 0) return 0;
+    int dots = 0, digits = 0;
+    for (size_t i = 0; i < hl; i++) {
+        if (h[i] == '.') {
+            if (digits == 0) return 0;
+            dots++;
+            digits = 0;
+        } else if (h[i] >= '0' && h[i] <= '9') {
+            if (++digits > 3) return 0;
+        } else {
+            return 0;
+        }
+    }
+    return dots == 3 && digits > 0;
+}
+
+/* A sequence at key of map: *out the node, NULL when absent or null. */
+static aiq_rc kc_seq(struct kc_parse *p, yaml_node_t *map, const char *path, const char *key,
+                     yaml_node_t **out) {
+    yaml_node_t *n = kc_map_get(p->doc, map, key);
+    *out = NULL;
+    if (kc_is_null(n)) return AIQ_OK;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, key);
+        kc_where(p, n);
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: expected a list", f);
+    }
+    *out = n;
+    return AIQ_OK;
+}
+
+/* A required, non-empty string at key of map. */
+static aiq_rc kc_required(struct kc_parse *p, yaml_node_t *map, const char *path, const char *key,
+                          const char *what, const char **out) {
+    aiq_rc rc = kc_scalar(p, map, path, key, out);
+    if (rc != AIQ_OK) return rc;
+    if (!*out || !**out) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, key);
+        kc_where(p, map);
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing%s%s", f, what ? " " : "",
+                             what ? what : "");
+    }
+    return AIQ_OK;
+}
+
+/* With provideClusterInfo: the value of the cluster's extension named
+ * KUBE_EXEC_EXTENSION, as JSON text. The YAML tree finds it; the text is
+ * then read again with yaml_json (kubectl's YAML-to-JSON rules) so the
+ * plugin sees the same types kubectl would give it. */
+static aiq_rc kc_exec_extension(struct kc_parse *p, yaml_node_t *cl, int cluster_i,
+                                struct kube_exec *x) {
+    aiq_rc rc = AIQ_OK;
+    char path[KC_PATH_MAX], f[KC_PATH_MAX];
+    yaml_node_t *seq = NULL;
+    json_object **docs = NULL;
+    int ndocs = 0, found = -1, j = 0;
+
+    char ext[KC_PATH_MAX];
+    snprintf(path, sizeof path, "clusters[%d].cluster", cluster_i);
+    kc_field(ext, path, "extensions");
+    if ((rc = kc_seq(p, cl, path, "extensions", &seq)) != AIQ_OK || !seq) return rc;
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++, j++) {
+        yaml_node_t *item = yaml_document_get_node(p->doc, *it);
+        const char *name = NULL;
+        kc_index(f, ext, (size_t)j, "");
+        if (!item || item->type != YAML_MAPPING_NODE) {
+            kc_where(p, item);
+            return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: expected a mapping", f);
+        }
+        if ((rc = kc_scalar(p, item, f, "name", &name)) != AIQ_OK) return rc;
+        if (name && strcmp(name, KUBE_EXEC_EXTENSION) == 0) {
+            if (!kc_is_null(kc_map_get(p->doc, item, "extension"))) found = j;
+            break;
+        }
+    }
+    if (found < 0) return AIQ_OK;
+    kc_index(f, ext, (size_t)found, ".extension");
+    aiq_err le;
+    aiq_err_clear(&le);
+    rc = aiq_yaml_to_json(p->text, p->len, &docs, &ndocs, &le);
+    if (rc != AIQ_OK)
+        return aiq_err_field(p->e, rc, f, "%s: cannot be read as JSON: %s", f, le.message);
+    json_object *v = NULL, *o = ndocs > 0 ? docs[0] : NULL;
+    if (!json_object_object_get_ex(o, "clusters", &v) ||
+        !(v = json_object_array_get_idx(v, (size_t)cluster_i)) ||
+        !json_object_object_get_ex(v, "cluster", &v) ||
+        !json_object_object_get_ex(v, "extensions", &v) ||
+        !(v = json_object_array_get_idx(v, (size_t)found)) ||
+        !json_object_object_get_ex(v, "extension", &v)) {
+        /* The two readers agree on structure; this is only defensive. */
+        rc = aiq_err_field(p->e, AIQ_EINVAL, f, "%s: not found when read as JSON", f);
+        goto out;
+    }
+    const char *js = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+    x->cluster_config = js ? strdup(js) : NULL;
+    if (!x->cluster_config) rc = aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+out:
+    aiq_json_docs_free(docs, ndocs);
+    return rc;
+}
+
+/* users[i].user.exec (node xn) into c->exec. */
+static aiq_rc kc_exec(struct kc_parse *p, yaml_node_t *xn, const char *upath, yaml_node_t *cl,
+                      int cluster_i, struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    char path[KC_PATH_MAX], f[KC_PATH_MAX];
+    const char *s = NULL;
+    yaml_node_t *seq = NULL;
+    struct kube_exec *x = NULL;
+
+    kc_field(path, upath, "exec");
+    if (xn->type != YAML_MAPPING_NODE) {
+        kc_where(p, xn);
+        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+    }
+    x = calloc(1, sizeof *x);
+    if (!x) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    c->exec = x; /* freed with c from here on */
+    if ((rc = kc_strdup(p, path, &x->field)) != AIQ_OK) return rc;
+
+    if ((rc = kc_required(p, xn, path, "apiVersion", "(" KUBE_EXEC_V1 " or v1beta1)", &s)) != AIQ_OK)
+        return rc;
+    if (strcmp(s, KUBE_EXEC_V1) != 0 && strcmp(s, KUBE_EXEC_V1BETA1) != 0) {
+        kc_field(f, path, "apiVersion");
+        kc_where(p, kc_map_get(p->doc, xn, "apiVersion"));
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.80s\" is not %s or %s%s", f, s,
+                             KUBE_EXEC_V1, KUBE_EXEC_V1BETA1,
+                             strcmp(s, "client.authentication.k8s.io/v1alpha1") == 0
+                                 ? " (v1alpha1 was removed in Kubernetes 1.24)" : "");
+    }
+    if ((rc = kc_strdup(p, s, &x->api_version)) != AIQ_OK) return rc;
+
+    if ((rc = kc_required(p, xn, path, "command", NULL, &s)) != AIQ_OK) return rc;
+    /* As kubectl: a command with a '/' is a path (relative to the
+     * kubeconfig), a bare name is looked up in $PATH when it runs. */
+    rc = strchr(s, '/') ? kc_path(p, s, &x->command) : kc_strdup(p, s, &x->command);
+    if (rc != AIQ_OK) return rc;
+
+    if ((rc = kc_seq(p, xn, path, "args", &seq)) != AIQ_OK) return rc;
+    if (seq) {
+        size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+        kc_field(f, path, "args");
+        if (n > KUBE_EXEC_MAX_ARGS) {
+            kc_where(p, seq);
+            return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu arguments, more than %d", f, n,
+                                 KUBE_EXEC_MAX_ARGS);
+        }
+        x->args = calloc(n ? n : 1, sizeof *x->args);
+        if (!x->args) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            yaml_node_t *a = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
+            char af[KC_PATH_MAX];
+            kc_index(af, f, i, "");
+            if (!a || a->type != YAML_SCALAR_NODE ||
+                strlen((const char *)a->data.scalar.value) != a->data.scalar.length) {
+                kc_where(p, a);
+                return aiq_err_field(p->e, AIQ_EINVAL, af, "%s: expected a string", af);
+            }
+            if ((rc = kc_strdup(p, (const char *)a->data.scalar.value, &x->args[i])) != AIQ_OK)
+                return rc;
+            x->nargs = i + 1;
+        }
+    }
+
+    if ((rc = kc_seq(p, xn, path, "env", &seq)) != AIQ_OK) return rc;
+    if (seq) {
+        size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+        kc_field(f, path, "env");
+        if (n > KUBE_EXEC_MAX_ENV) {
+            kc_where(p, seq);
+            return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu variables, more than %d", f, n,
+                                 KUBE_EXEC_MAX_ENV);
+        }
+        x->env = calloc(n ? n : 1, sizeof *x->env);
+        if (!x->env) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            yaml_node_t *m = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
+            char ef[KC_PATH_MAX];
+            kc_index(ef, f, i, "");
+            if (!m || m->type != YAML_MAPPING_NODE) {
+                kc_where(p, m);
+                return aiq_err_field(p->e, AIQ_EINVAL, ef, "%s: expected a mapping {name, value}", ef);
+            }
+            if ((rc = kc_required(p, m, ef, "name", NULL, &s)) != AIQ_OK) return rc;
+            if (strchr(s, '=')) {
+                char nf[KC_PATH_MAX];
+                kc_field(nf, ef, "name");
+                kc_where(p, kc_map_get(p->doc, m, "name"));
+                return aiq_err_field(p->e, AIQ_EINVAL, nf, "%s: \"%.80s\" contains '='", nf, s);
+            }
+            if ((rc = kc_strdup(p, s, &x->env[i].name)) != AIQ_OK) return rc;
+            x->nenv = i + 1;
+            if ((rc = kc_scalar(p, m, ef, "value", &s)) != AIQ_OK) return rc;
+            if ((rc = kc_strdup(p, s ? s : "", &x->env[i].value)) != AIQ_OK) return rc;
+        }
+    }
+
+    if ((rc = kc_scalar(p, xn, path, "installHint", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_strdup(p, s, &x->install_hint)) != AIQ_OK) return rc;
+    if ((rc = kc_bool(p, xn, path, "provideClusterInfo", &x->provide_cluster_info)) != AIQ_OK)
+        return rc;
+
+    if ((rc = kc_scalar(p, xn, path, "interactiveMode", &s)) != AIQ_OK) return rc;
+    kc_field(f, path, "interactiveMode");
+    if (!s || !*s) {
+        /* v1 makes it required; v1beta1 configs predate it (kubectl's
+         * default for them is IfAvailable). */
+        if (strcmp(x->api_version, KUBE_EXEC_V1) == 0) {
+            kc_where(p, xn);
+            return aiq_err_field(p->e, AIQ_EINVAL, f,
+                                 "%s: missing (required by %s: Never, IfAvailable or Always)", f,
+                                 KUBE_EXEC_V1);
+        }
+        x->mode = KUBE_EXEC_IF_AVAILABLE;
+    } else if (strcmp(s, "Never") == 0) {
+        x->mode = KUBE_EXEC_NEVER;
+    } else if (strcmp(s, "IfAvailable") == 0) {
+        x->mode = KUBE_EXEC_IF_AVAILABLE;
+    } else if (strcmp(s, "Always") == 0) {
+        x->mode = KUBE_EXEC_ALWAYS;
+    } else {
+        kc_where(p, kc_map_get(p->doc, xn, "interactiveMode"));
+        return aiq_err_field(p->e, AIQ_EINVAL, f,
+                             "%s: \"%.40s\" is not Never, IfAvailable or Always", f, s);
+    }
+    if (x->provide_cluster_info) return kc_exec_extension(p, cl, cluster_i, x);
+    return AIQ_OK;
+}
+
+/* users[i].user.auth-provider (node an): oidc into c->oidc; the removed
+ * gcp and azure providers, and any other name, are errors. */
+static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *upath,
+                               struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    char path[KC_PATH_MAX], cpath[KC_PATH_MAX], f[KC_PATH_MAX];
+    const char *name = NULL, *s = NULL;
+    struct kube_oidc *o = NULL;
+
+    kc_field(path, upath, "auth-provider");
+    if (an->type != YAML_MAPPING_NODE) {
+        kc_where(p, an);
+        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+    }
+    if ((rc = kc_required(p, an, path, "name", NULL, &name)) != AIQ_OK) return rc;
+    kc_field(f, path, "name");
+    if (strcmp(name, "gcp") == 0 || strcmp(name, "azure") == 0) {
+        int gcp = name[0] == 'g';
+        kc_where(p, kc_map_get(p->doc, an, "name"));
+        return aiq_err_field(
+            p->e, AIQ_EUNSUPPORTED, f,
+            "%s: the %s auth-provider was removed from Kubernetes in 1.26; use its exec plugin "
+            "instead: %s",
+            f, name,
+            gcp ? "gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin; "
+                  "gcloud container clusters get-credentials writes the kubeconfig)"
+                : "kubelogin (https://azure.github.io/kubelogin; kubelogin convert-kubeconfig "
+                  "rewrites the kubeconfig)");
+    }
+    if (strcmp(name, "oidc") != 0) {
+        kc_where(p, kc_map_get(p->doc, an, "name"));
+        return aiq_err_field(p->e, AIQ_EUNSUPPORTED, f,
+                             "%s: auth-provider \"%.64s\" is not supported; use oidc or an exec "
+                             "credential plugin (user.exec)", f, name);
+    }
+    yaml_node_t *cfg = kc_map_get(p->doc, an, "config");
+    kc_field(cpath, path, "config");
+    if (kc_is_null(cfg) || cfg->type != YAML_MAPPING_NODE) {
+        kc_where(p, cfg ? cfg : an);
+        return aiq_err_field(p->e, AIQ_EINVAL, cpath, "%s: %s", cpath,
+                             kc_is_null(cfg) ? "missing (oidc needs idp-issuer-url and client-id)"
+                                             : "expected a mapping");
+    }
+    o = calloc(1, sizeof *o);
+    if (!o) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    c->oidc = o; /* freed with c from here on */
+    if ((rc = kc_strdup(p, path, &o->field)) != AIQ_OK) return rc;
+    if ((rc = kc_required(p, cfg, cpath, "idp-issuer-url", NULL, &s)) != AIQ_OK) return rc;
+    if (!kube_url_secure(s)) {
+        kc_field(f, cpath, "idp-issuer-url");
+        kc_where(p, kc_map_get(p->doc, cfg, "idp-issuer-url"));
+        return aiq_err_field(p->e, AIQ_EINVAL, f,
+                             "%s: \"%.100s\" must be an https URL (http only to a loopback address)",
+                             f, s);
+    }
+    if ((rc = kc_strdup(p, s, &o->issuer_url)) != AIQ_OK) return rc;
+    if ((rc = kc_required(p, cfg, cpath, "client-id", NULL, &s)) != AIQ_OK) return rc;
+    if ((rc = kc_strdup(p, s, &o->client_id)) != AIQ_OK) return rc;
+    const char *const keys[] = {"client-secret", "id-token", "refresh-token"};
+    char **const dst[] = {&o->client_secret, &o->id_token, &o->refresh_token};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if ((rc = kc_scalar(p, cfg, cpath, keys[i], &s)) != AIQ_OK) return rc;
+        if (s && !*s) s = NULL; /* kubectl writes empty values; they mean absent */
+        if ((rc = kc_strdup(p, s, dst[i])) != AIQ_OK) return rc;
+    }
+    if (o->id_token) {
+        for (const char *q = o->id_token; *q; q++)
+            if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
+                kc_field(f, cpath, "id-token");
+                return aiq_err_field(p->e, AIQ_EINVAL, f,
+                                     "%s: contains a byte 0x%02x that cannot go in an HTTP header",
+                                     f, (unsigned char)*q);
+            }
+    }
+    if (!o->id_token && !o->refresh_token) {
+        kc_field(f, cpath, "id-token");
+        kc_where(p, cfg);
+        return aiq_err_field(p->e, AIQ_EINVAL, f,
+                             "%s: missing, and no refresh-token to get one (log in with your "
+                             "OIDC helper first)", f);
+    }
+    if ((rc = kc_scalar(p, cfg, cpath, "idp-certificate-authority", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_path(p, s && *s ? s : NULL, &o->ca_file)) != AIQ_OK) return rc;
+    return kc_b64(p, cfg, cpath, "idp-certificate-authority-data", &o->ca_data);
+}
+
 static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_config *c) {
     aiq_rc rc = AIQ_OK;
     yaml_node_t *root = yaml_document_get_root_node(p->doc);
@@ -382,6 +764,7 @@ static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_confi
     char ref[KC_PATH_MAX];
     kc_field(ref, path, "cluster");
     if ((rc = kc_find(p, root, "clusters", "cluster", cname, ref, &cl, &i)) != AIQ_OK) return rc;
+    int cl_i = i;
     snprintf(path, sizeof path, "clusters[%d].cluster", i);
     if ((rc = kc_scalar(p, cl, path, "server", &s)) != AIQ_OK) return rc;
     {
@@ -438,15 +821,26 @@ static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_confi
         kc_field(f, path, has_cert ? "client-key" : "client-certificate");
         return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing (a client certificate needs its key)", f);
     }
-    if (!c->token && !c->token_file && !has_cert) {
-        static const char *const plugins[] = {"exec", "auth-provider", "username"};
-        for (size_t k = 0; k < sizeof plugins / sizeof plugins[0]; k++)
-            if (!kc_is_null(kc_map_get(p->doc, us, plugins[k]))) {
-                char f[KC_PATH_MAX];
-                kc_field(f, path, plugins[k]);
-                return aiq_err_field(p->e, AIQ_EUNSUPPORTED, f,
-                                     "%s: not supported; use a token, tokenFile or client certificate", f);
-            }
+    /* Credentials that change: an exec plugin or an auth-provider (one
+     * of them, as kubectl requires). With a token or certificate beside
+     * them those win (kubectl does the same); they are still checked. */
+    yaml_node_t *xn = kc_map_get(p->doc, us, "exec"), *an = kc_map_get(p->doc, us, "auth-provider");
+    if (!kc_is_null(xn) && !kc_is_null(an)) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, "auth-provider");
+        kc_where(p, an);
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: cannot be used together with %s.exec", f,
+                             path);
+    }
+    if (!kc_is_null(xn) && (rc = kc_exec(p, xn, path, cl, cl_i, c)) != AIQ_OK) return rc;
+    if (!kc_is_null(an) && (rc = kc_auth_provider(p, an, path, c)) != AIQ_OK) return rc;
+    if (!c->token && !c->token_file && !has_cert && !c->exec && !c->oidc &&
+        !kc_is_null(kc_map_get(p->doc, us, "username"))) {
+        char f[KC_PATH_MAX];
+        kc_field(f, path, "username");
+        return aiq_err_field(p->e, AIQ_EUNSUPPORTED, f,
+                             "%s: basic authentication is not supported; use a token, tokenFile, "
+                             "client certificate, exec plugin or oidc", f);
     }
     return AIQ_OK;
 }
@@ -483,7 +877,7 @@ aiq_rc kube_config_parse(const char *text, size_t len, const char *base_dir,
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out_doc;
     }
-    struct kc_parse p = {.doc = &doc, .base_dir = base_dir, .e = e};
+    struct kc_parse p = {.doc = &doc, .text = text, .len = len, .base_dir = base_dir, .e = e};
     rc = kc_fill(&p, context, c);
     if (rc != AIQ_OK) goto out_doc;
     *out = c;

@@ -4,7 +4,11 @@
  * The result is a plain struct of owned strings and byte blobs; the HTTP
  * client (kube_http.h) turns it into curl options. Certificate and key
  * data from "*-data" fields stay in memory and go to curl as blobs
- * (CURLOPT_*_BLOB), never to temp files. */
+ * (CURLOPT_*_BLOB), never to temp files.
+ *
+ * Credentials that change (an exec credential plugin, the oidc
+ * auth-provider) are only read here; kube_auth.h runs and refreshes
+ * them. Reading a kubeconfig never runs anything. */
 #ifndef AIQ_KUBECONFIG_H
 #define AIQ_KUBECONFIG_H
 
@@ -25,6 +29,64 @@ struct kube_blob {
     size_t len;          /* bytes, without the NUL */
 };
 
+/* Caps on an exec plugin's configuration. */
+#define KUBE_EXEC_MAX_ARGS 256
+#define KUBE_EXEC_MAX_ENV 256
+
+/* The client.authentication.k8s.io versions an exec plugin may speak
+ * (v1alpha1 was removed in Kubernetes 1.24). */
+#define KUBE_EXEC_V1 "client.authentication.k8s.io/v1"
+#define KUBE_EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
+
+/* The cluster extension whose value an exec plugin gets as
+ * spec.cluster.config (with provideClusterInfo). */
+#define KUBE_EXEC_EXTENSION "client.authentication.k8s.io/exec"
+
+/* users[].user.exec.interactiveMode: may the plugin read stdin? */
+enum kube_exec_mode {
+    KUBE_EXEC_NEVER = 1,    /* Never: stdin is never given */
+    KUBE_EXEC_IF_AVAILABLE, /* IfAvailable: given when it is a terminal */
+    KUBE_EXEC_ALWAYS,       /* Always: needs a terminal, fails without */
+};
+
+/* One users[].user.exec.env entry. Both strings owned, value may be "". */
+struct kube_exec_env {
+    char *name;
+    char *value;
+};
+
+/* users[].user.exec: a credential plugin (kube_exec.h runs it). All
+ * pointers owned. */
+struct kube_exec {
+    char *field;          /* "users[N].user.exec", named in errors */
+    char *api_version;    /* KUBE_EXEC_V1 or KUBE_EXEC_V1BETA1 */
+    char *command;        /* with a '/': resolved against the kubeconfig's
+                           * directory; without: looked up in $PATH */
+    char **args;          /* nargs strings, NULL when none */
+    size_t nargs;
+    struct kube_exec_env *env; /* nenv entries, NULL when none */
+    size_t nenv;
+    char *install_hint;   /* installHint, NULL when absent */
+    int provide_cluster_info;  /* provideClusterInfo */
+    enum kube_exec_mode mode;  /* interactiveMode (v1beta1 default IfAvailable) */
+    char *cluster_config; /* with provideClusterInfo: the JSON text of the
+                           * cluster's KUBE_EXEC_EXTENSION extension, NULL
+                           * when it has none */
+};
+
+/* users[].user.auth-provider named "oidc" (its config map). All
+ * pointers owned; the optional ones may be NULL. */
+struct kube_oidc {
+    char *field;          /* "users[N].user.auth-provider", named in errors */
+    char *issuer_url;     /* idp-issuer-url: https, or http on loopback */
+    char *client_id;      /* client-id */
+    char *client_secret;  /* client-secret, optional */
+    char *id_token;       /* id-token, optional (then refreshed at once) */
+    char *refresh_token;  /* refresh-token, optional */
+    char *ca_file;        /* idp-certificate-authority, optional */
+    struct kube_blob ca_data; /* idp-certificate-authority-data, optional */
+};
+
 /* A resolved connection config. Every pointer is owned and may be NULL
  * when the field was absent; file paths are absolute or relative to the
  * working directory (kubeconfig-relative paths are resolved at load). */
@@ -42,6 +104,8 @@ struct kube_config {
     struct kube_blob client_key_data;  /* client-key-data */
     char *token;          /* bearer token */
     char *token_file;     /* tokenFile: re-read by the client as it rotates */
+    struct kube_exec *exec;   /* users[].user.exec, NULL when absent */
+    struct kube_oidc *oidc;   /* users[].user.auth-provider oidc, NULL when absent */
 };
 
 /* Loads a kubeconfig. path: explicit file (--kubeconfig) or NULL for the
@@ -50,7 +114,9 @@ struct kube_config {
  * caller frees with kube_config_free. On error *out is NULL and e says
  * what: AIQ_EIO (file), AIQ_ETOOBIG (size), AIQ_EPARSE (YAML, with
  * line/col), AIQ_EINVAL / AIQ_ENOTFOUND with e->field set to the path of
- * the field ("users[0].user.client-key-data"). */
+ * the field ("users[0].user.client-key-data"), AIQ_EUNSUPPORTED for a
+ * credential kind we do not implement (basic auth, the removed gcp and
+ * azure auth-providers: the message names the exec plugin to use). */
 aiq_rc kube_config_load(const char *path, const char *context,
                         struct kube_config **out, aiq_err *e);
 
@@ -87,6 +153,11 @@ void kube_config_free(struct kube_config *c);
  * the path on error, *out NULL. */
 aiq_rc kube_read_file(const char *path, size_t cap, char **out, size_t *len,
                       aiq_err *e);
+
+/* Non-zero when url may carry credentials: https://, or http:// to a
+ * loopback host (localhost, 127.0.0.0/8, [::1]; tests). A URL with
+ * user info ("user@host") is refused. */
+int kube_url_secure(const char *url);
 
 /* Decodes standard base64 (padding optional, ASCII whitespace ignored)
  * into a new blob. On error returns AIQ_EINVAL with the offending byte

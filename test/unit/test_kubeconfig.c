@@ -132,12 +132,237 @@ TEST(yaml_syntax_error_has_position) {
     CHECK(strstr(e.message, "line") != NULL);
 }
 
-TEST(exec_plugin_unsupported) {
+TEST(exec_plugin) {
     aiq_err e;
     struct kube_config *c = load("exec.yaml", NULL, &e);
-    CHECK(c == NULL);
-    CHECK_INT(e.code, AIQ_EUNSUPPORTED);
-    CHECK_STR(e.field, "users[0].user.exec");
+    CHECK(c != NULL);
+    if (!c) return;
+    struct kube_exec *x = c->exec;
+    CHECK(x != NULL);
+    CHECK(c->token == NULL && c->oidc == NULL);
+    if (!x) goto out;
+    CHECK_STR(x->field, "users[0].user.exec");
+    CHECK_STR(x->api_version, KUBE_EXEC_V1);
+    /* A command with a '/' is relative to the kubeconfig's directory. */
+    CHECK(ends_with(x->command, "/test/fixtures/kubeconfig/./bin/get-token"));
+    CHECK_INT(x->nargs, 4);
+    if (x->nargs == 4) {
+        CHECK_STR(x->args[0], "eks");
+        CHECK_STR(x->args[3], "x");
+    }
+    CHECK_INT(x->nenv, 2);
+    if (x->nenv == 2) {
+        CHECK_STR(x->env[0].name, "AWS_PROFILE");
+        CHECK_STR(x->env[0].value, "dev");
+        CHECK_STR(x->env[1].name, "EMPTY");
+        CHECK_STR(x->env[1].value, "");
+    }
+    CHECK_STR(x->install_hint, "install aws-cli");
+    CHECK_INT(x->provide_cluster_info, 1);
+    CHECK_INT(x->mode, KUBE_EXEC_NEVER);
+    /* The cluster's exec extension, as kubectl turns YAML into JSON. */
+    CHECK_STR(x->cluster_config,
+              "{\"audience\":\"sts.example\",\"retries\":3,\"enabled\":true,\"quoted\":\"007\","
+              "\"list\":[\"a\",null]}");
+out:
+    kube_config_free(c);
+}
+
+static aiq_rc parse(const char *text, struct kube_config **c, aiq_err *e);
+
+/* A kubeconfig whose user u is "user: {USER}" (flow or block YAML). */
+static aiq_rc parse_user(const char *user, struct kube_config **c, aiq_err *e) {
+    char buf[4096];
+    snprintf(buf, sizeof buf,
+             "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+             "clusters:\n- name: k\n  cluster: {server: https://x}\nusers:\n- name: u\n  user:\n%s",
+             user);
+    return parse(buf, c, e);
+}
+
+TEST(exec_plugin_defaults) {
+    struct kube_config *c = NULL;
+    aiq_err e;
+    /* v1beta1 predates interactiveMode: IfAvailable, as kubectl. A bare
+     * command stays a name for $PATH; no cluster info without asking. */
+    CHECK_INT(parse_user("    exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                         "command: gke-gcloud-auth-plugin}\n", &c, &e), AIQ_OK);
+    if (c && c->exec) {
+        CHECK_INT(c->exec->mode, KUBE_EXEC_IF_AVAILABLE);
+        CHECK_STR(c->exec->command, "gke-gcloud-auth-plugin");
+        CHECK_INT(c->exec->nargs, 0);
+        CHECK_INT(c->exec->nenv, 0);
+        CHECK(c->exec->install_hint == NULL && c->exec->cluster_config == NULL);
+    }
+    kube_config_free(c);
+    c = NULL;
+    /* provideClusterInfo without the extension: no config. */
+    CHECK_INT(parse_user("    exec: {apiVersion: client.authentication.k8s.io/v1, command: p, "
+                         "interactiveMode: Always, provideClusterInfo: true}\n", &c, &e), AIQ_OK);
+    if (c && c->exec) {
+        CHECK_INT(c->exec->mode, KUBE_EXEC_ALWAYS);
+        CHECK_INT(c->exec->provide_cluster_info, 1);
+        CHECK(c->exec->cluster_config == NULL);
+    }
+    kube_config_free(c);
+}
+
+TEST(exec_field_errors_name_the_path) {
+    struct kube_config *c = NULL;
+    aiq_err e;
+    static const struct {
+        const char *user, *field, *msg;
+        aiq_rc rc;
+    } cases[] = {
+        {"    exec: [a]\n", "users[0].user.exec", "expected a mapping", AIQ_EINVAL},
+        {"    exec: {command: p, interactiveMode: Never}\n", "users[0].user.exec.apiVersion",
+         "missing", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: p}\n",
+         "users[0].user.exec.apiVersion", "removed in Kubernetes 1.24", AIQ_EINVAL},
+        {"    exec: {apiVersion: v1, command: p}\n", "users[0].user.exec.apiVersion",
+         "\"v1\" is not client.authentication.k8s.io/v1", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}\n",
+         "users[0].user.exec.command", "missing", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1, command: p}\n",
+         "users[0].user.exec.interactiveMode", "missing (required by client.authentication.k8s.io/v1",
+         AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1, command: p, interactiveMode: never}\n",
+         "users[0].user.exec.interactiveMode", "\"never\" is not Never, IfAvailable or Always",
+         AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, args: a}\n",
+         "users[0].user.exec.args", "expected a list", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, args: [a, {b: c}]}\n",
+         "users[0].user.exec.args[1]", "expected a string", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, env: [{value: v}]}\n",
+         "users[0].user.exec.env[0].name", "missing", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, env: [{name: \"A=B\"}]}\n",
+         "users[0].user.exec.env[0].name", "contains '='", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, env: [x]}\n",
+         "users[0].user.exec.env[0]", "expected a mapping", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, provideClusterInfo: sure}\n",
+         "users[0].user.exec.provideClusterInfo", "is not a boolean", AIQ_EINVAL},
+        {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p}\n"
+         "    auth-provider: {name: oidc}\n",
+         "users[0].user.auth-provider", "cannot be used together with users[0].user.exec", AIQ_EINVAL},
+        {"    username: admin\n    password: x\n", "users[0].user.username",
+         "basic authentication is not supported", AIQ_EUNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        c = NULL;
+        aiq_rc rc = parse_user(cases[i].user, &c, &e);
+        if (!CHECK_INT(rc, cases[i].rc)) fprintf(stderr, "  case %zu: %s\n", i, e.message);
+        CHECK_STR(e.field, cases[i].field);
+        if (!CHECK(strstr(e.message, cases[i].msg) != NULL))
+            fprintf(stderr, "  case %zu: message \"%s\"\n", i, e.message);
+        CHECK(c == NULL);
+    }
+    /* Caps: at most KUBE_EXEC_MAX_ARGS arguments. */
+    char *big = malloc(8 * KUBE_EXEC_MAX_ARGS + 200);
+    CHECK(big != NULL);
+    if (!big) return;
+    size_t n = (size_t)snprintf(big, 200, "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, args: [");
+    for (int i = 0; i <= KUBE_EXEC_MAX_ARGS; i++) n += (size_t)snprintf(big + n, 8, "a,");
+    snprintf(big + n, 8, "]}\n");
+    CHECK_INT(parse_user(big, &c, &e), AIQ_ELIMIT);
+    CHECK_STR(e.field, "users[0].user.exec.args");
+    free(big);
+    /* A cluster extension that is not a list of mappings. */
+    CHECK_INT(parse("current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+                    "clusters:\n- name: k\n  cluster: {server: https://x, extensions: [7]}\n"
+                    "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1,"
+                    " command: p, provideClusterInfo: true}\n", &c, &e), AIQ_EINVAL);
+    CHECK_STR(e.field, "clusters[0].cluster.extensions[0]");
+}
+
+TEST(oidc_auth_provider) {
+    aiq_err e;
+    struct kube_config *c = load("oidc.yaml", NULL, &e);
+    CHECK(c != NULL);
+    if (!c) return;
+    struct kube_oidc *o = c->oidc;
+    CHECK(o != NULL && c->exec == NULL);
+    if (o) {
+        CHECK_STR(o->field, "users[0].user.auth-provider");
+        CHECK_STR(o->issuer_url, "https://dex.example/");
+        CHECK_STR(o->client_id, "kubernetes");
+        CHECK_STR(o->client_secret, "s3cret");
+        CHECK_STR(o->id_token, "aaa.bbb.ccc");
+        CHECK_STR(o->refresh_token, "rt-1");
+        CHECK(ends_with(o->ca_file, "/test/fixtures/kubeconfig/certs/idp.crt"));
+        CHECK(o->ca_data.data == NULL);
+    }
+    kube_config_free(c);
+}
+
+TEST(auth_provider_errors) {
+    struct kube_config *c = NULL;
+    aiq_err e;
+    static const struct {
+        const char *user, *field, *msg;
+        aiq_rc rc;
+    } cases[] = {
+        {"    auth-provider: {name: gcp, config: {}}\n", "users[0].user.auth-provider.name",
+         "removed from Kubernetes in 1.26; use its exec plugin instead: gke-gcloud-auth-plugin",
+         AIQ_EUNSUPPORTED},
+        {"    auth-provider: {name: azure}\n", "users[0].user.auth-provider.name",
+         "the azure auth-provider was removed from Kubernetes in 1.26; use its exec plugin instead: kubelogin",
+         AIQ_EUNSUPPORTED},
+        {"    auth-provider: {name: openstack}\n", "users[0].user.auth-provider.name",
+         "auth-provider \"openstack\" is not supported", AIQ_EUNSUPPORTED},
+        {"    auth-provider: {config: {}}\n", "users[0].user.auth-provider.name", "missing", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc}\n", "users[0].user.auth-provider.config",
+         "missing (oidc needs idp-issuer-url and client-id)", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc, config: {client-id: a, id-token: t}}\n",
+         "users[0].user.auth-provider.config.idp-issuer-url", "missing", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc, config: {idp-issuer-url: \"http://dex.example\", client-id: a, id-token: t}}\n",
+         "users[0].user.auth-provider.config.idp-issuer-url", "must be an https URL", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc, config: {idp-issuer-url: \"https://dex.example\", id-token: t}}\n",
+         "users[0].user.auth-provider.config.client-id", "missing", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc, config: {idp-issuer-url: \"https://dex.example\", client-id: a}}\n",
+         "users[0].user.auth-provider.config.id-token", "no refresh-token", AIQ_EINVAL},
+        {"    auth-provider: {name: oidc, config: {idp-issuer-url: \"https://d\", client-id: a, "
+         "id-token: t, idp-certificate-authority-data: \"!!\"}}\n",
+         "users[0].user.auth-provider.config.idp-certificate-authority-data", "invalid base64",
+         AIQ_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        c = NULL;
+        aiq_rc rc = parse_user(cases[i].user, &c, &e);
+        if (!CHECK_INT(rc, cases[i].rc)) fprintf(stderr, "  case %zu: %s\n", i, e.message);
+        CHECK_STR(e.field, cases[i].field);
+        if (!CHECK(strstr(e.message, cases[i].msg) != NULL))
+            fprintf(stderr, "  case %zu: message \"%s\"\n", i, e.message);
+        CHECK(c == NULL);
+    }
+    /* A loopback http issuer is allowed (tests); a refresh-token alone
+     * is enough (the id-token is fetched at the first request). */
+    CHECK_INT(parse_user("    auth-provider: {name: oidc, config: {idp-issuer-url: \"http://127.0.0.1:5556/dex\", "
+                         "client-id: a, refresh-token: r, id-token: \"\"}}\n", &c, &e), AIQ_OK);
+    if (c && c->oidc) {
+        CHECK(c->oidc->id_token == NULL);
+        CHECK_STR(c->oidc->refresh_token, "r");
+    }
+    kube_config_free(c);
+}
+
+TEST(url_secure) {
+    CHECK(kube_url_secure("https://dex.example"));
+    CHECK(kube_url_secure("https://dex.example:8443/path"));
+    CHECK(kube_url_secure("http://127.0.0.1:5556"));
+    CHECK(kube_url_secure("http://127.1.2.3/x"));
+    CHECK(kube_url_secure("http://localhost:80/"));
+    CHECK(kube_url_secure("http://[::1]:8080/"));
+    CHECK(kube_url_secure("http://[::1]"));
+    CHECK(!kube_url_secure("http://dex.example"));
+    CHECK(!kube_url_secure("http://127.0.0.1.evil.example/"));
+    CHECK(!kube_url_secure("http://localhost.evil.example/"));
+    CHECK(!kube_url_secure("http://127.0.0.1@evil.example/"));
+    CHECK(!kube_url_secure("https://user@dex.example/"));
+    CHECK(!kube_url_secure("http://[::1].x/"));
+    CHECK(!kube_url_secure("http://128.0.0.1/"));
+    CHECK(!kube_url_secure("ftp://127.0.0.1/"));
+    CHECK(!kube_url_secure("https://"));
+    CHECK(!kube_url_secure(NULL));
 }
 
 TEST(missing_file) {
