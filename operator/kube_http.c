@@ -1,5 +1,6 @@
 /* kube_http.c -- the Kubernetes API client: a pool of curl easy handles,
- * TLS and bearer-token setup from the kubeconfig, JSON requests
+ * TLS and bearer-token setup from the kubeconfig (or from an exec plugin
+ * or oidc, with one retry after a 401), JSON requests
  * (get/create/update/patch/delete), error mapping that keeps the API's
  * Status, the 409 re-read-and-retry helper, and API path building. See
  * kube_http.h for the thread model. */
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "operator/kube_auth.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
 
@@ -36,6 +38,7 @@ struct kube_client {
     struct kube_blob ca, cert, key;
     int insecure;
     char *token_file;
+    struct kube_auth *auth; /* exec plugin / oidc credential, NULL when none */
 
     pthread_mutex_t mu;   /* guards everything below */
     pthread_cond_t free_cv;
@@ -44,6 +47,7 @@ struct kube_client {
     int npool;
     char *token;          /* current bearer token, NULL for none */
     time_t token_loaded;  /* when token_file was last read */
+    unsigned long cred_gen; /* generation of auth's certificate in cert/key */
     unsigned fault_every, fault_count;
     unsigned long nreq;
 };
@@ -59,6 +63,15 @@ static void blob_free(struct kube_blob *b) {
     free(b->data);
     b->data = NULL;
     b->len = 0;
+}
+
+/* A private key: zeroed before it is freed. */
+static void blob_wipe_free(struct kube_blob *b) {
+    if (b->data) {
+        volatile unsigned char *p = b->data;
+        for (size_t i = 0; i < b->len; i++) p[i] = 0;
+    }
+    blob_free(b);
 }
 
 static int blob_dup(struct kube_blob *dst, const struct kube_blob *src) {
@@ -91,6 +104,7 @@ static void token_wipe_free(char *t) {
 void kube_client_free(struct kube_client *c) {
     if (!c) return;
     for (int i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    kube_auth_free(c->auth);
     free(c->pool);
     free(c->busy);
     pthread_cond_destroy(&c->free_cv);
@@ -106,7 +120,7 @@ void kube_client_free(struct kube_client *c) {
     free(c->key_file);
     blob_free(&c->ca);
     blob_free(&c->cert);
-    blob_free(&c->key);
+    blob_wipe_free(&c->key);
     free(c);
 }
 
@@ -204,6 +218,15 @@ aiq_rc kube_client_create(const struct kube_config *cfg,
     /* A token given with the file counts as freshly read. */
     if (c->token) c->token_loaded = time(NULL);
     if (!failed && (rc = client_set_url_base(c, cfg->tls_server_name, e)) != AIQ_OK) goto out_free;
+    /* An exec plugin or oidc provider supplies the credential, unless the
+     * config also has a static one: that wins, as in kubectl. */
+    if (!failed && (cfg->exec || cfg->oidc) && !cfg->token && !cfg->token_file &&
+        !cfg->client_cert_file && !cfg->client_cert_data.data) {
+        struct kube_auth_opts ao = {.may_prompt = opts ? opts->may_prompt : 0,
+                                    .exec_timeout_ms = opts ? opts->exec_timeout_ms : 0,
+                                    .oidc_timeout_ms = c->timeout_ms};
+        if ((rc = kube_auth_create(cfg, &ao, &c->auth, e)) != AIQ_OK) goto out_free;
+    }
     c->pool = calloc((size_t)npool, sizeof *c->pool);
     c->busy = calloc((size_t)npool, 1);
     if (failed || !c->pool || !c->busy) {
@@ -274,15 +297,36 @@ static aiq_rc token_refresh_locked(struct kube_client *c, aiq_err *e) {
     return AIQ_OK;
 }
 
+int kube__auth_rejected(struct kube_client *c, unsigned long gen) {
+    return c->auth && gen ? kube_auth_rejected(c->auth, gen) : 0;
+}
+
+/* Builds "Authorization: Bearer TOKEN" into *out (new string, or NULL
+ * when token is NULL). */
+static aiq_rc auth_header(const char *token, char **out, aiq_err *e) {
+    static const char pre[] = "Authorization: Bearer ";
+    *out = NULL;
+    if (!token) return AIQ_OK;
+    size_t tl = strlen(token);
+    *out = malloc(sizeof pre + tl);
+    if (!*out) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+    memcpy(*out, pre, sizeof pre - 1);
+    memcpy(*out + sizeof pre - 1, token, tl + 1);
+    return AIQ_OK;
+}
+
 aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
                           const char *path, const char *content_type,
                           long timeout_ms, struct curl_slist **hdrs,
-                          aiq_err *e) {
+                          unsigned long *cred_gen, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     char *url = NULL, *auth = NULL;
     struct curl_slist *l = NULL, *tmp = NULL;
+    struct kube_auth_cred ac;
 
     *hdrs = NULL;
+    *cred_gen = 0;
+    memset(&ac, 0, sizeof ac);
     if (!path || path[0] != '/')
         return aiq_err_set(e, AIQ_EINVAL, "API path \"%.100s\" does not start with '/'", path ? path : "");
     size_t plen = strlen(path);
@@ -294,20 +338,16 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     memcpy(url, c->url_base, blen);
     memcpy(url + blen, path, plen + 1);
 
-    pthread_mutex_lock(&c->mu);
-    rc = token_refresh_locked(c, e);
-    if (rc == AIQ_OK && c->token) {
-        size_t alen = strlen(c->token) + sizeof "Authorization: Bearer ";
-        auth = malloc(alen);
-        if (auth) {
-            memcpy(auth, "Authorization: Bearer ", sizeof "Authorization: Bearer " - 1);
-            memcpy(auth + sizeof "Authorization: Bearer " - 1, c->token, strlen(c->token) + 1);
-        } else {
-            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-        }
+    if (c->auth) {
+        /* May run the plugin (or wait for another thread's run): not
+         * under c->mu, which every request needs. */
+        pthread_mutex_lock(&c->mu);
+        unsigned long have = c->cred_gen;
+        pthread_mutex_unlock(&c->mu);
+        if ((rc = kube_auth_get(c->auth, have, &ac, e)) != AIQ_OK) goto out;
+        *cred_gen = ac.gen;
+        if ((rc = auth_header(ac.token, &auth, e)) != AIQ_OK) goto out;
     }
-    pthread_mutex_unlock(&c->mu);
-    if (rc != AIQ_OK) goto out;
 
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -334,6 +374,28 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     } else if (c->ca_file) {
         curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
     }
+
+    /* The client certificate and the static token may change under us
+     * (a plugin's new certificate, a re-read token file): read them, and
+     * hand them to curl (which copies blobs), under the lock. */
+    pthread_mutex_lock(&c->mu);
+    if (c->auth) {
+        /* ac carries a certificate copy only when its generation is not
+         * the one we hold; a newer one replaces ours (an older one, from
+         * a thread that was overtaken, is dropped). */
+        if (ac.gen > c->cred_gen) {
+            blob_free(&c->cert);
+            blob_wipe_free(&c->key);
+            c->cert = ac.cert;
+            c->key = ac.key;
+            memset(&ac.cert, 0, sizeof ac.cert);
+            memset(&ac.key, 0, sizeof ac.key);
+            c->cred_gen = ac.gen;
+        }
+    } else {
+        rc = token_refresh_locked(c, e);
+        if (rc == AIQ_OK) rc = auth_header(c->token, &auth, e);
+    }
     if (c->cert.data) {
         struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
@@ -348,6 +410,8 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     } else if (c->key_file) {
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
     }
+    pthread_mutex_unlock(&c->mu);
+    if (rc != AIQ_OK) goto out;
 
     /* "Expect:" off: curl would otherwise wait for 100-continue on larger
      * bodies, a stall with servers that never send it. */
@@ -383,6 +447,7 @@ out_nomem:
 out:
     curl_slist_free_all(l);
     token_wipe_free(auth);
+    kube_auth_cred_clear(&ac);
     free(url);
     return rc;
 }
@@ -490,21 +555,37 @@ aiq_rc kube_request(struct kube_client *c, const char *method,
 
     int slot = pool_get(c);
     CURL *h = c->pool[slot];
-    rc = kube__easy_prepare(c, h, method, path, content_type, c->timeout_ms, &hdrs, e);
-    if (rc != AIQ_OK) goto out_put;
-    if (body || strcmp(method, "POST") == 0) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+    CURLcode cc = CURLE_OK;
+    for (int attempt = 0;; attempt++) {
+        unsigned long gen = 0;
+        rc = kube__easy_prepare(c, h, method, path, content_type, c->timeout_ms, &hdrs, &gen, e);
+        if (rc != AIQ_OK) goto out_put;
+        if (body || strcmp(method, "POST") == 0) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+        }
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube__buf_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+        errbuf[0] = '\0';
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+        cc = curl_easy_perform(h);
+        code = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        /* The error buffer and body pointers die with this call. */
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        /* Refused with a changing credential: renew it and send the
+         * request once more (never twice: a plugin whose tokens the
+         * server never takes must not run in a loop). */
+        if (cc != CURLE_OK || code != 401 || attempt > 0 || !kube__auth_rejected(c, gen)) break;
+        free(buf.p);
+        buf = (struct kube__buf){.max = c->max_body};
+        curl_slist_free_all(hdrs);
+        hdrs = NULL;
+        pthread_mutex_lock(&c->mu);
+        c->nreq++; /* the retry is one more request sent */
+        pthread_mutex_unlock(&c->mu);
     }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube__buf_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    errbuf[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    /* The error buffer and body pointers die with this call. */
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
     if (status) *status = (int)code;
     if (cc != CURLE_OK) {
         if (buf.toobig)

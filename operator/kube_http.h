@@ -10,6 +10,13 @@
  * file or data, insecure-skip-tls-verify, and tls-server-name (requests
  * name that host, CURLOPT_CONNECT_TO routes them to the server).
  *
+ * Credentials: a token, tokenFile (re-read every 60 s) or client
+ * certificate from the config; else its exec credential plugin or oidc
+ * auth-provider (kube_auth.h: cached, renewed at expiry, one renewal at a
+ * time). A request refused with 401 while such a credential was used
+ * renews it and is sent once more (once: a second 401 is returned).
+ * A plugin's client certificate replaces the client's, under its lock.
+ *
  * Errors: every HTTP status >= 400 maps to an aiq_rc (kube_rc_for_http:
  * 404 AIQ_ENOTFOUND, 409 AIQ_ECONFLICT or AIQ_EEXIST for AlreadyExists,
  * 410 AIQ_EGONE, 422 AIQ_EINVAL, ...) and aiq_err keeps http_status, the
@@ -35,11 +42,19 @@ struct kube_client_opts {
     size_t max_body;         /* response cap, default 64 MiB (big lists) */
     int pool_size;           /* concurrent requests, default 4, max 64 */
     const char *user_agent;  /* default "aiq-operator/0.1" */
+    int may_prompt;          /* 1: a person runs this (kubectl aiq), so an exec
+                              * plugin may read a terminal stdin; 0 (the
+                              * operator): never, and interactiveMode Always
+                              * is an error at create */
+    long exec_timeout_ms;    /* exec plugin time limit, default
+                              * KUBE_EXEC_TIMEOUT_MS (kube_exec.h) */
 };
 
 /* Builds a client from cfg (copied: cfg may be freed afterwards) and opts
- * (NULL for defaults). Initialises libcurl once per process. On AIQ_OK
- * *out is a new client for kube_client_free; on error *out is NULL. */
+ * (NULL for defaults). Initialises libcurl once per process. Runs no
+ * credential plugin yet (the first request does). On AIQ_OK *out is a new
+ * client for kube_client_free; on error *out is NULL (kube_auth_create
+ * lists the credential errors). */
 aiq_rc kube_client_create(const struct kube_config *cfg,
                           const struct kube_client_opts *opts,
                           struct kube_client **out, aiq_err *e);

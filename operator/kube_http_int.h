@@ -10,13 +10,24 @@
 
 /* Resets h and sets URL (server + path), method, TLS and auth options,
  * timeouts (timeout_ms 0: none, for watches) and headers (Accept JSON,
- * Content-Type when content_type is non-NULL, Authorization). *hdrs gets
- * the header list the caller frees with curl_slist_free_all after the
- * transfer (also on error). Returns AIQ_OK or AIQ_ENOMEM/AIQ_EIO/AIQ_ETOOBIG. */
+ * Content-Type when content_type is non-NULL, Authorization). Getting the
+ * credential may run an exec plugin or refresh an oidc token first
+ * (kube_auth_get). *hdrs gets the header list the caller frees with
+ * curl_slist_free_all after the transfer (also on error); *cred_gen the
+ * generation of the changing credential used (0: none), for
+ * kube__auth_rejected. Returns AIQ_OK or AIQ_ENOMEM/AIQ_EIO/AIQ_ETOOBIG,
+ * or the credential's error. */
 aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
                           const char *path, const char *content_type,
                           long timeout_ms, struct curl_slist **hdrs,
-                          aiq_err *e);
+                          unsigned long *cred_gen, aiq_err *e);
+
+/* The server answered 401 to a request sent with credential generation
+ * gen (from kube__easy_prepare). Returns 1 when a retry may succeed: the
+ * changing credential was renewed since or will be before the next
+ * request. 0 when the client has no changing credential or cannot renew
+ * it. */
+int kube__auth_rejected(struct kube_client *c, unsigned long gen);
 
 /* Maps a curl failure to AIQ_ETIMEOUT (timeouts) or AIQ_EIO, with a
  * message naming method, path and curl's error text. Returns the rc. */

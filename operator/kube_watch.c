@@ -168,9 +168,10 @@ static aiq_rc kw_get_json(struct kube_watch *w, const char *url, json_object **o
     struct kube__buf b = {.max = KW_LIST_MAX};
     char errbuf[CURL_ERROR_SIZE];
     long code = 0;
+    unsigned long gen = 0;
 
     *out = NULL;
-    rc = kube__easy_prepare(w->c, w->easy, "GET", url, NULL, 120000L, &hdrs, e);
+    rc = kube__easy_prepare(w->c, w->easy, "GET", url, NULL, 120000L, &hdrs, &gen, e);
     if (rc != AIQ_OK) goto out;
     errbuf[0] = '\0';
     curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, errbuf);
@@ -189,6 +190,9 @@ static aiq_rc kw_get_json(struct kube_watch *w, const char *url, json_object **o
         else
             rc = kube__curl_err(cc, errbuf, "GET", url, e);
     } else if (code >= 400) {
+        /* A refused exec/oidc credential is renewed before the retry
+         * after the backoff. */
+        if (code == 401) kube__auth_rejected(w->c, gen);
         rc = kube__http_err((int)code, b.p, b.len, "GET", url, e);
     } else {
         rc = kube_json_parse(b.p ? b.p : "", b.len, out, e);
@@ -389,6 +393,7 @@ static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, bool *undeco
                        aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     struct curl_slist *hdrs = NULL;
+    unsigned long gen = 0;
     struct kw_stream s = {.w = w, .err = {.max = KW_ERR_BODY_MAX}, .e = e};
     char errbuf[CURL_ERROR_SIZE];
     char *url = malloc(KW_URL_MAX);
@@ -411,7 +416,7 @@ static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, bool *undeco
     /* The server ends the watch after timeoutSeconds; allow some slack
      * before calling the stream dead. */
     rc = kube__easy_prepare(w->c, w->easy, "GET", url, NULL, (long)(w->timeout_s + 30) * 1000L,
-                            &hdrs, e);
+                            &hdrs, &gen, e);
     if (rc != AIQ_OK) goto out;
     pthread_mutex_lock(&w->mu);
     w->st.watches++;
@@ -431,6 +436,7 @@ static aiq_rc kw_watch(struct kube_watch *w, unsigned long *events, bool *undeco
     } else if (cc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&w->stop)) {
         rc = aiq_err_set(e, AIQ_ESTATE, "watch %s stopped", w->name);
     } else if (code >= 400) {
+        if (code == 401) kube__auth_rejected(w->c, gen); /* renewed before the next try */
         rc = kube__http_err((int)code, s.err.p, s.err.len, "GET", url, e);
         if (rc == AIQ_EGONE) {
             pthread_mutex_lock(&w->mu);

@@ -35,7 +35,7 @@ static void kc_wipe_free(char *s) {
     free(s);
 }
 
-static void kc_exec_free(struct kube_exec *x) {
+void kube_exec_free(struct kube_exec *x) {
     if (!x) return;
     free(x->field);
     free(x->api_version);
@@ -52,7 +52,7 @@ static void kc_exec_free(struct kube_exec *x) {
     free(x);
 }
 
-static void kc_oidc_free(struct kube_oidc *o) {
+void kube_oidc_free(struct kube_oidc *o) {
     if (!o) return;
     free(o->field);
     free(o->issuer_url);
@@ -65,10 +65,75 @@ static void kc_oidc_free(struct kube_oidc *o) {
     free(o);
 }
 
+/* strdup that maps NULL to NULL and records allocation failure. */
+static char *kc_dup(const char *s, int *failed) {
+    if (!s) return NULL;
+    char *r = strdup(s);
+    if (!r) *failed = 1;
+    return r;
+}
+
+struct kube_exec *kube_exec_dup(const struct kube_exec *src) {
+    struct kube_exec *x = NULL;
+    int failed = 0;
+    if (!src || !(x = calloc(1, sizeof *x))) return NULL;
+    x->field = kc_dup(src->field, &failed);
+    x->api_version = kc_dup(src->api_version, &failed);
+    x->command = kc_dup(src->command, &failed);
+    x->install_hint = kc_dup(src->install_hint, &failed);
+    x->cluster_config = kc_dup(src->cluster_config, &failed);
+    x->provide_cluster_info = src->provide_cluster_info;
+    x->mode = src->mode;
+    if (src->nargs && !(x->args = calloc(src->nargs, sizeof *x->args))) failed = 1;
+    for (size_t i = 0; !failed && i < src->nargs; i++) {
+        x->nargs = i + 1; /* counted first: freed on failure */
+        x->args[i] = kc_dup(src->args[i], &failed);
+    }
+    if (src->nenv && !(x->env = calloc(src->nenv, sizeof *x->env))) failed = 1;
+    for (size_t i = 0; !failed && i < src->nenv; i++) {
+        x->nenv = i + 1;
+        x->env[i].name = kc_dup(src->env[i].name, &failed);
+        x->env[i].value = kc_dup(src->env[i].value, &failed);
+    }
+    if (failed) {
+        kube_exec_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+struct kube_oidc *kube_oidc_dup(const struct kube_oidc *src) {
+    struct kube_oidc *o = NULL;
+    int failed = 0;
+    if (!src || !(o = calloc(1, sizeof *o))) return NULL;
+    o->field = kc_dup(src->field, &failed);
+    o->issuer_url = kc_dup(src->issuer_url, &failed);
+    o->client_id = kc_dup(src->client_id, &failed);
+    o->client_secret = kc_dup(src->client_secret, &failed);
+    o->id_token = kc_dup(src->id_token, &failed);
+    o->refresh_token = kc_dup(src->refresh_token, &failed);
+    o->ca_file = kc_dup(src->ca_file, &failed);
+    if (src->ca_data.data) {
+        o->ca_data.data = malloc(src->ca_data.len + 1);
+        if (o->ca_data.data) {
+            memcpy(o->ca_data.data, src->ca_data.data, src->ca_data.len);
+            o->ca_data.data[src->ca_data.len] = '\0';
+            o->ca_data.len = src->ca_data.len;
+        } else {
+            failed = 1;
+        }
+    }
+    if (failed) {
+        kube_oidc_free(o);
+        return NULL;
+    }
+    return o;
+}
+
 void kube_config_free(struct kube_config *c) {
     if (!c) return;
-    kc_exec_free(c->exec);
-    kc_oidc_free(c->oidc);
+    kube_exec_free(c->exec);
+    kube_oidc_free(c->oidc);
     free(c->context);
     free(c->server);
     free(c->namespace_);
@@ -503,7 +568,7 @@ static aiq_rc kc_exec_extension(struct kc_parse *p, yaml_node_t *cl, int cluster
         rc = aiq_err_field(p->e, AIQ_EINVAL, f, "%s: not found when read as JSON", f);
         goto out;
     }
-    const char *js = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+    const char *js = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     x->cluster_config = js ? strdup(js) : NULL;
     if (!x->cluster_config) rc = aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
 out:

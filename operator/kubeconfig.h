@@ -148,6 +148,15 @@ aiq_rc kube_config_auto(const char *path, const char *context,
 /* Frees c and everything it owns. c may be NULL. */
 void kube_config_free(struct kube_config *c);
 
+/* Deep copies of the exec and oidc settings (the client keeps its own).
+ * Return NULL when src is NULL or allocation fails. */
+struct kube_exec *kube_exec_dup(const struct kube_exec *src);
+struct kube_oidc *kube_oidc_dup(const struct kube_oidc *src);
+
+/* Free x / o and all they own, zeroing the secrets. NULL does nothing. */
+void kube_exec_free(struct kube_exec *x);
+void kube_oidc_free(struct kube_oidc *o);
+
 /* Reads a whole file of at most cap bytes into *out (NUL-terminated,
  * caller frees) and its length into *len. AIQ_EIO / AIQ_ETOOBIG naming
  * the path on error, *out NULL. */

@@ -1298,7 +1298,10 @@ int main(int argc, char **argv) {
     }
     snprintf(nsbuf, sizeof nsbuf, "%s", o.ns ? o.ns : cfg->namespace_ ? cfg->namespace_ : "default");
     o.ns = nsbuf;
-    struct kube_client_opts ko = {.timeout_ms = 20000, .user_agent = "kubectl-aiq/0.1"};
+    /* A person runs this: an exec credential plugin may prompt on the
+     * terminal, as under kubectl. */
+    struct kube_client_opts ko = {.timeout_ms = 20000, .user_agent = "kubectl-aiq/0.1",
+                                  .may_prompt = 1};
     if (kube_client_create(cfg, &ko, &kc, &e) != AIQ_OK) {
         print_err("connecting", &e);
         goto out;

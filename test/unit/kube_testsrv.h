@@ -1,12 +1,14 @@
 /* kube_testsrv.h -- a tiny in-test HTTP server (libmicrohttpd) for the
  * Kubernetes client tests: each request is logged and answered by a
  * test-supplied route function with a canned body, an error Status, or a
- * streamed body (watch) sent in pieces, optionally held open.
+ * streamed body (watch) sent in pieces, optionally held open. Over TLS it
+ * can ask for a client certificate and log the one it got.
  * Header-only (static inline) so test_kube_http.c and test_kube_watch.c
  * can each include it without a shared object. Test code only. */
 #ifndef AIQ_KUBE_TESTSRV_H
 #define AIQ_KUBE_TESTSRV_H
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #include <netinet/in.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #define TSRV_MAX_LOG 512
@@ -28,6 +31,8 @@ struct tsrv_req {
     char auth[256];
     char ctype[128];
     char body[8192];
+    unsigned char peer_cert[2048]; /* the client's certificate (DER), when asked for */
+    size_t peer_cert_len;
 };
 
 /* What the route function fills in. body/chunks are copied by the tsrv. */
@@ -52,6 +57,8 @@ struct tsrv {
     char url[64];
     tsrv_route_fn route;
     void *ud;
+    int mtls;             /* asks for client certificates */
+    const gnutls_datum_t *(*get_peers)(gnutls_session_t, unsigned int *);
     pthread_mutex_t mu;
     struct tsrv_req *log; /* TSRV_MAX_LOG entries, heap: too big for a stack */
     int nlog;
@@ -127,6 +134,14 @@ static inline enum MHD_Result tsrv_handler(void *cls, struct MHD_Connection *con
         snprintf(sc->req.auth, sizeof sc->req.auth, "%s", a ? a : "");
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         snprintf(sc->req.ctype, sizeof sc->req.ctype, "%s", ct ? ct : "");
+        const union MHD_ConnectionInfo *ci =
+            s->mtls && s->get_peers ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+        unsigned int npeer = 0;
+        const gnutls_datum_t *peer = ci ? s->get_peers((gnutls_session_t)ci->tls_session, &npeer) : NULL;
+        if (peer && npeer > 0 && peer[0].size <= sizeof sc->req.peer_cert) {
+            memcpy(sc->req.peer_cert, peer[0].data, peer[0].size);
+            sc->req.peer_cert_len = peer[0].size;
+        }
         *con_cls = sc;
         return MHD_YES;
     }
@@ -179,11 +194,23 @@ static inline void tsrv_completed(void *cls, struct MHD_Connection *conn, void *
 }
 
 /* Starts the tsrv on 127.0.0.1 with an ephemeral port; with key and
- * cert (PEM text that must outlive the tsrv) it serves HTTPS. Returns 0
- * on success. */
-static inline int tsrv_start_tls(struct tsrv *s, tsrv_route_fn route, void *ud, const char *key,
-                                 const char *cert) {
+ * cert (PEM text that must outlive the tsrv) it serves HTTPS, and with
+ * trust too (a CA, PEM) it asks each client for a certificate and logs
+ * it (peer_cert; not verified: the test compares it). Returns 0 on
+ * success. */
+static inline int tsrv_start_mtls(struct tsrv *s, tsrv_route_fn route, void *ud, const char *key,
+                                  const char *cert, const char *trust) {
     memset(s, 0, sizeof *s);
+    if (trust) {
+        /* libmicrohttpd links GnuTLS; its one function we need is found
+         * at run time, so the tests need not link GnuTLS themselves. */
+        void *lib = dlopen("libgnutls.so.30", RTLD_NOW);
+        if (!lib) return -1;
+        *(void **)&s->get_peers = dlsym(lib, "gnutls_certificate_get_peers");
+        dlclose(lib); /* still loaded: libmicrohttpd holds it */
+        if (!s->get_peers) return -1;
+        s->mtls = 1;
+    }
     s->route = route;
     s->ud = ud;
     s->log = calloc(TSRV_MAX_LOG, sizeof *s->log);
@@ -195,7 +222,13 @@ static inline int tsrv_start_tls(struct tsrv *s, tsrv_route_fn route, void *ud, 
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = 0;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
-    if (key && cert) {
+    if (key && cert && trust) {
+        s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, tsrv_handler, s,
+                                MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                tsrv_completed, s, MHD_OPTION_HTTPS_MEM_KEY, key,
+                                MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_TRUST, trust,
+                                MHD_OPTION_END);
+    } else if (key && cert) {
         s->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, tsrv_handler, s,
                                 MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
                                 tsrv_completed, s, MHD_OPTION_HTTPS_MEM_KEY, key,
@@ -209,6 +242,12 @@ static inline int tsrv_start_tls(struct tsrv *s, tsrv_route_fn route, void *ud, 
     s->port = info ? info->port : 0;
     snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%d", key && cert ? "https" : "http", s->port);
     return s->port ? 0 : -1;
+}
+
+/* HTTPS without client certificates. */
+static inline int tsrv_start_tls(struct tsrv *s, tsrv_route_fn route, void *ud, const char *key,
+                                 const char *cert) {
+    return tsrv_start_mtls(s, route, ud, key, cert, NULL);
 }
 
 /* Plain-HTTP tsrv_start_tls. */
