@@ -444,6 +444,14 @@ TEST(exec_failures_name_the_command) {
     kube_client_free(c);
     kube_config_free(cfg);
 
+    /* Too much output: cut at the cap, and killed. */
+    cfg = exec_config(s.url, NULL, cmd, "[flood]", dir, NULL, NULL, &e);
+    c = cfg ? client(cfg, NULL, &e) : NULL;
+    CHECK_INT(c ? get(c, "/api/thing", &e) : AIQ_EIO, AIQ_ETOOBIG);
+    CHECK(strstr(e.message, "misbehave.sh") && strstr(e.message, "printed more than 1048576 bytes; killed it"));
+    kube_client_free(c);
+    kube_config_free(cfg);
+
     /* No such command: the installHint is shown. */
     cfg = exec_config(s.url, NULL, "aiq-no-such-plugin", NULL, dir, NULL,
                       "      installHint: \"aiq-no-such-plugin comes with the aiq-tools package\"\n", &e);
