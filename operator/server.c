@@ -359,8 +359,9 @@ static void srv__pod_refused(struct server *s, json_object *pod, const aiq_err *
     struct opext *x = jo ? srv__ext(jo) : NULL;
     if (!x || !x->job || x->job->pod_refused[0])
         return;
-    snprintf(x->job->pod_refused, sizeof x->job->pod_refused, "the API server refused pod %s: %s",
-             srv__name(pod), e->message);
+    int n = snprintf(x->job->pod_refused, sizeof x->job->pod_refused,
+                     "the API server refused pod %s: %s", srv__name(pod), e->message);
+    (void)n; /* a longer message is cut: it becomes the status's one line */
 }
 
 int srv__flush_pods(struct server *s) {
