@@ -20,6 +20,12 @@
 #include "test/apiserver/apiserver.h"
 
 #define APISRV__MAX_BODY (8u << 20)   /* request body cap */
+/* Deepest JSON nesting a body may have (k8s.io/apimachinery's and Go's
+ * encoding/json limit); objects are read back from the store with it. */
+#define APISRV__MAX_JSON_DEPTH 10000
+/* json-c's limit for that: it counts the value inside the innermost
+ * object as one more level. */
+#define APISRV__JSONC_DEPTH (APISRV__MAX_JSON_DEPTH + 2)
 #define APISRV__MAX_NAME 253          /* metadata.name length cap */
 #define APISRV__KEY 256               /* "group/resource" */
 
@@ -137,6 +143,9 @@ typedef int (*apisrv__row_cb)(void *u, const char *key, const char *ns,
                               const char *name, const char *json);
 aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err);
 void apisrv__store_close(apisrv *s);
+/* Parses stored JSON text (nested up to APISRV__MAX_JSON_DEPTH); new
+ * reference or NULL. */
+json_object *apisrv__parse(const char *text);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);

@@ -70,7 +70,7 @@ json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns) {
                               objapi_list_row, &tx);
     pthread_mutex_unlock(&s->mu);
     for (size_t i = 0; i < tx.n; i++) {
-        json_object *o = tx.oom ? NULL : json_tokener_parse(tx.v[i]);
+        json_object *o = tx.oom ? NULL : apisrv__parse(tx.v[i]);
         if (o) json_object_array_add(arr, o);
         free(tx.v[i]);
     }

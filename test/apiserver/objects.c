@@ -528,7 +528,7 @@ static void delete_rows(apisrv *s, json_object *rows, const char *prop) {
 static int crd_row(void *u, const char *key, const char *ns, const char *name,
                    const char *json) {
     struct collect *c = u;
-    json_object *r = json_object_new_object(), *o = json_tokener_parse(json);
+    json_object *r = json_object_new_object(), *o = apisrv__parse(json);
     if (!o) {
         json_object_put(r);
         return 0;

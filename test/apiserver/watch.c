@@ -134,7 +134,7 @@ struct watch_init { struct apisrv__watch *wt; const struct apisrv__type *t; };
 static int watch_initial_row(void *u, const char *key, const char *ns,
                              const char *name, const char *json) {
     struct watch_init *wi = u;
-    json_object *o = json_tokener_parse(json);
+    json_object *o = apisrv__parse(json);
     (void)key; (void)ns; (void)name;
     if (o && sel_match(wi->wt->ls, o) && sel_match(wi->wt->fs, o))
         watch_event(wi->wt, "ADDED", wi->t, o);
