@@ -61,6 +61,9 @@ struct apisrv__type {
     int n_cat;
     json_object *schema;   /* owned: openAPIV3Schema, or NULL */
     json_object *columns;  /* owned: additionalPrinterColumns, or NULL */
+    long long since_rv;    /* a CRD's kind: the resourceVersion it was first
+                            * served at; watches from before it are too old,
+                            * as the real server's watch cache starts then */
 };
 
 /* One write in the watch history. */

@@ -8,6 +8,7 @@
  * selectors, bearer tokens, and the in-process object API. */
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,12 +272,19 @@ TEST(apiserver_watch_410_past_history) {
     long long rv = apisrv_resource_version(s);
     char path[200];
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld", rv - 5);
-    CHECK_INT(reqj(s, "GET", path, NULL, NULL, &o), 410);
-    CHECK_STR(at(o, "reason"), "Expired");
-    CHECK(strncmp(at(o, "message"), "too old resource version", 24) == 0);
-    json_object_put(o);
-    /* inside the window it still replays */
+    /* as the real server: 200, one ERROR event with the 410 Status, end */
     char *body = NULL;
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strchr(body, '\n') == body + strlen(body) - 1);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "type"), "ERROR");
+    CHECK_STR(at(o, "object.kind"), "Status");
+    CHECK_STR(at(o, "object.code"), "410");
+    CHECK_STR(at(o, "object.reason"), "Expired");
+    CHECK(strncmp(at(o, "object.message"), "too old resource version", 24) == 0);
+    json_object_put(o);
+    free(body);
+    /* inside the window it still replays */
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv - 2);
     CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
     CHECK(strstr(body, "\"name\":\"j4\"") && strstr(body, "\"name\":\"j5\"") && !strstr(body, "\"name\":\"j3\""));
@@ -671,23 +679,49 @@ TEST(apiserver_watch_selector_enter_and_leave) {
     apisrv_stop(s);
 }
 
+/* A watch run on its own thread: the request, then its answer. */
+struct bg_watch {
+    apisrv *s;
+    char path[256];
+    long code;
+    char *body;
+};
+
+static void *bg_watch_run(void *u) {
+    struct bg_watch *b = u;
+    b->code = req(b->s, "GET", b->path, NULL, NULL, NULL, NULL, &b->body);
+    return NULL;
+}
+
 TEST(apiserver_delete_crd_and_namespace) {
     apisrv *s = start_with_crd(0);
     json_object *o = NULL;
     char *body = NULL, path[256];
+    struct bg_watch bw = {0};
+    pthread_t th;
     if (!s) return;
     create_tj(s, "job1", "alice", 1);
     long long rv = apisrv_resource_version(s);
+    /* a watch open while the CRD goes sees its instance go (DELETED) */
+    bw.s = s;
+    snprintf(bw.path, sizeof bw.path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=2", rv);
+    CHECK(pthread_create(&th, NULL, bg_watch_run, &bw) == 0);
+    usleep(300 * 1000);
     CHECK_INT(req(s, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/testjobs.test.aiq.dev",
                   NULL, NULL, NULL, NULL, NULL), 200);
     CHECK_INT(req(s, "GET", TJ, NULL, NULL, NULL, NULL, NULL), 404);    /* kind no longer served */
     CHECK_INT(req(s, "GET", "/apis/test.aiq.dev/v1", NULL, NULL, NULL, NULL, NULL), 404);
-    /* the instance went with a DELETED event (seen in the CRD re-created) */
+    pthread_join(th, NULL);
+    CHECK_INT(bw.code, 200);
+    CHECK(bw.body && strstr(bw.body, "{\"type\":\"DELETED\"") != NULL && strstr(bw.body, "\"name\":\"job1\"") != NULL);
+    free(bw.body);
+    /* re-created, the kind has a new history: the old resourceVersion is
+     * too old, as a real server's new watch cache says */
     CHECK_INT(req(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, CRD, NULL, NULL, NULL), 201);
     CHECK_INT(req(s, "GET", TJ "/job1", NULL, NULL, NULL, NULL, NULL), 404);
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv);
     CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
-    CHECK(strstr(body, "{\"type\":\"DELETED\"") != NULL && strstr(body, "\"name\":\"job1\"") != NULL);
+    CHECK(strstr(body, "{\"type\":\"ERROR\"") == body && strstr(body, "\"reason\":\"Expired\"") != NULL);
     free(body);
     /* namespaces: the default ones stay; others take their objects along */
     CHECK_INT(reqj(s, "DELETE", "/api/v1/namespaces/default", NULL, NULL, &o), 403);
