@@ -75,6 +75,11 @@ aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
 /* Deletes (honours finalizers and owner-reference garbage collection). */
 aiq_rc apisrv_obj_delete(apisrv *s, const char *resource, const char *ns,
                          const char *name, aiq_err *err);
+/* Binds pod ns/name to node through the pods/binding subresource's rules
+ * (AIQ_ECONFLICT when the pod is bound, gated or being deleted;
+ * AIQ_ENOTFOUND when it is gone). */
+aiq_rc apisrv_obj_bind(apisrv *s, const char *ns, const char *name, const char *node,
+                       aiq_err *err);
 /* Records a core/v1 Event about obj (reason, message, type Normal|Warning),
  * merging repeats into count/lastTimestamp as the real event recorder. */
 aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,

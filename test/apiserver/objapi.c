@@ -1,6 +1,7 @@
 /* objapi.c -- the in-process object API of apiserver.h (used by the
  * simulator and tests): get, list, create, update, delete under the server
- * lock with the same rules as HTTP, and apisrv_event, which records
+ * lock with the same rules as HTTP, binding through the pods/binding
+ * rules, and apisrv_event, which records
  * core/v1 Events the way the real event recorder does (repeats merged
  * into count and lastTimestamp). */
 #include "test/apiserver/apisrv_int.h"
@@ -124,6 +125,26 @@ aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
     }
     pthread_mutex_unlock(&s->mu);
     apisrv__st_deinit(&st);
+    return rc;
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_bind(apisrv *s, const char *ns, const char *name, const char *node,
+                       aiq_err *err) {
+    struct apisrv__st st;
+    aiq_rc rc = AIQ_OK;
+    json_object *b = json_object_new_object(), *md = json_object_new_object(), *tg = json_object_new_object();
+    json_object_object_add(md, "name", json_object_new_string(name));
+    json_object_object_add(b, "metadata", md);
+    json_object_object_add(tg, "kind", json_object_new_string("Node"));
+    json_object_object_add(tg, "name", json_object_new_string(node));
+    json_object_object_add(b, "target", tg);
+    apisrv__st_init(&st);
+    pthread_mutex_lock(&s->mu);
+    if (apisrv__pod_bind(s, ns ? ns : "default", name, b, false, &st)) rc = apisrv__st_err(&st, err);
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    json_object_put(b);
     return rc;
 }
 

@@ -450,6 +450,24 @@ out:
     apisrv__st_deinit(&st);
 }
 
+/* POST pods/NAME/binding (binding.c); a Status Success 201 when bound. */
+static void verbs_binding(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                          struct apisrv__resp *w) {
+    struct apisrv__wopts o;
+    struct apisrv__st st;
+    json_object *b;
+    if (strcmp(r->method, "POST")) {
+        apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (!(b = verbs_body_kind(r, w, "Binding"))) return;
+    verbs_opts(r, tg, &o);
+    apisrv__st_init(&st);
+    if (apisrv__pod_bind(s, tg->ns ? tg->ns : "default", tg->name, b, o.dry_run, &st) == 0) st.code = 201;
+    verbs_send_st(w, &st);
+    json_object_put(b);
+}
+
 /* See apisrv_int.h. */
 void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
                   struct apisrv__resp *w) {
@@ -477,6 +495,10 @@ void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target 
         } else {
             verbs_list(s, r, tg, w);
         }
+        return;
+    }
+    if (tg->sub && !strcmp(tg->sub, "binding")) {
+        verbs_binding(s, r, tg, w);
         return;
     }
     if (!strcmp(m, "DELETE")) {

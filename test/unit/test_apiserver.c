@@ -329,9 +329,9 @@ TEST(apiserver_pod_scheduling_gates) {
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/json-patch+json",
                    "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":{\"name\":\"x\"}}]", &o), 422);
     CHECK_STR(at(o, "message"),
-              "Pod \"p\" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, "
+              "Pod \"p\" is invalid: spec.schedulingGates[1].name: Forbidden: only deletion is allowed, "
               "but found new scheduling gate 'x'");
-    CHECK_STR(at(o, "details.causes.0.field"), "spec.schedulingGates");
+    CHECK_STR(at(o, "details.causes.0.field"), "spec.schedulingGates[1].name");
     json_object_put(o);
     const char *aff = "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
                       "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
@@ -351,12 +351,22 @@ TEST(apiserver_pod_scheduling_gates) {
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
                    "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]}}", &o), 422);
     json_object_put(o);
-    /* binding: nodeName may be set once */
+    /* nodeName is set only through the binding subresource, once */
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
-                   "{\"spec\":{\"nodeName\":\"n1\"}}", &o), 200);
+                   "{\"spec\":{\"nodeName\":\"n1\"}}", &o), 422);
+    CHECK_STR(at(o, "details.causes.0.field"), "spec");
     json_object_put(o);
-    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
-                   "{\"spec\":{\"nodeName\":\"n2\"}}", &o), 422);
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces/default/pods/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\"},\"target\":{\"name\":\"n1\"}}", &o), 201);
+    CHECK_STR(at(o, "status"), "Success");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces/default/pods/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\"},\"target\":{\"name\":\"n2\"}}", &o), 409);
+    CHECK_STR(at(o, "message"), "Operation cannot be fulfilled on pods/binding \"p\": pod p is already "
+                                "assigned to node \"n1\"");
+    json_object_put(o);
+    reqj(s, "GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, &o);
+    CHECK_STR(at(o, "spec.nodeName"), "n1");
     json_object_put(o);
     apisrv_stop(s);
 }

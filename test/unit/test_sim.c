@@ -167,7 +167,7 @@ TEST(sim_binds_by_affinity_selector_and_fields) {
           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"aiq.dev/domain\",\"operator\":"
           "\"In\",\"values\":[\"zzz\"]}]},{\"matchFields\":[{\"key\":\"metadata.name\","
           "\"operator\":\"In\",\"values\":[\"a100-1\"]}]}]}}}", NULL);
-    mkpod(s, "p-bigmem", "{\"requests\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpu.memory\":\"1\"}}",
+    mkpod(s, "p-bigmem", "{\"limits\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpu.memory\":\"1\"}}",
           ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.memory\","
           "\"operator\":\"Gt\",\"values\":[\"81600\"]},{\"key\":\"aiq.dev/interconnect\","
