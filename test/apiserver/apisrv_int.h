@@ -213,6 +213,10 @@ struct apisrv__wopts {
     bool status_only;       /* write to the status subresource */
     const char *manager;    /* fieldManager or NULL */
     const char *propagation;/* delete: Background, Foreground, Orphan */
+    bool has_grace;         /* delete: DeleteOptions.gracePeriodSeconds given */
+    long long grace;        /* ... its value */
+    const char *uid_pre;    /* delete: preconditions.uid, or NULL */
+    const char *rv_pre;     /* delete: preconditions.resourceVersion, or NULL */
     const struct apisrv__user *user; /* the requester (HTTP): admission runs;
                                       * NULL (in-process callers): it does not */
 };

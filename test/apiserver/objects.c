@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "test/apiserver/humantime.h"
 #include "test/apiserver/schema.h"
 
 /* ---- history ------------------------------------------------------------ */
@@ -465,6 +467,116 @@ static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
     return 0;
 }
 
+/* now + secs as RFC 3339 (whole seconds, as metav1.Time is stored). */
+static void obj_time_plus(double secs, char *buf, size_t cap) {
+    time_t t = time(NULL) + (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static long long md_int(json_object *obj, const char *k, long long dflt) {
+    json_object *md, *v;
+    if (json_object_object_get_ex(obj, "metadata", &md) && json_object_object_get_ex(md, k, &v) &&
+        (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+        return json_object_get_int64(v);
+    return dflt;
+}
+
+static bool has_finalizers(json_object *obj) {
+    json_object *md, *fin;
+    return json_object_object_get_ex(obj, "metadata", &md) &&
+           json_object_object_get_ex(md, "finalizers", &fin) &&
+           json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0;
+}
+
+/* DeleteOptions.preconditions (rest.BeforeDelete): -1 with a 409 when the
+ * stored object is not the one the client meant. */
+static int delete_preconditions(const struct apisrv__type *t, json_object *obj,
+                                const struct apisrv__wopts *o, struct apisrv__st *st) {
+    const char *uid = md_str(obj, "uid"), *rv = md_str(obj, "resourceVersion");
+    const char *name = md_str(obj, "name");
+    char q[256];
+    /* the real server names the kind here, not the resource */
+    if (t->group[0]) snprintf(q, sizeof q, "%s.%s", t->kind, t->group);
+    else snprintf(q, sizeof q, "%s", t->kind);
+    if (o && o->uid_pre && strcmp(o->uid_pre, uid ? uid : ""))
+        apisrv__st_set(st, 409, "Conflict",
+                       "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition (%s) does "
+                       "not match the UID in record (%s). The object might have been deleted and then "
+                       "recreated", q, name ? name : "", o->uid_pre, uid ? uid : "");
+    else if (o && o->rv_pre && strcmp(o->rv_pre, rv ? rv : ""))
+        apisrv__st_set(st, 409, "Conflict",
+                       "Operation cannot be fulfilled on %s \"%s\": the ResourceVersion in the precondition "
+                       "(%s) does not match the ResourceVersion in record (%s). The object might have "
+                       "been modified", q, name ? name : "", o->rv_pre, rv ? rv : "");
+    else
+        return 0;
+    snprintf(st->name, sizeof st->name, "%s", name ? name : "");
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->kind);
+    return -1;
+}
+
+/* The grace period a DELETE gives a pod that is not being deleted yet
+ * (podStrategy.CheckGracefulDelete): the request's, else the pod's
+ * terminationGracePeriodSeconds; 0 for a pod never bound or already
+ * finished; a negative one counts as 1. */
+static long long pod_grace(json_object *pod, const struct apisrv__wopts *o) {
+    long long period = 0;
+    json_object *spec, *g;
+    const char *node = apisrv__str_at(pod, "spec.nodeName");
+    const char *phase = apisrv__str_at(pod, "status.phase");
+    if (o && o->has_grace)
+        period = o->grace;
+    else if (json_object_object_get_ex(pod, "spec", &spec) &&
+             json_object_object_get_ex(spec, "terminationGracePeriodSeconds", &g))
+        period = json_object_get_int64(g);
+    if (!node || !node[0]) period = 0;
+    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) period = 0;
+    return period < 0 ? 1 : period;
+}
+
+/* Graceful deletion of a pod (rest.BeforeDelete with the pod strategy):
+ * sets *graceful when obj got a new deletionTimestamp and
+ * deletionGracePeriodSeconds (*period), sets *pending when a deletion is
+ * already under way and this request changes nothing; neither when the
+ * pod goes the plain way (its deletion was already at grace 0). */
+static void pod_graceful(json_object *obj, const struct apisrv__wopts *o, bool *graceful,
+                         bool *pending, long long *period) {
+    json_object *md = apisrv__obj_child(obj, "metadata");
+    char ts[40];
+    *graceful = *pending = false;
+    if (md_str(obj, "deletionTimestamp")) {
+        long long cur = md_int(obj, "deletionGracePeriodSeconds", 0);
+        double end, now = apisrv__now();
+        if (cur <= 0) return;
+        if (!(o && o->has_grace)) {
+            *pending = true;
+            return;
+        }
+        *period = o->grace < 0 ? 1 : o->grace;
+        if (*period >= cur) {
+            *pending = true;
+            return;
+        }
+        /* only a shorter grace: move the end back by the difference */
+        end = rfc3339_parse(md_str(obj, "deletionTimestamp")) - (double)cur + (double)*period;
+        if (end < now) {
+            end = now;
+            if (*period != 0) *period = 1;
+        }
+        obj_time_plus(end - (double)time(NULL), ts, sizeof ts);
+    } else {
+        *period = pod_grace(obj, o);
+        obj_time_plus((double)*period, ts, sizeof ts);
+        json_object_object_add(md, "generation", json_object_new_int64(md_generation(obj) + 1));
+    }
+    obj_set_str(md, "deletionTimestamp", ts);
+    json_object_object_add(md, "deletionGracePeriodSeconds", json_object_new_int64(*period));
+    *graceful = true;
+}
+
 /* See apisrv_int.h. */
 int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char *ns,
                             const char *name, json_object *obj, json_object *prev,
@@ -474,12 +586,18 @@ int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char 
     return rc;
 }
 
-/* See apisrv_int.h. */
+/* See apisrv_int.h. Pods are deleted gracefully: a bound pod that has not
+ * finished keeps its object, with deletionTimestamp (now + grace) and
+ * deletionGracePeriodSeconds, until its kubelet deletes it with grace 0;
+ * other pods get the same two fields (grace 0) in a MODIFIED just before
+ * their DELETED, as on a real server. */
 int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, const struct apisrv__wopts *o,
                    json_object **out, struct apisrv__st *st) {
     int rc = -1;
-    json_object *obj = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name);
+    json_object *obj = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name), *prev = NULL;
+    bool graceful = false, pending = false;
+    long long period = 0;
     if (out) *out = NULL;
     if (!obj) return apisrv__st_notfound(st, t, name);
     if (!t->namespaced) ns = NULL;
@@ -491,13 +609,23 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
         snprintf(st->kind, sizeof st->kind, "namespaces");
         goto out_obj;
     }
-    if (o && o->dry_run) {
+    if (delete_preconditions(t, obj, o, st)) goto out_obj;
+    if (!strcmp(t->key, "/pods")) {
+        prev = json_copy(obj);
+        pod_graceful(obj, o, &graceful, &pending, &period);
+    }
+    if (pending || (o && o->dry_run)) {
         rc = 0;
         goto out_obj;
     }
-    json_object *md = apisrv__obj_child(obj, "metadata"), *fin;
-    if (json_object_object_get_ex(md, "finalizers", &fin) &&
-        json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0) {
+    if (graceful) {
+        if (commit(s, t, ns, name, obj, prev, "MODIFIED", st)) goto out_obj;
+        if (period > 0 || has_finalizers(obj)) {
+            rc = 0;
+            goto out_obj;
+        }
+    } else if (has_finalizers(obj)) {
+        json_object *md = apisrv__obj_child(obj, "metadata");
         if (!json_object_object_get_ex(md, "deletionTimestamp", NULL)) {
             char now[40];
             apisrv__now_rfc3339(now, sizeof now);
@@ -513,6 +641,7 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
     rc = 0;
 out_obj:
     if (rc == 0 && out) *out = json_object_get(obj);
+    json_object_put(prev);
     json_object_put(obj);
     return rc;
 }
@@ -639,10 +768,9 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         if (out) *out = json_object_get(nw);
         goto out;
     }
-    json_object *fin;
-    if (md_str(nw, "deletionTimestamp") &&
-        !(json_object_object_get_ex(md, "finalizers", &fin) &&
-          json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0)) {
+    /* the last finalizer gone from an object whose deletion is due */
+    if (md_str(nw, "deletionTimestamp") && !has_finalizers(nw) &&
+        md_int(nw, "deletionGracePeriodSeconds", 0) == 0) {
         if (remove_now(s, t, ns, name, nw, "Background", st)) goto out;
     } else if (commit(s, t, ns, name, nw, old, "MODIFIED", st)) {
         goto out;

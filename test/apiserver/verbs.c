@@ -148,6 +148,15 @@ static void verbs_opts(struct apisrv__req *r, const struct apisrv__target *tg,
     o->manager = apisrv__q(r, "fieldManager");
     o->propagation = apisrv__q(r, "propagationPolicy");
     o->user = &r->user;   /* HTTP writes go through admission */
+    const char *g = apisrv__q(r, "gracePeriodSeconds");
+    if (g && g[0]) {
+        char *end;
+        long long v = strtoll(g, &end, 10);
+        if (!*end) {
+            o->has_grace = true;
+            o->grace = v;
+        }
+    }
 }
 
 /* See apisrv_int.h. */
@@ -423,6 +432,19 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
             json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
             o.dry_run = !strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), "All");
         if (prop[0]) o.propagation = prop;
+        /* DeleteOptions: the body's grace period wins over the query's */
+        if (json_object_object_get_ex(body, "gracePeriodSeconds", &v) && v &&
+            (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+            o.has_grace = true;
+            o.grace = json_object_get_int64(v);
+        }
+        if (json_object_object_get_ex(body, "preconditions", &v) && v) {
+            json_object *p;
+            if (json_object_object_get_ex(v, "uid", &p) && json_object_is_type(p, json_type_string))
+                o.uid_pre = json_object_get_string(p);
+            if (json_object_object_get_ex(v, "resourceVersion", &p) && json_object_is_type(p, json_type_string))
+                o.rv_pre = json_object_get_string(p);
+        }
     }
     if (tg->name) {
         if (apisrv__delete(s, tg->t, ns, tg->name, &o, &out, &st)) verbs_send_st(w, &st);
