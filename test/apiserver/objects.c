@@ -624,6 +624,14 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
             rc = 0;
             goto out_obj;
         }
+        /* the MODIFIED event holds obj: the DELETED one gets its own copy */
+        json_object *gone = json_copy(obj);
+        if (!gone) {
+            apisrv__st_set(st, 500, "InternalError", "out of memory");
+            goto out_obj;
+        }
+        json_object_put(obj);
+        obj = gone;
     } else if (has_finalizers(obj)) {
         json_object *md = apisrv__obj_child(obj, "metadata");
         if (!json_object_object_get_ex(md, "deletionTimestamp", NULL)) {
