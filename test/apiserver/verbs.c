@@ -501,6 +501,10 @@ void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target 
     json_object *obj, *out = NULL;
     apisrv__st_init(&st);
     verbs_opts(r, tg, &o);
+    if (tg->sub && !strcmp(tg->sub, "binding")) {
+        verbs_binding(s, r, tg, w);
+        return;
+    }
     if (!strcmp(m, "GET")) {
         const char *wq = apisrv__q(r, "watch");
         if (wq && (!strcmp(wq, "true") || !strcmp(wq, "1"))) {
@@ -517,10 +521,6 @@ void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target 
         } else {
             verbs_list(s, r, tg, w);
         }
-        return;
-    }
-    if (tg->sub && !strcmp(tg->sub, "binding")) {
-        verbs_binding(s, r, tg, w);
         return;
     }
     if (!strcmp(m, "DELETE")) {
