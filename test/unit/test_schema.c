@@ -259,3 +259,31 @@ TEST(schema_cel_rules) {
     }
     json_object_put(s);
 }
+
+TEST(schema_metadata_name_and_generate_name) {
+    json_object *s = json_tokener_parse(
+        "{\"type\":\"object\",\"properties\":{\"metadata\":{\"type\":\"object\",\"properties\":{"
+        "\"name\":{\"type\":\"string\",\"maxLength\":5},"
+        "\"generateName\":{\"type\":\"string\",\"pattern\":\"^j-$\"}}},"
+        "\"spec\":{\"type\":\"object\"}}}");
+    static const struct { const char *obj; const char *fields; } t[] = {
+        {"{\"metadata\":{\"name\":\"abcde\",\"labels\":{\"x\":\"y\"}},\"spec\":{}}", ""},
+        {"{\"metadata\":{\"name\":\"abcdef\"},\"spec\":{}}", "metadata.name"},
+        {"{\"metadata\":{\"name\":\"abc\",\"generateName\":\"x-\"},\"spec\":{}}", "metadata.generateName"},
+        /* the rest of metadata is neither validated nor pruned */
+        {"{\"metadata\":{\"name\":\"a\",\"annotations\":{\"k\":\"v\"},\"junk\":1},\"spec\":{}}", ""},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        json_object *o = json_tokener_parse(t[i].obj), *c = json_object_new_array();
+        sv_validate(s, o, false, c);
+        char got[256] = "";
+        for (size_t k = 0; k < json_object_array_length(c); k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? "," : "", cause_at(c, k, "field"));
+        if (!CHECK_STR(got, t[i].fields)) fprintf(stderr, "    case %zu\n", i);
+        if (i == 1) CHECK_STR(cause_at(c, 0, "message"), "Too long: may not be more than 5 bytes");
+        if (i == 3) CHECK(json_object_object_get_ex(json_object_object_get(o, "metadata"), "junk", NULL));
+        json_object_put(o);
+        json_object_put(c);
+    }
+    json_object_put(s);
+}
