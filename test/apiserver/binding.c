@@ -14,10 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void bind_conflict(struct apisrv__st *st, const char *name, const char *fmt, const char *a,
-                          const char *b) {
-    char why[1200];
-    snprintf(why, sizeof why, fmt, a, b);
+/* 409 Conflict on pods/binding: `... on pods/binding "NAME": WHY`. */
+static void bind_conflict(struct apisrv__st *st, const char *name, const char *why) {
     apisrv__st_set(st, 409, "Conflict", "Operation cannot be fulfilled on pods/binding \"%s\": %s", name, why);
     snprintf(st->name, sizeof st->name, "%s", name);
     snprintf(st->kind, sizeof st->kind, "pods/binding");
@@ -77,7 +75,7 @@ int apisrv__pod_bind(apisrv *s, const char *ns, const char *name, json_object *b
     const struct apisrv__type *t = apisrv__type_by_key(s, "/pods");
     const char *bname, *kind, *node, *uid_pre, *rv_pre, *uid, *rv, *cur;
     json_object *pod = NULL, *prev = NULL, *md, *ann, *gates = NULL, *spec;
-    char errs[2][260], q[160];
+    char errs[2][260], q[160], why[1200];
     int nerr = 0, rc = -1;
     if (!t) return apisrv__st_set(st, 500, "InternalError", "pods are not served");
     if (!binding || !json_object_is_type(binding, json_type_object))
@@ -110,11 +108,14 @@ int apisrv__pod_bind(apisrv *s, const char *ns, const char *name, json_object *b
     } else if (rv_pre && rv_pre[0] && strcmp(rv_pre, rv ? rv : "")) {
         bind_precondition(st, ns, name, "ResourceVersion", rv_pre, rv ? rv : "");
     } else if (apisrv__str_at(pod, "metadata.deletionTimestamp")) {
-        bind_conflict(st, name, "pod %s is being deleted, cannot be assigned to a host", name, "");
+        snprintf(why, sizeof why, "pod %s is being deleted, cannot be assigned to a host", name);
+        bind_conflict(st, name, why);
     } else if (cur && cur[0]) {
-        bind_conflict(st, name, "pod %s is already assigned to node \"%s\"", name, cur);
+        snprintf(why, sizeof why, "pod %s is already assigned to node \"%s\"", name, cur);
+        bind_conflict(st, name, why);
     } else if (gates && json_object_is_type(gates, json_type_array) && json_object_array_length(gates) > 0) {
-        bind_conflict(st, name, "pod %s has non-empty .spec.schedulingGates", name, "");
+        snprintf(why, sizeof why, "pod %s has non-empty .spec.schedulingGates", name);
+        bind_conflict(st, name, why);
     } else {
         rc = 0;
     }

@@ -191,7 +191,7 @@ static void v_annotations(json_object *ann, struct apisrv__st *st) {
         char low[512];
         struct apisrv__msgs m = {0};
         size_t i;
-        for (i = 0; k[i] && i < sizeof low - 1; i++)
+        for (i = 0; i < sizeof low - 1 && k[i]; i++)
             low[i] = (k[i] >= 'A' && k[i] <= 'Z') ? (char)(k[i] - 'A' + 'a') : k[i];
         low[i] = 0;
         apisrv__is_qualified_name(low, &m);
