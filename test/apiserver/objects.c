@@ -302,6 +302,37 @@ static int check_namespace(apisrv *s, const struct apisrv__type *t,
 
 /* ---- create ----------------------------------------------------------------- */
 
+/* What a real server adds to a namespace: the label
+ * kubernetes.io/metadata.name with its name (defaulting, so validation
+ * sees it), and on create the spec finalizer "kubernetes"; an update keeps
+ * the old spec.finalizers. */
+static void namespace_defaults(json_object *obj, json_object *old) {
+    const char *name = md_str(obj, "name");
+    json_object *spec, *fin = NULL;
+    if (name && name[0])
+        obj_set_str(apisrv__obj_child(apisrv__obj_child(obj, "metadata"), "labels"),
+                    "kubernetes.io/metadata.name", name);
+    spec = apisrv__obj_child(obj, "spec");
+    if (old) {
+        json_object *ospec;
+        if (json_object_object_get_ex(old, "spec", &ospec) &&
+            json_object_object_get_ex(ospec, "finalizers", &fin))
+            json_object_object_add(spec, "finalizers", json_copy(fin));
+        else
+            json_object_object_del(spec, "finalizers");
+        return;
+    }
+    if (!json_object_object_get_ex(spec, "finalizers", &fin) || !json_object_is_type(fin, json_type_array)) {
+        fin = json_object_new_array();
+        json_object_object_add(spec, "finalizers", fin);
+    }
+    for (size_t i = 0; i < json_object_array_length(fin); i++) {
+        const char *f = json_object_get_string(json_object_array_get_idx(fin, i));
+        if (f && !strcmp(f, "kubernetes")) return;
+    }
+    json_object_array_add(fin, json_object_new_string("kubernetes"));
+}
+
 /* The most a generateName contributes: the generated name (prefix plus
  * five random characters) stays within 63 (names.SimpleNameGenerator). */
 #define OBJ_MAX_GENERATED_PREFIX 58
@@ -333,6 +364,7 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
         gen[n + 5] = 0;
         obj_set_str(md, "name", gen);
     }
+    if (!strcmp(t->key, "/namespaces")) namespace_defaults(obj, NULL);
     name = md_str(obj, "name");
     /* the name shown in messages: obj's may be replaced while validating */
     snprintf(vname, sizeof vname, "%s", name ? name : "");
@@ -754,6 +786,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         /* the decoder defaults a pod anew, so what a client left out
          * of its PUT or patch is not a change */
         if (!strcmp(t->key, "/pods") && apisrv__pod_default(nw, st)) goto out;
+        if (!strcmp(t->key, "/namespaces")) namespace_defaults(nw, old);
     }
     md = apisrv__obj_child(nw, "metadata");
     obj_set_str(md, "resourceVersion", md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "");

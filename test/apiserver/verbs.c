@@ -421,7 +421,7 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
     struct apisrv__st st;
     json_object *body = NULL, *out = NULL, *v;
     const char *ns = tg->t->namespaced ? (tg->ns ? tg->ns : "default") : NULL;
-    char prop[32] = "";
+    char prop[256] = "";
     apisrv__st_init(&st);
     verbs_opts(r, tg, &o);
     if (r->len > 0) {
@@ -445,6 +445,22 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
             if (json_object_object_get_ex(v, "resourceVersion", &p) && json_object_is_type(p, json_type_string))
                 o.rv_pre = json_object_get_string(p);
         }
+    }
+    if (o.propagation && strcmp(o.propagation, "Foreground") && strcmp(o.propagation, "Background") &&
+        strcmp(o.propagation, "Orphan")) {
+        /* ValidateDeleteOptions: the handler's check, before any lookup */
+        char q[300];
+        apisrv__go_quote(o.propagation, q, sizeof q);
+        apisrv__st_cause(&st, "FieldValueNotSupported", "propagationPolicy",
+                         "Unsupported value: %s: supported values: \"Foreground\", \"Background\", "
+                         "\"Orphan\", \"nil\"", q);
+        apisrv__st_set(&st, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
+                       "Unsupported value: %s: supported values: \"Foreground\", \"Background\", \"Orphan\", "
+                       "\"nil\"", q);
+        snprintf(st.group, sizeof st.group, "meta.k8s.io");
+        snprintf(st.kind, sizeof st.kind, "DeleteOptions");
+        verbs_send_st(w, &st);
+        goto out;
     }
     if (tg->name) {
         if (apisrv__delete(s, tg->t, ns, tg->name, &o, &out, &st)) verbs_send_st(w, &st);
