@@ -408,6 +408,18 @@ spec:
 EOF
 both "kubectl apply: invalid pod" s_kubectl apply -f "$TOP/k2.yaml"
 
+s_kget_gated() {
+    kubectl --request-timeout=20s get pod c-ok3 --no-headers >"$T/k.out" 2>&1
+    echo "exit $?|$(awk '{print $1, $2, $3, $4}' "$T/k.out")" >"$T/rec"
+}
+both "kubectl get: a gated pod is SchedulingGated" s_kget_gated
+s_ns() { call POST /api/v1/namespaces application/json "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}"; recm; }
+both "namespace: a name with a dot" s_ns a.b
+both "namespace: a name of 64 characters (its name label too)" s_ns "$(printf '%064d' 0 | tr 0 n)"
+s_ns_ok() { call POST /api/v1/namespaces application/json '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"diff-ok"}}'
+    rec '(.metadata.labels | to_entries | map("\(.key)=\(.value)") | join(",")), (.spec.finalizers | join(",")), .status.phase'; }
+both "namespace: created with its name label and the kubernetes finalizer" s_ns_ok
+
 # ---- 3. the binding subresource ------------------------------------------------------------
 # s_bind NAME BINDING-JSON [PATH-NAME]
 s_bind() { call POST "$P/${3:-$1}/binding" application/json "$2"; recm; }
@@ -509,6 +521,11 @@ for s in local real; do use $s; watch_bg g-2; done
 both "delete: grace 2 in DeleteOptions" s_del_body $P/g-2 '{"gracePeriodSeconds":2}'
 both "watch: killed at the end of the grace period (137)" watch_rec g-2
 
+both "delete: dryRun=All answers as if, changes nothing" s_del "$P/g-3?dryRun=All"
+both "delete: after the dry run the pod is untouched" s_get g-3 '(.metadata.deletionTimestamp != null), .status.phase'
+s_del_msg() { call DELETE "$1" application/json "$2"; recm; }
+both "delete: unknown propagationPolicy" s_del_msg $P/g-3 '{"propagationPolicy":"Bogus"}'
+both "delete: unknown propagationPolicy of a missing pod" s_del_msg $P/none '{"propagationPolicy":"Bogus"}'
 for s in local real; do use $s; watch_bg g-3; done
 both "delete: default grace" s_del $P/g-3
 both "delete again with grace 3 shortens it" s_del "$P/g-3?gracePeriodSeconds=3"

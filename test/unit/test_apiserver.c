@@ -1213,3 +1213,32 @@ TEST(apiserver_aijob_name_limit_from_the_crd) {
     CHECK_INT(req(s, "POST", aj, NULL, body, NULL, NULL, NULL), 201);
     apisrv_stop(s);
 }
+
+TEST(apiserver_namespace_defaults_and_delete_options) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces", NULL, "{\"metadata\":{\"name\":\"team-a\"}}", &o), 201);
+    CHECK_STR(at(o, "spec.finalizers.0"), "kubernetes");
+    json_object *l = json_object_object_get(json_object_object_get(o, "metadata"), "labels");
+    CHECK_STR(json_object_get_string(json_object_object_get(l, "kubernetes.io/metadata.name")), "team-a");
+    json_object_put(o);
+    /* the label follows the name and cannot be changed away */
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/team-a", "application/merge-patch+json",
+                   "{\"metadata\":{\"labels\":{\"kubernetes.io/metadata.name\":\"other\",\"x\":\"y\"}},"
+                   "\"spec\":{\"finalizers\":[]}}", &o), 200);
+    l = json_object_object_get(json_object_object_get(o, "metadata"), "labels");
+    CHECK_STR(json_object_get_string(json_object_object_get(l, "kubernetes.io/metadata.name")), "team-a");
+    CHECK_STR(at(o, "spec.finalizers.0"), "kubernetes");
+    json_object_put(o);
+    /* DeleteOptions are checked before the object is looked up */
+    CHECK_INT(reqj(s, "DELETE", "/api/v1/namespaces/default/pods/none", NULL, "{\"propagationPolicy\":\"Bogus\"}", &o), 422);
+    CHECK_STR(at(o, "message"), "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: "
+                                "\"Bogus\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"");
+    CHECK_STR(at(o, "details.kind"), "DeleteOptions");
+    CHECK_STR(at(o, "details.causes.0.field"), "propagationPolicy");
+    json_object_put(o);
+    CHECK_INT(req(s, "DELETE", "/api/v1/namespaces/default/pods/none?propagationPolicy=Orphan", NULL, NULL,
+                  NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
