@@ -318,7 +318,6 @@ static void pr_resource_name(const char *name, const char *field, struct apisrv_
     static const char *const container[] = {"cpu", "memory", "ephemeral-storage", NULL};
     struct apisrv__msgs m = {0};
     char q[300];
-    int before = st->causes ? (int)json_object_array_length(st->causes) : 0;
     apisrv__is_qualified_name(name, &m);
     apisrv__cause_invalid_msgs(st, field, name, &m);
     pr_quote(name, q, sizeof q);
@@ -338,7 +337,6 @@ static void pr_resource_name(const char *name, const char *field, struct apisrv_
             apisrv__st_cause(st, "FieldValueInvalid", field,
                              "Invalid value: %s: doesn't follow extended resource name standard", q);
     }
-    (void)before;
 }
 
 /* ValidateResourceQuantityValue: non-negative, whole for integer resources. */
