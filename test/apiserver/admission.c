@@ -22,7 +22,7 @@
 
 static int adm_row(void *u, const char *key, const char *ns, const char *name,
                    const char *json) {
-    json_object *arr = u, *o = json_tokener_parse(json);
+    json_object *arr = u, *o = apisrv__parse(json);
     (void)key; (void)ns; (void)name;
     if (o) json_object_array_add(arr, o);
     return 0;

@@ -72,14 +72,36 @@ aiq_rc apisrv_obj_create(apisrv *s, const char *resource, json_object *obj,
  * AIQ_ECONFLICT when metadata.resourceVersion is set and stale. */
 aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
                          bool status_only, aiq_err *err);
-/* Deletes (honours finalizers and owner-reference garbage collection). */
+/* Deletes (honours finalizers and owner-reference garbage collection;
+ * pods are deleted gracefully, as a DELETE without options does). */
 aiq_rc apisrv_obj_delete(apisrv *s, const char *resource, const char *ns,
                          const char *name, aiq_err *err);
+/* DeleteOptions of apisrv_obj_delete_opts. */
+struct apisrv_delete_opts {
+    bool has_grace;          /* gracePeriodSeconds given ... */
+    long long grace;         /* ... and its value (0: at once) */
+    const char *uid;         /* preconditions.uid, or NULL */
+};
+/* apisrv_obj_delete with options (o may be NULL); AIQ_ECONFLICT when the
+ * uid precondition fails. */
+aiq_rc apisrv_obj_delete_opts(apisrv *s, const char *resource, const char *ns,
+                              const char *name, const struct apisrv_delete_opts *o,
+                              aiq_err *err);
+/* Binds pod ns/name to node through the pods/binding subresource's rules
+ * (AIQ_ECONFLICT when the pod is bound, gated or being deleted;
+ * AIQ_ENOTFOUND when it is gone). */
+aiq_rc apisrv_obj_bind(apisrv *s, const char *ns, const char *name, const char *node,
+                       aiq_err *err);
 /* Records a core/v1 Event about obj (reason, message, type Normal|Warning),
  * merging repeats into count/lastTimestamp as the real event recorder. */
 aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
                     const char *reason, const char *message,
                     const char *component);
+/* apisrv_event, but only when no such event exists yet (a kubelet says
+ * "Stopping container" once per container, not once per look). */
+aiq_rc apisrv_event_once(apisrv *s, json_object *involved, const char *type,
+                         const char *reason, const char *message,
+                         const char *component);
 
 /* ---- the simulator (sim_*.c) -------------------------------------------- */
 

@@ -20,6 +20,12 @@
 #include "test/apiserver/apiserver.h"
 
 #define APISRV__MAX_BODY (8u << 20)   /* request body cap */
+/* Deepest JSON nesting a body may have (k8s.io/apimachinery's and Go's
+ * encoding/json limit); objects are read back from the store with it. */
+#define APISRV__MAX_JSON_DEPTH 10000
+/* json-c's limit for that: it counts the value inside the innermost
+ * object as one more level. */
+#define APISRV__JSONC_DEPTH (APISRV__MAX_JSON_DEPTH + 2)
 #define APISRV__MAX_NAME 253          /* metadata.name length cap */
 #define APISRV__KEY 256               /* "group/resource" */
 
@@ -55,6 +61,9 @@ struct apisrv__type {
     int n_cat;
     json_object *schema;   /* owned: openAPIV3Schema, or NULL */
     json_object *columns;  /* owned: additionalPrinterColumns, or NULL */
+    long long since_rv;    /* a CRD's kind: the resourceVersion it was first
+                            * served at; watches from before it are too old,
+                            * as the real server's watch cache starts then */
 };
 
 /* One write in the watch history. */
@@ -109,7 +118,7 @@ struct apisrv {
 struct apisrv__st {
     int code;
     char reason[48];
-    char message[1024];
+    char message[4096];
     char name[APISRV__MAX_NAME + 1];
     char group[128];
     char kind[96];
@@ -130,6 +139,17 @@ json_object *apisrv__st_json(const struct apisrv__st *st);
 aiq_rc apisrv__st_err(const struct apisrv__st *st, aiq_err *err);
 /* "aijobs.aiq.dev" or "pods" into buf. */
 void apisrv__qualified(const struct apisrv__type *t, char *buf, size_t cap);
+/* Appends the cause {reason, field, message} to st's causes (the message
+ * formatted from fmt). */
+void apisrv__st_cause(struct apisrv__st *st, const char *reason, const char *field,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Turns the causes collected in st into a 422 Invalid whose message reads
+ * like the real one: `Pod "x" is invalid: spec.y: ...`, several causes in
+ * brackets, repeated ones once (field.ErrorList.ToAggregate). Returns -1. */
+int apisrv__st_invalid(struct apisrv__st *st, const struct apisrv__type *t,
+                       const char *name);
+/* True when st holds at least one cause. */
+bool apisrv__st_has_causes(const struct apisrv__st *st);
 
 /* ---- store.c: SQLite persistence ---------------------------------------- */
 
@@ -137,6 +157,9 @@ typedef int (*apisrv__row_cb)(void *u, const char *key, const char *ns,
                               const char *name, const char *json);
 aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err);
 void apisrv__store_close(apisrv *s);
+/* Parses stored JSON text (nested up to APISRV__MAX_JSON_DEPTH); new
+ * reference or NULL. */
+json_object *apisrv__parse(const char *text);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);
@@ -190,6 +213,10 @@ struct apisrv__wopts {
     bool status_only;       /* write to the status subresource */
     const char *manager;    /* fieldManager or NULL */
     const char *propagation;/* delete: Background, Foreground, Orphan */
+    bool has_grace;         /* delete: DeleteOptions.gracePeriodSeconds given */
+    long long grace;        /* ... its value */
+    const char *uid_pre;    /* delete: preconditions.uid, or NULL */
+    const char *rv_pre;     /* delete: preconditions.resourceVersion, or NULL */
     const struct apisrv__user *user; /* the requester (HTTP): admission runs;
                                       * NULL (in-process callers): it does not */
 };
@@ -213,6 +240,63 @@ double apisrv__now(void);
 const char *apisrv__str_at(json_object *obj, const char *dotted);
 /* Borrowed obj.k, creating an empty object there if absent. */
 json_object *apisrv__obj_child(json_object *obj, const char *k);
+
+/* ---- validate.c: generic name and metadata rules ------------------------ */
+
+#define APISRV__MAX_MSGS 4
+/* The messages one k8s.io/apimachinery IsXxx check returns. */
+struct apisrv__msgs {
+    int n;
+    char m[APISRV__MAX_MSGS][512];
+};
+/* Each appends the real messages for v to m (none when v is valid). */
+void apisrv__is_dns1123_subdomain(const char *v, struct apisrv__msgs *m);
+void apisrv__is_dns1123_label(const char *v, struct apisrv__msgs *m);
+void apisrv__is_qualified_name(const char *v, struct apisrv__msgs *m);
+void apisrv__is_label_value(const char *v, struct apisrv__msgs *m);
+/* Go's %q of s into buf (always NUL-terminated, truncated to cap). */
+void apisrv__go_quote(const char *s, char *buf, size_t cap);
+/* One FieldValueInvalid cause `Invalid value: "<value>": <msg>` at field
+ * for each message of m. */
+void apisrv__cause_invalid_msgs(struct apisrv__st *st, const char *field, const char *value,
+                                const struct apisrv__msgs *m);
+/* Label keys and values of the map labels (borrowed) with causes at
+ * field ("metadata.labels", "spec.nodeSelector"). */
+void apisrv__validate_labels(json_object *labels, const char *field, struct apisrv__st *st);
+/* ObjectMeta of obj for kind t: name or generateName, labels,
+ * annotations, owner references, finalizers; causes appended to st. */
+void apisrv__validate_meta(const struct apisrv__type *t, json_object *obj, struct apisrv__st *st);
+
+/* ---- pod_rules.c: defaulting and validation of pods ---------------------- */
+
+/* Applies the real server's pod defaults to pod in place (see
+ * pod_rules.c); quantities become canonical. Returns 0, or -1 with a 400
+ * BadRequest in st for a quantity the decoder refuses. */
+int apisrv__pod_default(json_object *pod, struct apisrv__st *st);
+/* status.qosClass for pod: "Guaranteed", "Burstable" or "BestEffort". */
+const char *apisrv__pod_qos(json_object *pod);
+/* ValidatePodCreate's spec checks (ObjectMeta is validate.c's); causes
+ * appended to st. */
+void apisrv__pod_validate_create(json_object *pod, struct apisrv__st *st);
+/* ValidatePodUpdate of nw against the stored old (both defaulted);
+ * causes appended to st. */
+void apisrv__pod_validate_update(json_object *nw, json_object *old, struct apisrv__st *st);
+
+/* ---- binding.c: the pods/binding subresource ------------------------------ */
+
+/* Binds pod ns/name as POST .../pods/NAME/binding does with the Binding
+ * body binding (borrowed): validation, uid/resourceVersion
+ * preconditions, refusal of a pod being deleted, bound or gated (409),
+ * then spec.nodeName, the Binding's annotations and PodScheduled=True in
+ * one write. Returns 0, or -1 with st filled as the real server answers. */
+int apisrv__pod_bind(apisrv *s, const char *ns, const char *name, json_object *binding,
+                     bool dry_run, struct apisrv__st *st);
+/* Stores obj (a new version of an existing object, taken over) as a
+ * MODIFIED without the update rules: subresources that write on their
+ * own (binding) use it. Returns 0 or -1 with st filled. */
+int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char *ns,
+                            const char *name, json_object *obj, json_object *prev,
+                            struct apisrv__st *st);
 
 /* ---- watch history ------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* objapi.c -- the in-process object API of apiserver.h (used by the
  * simulator and tests): get, list, create, update, delete under the server
- * lock with the same rules as HTTP, and apisrv_event, which records
+ * lock with the same rules as HTTP, binding through the pods/binding
+ * rules, and apisrv_event, which records
  * core/v1 Events the way the real event recorder does (repeats merged
  * into count and lastTimestamp). */
 #include "test/apiserver/apisrv_int.h"
@@ -70,7 +71,7 @@ json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns) {
                               objapi_list_row, &tx);
     pthread_mutex_unlock(&s->mu);
     for (size_t i = 0; i < tx.n; i++) {
-        json_object *o = tx.oom ? NULL : json_tokener_parse(tx.v[i]);
+        json_object *o = tx.oom ? NULL : apisrv__parse(tx.v[i]);
         if (o) json_object_array_add(arr, o);
         free(tx.v[i]);
     }
@@ -130,9 +131,41 @@ aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
 /* See apiserver.h. */
 aiq_rc apisrv_obj_delete(apisrv *s, const char *resource, const char *ns,
                          const char *name, aiq_err *err) {
+    return apisrv_obj_delete_opts(s, resource, ns, name, NULL, err);
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_bind(apisrv *s, const char *ns, const char *name, const char *node,
+                       aiq_err *err) {
+    struct apisrv__st st;
+    aiq_rc rc = AIQ_OK;
+    json_object *b = json_object_new_object(), *md = json_object_new_object(), *tg = json_object_new_object();
+    json_object_object_add(md, "name", json_object_new_string(name));
+    json_object_object_add(b, "metadata", md);
+    json_object_object_add(tg, "kind", json_object_new_string("Node"));
+    json_object_object_add(tg, "name", json_object_new_string(node));
+    json_object_object_add(b, "target", tg);
+    apisrv__st_init(&st);
+    pthread_mutex_lock(&s->mu);
+    if (apisrv__pod_bind(s, ns ? ns : "default", name, b, false, &st)) rc = apisrv__st_err(&st, err);
+    pthread_mutex_unlock(&s->mu);
+    apisrv__st_deinit(&st);
+    json_object_put(b);
+    return rc;
+}
+
+/* See apiserver.h. */
+aiq_rc apisrv_obj_delete_opts(apisrv *s, const char *resource, const char *ns,
+                              const char *name, const struct apisrv_delete_opts *d,
+                              aiq_err *err) {
     struct apisrv__st st;
     struct apisrv__wopts o = {.propagation = "Background"};
     aiq_rc rc = AIQ_OK;
+    if (d) {
+        o.has_grace = d->has_grace;
+        o.grace = d->grace;
+        o.uid_pre = d->uid;
+    }
     apisrv__st_init(&st);
     pthread_mutex_lock(&s->mu);
     const struct apisrv__type *t = objapi_type(s, resource, err);
@@ -158,10 +191,11 @@ static unsigned long long objapi_event_hash(const char *const parts[], int n) {
     return h;
 }
 
-/* See apiserver.h. involved is borrowed. */
-aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
-                    const char *reason, const char *message,
-                    const char *component) {
+/* Records or merges the event; with once, an event that exists already
+ * is left alone. */
+static aiq_rc objapi_event(apisrv *s, json_object *involved, const char *type,
+                           const char *reason, const char *message,
+                           const char *component, bool once) {
     struct apisrv__st st;
     aiq_rc rc = AIQ_OK;
     char now[40], name[APISRV__MAX_NAME + 1];
@@ -181,7 +215,9 @@ aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
     const char *parts[] = {uid ? uid : "", type ? type : "Normal", reason, message, comp};
     snprintf(name, sizeof name, "%.200s.%016llx", iname, objapi_event_hash(parts, 5));
     found = apisrv__store_get(s, "/events", ns, name);
-    if (found) {
+    if (found && once) {
+        json_object_put(found);   /* said already */
+    } else if (found) {
         json_object *c;
         long long n = json_object_object_get_ex(found, "count", &c) ? json_object_get_int64(c) : 1;
         json_object_object_add(found, "count", json_object_new_int64(n + 1));
@@ -215,4 +251,18 @@ aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
     pthread_mutex_unlock(&s->mu);
     apisrv__st_deinit(&st);
     return rc;
+}
+
+/* See apiserver.h. involved is borrowed. */
+aiq_rc apisrv_event(apisrv *s, json_object *involved, const char *type,
+                    const char *reason, const char *message,
+                    const char *component) {
+    return objapi_event(s, involved, type, reason, message, component, false);
+}
+
+/* See apiserver.h. involved is borrowed. */
+aiq_rc apisrv_event_once(apisrv *s, json_object *involved, const char *type,
+                         const char *reason, const char *message,
+                         const char *component) {
+    return objapi_event(s, involved, type, reason, message, component, true);
 }

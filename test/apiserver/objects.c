@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "test/apiserver/humantime.h"
 #include "test/apiserver/schema.h"
 
 /* ---- history ------------------------------------------------------------ */
@@ -98,53 +100,6 @@ static void new_uid(apisrv *s, char *buf, size_t cap) {
              n & 0xffffffffffffULL);
 }
 
-/* A lowercase RFC 1123 subdomain. */
-static bool valid_name(const char *n) {
-    size_t len = strlen(n);
-    if (len == 0 || len > APISRV__MAX_NAME) return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && c != '-' && c != '.') return false;
-        if ((i == 0 || i == len - 1) && !alnum) return false;
-    }
-    return true;
-}
-
-static void add_cause(struct apisrv__st *st, const char *reason,
-                      const char *field, const char *msg) {
-    json_object *c = json_object_new_object();
-    if (!st->causes) st->causes = json_object_new_array();
-    obj_set_str(c, "reason", reason);
-    obj_set_str(c, "message", msg);
-    obj_set_str(c, "field", field);
-    json_object_array_add(st->causes, c);
-}
-
-/* Turns the collected causes into a 422 Invalid whose message reads like
- * the real one: `AIJob.aiq.dev "x" is invalid: spec.gpus: Invalid ...`. */
-static int invalid(struct apisrv__st *st, const struct apisrv__type *t,
-                   const char *name) {
-    char q[256], msg[900];
-    size_t n = st->causes ? json_object_array_length(st->causes) : 0, len = 0;
-    if (t->group[0]) snprintf(q, sizeof q, "%s.%s", t->kind, t->group);
-    else snprintf(q, sizeof q, "%s", t->kind);
-    msg[0] = 0;
-    for (size_t i = 0; i < n && len < sizeof msg - 1; i++) {
-        json_object *c = json_object_array_get_idx(st->causes, i);
-        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s: %s",
-                                i ? ", " : "", apisrv__str_at(c, "field") ? apisrv__str_at(c, "field") : "",
-                                apisrv__str_at(c, "message") ? apisrv__str_at(c, "message") : "");
-    }
-    if (len >= sizeof msg) len = sizeof msg - 1;
-    apisrv__st_set(st, 422, "Invalid", "%s \"%s\" is invalid: %s%s%s", q, name,
-                   n > 1 ? "[" : "", msg, n > 1 ? "]" : "");
-    snprintf(st->name, sizeof st->name, "%s", name);
-    snprintf(st->group, sizeof st->group, "%s", t->group);
-    snprintf(st->kind, sizeof st->kind, "%s", t->kind);
-    return -1;
-}
-
 static int conflict(struct apisrv__st *st, const struct apisrv__type *t,
                     const char *name) {
     char q[256];
@@ -188,132 +143,61 @@ static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
 
 /* ---- kind-specific validation -------------------------------------------- */
 
-static bool gate_in(json_object *gates, const char *name) {
-    size_t n = gates ? json_object_array_length(gates) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *g = apisrv__str_at(json_object_array_get_idx(gates, i), "name");
-        if (g && !strcmp(g, name)) return true;
-    }
-    return false;
-}
-
-/* Removes from a copy of spec the fields a pod update may change. */
-static json_object *pod_spec_fixed(json_object *spec, bool gated, bool unbound) {
-    json_object *c = json_copy(spec), *ctrs;
-    if (!c) return NULL;
-    json_object_object_del(c, "schedulingGates");
-    json_object_object_del(c, "tolerations");
-    json_object_object_del(c, "activeDeadlineSeconds");
-    json_object_object_del(c, "terminationGracePeriodSeconds");
-    if (unbound) json_object_object_del(c, "nodeName");
-    if (gated) {
-        json_object_object_del(c, "affinity");
-        json_object_object_del(c, "nodeSelector");
-    }
-    if (json_object_object_get_ex(c, "containers", &ctrs) &&
-        json_object_is_type(ctrs, json_type_array))
-        for (size_t i = 0; i < json_object_array_length(ctrs); i++)
-            json_object_object_del(json_object_array_get_idx(ctrs, i), "image");
-    return c;
-}
-
-/* Pod update rules: scheduling gates can only be removed; while gated the
- * node affinity and selector may change; otherwise the spec is immutable
- * but for images, tolerations, deadlines and the first binding. */
-static void pod_validate_update(json_object *old, json_object *nw,
-                                struct apisrv__st *st) {
-    json_object *os = NULL, *ns = NULL, *og = NULL, *ng = NULL;
-    json_object_object_get_ex(old, "spec", &os);
-    json_object_object_get_ex(nw, "spec", &ns);
-    if (os) json_object_object_get_ex(os, "schedulingGates", &og);
-    if (ns) json_object_object_get_ex(ns, "schedulingGates", &ng);
-    if (ng && json_object_is_type(ng, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(ng); i++) {
-            const char *g = apisrv__str_at(json_object_array_get_idx(ng, i), "name");
-            if (g && !gate_in(og && json_object_is_type(og, json_type_array) ? og : NULL, g)) {
-                char msg[400];
-                snprintf(msg, sizeof msg,
-                         "Forbidden: only deletion is allowed, but found new scheduling gate '%s'", g);
-                add_cause(st, "FieldValueForbidden", "spec.schedulingGates", msg);
-            }
-        }
-    }
-    bool gated = has_nonempty_array(os, "schedulingGates");
-    bool unbound = !apisrv__str_at(old, "spec.nodeName") ||
-                   !apisrv__str_at(old, "spec.nodeName")[0];
-    json_object *a = pod_spec_fixed(os ? os : NULL, gated, unbound);
-    json_object *b = pod_spec_fixed(ns ? ns : NULL, gated, unbound);
-    if (!json_object_equal(a, b))
-        add_cause(st, "FieldValueForbidden", "spec",
-                  "Forbidden: pod updates may not change fields other than "
-                  "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                  "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions "
-                  "to existing tolerations),`spec.terminationGracePeriodSeconds` "
-                  "(allow it to be set to 1 if it was previously negative), and "
-                  "`spec.affinity.nodeAffinity` and `spec.nodeSelector` while "
-                  "scheduling gates are present");
-    json_object_put(a);
-    json_object_put(b);
-}
-
 static void crd_validate(json_object *obj, const char *name,
                          struct apisrv__st *st) {
     const char *group = apisrv__str_at(obj, "spec.group");
     const char *plural = apisrv__str_at(obj, "spec.names.plural");
     json_object *spec = NULL, *v = NULL;
     if (!group || !group[0])
-        add_cause(st, "FieldValueRequired", "spec.group", "Required value");
+        apisrv__st_cause(st, "FieldValueRequired", "spec.group", "Required value");
     if (!plural || !plural[0])
-        add_cause(st, "FieldValueRequired", "spec.names.plural", "Required value");
+        apisrv__st_cause(st, "FieldValueRequired", "spec.names.plural", "Required value");
     if (!apisrv__str_at(obj, "spec.names.kind"))
-        add_cause(st, "FieldValueRequired", "spec.names.kind", "Required value");
+        apisrv__st_cause(st, "FieldValueRequired", "spec.names.kind", "Required value");
     json_object_object_get_ex(obj, "spec", &spec);
     if (!spec || !json_object_object_get_ex(spec, "versions", &v) ||
         !json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0)
-        add_cause(st, "FieldValueRequired", "spec.versions", "Required value");
+        apisrv__st_cause(st, "FieldValueRequired", "spec.versions", "Required value");
     if (group && plural) {
         char want[400];
         snprintf(want, sizeof want, "%s.%s", plural, group);
         if (strcmp(want, name)) {
             char msg[700];
             snprintf(msg, sizeof msg, "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
-            add_cause(st, "FieldValueInvalid", "metadata.name", msg);
+            apisrv__st_cause(st, "FieldValueInvalid", "metadata.name", "%s", msg);
         }
     }
 }
 
-/* Validates obj for t (old is the stored object on update, else NULL);
- * collects causes in st and returns -1 with a 422/400 when any. May prune
- * and default a custom resource per its schema. */
+/* Validates obj for t (old is the stored object on update, else NULL)
+ * in the real server's order: ObjectMeta, the kind's own rules (pods,
+ * CRDs), then a custom resource's schema and its CEL rules (which see the
+ * causes before them). Collects causes in st and returns -1 with a 422
+ * (or the 400 of strict unknown fields) when any. May prune and default a
+ * custom resource per its schema. */
 static int validate(apisrv *s, const struct apisrv__type *t, json_object *obj,
                     json_object *old, const struct apisrv__wopts *o,
                     const char *name, struct apisrv__st *st) {
     (void)s;
-    if (t->custom && t->schema) {
-        json_object *causes = json_object_new_array();
-        int n = sv_validate(t->schema, obj, o && o->strict, causes);
-        if (n > 0) {
-            char msg[1024];
-            int code = sv_status_message(t->kind, t->group, name, causes, msg, sizeof msg);
-            if (code == 400) {
-                json_object_put(causes);
-                return apisrv__st_set(st, 400, "BadRequest", "%s", msg);
-            }
-            if (st->causes) json_object_put(st->causes);
-            st->causes = causes;
-            apisrv__st_set(st, 422, "Invalid", "%s", msg);
-            snprintf(st->name, sizeof st->name, "%s", name);
-            snprintf(st->group, sizeof st->group, "%s", t->group);
-            snprintf(st->kind, sizeof st->kind, "%s", t->kind);
-            return -1;
-        }
-        json_object_put(causes);
+    apisrv__validate_meta(t, obj, st);
+    if (!strcmp(t->key, "/pods") && !(o && o->status_only)) {
+        if (old) apisrv__pod_validate_update(obj, old, st);
+        else apisrv__pod_validate_create(obj, st);
     }
-    if (!strcmp(t->key, "/pods") && old) pod_validate_update(old, obj, st);
     if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
         crd_validate(obj, name, st);
-    if (st->causes && json_object_array_length(st->causes) > 0)
-        return invalid(st, t, name);
+    if (t->custom && t->schema) {
+        if (!st->causes) st->causes = json_object_new_array();
+        if (sv_validate(t->schema, obj, o && o->strict, st->causes) > 0) {
+            char msg[1024];
+            if (sv_status_message(t->kind, t->group, name, st->causes, msg, sizeof msg) == 400) {
+                json_object_put(st->causes);
+                st->causes = NULL;
+                return apisrv__st_set(st, 400, "BadRequest", "%s", msg);
+            }
+        }
+    }
+    if (apisrv__st_has_causes(st)) return apisrv__st_invalid(st, t, name);
     return 0;
 }
 
@@ -323,15 +207,18 @@ static void initial_status(const struct apisrv__type *t, json_object *obj) {
     if (!strcmp(t->key, "/pods")) {
         json_object *st = json_object_new_object(), *spec;
         obj_set_str(st, "phase", "Pending");
-        obj_set_str(st, "qosClass", "BestEffort");
+        obj_set_str(st, "qosClass", apisrv__pod_qos(obj));
         if (json_object_object_get_ex(obj, "spec", &spec) &&
             has_nonempty_array(spec, "schedulingGates")) {
             json_object *conds = json_object_new_array(), *c = json_object_new_object();
+            char now[40];
+            apisrv__now_rfc3339(now, sizeof now);
             obj_set_str(c, "type", "PodScheduled");
             obj_set_str(c, "status", "False");
+            json_object_object_add(c, "lastProbeTime", NULL);
+            obj_set_str(c, "lastTransitionTime", now);
             obj_set_str(c, "reason", "SchedulingGated");
             obj_set_str(c, "message", "Scheduling is blocked due to non-empty scheduling gates");
-            json_object_object_add(c, "lastProbeTime", NULL);
             json_object_array_add(conds, c);
             json_object_object_add(st, "conditions", conds);
         }
@@ -415,14 +302,50 @@ static int check_namespace(apisrv *s, const struct apisrv__type *t,
 
 /* ---- create ----------------------------------------------------------------- */
 
-/* See apisrv_int.h. */
+/* What a real server adds to a namespace: the label
+ * kubernetes.io/metadata.name with its name (defaulting, so validation
+ * sees it), and on create the spec finalizer "kubernetes"; an update keeps
+ * the old spec.finalizers. */
+static void namespace_defaults(json_object *obj, json_object *old) {
+    const char *name = md_str(obj, "name");
+    json_object *spec, *fin = NULL;
+    if (name && name[0])
+        obj_set_str(apisrv__obj_child(apisrv__obj_child(obj, "metadata"), "labels"),
+                    "kubernetes.io/metadata.name", name);
+    spec = apisrv__obj_child(obj, "spec");
+    if (old) {
+        json_object *ospec;
+        if (json_object_object_get_ex(old, "spec", &ospec) &&
+            json_object_object_get_ex(ospec, "finalizers", &fin))
+            json_object_object_add(spec, "finalizers", json_copy(fin));
+        else
+            json_object_object_del(spec, "finalizers");
+        return;
+    }
+    if (!json_object_object_get_ex(spec, "finalizers", &fin) || !json_object_is_type(fin, json_type_array)) {
+        fin = json_object_new_array();
+        json_object_object_add(spec, "finalizers", fin);
+    }
+    for (size_t i = 0; i < json_object_array_length(fin); i++) {
+        const char *f = json_object_get_string(json_object_array_get_idx(fin, i));
+        if (f && !strcmp(f, "kubernetes")) return;
+    }
+    json_object_array_add(fin, json_object_new_string("kubernetes"));
+}
+
+/* The most a generateName contributes: the generated name (prefix plus
+ * five random characters) stays within 63 (names.SimpleNameGenerator). */
+#define OBJ_MAX_GENERATED_PREFIX 58
+
+/* See apisrv_int.h. Order as the real server: decode (pod defaults),
+ * validation, admission, then the store (AlreadyExists). */
 int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
                    json_object *obj, const struct apisrv__wopts *o,
                    json_object **out, struct apisrv__st *st) {
     int rc = -1;
     json_object *md, *old = NULL;
     const char *name;
-    char gen[APISRV__MAX_NAME + 8], buf[64];
+    char gen[APISRV__MAX_NAME + 8], buf[64], vname[1024];
     if (out) *out = NULL;
     if (!obj || !json_object_is_type(obj, json_type_object)) {
         apisrv__st_set(st, 400, "BadRequest", "the body of the request must be a JSON object");
@@ -431,46 +354,35 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
     set_type_meta(t, obj);
     md = apisrv__obj_child(obj, "metadata");
     if (check_namespace(s, t, ns, obj, &ns, st)) goto out_put;
+    if (!strcmp(t->key, "/pods") && apisrv__pod_default(obj, st)) goto out_put;
     name = md_str(obj, "name");
-    if ((!name || !name[0]) && md_str(obj, "generateName")) {
+    if ((!name || !name[0]) && md_str(obj, "generateName") && md_str(obj, "generateName")[0]) {
         static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
-        size_t n = (size_t)snprintf(gen, sizeof gen - 6, "%s", md_str(obj, "generateName"));
-        if (n > sizeof gen - 7) n = sizeof gen - 7;
+        size_t n = (size_t)snprintf(gen, sizeof gen, "%.*s", OBJ_MAX_GENERATED_PREFIX,
+                                    md_str(obj, "generateName"));
         for (int i = 0; i < 5; i++) gen[n + (size_t)i] = alpha[rand_r(&s->rnd) % 27];
         gen[n + 5] = 0;
         obj_set_str(md, "name", gen);
-        name = md_str(obj, "name");
     }
-    if (!name || !name[0]) {
-        add_cause(st, "FieldValueRequired", "metadata.name", "Required value: name or generateName is required");
-        invalid(st, t, "");
+    if (!strcmp(t->key, "/namespaces")) namespace_defaults(obj, NULL);
+    name = md_str(obj, "name");
+    /* the name shown in messages: obj's may be replaced while validating */
+    snprintf(vname, sizeof vname, "%s", name ? name : "");
+    initial_status(t, obj);
+    if (validate(s, t, obj, NULL, o, vname, st)) goto out_put;
+    if (o && o->user &&
+        apisrv__admit(s, t, "CREATE", ns, vname, NULL, obj, NULL, o->user, o->dry_run, st))
         goto out_put;
-    }
-    if (!valid_name(name)) {
-        char msg[700];
-        snprintf(msg, sizeof msg,
-                 "Invalid value: \"%.253s\": a lowercase RFC 1123 subdomain must consist of lower "
-                 "case alphanumeric characters, '-' or '.', and must start and end with an "
-                 "alphanumeric character", name);
-        add_cause(st, "FieldValueInvalid", "metadata.name", msg);
-        invalid(st, t, name);
-        goto out_put;
-    }
-    old = apisrv__store_get(s, t->key, ns, name);
+    old = apisrv__store_get(s, t->key, ns, vname);
     if (old) {
         char q[256];
         apisrv__qualified(t, q, sizeof q);
-        apisrv__st_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, name);
-        snprintf(st->name, sizeof st->name, "%s", name);
+        apisrv__st_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, vname);
+        snprintf(st->name, sizeof st->name, "%.*s", (int)sizeof st->name - 1, vname);
         snprintf(st->group, sizeof st->group, "%s", t->group);
         snprintf(st->kind, sizeof st->kind, "%s", t->resource);
         goto out_put;
     }
-    initial_status(t, obj);
-    if (validate(s, t, obj, NULL, o, name, st)) goto out_put;
-    if (o && o->user &&
-        apisrv__admit(s, t, "CREATE", ns, name, NULL, obj, NULL, o->user, o->dry_run, st))
-        goto out_put;
     new_uid(s, buf, sizeof buf);
     obj_set_str(md, "uid", buf);
     apisrv__now_rfc3339(buf, sizeof buf);
@@ -480,7 +392,7 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
     json_object_object_del(md, "deletionGracePeriodSeconds");
     json_object_object_del(md, "resourceVersion");
     json_object_object_del(md, "managedFields");
-    if (!(o && o->dry_run) && commit(s, t, ns, name, obj, NULL, "ADDED", st))
+    if (!(o && o->dry_run) && commit(s, t, ns, vname, obj, NULL, "ADDED", st))
         goto out_put;
     rc = 0;
     if (out) *out = json_object_get(obj);
@@ -528,7 +440,7 @@ static void delete_rows(apisrv *s, json_object *rows, const char *prop) {
 static int crd_row(void *u, const char *key, const char *ns, const char *name,
                    const char *json) {
     struct collect *c = u;
-    json_object *r = json_object_new_object(), *o = json_tokener_parse(json);
+    json_object *r = json_object_new_object(), *o = apisrv__parse(json);
     if (!o) {
         json_object_put(r);
         return 0;
@@ -587,12 +499,137 @@ static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
     return 0;
 }
 
+/* now + secs as RFC 3339 (whole seconds, as metav1.Time is stored). */
+static void obj_time_plus(double secs, char *buf, size_t cap) {
+    time_t t = time(NULL) + (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static long long md_int(json_object *obj, const char *k, long long dflt) {
+    json_object *md, *v;
+    if (json_object_object_get_ex(obj, "metadata", &md) && json_object_object_get_ex(md, k, &v) &&
+        (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+        return json_object_get_int64(v);
+    return dflt;
+}
+
+static bool has_finalizers(json_object *obj) {
+    json_object *md, *fin;
+    return json_object_object_get_ex(obj, "metadata", &md) &&
+           json_object_object_get_ex(md, "finalizers", &fin) &&
+           json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0;
+}
+
+/* DeleteOptions.preconditions (rest.BeforeDelete): -1 with a 409 when the
+ * stored object is not the one the client meant. */
+static int delete_preconditions(const struct apisrv__type *t, json_object *obj,
+                                const struct apisrv__wopts *o, struct apisrv__st *st) {
+    const char *uid = md_str(obj, "uid"), *rv = md_str(obj, "resourceVersion");
+    const char *name = md_str(obj, "name");
+    char q[256];
+    /* the real server names the kind here, not the resource */
+    if (t->group[0]) snprintf(q, sizeof q, "%s.%s", t->kind, t->group);
+    else snprintf(q, sizeof q, "%s", t->kind);
+    if (o && o->uid_pre && strcmp(o->uid_pre, uid ? uid : ""))
+        apisrv__st_set(st, 409, "Conflict",
+                       "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition (%s) does "
+                       "not match the UID in record (%s). The object might have been deleted and then "
+                       "recreated", q, name ? name : "", o->uid_pre, uid ? uid : "");
+    else if (o && o->rv_pre && strcmp(o->rv_pre, rv ? rv : ""))
+        apisrv__st_set(st, 409, "Conflict",
+                       "Operation cannot be fulfilled on %s \"%s\": the ResourceVersion in the precondition "
+                       "(%s) does not match the ResourceVersion in record (%s). The object might have "
+                       "been modified", q, name ? name : "", o->rv_pre, rv ? rv : "");
+    else
+        return 0;
+    snprintf(st->name, sizeof st->name, "%s", name ? name : "");
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->kind);
+    return -1;
+}
+
+/* The grace period a DELETE gives a pod that is not being deleted yet
+ * (podStrategy.CheckGracefulDelete): the request's, else the pod's
+ * terminationGracePeriodSeconds; 0 for a pod never bound or already
+ * finished; a negative one counts as 1. */
+static long long pod_grace(json_object *pod, const struct apisrv__wopts *o) {
+    long long period = 0;
+    json_object *spec, *g;
+    const char *node = apisrv__str_at(pod, "spec.nodeName");
+    const char *phase = apisrv__str_at(pod, "status.phase");
+    if (o && o->has_grace)
+        period = o->grace;
+    else if (json_object_object_get_ex(pod, "spec", &spec) &&
+             json_object_object_get_ex(spec, "terminationGracePeriodSeconds", &g))
+        period = json_object_get_int64(g);
+    if (!node || !node[0]) period = 0;
+    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) period = 0;
+    return period < 0 ? 1 : period;
+}
+
+/* Graceful deletion of a pod (rest.BeforeDelete with the pod strategy):
+ * sets *graceful when obj got a new deletionTimestamp and
+ * deletionGracePeriodSeconds (*period), sets *pending when a deletion is
+ * already under way and this request changes nothing; neither when the
+ * pod goes the plain way (its deletion was already at grace 0). */
+static void pod_graceful(json_object *obj, const struct apisrv__wopts *o, bool *graceful,
+                         bool *pending, long long *period) {
+    json_object *md = apisrv__obj_child(obj, "metadata");
+    char ts[40];
+    *graceful = *pending = false;
+    if (md_str(obj, "deletionTimestamp")) {
+        long long cur = md_int(obj, "deletionGracePeriodSeconds", 0);
+        double end, now = apisrv__now();
+        if (cur <= 0) return;
+        if (!(o && o->has_grace)) {
+            *pending = true;
+            return;
+        }
+        *period = o->grace < 0 ? 1 : o->grace;
+        if (*period >= cur) {
+            *pending = true;
+            return;
+        }
+        /* only a shorter grace: move the end back by the difference */
+        end = rfc3339_parse(md_str(obj, "deletionTimestamp")) - (double)cur + (double)*period;
+        if (end < now) {
+            end = now;
+            if (*period != 0) *period = 1;
+        }
+        obj_time_plus(end - (double)time(NULL), ts, sizeof ts);
+    } else {
+        *period = pod_grace(obj, o);
+        obj_time_plus((double)*period, ts, sizeof ts);
+        json_object_object_add(md, "generation", json_object_new_int64(md_generation(obj) + 1));
+    }
+    obj_set_str(md, "deletionTimestamp", ts);
+    json_object_object_add(md, "deletionGracePeriodSeconds", json_object_new_int64(*period));
+    *graceful = true;
+}
+
 /* See apisrv_int.h. */
+int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char *ns,
+                            const char *name, json_object *obj, json_object *prev,
+                            struct apisrv__st *st) {
+    int rc = commit(s, t, ns, name, obj, prev, "MODIFIED", st);
+    json_object_put(obj);
+    return rc;
+}
+
+/* See apisrv_int.h. Pods are deleted gracefully: a bound pod that has not
+ * finished keeps its object, with deletionTimestamp (now + grace) and
+ * deletionGracePeriodSeconds, until its kubelet deletes it with grace 0;
+ * other pods get the same two fields (grace 0) in a MODIFIED just before
+ * their DELETED, as on a real server. */
 int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, const struct apisrv__wopts *o,
                    json_object **out, struct apisrv__st *st) {
     int rc = -1;
-    json_object *obj = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name);
+    json_object *obj = apisrv__store_get(s, t->key, t->namespaced ? ns : NULL, name), *prev = NULL;
+    bool graceful = false, pending = false;
+    long long period = 0;
     if (out) *out = NULL;
     if (!obj) return apisrv__st_notfound(st, t, name);
     if (!t->namespaced) ns = NULL;
@@ -604,13 +641,31 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
         snprintf(st->kind, sizeof st->kind, "namespaces");
         goto out_obj;
     }
-    if (o && o->dry_run) {
+    if (delete_preconditions(t, obj, o, st)) goto out_obj;
+    if (!strcmp(t->key, "/pods")) {
+        prev = json_copy(obj);
+        pod_graceful(obj, o, &graceful, &pending, &period);
+    }
+    if (pending || (o && o->dry_run)) {
         rc = 0;
         goto out_obj;
     }
-    json_object *md = apisrv__obj_child(obj, "metadata"), *fin;
-    if (json_object_object_get_ex(md, "finalizers", &fin) &&
-        json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0) {
+    if (graceful) {
+        if (commit(s, t, ns, name, obj, prev, "MODIFIED", st)) goto out_obj;
+        if (period > 0 || has_finalizers(obj)) {
+            rc = 0;
+            goto out_obj;
+        }
+        /* the MODIFIED event holds obj: the DELETED one gets its own copy */
+        json_object *gone = json_copy(obj);
+        if (!gone) {
+            apisrv__st_set(st, 500, "InternalError", "out of memory");
+            goto out_obj;
+        }
+        json_object_put(obj);
+        obj = gone;
+    } else if (has_finalizers(obj)) {
+        json_object *md = apisrv__obj_child(obj, "metadata");
         if (!json_object_object_get_ex(md, "deletionTimestamp", NULL)) {
             char now[40];
             apisrv__now_rfc3339(now, sizeof now);
@@ -626,6 +681,7 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
     rc = 0;
 out_obj:
     if (rc == 0 && out) *out = json_object_get(obj);
+    json_object_put(prev);
     json_object_put(obj);
     return rc;
 }
@@ -671,9 +727,9 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
     if (t->custom && (!brv || !brv[0])) {
         /* custom resources, unlike most built-in kinds, allow no
          * unconditional update (patches carry the stored version) */
-        add_cause(st, "FieldValueInvalid", "metadata.resourceVersion",
+        apisrv__st_cause(st, "FieldValueInvalid", "metadata.resourceVersion",
                   "Invalid value: 0x0: must be specified for an update");
-        invalid(st, t, name);
+        apisrv__st_invalid(st, t, name);
         goto out;
     }
     if (brv && brv[0] && strcmp(brv, md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "")) {
@@ -719,13 +775,18 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
                     if (!strcmp(f, json_object_get_string(json_object_array_get_idx(of, k))))
                         found = true;
                 if (!found) {
-                    add_cause(st, "FieldValueForbidden", "metadata.finalizers",
-                              "Forbidden: no new finalizers can be added if the object is being deleted");
-                    invalid(st, t, name);
+                    apisrv__st_cause(st, "FieldValueForbidden", "metadata.finalizers",
+                                     "Forbidden: no new finalizers can be added if the object is "
+                                     "being deleted, found new finalizers []string{\"%s\"}", f);
+                    apisrv__st_invalid(st, t, name);
                     goto out;
                 }
             }
         }
+        /* the decoder defaults a pod anew, so what a client left out
+         * of its PUT or patch is not a change */
+        if (!strcmp(t->key, "/pods") && apisrv__pod_default(nw, st)) goto out;
+        if (!strcmp(t->key, "/namespaces")) namespace_defaults(nw, old);
     }
     md = apisrv__obj_child(nw, "metadata");
     obj_set_str(md, "resourceVersion", md_str(old, "resourceVersion") ? md_str(old, "resourceVersion") : "");
@@ -748,10 +809,9 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         if (out) *out = json_object_get(nw);
         goto out;
     }
-    json_object *fin;
-    if (md_str(nw, "deletionTimestamp") &&
-        !(json_object_object_get_ex(md, "finalizers", &fin) &&
-          json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0)) {
+    /* the last finalizer gone from an object whose deletion is due */
+    if (md_str(nw, "deletionTimestamp") && !has_finalizers(nw) &&
+        md_int(nw, "deletionGracePeriodSeconds", 0) == 0) {
         if (remove_now(s, t, ns, name, nw, "Background", st)) goto out;
     } else if (commit(s, t, ns, name, nw, old, "MODIFIED", st)) {
         goto out;

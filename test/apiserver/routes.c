@@ -1,6 +1,7 @@
 /* routes.c -- URL parsing and dispatch: health probes, discovery, and the
  * resource paths /api/v1/[namespaces/NS/]RES[/NAME[/status]] and
- * /apis/GROUP/VERSION/[namespaces/NS/]RES[/NAME[/status]], authorized by
+ * /apis/GROUP/VERSION/[namespaces/NS/]RES[/NAME[/status]] (and pods' log
+ * and binding subresources), authorized by
  * authz.c once the resource is known. Takes the server lock for the
  * request (a watch then streams without it). */
 #include "test/apiserver/apisrv_int.h"
@@ -73,6 +74,10 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
     if (!apisrv__rbac_allowed(s, r, &tg, w)) goto out_unlock;
     if (tg.sub && !strcmp(tg.sub, "log") && !strcmp(tg.t->key, "/pods") && !strcmp(r->method, "GET")) {
         apisrv__pod_log(s, r, &tg, w);
+        goto out_unlock;
+    }
+    if (tg.sub && !strcmp(tg.sub, "binding") && !strcmp(tg.t->key, "/pods") && tg.ns) {
+        apisrv__verb(s, r, &tg, w);
         goto out_unlock;
     }
     if (tg.sub && (strcmp(tg.sub, "status") || !tg.t->has_status)) goto out_notfound;

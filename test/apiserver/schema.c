@@ -12,10 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Two passes over an object: SV_STRUCT checks types, values, required
+ * fields, defaults and prunes; SV_CEL runs the x-kubernetes-validations
+ * rules, and only when the first pass left no blocking error (as the real
+ * server's hasBlockingErr decides). */
+enum sv_mode { SV_STRUCT, SV_CEL };
+
 struct sv_ctx {
     bool strict;
     json_object *causes;
     int n;
+    enum sv_mode mode;
+    bool in_cel;     /* the cause being added comes from a rule */
 };
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -41,7 +49,9 @@ static bool sv_num(json_object *schema, const char *k, double *out) {
 }
 
 static void sv_cause(struct sv_ctx *c, const char *reason, const char *field, const char *msg) {
-    json_object *o = json_object_new_object();
+    json_object *o;
+    if (c->mode == SV_CEL && !c->in_cel) return;   /* reported by the first pass */
+    o = json_object_new_object();
     if (!o) return;
     json_object_object_add(o, "reason", json_object_new_string(reason));
     json_object_object_add(o, "field", json_object_new_string(field));
@@ -234,6 +244,19 @@ static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
         }
     }
 
+    /* The schema may restrict metadata.name and metadata.generateName
+     * (nothing else of metadata is validated, defaulted or pruned). */
+    if (top && c->mode == SV_STRUCT) {
+        static const char *const mk[2] = {"name", "generateName"};
+        json_object *ms = sv_get(sv_get(props, "metadata"), "properties"), *md = sv_get(v, "metadata");
+        for (int i = 0; i < 2 && ms; i++) {
+            json_object *ks = sv_get(ms, mk[i]), *kv = sv_get(md, mk[i]);
+            if (!ks || !kv || !json_object_is_type(kv, json_type_string)) continue;
+            sv_child(cp, sizeof cp, "metadata", mk[i]);
+            sv_node(c, ks, kv, cp, depth + 1);
+        }
+    }
+
     const char *prune[256];
     int np = 0;
     json_object_object_foreach(v, k, val) {
@@ -409,14 +432,15 @@ static void sv_cel(struct sv_ctx *c, json_object *schema, json_object *v, const 
         snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s", type, text);
         const char *reason = rs && json_object_is_type(rs, json_type_string)
                                  ? json_object_get_string(rs) : "FieldValueInvalid";
+        c->in_cel = true;
         sv_cause(c, reason, field, msg);
+        c->in_cel = false;
     }
 }
 
 static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
                     const char *path, int depth) {
     char msg[2048];
-    int before = c->n;
     if (!schema || !json_object_is_type(schema, json_type_object)) return;
     if (depth > SV_MAX_DEPTH) {
         sv_cause(c, "FieldValueInvalid", path, "Invalid value: nested deeper than the limit");
@@ -457,19 +481,58 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
     } else if (strcmp(have, "integer") == 0 || strcmp(have, "number") == 0) {
         sv_number(c, schema, v, path);
     }
-    /* CEL rules run on values that passed the structural checks. */
-    if (c->n == before) sv_cel(c, schema, v, path, want ? want : have);
+    if (c->mode == SV_CEL) sv_cel(c, schema, v, path, want ? want : have);
+}
+
+/* True when schema (or anything below it) carries CEL rules. */
+static bool sv_has_rules(json_object *schema, int depth) {
+    json_object *props, *items, *addl;
+    if (!schema || !json_object_is_type(schema, json_type_object) || depth > SV_MAX_DEPTH) return false;
+    if (sv_get(schema, "x-kubernetes-validations")) return true;
+    props = sv_get(schema, "properties");
+    if (props && json_object_is_type(props, json_type_object)) {
+        json_object_object_foreach(props, k, ps) {
+            (void)k;
+            if (sv_has_rules(ps, depth + 1)) return true;
+        }
+    }
+    items = sv_get(schema, "items");
+    addl = sv_get(schema, "additionalProperties");
+    return sv_has_rules(items, depth + 1) || sv_has_rules(addl, depth + 1);
+}
+
+/* hasBlockingErr: an error of these types keeps the rules from running. */
+static bool sv_blocking(json_object *causes) {
+    static const char *const types[] = {"FieldValueNotSupported", "FieldValueRequired",
+                                        "FieldValueTooLong", "FieldValueTooMany",
+                                        "FieldValueTypeInvalid", "UnknownField", NULL};
+    for (size_t i = 0; i < json_object_array_length(causes); i++) {
+        json_object *r = sv_get(json_object_array_get_idx(causes, i), "reason");
+        const char *rs = r && json_object_is_type(r, json_type_string) ? json_object_get_string(r) : "";
+        for (int k = 0; types[k]; k++)
+            if (!strcmp(rs, types[k])) return true;
+    }
+    return false;
 }
 
 /* See schema.h. */
 int sv_validate(json_object *schema, json_object *obj, bool strict, json_object *causes) {
-    struct sv_ctx c = {strict, causes, 0};
+    struct sv_ctx c = {strict, causes, 0, SV_STRUCT, false};
     if (!causes || !json_object_is_type(causes, json_type_array)) return 0;
     if (!obj || !json_object_is_type(obj, json_type_object)) {
         sv_cause(&c, "FieldValueTypeInvalid", "",
                  "Invalid value: the object must be a JSON object");
         return c.n;
     }
+    sv_object(&c, schema, obj, "", 0);
+    if (!sv_has_rules(schema, 0)) return c.n;
+    if (sv_blocking(causes)) {
+        sv_cause(&c, "FieldValueInvalid", "<nil>",
+                 "Invalid value: null: some validation rules were not checked because the object "
+                 "was invalid; correct the existing errors to complete validation");
+        return c.n;
+    }
+    c.mode = SV_CEL;
     sv_object(&c, schema, obj, "", 0);
     return c.n;
 }

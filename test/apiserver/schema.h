@@ -8,10 +8,18 @@
  * minLength/maxLength, minItems/maxItems, enum, pattern, format date-time,
  * nullable, default, x-kubernetes-preserve-unknown-fields,
  * x-kubernetes-int-or-string. The top-level apiVersion, kind and metadata
- * are never validated or pruned.
+ * are never defaulted or pruned; of metadata only name and generateName
+ * are validated, against metadata.properties.name/generateName (a CRD may
+ * restrict them, e.g. maxLength 63: `metadata.name: Too long: ...`).
  *
  * x-kubernetes-validations: rules are evaluated by the small CEL subset
- * of cel.h on values that passed the structural checks; a false rule is a
+ * of cel.h once the structural checks are done, and only when no cause in
+ * the causes array (including those the caller put there before, e.g.
+ * ObjectMeta's) is blocking (NotSupported, Required, TooLong, TooMany,
+ * TypeInvalid): otherwise, as the real server does, one cause
+ * {"FieldValueInvalid", "<nil>", "Invalid value: null: some validation
+ * rules were not checked because the object was invalid; correct the
+ * existing errors to complete validation"} stands for them. A false rule is a
  * cause `Invalid value: "object": <message>` (or `failed rule: <rule>`)
  * at the path plus the rule's fieldPath, reason the rule's reason or
  * FieldValueInvalid. Rules using CEL the subset lacks (oldSelf transition

@@ -165,7 +165,7 @@ static void server_notify(void *cls, struct MHD_Connection *conn,
 
 static int server_sync_crd_row(void *u, const char *key, const char *ns,
                                const char *name, const char *json) {
-    json_object *o = json_tokener_parse(json);
+    json_object *o = apisrv__parse(json);
     (void)key; (void)ns; (void)name;
     if (o) apisrv__types_sync_crd(u, o, false);
     json_object_put(o);

@@ -14,6 +14,9 @@
 #define SIM__GPU "nvidia.com/gpu"
 #define SIM__ANN_DURATION "sim.aiq.dev/duration"
 #define SIM__ANN_EXIT "sim.aiq.dev/exit-code"
+/* How long containers take to exit after SIGTERM when their pod is
+ * deleted (default 0), capped by the grace period (then SIGKILL). */
+#define SIM__ANN_STOP "sim.aiq.dev/stop-duration"
 #define SIM__DEFAULT_DURATION 30.0
 
 /* Requested resources of one pod or free/allocatable ones of a node. */

@@ -3,8 +3,10 @@
  * Running pods once their simulated run time has passed (annotation
  * sim.aiq.dev/duration, a Go duration, default 30s, compared with
  * (now - startTime) * time_scale) with the exit code of annotation
- * sim.aiq.dev/exit-code (default 0: Succeeded, else Failed), and removes
- * pods being deleted once they carry no finalizers. */
+ * sim.aiq.dev/exit-code (default 0: Succeeded, else Failed), and plays its
+ * part in graceful deletion: containers stop after
+ * sim.aiq.dev/stop-duration (at most the grace period), the pod ends
+ * Failed (exit 143, or 137 when killed) and is deleted with grace 0. */
 #include "test/apiserver/sim_int.h"
 
 #include <stdio.h>
@@ -41,16 +43,21 @@ static const char *sim_node_ip(json_object *node) {
     return "10.0.0.1";
 }
 
-static double sim_duration(json_object *pod) {
+/* A duration annotation (Go syntax) in seconds, or dflt. */
+static double sim_ann_duration(json_object *pod, const char *key, double dflt) {
     json_object *ann = sim__get(pod, "metadata.annotations");
     json_object *v = NULL;
-    double secs = SIM__DEFAULT_DURATION;
-    if (ann && json_object_object_get_ex(ann, SIM__ANN_DURATION, &v) && v &&
+    double secs = dflt;
+    if (ann && json_object_object_get_ex(ann, key, &v) && v &&
         json_object_is_type(v, json_type_string)) {
         double x;
         if (human_parse_duration(json_object_get_string(v), &x) == 0 && x >= 0) secs = x;
     }
     return secs;
+}
+
+static double sim_duration(json_object *pod) {
+    return sim_ann_duration(pod, SIM__ANN_DURATION, SIM__DEFAULT_DURATION);
 }
 
 static int sim_exit_code(json_object *pod) {
@@ -168,6 +175,55 @@ static void sim_finish(apisrv *s, json_object *pod, double now, double start) {
     }
 }
 
+/* A kubelet's part in graceful deletion (as the real cluster's kubelet
+ * stand-in plays it): the containers get SIGTERM and exit after
+ * sim.aiq.dev/stop-duration (scaled by the time scale), or are killed at
+ * the end of the grace period; the pod then gets its terminal status
+ * (Failed, exit 143, or 137 when killed) and is deleted with grace 0 and
+ * a uid precondition, unless finalizers keep it. */
+static void sim_terminate(apisrv *s, json_object *pod, double now, double time_scale) {
+    const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");
+    json_object *fin = sim__get(pod, "metadata.finalizers"), *g = sim__get(pod, "metadata.deletionGracePeriodSeconds");
+    struct apisrv_delete_opts d = {.has_grace = true, .grace = 0, .uid = sim__str(pod, "metadata.uid")};
+    if (!sim__pod_terminal(pod)) {
+        double grace = g ? (double)json_object_get_int64(g) : 30;
+        double stop = sim_ann_duration(pod, SIM__ANN_STOP, 0) / time_scale;
+        double began = rfc3339_parse(sim__str(pod, "metadata.deletionTimestamp")) - grace;
+        bool killed = false;
+        char ts[40], st0[40], msg[400];
+        json_object *p = NULL, *cs = sim__get(pod, "spec.containers");
+        if (stop > grace) {
+            stop = grace;
+            killed = true;
+        }
+        if (stop - (now - began) > 0) {
+            for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
+                               i < json_object_array_length(cs); i++) {
+                const char *cn = sim__str(json_object_array_get_idx(cs, i), "name");
+                snprintf(msg, sizeof msg, "Stopping container %s", cn ? cn : "");
+                apisrv_event_once(s, pod, "Normal", "Killing", msg, "kubelet");
+            }
+            return;
+        }
+        if (json_object_deep_copy(pod, &p, NULL) != 0) return;
+        sim__time(now, false, ts, sizeof ts);
+        double start = rfc3339_parse(sim__str(pod, "status.startTime"));
+        sim__time(start < 0 ? now : start, false, st0, sizeof st0);
+        const char *phase = sim__str(pod, "status.phase");
+        json_object *st = sim__child(p, "status");
+        if (phase && strcmp(phase, "Running") == 0)
+            json_object_object_add(st, "containerStatuses",
+                                   sim_container_statuses(pod, "terminated", st0, ts, killed ? 137 : 143));
+        json_object_object_add(st, "phase", json_object_new_string("Failed"));
+        sim__set_condition(p, "Ready", "False", "PodCompleted", NULL, ts);
+        sim__set_condition(p, "ContainersReady", "False", "PodCompleted", NULL, ts);
+        sim__set_condition(p, "PodReadyToStartContainers", "False", NULL, NULL, ts);
+        if (apisrv_obj_update(s, "pods", p, true, NULL) != AIQ_OK) return;
+    }
+    if (fin && json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0) return;
+    apisrv_obj_delete_opts(s, "pods", ns, name, &d, NULL);   /* gone or recreated: nothing to do */
+}
+
 /* See sim_int.h. */
 void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
                   json_object *nodes) {
@@ -175,17 +231,14 @@ void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
     for (size_t i = 0; i < np && !sim__stop_requested(s); i++) {
         json_object *pod = json_object_array_get_idx(pods, i);
         const char *node = sim__str(pod, "spec.nodeName");
-        const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");
-        if (!name) continue;
-        if (sim__get(pod, "metadata.deletionTimestamp")) {
-            json_object *fin = sim__get(pod, "metadata.finalizers");
-            if (!fin || !json_object_is_type(fin, json_type_array) || json_object_array_length(fin) == 0)
-                apisrv_obj_delete(s, "pods", ns, name, NULL);
-            continue;
-        }
-        if (!node || !*node || sim__pod_terminal(pod)) continue;
+        if (!sim__str(pod, "metadata.name") || !node || !*node) continue;
         json_object *n = sim_find_node(nodes, node);
         if (!n) continue; /* bound to a node we do not simulate */
+        if (sim__get(pod, "metadata.deletionTimestamp")) {
+            sim_terminate(s, pod, now, time_scale);
+            continue;
+        }
+        if (sim__pod_terminal(pod)) continue;
         const char *phase = sim__str(pod, "status.phase");
         if (!phase || strcmp(phase, "Pending") == 0) {
             sim_start(s, pod, n, now);

@@ -1,5 +1,6 @@
 /* sim_sched.c -- the simulated kube-scheduler: binds each schedulable pod
- * (unbound, ungated, not being deleted, oldest first) to the first node,
+ * (unbound, ungated, not being deleted, for the default scheduler, oldest
+ * first; through the pods/binding subresource's rules) to the first node,
  * by name, that passes the filters kube-scheduler would run (in its
  * order, each node rejected by the first failing one): NodeUnschedulable,
  * TaintToleration (NoSchedule/NoExecute taints), NodeAffinity
@@ -213,19 +214,13 @@ static int sim_cmp_pending(const void *a, const void *b) {
 
 /* Binds pod to node: spec.nodeName (main resource), then PodScheduled
  * (status). Returns true when the binding was stored. */
-static bool sim_bind(apisrv *s, json_object *pod, const char *node, double now) {
-    char ts[40], msg[600];
-    json_object *b = NULL;
-    if (json_object_deep_copy(pod, &b, NULL) != 0) return false;
-    json_object_object_add(sim__child(b, "spec"), "nodeName", json_object_new_string(node));
-    if (apisrv_obj_update(s, "pods", b, false, NULL) != AIQ_OK) return false;
+/* Binds pod to node through the pods/binding rules (which also set
+ * PodScheduled=True), as kube-scheduler posts a Binding; false when the
+ * pod changed under us (bound, gated again or being deleted). */
+static bool sim_bind(apisrv *s, json_object *pod, const char *node) {
+    char msg[600];
     const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");
-    json_object *cur = apisrv_obj_get(s, "pods", ns, name);
-    if (cur) {
-        sim__time(now, false, ts, sizeof ts);
-        sim__set_condition(cur, "PodScheduled", "True", NULL, NULL, ts);
-        apisrv_obj_update(s, "pods", cur, true, NULL);
-    }
+    if (!name || apisrv_obj_bind(s, ns, name, node, NULL) != AIQ_OK) return false;
     snprintf(msg, sizeof msg, "Successfully assigned %s/%s to %s", ns ? ns : "default",
              name ? name : "", node);
     apisrv_event(s, pod, "Normal", "Scheduled", msg, "default-scheduler");
@@ -279,6 +274,9 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
         }
         if (sim__pod_gated(p) || sim__get(p, "metadata.deletionTimestamp") || sim__pod_terminal(p))
             continue;
+        /* pods for another scheduler are not ours to place */
+        const char *sched = sim__str(p, "spec.schedulerName");
+        if (sched && sched[0] && strcmp(sched, "default-scheduler") != 0) continue;
         pend[npend].pod = p;
         pend[npend].created = sim__str(p, "metadata.creationTimestamp");
         pend[npend].ns = sim__str(p, "metadata.namespace");
@@ -320,7 +318,7 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
             if (fit) chosen = (long)k;
         }
         if (chosen >= 0) {
-            if (sim_bind(s, p, nv[chosen].name, now)) {
+            if (sim_bind(s, p, nv[chosen].name)) {
                 bound++;
                 nv[chosen].free.cpu_m -= r.cpu_m;
                 nv[chosen].free.mem_b -= r.mem_b;

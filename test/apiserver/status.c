@@ -53,6 +53,59 @@ int apisrv__st_notfound(struct apisrv__st *st, const struct apisrv__type *t,
     return -1;
 }
 
+/* See apisrv_int.h. */
+void apisrv__st_cause(struct apisrv__st *st, const char *reason, const char *field,
+                      const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    json_object *c = json_object_new_object();
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!st->causes) st->causes = json_object_new_array();
+    json_object_object_add(c, "reason", json_object_new_string(reason));
+    json_object_object_add(c, "message", json_object_new_string(msg));
+    json_object_object_add(c, "field", json_object_new_string(field));
+    json_object_array_add(st->causes, c);
+}
+
+/* See apisrv_int.h. */
+bool apisrv__st_has_causes(const struct apisrv__st *st) {
+    return st->causes && json_object_array_length(st->causes) > 0;
+}
+
+/* See apisrv_int.h. */
+int apisrv__st_invalid(struct apisrv__st *st, const struct apisrv__type *t,
+                       const char *name) {
+    char q[256], msg[sizeof st->message];
+    size_t n = st->causes ? json_object_array_length(st->causes) : 0, len = 0, shown = 0;
+    if (t->group[0]) snprintf(q, sizeof q, "%s.%s", t->kind, t->group);
+    else snprintf(q, sizeof q, "%s", t->kind);
+    msg[0] = 0;
+    for (size_t i = 0; i < n && len < sizeof msg - 1; i++) {
+        json_object *c = json_object_array_get_idx(st->causes, i);
+        const char *f = apisrv__str_at(c, "field"), *m = apisrv__str_at(c, "message");
+        bool dup = false;
+        /* ToAggregate drops an error whose text repeats an earlier one */
+        for (size_t k = 0; k < i && !dup; k++) {
+            json_object *e = json_object_array_get_idx(st->causes, k);
+            const char *ef = apisrv__str_at(e, "field"), *em = apisrv__str_at(e, "message");
+            dup = !strcmp(f ? f : "", ef ? ef : "") && !strcmp(m ? m : "", em ? em : "");
+        }
+        if (dup) continue;
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s%s%s", shown ? ", " : "",
+                                f && f[0] ? f : "", f && f[0] ? ": " : "", m ? m : "");
+        shown++;
+    }
+    if (len >= sizeof msg) len = sizeof msg - 1;
+    apisrv__st_set(st, 422, "Invalid", "%s \"%s\" is invalid: %s%s%s", q, name,
+                   shown > 1 ? "[" : "", msg, shown > 1 ? "]" : "");
+    snprintf(st->name, sizeof st->name, "%s", name);
+    snprintf(st->group, sizeof st->group, "%s", t->group);
+    snprintf(st->kind, sizeof st->kind, "%s", t->kind);
+    return -1;
+}
+
 /* The Status object for st (new reference). */
 json_object *apisrv__st_json(const struct apisrv__st *st) {
     json_object *o = json_object_new_object();

@@ -155,6 +155,24 @@ void apisrv__store_close(apisrv *s) {
     s->db = NULL;
 }
 
+/* See apisrv_int.h: bodies may nest up to APISRV__MAX_JSON_DEPTH, so
+ * what was stored must read back at that depth too (json-c's default is
+ * 32). */
+json_object *apisrv__parse(const char *text) {
+    json_tokener *tok;
+    json_object *o;
+    if (!text) return NULL;
+    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    if (!tok) return NULL;
+    o = json_tokener_parse_ex(tok, text, -1);
+    if (json_tokener_get_error(tok) != json_tokener_success) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
 /* Returns the stored object as a new json object, or NULL when absent. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name) {
@@ -164,7 +182,7 @@ json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
     sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
-        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+        o = apisrv__parse((const char *)sqlite3_column_text(st, 0));
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return o;
@@ -342,7 +360,7 @@ json_object *apisrv__store_applied_get(apisrv *s, const char *key,
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, manager, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
-        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+        o = apisrv__parse((const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return o;
 }

@@ -164,6 +164,11 @@ void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove) {
     plural = types_str(names, "plural");
     kind = types_str(names, "kind");
     if (!group || !plural || !kind) return;
+    /* a kind served already keeps the start of its history */
+    long long since = s->rv;
+    for (int i = 0; i < s->n_types; i++)
+        if (!strcmp(s->types[i]->group, group) && !strcmp(s->types[i]->resource, plural))
+            since = s->types[i]->since_rv;
     types_remove_group_resource(s, group, plural);
     if (remove || !json_object_object_get_ex(spec, "versions", &versions) ||
         !json_object_is_type(versions, json_type_array))
@@ -191,6 +196,7 @@ void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove) {
         }
         t->namespaced = !cluster;
         t->custom = true;
+        t->since_rv = since;
         if (json_object_object_get_ex(v, "subresources", &x) &&
             json_object_object_get_ex(x, "status", NULL))
             t->has_status = true;

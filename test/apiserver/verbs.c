@@ -13,26 +13,108 @@
 #include "test/apiserver/jpatch.h"
 #include "test/apiserver/selector.h"
 
-/* json-c's default depth (JSON_TOKENER_DEFAULT_DEPTH, 32), which the store
- * uses when it reads objects back: a deeper body would be stored and then
- * vanish from every get, list and watch. */
-#define VERBS_MAX_DEPTH 32
 #define VERBS_MAX_LIMIT 100000
 
-/* Parses the request body as one JSON value; NULL with a 400 in w. */
-static json_object *verbs_body(struct apisrv__req *r, struct apisrv__resp *w) {
+/* Go's UTF-8 decoding as encoding/json applies it to strings: each byte
+ * that does not start a valid sequence becomes U+FFFD. Returns a malloc'd
+ * copy with the replacements (length in *outlen), or NULL when in is
+ * valid already (or memory ran out: the body is then parsed as is and
+ * json-c keeps the bytes). */
+static char *verbs_utf8_fix(const char *in, size_t len, size_t *outlen) {
+    const unsigned char *p = (const unsigned char *)in;
+    char *out = NULL;
+    size_t i = 0, o = 0;
+    bool bad = false;
+    for (int pass = 0; pass < 2; pass++) {
+        for (i = 0, o = 0; i < len;) {
+            unsigned char c = p[i];
+            size_t n = 0;
+            if (c < 0x80) n = 1;
+            else if (c >= 0xc2 && c <= 0xdf) n = i + 1 < len && (p[i + 1] & 0xc0) == 0x80 ? 2 : 0;
+            else if (c >= 0xe0 && c <= 0xef) {
+                unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+                n = i + 2 < len && p[i + 1] >= lo && p[i + 1] <= hi && (p[i + 2] & 0xc0) == 0x80 ? 3 : 0;
+            } else if (c >= 0xf0 && c <= 0xf4) {
+                unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+                n = i + 3 < len && p[i + 1] >= lo && p[i + 1] <= hi && (p[i + 2] & 0xc0) == 0x80 &&
+                            (p[i + 3] & 0xc0) == 0x80 ? 4 : 0;
+            }
+            if (n == 0) {
+                bad = true;
+                if (out) memcpy(out + o, "\xef\xbf\xbd", 3);
+                o += 3;
+                i++;
+            } else {
+                if (out) memcpy(out + o, p + i, n);
+                o += n;
+                i += n;
+            }
+        }
+        if (!bad || pass == 1) break;
+        if (!(out = malloc(o + 1))) return NULL;
+    }
+    if (!out) return NULL;
+    out[o] = 0;
+    *outlen = o;
+    return out;
+}
+
+/* Go's encoding/json nesting rule: the offset of the '{' or '[' that
+ * opens more than APISRV__MAX_JSON_DEPTH containers at once, or -1. (json-c
+ * counts a scalar inside the innermost object as a level too, so its own
+ * limit is set above ours and this scan decides.) */
+static long verbs_too_deep(const char *s, size_t len) {
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (esc) esc = false;
+            else if (c == '\\') esc = true;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > APISRV__MAX_JSON_DEPTH) return (long)i;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return -1;
+}
+
+/* Parses the request body as one JSON value (nested at most
+ * APISRV__MAX_JSON_DEPTH deep, invalid UTF-8 replaced as Go's decoder
+ * does); NULL with a 400 in w. kind names the expected object in the
+ * real server's message for a body nested too deep. */
+static json_object *verbs_body_kind(struct apisrv__req *r, struct apisrv__resp *w, const char *kind) {
     json_tokener *tok;
     json_object *o = NULL;
+    size_t len = r->len;
+    char *fixed;
+    const char *text = r->body;
     if (!r->body || r->len == 0) {
         apisrv__resp_err(w, 400, "BadRequest", "the request body is empty");
         return NULL;
     }
-    tok = json_tokener_new_ex(VERBS_MAX_DEPTH);
-    if (!tok) return NULL;
-    /* A real API server never stores invalid UTF-8 (Go's decoder replaces
-     * it); refusing it keeps such bytes out of every later watch. */
-    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-    o = json_tokener_parse_ex(tok, r->body, (int)r->len);
+    fixed = verbs_utf8_fix(r->body, r->len, &len);
+    if (fixed) text = fixed;
+    long deep = verbs_too_deep(text, len);
+    if (deep >= 0) {
+        apisrv__resp_err(w, 400, "BadRequest",
+                         "the object provided is unrecognized (must be of type %s): couldn't get "
+                         "version/kind; json parse error: invalid character '%c' exceeded max depth "
+                         "(%.30s ...)", kind, text[deep], text);
+        free(fixed);
+        return NULL;
+    }
+    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    if (!tok) {
+        free(fixed);
+        apisrv__resp_err(w, 500, "InternalError", "out of memory");
+        return NULL;
+    }
+    o = json_tokener_parse_ex(tok, text, (int)len);
     if (json_tokener_get_error(tok) != json_tokener_success) {
         apisrv__resp_err(w, 400, "BadRequest",
                          "the body of the request could not be decoded as JSON at byte %zu: %s",
@@ -42,7 +124,12 @@ static json_object *verbs_body(struct apisrv__req *r, struct apisrv__resp *w) {
         o = NULL;
     }
     json_tokener_free(tok);
+    free(fixed);
     return o;
+}
+
+static json_object *verbs_body(struct apisrv__req *r, struct apisrv__resp *w) {
+    return verbs_body_kind(r, w, "object");
 }
 
 static bool verbs_ctype_is(const struct apisrv__req *r, const char *want) {
@@ -61,6 +148,15 @@ static void verbs_opts(struct apisrv__req *r, const struct apisrv__target *tg,
     o->manager = apisrv__q(r, "fieldManager");
     o->propagation = apisrv__q(r, "propagationPolicy");
     o->user = &r->user;   /* HTTP writes go through admission */
+    const char *g = apisrv__q(r, "gracePeriodSeconds");
+    if (g && g[0]) {
+        char *end;
+        long long v = strtoll(g, &end, 10);
+        if (!*end) {
+            o->has_grace = true;
+            o->grace = v;
+        }
+    }
 }
 
 /* See apisrv_int.h. */
@@ -115,7 +211,7 @@ struct list_ctx {
 static int list_row(void *u, const char *key, const char *ns, const char *name,
                     const char *json) {
     struct list_ctx *c = u;
-    json_object *o = json_tokener_parse(json);
+    json_object *o = apisrv__parse(json);
     (void)key;
     if (!o) return 0;
     if (!sel_match(c->ls, o) || !sel_match(c->fs, o)) {
@@ -325,7 +421,7 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
     struct apisrv__st st;
     json_object *body = NULL, *out = NULL, *v;
     const char *ns = tg->t->namespaced ? (tg->ns ? tg->ns : "default") : NULL;
-    char prop[32] = "";
+    char prop[256] = "";
     apisrv__st_init(&st);
     verbs_opts(r, tg, &o);
     if (r->len > 0) {
@@ -336,6 +432,35 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
             json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
             o.dry_run = !strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), "All");
         if (prop[0]) o.propagation = prop;
+        /* DeleteOptions: the body's grace period wins over the query's */
+        if (json_object_object_get_ex(body, "gracePeriodSeconds", &v) && v &&
+            (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+            o.has_grace = true;
+            o.grace = json_object_get_int64(v);
+        }
+        if (json_object_object_get_ex(body, "preconditions", &v) && v) {
+            json_object *p;
+            if (json_object_object_get_ex(v, "uid", &p) && json_object_is_type(p, json_type_string))
+                o.uid_pre = json_object_get_string(p);
+            if (json_object_object_get_ex(v, "resourceVersion", &p) && json_object_is_type(p, json_type_string))
+                o.rv_pre = json_object_get_string(p);
+        }
+    }
+    if (o.propagation && strcmp(o.propagation, "Foreground") && strcmp(o.propagation, "Background") &&
+        strcmp(o.propagation, "Orphan")) {
+        /* ValidateDeleteOptions: the handler's check, before any lookup */
+        char q[300];
+        apisrv__go_quote(o.propagation, q, sizeof q);
+        apisrv__st_cause(&st, "FieldValueNotSupported", "propagationPolicy",
+                         "Unsupported value: %s: supported values: \"Foreground\", \"Background\", "
+                         "\"Orphan\", \"nil\"", q);
+        apisrv__st_set(&st, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
+                       "Unsupported value: %s: supported values: \"Foreground\", \"Background\", \"Orphan\", "
+                       "\"nil\"", q);
+        snprintf(st.group, sizeof st.group, "meta.k8s.io");
+        snprintf(st.kind, sizeof st.kind, "DeleteOptions");
+        verbs_send_st(w, &st);
+        goto out;
     }
     if (tg->name) {
         if (apisrv__delete(s, tg->t, ns, tg->name, &o, &out, &st)) verbs_send_st(w, &st);
@@ -363,6 +488,24 @@ out:
     apisrv__st_deinit(&st);
 }
 
+/* POST pods/NAME/binding (binding.c); a Status Success 201 when bound. */
+static void verbs_binding(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
+                          struct apisrv__resp *w) {
+    struct apisrv__wopts o;
+    struct apisrv__st st;
+    json_object *b;
+    if (strcmp(r->method, "POST")) {
+        apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (!(b = verbs_body_kind(r, w, "Binding"))) return;
+    verbs_opts(r, tg, &o);
+    apisrv__st_init(&st);
+    if (apisrv__pod_bind(s, tg->ns ? tg->ns : "default", tg->name, b, o.dry_run, &st) == 0) st.code = 201;
+    verbs_send_st(w, &st);
+    json_object_put(b);
+}
+
 /* See apisrv_int.h. */
 void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
                   struct apisrv__resp *w) {
@@ -374,6 +517,10 @@ void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target 
     json_object *obj, *out = NULL;
     apisrv__st_init(&st);
     verbs_opts(r, tg, &o);
+    if (tg->sub && !strcmp(tg->sub, "binding")) {
+        verbs_binding(s, r, tg, w);
+        return;
+    }
     if (!strcmp(m, "GET")) {
         const char *wq = apisrv__q(r, "watch");
         if (wq && (!strcmp(wq, "true") || !strcmp(wq, "1"))) {
@@ -422,7 +569,7 @@ void apisrv__verb(apisrv *s, struct apisrv__req *r, const struct apisrv__target 
         apisrv__resp_err(w, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    if (!(obj = verbs_body(r, w))) return;
+    if (!(obj = verbs_body_kind(r, w, t->kind))) return;
     if (!strcmp(m, "POST")) {
         if (apisrv__create(s, t, tg->ns, obj, &o, &out, &st)) verbs_send_st(w, &st);
         else apisrv__resp_json(w, 201, out);

@@ -1,6 +1,7 @@
 /* watch.c -- watch streams: one JSON event per line
  * ({"type":..., "object":...}), replayed from the event history after the
- * client's resourceVersion (410 Expired when it fell out of the history),
+ * client's resourceVersion (one ERROR event with a 410 Expired Status,
+ * then the end of the stream, when it fell out of the history),
  * ADDED events for the current state when the watch starts at 0 or
  * nothing, label/field selectors, timeoutSeconds, BOOKMARK events when
  * asked, one-row Tables when the Accept header asks for Table, and the
@@ -134,7 +135,7 @@ struct watch_init { struct apisrv__watch *wt; const struct apisrv__type *t; };
 static int watch_initial_row(void *u, const char *key, const char *ns,
                              const char *name, const char *json) {
     struct watch_init *wi = u;
-    json_object *o = json_tokener_parse(json);
+    json_object *o = apisrv__parse(json);
     (void)key; (void)ns; (void)name;
     if (o && sel_match(wi->wt->ls, o) && sel_match(wi->wt->fs, o))
         watch_event(wi->wt, "ADDED", wi->t, o);
@@ -196,11 +197,10 @@ void apisrv__watch_start(apisrv *s, struct apisrv__req *r,
             apisrv__resp_err(w, 400, "BadRequest", "invalid resourceVersion %.64s", rvq);
             goto out_fail;
         }
-        if (n < s->hist_base_rv) {
-            apisrv__resp_err(w, 410, "Expired", "too old resource version: %lld (%lld)",
-                             n, s->hist_base_rv + 1);
-            goto out_fail;
-        }
+        /* as the real server: the watch starts (200) and its only event is
+         * an ERROR carrying the 410 Expired Status, then it ends */
+        long long oldest = tg->t->since_rv > s->hist_base_rv ? tg->t->since_rv : s->hist_base_rv;
+        if (n < oldest) watch_expired(wt, n, oldest + 1);
         wt->last_rv = n;
     }
     s->n_watches++;

@@ -8,6 +8,7 @@
  * selectors, bearer tokens, and the in-process object API. */
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,12 +272,19 @@ TEST(apiserver_watch_410_past_history) {
     long long rv = apisrv_resource_version(s);
     char path[200];
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld", rv - 5);
-    CHECK_INT(reqj(s, "GET", path, NULL, NULL, &o), 410);
-    CHECK_STR(at(o, "reason"), "Expired");
-    CHECK(strncmp(at(o, "message"), "too old resource version", 24) == 0);
-    json_object_put(o);
-    /* inside the window it still replays */
+    /* as the real server: 200, one ERROR event with the 410 Status, end */
     char *body = NULL;
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    CHECK(strchr(body, '\n') == body + strlen(body) - 1);
+    o = json_tokener_parse(body);
+    CHECK_STR(at(o, "type"), "ERROR");
+    CHECK_STR(at(o, "object.kind"), "Status");
+    CHECK_STR(at(o, "object.code"), "410");
+    CHECK_STR(at(o, "object.reason"), "Expired");
+    CHECK(strncmp(at(o, "object.message"), "too old resource version", 24) == 0);
+    json_object_put(o);
+    free(body);
+    /* inside the window it still replays */
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv - 2);
     CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
     CHECK(strstr(body, "\"name\":\"j4\"") && strstr(body, "\"name\":\"j5\"") && !strstr(body, "\"name\":\"j3\""));
@@ -321,9 +329,9 @@ TEST(apiserver_pod_scheduling_gates) {
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/json-patch+json",
                    "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":{\"name\":\"x\"}}]", &o), 422);
     CHECK_STR(at(o, "message"),
-              "Pod \"p\" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, "
+              "Pod \"p\" is invalid: spec.schedulingGates[1].name: Forbidden: only deletion is allowed, "
               "but found new scheduling gate 'x'");
-    CHECK_STR(at(o, "details.causes.0.field"), "spec.schedulingGates");
+    CHECK_STR(at(o, "details.causes.0.field"), "spec.schedulingGates[1].name");
     json_object_put(o);
     const char *aff = "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
                       "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
@@ -343,12 +351,22 @@ TEST(apiserver_pod_scheduling_gates) {
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
                    "{\"spec\":{\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]}}", &o), 422);
     json_object_put(o);
-    /* binding: nodeName may be set once */
+    /* nodeName is set only through the binding subresource, once */
     CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
-                   "{\"spec\":{\"nodeName\":\"n1\"}}", &o), 200);
+                   "{\"spec\":{\"nodeName\":\"n1\"}}", &o), 422);
+    CHECK_STR(at(o, "details.causes.0.field"), "spec");
     json_object_put(o);
-    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
-                   "{\"spec\":{\"nodeName\":\"n2\"}}", &o), 422);
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces/default/pods/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\"},\"target\":{\"name\":\"n1\"}}", &o), 201);
+    CHECK_STR(at(o, "status"), "Success");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces/default/pods/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\"},\"target\":{\"name\":\"n2\"}}", &o), 409);
+    CHECK_STR(at(o, "message"), "Operation cannot be fulfilled on pods/binding \"p\": pod p is already "
+                                "assigned to node \"n1\"");
+    json_object_put(o);
+    reqj(s, "GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, &o);
+    CHECK_STR(at(o, "spec.nodeName"), "n1");
     json_object_put(o);
     apisrv_stop(s);
 }
@@ -671,23 +689,49 @@ TEST(apiserver_watch_selector_enter_and_leave) {
     apisrv_stop(s);
 }
 
+/* A watch run on its own thread: the request, then its answer. */
+struct bg_watch {
+    apisrv *s;
+    char path[256];
+    long code;
+    char *body;
+};
+
+static void *bg_watch_run(void *u) {
+    struct bg_watch *b = u;
+    b->code = req(b->s, "GET", b->path, NULL, NULL, NULL, NULL, &b->body);
+    return NULL;
+}
+
 TEST(apiserver_delete_crd_and_namespace) {
     apisrv *s = start_with_crd(0);
     json_object *o = NULL;
     char *body = NULL, path[256];
+    struct bg_watch bw = {0};
+    pthread_t th;
     if (!s) return;
     create_tj(s, "job1", "alice", 1);
     long long rv = apisrv_resource_version(s);
+    /* a watch open while the CRD goes sees its instance go (DELETED) */
+    bw.s = s;
+    snprintf(bw.path, sizeof bw.path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=2", rv);
+    CHECK(pthread_create(&th, NULL, bg_watch_run, &bw) == 0);
+    usleep(300 * 1000);
     CHECK_INT(req(s, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/testjobs.test.aiq.dev",
                   NULL, NULL, NULL, NULL, NULL), 200);
     CHECK_INT(req(s, "GET", TJ, NULL, NULL, NULL, NULL, NULL), 404);    /* kind no longer served */
     CHECK_INT(req(s, "GET", "/apis/test.aiq.dev/v1", NULL, NULL, NULL, NULL, NULL), 404);
-    /* the instance went with a DELETED event (seen in the CRD re-created) */
+    pthread_join(th, NULL);
+    CHECK_INT(bw.code, 200);
+    CHECK(bw.body && strstr(bw.body, "{\"type\":\"DELETED\"") != NULL && strstr(bw.body, "\"name\":\"job1\"") != NULL);
+    free(bw.body);
+    /* re-created, the kind has a new history: the old resourceVersion is
+     * too old, as a real server's new watch cache says */
     CHECK_INT(req(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, CRD, NULL, NULL, NULL), 201);
     CHECK_INT(req(s, "GET", TJ "/job1", NULL, NULL, NULL, NULL, NULL), 404);
     snprintf(path, sizeof path, TJ "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv);
     CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
-    CHECK(strstr(body, "{\"type\":\"DELETED\"") != NULL && strstr(body, "\"name\":\"job1\"") != NULL);
+    CHECK(strstr(body, "{\"type\":\"ERROR\"") == body && strstr(body, "\"reason\":\"Expired\"") != NULL);
     free(body);
     /* namespaces: the default ones stay; others take their objects along */
     CHECK_INT(reqj(s, "DELETE", "/api/v1/namespaces/default", NULL, NULL, &o), 403);
@@ -922,4 +966,279 @@ TEST(apiserver_gc_owner_index_follows_updates_and_old_databases) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* ---- the rules of a real server the differential test keeps us to ------------------- */
+
+#define PODS "/api/v1/namespaces/default/pods"
+
+/* Creates pod NAME (scheduler "none", so nothing binds it) and binds it
+ * to node n1 through the binding subresource. */
+static void bound_pod(apisrv *s, const char *name, const char *extra_md) {
+    char b[1024];
+    snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"%s\"%s},\"spec\":{\"schedulerName\":\"none\","
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}",
+             name, extra_md ? extra_md : "");
+    CHECK_INT(req(s, "POST", PODS, NULL, b, NULL, NULL, NULL), 201);
+    snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"%s\"},\"target\":{\"name\":\"n1\"}}", name);
+    char path[256];
+    snprintf(path, sizeof path, PODS "/%s/binding", name);
+    CHECK_INT(req(s, "POST", path, NULL, b, NULL, NULL, NULL), 201);
+}
+
+TEST(apiserver_binding_answers) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(req(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulerName\":\"none\","
+                  "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}", NULL, NULL, NULL), 201);
+    CHECK_INT(reqj(s, "POST", PODS "/p/binding", NULL, "{\"metadata\":{\"name\":\"q\"},\"target\":{\"name\":\"n1\"}}", &o), 400);
+    CHECK_STR(at(o, "message"), "name in URL does not match name in Binding object");
+    json_object_put(o);
+    /* an invalid target is a bare 500, the two errors aggregated */
+    CHECK_INT(reqj(s, "POST", PODS "/p/binding", NULL, "{\"metadata\":{\"name\":\"p\"},\"target\":{\"kind\":\"Pod\"}}", &o), 500);
+    CHECK_STR(at(o, "reason"), "");
+    CHECK_STR(at(o, "message"), "[target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\", "
+                                "target.name: Required value]");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", PODS "/none/binding", NULL, "{\"metadata\":{\"name\":\"none\"},\"target\":{\"name\":\"n1\"}}", &o), 404);
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", PODS "/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"1\"},\"target\":{\"name\":\"n1\"}}", &o), 409);
+    CHECK_STR(at(o, "details.kind"), "pods");
+    CHECK(strstr(at(o, "message"), "Precondition failed: ResourceVersion in precondition: 1, ") != NULL);
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", PODS "/p/binding", NULL,
+                   "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}},\"target\":{\"name\":\"n1\"}}", &o), 201);
+    CHECK_STR(at(o, "kind"), "Status");
+    CHECK_STR(at(o, "code"), "201");
+    json_object_put(o);
+    reqj(s, "GET", PODS "/p", NULL, NULL, &o);
+    CHECK_STR(at(o, "spec.nodeName"), "n1");
+    CHECK_STR(at(o, "metadata.annotations.a"), "b");
+    CHECK_STR(at(o, "metadata.generation"), "1");   /* binding is no spec update */
+    CHECK_STR(at(o, "status.conditions.0.type"), "PodScheduled");
+    CHECK_STR(at(o, "status.conditions.0.status"), "True");
+    json_object_put(o);
+    /* the binding subresource takes POST only */
+    CHECK_INT(req(s, "GET", PODS "/p/binding", NULL, NULL, NULL, NULL, NULL), 405);
+    /* a pod being deleted (kept by a finalizer) cannot be bound */
+    CHECK_INT(req(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"f\",\"finalizers\":[\"x/y\"]},\"spec\":{"
+                  "\"schedulerName\":\"none\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}", NULL, NULL, NULL), 201);
+    CHECK_INT(req(s, "DELETE", PODS "/f", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(reqj(s, "POST", PODS "/f/binding", NULL, "{\"metadata\":{\"name\":\"f\"},\"target\":{\"name\":\"n1\"}}", &o), 409);
+    CHECK_STR(at(o, "message"), "Operation cannot be fulfilled on pods/binding \"f\": pod f is being deleted, "
+                                "cannot be assigned to a host");
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_graceful_pod_deletion) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    char *body = NULL, path[256];
+    if (!s) return;
+    bound_pod(s, "g", NULL);
+    long long rv = apisrv_resource_version(s);
+    /* bound, not finished: kept with deletionTimestamp and the pod's grace */
+    CHECK_INT(reqj(s, "DELETE", PODS "/g", NULL, NULL, &o), 200);
+    CHECK(at(o, "metadata.deletionTimestamp")[0] != 0);
+    CHECK_STR(at(o, "metadata.deletionGracePeriodSeconds"), "30");
+    CHECK_STR(at(o, "metadata.generation"), "2");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", PODS "/g", NULL, NULL, NULL, NULL, NULL), 200);
+    /* a longer or absent grace changes nothing; a shorter one shortens */
+    CHECK_INT(reqj(s, "DELETE", PODS "/g?gracePeriodSeconds=60", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "metadata.deletionGracePeriodSeconds"), "30");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "DELETE", PODS "/g", NULL, "{\"gracePeriodSeconds\":5}", &o), 200);
+    CHECK_STR(at(o, "metadata.deletionGracePeriodSeconds"), "5");
+    json_object_put(o);
+    /* preconditions */
+    CHECK_INT(reqj(s, "DELETE", PODS "/g", NULL, "{\"preconditions\":{\"uid\":\"nope\"}}", &o), 409);
+    CHECK(strstr(at(o, "message"), "Operation cannot be fulfilled on Pod \"g\": the UID in the precondition (nope) "
+                                   "does not match the UID in record") == at(o, "message"));
+    json_object_put(o);
+    CHECK_INT(reqj(s, "DELETE", PODS "/g", NULL, "{\"preconditions\":{\"resourceVersion\":\"1\"}}", &o), 409);
+    json_object_put(o);
+    /* grace 0 (what a kubelet sends at the end): gone */
+    CHECK_INT(reqj(s, "DELETE", PODS "/g?gracePeriodSeconds=0", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "metadata.deletionGracePeriodSeconds"), "0");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", PODS "/g", NULL, NULL, NULL, NULL, NULL), 404);
+    /* watchers saw MODIFIED (30), MODIFIED (5), MODIFIED (0), DELETED */
+    snprintf(path, sizeof path, PODS "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    const char *p1 = strstr(body, "{\"type\":\"MODIFIED\"");
+    const char *p2 = p1 ? strstr(p1 + 1, "{\"type\":\"MODIFIED\"") : NULL;
+    const char *p3 = p2 ? strstr(p2 + 1, "{\"type\":\"MODIFIED\"") : NULL;
+    const char *p4 = p3 ? strstr(p3 + 1, "{\"type\":\"DELETED\"") : NULL;
+    int lines = 0;
+    for (const char *c = body; *c; c++) lines += *c == '\n';
+    if (!CHECK(p1 && p2 && p3 && p4 && lines == 4)) fprintf(stderr, "    %s\n", body);
+    /* each event has its own resourceVersion */
+    CHECK(p3 && p4 && strstr(p3, "\"resourceVersion\":\"9\"") && strstr(p4, "\"resourceVersion\":\"10\""));
+    free(body);
+
+    /* an unbound pod goes at once, with a MODIFIED (grace 0) first */
+    CHECK_INT(req(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"u\"},\"spec\":{\"schedulerName\":\"none\","
+                  "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}", NULL, NULL, NULL), 201);
+    rv = apisrv_resource_version(s);
+    CHECK_INT(reqj(s, "DELETE", PODS "/u", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "metadata.deletionGracePeriodSeconds"), "0");
+    json_object_put(o);
+    CHECK_INT(req(s, "GET", PODS "/u", NULL, NULL, NULL, NULL, NULL), 404);
+    snprintf(path, sizeof path, PODS "?watch=true&resourceVersion=%lld&timeoutSeconds=1", rv);
+    CHECK_INT(req(s, "GET", path, NULL, NULL, NULL, NULL, &body), 200);
+    p1 = strstr(body, "{\"type\":\"MODIFIED\"");
+    CHECK(p1 == body && strstr(p1, "{\"type\":\"DELETED\"") != NULL);
+    free(body);
+
+    /* a finished pod goes at once too */
+    bound_pod(s, "done", NULL);
+    CHECK_INT(reqj(s, "GET", PODS "/done", NULL, NULL, &o), 200);
+    json_object_object_add(json_object_object_get(o, "status"), "phase", json_object_new_string("Succeeded"));
+    CHECK_INT(req(s, "PUT", PODS "/done/status", NULL, json_object_to_json_string(o), NULL, NULL, NULL), 200);
+    json_object_put(o);
+    CHECK_INT(req(s, "DELETE", PODS "/done", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", PODS "/done", NULL, NULL, NULL, NULL, NULL), 404);
+
+    /* finalizers: the last one removed before the grace is over leaves
+     * the pod to its kubelet; removed at grace 0 it goes */
+    bound_pod(s, "fin", ",\"finalizers\":[\"x/y\"]");
+    CHECK_INT(req(s, "DELETE", PODS "/fin", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "PATCH", PODS "/fin", "application/merge-patch+json", "{\"metadata\":{\"finalizers\":null}}",
+                  NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", PODS "/fin", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "DELETE", PODS "/fin?gracePeriodSeconds=0", NULL, NULL, NULL, NULL, NULL), 200);
+    CHECK_INT(req(s, "GET", PODS "/fin", NULL, NULL, NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_create_order_and_generate_name) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    char body[512], name[80];
+    if (!s) return;
+    CHECK_INT(req(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                  "\"image\":\"x\"}]}}", NULL, NULL, NULL), 201);
+    /* validation comes before AlreadyExists, as on a real server */
+    CHECK_INT(reqj(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", &o), 422);
+    CHECK_STR(at(o, "details.causes.0.field"), "spec.containers[0].image");
+    json_object_put(o);
+    CHECK_INT(reqj(s, "POST", PODS, NULL, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                   "\"image\":\"x\"}]}}", &o), 409);
+    CHECK_STR(at(o, "reason"), "AlreadyExists");
+    json_object_put(o);
+    /* a generateName gives at most 58 characters of the name */
+    memset(name, 'g', 64);
+    name[64] = 0;
+    snprintf(body, sizeof body, "{\"metadata\":{\"generateName\":\"%s\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                                "\"image\":\"x\"}]}}", name);
+    CHECK_INT(reqj(s, "POST", PODS, NULL, body, &o), 201);
+    CHECK_INT(strlen(at(o, "metadata.name")), 63);
+    CHECK(strncmp(at(o, "metadata.name"), name, 58) == 0);
+    json_object_put(o);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_json_depth_and_utf8) {
+    apisrv *s = start_with_crd(0);
+    json_object *o = NULL;
+    char *body;
+    size_t cap = 200000;
+    if (!s) return;
+    body = malloc(cap);
+    if (!CHECK(body != NULL)) {
+        apisrv_stop(s);
+        return;
+    }
+    /* depth = 2 (body, spec) + n: extra preserved fields nest n more */
+    for (int depth = 10000; depth <= 10001; depth++) {
+        size_t j = (size_t)snprintf(body, cap, "{\"metadata\":{\"name\":\"d%d\"},\"spec\":{\"user\":\"u\",\"extra\":", depth);
+        for (int i = 0; i < depth - 2; i++) j += (size_t)snprintf(body + j, cap - j, "{\"a\":");
+        j += (size_t)snprintf(body + j, cap - j, "1");
+        for (int i = 0; i < depth - 2; i++) body[j++] = '}';
+        snprintf(body + j, cap - j, "}}");
+        long code = reqj(s, "POST", TJ, NULL, body, &o);
+        if (depth == 10000) {
+            CHECK_INT(code, 201);
+        } else {
+            CHECK_INT(code, 400);
+            CHECK(strstr(at(o, "message"), "the object provided is unrecognized (must be of type TestJob): couldn't "
+                                           "get version/kind; json parse error: invalid character '{' exceeded max "
+                                           "depth ({\"metadata\":{\"name\":\"d10001\"}, ...)") == at(o, "message"));
+        }
+        json_object_put(o);
+    }
+    /* stored that deep, read back (get, list, watch) */
+    char *got = NULL;
+    CHECK_INT(req(s, "GET", TJ "/d10000", NULL, NULL, NULL, NULL, &got), 200);
+    CHECK(strstr(got, "\"name\":\"d10000\"") != NULL);
+    free(got);
+    CHECK_INT(req(s, "GET", TJ, NULL, NULL, NULL, NULL, &got), 200);
+    CHECK(strstr(got, "\"name\":\"d10000\"") != NULL);
+    free(got);
+    /* invalid UTF-8: each bad byte becomes U+FFFD, the object is stored */
+    CHECK_INT(req(s, "POST", TJ, NULL, "{\"metadata\":{\"name\":\"u1\"},\"spec\":{\"user\":\"ev\xff\xfe" "e\xed\xa0\x80x\"}}",
+                  NULL, NULL, NULL), 201);
+    CHECK_INT(reqj(s, "GET", TJ "/u1", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "spec.user"), "ev\xef\xbf\xbd\xef\xbf\xbd" "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx");
+    json_object_put(o);
+    free(body);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_aijob_name_limit_from_the_crd) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    char body[512], name[80];
+    const char *aj = "/apis/aiq.dev/v1alpha1/namespaces/default/aijobs";
+    if (!s) return;
+    CHECK_INT(post_doc(s, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                       load_yaml("crds/aijobs.aiq.dev.yaml", 0), &o), 201);
+    json_object_put(o);
+    memset(name, 'a', 64);
+    name[64] = 0;
+    snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"user\":\"u\"}}", name);
+    CHECK_INT(reqj(s, "POST", aj, NULL, body, &o), 422);
+    CHECK_STR(at(o, "details.causes.0.field"), "metadata.name");
+    CHECK_STR(at(o, "details.causes.0.reason"), "FieldValueTooLong");
+    CHECK_STR(at(o, "details.causes.0.message"), "Too long: may not be more than 63 bytes");
+    /* the CRD has CEL rules: they wait for the blocking error */
+    CHECK_STR(at(o, "details.causes.1.field"), "<nil>");
+    json_object_put(o);
+    name[63] = 0;
+    snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"user\":\"u\"}}", name);
+    CHECK_INT(req(s, "POST", aj, NULL, body, NULL, NULL, NULL), 201);
+    apisrv_stop(s);
+}
+
+TEST(apiserver_namespace_defaults_and_delete_options) {
+    apisrv *s = start(0, NULL);
+    json_object *o = NULL;
+    if (!s) return;
+    CHECK_INT(reqj(s, "POST", "/api/v1/namespaces", NULL, "{\"metadata\":{\"name\":\"team-a\"}}", &o), 201);
+    CHECK_STR(at(o, "spec.finalizers.0"), "kubernetes");
+    json_object *l = json_object_object_get(json_object_object_get(o, "metadata"), "labels");
+    CHECK_STR(json_object_get_string(json_object_object_get(l, "kubernetes.io/metadata.name")), "team-a");
+    json_object_put(o);
+    /* the label follows the name and cannot be changed away */
+    CHECK_INT(reqj(s, "PATCH", "/api/v1/namespaces/team-a", "application/merge-patch+json",
+                   "{\"metadata\":{\"labels\":{\"kubernetes.io/metadata.name\":\"other\",\"x\":\"y\"}},"
+                   "\"spec\":{\"finalizers\":[]}}", &o), 200);
+    l = json_object_object_get(json_object_object_get(o, "metadata"), "labels");
+    CHECK_STR(json_object_get_string(json_object_object_get(l, "kubernetes.io/metadata.name")), "team-a");
+    CHECK_STR(at(o, "spec.finalizers.0"), "kubernetes");
+    json_object_put(o);
+    /* DeleteOptions are checked before the object is looked up */
+    CHECK_INT(reqj(s, "DELETE", "/api/v1/namespaces/default/pods/none", NULL, "{\"propagationPolicy\":\"Bogus\"}", &o), 422);
+    CHECK_STR(at(o, "message"), "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: "
+                                "\"Bogus\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"");
+    CHECK_STR(at(o, "details.kind"), "DeleteOptions");
+    CHECK_STR(at(o, "details.causes.0.field"), "propagationPolicy");
+    json_object_put(o);
+    CHECK_INT(req(s, "DELETE", "/api/v1/namespaces/default/pods/none?propagationPolicy=Orphan", NULL, NULL,
+                  NULL, NULL, NULL), 404);
+    apisrv_stop(s);
 }

@@ -223,7 +223,7 @@ TEST(schema_cel_rules) {
         "\"fieldPath\":\".resources.gpuModel\"},"
         "{\"rule\":\"self.a == oldSelf.a\",\"message\":\"transition rules are skipped\"},"
         "{\"rule\":\"!has(self.b) || self.b < 10\",\"reason\":\"FieldValueForbidden\"}],"
-        "\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
+        "\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0},\"b\":{\"type\":\"integer\"},"
         "\"resources\":{\"type\":\"object\",\"properties\":{\"gpus\":{\"type\":\"integer\"},"
         "\"gpuModel\":{\"type\":\"string\"}}}}}}}");
     static const struct { const char *obj; int n; const char *field, *reason, *message; } t[] = {
@@ -233,9 +233,12 @@ TEST(schema_cel_rules) {
          "Invalid value: \"object\": resources.gpuModel needs gpus > 0 or gpuMemoryMiB > 0"},
         {"{\"spec\":{\"b\":12}}", 1, "spec", "FieldValueForbidden",
          "Invalid value: \"object\": failed rule: !has(self.b) || self.b < 10"},
-        /* structural errors first: CEL does not run on a node that failed them */
-        {"{\"spec\":{\"b\":\"x\",\"resources\":{\"gpuModel\":\"A100\"}}}", 1, "spec.b",
+        /* a blocking structural error keeps every rule from running, and
+         * one "<nil>" cause says so (the real server's hasBlockingErr) */
+        {"{\"spec\":{\"b\":\"x\",\"resources\":{\"gpuModel\":\"A100\"}}}", 2, "spec.b",
          "FieldValueTypeInvalid", NULL},
+        /* a non-blocking one (a range) does not: the rule still runs */
+        {"{\"spec\":{\"b\":20,\"a\":-1}}", 2, "spec.a", "FieldValueInvalid", NULL},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         json_object *o = json_tokener_parse(t[i].obj), *c = json_object_new_array();
@@ -246,6 +249,39 @@ TEST(schema_cel_rules) {
             CHECK_STR(cause_at(c, 0, "reason"), t[i].reason);
             if (t[i].message) CHECK_STR(cause_at(c, 0, "message"), t[i].message);
         }
+        if (i == 3 && n == 2) {
+            CHECK_STR(cause_at(c, 1, "field"), "<nil>");
+            CHECK(strstr(cause_at(c, 1, "message"), "some validation rules were not checked") != NULL);
+        }
+        if (i == 4 && n == 2) CHECK_STR(cause_at(c, 1, "reason"), "FieldValueForbidden");
+        json_object_put(o);
+        json_object_put(c);
+    }
+    json_object_put(s);
+}
+
+TEST(schema_metadata_name_and_generate_name) {
+    json_object *s = json_tokener_parse(
+        "{\"type\":\"object\",\"properties\":{\"metadata\":{\"type\":\"object\",\"properties\":{"
+        "\"name\":{\"type\":\"string\",\"maxLength\":5},"
+        "\"generateName\":{\"type\":\"string\",\"pattern\":\"^j-$\"}}},"
+        "\"spec\":{\"type\":\"object\"}}}");
+    static const struct { const char *obj; const char *fields; } t[] = {
+        {"{\"metadata\":{\"name\":\"abcde\",\"labels\":{\"x\":\"y\"}},\"spec\":{}}", ""},
+        {"{\"metadata\":{\"name\":\"abcdef\"},\"spec\":{}}", "metadata.name"},
+        {"{\"metadata\":{\"name\":\"abc\",\"generateName\":\"x-\"},\"spec\":{}}", "metadata.generateName"},
+        /* the rest of metadata is neither validated nor pruned */
+        {"{\"metadata\":{\"name\":\"a\",\"annotations\":{\"k\":\"v\"},\"junk\":1},\"spec\":{}}", ""},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        json_object *o = json_tokener_parse(t[i].obj), *c = json_object_new_array();
+        sv_validate(s, o, false, c);
+        char got[256] = "";
+        for (size_t k = 0; k < json_object_array_length(c); k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? "," : "", cause_at(c, k, "field"));
+        if (!CHECK_STR(got, t[i].fields)) fprintf(stderr, "    case %zu\n", i);
+        if (i == 1) CHECK_STR(cause_at(c, 0, "message"), "Too long: may not be more than 5 bytes");
+        if (i == 3) CHECK(json_object_object_get_ex(json_object_object_get(o, "metadata"), "junk", NULL));
         json_object_put(o);
         json_object_put(c);
     }

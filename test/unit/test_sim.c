@@ -167,7 +167,7 @@ TEST(sim_binds_by_affinity_selector_and_fields) {
           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"aiq.dev/domain\",\"operator\":"
           "\"In\",\"values\":[\"zzz\"]}]},{\"matchFields\":[{\"key\":\"metadata.name\","
           "\"operator\":\"In\",\"values\":[\"a100-1\"]}]}]}}}", NULL);
-    mkpod(s, "p-bigmem", "{\"requests\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpu.memory\":\"1\"}}",
+    mkpod(s, "p-bigmem", "{\"limits\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpu.memory\":\"1\"}}",
           ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.memory\","
           "\"operator\":\"Gt\",\"values\":[\"81600\"]},{\"key\":\"aiq.dev/interconnect\","
@@ -415,5 +415,104 @@ TEST(sim_demo_nodes_file_loads) {
     json_object *cpu = apisrv_obj_get(s, "nodes", NULL, "cpu-0");
     CHECK(cpu && !strstr(json_object_to_json_string(cpu), "nvidia.com"));
     json_object_put(cpu);
+    apisrv_stop(s);
+}
+
+/* A pod for the kubelet tests: scheduler "default-scheduler", duration
+ * 1h, the given stop-duration, finalizer x/keep when keep (so that the
+ * object and its final status stay to be looked at). */
+static void term_pod(apisrv *s, const char *name, const char *stop, bool keep) {
+    char buf[1024];
+    aiq_err e;
+    snprintf(buf, sizeof buf,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"%s,\"annotations\":{"
+             "\"sim.aiq.dev/duration\":\"1h\",\"sim.aiq.dev/stop-duration\":\"%s\"}},"
+             "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"busybox\"}]}}",
+             name, keep ? ",\"finalizers\":[\"x/keep\"]" : "", stop);
+    aiq_err_clear(&e);
+    if (!CHECK_INT(apisrv_obj_create(s, "pods", json_tokener_parse(buf), &e), AIQ_OK))
+        fprintf(stderr, "    %s\n", e.message);
+}
+
+TEST(sim_kubelet_graceful_deletion) {
+    apisrv *s = start();
+    struct apisrv_delete_opts two = {.has_grace = true, .grace = 2};
+    json_object *p, *cs = NULL, *st = NULL;
+    long long n = 0;
+    aiq_err e;
+    if (!s) return;
+    double now = (double)time(NULL);
+    term_pod(s, "t-term", "20s", true);
+    term_pod(s, "t-kill", "1h", true);
+    term_pod(s, "t-quick", "0s", false);
+    sim_tick(s, now, 10);
+    sim_tick(s, now + 0.1, 10);
+    CHECK_STR(pod_str(s, "t-term", "status.phase"), "Running");
+    CHECK_STR(pod_str(s, "t-kill", "status.phase"), "Running");
+    CHECK_STR(pod_str(s, "t-quick", "status.phase"), "Running");
+    aiq_err_clear(&e);
+    CHECK_INT(apisrv_obj_delete(s, "pods", "default", "t-term", &e), AIQ_OK);
+    CHECK_INT(apisrv_obj_delete_opts(s, "pods", "default", "t-kill", &two, &e), AIQ_OK);
+    CHECK_INT(apisrv_obj_delete(s, "pods", "default", "t-quick", &e), AIQ_OK);
+    CHECK_STR(pod_str(s, "t-term", "metadata.deletionGracePeriodSeconds"), "30");
+    CHECK_STR(pod_str(s, "t-kill", "metadata.deletionGracePeriodSeconds"), "2");
+    /* 1 s in: t-term stops 20 s / 10 = 2 s after its DELETE, t-kill only at
+     * its grace end; both said "Stopping container" once */
+    sim_tick(s, now + 1, 10);
+    sim_tick(s, now + 1.2, 10);
+    CHECK_STR(pod_str(s, "t-term", "status.phase"), "Running");
+    CHECK_STR(pod_str(s, "t-kill", "status.phase"), "Running");
+    CHECK_INT(events(s, "t-term", "Killing", &n), 1);
+    CHECK_INT(n, 1);
+    /* a pod with nothing to wait for is gone already */
+    p = apisrv_obj_get(s, "pods", "default", "t-quick");
+    CHECK(p == NULL);
+    json_object_put(p);
+    sim_tick(s, now + 3.5, 10);
+    CHECK_STR(pod_str(s, "t-term", "status.phase"), "Failed");
+    p = apisrv_obj_get(s, "pods", "default", "t-term");
+    if (p && json_object_object_get_ex(p, "status", &st) && json_object_object_get_ex(st, "containerStatuses", &cs))
+        CHECK_STR(json_object_get_string(json_object_object_get(json_object_object_get(json_object_object_get(
+                      json_object_array_get_idx(cs, 0), "state"), "terminated"), "exitCode")), "143");
+    else
+        CHECK(!"t-term has container statuses");
+    json_object_put(p);
+    CHECK_STR(pod_str(s, "t-kill", "status.phase"), "Failed");
+    p = apisrv_obj_get(s, "pods", "default", "t-kill");
+    if (p && json_object_object_get_ex(p, "status", &st) && json_object_object_get_ex(st, "containerStatuses", &cs))
+        CHECK_STR(json_object_get_string(json_object_object_get(json_object_object_get(json_object_object_get(
+                      json_object_array_get_idx(cs, 0), "state"), "terminated"), "exitCode")), "137");
+    else
+        CHECK(!"t-kill has container statuses");
+    json_object_put(p);
+    /* a finalizer keeps the object: the kubelet deletes it (grace 0) only
+     * once the finalizer is gone; removing it within the grace period
+     * does not delete it by itself */
+    CHECK_STR(pod_str(s, "t-term", "metadata.deletionGracePeriodSeconds"), "30");
+    p = apisrv_obj_get(s, "pods", "default", "t-term");
+    json_object_object_del(json_object_object_get(p, "metadata"), "finalizers");
+    CHECK_INT(apisrv_obj_update(s, "pods", p, false, &e), AIQ_OK);
+    CHECK_STR(pod_str(s, "t-term", "status.phase"), "Failed");
+    sim_tick(s, now + 4, 10);
+    p = apisrv_obj_get(s, "pods", "default", "t-term");
+    CHECK(p == NULL);
+    json_object_put(p);
+    /* a pod on a node nobody simulates stays Terminating */
+    term_pod(s, "t-ghost", "0s", false);
+    CHECK_INT(apisrv_obj_bind(s, "default", "t-ghost", "ghost-node", &e), AIQ_OK);
+    CHECK_INT(apisrv_obj_delete(s, "pods", "default", "t-ghost", &e), AIQ_OK);
+    sim_tick(s, now + 5, 10);
+    CHECK_STR(pod_str(s, "t-ghost", "metadata.deletionGracePeriodSeconds"), "30");
+    apisrv_stop(s);
+}
+
+TEST(sim_scheduler_leaves_other_schedulers_pods) {
+    apisrv *s = start();
+    if (!s) return;
+    mkpod(s, "mine", NULL, NULL, NULL);
+    mkpod(s, "theirs", NULL, ",\"schedulerName\":\"other\"", NULL);
+    sim_tick(s, (double)time(NULL), 1);
+    CHECK(pod_str(s, "mine", "spec.nodeName")[0] != '\0');
+    CHECK_STR(pod_str(s, "theirs", "spec.nodeName"), "");
     apisrv_stop(s);
 }
