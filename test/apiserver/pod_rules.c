@@ -470,7 +470,7 @@ static void pr_containers(json_object *spec, struct apisrv__st *st) {
 }
 
 /* ValidateNodeSelectorRequirement at path. */
-static void pr_node_requirement(json_object *r, const char *path, bool fields, struct apisrv__st *st) {
+static void pr_node_requirement(json_object *r, const char *path, struct apisrv__st *st) {
     const char *op = pr_str(r, "operator"), *key = pr_str(r, "key");
     json_object *vals = pr_arr(r, "values");
     size_t nv = pr_len(vals);
@@ -480,11 +480,11 @@ static void pr_node_requirement(json_object *r, const char *path, bool fields, s
         if (nv == 0)
             apisrv__st_cause(st, "FieldValueRequired", f,
                              "Required value: must be specified when `operator` is 'In' or 'NotIn'");
-    } else if (!fields && op && (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist"))) {
+    } else if (op && (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist"))) {
         if (nv > 0)
             apisrv__st_cause(st, "FieldValueForbidden", f,
                              "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
-    } else if (!fields && op && (!strcmp(op, "Gt") || !strcmp(op, "Lt"))) {
+    } else if (op && (!strcmp(op, "Gt") || !strcmp(op, "Lt"))) {
         if (nv != 1)
             apisrv__st_cause(st, "FieldValueRequired", f,
                              "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'");
@@ -493,7 +493,6 @@ static void pr_node_requirement(json_object *r, const char *path, bool fields, s
         pr_quote(op, q, sizeof q);
         apisrv__st_cause(st, "FieldValueInvalid", f, "Invalid value: %s: not a valid selector operator", q);
     }
-    if (fields) return;
     snprintf(f, sizeof f, "%s.key", path);
     {
         struct apisrv__msgs m = {0};
@@ -510,16 +509,51 @@ static void pr_node_requirement(json_object *r, const char *path, bool fields, s
     }
 }
 
+/* ValidateNodeFieldSelectorRequirement at path: only metadata.name, with
+ * In or NotIn and exactly one value, a node name. */
+static void pr_node_field_requirement(json_object *r, const char *path, struct apisrv__st *st) {
+    const char *op = pr_str(r, "operator"), *key = pr_str(r, "key");
+    json_object *vals = pr_arr(r, "values");
+    size_t nv = pr_len(vals);
+    char f[600], q[300];
+    if (op && (!strcmp(op, "In") || !strcmp(op, "NotIn"))) {
+        if (nv != 1) {
+            snprintf(f, sizeof f, "%s.values", path);
+            apisrv__st_cause(st, "FieldValueRequired", f,
+                             "Required value: must be only one value when `operator` is 'In' or "
+                             "'NotIn' for node field selector");
+        }
+    } else {
+        snprintf(f, sizeof f, "%s.operator", path);
+        pr_quote(op, q, sizeof q);
+        apisrv__st_cause(st, "FieldValueInvalid", f, "Invalid value: %s: not a valid selector operator", q);
+    }
+    if (!key || strcmp(key, "metadata.name") != 0) {
+        snprintf(f, sizeof f, "%s.key", path);
+        pr_quote(key, q, sizeof q);
+        apisrv__st_cause(st, "FieldValueInvalid", f, "Invalid value: %s: not a valid field selector key", q);
+        return;
+    }
+    for (size_t i = 0; i < nv; i++) {
+        json_object *v = json_object_array_get_idx(vals, i);
+        struct apisrv__msgs m = {0};
+        if (!v || !json_object_is_type(v, json_type_string)) continue;
+        snprintf(f, sizeof f, "%s.values[%zu]", path, i);
+        apisrv__is_dns1123_subdomain(json_object_get_string(v), &m);
+        apisrv__cause_invalid_msgs(st, f, json_object_get_string(v), &m);
+    }
+}
+
 static void pr_node_term(json_object *term, const char *path, struct apisrv__st *st) {
-    char p[600];
+    char p[400]; /* room for ".values[N]" and the like within the callees' 600 */
     json_object *me = pr_arr(term, "matchExpressions"), *mf = pr_arr(term, "matchFields");
     for (size_t j = 0; j < pr_len(me); j++) {
         snprintf(p, sizeof p, "%s.matchExpressions[%zu]", path, j);
-        pr_node_requirement(json_object_array_get_idx(me, j), p, false, st);
+        pr_node_requirement(json_object_array_get_idx(me, j), p, st);
     }
     for (size_t j = 0; j < pr_len(mf); j++) {
         snprintf(p, sizeof p, "%s.matchFields[%zu]", path, j);
-        pr_node_requirement(json_object_array_get_idx(mf, j), p, true, st);
+        pr_node_field_requirement(json_object_array_get_idx(mf, j), p, st);
     }
 }
 

@@ -254,6 +254,10 @@ both "create: node affinity without terms" s_create c-a1 \
     '{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}' '{}'
 both "create: node selector requirement In without values" s_create c-a2 \
     '{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"In"}]}]}}}}' '{}'
+both "create: node field selector In with two values" s_create c-a3 \
+    '{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["a100-0","a100-1"]}]}]}}}}' '{}'
+both "create: node field selector on a field other than metadata.name" s_create c-a4 \
+    '{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"spec.unschedulable","operator":"In","values":["true"]}]}]}}}}' '{}'
 both "create: toleration Exists with a value" s_create c-t1 \
     '{"tolerations":[{"key":"k","operator":"Exists","value":"v"}]}' '{}'
 both "create: defaults, requests from limits, canonical quantities, QoS" s_create c-ok1 \
