@@ -20,7 +20,7 @@ fi
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind cppcheck \
 libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev \
-sqlite3 curl openssl"
+sqlite3 curl openssl jq"
 
 missing=""
 for p in $PKGS; do
