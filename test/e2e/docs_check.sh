@@ -128,6 +128,35 @@ for f in "$ROOT"/operator/*.c; do
 done
 [ -z "$missing" ] && ok "architecture.md places every operator/*.c" || bad "operator files architecture.md does not mention:$missing"
 
+# ---- which suite runs on which server -----------------------------------------
+# docs/local-cluster.md's table has one row per e2e suite, and its local and
+# real columns say what the suite's "# servers:" line says.
+LC=$ROOT/docs/local-cluster.md
+wrong=""
+for sfile in "$ROOT"/test/e2e/*.sh; do
+    n=$(basename "$sfile" .sh)
+    case "$n" in lib|_*) continue ;; esac
+    line=$(sed -n 's/^# servers: *\([a-z ]*\).*/\1/p' "$sfile" | head -1)
+    line=${line:-local real}
+    row=$(sed -n '/^### Which suite runs on which server/,/^### /p' "$LC" | grep "^| $n |" | head -1)
+    if [ -z "$row" ]; then wrong="$wrong $n(no row)"; continue; fi
+    loc=$(echo "$row" | awk -F'|' '{gsub(/ /, "", $3); print $3}')
+    real=$(echo "$row" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
+    case " $line " in
+    *" none "*) case "$loc" in -|bothatonce) ;; *) wrong="$wrong $n(local=$loc)" ;; esac ;;
+    *) want_l=no; want_r=no
+       case " $line " in *" local "*) want_l=yes ;; esac
+       case " $line " in *" real "*) want_r=yes ;; esac
+       [ "$loc" = "$want_l" ] && [ "$real" = "$want_r" ] || wrong="$wrong $n($loc/$real, want $want_l/$want_r)" ;;
+    esac
+done
+for n in $(sed -n '/^### Which suite runs on which server/,/^### /p' "$LC" | grep -o '^| [a-z_]* |' | awk '{print $2}'); do
+    [ "$n" = suite ] && continue
+    [ -f "$ROOT/test/e2e/$n.sh" ] || wrong="$wrong $n(no such suite)"
+done
+[ -z "$wrong" ] && ok "local-cluster.md's suite x server table matches the suites' '# servers:' lines" ||
+    bad "local-cluster.md's suite x server table is out of step:$wrong"
+
 # ---- links -------------------------------------------------------------------
 broken=""
 for f in "$ROOT/README.md" "$ROOT"/docs/*.md; do
