@@ -38,12 +38,20 @@ api_up() {
 # api_curl [curl args]: curl against the API server as the kubeconfig's
 # user (its server, bearer token and CA), e.g. api_curl -X POST ... /api/v1/...
 # An argument that is an API path (/api..., /version, /healthz, /readyz,
-# /livez, /openapi...) is put after the server address.
+# /livez, /openapi...) is put after the server address. The server, token
+# and CA are read from the kubeconfig once (cached in $T/api.env until the
+# kubeconfig changes), so a test can call it in a tight loop.
 api_curl() {
-    srv=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
-    tok=$(kubectl config view --raw -o jsonpath='{.users[0].user.token}')
-    kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
-        base64 -d >"$T/api-ca.crt" 2>/dev/null
+    if [ ! -s "$T/api.env" ] || [ "$KUBECONFIG" -nt "$T/api.env" ]; then
+        {
+            echo "srv='$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')'"
+            echo "tok='$(kubectl config view --raw -o jsonpath='{.users[0].user.token}')'"
+        } >"$T/api.env.tmp"
+        kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+            base64 -d >"$T/api-ca.crt" 2>/dev/null
+        mv "$T/api.env.tmp" "$T/api.env"
+    fi
+    . "$T/api.env"
     set -- "$@" ""
     for a in "$@"; do
         shift

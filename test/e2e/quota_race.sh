@@ -3,10 +3,11 @@
 # `kubectl apply` processes) by one user whose UserQuota is 8 GPUs, in a
 # group whose quota is 10 GPUs, while a second member (quota 2) submits
 # too; 32 GPUs exist, so only quota holds them back. While they run, the
-# pods are sampled every 0.2 s: the GPUs of bound, unfinished pods never
+# pods are sampled every 0.1 s: the GPUs of bound, unfinished pods never
 # pass 8 for the user nor 10 for the group at any sample. The count comes
 # from the pods (nvidia.com/gpu limits of pods with a nodeName that are
-# not Succeeded/Failed), not from the operator's bookkeeping.
+# not Succeeded/Failed; every container and init container), not from the
+# operator's bookkeeping.
 # AIQ_SOAK=1: 400 jobs, in waves of 100.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/_workload.sh"
@@ -79,18 +80,23 @@ while [ $i -lt $((N * WAVES)) ]; do
 done
 for k in 0 1 2 3 4 5 6 7 8 9; do job o$k other 1 1 10s; done
 
-# The sampler: one line per sample, "racer_gpus group_gpus".
+# The sampler: one line per sample, "racer_gpus group_gpus". A pod holds
+# what Kubernetes counts for it: the larger of the sum over its containers
+# and the largest init container, of nvidia.com/gpu (limits; requests
+# equal them for extended resources), for every bound pod that has not
+# ended. One API request per sample (kubectl would cost a process start).
 sample() {
-    kubectl get pods -n race -o \
-        'jsonpath={range .items[*]}{.metadata.labels.aiq\.dev/job} {.spec.nodeName} {.status.phase} {.spec.containers[0].resources.limits.nvidia\.com/gpu}{"\n"}{end}' |
-        awk 'NF == 4 && $3 != "Succeeded" && $3 != "Failed" {
-                 g += $4; if ($1 ~ /^r/) u += $4 }
-             END { printf "%d %d\n", u, g }'
+    api_curl /api/v1/namespaces/race/pods | jq -r '
+        def gpus(cs): [cs[]?.resources.limits["nvidia.com/gpu"] // "0" | tonumber];
+        [.items[] | select(.spec.nodeName != null and .status.phase != "Succeeded" and .status.phase != "Failed")
+         | {job: .metadata.labels["aiq.dev/job"],
+            g: ([(gpus(.spec.containers) | add // 0), (gpus(.spec.initContainers) | max // 0)] | max)}]
+        | "\([.[] | select(.job | startswith("r")) | .g] | add // 0) \([.[].g] | add // 0)"'
 }
 (
     while [ ! -f "$T/stop" ]; do
         s=$(sample 2>/dev/null) && [ -n "$s" ] && echo "$s $(date +%s.%N)" >>"$T/samples.txt"
-        sleep 0.2
+        sleep 0.1
     done
 ) &
 SAMPLER=$!
