@@ -182,7 +182,7 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
             const struct q_place *pl = e.aux < 0 ? j->placement : &st->places[e.aux];
             q__req jr;
             req_of(j, -1, -1, &jr);
-            for (int k = 0; k < j->replicas; k++) {
+            for (int k = 0; k < jr.replicas; k++) {
                 q__release(f, &pl[k], &jr);
                 if (!st->touched[pl[k].node]) {
                     st->touched[pl[k].node] = 1;
@@ -329,7 +329,7 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
                 o->dom = req.dom = q__resolve(&st->doms, in->jobs[j].domain);
                 o->model = req.model = q__resolve(&st->models, in->jobs[j].gpu_model);
             }
-            if (q__quota_reject(in, o, r) || q__reject_check(st, &req, r)) {
+            if (q__quota_reject(st, in, o, r) || q__reject_check(st, &req, r)) {
                 r->decision = Q_DEC_REJECT;
                 goto next;
             }

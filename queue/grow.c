@@ -125,7 +125,7 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
                 goto out_free;
             }
             if (p == 0) break;
-            q__quota_add(st, in, j->user, j->group, &need, hours);
+            q__quota_add(st, in, j->user, j->group, &need, hours, false);
             st->epoch++;
             grown++;
             budget--;

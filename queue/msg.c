@@ -194,7 +194,7 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
             put(&w, "%s", job->state == Q_JOB_RUNNING ? "running" : "not scheduled");
             break;
         }
-        put(&w, "admitted: %d replica%s on ", job->replicas, job->replicas == 1 ? "" : "s");
+        put(&w, "admitted: %d replica%s on ", r->nplace, r->nplace == 1 ? "" : "s");
         for (int k = 0; k < r->nplace && k < 3; k++) {
             const struct q_place *p = &out->places[r->place_off + k];
             put(&w, "%s%s", k ? ", " : "", nz(in->nodes[p->node].name, "?"));

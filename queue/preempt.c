@@ -114,7 +114,7 @@ static void release_top(q_state *st, const struct q_input *in, const struct q_jo
     for (int r = from; r < to; r++) q__release(&st->soon, &j->placement[r], &rq);
     q__res need;
     q__need_n(j, to - from, whole, &need);
-    q__quota_adj(st, in, j->user, j->group, &need, +1);
+    q__quota_adj(st, in, j->user, j->group, &need, +1, j->non_preemptible);
 }
 
 static int soon_begin(q_state *st, const struct q_input *in) {
@@ -225,7 +225,7 @@ static void cand_undo(q_state *st, const struct q_input *in, q__cand *c) {
     for (int r = from; r < to; r++) q__occupy(&st->soon, &v->placement[r], &rq);
     q__res need;
     q__need_n(v, to - from, c->rep < 0, &need);
-    q__quota_adj(st, in, v->user, v->group, &need, -1);
+    q__quota_adj(st, in, v->user, v->group, &need, -1, v->non_preemptible);
     ri->live = to;
     c->on = 0;
 }
@@ -444,9 +444,11 @@ static int eval_node(q_state *st, const struct q_input *in, const q__req *req, i
 }
 
 /* One replica, capacity only: the cheapest set per node (every node some
- * candidate has a replica on, that the request may use), left released.
- * Returns 1 found, 0 none, -1 out of memory. */
-static int per_node(q_state *st, const struct q_input *in, const q__req *req, int nc) {
+ * candidate has a replica on, that the request may use), left released,
+ * then minimized once more against the whole cluster (a gang victim
+ * frees other nodes too). Returns 1 found, 0 none, -1 out of memory. */
+static int per_node(q_state *st, const struct q_input *in, const q__orec *o, const q__req *req,
+                    bool spread, int nc) {
     if (Q_GROW(st, st->touched, st->cap_touched, (size_t)st->soon.nn + 1)) return -1;
     for (int i = 0; i < st->soon.nn; i++) st->touched[i] = 0;
     int best = -1;
@@ -475,7 +477,8 @@ static int per_node(q_state *st, const struct q_input *in, const q__req *req, in
     }
     if (best < 0) return 0;
     setcost c;
-    return eval_node(st, in, req, nc, best, &c);
+    if (!eval_node(st, in, req, nc, best, &c)) return 0; /* cannot happen: it did */
+    return minimize(st, in, o, req, spread, nc) ? -1 : 1;
 }
 
 /* Chooses victims for o in the soon set and leaves them released there.
@@ -490,7 +493,7 @@ static int search(q_state *st, const struct q_input *in, const q_scorer *sc, q__
     if (pol->preempt_lower || pol->preempt_within) q__score_running(st, in, sc);
     int nc = gather(st, in, o, req, &qr, qfail);
     if (nc <= 0) return nc;
-    if (!qfail && req->replicas == 1) return per_node(st, in, req, nc);
+    if (!qfail && req->replicas == 1) return per_node(st, in, o, req, spread, nc);
     /* Everything at once first: when that does not do, nothing does. */
     int cur = 0, rc;
     set_prefix(st, in, &cur, nc);

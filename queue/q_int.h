@@ -240,6 +240,7 @@ struct q_state {
     int ncoh;                          /* cohorts 1..ncoh-1 */
     q__res *ccap, *cnow, *csoon; size_t cap_ccap, cap_cnow, cap_csoon;
     q__res *gguar; size_t cap_gguar;   /* per group: never-lent part, -1 */
+    q__res *gnp, *gnpadj; size_t cap_gnp, cap_gnpadj; /* non-preemptible use */
     q__cand *cand; size_t cap_cand; int ncand;
     int32_t *cidx; size_t cap_cidx;    /* candidate order */
     struct q_action *acts; size_t cap_acts; int nacts;
@@ -321,24 +322,27 @@ int q__quota_check(q_state *st, const struct q_input *in, const q__orec *o,
                    double extra_hours_u, double extra_hours_g,
                    struct q_result *res);
 /* Rejects a job bigger than its quota or budget (returns 1). */
-int q__quota_reject(const struct q_input *in, const q__orec *o, struct q_result *res);
+int q__quota_reject(const q_state *st, const struct q_input *in, const q__orec *o,
+                    struct q_result *res);
 void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *o);
 /* The same for an arbitrary amount (need, planned GPU-hours), e.g. one
  * replica of a growing job. */
 void q__quota_add(q_state *st, const struct q_input *in, int user, int group,
-                  const q__res *need, double hours);
+                  const q__res *need, double hours, bool nonpre);
 /* Quota check against the soon state: usage that is going away (st->uadj,
  * st->gadj) does not count. Budgets as in q__quota_check. */
 int q__quota_check_soon(q_state *st, const struct q_input *in, const q__orec *o,
                         struct q_result *res);
 /* Quota check for `need` on behalf of user/group (now state), e.g. one
- * more replica; nonpre: the job may not borrow. 0 = fits. */
+ * more replica; nonpre: the job may not borrow. 0 = fits. nonpre in
+ * q__quota_add/adj: the amount is a non-preemptible job's (cohort groups
+ * keep those within their quota). */
 int q__quota_fits(q_state *st, const struct q_input *in, int user, int group,
                   const q__res *need, double hours, bool nonpre);
 /* Moves `need` of user/group into (sign +1) or out of (-1) the usage that
  * goes away in the soon state, keeping the cohorts' soon totals. */
 void q__quota_adj(q_state *st, const struct q_input *in, int user, int group,
-                  const q__res *need, int sign);
+                  const q__res *need, int sign, bool nonpre);
 /* 1 when group g (soon state) is within its quota with need added in
  * every borrowable resource; 1 when it has no cohort. */
 int q__within_nominal(const q_state *st, const struct q_input *in, int g,

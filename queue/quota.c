@@ -114,10 +114,22 @@ static int cohort_init(q_state *st, const struct q_input *in) {
     if (Q_GROW(st, st->ccap, st->cap_ccap, (size_t)st->ncoh) ||
         Q_GROW(st, st->cnow, st->cap_cnow, (size_t)st->ncoh) ||
         Q_GROW(st, st->csoon, st->cap_csoon, (size_t)st->ncoh) ||
-        Q_GROW(st, st->gguar, st->cap_gguar, (size_t)in->ngroups + 1))
+        Q_GROW(st, st->gguar, st->cap_gguar, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->gnp, st->cap_gnp, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->gnpadj, st->cap_gnpadj, (size_t)in->ngroups + 1))
         return -1;
     memset(st->ccap, 0, (size_t)st->ncoh * sizeof *st->ccap);
     memset(st->cnow, 0, (size_t)st->ncoh * sizeof *st->cnow);
+    memset(st->gnp, 0, (size_t)in->ngroups * sizeof *st->gnp);
+    memset(st->gnpadj, 0, (size_t)in->ngroups * sizeof *st->gnpadj);
+    /* What non-preemptible jobs hold: it must stay within the quota. */
+    for (int k = 0; k < st->nrunl; k++) {
+        const struct q_job *j = &in->jobs[st->runl[k]];
+        if (!j->non_preemptible || !group_ok(in, j->group)) continue;
+        q__res need;
+        q__need(j, &need);
+        for (int r = 0; r < Q__NRES; r++) st->gnp[j->group].v[r] += need.v[r];
+    }
     for (int g = 0; g < in->ngroups; g++) {
         const struct q_group *gr = &in->groups[g];
         int c = gr->cohort > 0 && gr->cohort < st->ncoh ? gr->cohort : 0;
@@ -221,10 +233,11 @@ static int over_budget(double budget, double used, double committed,
 
 /* Group g's check in a cohort: quota + borrowing limit, then what the
  * cohort can lend (usage inuse and the cohort's lent total `lent`, now or
- * soon). nonpre: the job may not borrow (it could never be reclaimed). */
+ * soon). np: the job may not borrow (it could never be reclaimed), so the
+ * group's non-preemptible jobs (usage np) must stay within its quota. */
 static int cohort_over(const q_state *st, const struct q_input *in, int g,
                        const q__res *inuse, const q__res *need, const q__res *extra,
-                       const q__res *lent, bool nonpre, struct q_result *res) {
+                       const q__res *lent, const q__res *np, struct q_result *res) {
     const struct q_group *gr = &in->groups[g];
     int c = cohort_of(st, in, g);
     for (int r = 0; r < Q__NRES; r++) {
@@ -232,9 +245,18 @@ static int cohort_over(const q_state *st, const struct q_input *in, int g,
         if (q < 0) continue;
         int64_t x = extra ? extra->v[r] : 0, u = inuse->v[r] + x;
         int64_t lim = q;
-        if (pooled(st, g, r) && !nonpre) {
+        if (pooled(st, g, r)) {
             int64_t bl = lim_of(&gr->borrowing_limit, r);
             lim = bl < 0 ? INT64_MAX : q + bl;
+            if (np && np->v[r] + need->v[r] > q) {
+                res->reason = Q_R_QUOTA;
+                res->group_scope = 1;
+                res->res = (uint8_t)r;
+                res->need = need->v[r];
+                res->limit = q;
+                res->inuse = np->v[r];
+                return 1;
+            }
         }
         if (u + need->v[r] > lim) {
             res->reason = Q_R_QUOTA;
@@ -269,9 +291,13 @@ static int group_over(q_state *st, const struct q_input *in, int g, const q__res
     if (soon && st->soon_on)
         for (int r = 0; r < Q__NRES; r++) u.v[r] -= st->gadj[g].v[r];
     int c = cohort_of(st, in, g);
-    if (c > 0)
+    if (c > 0) {
+        q__res np = st->gnp[g];
+        if (soon && st->soon_on)
+            for (int r = 0; r < Q__NRES; r++) np.v[r] -= st->gnpadj[g].v[r];
         return cohort_over(st, in, g, &u, need, extra, soon ? &st->csoon[c] : &st->cnow[c],
-                           nonpre, res);
+                           nonpre ? &np : NULL, res);
+    }
     return over(&in->groups[g].quota, &u, need, extra, res, 1);
 }
 
@@ -322,15 +348,29 @@ static int too_big(const struct aiq_quota *q, const q__res *need,
     return 0;
 }
 
-int q__quota_reject(const struct q_input *in, const q__orec *job, struct q_result *res) {
+int q__quota_reject(const q_state *st, const struct q_input *in, const q__orec *job,
+                    struct q_result *res) {
     if (job->user < 0 && job->group < 0) return 0;
     q__res need;
     q__need_rec(job, &need);
     double cost = q__rec_gpu_hours(job);
     if (user_ok(in, job->user) && too_big(&in->users[job->user].quota, &need, res, 0))
         return 1;
-    if (group_ok(in, job->group) && too_big(&in->groups[job->group].quota, &need, res, 1))
-        return 1;
+    if (group_ok(in, job->group)) {
+        /* In a cohort a job may be as big as quota + borrowing limit
+         * (unless it may not borrow at all). */
+        struct aiq_quota q = in->groups[job->group].quota;
+        if (cohort_of(st, in, job->group) > 0 && !in->jobs[job->slot].non_preemptible) {
+            const struct aiq_quota *bl = &in->groups[job->group].borrowing_limit;
+            int64_t *f[] = {&q.gpus, &q.gpu_memory_mib, &q.cpu_milli, &q.memory_bytes};
+            for (int r = 0; r < 4; r++) {
+                if (*f[r] < 0 || !pooled(st, job->group, r)) continue;
+                int64_t b = lim_of(bl, r);
+                *f[r] = b < 0 || *f[r] > INT64_MAX - b ? -1 : *f[r] + b;
+            }
+        }
+        if (too_big(&q, &need, res, 1)) return 1;
+    }
     for (int scope = 0; scope < 2; scope++) {
         double b = -1;
         if (scope == 0 && user_ok(in, job->user)) b = in->users[job->user].budget_gpu_hours;
@@ -349,7 +389,9 @@ int q__quota_reject(const struct q_input *in, const q__orec *job, struct q_resul
 /* Adds need (and hours of budget) to user and group, keeping the
  * cohort totals (now, and soon once the soon state exists). */
 void q__quota_add(q_state *st, const struct q_input *in, int user, int group,
-                  const q__res *need, double hours) {
+                  const q__res *need, double hours, bool nonpre) {
+    if (nonpre && group_ok(in, group) && cohort_of(st, in, group) > 0)
+        for (int r = 0; r < Q__NRES; r++) st->gnp[group].v[r] += need->v[r];
     if (user_ok(in, user)) {
         for (int r = 0; r < Q__NRES; r++) st->uin[user].v[r] += need->v[r];
         st->ubud[user] += hours;
@@ -376,7 +418,8 @@ void q__quota_add(q_state *st, const struct q_input *in, int user, int group,
 void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *job) {
     q__res need;
     q__need_rec(job, &need);
-    q__quota_add(st, in, job->user, job->group, &need, q__rec_gpu_hours(job));
+    q__quota_add(st, in, job->user, job->group, &need, q__rec_gpu_hours(job),
+                 in->jobs[job->slot].non_preemptible);
 }
 
 int q__quota_check_soon(q_state *st, const struct q_input *in, const q__orec *job,
@@ -434,7 +477,9 @@ int q__quota_fits(q_state *st, const struct q_input *in, int user, int group,
 }
 
 void q__quota_adj(q_state *st, const struct q_input *in, int user, int group,
-                  const q__res *need, int sign) {
+                  const q__res *need, int sign, bool nonpre) {
+    if (nonpre && group_ok(in, group) && cohort_of(st, in, group) > 0)
+        for (int r = 0; r < Q__NRES; r++) st->gnpadj[group].v[r] += sign * need->v[r];
     if (user_ok(in, user))
         for (int r = 0; r < Q__NRES; r++) st->uadj[user].v[r] += sign * need->v[r];
     if (!group_ok(in, group)) return;
