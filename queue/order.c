@@ -249,6 +249,7 @@ static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec
     o->suspended = j->suspended;
     o->promoted = e->promoted;
     o->score_failed = e->score_failed;
+    o->nonpre = j->non_preemptible;
 }
 
 /* rec_cmp of a against the record b with its slot replaced by bslot. */

@@ -105,6 +105,7 @@ typedef struct q__orec {
     uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
     int8_t bad;         /* invalid field code, -1 = valid */
     uint8_t suspended, promoted, score_failed;
+    uint8_t nonpre;     /* non-preemptible: may not borrow */
 } q__orec;
 
 /* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so

@@ -315,7 +315,7 @@ int q__quota_check(q_state *st, const struct q_input *in, const q__orec *job,
     if (cu && over(&in->users[job->user].quota, &st->uin[job->user], &need, extra_u, res, 0))
         return 1;
     if (cg && group_over(st, in, job->group, &need, extra_g, false,
-                         in->jobs[job->slot].non_preemptible, res))
+                         job->nonpre, res))
         return 1;
     if (cu) {
         const struct q_user *u = &in->users[job->user];
@@ -360,7 +360,7 @@ int q__quota_reject(const q_state *st, const struct q_input *in, const q__orec *
         /* In a cohort a job may be as big as quota + borrowing limit
          * (unless it may not borrow at all). */
         struct aiq_quota q = in->groups[job->group].quota;
-        if (cohort_of(st, in, job->group) > 0 && !in->jobs[job->slot].non_preemptible) {
+        if (cohort_of(st, in, job->group) > 0 && !job->nonpre) {
             const struct aiq_quota *bl = &in->groups[job->group].borrowing_limit;
             int64_t *f[] = {&q.gpus, &q.gpu_memory_mib, &q.cpu_milli, &q.memory_bytes};
             for (int r = 0; r < 4; r++) {
@@ -419,7 +419,7 @@ void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *job) 
     q__res need;
     q__need_rec(job, &need);
     q__quota_add(st, in, job->user, job->group, &need, q__rec_gpu_hours(job),
-                 in->jobs[job->slot].non_preemptible);
+                 job->nonpre);
 }
 
 int q__quota_check_soon(q_state *st, const struct q_input *in, const q__orec *job,
@@ -435,7 +435,7 @@ int q__quota_check_soon(q_state *st, const struct q_input *in, const q__orec *jo
         if (over(&in->users[job->user].quota, &u, &need, NULL, res, 0)) return 1;
     }
     if (cg && group_over(st, in, job->group, &need, NULL, true,
-                         in->jobs[job->slot].non_preemptible, res))
+                         job->nonpre, res))
         return 1;
     /* Budgets: as now (what victims would still have used is not given
      * back; conservative). */
