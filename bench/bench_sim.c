@@ -46,7 +46,7 @@ int main(void) {
     static const char *const pols[] = {"fifo", "srjf", "fairshare"};
     enum { NP = sizeof pols / sizeof pols[0] };
     struct sim_trace *tr = sim_trace_create();
-    struct sim_gen_opts g = {1, 37000, 4, 5, 70, 0};
+    struct sim_gen_opts g = {.seed = 1, .njobs = 37000, .ngroups = 4, .users_per_group = 5, .mean_interarrival_s = 70};
     aiq_err e;
     aiq_err_clear(&e);
     if (!tr || sim_generate(tr, &g, &e) != AIQ_OK ||

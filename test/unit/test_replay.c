@@ -36,7 +36,7 @@ static store *record(const char *policy, int njobs, int *ndec) {
     store *s = store_open(":memory:", NULL, &e);
     oppolicy *pol = load_preset(policy);
     struct sim_trace *tr = sim_trace_create();
-    struct sim_gen_opts g = {2026, njobs, 3, 3, 90, 0};
+    struct sim_gen_opts g = {.seed = 2026, .njobs = njobs, .ngroups = 3, .users_per_group = 3, .mean_interarrival_s = 90};
     *ndec = 0;
     if (!CHECK(s && pol && tr) || !CHECK_INT(sim_generate(tr, &g, &e), AIQ_OK) ||
         !CHECK_INT(sim_nodes_from_spec(tr, "3x8xA100-80GB", &e), AIQ_OK))

@@ -250,7 +250,7 @@ TEST(node_spec) {
 }
 
 static char *gen_csv(uint64_t seed, int n) {
-    struct sim_gen_opts o = {seed, n, 3, 4, 60, 0};
+    struct sim_gen_opts o = {.seed = seed, .njobs = n, .ngroups = 3, .users_per_group = 4, .mean_interarrival_s = 60};
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     char *buf = NULL;
@@ -270,7 +270,7 @@ TEST(generator_is_seeded_and_mixed) {
     free(a);
     free(b);
     free(c);
-    struct sim_gen_opts o = {5, 2000, 4, 5, 0, 0};
+    struct sim_gen_opts o = {.seed = 5, .njobs = 2000, .ngroups = 4, .users_per_group = 5};
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK);
@@ -299,7 +299,7 @@ TEST(generator_is_seeded_and_mixed) {
     CHECK(maxd > 10 * sumd / tr->njobs);
     CHECK(est > tr->njobs / 2 && est < tr->njobs);
     aiq_err_clear(&e);
-    struct sim_gen_opts bad = {1, 0, 0, 0, 0, 0};
+    struct sim_gen_opts bad = {.seed = 1};
     CHECK_INT(sim_generate(tr, &bad, &e), AIQ_EINVAL);
     sim_trace_free(tr);
 }
