@@ -57,7 +57,10 @@ struct sim_config {
     int nnodes;
     oppolicy *policy;               /* borrowed */
     const char *policy_name;        /* for the journal and reports */
-    double epoch;                   /* unix seconds of trace time 0 */
+    double epoch;                   /* unix seconds of trace time 0 (> 0:
+                                       the queue reads time 0 as unknown,
+                                       e.g. a start that protects a job
+                                       from preemption) */
     double tick_s;                  /* a cycle every tick_s while jobs wait;
                                        0 = only at arrivals and ends */
     bool predict;                   /* set runtime.predicted_hours from an

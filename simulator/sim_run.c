@@ -1083,6 +1083,19 @@ static aiq_rc jr_header(struct run *r, double t, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* Could some running elastic job grow (below its maximum, not being
+ * stopped)? Growth needs a cycle even when nothing waits. */
+static bool can_grow(const struct run *r) {
+    for (int a = 0; a < r->nactive; a++) {
+        int i = r->active[a];
+        const struct jrun *s = &r->js[i];
+        if (r->jst[i] == JS_RUNNING && r->tr->jobs[i].max_replicas > s->rep && !s->terminating &&
+            s->stopping == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Departures of the script, in time order. */
 static int dep_cmp(const void *a, const void *b) {
     const struct ev *x = a, *y = b;
@@ -1190,7 +1203,8 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
             if (cfg->progress && ai % step == 0)
                 cfg->progress(cfg->progress_ctx, (double)ai / n);
         }
-        bool run_cycle = r.npending > 0;
+        /* A cycle when jobs wait, or when an elastic job could grow. */
+        bool run_cycle = r.npending > 0 || can_grow(&r);
         if (cfg->script) {
             run_cycle = false;
             while (ci < cfg->script->ncycles && cfg->script->cycle_t[ci] <= t) {
