@@ -45,8 +45,11 @@ static bool growable(const struct q_job *j) {
 
 int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool spread) {
     if (in->policy.no_grow) return 0;
+    /* check_input noted whether any running job is elastic; only the few
+     * admitted this cycle are looked at here (no pass over running jobs
+     * when nothing is elastic). */
     bool any = false;
-    for (int k = 0; k < st->nrunl && !any; k++) {
+    for (int k = 0; k < st->nrunl && !any && st->any_elastic; k++) {
         const struct q_job *j = &in->jobs[st->runl[k]];
         any = growable(j) && j->replicas < j->max_replicas;
     }

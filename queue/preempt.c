@@ -291,8 +291,8 @@ static int cand_push(q_state *st, const q__cand *c) {
     return 0;
 }
 
-/* Lists what o may take, in cost order (st->cidx, at most Q__MAX_CAND).
- * Returns the count or -1 out of memory. */
+/* Lists what o may take (st->cand, in no order). Returns the count or -1
+ * out of memory. */
 static int gather(q_state *st, const struct q_input *in, const q__orec *o, const q__req *req,
                   const struct q_result *qr, bool qfail) {
     const struct q_policy *pol = &in->policy;
@@ -340,6 +340,12 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
         c.gpus = (int64_t)ri->live * units_of(v);
         if (cand_push(st, &c)) return -1;
     }
+    return st->ncand;
+}
+
+/* Puts the candidates in cost order in st->cidx and keeps the cheapest
+ * Q__MAX_CAND. Returns how many, or -1 out of memory. */
+static int order_cands(q_state *st, const struct q_input *in) {
     if (Q_GROW(st, st->cidx, st->cap_cidx, (size_t)st->ncand + 1) ||
         Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)st->ncand + 1))
         return -1;
@@ -372,9 +378,9 @@ static void set_prefix(q_state *st, const struct q_input *in, int *cur, int m) {
 /* Puts back, most expensive first, every released candidate o can do
  * without. Returns 0 or -1 out of memory. */
 static int minimize(q_state *st, const struct q_input *in, const q__orec *o, const q__req *req,
-                    bool spread, int upto) {
+                    bool spread, const int32_t *idx, int upto) {
     for (int i = upto - 1; i >= 0; i--) {
-        q__cand *c = &st->cand[st->cidx[i]];
+        q__cand *c = &st->cand[idx[i]];
         if (!c->on || !cand_undoable(st, c)) continue;
         cand_undo(st, in, c);
         int rc = fits_soon(st, in, o, req, spread);
@@ -391,10 +397,10 @@ typedef struct {
     double lost;
 } setcost;
 
-static setcost cost_of(const q_state *st, int upto) {
+static setcost cost_of(const q_state *st, const int32_t *idx, int upto) {
     setcost s = {0, 0, 0};
     for (int i = 0; i < upto; i++) {
-        const q__cand *c = &st->cand[st->cidx[i]];
+        const q__cand *c = &st->cand[idx[i]];
         if (!c->on) continue;
         s.whole |= c->rep < 0;
         s.gpus += c->gpus;
@@ -409,76 +415,119 @@ static bool cheaper(setcost a, setcost b) {
     return a.lost < b.lost;
 }
 
-/* Releases, in order, the candidates with a replica on node i until one
- * replica of req fits there, then puts back what it can do without.
- * Returns 1 (released set left in place, *cost set) or 0 (nothing
- * released). */
-static int eval_node(q_state *st, const struct q_input *in, const q__req *req, int nc, int i,
-                     setcost *cost) {
-    const q__node *n = &st->soon.n[i];
+/* Releases, in order, the candidates of list idx[0..n) (all with a
+ * replica on node i) until one replica of req fits there, then puts back
+ * what it can do without. Returns 1 (released set left in place, *cost
+ * set) or 0 (nothing released). */
+static int eval_node(q_state *st, const struct q_input *in, const q__req *req, const int32_t *idx,
+                     int n, int i, setcost *cost) {
+    const q__node *nd = &st->soon.n[i];
     int upto = 0;
-    for (int y = 0; y < nc && q__node_fit(n, req, false) < 1; y++) {
-        q__cand *c = &st->cand[st->cidx[y]];
-        const struct q_job *w = rjob(st, in, c->k);
-        int from = c->rep >= 0 ? c->rep : 0, to = c->rep >= 0 ? c->rep + 1 : w->replicas;
-        bool here = false;
-        for (int q = from; q < to && !here; q++) here = w->placement[q].node == i;
+    for (int y = 0; y < n && q__node_fit(nd, req, false) < 1; y++) {
+        q__cand *c = &st->cand[idx[y]];
         upto = y + 1;
-        if (!here || c->on || !still_helps(st, in, c)) continue;
+        if (c->on || !still_helps(st, in, c)) continue;
         if (c->rep >= 0 && st->rinf[c->k].live != c->rep + 1) continue;
         cand_release(st, in, c);
     }
-    if (q__node_fit(n, req, false) < 1) {
+    if (q__node_fit(nd, req, false) < 1) {
         for (int y = upto - 1; y >= 0; y--)
-            if (st->cand[st->cidx[y]].on) cand_undo(st, in, &st->cand[st->cidx[y]]);
+            if (st->cand[idx[y]].on) cand_undo(st, in, &st->cand[idx[y]]);
         return 0;
     }
     for (int y = upto - 1; y >= 0; y--) {
-        q__cand *c = &st->cand[st->cidx[y]];
+        q__cand *c = &st->cand[idx[y]];
         if (!c->on || !cand_undoable(st, c)) continue;
         cand_undo(st, in, c);
-        if (q__node_fit(n, req, false) < 1) cand_release(st, in, c);
+        if (q__node_fit(nd, req, false) < 1) cand_release(st, in, c);
     }
-    *cost = cost_of(st, upto);
+    *cost = cost_of(st, idx, upto);
     return 1;
 }
 
-/* One replica, capacity only: the cheapest set per node (every node some
- * candidate has a replica on, that the request may use), left released,
- * then minimized once more against the whole cluster (a gang victim
- * frees other nodes too). Returns 1 found, 0 none, -1 out of memory. */
+/* One replica, capacity only: the cheapest set per node. Candidates are
+ * bucketed by the nodes they hold (every candidate, not only the
+ * globally cheapest: freeing one node takes the jobs on that node), each
+ * node's few sorted by cost; the cheapest node wins and is left released,
+ * then minimized once more against the whole cluster (a gang victim frees
+ * other nodes too). Linear in the candidates. Returns 1 found, 0 none, -1
+ * out of memory. */
 static int per_node(q_state *st, const struct q_input *in, const q__orec *o, const q__req *req,
                     bool spread, int nc) {
-    if (Q_GROW(st, st->touched, st->cap_touched, (size_t)st->soon.nn + 1)) return -1;
-    for (int i = 0; i < st->soon.nn; i++) st->touched[i] = 0;
-    int best = -1;
-    setcost bc = {1, INT64_MAX, INFINITY};
+    int nn = st->soon.nn;
+    size_t nent = 0;
+    for (int x = 0; x < nc; x++)
+        nent += st->cand[x].rep >= 0 ? 1 : (size_t)rjob(st, in, st->cand[x].k)->replicas;
+    if (Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)nn + 2) ||
+        Q_GROW(st, st->touched, st->cap_touched, (size_t)nn + 1) ||
+        Q_GROW(st, st->cidx, st->cap_cidx, nent + 1) ||
+        Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)nn + 1))
+        return -1;
+    /* counting sort of (node, candidate) pairs; a candidate once per node */
+    int32_t *off = st->tmp2, *fill = st->tmp1, *ent = st->cidx;
+    for (int i = 0; i <= nn; i++) off[i] = 0;
+    for (int i = 0; i < nn; i++) st->touched[i] = -1;
     for (int x = 0; x < nc; x++) {
-        const q__cand *cx = &st->cand[st->cidx[x]];
-        const struct q_job *v = rjob(st, in, cx->k);
-        int from = cx->rep >= 0 ? cx->rep : 0, to = cx->rep >= 0 ? cx->rep + 1 : v->replicas;
+        const q__cand *c = &st->cand[x];
+        const struct q_job *v = rjob(st, in, c->k);
+        int from = c->rep >= 0 ? c->rep : 0, to = c->rep >= 0 ? c->rep + 1 : v->replicas;
         for (int r = from; r < to; r++) {
             int i = v->placement[r].node;
-            if (st->touched[i]) continue;
-            st->touched[i] = 1;
-            const q__node *n = &st->soon.n[i];
-            if (!n->sched || (req->model >= 0 && n->model != req->model) ||
-                (req->dom >= 0 && n->dom != req->dom))
-                continue;
-            setcost c;
-            if (!eval_node(st, in, req, nc, i, &c)) continue;
-            if (cheaper(c, bc)) {
-                bc = c;
-                best = i;
-            }
-            for (int y = 0; y < nc; y++)
-                if (st->cand[st->cidx[nc - 1 - y]].on) cand_undo(st, in, &st->cand[st->cidx[nc - 1 - y]]);
+            if (st->touched[i] == x) continue;
+            st->touched[i] = x;
+            off[i + 1]++;
         }
+    }
+    for (int i = 0; i < nn; i++) off[i + 1] += off[i];
+    for (int i = 0; i < nn; i++) {
+        fill[i] = off[i];
+        st->touched[i] = -1;
+    }
+    for (int x = 0; x < nc; x++) {
+        const q__cand *c = &st->cand[x];
+        const struct q_job *v = rjob(st, in, c->k);
+        int from = c->rep >= 0 ? c->rep : 0, to = c->rep >= 0 ? c->rep + 1 : v->replicas;
+        for (int r = from; r < to; r++) {
+            int i = v->placement[r].node;
+            if (st->touched[i] == x) continue;
+            st->touched[i] = x;
+            ent[fill[i]++] = x;
+        }
+    }
+    cctx cc = {st, in};
+    int best = -1;
+    setcost bc = {1, INT64_MAX, INFINITY};
+    for (int i = 0; i < nn; i++) {
+        int n = off[i + 1] - off[i];
+        const q__node *nd = &st->soon.n[i];
+        if (n == 0 || !nd->sched || (req->model >= 0 && nd->model != req->model) ||
+            (req->dom >= 0 && nd->dom != req->dom))
+            continue;
+        int32_t *list = &ent[off[i]];
+        for (int a = 1; a < n; a++) /* a node holds a few jobs: insertion sort */
+            for (int b = a; b > 0 && cand_cmp(&cc, list[b], list[b - 1]) < 0; b--) {
+                int32_t t = list[b];
+                list[b] = list[b - 1];
+                list[b - 1] = t;
+            }
+        setcost c;
+        if (!eval_node(st, in, req, list, n, i, &c)) continue;
+        if (cheaper(c, bc)) {
+            bc = c;
+            best = i;
+        }
+        for (int y = n - 1; y >= 0; y--)
+            if (st->cand[list[y]].on) cand_undo(st, in, &st->cand[list[y]]);
     }
     if (best < 0) return 0;
     setcost c;
-    if (!eval_node(st, in, req, nc, best, &c)) return 0; /* cannot happen: it did */
-    return minimize(st, in, o, req, spread, nc) ? -1 : 1;
+    int32_t *list = &ent[off[best]];
+    int n = off[best + 1] - off[best];
+    if (!eval_node(st, in, req, list, n, best, &c)) return 0; /* cannot happen: it did */
+    /* commit() walks st->cidx: leave the best node's list there */
+    memmove(st->cidx, list, (size_t)n * sizeof *list);
+    st->ncidx = n;
+    return minimize(st, in, o, req, spread, st->cidx, n) ? -1 : 1;
 }
 
 /* Chooses victims for o in the soon set and leaves them released there.
@@ -494,6 +543,8 @@ static int search(q_state *st, const struct q_input *in, const q_scorer *sc, q__
     int nc = gather(st, in, o, req, &qr, qfail);
     if (nc <= 0) return nc;
     if (!qfail && req->replicas == 1) return per_node(st, in, o, req, spread, nc);
+    if ((nc = order_cands(st, in)) < 0) return -1;
+    st->ncidx = nc;
     /* Everything at once first: when that does not do, nothing does. */
     int cur = 0, rc;
     set_prefix(st, in, &cur, nc);
@@ -517,7 +568,7 @@ static int search(q_state *st, const struct q_input *in, const q_scorer *sc, q__
         set_prefix(st, in, &cur, nc);
         lo = nc;
     }
-    if (minimize(st, in, o, req, spread, lo)) return -1;
+    if (minimize(st, in, o, req, spread, st->cidx, lo)) return -1;
     return 1;
 }
 
@@ -592,8 +643,7 @@ int q__make_room(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (st->nsearch >= Q__MAX_SEARCH) return 0;
     st->nsearch++;
     if ((rc = search(st, in, sc, o, req, spread)) <= 0) return rc;
-    int nc = st->ncand < Q__MAX_CAND ? st->ncand : Q__MAX_CAND;
-    int n = commit(st, in, o->slot, nc);
+    int n = commit(st, in, o->slot, st->ncidx);
     if (n < 0) return -1;
     st->nsoon_rel += n;
     if ((rc = claim(st, in, o, req, spread)) <= 0) return rc;

@@ -156,7 +156,7 @@ typedef struct q__cand {
 
 /* Bounds of the victim search (docs/queue.md, "Preemption"). */
 #define Q__MAX_SEARCH 16      /* victim searches per cycle */
-#define Q__MAX_CAND 256       /* cheapest candidates one search weighs */
+#define Q__MAX_CAND 256       /* cheapest candidates a gang's search weighs */
 #define Q__MAX_GROW 256       /* replicas added by growth per cycle */
 
 struct q_state {
@@ -243,7 +243,7 @@ struct q_state {
     q__res *gguar; size_t cap_gguar;   /* per group: never-lent part, -1 */
     q__res *gnp, *gnpadj; size_t cap_gnp, cap_gnpadj; /* non-preemptible use */
     q__cand *cand; size_t cap_cand; int ncand;
-    int32_t *cidx; size_t cap_cidx;    /* candidate order */
+    int32_t *cidx; size_t cap_cidx; int ncidx; /* the candidates a search weighed */
     struct q_action *acts; size_t cap_acts; int nacts;
     int32_t *gcand; size_t cap_gcand;  /* growth candidates */
     bool out_valid;     /* the last cycle succeeded; q_eta may run */
