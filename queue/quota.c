@@ -97,6 +97,11 @@ static int cohort_of(const q_state *st, const struct q_input *in, int g) {
 
 static int64_t contrib(int64_t u, int64_t guar) { return u > guar ? u - guar : 0; }
 
+/* a + b for b >= 0, saturating (limits come from the caller, unchecked) */
+static int64_t sat_add(int64_t a, int64_t b) {
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 /* Is r borrowable for group g (in a cohort, limited, not jobs)? */
 static bool pooled(const q_state *st, int g, int r) {
     return r != Q_RES_JOBS && st->gguar[g].v[r] >= 0;
@@ -142,7 +147,7 @@ static int cohort_init(q_state *st, const struct q_input *in) {
             int64_t ll = lim_of(&gr->lending_limit, r);
             int64_t lend = ll < 0 || ll > q ? q : ll;
             st->gguar[g].v[r] = q - lend;
-            st->ccap[c].v[r] += lend;
+            st->ccap[c].v[r] = sat_add(st->ccap[c].v[r], lend);
             st->cnow[c].v[r] += contrib(st->gin[g].v[r], q - lend);
         }
     }
@@ -247,7 +252,7 @@ static int cohort_over(const q_state *st, const struct q_input *in, int g,
         int64_t lim = q;
         if (pooled(st, g, r)) {
             int64_t bl = lim_of(&gr->borrowing_limit, r);
-            lim = bl < 0 ? INT64_MAX : q + bl;
+            lim = bl < 0 ? INT64_MAX : sat_add(q, bl);
             if (np && np->v[r] + need->v[r] > q) {
                 res->reason = Q_R_QUOTA;
                 res->group_scope = 1;
