@@ -412,6 +412,7 @@ int main(void) {
         for (int r = 0; r < 5; r++) {
             for (int pass = 0; pass < 2; pass++) {
                 c.in.policy.preempt_lower = pass == 0;
+                c.in.actions_on = true;
                 q_state *st = q_state_create(NULL);
                 double c0 = cpu_ms();
                 if (q_cycle_run(st, &c.in, &sc, &out, &err) != AIQ_OK) {
@@ -427,6 +428,7 @@ int main(void) {
             }
         }
         c.in.policy.preempt_lower = false;
+        c.in.actions_on = false;
         pre_ms = median(on, 5);
         nopre_ms = median(off, 5);
         printf("micro-benchmark, preemption (10k pending x 1k nodes, full cycle, median CPU ms): "

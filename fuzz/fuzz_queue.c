@@ -147,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool lazy = take(&s, 1) & 1;
     /* Preemption, elastic jobs and cohorts, read last so older corpus
      * inputs still mean what they meant (all zero when the input ends). */
+    in.actions_on = take(&s, 1) & 1;
     in.policy.preempt_lower = take(&s, 1) & 1;
     in.policy.preempt_within = take(&s, 1) & 1;
     in.policy.preempt_margin = (double)num(&s, 10) - 1;

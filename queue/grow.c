@@ -44,7 +44,7 @@ static bool growable(const struct q_job *j) {
 }
 
 int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool spread) {
-    if (in->policy.no_grow) return 0;
+    if (in->policy.no_grow || !in->actions_on) return 0;
     /* check_input noted whether any running job is elastic; only the few
      * admitted this cycle are looked at here (no pass over running jobs
      * when nothing is elastic). */

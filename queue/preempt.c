@@ -47,7 +47,7 @@ void q__room_scan(q_state *st, const struct q_input *in) {
     st->rinf_on = st->rscored = st->soon_on = false;
     st->nsoon_rel = st->nsearch = st->nacts = 0;
     bool pre = p->preempt_lower || p->preempt_within || (st->any_cohort && !p->no_reclaim);
-    st->room_any = pre || st->any_term || st->any_elastic;
+    st->room_any = st->any_term || (in->actions_on && (pre || st->any_elastic));
 }
 
 int q__act_push(q_state *st, const struct q_action *a) {
@@ -640,7 +640,7 @@ int q__make_room(q_state *st, const struct q_input *in, const q_scorer *sc,
             }
         }
     }
-    if (st->nsearch >= Q__MAX_SEARCH) return 0;
+    if (st->nsearch >= Q__MAX_SEARCH || !in->actions_on) return 0;
     st->nsearch++;
     if ((rc = search(st, in, sc, o, req, spread)) <= 0) return rc;
     int n = commit(st, in, o->slot, st->ncidx);

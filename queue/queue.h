@@ -192,6 +192,12 @@ struct q_input {
      * for it (or for a job behind it in the queue order). Decisions,
      * positions and every other field are the same either way. */
     bool lazy_eta;
+    /* The caller carries out q_output.actions (stops victims, resizes
+     * elastic jobs) and passes jobs being stopped back as terminating /
+     * stopping. Without it the cycle never preempts, shrinks, grows or
+     * reclaims, whatever the policy says: a job would otherwise wait for
+     * victims nobody stops. */
+    bool actions_on;
 };
 
 /* Score and level for one factor vector. Both return 0 on success; a

@@ -809,6 +809,7 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
     in.njobs = nq;
     oppolicy_qpolicy(r->cfg->policy, &in.policy);
     in.gen = r->gen;
+    in.actions_on = true; /* the simulator carries out preemptions and resizes */
     q_scorer sc;
     oppolicy_scorer(r->cfg->policy, &sc);
     q_output out;

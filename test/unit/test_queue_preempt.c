@@ -85,6 +85,7 @@ static void setup(world *w, int nn) {
     in->policy.nlevels = 3;
     in->policy.level_names = lvn;
     in->policy.preempt_lower = true;
+    in->actions_on = true;
 }
 
 /* Adds a pending job: replicas x gpus, priority prio, user/group u. */
@@ -662,5 +663,28 @@ TEST(running_jobs_factors_and_names) {
     CHECK_STR(q_reason_name(Q_R_PREEMPTING), "preempting");
     CHECK_STR(q_reason_name(Q_R_RECLAIMED), "reclaimed");
     CHECK_STR(q_reason_name(Q_R_GROWN), "grown");
+    q_state_free(st);
+}
+
+TEST(no_actions_without_a_caller_that_carries_them_out) {
+    static world w;
+    setup(&w, 1);
+    int el = run(&w, 1, 2, 1, 1, 7200, (int[]){0, 0});
+    w.jobs[el].min_replicas = 1;
+    w.jobs[el].max_replicas = 4;
+    int low = run(&w, 1, 1, 6, 1, 7200, (int[]){0});
+    (void)low;
+    int hi = pend(&w, 500, 1, 8, 0);
+    w.in.actions_on = false;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    if (cycle(st, &w, &out)) {
+        /* the policy would preempt and the elastic job could shrink: no */
+        CHECK_INT(out.nactions, 0);
+        CHECK_INT(out.nsearched, 0);
+        CHECK_INT(out.res[hi].reason, Q_R_CAPACITY);
+    }
+    w.in.actions_on = true;
+    if (cycle(st, &w, &out)) CHECK(out.nactions > 0);
     q_state_free(st);
 }

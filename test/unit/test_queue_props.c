@@ -637,6 +637,7 @@ static void place_apply(struct q_node *nodes, const struct q_job *j, const struc
 
 static void gen_pre(world *w) {
     gen(w);
+    w->in.actions_on = true;
     struct q_policy *p = &w->in.policy;
     p->preempt_lower = chance(80);
     p->preempt_within = chance(30);
