@@ -139,6 +139,7 @@ typedef struct {
     const char *id;
     double age, wait, prio, ulevel, glevel, gpus, predicted, attained, fs_user, fs_group;
     double run; /* running: hours since it started (scored for growth and victims) */
+    double ckpt; /* 1: declares it checkpoints */
 } job;
 
 static void job_factors(const job *j, double *f) {
@@ -157,6 +158,7 @@ static void job_factors(const job *j, double *f) {
     f[FX_F_JOB_REPLICAS] = 1;
     f[FX_F_RUN_HOURS] = j->run;
     f[FX_F_JOB_RUNNING] = j->run > 0;
+    f[FX_F_JOB_CHECKPOINTABLE] = j->ckpt;
 }
 
 /* Ranks jobs with preset name and compares the ids, in order, with want
@@ -327,13 +329,27 @@ TEST(preset_elastic_srjf_least_work_left_first) {
 
 TEST(preset_elastic_tiresias_as_tiresias) {
     static const job j[] = {
-        {.id = "served-running", .attained = 4, .age = 30, .run = 2},
+        {.id = "served-running", .attained = 4, .age = 30, .run = 2, .ckpt = 1},
         {.id = "fresh-running", .attained = 0.5, .age = 2, .run = 0.5},
         {.id = "fresh-waiting", .attained = 0, .age = 3, .wait = 3},
         {.id = "served-starving", .attained = 2, .age = 20, .wait = 13},
     };
     check_order("elastic-tiresias", j, 4,
                 "served-starving fresh-waiting fresh-running served-running");
+}
+
+/* Running jobs are demoted by attained service only when they checkpoint:
+ * a running job that does not stays "fresh" (nobody preempts it), a
+ * waiting one is ranked as before. */
+TEST(preset_tiresias_demotes_only_checkpointing_running_jobs) {
+    static const job j[] = {
+        {.id = "served-ckpt-running", .attained = 4, .age = 30, .run = 2, .ckpt = 1},
+        {.id = "served-no-ckpt-running", .attained = 4, .age = 25, .run = 2},
+        {.id = "served-no-ckpt-waiting", .attained = 4, .age = 40, .wait = 1},
+        {.id = "fresh-waiting", .attained = 0, .age = 3, .wait = 3},
+    };
+    check_order("tiresias-las", j, 4,
+                "served-no-ckpt-running fresh-waiting served-no-ckpt-waiting served-ckpt-running");
 }
 
 /* The presets' preemption and elastic settings, through the operator's

@@ -221,8 +221,28 @@ TEST(run_input_errors) {
  * checkpoint (one every 600 s of running: 7200 s of the 7530 s it ran,
  * 330 s lost), so it ends at 11130 + 14400 - 7200. Without checkpoints it
  * loses the whole run and starts over. */
+/* tiresias-las without its "only checkpointing jobs are demoted" clause,
+ * so a job that does not checkpoint is preempted too. */
+static oppolicy *las_all(void) {
+    static const char text[] =
+        "apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: las-all}\n"
+        "spec:\n  formula: job.age_hours\n  levels:\n"
+        "  - {name: fresh, when: \"attained.gpu_hours < 1\"}\n  - {name: served}\n"
+        "  backfill: Easy\n  preemption: {lowerLevels: true, minRuntime: 5m}\n";
+    struct aiq_manifest *m = NULL;
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *p = NULL;
+    if (CHECK_INT(aiq_manifest_parse_text(text, sizeof text - 1, &m, &n, &e), AIQ_OK) &&
+        CHECK(n == 1 && m[0].rc == AIQ_OK))
+        p = oppolicy_compile(&m[0].u.policy, &e);
+    aiq_manifests_free(m, n);
+    return p;
+}
+
 static void preempt_case(double checkpoint_s, double a_end, double lost) {
-    oppolicy *pol = load_preset("tiresias-las");
+    oppolicy *pol = checkpoint_s > 0 ? load_preset("tiresias-las") : las_all();
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     aiq_err_clear(&e);
@@ -268,6 +288,36 @@ out:
 TEST(preemption_keeps_the_rest_of_the_work) {
     preempt_case(600, 11130 + 14400 - 7200, 330);
     preempt_case(0, 11130 + 14400, 7530);
+    /* The preset never demotes a job that cannot checkpoint: the same
+     * trace without checkpoints runs A to its end, then B. */
+    oppolicy *pol = load_preset("tiresias-las");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_job a = {.id = "A", .submit = 0, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 14400};
+    struct sim_job b = {.id = "B", .submit = 7500, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 3600};
+    struct sim_config cfg;
+    struct sim_result res;
+    memset(&res, 0, sizeof res);
+    if (pol && CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK) &&
+        CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK) &&
+        CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK)) {
+        sim_config_init(&cfg);
+        cfg.trace = tr;
+        cfg.nodes = tr->nodes;
+        cfg.nnodes = tr->nnodes;
+        cfg.policy = pol;
+        cfg.predict = false;
+        if (CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+            CHECK_INT(res.npreempt, 0);
+            CHECK_DBL(res.jobs[0].end, SIM_EPOCH + 14400, 1e-6);
+        }
+    }
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
 }
 
 /* An elastic job of 4 x 1 GPU (4 h of work at 4 replicas), 2..8
