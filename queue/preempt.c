@@ -646,7 +646,9 @@ int q__make_room(q_state *st, const struct q_input *in, const q_scorer *sc,
     int n = commit(st, in, o->slot, st->ncidx);
     if (n < 0) return -1;
     st->nsoon_rel += n;
-    if ((rc = claim(st, in, o, req, spread)) <= 0) return rc;
+    /* The search placed o in the soon set, so this places it again; were
+     * it not to, o still waits for its victims and claims next cycle. */
+    if ((rc = claim(st, in, o, req, spread)) < 0) return -1;
     res->reason = Q_R_PREEMPTING;
     res->inuse = n;
     return 1;

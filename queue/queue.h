@@ -376,7 +376,9 @@ aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
 /* Fills f[Q_NFACTORS] with the factor values job j of in was scored with
  * in st's latest cycle: the same function the cycle uses, reading the
  * start-of-cycle accounting it kept (GPUs in use, committed budget, free
- * GPUs) rather than the walk's running totals. Exact for every
+ * GPUs) rather than the walk's running totals. A running job gets the
+ * vector it is ranked with to choose victims and growth (waited 0 hours,
+ * attained service including this run, job.running 1). Exact for every
  * job scored in that cycle, which is every job when
  * policy.rescore_interval_s is 0; with a rescore interval, a job whose
  * cached score is older sees today's values instead. in must be the input
