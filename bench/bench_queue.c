@@ -20,7 +20,9 @@
  * showing); "eta_all" is what asking for every job's estimate adds.
  * Ends with the key=value lines of issue 4 (CPU time):
  * cycle_incr_ms_100k_5k is the lazy incremental cycle, and
- * cycle_incr_eager_ms_100k_5k the one that estimates every job. */
+ * cycle_incr_eager_ms_100k_5k the one that estimates every job; then the
+ * preemption micro-benchmark (issue 16): a full cycle at 10k x 1k with
+ * preemption of lower levels on, and the same cycle with it off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,10 +389,60 @@ int main(void) {
             destroy(&c);
         }
     }
+    /* Micro-benchmark: a full cycle with preemption on (higher levels
+     * preempt lower ones, every running job preemptible), against the
+     * same cycle with it off, on 10k pending x 1k nodes. The first jobs
+     * that do not fit search for victims (at most 16 searches a cycle,
+     * 256 candidates each; running jobs are scored once). */
+    double pre_ms = 0, nopre_ms = 0;
+    int nsearch = 0, nact = 0;
+    if (start == 0) {
+        cluster c;
+        build(&c, 10000, 1000);
+        /* running jobs all in the lowest level, so the pending jobs of
+         * the two upper levels may preempt them */
+        for (int i = 0; i < c.in.njobs; i++)
+            if (c.jobs[i].state == Q_JOB_RUNNING) {
+                c.jobs[i].started = NOW - 3600;
+                c.jobs[i].priority = 5;
+            }
+        double on[5], off[5];
+        q_output out;
+        aiq_err err;
+        for (int r = 0; r < 5; r++) {
+            for (int pass = 0; pass < 2; pass++) {
+                c.in.policy.preempt_lower = pass == 0;
+                c.in.actions_on = true;
+                q_state *st = q_state_create(NULL);
+                double c0 = cpu_ms();
+                if (q_cycle_run(st, &c.in, &sc, &out, &err) != AIQ_OK) {
+                    fprintf(stderr, "cycle failed: %s\n", err.message);
+                    return 1;
+                }
+                (pass == 0 ? on : off)[r] = cpu_ms() - c0;
+                if (pass == 0) {
+                    nsearch = out.nsearched;
+                    nact = out.nactions;
+                }
+                q_state_free(st);
+            }
+        }
+        c.in.policy.preempt_lower = false;
+        c.in.actions_on = false;
+        pre_ms = median(on, 5);
+        nopre_ms = median(off, 5);
+        printf("micro-benchmark, preemption (10k pending x 1k nodes, full cycle, median CPU ms): "
+               "on %.2f (%d searches, %d actions), off %.2f\n", pre_ms, nsearch, nact, nopre_ms);
+        destroy(&c);
+    }
     printf("goals: full < 100 ms, incremental < 10 ms (lazy), < 2048 bytes per pending job (peak)\n");
     printf("cycle_full_ms_100k_5k=%.2f\n", full_key);
     printf("cycle_incr_ms_100k_5k=%.2f\n", incr_key);
     printf("cycle_incr_eager_ms_100k_5k=%.2f\n", eager_key);
     printf("bytes_per_pending_job=%.0f\n", bpj_key);
+    if (start == 0) {
+        printf("microbench_cycle_preempt_ms_10k_1k=%.2f\n", pre_ms);
+        printf("microbench_cycle_nopreempt_ms_10k_1k=%.2f\n", nopre_ms);
+    }
     return 0;
 }

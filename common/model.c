@@ -67,6 +67,7 @@ void aiq_group_deinit(struct aiq_group *g) {
     free(g->spec.namespaces);
     for (int i = 0; i < g->spec.nmembers; i++) free(g->spec.members[i].user);
     free(g->spec.members);
+    free(g->spec.cohort);
     memset(g, 0, sizeof *g);
 }
 
@@ -304,6 +305,19 @@ aiq_rc aiq_aijob_validate(const struct aiq_aijob *j, aiq_err *err) {
         return rc;
     if ((rc = check_range(err, "spec.backoffLimit", s->backoff_limit, 0, MAX_BACKOFF)))
         return rc;
+    if (s->min_replicas || s->max_replicas) {
+        if ((rc = check_range(err, "spec.minReplicas", s->min_replicas, 1, AIQ_MAX_REPLICAS)))
+            return rc;
+        if ((rc = check_range(err, "spec.maxReplicas", s->max_replicas, s->min_replicas,
+                              AIQ_MAX_REPLICAS)))
+            return rc;
+    }
+    if (!isfinite(s->checkpoint_interval_s) || s->checkpoint_interval_s < 0)
+        return aiq_field_err(err, "spec.checkpointInterval", "must be >= 0, got %s",
+                             aiq_duration_format(s->checkpoint_interval_s, v, sizeof v));
+    if (!isfinite(s->min_runtime_s) || s->min_runtime_s < 0)
+        return aiq_field_err(err, "spec.minRuntime", "must be >= 0, got %s",
+                             aiq_duration_format(s->min_runtime_s, v, sizeof v));
     return AIQ_OK;
 }
 
@@ -366,6 +380,18 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
     if (!isfinite(s->fairshare_half_life_s) || s->fairshare_half_life_s <= 0)
         return aiq_field_err(err, "spec.fairShare.halfLife", "must be > 0, got %s",
                              aiq_duration_format(s->fairshare_half_life_s, d, sizeof d));
+    if (!isfinite(s->preempt_score_margin) || s->preempt_score_margin < 0)
+        return aiq_field_err(err, "spec.preemption.withinLevel.scoreMargin",
+                             "must be >= 0, got %g", s->preempt_score_margin);
+    if (!isfinite(s->preempt_min_runtime_s) || s->preempt_min_runtime_s < 0)
+        return aiq_field_err(err, "spec.preemption.minRuntime", "must be >= 0, got %s",
+                             aiq_duration_format(s->preempt_min_runtime_s, d, sizeof d));
+    if (!isfinite(s->preempt_max_job_min_runtime_s) || s->preempt_max_job_min_runtime_s < 0)
+        return aiq_field_err(err, "spec.preemption.maxJobMinRuntime", "must be >= 0, got %s",
+                             aiq_duration_format(s->preempt_max_job_min_runtime_s, d, sizeof d));
+    if ((rc = check_range(err, "spec.preemption.maxPerJobPerHour", s->preempt_max_per_hour, 0,
+                          1000)))
+        return rc;
     return AIQ_OK;
 }
 
@@ -410,6 +436,12 @@ aiq_rc aiq_group_validate(const struct aiq_group *g, aiq_err *err) {
     }
     if (!isfinite(s->shares) || s->shares < 0)
         return aiq_field_err(err, "spec.shares", "must be >= 0, got %g", s->shares);
+    if (s->cohort && !is_dns_label(s->cohort, strnlen(s->cohort, MAX_LABEL + 1)))
+        return aiq_field_err(err, "spec.cohort",
+                             "must be a lowercase RFC 1123 label (a-z, 0-9, '-'; at most "
+                             "63), got %s", aiq_quotes(q, sizeof q, s->cohort));
+    if ((rc = check_quota(err, "spec.borrowingLimit", &s->borrowing_limit))) return rc;
+    if ((rc = check_quota(err, "spec.lendingLimit", &s->lending_limit))) return rc;
     return AIQ_OK;
 }
 

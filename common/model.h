@@ -110,6 +110,15 @@ struct aiq_aijob_spec {
     bool suspend;
     int32_t backoff_limit;     /* 0..100, default 3 */
     char *template_json;       /* the pod template as compact JSON, or NULL */
+    /* Elastic jobs: minReplicas..maxReplicas (both 0 = a fixed gang of
+     * `replicas`). The decoder sets replicas = min_replicas for an elastic
+     * job: the gang it starts with. */
+    int32_t min_replicas, max_replicas;
+    /* Preemption. */
+    bool checkpointable;       /* the workload checkpoints: loses little */
+    double checkpoint_interval_s; /* 0 = not said */
+    double min_runtime_s;      /* protection asked for; the policy caps it */
+    bool non_preemptible;      /* only admins may set it (admission policy) */
 };
 
 struct aiq_aijob {
@@ -137,6 +146,17 @@ struct aiq_policy_spec {
     char *starvation_promote_to; /* level name; NULL = the first level */
     double fairshare_half_life_s; /* usage decay half-life, default 7 days */
     bool active;
+    /* spec.preemption: all off when zero (reclaim of borrowed quota and
+     * elastic growth are on unless turned off). */
+    bool preempt_lower_levels;    /* lowerLevels */
+    bool preempt_within_level;    /* withinLevel present */
+    double preempt_score_margin;  /* withinLevel.scoreMargin, >= 0 */
+    bool preempt_no_reclaim;      /* reclaimBorrowed: false */
+    double preempt_min_runtime_s; /* minRuntime */
+    double preempt_max_job_min_runtime_s; /* maxJobMinRuntime, default 1h */
+    int32_t preempt_max_per_hour; /* maxPerJobPerHour, 0 = no limit */
+    /* spec.elastic */
+    bool elastic_no_grow;         /* grow: false */
 };
 
 struct aiq_policy {
@@ -160,6 +180,11 @@ struct aiq_group_spec {
     struct aiq_member *members;
     int nmembers;
     double shares;             /* fair-share weight; 0 = derive from quota */
+    /* Borrowing (Kueue cohorts): groups naming the same cohort lend each
+     * other unused quota. NULL = no cohort (the quota is a hard cap). */
+    char *cohort;
+    struct aiq_quota borrowing_limit; /* -1 field: unlimited */
+    struct aiq_quota lending_limit;   /* -1 field: all of the quota */
 };
 
 struct aiq_group {

@@ -4,7 +4,10 @@
  * (the second incremental, after a change) and formats every message.
  * A cycle must either succeed or fail with AIQ_EINVAL; sanitizers catch
  * the rest. One input bit turns on lazy estimates: every q_eta (asked
- * backwards, so the pass resumes) must equal an eager state's estimate. */
+ * backwards, so the pass resumes) must equal an eager state's estimate.
+ * The last bytes set preemption rules, cohorts and the jobs' elastic and
+ * preemption fields (raw too); every action must name a running or just
+ * admitted job. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,6 +145,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     in.policy.rescore_interval_s = (double)num(&s, 600);
     /* Lazy estimates: checked against an eager state on the same input. */
     bool lazy = take(&s, 1) & 1;
+    /* Preemption, elastic jobs and cohorts, read last so older corpus
+     * inputs still mean what they meant (all zero when the input ends). */
+    in.actions_on = take(&s, 1) & 1;
+    in.policy.preempt_lower = take(&s, 1) & 1;
+    in.policy.preempt_within = take(&s, 1) & 1;
+    in.policy.preempt_margin = (double)num(&s, 10) - 1;
+    in.policy.no_reclaim = take(&s, 1) & 1;
+    in.policy.min_runtime_s = (double)num(&s, 3600);
+    in.policy.max_job_min_runtime_s = (double)num(&s, 3600);
+    in.policy.max_preemptions_per_hour = (int)num(&s, 3);
+    in.policy.no_grow = take(&s, 1) & 1;
+    for (int g = 0; g < in.ngroups; g++) {
+        groups[g].cohort = (int)num(&s, 2);
+        aiq_quota_unlimited(&groups[g].borrowing_limit);
+        aiq_quota_unlimited(&groups[g].lending_limit);
+        groups[g].borrowing_limit.gpus = num(&s, 8) - 1;
+        groups[g].lending_limit.gpus = num(&s, 8) - 1;
+    }
+    for (int i = 0; i < in.njobs; i++) {
+        struct q_job *j = &jobs[i];
+        j->min_replicas = (int)num(&s, 4);
+        j->max_replicas = (int)num(&s, 4);
+        j->checkpointable = take(&s, 1) & 1;
+        j->checkpoint_interval_s = (double)num(&s, 3600);
+        j->non_preemptible = (take(&s, 1) & 7) == 0;
+        j->terminating = (take(&s, 1) & 7) == 0;
+        j->stopping = (int)num(&s, 3);
+        j->preemptions = (int)num(&s, 3);
+        j->preemptions_1h = (int)num(&s, 3);
+        j->started = in.now - (double)num(&s, 7200);
+        j->min_runtime_s = (double)num(&s, 3600);
+        j->attained_gpu_hours = (double)num(&s, 10);
+    }
     q_scorer sc = {NULL, sc_score, sc_level};
     q_state *st = q_state_create(NULL);
     if (!st) return 0;
@@ -165,6 +201,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 double e = -1;
                 if (q_eta(st, &in, &out, i, &e) != AIQ_OK || e != ro.res[i].eta) __builtin_trap();
             }
+        }
+        for (int a = 0; rc == AIQ_OK && a < out.nactions; a++) {
+            const struct q_action *x = &out.actions[a];
+            if (x->job < 0 || x->job >= in.njobs ||
+                (jobs[x->job].state != Q_JOB_RUNNING && out.res[x->job].decision != Q_DEC_ADMIT))
+                __builtin_trap();
         }
         for (int i = 0; rc == AIQ_OK && i < in.njobs; i++) {
             char m[256];

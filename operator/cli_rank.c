@@ -11,7 +11,7 @@
 #include "operator/manifest.h"
 #include "operator/status.h"
 
-#define APPROX(id) (1u << FX_F_##id)
+#define APPROX(id) (1ull << FX_F_##id)
 
 static json_object *clr__get(json_object *o, const char *k) {
     json_object *v = NULL;

@@ -13,6 +13,7 @@
 #define AIQ_OPERATOR_CLI_RANK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -49,7 +50,7 @@ struct cli_job {
     double queued, created, eta; /* unix s; 0 = unknown */
     int attempts;
     double f[FX_NFACTORS];   /* rebuilt factors */
-    unsigned approx;         /* bit i set: factor i is approximate */
+    uint64_t approx;         /* bit i set: factor i is approximate */
     /* filled by cli_rank */
     int new_level;
     double new_score;

@@ -24,6 +24,7 @@
 #define DEFAULT_BACKOFF 3
 #define DEFAULT_HALF_LIFE_S (7 * 86400.0)
 #define DEFAULT_WINDOW_S (30 * 86400.0)
+#define DEFAULT_MAX_JOB_MIN_RUNTIME_S 3600.0  /* preemption.maxJobMinRuntime */
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -369,27 +370,36 @@ static aiq_rc decode_meta(json_object *obj, bool namespaced, struct aiq_meta *m,
 static const char *const quota_fields[] = {"gpus", "gpuMemoryMiB", "cpu", "memory",
                                            "jobs", NULL};
 
-static aiq_rc decode_quota(json_object *spec, struct aiq_quota *q, aiq_err *err) {
-    char path[PATH_CAP], v[32];
+/* A quota-shaped object spec.<key> (quota, borrowingLimit, lendingLimit):
+ * an omitted field is -1. */
+static aiq_rc decode_quota_key(json_object *spec, const char *key, struct aiq_quota *q,
+                               aiq_err *err) {
+    char path[PATH_CAP], v[32], f[PATH_CAP + 16];
     json_object *o;
     aiq_rc rc = AIQ_OK;
     aiq_quota_unlimited(q);
     if (!spec) return AIQ_OK;
-    if ((rc = opt_object(spec, "spec", "quota", quota_fields, &o, path, err)) || !o)
+    if ((rc = opt_object(spec, "spec", key, quota_fields, &o, path, err)) || !o)
         return rc;
     if ((rc = opt_i64(o, path, "gpus", 0, INT64_MAX, &q->gpus, err))) return rc;
     if ((rc = opt_i64(o, path, "gpuMemoryMiB", 0, INT64_MAX, &q->gpu_memory_mib, err)))
         return rc;
     if ((rc = opt_quantity(o, path, "cpu", -3, &q->cpu_milli, err))) return rc;
+    snprintf(f, sizeof f, "%s.cpu", path);
     if (q->cpu_milli < -1 || (q->cpu_milli == -1 && field(o, "cpu")))
-        return aiq_field_err(err, "spec.quota.cpu", "must be >= 0, got %s",
+        return aiq_field_err(err, f, "must be >= 0, got %s",
                              aiq_quantity_format_milli(q->cpu_milli, v, sizeof v));
     if ((rc = opt_quantity(o, path, "memory", 0, &q->memory_bytes, err))) return rc;
+    snprintf(f, sizeof f, "%s.memory", path);
     if (q->memory_bytes < -1 || (q->memory_bytes == -1 && field(o, "memory")))
-        return aiq_field_err(err, "spec.quota.memory", "must be >= 0, got %s",
+        return aiq_field_err(err, f, "must be >= 0, got %s",
                              aiq_quantity_format_bytes(q->memory_bytes, v, sizeof v));
     if ((rc = opt_i64(o, path, "jobs", 0, INT64_MAX, &q->jobs, err))) return rc;
     return AIQ_OK;
+}
+
+static aiq_rc decode_quota(json_object *spec, struct aiq_quota *q, aiq_err *err) {
+    return decode_quota_key(spec, "quota", q, err);
 }
 
 static const char *const budget_fields[] = {"gpuHours", "window", NULL};
@@ -412,7 +422,9 @@ static aiq_rc decode_budget(json_object *spec, struct aiq_budget *b, aiq_err *er
 
 static const char *const job_fields[] = {
     "user", "priority", "replicas", "resources", "domain", "estimatedRuntime",
-    "taskType", "model", "suspend", "backoffLimit", "template", NULL};
+    "taskType", "model", "suspend", "backoffLimit", "template", "minReplicas",
+    "maxReplicas", "checkpointable", "checkpointInterval", "minRuntime", "nonPreemptible",
+    NULL};
 static const char *const resource_fields[] = {"gpus", "gpuMemoryMiB", "cpu",
                                               "memory", "gpuModel", NULL};
 static const char *const model_fields[] = {"name", "parameters", NULL};
@@ -454,6 +466,21 @@ static aiq_rc decode_job_spec(json_object *spec, struct aiq_aijob_spec *s,
     if ((rc = opt_bool(spec, "spec", "suspend", &s->suspend, err))) return rc;
     if ((rc = opt_i32(spec, "spec", "backoffLimit", 0, 100, &s->backoff_limit, err)))
         return rc;
+    /* Elastic: both ends or neither; the gang starts at its minimum. */
+    if ((rc = opt_i32(spec, "spec", "minReplicas", 1, AIQ_MAX_REPLICAS, &s->min_replicas, err)))
+        return rc;
+    if ((rc = opt_i32(spec, "spec", "maxReplicas", 1, AIQ_MAX_REPLICAS, &s->max_replicas, err)))
+        return rc;
+    if (!s->min_replicas != !s->max_replicas)
+        return aiq_field_err(err, s->min_replicas ? "spec.maxReplicas" : "spec.minReplicas",
+                             "is required with spec.%s (an elastic job needs both)",
+                             s->min_replicas ? "minReplicas" : "maxReplicas");
+    if (s->min_replicas) s->replicas = s->min_replicas;
+    if ((rc = opt_bool(spec, "spec", "checkpointable", &s->checkpointable, err))) return rc;
+    if ((rc = opt_duration(spec, "spec", "checkpointInterval", &s->checkpoint_interval_s, err)))
+        return rc;
+    if ((rc = opt_duration(spec, "spec", "minRuntime", &s->min_runtime_s, err))) return rc;
+    if ((rc = opt_bool(spec, "spec", "nonPreemptible", &s->non_preemptible, err))) return rc;
     if ((o = field(spec, "template"))) {
         if (!json_object_is_type(o, json_type_object))
             return aiq_field_err(err, "spec.template",
@@ -495,7 +522,12 @@ out_deinit:
 
 static const char *const policy_fields[] = {"formula", "levels", "backfill",
                                             "placement", "starvation", "fairShare",
-                                            "active", NULL};
+                                            "active", "preemption", "elastic", NULL};
+static const char *const preemption_fields[] = {"lowerLevels", "withinLevel", "reclaimBorrowed",
+                                                "minRuntime", "maxJobMinRuntime",
+                                                "maxPerJobPerHour", NULL};
+static const char *const within_fields[] = {"scoreMargin", NULL};
+static const char *const elastic_fields[] = {"grow", NULL};
 static const char *const level_fields[] = {"name", "when", NULL};
 static const char *const starvation_fields[] = {"after", "promoteTo", NULL};
 static const char *const fairshare_fields[] = {"halfLife", NULL};
@@ -569,6 +601,33 @@ static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
         return rc;
     if (o && (rc = opt_duration(o, path, "halfLife", &s->fairshare_half_life_s, err)))
         return rc;
+    if ((rc = opt_object(spec, "spec", "preemption", preemption_fields, &o, path, err)))
+        return rc;
+    if (o) {
+        json_object *w;
+        char wp[PATH_CAP];
+        if ((rc = opt_bool(o, path, "lowerLevels", &s->preempt_lower_levels, err))) return rc;
+        if ((rc = opt_object(o, path, "withinLevel", within_fields, &w, wp, err))) return rc;
+        if (w) {
+            s->preempt_within_level = true;
+            if ((rc = opt_num(w, wp, "scoreMargin", &s->preempt_score_margin, err))) return rc;
+        }
+        bool reclaim = true;
+        if ((rc = opt_bool(o, path, "reclaimBorrowed", &reclaim, err))) return rc;
+        s->preempt_no_reclaim = !reclaim;
+        if ((rc = opt_duration(o, path, "minRuntime", &s->preempt_min_runtime_s, err))) return rc;
+        if ((rc = opt_duration(o, path, "maxJobMinRuntime", &s->preempt_max_job_min_runtime_s,
+                               err)))
+            return rc;
+        if ((rc = opt_i32(o, path, "maxPerJobPerHour", 0, 1000, &s->preempt_max_per_hour, err)))
+            return rc;
+    }
+    if ((rc = opt_object(spec, "spec", "elastic", elastic_fields, &o, path, err))) return rc;
+    if (o) {
+        bool grow = true;
+        if ((rc = opt_bool(o, path, "grow", &grow, err))) return rc;
+        s->elastic_no_grow = !grow;
+    }
     return opt_bool(spec, "spec", "active", &s->active, err);
 }
 
@@ -579,6 +638,7 @@ aiq_rc aiq_policy_from_json(json_object *obj, struct aiq_policy *out, aiq_err *e
     memset(out, 0, sizeof *out);
     memset(&p, 0, sizeof p);
     p.spec.fairshare_half_life_s = DEFAULT_HALF_LIFE_S;
+    p.spec.preempt_max_job_min_runtime_s = DEFAULT_MAX_JOB_MIN_RUNTIME_S;
     if ((rc = decode_top(obj, AIQ_KIND_QUEUEPOLICY, &spec, err))) goto out_deinit;
     if ((rc = decode_meta(obj, false, &p.meta, err))) goto out_deinit;
     if (spec && (rc = decode_policy_spec(spec, &p.spec, err))) goto out_deinit;
@@ -593,7 +653,8 @@ out_deinit:
 /* ---- Group ------------------------------------------------------------ */
 
 static const char *const group_fields[] = {"level", "namespaces", "quota", "budget",
-                                           "members", "shares", NULL};
+                                           "members", "shares", "cohort", "borrowingLimit",
+                                           "lendingLimit", NULL};
 static const char *const member_fields[] = {"user", "level", NULL};
 
 static aiq_rc decode_group_spec(json_object *spec, struct aiq_group_spec *s,
@@ -635,7 +696,10 @@ static aiq_rc decode_group_spec(json_object *spec, struct aiq_group_spec *s,
                 return rc;
         }
     }
-    return opt_num(spec, "spec", "shares", &s->shares, err);
+    if ((rc = opt_num(spec, "spec", "shares", &s->shares, err))) return rc;
+    if ((rc = opt_str(spec, "spec", "cohort", 63, &s->cohort, err))) return rc;
+    if ((rc = decode_quota_key(spec, "borrowingLimit", &s->borrowing_limit, err))) return rc;
+    return decode_quota_key(spec, "lendingLimit", &s->lending_limit, err);
 }
 
 aiq_rc aiq_group_from_json(json_object *obj, struct aiq_group *out, aiq_err *err) {
@@ -645,6 +709,8 @@ aiq_rc aiq_group_from_json(json_object *obj, struct aiq_group *out, aiq_err *err
     memset(out, 0, sizeof *out);
     memset(&g, 0, sizeof g);
     aiq_quota_unlimited(&g.spec.quota);
+    aiq_quota_unlimited(&g.spec.borrowing_limit);
+    aiq_quota_unlimited(&g.spec.lending_limit);
     g.spec.budget.gpu_hours = -1;
     g.spec.budget.window_s = DEFAULT_WINDOW_S;
     if ((rc = decode_top(obj, AIQ_KIND_GROUP, &spec, err))) goto out_deinit;

@@ -18,6 +18,10 @@ struct oppolicy {
     double starvation_after_s;
     int promote_to;
     double half_life_s;
+    /* preemption and elastic growth, as q_policy wants them */
+    bool preempt_lower, preempt_within, no_reclaim, no_grow;
+    double preempt_margin, min_runtime_s, max_job_min_runtime_s;
+    int max_per_hour;
 };
 
 /* Frees a compiled policy; see policy_adapter.h. */
@@ -95,6 +99,14 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
     op->starvation_after_s = p->spec.starvation_after_s;
     op->half_life_s = p->spec.fairshare_half_life_s > 0
                           ? p->spec.fairshare_half_life_s : 7 * 86400.0;
+    op->preempt_lower = p->spec.preempt_lower_levels;
+    op->preempt_within = p->spec.preempt_within_level;
+    op->preempt_margin = p->spec.preempt_score_margin;
+    op->no_reclaim = p->spec.preempt_no_reclaim;
+    op->min_runtime_s = p->spec.preempt_min_runtime_s;
+    op->max_job_min_runtime_s = p->spec.preempt_max_job_min_runtime_s;
+    op->max_per_hour = p->spec.preempt_max_per_hour;
+    op->no_grow = p->spec.elastic_no_grow;
     return op;
 fail:
     oppolicy_free(op);
@@ -146,6 +158,14 @@ void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp) {
     qp->starvation_after_s = p->starvation_after_s;
     qp->promote_to = p->promote_to;
     qp->rescore_interval_s = 0;
+    qp->preempt_lower = p->preempt_lower;
+    qp->preempt_within = p->preempt_within;
+    qp->preempt_margin = p->preempt_margin;
+    qp->no_reclaim = p->no_reclaim;
+    qp->min_runtime_s = p->min_runtime_s;
+    qp->max_job_min_runtime_s = p->max_job_min_runtime_s;
+    qp->max_preemptions_per_hour = p->max_per_hour;
+    qp->no_grow = p->no_grow;
 }
 
 /* Explains a score; see policy_adapter.h. */

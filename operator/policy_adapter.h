@@ -35,7 +35,8 @@ void oppolicy_free(oppolicy *p);
 /* Fills *sc with p as the queue's scorer (p must outlive its use). */
 void oppolicy_scorer(oppolicy *p, q_scorer *sc);
 
-/* Fills *qp with p's levels, backfill, placement and starvation rule
+/* Fills *qp with p's levels, backfill, placement, starvation rule, preemption
+ * rules and elastic growth
  * (names borrowed from p). */
 void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp);
 

@@ -370,6 +370,12 @@ typedef enum {
     STORE_EV_JOB_START,        /* all of a gang's pods run: {"uid","attempt","started"} */
     STORE_EV_JOB_REQUEUE,      /* gang down, back in the queue: {"uid","attempt",
                                   "queued","backoff_until","reason"} */
+    STORE_EV_JOB_PREEMPTED,    /* a victim's pods are gone, it is back in the
+                                  queue (same attempt): {"uid","queued",
+                                  "preemptions","attained_gpu_hours"} */
+    STORE_EV_JOB_RESIZED,      /* an elastic job's new size is in effect
+                                  (grown pods placed, shrunk ones gone):
+                                  {"uid","replicas"} */
     STORE_EV__NKINDS
 } store_event_kind;
 
@@ -387,7 +393,7 @@ struct store_decision {
     int64_t cycle;
     double t;
     const char *job_uid;
-    const char *action;        /* "admit", "wait", "reject", "preempt" ... */
+    const char *action;        /* "admit", "wait", "reject", "preempt", "resize" */
     int32_t level;
     int32_t position;
     double score;

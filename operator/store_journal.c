@@ -1,5 +1,6 @@
 /* store_journal.c -- the decision journal: input events (arrivals,
- * departures, starts, requeues, node, quota and policy changes) and per-cycle decisions,
+ * departures, starts, requeues, preemptions and resizes taking effect,
+ * node, quota and policy changes) and per-cycle decisions,
  * their export as JSON lines for offline replay, and retention. */
 #include "operator/store_int.h"
 
@@ -16,6 +17,8 @@ static const char *const store_event_names[STORE_EV__NKINDS] = {
     [STORE_EV_POLICY] = "policy",
     [STORE_EV_JOB_START] = "job_start",
     [STORE_EV_JOB_REQUEUE] = "job_requeue",
+    [STORE_EV_JOB_PREEMPTED] = "job_preempted",
+    [STORE_EV_JOB_RESIZED] = "job_resized",
 };
 
 /* See store.h. */

@@ -41,7 +41,7 @@ static void req_of(const struct q_job *j, int32_t dom, int32_t model, q__req *r)
     memset(r, 0, sizeof *r);
     r->dom = dom;
     r->model = model;
-    r->replicas = j->replicas;
+    r->replicas = q__size(j);
     r->gpus = j->gpus;
     r->gmem = j->gpu_memory_mib;
     r->cpu = j->cpu_milli;
@@ -65,9 +65,15 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
     if (nl < 1 || nl > AIQ_MAX_LEVELS)
         return aiq_err_field(err, AIQ_EINVAL, "policy.nlevels", "policy.nlevels: must be 1..%d, got %d",
                              AIQ_MAX_LEVELS, nl), -1;
+    for (int g = 0; g < in->ngroups; g++)
+        if (in->groups[g].cohort < 0 || in->groups[g].cohort > in->ngroups)
+            return aiq_err_field(err, AIQ_EINVAL, "groups[].cohort", "groups[%d] (%s): cohort must be 0..%d, got %d",
+                                 g, in->groups[g].name ? in->groups[g].name : "?", in->ngroups,
+                                 in->groups[g].cohort), -1;
     if (Q_GROW(st, st->runl, st->cap_runl, (size_t)in->njobs + 1))
         return aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory"), -1;
     st->nrunl = 0;
+    st->any_term = st->any_elastic = false;
     for (int i = 0; i < in->njobs; i++) {
         const struct q_job *j = &in->jobs[i];
         if (j->state == Q_JOB_PENDING) continue;
@@ -87,6 +93,16 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
                                  "jobs[%d] (%s): running with %d replicas needs that many placements",
                                  i, j->key ? j->key : "?", j->replicas), -1;
+        if (j->stopping < 0 || j->stopping >= j->replicas ||
+            (j->max_replicas > 0 && (j->max_replicas > AIQ_MAX_REPLICAS || j->replicas > j->max_replicas ||
+                                     j->min_replicas < 0)))
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].replicas",
+                                 "jobs[%d] (%s): running with %d replicas (%d stopping) outside "
+                                 "its range %d..%d", i, j->key ? j->key : "?", j->replicas,
+                                 j->stopping, j->min_replicas, j->max_replicas), -1;
+        st->any_term |= j->terminating || j->stopping > 0;
+        st->any_elastic |= j->max_replicas > 0 && !j->non_preemptible && !j->terminating &&
+                           (j->replicas - j->stopping > q__min_size(j) || j->replicas < j->max_replicas);
         for (int k = 0; k < j->replicas; k++) {
             const struct q_place *p = &j->placement[k];
             int ng = p->node >= 0 && p->node < in->nnodes ? in->nodes[p->node].ngpus : -1;
@@ -139,6 +155,10 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
     int nh = 0;
     for (int k = 0; k < st->nrunl; k++) {
         const struct q_job *j = &in->jobs[st->runl[k]];
+        /* Jobs being stopped (or chosen as victims) free their room for
+         * whoever preempts them, not for the head: never released here. */
+        if (j->terminating || j->stopping > 0 || (st->rinf_on && st->rinf[k].size != j->replicas))
+            continue;
         if (j->end_time > 0) st->heap[nh++] = (q__ev){j->end_time, st->runl[k], -1, 0};
     }
     for (int k = 0; k < st->nadmitted; k++) {
@@ -162,7 +182,7 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
             const struct q_place *pl = e.aux < 0 ? j->placement : &st->places[e.aux];
             q__req jr;
             req_of(j, -1, -1, &jr);
-            for (int k = 0; k < j->replicas; k++) {
+            for (int k = 0; k < jr.replicas; k++) {
                 q__release(f, &pl[k], &jr);
                 if (!st->touched[pl[k].node]) {
                     st->touched[pl[k].node] = 1;
@@ -202,7 +222,7 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
         const q__node *n = &st->ns.n[i];
         if (!n->sched) continue;
         for (int g = 0; g < n->ngpus; g++) {
-            if ((n->res_mask >> g) & 1u) continue;
+            if (((n->res_mask | n->cl_mask) >> g) & 1u) continue;
             int64_t fr = n->tot[g] - n->used[g];
             if (fr > st->dgmax[n->dom]) st->dgmax[n->dom] = fr;
             st->dgfree[n->dom] += n->used[g] == 0;
@@ -231,13 +251,14 @@ static bool avoid_room(const q_state *st, const q__req *r) {
 }
 
 static void admit(q_state *st, const struct q_input *in, q__orec *o, int k,
-                  struct q_result *r, int off) {
+                  struct q_result *r, int off, const q__req *req) {
     r->decision = Q_DEC_ADMIT;
     r->reason = Q_R_NONE;
     r->place_off = off;
-    r->nplace = o->replicas;
+    r->nplace = (int16_t)o->replicas;
     r->eta = in->now;
     q__quota_commit(st, in, o);
+    q__soon_admit(st, off, req);
     st->admitted[st->nadmitted++] = k;
     st->epoch++; /* capacity changed: cached "fits" answers are stale */
 }
@@ -261,7 +282,7 @@ static void store_result(struct q_result *dst, const struct q_result *src) {
 /* Decides every job in queue order. Results are built in a local struct
  * and stored once, so the walk streams through the order records and only
  * writes each job's result line. */
-static int walk(q_state *st, const struct q_input *in, int *head_out,
+static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *head_out,
                 double *t_res_out) {
     bool backfill = in->policy.backfill == AIQ_BACKFILL_EASY;
     bool spread = in->policy.placement == AIQ_PLACE_SPREAD;
@@ -308,7 +329,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
                 o->dom = req.dom = q__resolve(&st->doms, in->jobs[j].domain);
                 o->model = req.model = q__resolve(&st->models, in->jobs[j].gpu_model);
             }
-            if (q__quota_reject(in, o, r) || q__reject_check(st, &req, r)) {
+            if (q__quota_reject(st, in, o, r) || q__reject_check(st, &req, r)) {
                 r->decision = Q_DEC_REJECT;
                 goto next;
             }
@@ -323,7 +344,16 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         r->pos_level = ++poslvl;
         r->decision = Q_DEC_WAIT;
         if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) {
-            st->any_quota_wait |= r->reason == Q_R_QUOTA;
+            /* Quota that victims (or jobs being stopped) give back: only
+             * before the head, like every preemption. */
+            if (st->room_any && head < 0 && (r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW)) {
+                struct q_result keep = *r;
+                int rc = q__make_room(st, in, sc, o, &req, spread, r);
+                if (rc < 0) return -1;
+                if (rc == 1) goto next;
+                *r = keep;
+            }
+            st->any_quota_wait |= r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW;
             goto next;
         }
         if (head >= 0) {
@@ -351,7 +381,7 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
             int rc = shortjob || avoid_room(st, &req) ? q__place(st, &st->ns, &req, !shortjob, spread) : 0;
             if (rc < 0) return -1;
             if (rc == 1) {
-                admit(st, in, o, k, r, off);
+                admit(st, in, o, k, r, off, &req);
                 r->backfilled = true;
                 r->blocker = -1;
                 goto next;
@@ -369,8 +399,13 @@ static int walk(q_state *st, const struct q_input *in, int *head_out,
         int rc = q__place(st, &st->ns, &req, false, spread);
         if (rc < 0) return -1;
         if (rc == 1) {
-            admit(st, in, o, k, r, off);
+            admit(st, in, o, k, r, off, &req);
             goto next;
+        }
+        if (st->room_any) {
+            rc = q__make_room(st, in, sc, o, &req, spread, r);
+            if (rc < 0) return -1;
+            if (rc == 1) goto next;
         }
         head = j;
         r->reason = Q_R_CAPACITY;
@@ -449,9 +484,11 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     if (st->eta_lazy && Q_GROW(st, st->kof, st->cap_kof, (size_t)in->njobs + 1)) goto out_oom;
     st->nplaces = 0;
     q__memo_clear(st);
+    q__room_scan(st, in);
     int head = -1;
     double t_res = 0;
-    if (walk(st, in, &head, &t_res)) goto out_oom;
+    if (walk(st, in, sc, &head, &t_res)) goto out_oom;
+    if (q__grow_jobs(st, in, sc, in->policy.placement == AIQ_PLACE_SPREAD)) goto out_oom;
     if (q__eta_run(st, in, head, t_res)) goto out_oom;
     /* Eager: scatter the results to job indexes, one store per job (lazy:
      * the walk stored them in place). Running jobs get an empty result. */
@@ -468,6 +505,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
 #if defined(__SSE2__)
     _mm_sfence();
 #endif
+    q__actions_results(st);
     out->njobs = in->njobs;
     out->res = st->res;
     out->order = st->order;
@@ -477,6 +515,9 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     out->reserved_job = head;
     out->reserved_time = head >= 0 ? t_res : 0;
     out->nscored = nscored;
+    out->actions = st->acts;
+    out->nactions = st->nacts;
+    out->nsearched = st->nsearch;
     st->out_valid = true;
     return AIQ_OK;
 out_oom:

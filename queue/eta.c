@@ -12,7 +12,7 @@
 
 static int64_t units(const struct q_job *j) {
     int64_t u = j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
-    return u * j->replicas;
+    return u * q__size(j);
 }
 
 typedef struct {
@@ -209,6 +209,18 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
         }
         if (why == Q_R_BUDGET) {
             r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
+            continue;
+        }
+        /* Room is being made for it: it starts once the jobs it waits for
+         * are gone (a grace period the queue does not know). Waiting for
+         * a cohort to have quota to lend: unknown. Neither takes part in
+         * the capacity simulation. */
+        if (why == Q_R_PREEMPTING) {
+            r->eta = t;
+            continue;
+        }
+        if (why == Q_R_BORROW) {
+            r->eta = 0;
             continue;
         }
         int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));

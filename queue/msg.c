@@ -21,6 +21,8 @@ const char *q_decision_name(q_decision d) {
     case Q_DEC_ADMIT: return "admit";
     case Q_DEC_WAIT: return "wait";
     case Q_DEC_REJECT: return "reject";
+    case Q_DEC_PREEMPT: return "preempt";
+    case Q_DEC_RESIZE: return "resize";
     default: return "none";
     }
 }
@@ -32,7 +34,10 @@ const char *q_reason_name(q_reason r) {
         [Q_R_NO_NODE] = "no-node", [Q_R_NODE_TOO_SMALL] = "node-too-small",
         [Q_R_GANG_TOO_BIG] = "gang-too-big", [Q_R_OVER_QUOTA] = "over-quota",
         [Q_R_OVER_BUDGET] = "over-budget", [Q_R_INVALID] = "invalid",
-        [Q_R_SCORE_ERROR] = "score-error",
+        [Q_R_SCORE_ERROR] = "score-error", [Q_R_PREEMPTING] = "preempting",
+        [Q_R_BORROW] = "borrow", [Q_R_PREEMPTED] = "preempted",
+        [Q_R_PREEMPTED_SCORE] = "preempted-score", [Q_R_RECLAIMED] = "reclaimed",
+        [Q_R_SHRUNK] = "shrunk", [Q_R_GROWN] = "grown",
     };
     if ((int)r < 0 || r >= Q__NREASONS) return "unknown";
     return names[r];
@@ -114,6 +119,60 @@ static const char *const bad_fields[] = {
     "metadata.name is missing",
 };
 
+static const char *job_key(const struct q_input *in, int j) {
+    return j >= 0 && j < in->njobs ? nz(in->jobs[j].key, "?") : "?";
+}
+
+/* The jobs being stopped or shrunk for job j this cycle: "a, b, c". */
+static int list_for(wr *w, const struct q_input *in, const q_output *out, int j) {
+    int n = 0;
+    for (int i = 0; i < out->nactions; i++) {
+        const struct q_action *a = &out->actions[i];
+        if (a->for_job != j || a->kind == Q_ACT_GROW) continue;
+        if (n < 3) put(w, "%s%s", n ? ", " : "", job_key(in, a->job));
+        n++;
+    }
+    if (n > 3) put(w, ", ... (%d in all)", n);
+    return n;
+}
+
+/* The message of a running job the cycle acted on. */
+static void running_message(wr *w, const struct q_input *in, const q_output *out, int j,
+                            const struct q_result *r) {
+    const struct q_job *job = &in->jobs[j];
+    const char *by = job_key(in, r->blocker);
+    char lb[32], lb2[32];
+    switch ((q_reason)r->reason) {
+    case Q_R_PREEMPTED:
+        put(w, "preempted by %s (level %s over level %s)", by,
+            r->blocker >= 0 && r->blocker < out->njobs ? level_name(in, out->res[r->blocker].level, lb, sizeof lb) : "?",
+            level_name(in, r->level, lb2, sizeof lb2));
+        break;
+    case Q_R_PREEMPTED_SCORE:
+        put(w, "preempted by %s (higher score in level %s)", by, level_name(in, r->level, lb, sizeof lb));
+        break;
+    case Q_R_RECLAIMED: {
+        const struct q_job *p = r->blocker >= 0 && r->blocker < in->njobs ? &in->jobs[r->blocker] : NULL;
+        put(w, "preempted by %s: ", by);
+        owner_name(w, in, job, 1);
+        put(w, " borrowed quota that ");
+        if (p) owner_name(w, in, p, 1);
+        else put(w, "its lender");
+        put(w, " needs back");
+        break;
+    }
+    case Q_R_SHRUNK:
+        put(w, "shrinking from %d to %d replicas for %s", job->replicas, r->nplace, by);
+        break;
+    case Q_R_GROWN:
+        put(w, "growing from %d to %d replicas into idle capacity", job->replicas, r->nplace);
+        break;
+    default:
+        put(w, "running");
+        break;
+    }
+}
+
 int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
               size_t cap) {
     wr w = {buf, cap, 0};
@@ -125,13 +184,17 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
     const struct q_result *r = &out->res[j];
     const struct q_job *job = &in->jobs[j];
     char tb[64], lb[32];
+    if (r->decision == Q_DEC_PREEMPT || r->decision == Q_DEC_RESIZE) {
+        running_message(&w, in, out, j, r);
+        return w.len;
+    }
     switch ((q_reason)r->reason) {
     case Q_R_NONE:
         if (r->decision != Q_DEC_ADMIT) {
             put(&w, "%s", job->state == Q_JOB_RUNNING ? "running" : "not scheduled");
             break;
         }
-        put(&w, "admitted: %d replica%s on ", job->replicas, job->replicas == 1 ? "" : "s");
+        put(&w, "admitted: %d replica%s on ", r->nplace, r->nplace == 1 ? "" : "s");
         for (int k = 0; k < r->nplace && k < 3; k++) {
             const struct q_place *p = &out->places[r->place_off + k];
             put(&w, "%s%s", k ? ", " : "", nz(in->nodes[p->node].name, "?"));
@@ -147,6 +210,28 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
         }
         if (r->nplace > 3) put(&w, ", ... (%d nodes listed in placement)", r->nplace);
         if (r->backfilled) put(&w, " (backfilled)");
+        for (int i = 0; i < out->nactions; i++)
+            if (out->actions[i].job == j && out->actions[i].kind == Q_ACT_GROW)
+                put(&w, " (elastic: growing to %d replicas)", out->actions[i].replicas);
+        break;
+    case Q_R_PREEMPTING:
+        if (r->inuse > 0) {
+            put(&w, "preempting to start: stopping ");
+            list_for(&w, in, out, j);
+        } else {
+            put(&w, "waiting for preempted or shrunk jobs to stop");
+        }
+        break;
+    case Q_R_BORROW:
+        put(&w, "waiting for ");
+        amount(&w, r->res, r->inuse + r->need - r->limit);
+        put(&w, " of borrowable quota in the cohort of ");
+        owner_name(&w, in, job, 1);
+        put(&w, " (lendable ");
+        quota_number(&w, r->res, r->limit);
+        put(&w, ", lent ");
+        quota_number(&w, r->res, r->inuse);
+        put(&w, ")");
         break;
     case Q_R_SUSPENDED:
         put(&w, "suspended (spec.suspend is true)");

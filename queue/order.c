@@ -39,9 +39,11 @@ static double share(int64_t inuse, int64_t lim) {
     return (double)inuse / (double)lim;
 }
 
-/* Fills f[Q_NFACTORS] for job j at the start of the cycle. */
-static void fill_factors(const q_state *st, const struct q_input *in, int j,
-                         double *f) {
+/* Fills f[Q_NFACTORS] for job j at the start of the cycle. A running
+ * job (scored to choose victims and growth) has waited 0 hours and has
+ * attained its finished runs plus this one. */
+void q__fill_factors(const q_state *st, const struct q_input *in, int j,
+                     double *f) {
     const struct q_job *job = &in->jobs[j];
     const struct q_user *u = job->user >= 0 && job->user < in->nusers ? &in->users[job->user] : NULL;
     const struct q_group *g = job->group >= 0 && job->group < in->ngroups ? &in->groups[job->group] : NULL;
@@ -56,10 +58,12 @@ static void fill_factors(const q_state *st, const struct q_input *in, int j,
     f[Q_F_JOB_REPLICAS] = job->replicas;
     f[Q_F_JOB_CPU] = (double)need.v[Q_RES_CPU] / 1000.0;
     f[Q_F_JOB_MEMORY_GIB] = (double)need.v[Q_RES_MEM] / 1073741824.0;
-    f[Q_F_WAIT_HOURS] = job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
+    bool running = job->state == Q_JOB_RUNNING;
+    double ran = running && job->started > 0 && in->now > job->started ? in->now - job->started : 0;
+    f[Q_F_WAIT_HOURS] = !running && job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
     f[Q_F_RUNTIME_ESTIMATE_HOURS] = job->est_runtime_s / 3600.0;
     f[Q_F_RUNTIME_PREDICTED_HOURS] = q__pred_runtime(job) / 3600.0;
-    f[Q_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours;
+    f[Q_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours + (double)need.v[Q_RES_GPUS] * ran / 3600.0;
     f[Q_F_USAGE_USER_GPU_HOURS] = u ? u->usage_gpu_hours : 0;
     f[Q_F_USAGE_GROUP_GPU_HOURS] = g ? g->usage_gpu_hours : 0;
     f[Q_F_FAIRSHARE_USER] = u ? u->fairshare : 1;
@@ -73,6 +77,16 @@ static void fill_factors(const q_state *st, const struct q_input *in, int j,
     f[Q_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
     f[Q_F_BUDGET_USER_LEFT] = u ? budget_left(u->budget_gpu_hours, u->used_gpu_hours, st->ubud0[job->user]) : 1e9;
     f[Q_F_BUDGET_GROUP_LEFT] = g ? budget_left(g->budget_gpu_hours, g->used_gpu_hours, st->gbud0[job->group]) : 1e9;
+    f[Q_F_JOB_PREEMPTIONS] = job->preemptions;
+    f[Q_F_JOB_CHECKPOINTABLE] = job->checkpointable;
+    bool elastic = job->max_replicas > 0;
+    f[Q_F_JOB_MIN_REPLICAS] = elastic ? q__min_size(job) : job->replicas;
+    f[Q_F_JOB_MAX_REPLICAS] = elastic ? job->max_replicas : job->replicas;
+    f[Q_F_JOB_CURRENT_REPLICAS] = running ? job->replicas - (job->terminating ? job->replicas : job->stopping) : 0;
+    f[Q_F_JOB_RUNNING] = running;
+    f[Q_F_RUN_HOURS] = ran / 3600.0;
+    f[Q_F_QUOTA_GROUP_BORROWED_GPUS] = g && g->cohort > 0 && g->quota.gpus >= 0 && st->ggpu0[job->group] > g->quota.gpus
+                                           ? (double)(st->ggpu0[job->group] - g->quota.gpus) : 0;
 }
 
 /* See queue.h. */
@@ -83,13 +97,13 @@ void q_job_factors(const q_state *st, const struct q_input *in, int j,
         for (int k = 0; k < Q_NFACTORS; k++) f[k] = 0;
         return;
     }
-    fill_factors(st, in, j, f);
+    q__fill_factors(st, in, j, f);
 }
 
 static void score_job(const q_state *st, const struct q_input *in,
                       const q_scorer *sc, int j, q__jc *e) {
     double f[Q_NFACTORS];
-    fill_factors(st, in, j, f);
+    q__fill_factors(st, in, j, f);
     int nl = in->policy.nlevels;
     e->score_failed = false;
     e->score = in->jobs[j].priority;
@@ -198,7 +212,11 @@ enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
 
 static int bad_field(const struct q_input *in, const struct q_job *j) {
     if (!j->key) return Q_BAD_KEY;
-    if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS) return Q_BAD_REPLICAS;
+    if (j->max_replicas > 0 &&
+        (j->max_replicas > AIQ_MAX_REPLICAS || j->min_replicas < 0 || q__min_size(j) < 1 ||
+         q__min_size(j) > j->max_replicas))
+        return Q_BAD_REPLICAS;
+    if (q__size(j) < 1 || q__size(j) > AIQ_MAX_REPLICAS) return Q_BAD_REPLICAS;
     if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) return Q_BAD_GPUS;
     if (j->gpu_memory_mib < 0 || j->gpu_memory_mib > Q__MAX_GPU_MEM) return Q_BAD_GPU_MEM;
     if (j->cpu_milli < 0 || j->cpu_milli > Q__MAX_CPU) return Q_BAD_CPU;
@@ -221,7 +239,7 @@ static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec
     o->gmem = j->gpu_memory_mib;
     o->cpu = j->cpu_milli;
     o->mem = j->memory_bytes;
-    o->replicas = j->replicas;
+    o->replicas = q__size(j);
     o->gpus = j->gpus;
     o->user = j->user;
     o->group = j->group;
@@ -231,6 +249,7 @@ static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec
     o->suspended = j->suspended;
     o->promoted = e->promoted;
     o->score_failed = e->score_failed;
+    o->nonpre = j->non_preemptible;
 }
 
 /* rec_cmp of a against the record b with its slot replaced by bslot. */

@@ -228,17 +228,21 @@ static int fit_on(const int64_t *tot, const int64_t *used, int ngpus,
 int q__node_fit(const q__node *n, const q__req *r, bool avoid) {
     if (!n->sched) return 0;
     if (r->model >= 0 && n->model != r->model) return 0;
+    /* Claims of preempting jobs are never available; the backfill
+     * reservation only when avoided. */
     if (avoid)
-        return fit_on(n->tot, n->used, n->ngpus, n->res_mask,
-                      n->cpu_free - n->res_cpu, n->mem_free - n->res_mem, r);
-    return fit_on(n->tot, n->used, n->ngpus, 0, n->cpu_free, n->mem_free, r);
+        return fit_on(n->tot, n->used, n->ngpus, n->res_mask | n->cl_mask,
+                      n->cpu_free - n->res_cpu - n->cl_cpu,
+                      n->mem_free - n->res_mem - n->cl_mem, r);
+    return fit_on(n->tot, n->used, n->ngpus, n->cl_mask, n->cpu_free - n->cl_cpu,
+                  n->mem_free - n->cl_mem, r);
 }
 
 /* Takes one replica of r on node i (the caller checked the fit). */
 static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
                  bool spread, struct q_place *p) {
     q__node *n = &ns->n[i];
-    uint32_t ex = avoid ? n->res_mask : 0;
+    uint32_t ex = (avoid ? n->res_mask : 0) | n->cl_mask;
     p->node = i;
     p->gpu_mask = 0;
     p->gpu_mem_mib = r->gmem;
@@ -289,6 +293,18 @@ void q__release(q__nodeset *ns, const struct q_place *p, const q__req *r) {
     }
     n->cpu_free += r->cpu;
     n->mem_free += r->mem;
+    rebucket(ns, (int)(n - ns->n));
+}
+
+void q__occupy(q__nodeset *ns, const struct q_place *p, const q__req *r) {
+    q__node *n = &ns->n[p->node];
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!((p->gpu_mask >> g) & 1u)) continue;
+        if (r->gpus > 0) n->used[g] = n->tot[g];
+        else if ((n->used[g] += p->gpu_mem_mib) > n->tot[g]) n->used[g] = n->tot[g];
+    }
+    n->cpu_free -= r->cpu;
+    n->mem_free -= r->mem;
     rebucket(ns, (int)(n - ns->n));
 }
 

@@ -32,6 +32,11 @@ typedef struct q__node {
     int64_t cpu_free, mem_free;
     int64_t res_cpu, res_mem;   /* held for the backfill reservation */
     uint32_t res_mask;          /* GPUs held for the reservation */
+    /* Claimed by jobs that preempt (preempt.c): what they will take of
+     * the room free now, so later jobs of the walk leave it alone. Always
+     * excluded from fits, unlike the reservation. */
+    uint32_t cl_mask;
+    int64_t cl_cpu, cl_mem;
     int32_t ngpus, nfree, dom, model;
     int32_t prev, next, bucket; /* bucket -1: in no list */
     bool sched;
@@ -100,6 +105,7 @@ typedef struct q__orec {
     uint64_t fit_key;   /* == st->fit_key: known not to be rejected */
     int8_t bad;         /* invalid field code, -1 = valid */
     uint8_t suspended, promoted, score_failed;
+    uint8_t nonpre;     /* non-preemptible: may not borrow */
 } q__orec;
 
 /* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so
@@ -111,6 +117,47 @@ typedef struct q__memo_key {
     int32_t used;      /* 0 empty, 1 known to fail, 2 fits at `epoch` */
     uint32_t epoch;
 } q__memo_key;
+
+/* A job's size as the queue counts it: a running job holds `replicas`; a
+ * pending elastic job starts as a gang of its minimum. */
+static inline int q__min_size(const struct q_job *j) {
+    return j->min_replicas > 0 ? j->min_replicas : j->replicas;
+}
+static inline int q__size(const struct q_job *j) {
+    return j->state == Q_JOB_PENDING && j->max_replicas > 0 ? q__min_size(j) : j->replicas;
+}
+
+/* Per running job (indexed like st->runl), filled when this cycle needs to
+ * make room or grow (preempt.c). */
+typedef struct q__rinf {
+    double score;
+    int32_t level;
+    int32_t size;       /* replicas after this cycle's shrink or growth */
+    int32_t live;       /* soon set: replicas not released there */
+    int32_t by;         /* the job it was preempted or shrunk for, -1 */
+    uint8_t reason;     /* q_reason of its action */
+    uint8_t victim;     /* preempted this cycle */
+    uint8_t prot;       /* protected from whole preemption */
+    uint8_t scored;
+} q__rinf;
+
+/* A way to make room: a whole gang (rep -1) or one replica of an elastic
+ * job above its minimum (rep = its index, taken from the top). */
+typedef struct q__cand {
+    double lost;        /* GPU-hours of work it would lose */
+    int64_t gpus;       /* GPUs it frees */
+    int32_t k;          /* index into st->runl */
+    int32_t rep;
+    int32_t level;
+    int32_t nrel;       /* replicas released (to put them back) */
+    uint8_t why;        /* q_reason for the victim */
+    uint8_t on;         /* released in the soon set right now */
+} q__cand;
+
+/* Bounds of the victim search (docs/queue.md, "Preemption"). */
+#define Q__MAX_SEARCH 16      /* victim searches per cycle */
+#define Q__MAX_CAND 256       /* cheapest candidates a gang's search weighs */
+#define Q__MAX_GROW 256       /* replicas added by growth per cycle */
 
 struct q_state {
     struct q_alloc a;
@@ -178,6 +225,27 @@ struct q_state {
      * where free memory only shrinks). */
     int64_t *dgmax; size_t cap_dgmax;
     int64_t *dgfree; size_t cap_dgfree; /* same: wholly free GPUs, not held */
+    /* Preemption and elastic jobs (preempt.c, grow.c). */
+    bool any_term;      /* some running job is terminating or stopping */
+    bool any_elastic;   /* some running job could shrink or grow */
+    bool any_cohort;    /* some group borrows or lends */
+    bool room_any;      /* this cycle may search for room at all */
+    bool rinf_on;       /* rinf/rof are filled for this cycle */
+    bool rscored;       /* running jobs are scored this cycle */
+    bool soon_on;       /* the soon set exists this cycle */
+    int nsoon_rel;      /* releases in the soon set (terminating, victims) */
+    int nsearch;        /* victim searches this cycle */
+    q__nodeset soon;    /* the nodes once terminating jobs and victims left */
+    q__rinf *rinf; size_t cap_rinf;
+    q__res *uadj, *gadj; size_t cap_uadj, cap_gadj; /* quota that will go */
+    int ncoh;                          /* cohorts 1..ncoh-1 */
+    q__res *ccap, *cnow, *csoon; size_t cap_ccap, cap_cnow, cap_csoon;
+    q__res *gguar; size_t cap_gguar;   /* per group: never-lent part, -1 */
+    q__res *gnp, *gnpadj; size_t cap_gnp, cap_gnpadj; /* non-preemptible use */
+    q__cand *cand; size_t cap_cand; int ncand;
+    int32_t *cidx; size_t cap_cidx; int ncidx; /* the candidates a search weighed */
+    struct q_action *acts; size_t cap_acts; int nacts;
+    int32_t *gcand; size_t cap_gcand;  /* growth candidates */
     bool out_valid;     /* the last cycle succeeded; q_eta may run */
     bool eta_lazy;      /* estimates go to res[] on demand */
     bool eta_started;   /* events are loaded (eta_begin ran) */
@@ -231,6 +299,9 @@ int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,
 int q__probe(q_state *st, const q__req *r, bool avoid, bool spread);
 /* Returns resources of one replica to node p->node. */
 void q__release(q__nodeset *ns, const struct q_place *p, const q__req *r);
+/* Takes the resources of one replica at placement p (the inverse of
+ * q__release; the caller knows they are free). */
+void q__occupy(q__nodeset *ns, const struct q_place *p, const q__req *r);
 /* Reject check against the cluster's node shapes. Returns 0 when some
  * domain can hold the gang, else fills res (reason, numbers) and returns 1. */
 int q__reject_check(q_state *st, const q__req *r, struct q_result *res);
@@ -252,14 +323,72 @@ int q__quota_check(q_state *st, const struct q_input *in, const q__orec *o,
                    double extra_hours_u, double extra_hours_g,
                    struct q_result *res);
 /* Rejects a job bigger than its quota or budget (returns 1). */
-int q__quota_reject(const struct q_input *in, const q__orec *o, struct q_result *res);
+int q__quota_reject(const q_state *st, const struct q_input *in, const q__orec *o,
+                    struct q_result *res);
 void q__quota_commit(q_state *st, const struct q_input *in, const q__orec *o);
+/* The same for an arbitrary amount (need, planned GPU-hours), e.g. one
+ * replica of a growing job. */
+void q__quota_add(q_state *st, const struct q_input *in, int user, int group,
+                  const q__res *need, double hours, bool nonpre);
+/* Quota check against the soon state: usage that is going away (st->uadj,
+ * st->gadj) does not count. Budgets as in q__quota_check. */
+int q__quota_check_soon(q_state *st, const struct q_input *in, const q__orec *o,
+                        struct q_result *res);
+/* Quota check for `need` on behalf of user/group (now state), e.g. one
+ * more replica; nonpre: the job may not borrow. 0 = fits. nonpre in
+ * q__quota_add/adj: the amount is a non-preemptible job's (cohort groups
+ * keep those within their quota). */
+int q__quota_fits(q_state *st, const struct q_input *in, int user, int group,
+                  const q__res *need, double hours, bool nonpre);
+/* Moves `need` of user/group into (sign +1) or out of (-1) the usage that
+ * goes away in the soon state, keeping the cohorts' soon totals. */
+void q__quota_adj(q_state *st, const struct q_input *in, int user, int group,
+                  const q__res *need, int sign, bool nonpre);
+/* 1 when group g (soon state) is within its quota with need added in
+ * every borrowable resource; 1 when it has no cohort. */
+int q__within_nominal(const q_state *st, const struct q_input *in, int g,
+                      const q__res *need);
+/* 1 when group g (soon state) uses more than its quota in some
+ * borrowable resource. */
+int q__borrowing(const q_state *st, const struct q_input *in, int g);
+/* A job's need for `replicas` replicas (jobs: 1 when whole). */
+void q__need_n(const struct q_job *j, int replicas, bool whole, q__res *need);
 
 /* ---- order.c ------------------------------------------------------------ */
 /* Matches jobs to the cache, scores what is dirty and rebuilds the order. */
 int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                     int *nscored, aiq_err *err);
 void q__cache_clear(q_state *st);
+
+/* ---- preempt.c ---------------------------------------------------------- */
+/* Scans the running jobs once per cycle (after check_input): sets
+ * any_term, any_elastic and room_any. */
+void q__room_scan(q_state *st, const struct q_input *in);
+/* For pending job o that cannot start now (no room, or its quota is
+ * full): tries to make room, first from jobs already being stopped, then
+ * by choosing victims. Returns 1 when
+ * o now waits for room made for it (res filled: Q_R_PREEMPTING), 0 when
+ * nothing can be done, -1 out of memory. */
+int q__make_room(q_state *st, const struct q_input *in, const q_scorer *sc,
+                 q__orec *o, const q__req *req, bool spread, struct q_result *res);
+/* An admission in the walk also happens in the soon set. */
+void q__soon_admit(q_state *st, int off, const q__req *r);
+/* Elastic growth after the walk (grow into idle capacity). Returns 0 or
+ * -1 out of memory. */
+int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc,
+                 bool spread);
+/* Writes the actions' results into st->res (after the scatter). */
+void q__actions_results(q_state *st);
+/* Level and score of running job runl[k], scoring it when needed. */
+void q__score_running(q_state *st, const struct q_input *in, const q_scorer *sc);
+/* Fills running-job info (rinf) for this cycle. -1 out of memory. */
+int q__rinf_init(q_state *st, const struct q_input *in);
+int q__act_push(q_state *st, const struct q_action *a);
+
+/* ---- order.c (factors) --------------------------------------------------- */
+/* Fills f[Q_NFACTORS] for job j (pending or running) at the start of the
+ * cycle. */
+void q__fill_factors(const q_state *st, const struct q_input *in, int j, double *f);
 
 /* ---- eta.c -------------------------------------------------------------- */
 /* Starts the estimate of this cycle (reserved job head at t_res). Eager:

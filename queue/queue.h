@@ -63,6 +63,16 @@ struct q_group {
     double window_end;          /* unix seconds, 0 = unknown */
     double usage_gpu_hours;     /* decayed usage (usage.group_gpu_hours) */
     double fairshare;           /* fairshare.group */
+    /* Borrowing (Kueue's cohorts). Groups with the same cohort > 0 lend
+     * each other the quota they do not use: such a group may run above
+     * its quota (by at most borrowing_limit) while the cohort has unused
+     * lendable quota, and lends at most lending_limit of its own quota.
+     * A field of -1 is unlimited (borrowing) or "all of the quota"
+     * (lending). cohort 0: no borrowing, the quota is a hard cap (both
+     * limits are then ignored). Jobs quota is never borrowed. */
+    int cohort;
+    struct aiq_quota borrowing_limit;
+    struct aiq_quota lending_limit;
 };
 
 /* A user inside one group (UserQuota + Group.members). group is an index
@@ -93,7 +103,20 @@ typedef enum {
 } q_jstate;
 
 /* One job. Pending and running jobs share the array. A running job must
- * carry `replicas` placements and its predicted end (0 = unknown). */
+ * carry `replicas` placements and its predicted end (0 = unknown).
+ *
+ * Elastic jobs (max_replicas > 0): a pending one starts as a gang of
+ * min_replicas (replicas is then ignored); a running one has `replicas`
+ * placements and may grow up to max_replicas into idle capacity or be
+ * shrunk from the top (replica indexes >= the new size) down to
+ * min_replicas. min_replicas 0 = replicas, max_replicas 0 = not elastic.
+ *
+ * Preemption: a running job named as a victim (q_output.actions) keeps
+ * its resources, quota and placement until the caller says it is gone:
+ * until then the caller passes it with terminating set (a shrink: with
+ * `stopping` top replicas being stopped, `replicas` still counting them),
+ * and the queue never counts those resources as free, only as "soon
+ * free" for the job it preempted them for. */
 struct q_job {
     const char *key;            /* "namespace/name" */
     const char *uid;            /* stable identity across cycles */
@@ -116,6 +139,19 @@ struct q_job {
     bool suspended;
     double end_time;            /* running: predicted end, 0 = unknown */
     const struct q_place *placement; /* running: `replicas` entries */
+    /* Elastic range (see above); 0 = a fixed gang of `replicas`. */
+    int min_replicas, max_replicas;
+    /* Preemption inputs; all zero for a job that never was preempted. */
+    bool checkpointable;        /* declares it checkpoints (loses little) */
+    bool non_preemptible;       /* granted by an admin: never a victim */
+    bool terminating;           /* running: being stopped (still holds all) */
+    int stopping;               /* running: top replicas being stopped */
+    int preemptions;            /* times preempted so far */
+    int preemptions_1h;         /* of those, in the hour before now */
+    double started;             /* running: start of this run, 0 = unknown */
+    double min_runtime_s;       /* protection it asks for (policy caps it) */
+    double checkpoint_interval_s; /* checkpointable: bounds the lost work;
+                                   * 0 = unknown (counted as none lost) */
 };
 
 struct q_policy {
@@ -128,6 +164,17 @@ struct q_policy {
     /* Cached scores older than this are recomputed (Slurm's
      * PriorityCalcPeriod); 0 = rescore every job every cycle. */
     double rescore_interval_s;
+    /* Preemption (docs/queue.md). All zero = never preempt (elastic
+     * shrinking and cohort reclaim still apply). */
+    bool preempt_lower;         /* a job may preempt jobs in lower levels */
+    bool preempt_within;        /* ... and in its own level when its score
+                                 * beats theirs by preempt_margin or more */
+    double preempt_margin;
+    bool no_reclaim;            /* borrowed cohort quota is not taken back */
+    double min_runtime_s;       /* nobody is preempted before running this */
+    double max_job_min_runtime_s; /* cap of a job's own min_runtime_s */
+    int max_preemptions_per_hour; /* per job; 0 = no limit */
+    bool no_grow;               /* elastic jobs never grow */
 };
 
 struct q_input {
@@ -145,6 +192,12 @@ struct q_input {
      * for it (or for a job behind it in the queue order). Decisions,
      * positions and every other field are the same either way. */
     bool lazy_eta;
+    /* The caller carries out q_output.actions (stops victims, resizes
+     * elastic jobs) and passes jobs being stopped back as terminating /
+     * stopping. Without it the cycle never preempts, shrinks, grows or
+     * reclaims, whatever the policy says: a job would otherwise wait for
+     * victims nobody stops. */
+    bool actions_on;
 };
 
 /* Score and level for one factor vector. Both return 0 on success; a
@@ -158,10 +211,12 @@ typedef struct q_scorer {
 /* ---- output ---------------------------------------------------------- */
 
 typedef enum {
-    Q_DEC_NONE = 0,   /* not a pending job */
+    Q_DEC_NONE = 0,   /* not a pending job, or a running one left alone */
     Q_DEC_ADMIT,
     Q_DEC_WAIT,
     Q_DEC_REJECT,
+    Q_DEC_PREEMPT,    /* running: stop it (whole gang) for res.blocker */
+    Q_DEC_RESIZE,     /* running: new size res.nplace (shrink or grow) */
 } q_decision;
 
 typedef enum {
@@ -179,6 +234,15 @@ typedef enum {
     Q_R_INVALID,        /* reject: the job's fields are out of range */
     Q_R_SCORE_ERROR,    /* never decided by the queue (see score_failed);
                          * free for callers' own bookkeeping */
+    Q_R_PREEMPTING,     /* wait: jobs are being stopped to make room
+                         * for it (inuse: how many this cycle) */
+    Q_R_BORROW,         /* wait: its cohort has no quota left to lend
+                         * (need, limit = lendable, inuse = lent) */
+    Q_R_PREEMPTED,      /* running, preempt: by a job of a higher level */
+    Q_R_PREEMPTED_SCORE,/* running, preempt: same level, score margin */
+    Q_R_RECLAIMED,      /* running, preempt: its group borrowed the quota */
+    Q_R_SHRUNK,         /* running, resize: elastic, made smaller */
+    Q_R_GROWN,          /* running or admitted, resize: elastic growth */
     Q__NREASONS
 } q_reason;
 
@@ -221,6 +285,29 @@ struct q_result {
     bool backfilled : 1;   /* admitted past a reserved head job */
 };
 
+/* What the caller must do to a running job (or one admitted this cycle,
+ * for growth). Every cycle lists its actions in a fixed order: shrinks and
+ * preemptions in the order of the jobs they make room for, then growth.
+ *   Q_ACT_PREEMPT  stop the whole gang gracefully (for_job, reason); the
+ *                  job goes back to the queue keeping its attained
+ *                  service; it does not count against backoffLimit.
+ *                  Until its pods are gone pass it with terminating.
+ *   Q_ACT_SHRINK   stop replicas [replicas, old size) gracefully; until
+ *                  they are gone pass `stopping` = how many are left.
+ *   Q_ACT_GROW     start replicas [old size, replicas) at the nplace
+ *                  placements from place_off in q_output.places. */
+typedef enum { Q_ACT_PREEMPT = 1, Q_ACT_SHRINK, Q_ACT_GROW } q_act_kind;
+
+struct q_action {
+    int32_t job;        /* index into q_input.jobs */
+    int32_t for_job;    /* pending job the room is for; -1 (growth) */
+    int32_t replicas;   /* shrink/grow: the new size; preempt: 0 */
+    int32_t place_off;  /* grow: first new placement */
+    int32_t nplace;     /* grow: new placements (= replicas - old size) */
+    uint8_t kind;       /* q_act_kind */
+    uint8_t reason;     /* q_reason: Q_R_PREEMPTED ... Q_R_GROWN */
+};
+
 /* Per-cycle output; arrays belong to the q_state and stay valid until the
  * next q_cycle_run on that state or q_state_free. */
 typedef struct q_output {
@@ -233,6 +320,9 @@ typedef struct q_output {
     int reserved_job;            /* backfill head with a reservation, -1 */
     double reserved_time;        /* its reserved start */
     int nscored;                 /* scorer calls this cycle (incremental) */
+    const struct q_action *actions; /* preemptions and resizes, see above */
+    int nactions;
+    int nsearched;               /* victim searches this cycle (bounded) */
 } q_output;
 
 /* ---- API ------------------------------------------------------------- */
@@ -286,7 +376,9 @@ aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
 /* Fills f[Q_NFACTORS] with the factor values job j of in was scored with
  * in st's latest cycle: the same function the cycle uses, reading the
  * start-of-cycle accounting it kept (GPUs in use, committed budget, free
- * GPUs) rather than the walk's running totals. Exact for every
+ * GPUs) rather than the walk's running totals. A running job gets the
+ * vector it is ranked with to choose victims and growth (waited 0 hours,
+ * attained service including this run, job.running 1). Exact for every
  * job scored in that cycle, which is every job when
  * policy.rescore_interval_s is 0; with a rescore interval, a job whose
  * cached score is older sees today's values instead. in must be the input

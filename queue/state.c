@@ -221,8 +221,8 @@ void q_state_free(q_state *st) {
     q__free(st, st->order);
     q__free(st, st->ord);
     q__free(st, st->ord2);
-    q__nodeset *sets[2] = {&st->ns, &st->fut};
-    for (int i = 0; i < 2; i++) {
+    q__nodeset *sets[3] = {&st->ns, &st->fut, &st->soon};
+    for (int i = 0; i < 3; i++) {
         q__free(st, sets[i]->n);
         q__free(st, sets[i]->head);
         q__free(st, sets[i]->dom_free);
@@ -233,7 +233,9 @@ void q_state_free(q_state *st) {
                     st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->pfx[0], st->pfx[1],
                     st->rel[0], st->rel[1], st->rel_end[0], st->rel_end[1],
                     st->seg[0], st->seg[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
-                    st->ugpu0, st->ggpu0, st->ubud0, st->gbud0};
+                    st->ugpu0, st->ggpu0, st->ubud0, st->gbud0, st->rinf, st->uadj,
+                    st->gadj, st->ccap, st->cnow, st->csoon, st->gguar, st->cand,
+                    st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
     for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);

@@ -37,6 +37,18 @@ struct sim_script {
     const double *cycle_t;   /* ascending, absolute */
     int ncycles;
     const double *depart_t;  /* per trace job, absolute; <= 0 = never */
+    /* When preemptions and shrinks took effect (victims gone, stopped
+     * replicas gone), ascending by t. */
+    const struct sim_stop *stops;
+    int nstops;
+};
+
+/* A preempted job gone (replicas < 0) or an elastic job's new size in
+ * effect, from the journal's job_preempted / job_resized events. */
+struct sim_stop {
+    double t;
+    int job;                 /* trace index */
+    int replicas;            /* new size; -1 = preempted (whole gang gone) */
 };
 
 struct sim_config {
@@ -45,7 +57,10 @@ struct sim_config {
     int nnodes;
     oppolicy *policy;               /* borrowed */
     const char *policy_name;        /* for the journal and reports */
-    double epoch;                   /* unix seconds of trace time 0 */
+    double epoch;                   /* unix seconds of trace time 0 (> 0:
+                                       the queue reads time 0 as unknown,
+                                       e.g. a start that protects a job
+                                       from preemption) */
     double tick_s;                  /* a cycle every tick_s while jobs wait;
                                        0 = only at arrivals and ends */
     bool predict;                   /* set runtime.predicted_hours from an
@@ -53,13 +68,16 @@ struct sim_config {
     bool collect_decisions;         /* fill sim_result.dec */
     store *journal;                 /* record into it; NULL = don't */
     const struct sim_script *script;/* replay mode; NULL = simulate */
+    /* A preempted job, or the replicas a shrink stops, keep their GPUs
+     * this long after the decision (the pods' graceful termination). */
+    double preempt_grace_s;
     /* Progress (stderr in aiq-sim): called about every 2% of jobs. */
     void (*progress)(void *ctx, double done_fraction);
     void *progress_ctx;
 };
 
 /* Fills cfg with defaults: epoch SIM_EPOCH, tick 600 s, predict on,
- * everything else zero. */
+ * preemption grace 30 s, everything else zero. */
 void sim_config_init(struct sim_config *cfg);
 
 typedef enum {
@@ -73,9 +91,12 @@ struct sim_jobres {
     double eta;                  /* predicted start at submission, 0 = unknown */
     bool waited;                 /* not admitted in its first cycle */
     double pred_s;               /* runtime predicted at submission, 0 = none */
-    double gpus;                 /* GPUs held (a share counts its fraction) */
+    double gpus;                 /* GPUs held when it first started */
     sim_jstate state;
     uint8_t reject_reason;       /* q_reason when rejected */
+    int preemptions;             /* times it was preempted */
+    double lost_s;               /* work lost to preemptions (seconds at
+                                    its trace size) */
 };
 
 /* One journaled decision (the same "changed since the job's last
@@ -84,11 +105,12 @@ struct sim_decision {
     int64_t cycle;
     double t;
     int job;                 /* trace index */
-    uint8_t action;          /* q_decision */
+    uint8_t action;          /* q_decision (preempt/resize: an action) */
     uint8_t reason;          /* q_reason */
     bool backfilled;
-    int32_t level, pos;
+    int32_t level, pos;      /* resize: pos is the new size */
     double score;
+    int by;                  /* preempt/shrink: the job it is for, -1 */
 };
 
 struct sim_result {
@@ -103,6 +125,8 @@ struct sim_result {
                                     fraction, over time with jobs waiting */
     double frag_time_s;          /* time with jobs waiting */
     long ncycles;
+    long npreempt, nshrink, ngrow; /* actions carried out */
+    double lost_gpu_s;           /* GPU-seconds of work lost to preemption */
     struct sim_decision *dec;
     int ndec, cdec;
     /* Groups and users of the trace with their entitlement (normalised
@@ -149,6 +173,8 @@ struct sim_metrics {
     int pred_n;
     double pred_all_mape;
     int pred_all_n;
+    int preemptions, shrinks, grows;
+    double lost_gpu_h;          /* GPU-hours of work preemption threw away */
 };
 
 /* Nearest-rank percentile: the value at rank ceil(p/100 x n) of the n
@@ -201,6 +227,8 @@ struct sim_journal {
     double *depart_t;             /* per job, absolute; 0 = never */
     double *cycle_t;              /* distinct decision times, ascending */
     int ncycles;
+    struct sim_stop *stops;       /* preemptions and shrinks taking effect */
+    int nstops;
     struct sim_decision *dec;     /* recorded decisions (job = trace index) */
     int ndec;
     char policy[256];             /* the active policy's name, or "" */

@@ -143,6 +143,24 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
     if (bad)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
                            path, line, j->id, bad);
+    j->min_replicas = (int)gnum_in(spec, "minReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
+    j->max_replicas = (int)gnum_in(spec, "maxReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
+    json_object *ck = get(spec, "checkpointable");
+    if (ck && json_object_get_boolean(ck)) {
+        /* the exact number when the journal has it, else the spec's text */
+        j->checkpoint_s = gnum_in(p, "checkpoint_s", 0, 1e9, 0, &bad);
+        if (j->checkpoint_s <= 0 && (q = gstr(spec, "checkpointInterval")) &&
+            aiq_duration_parse(q, &j->checkpoint_s, NULL) != AIQ_OK)
+            return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.checkpointInterval: bad duration "
+                               "'%.64s'", path, line, q);
+    }
+    if (bad)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
+                           path, line, j->id, bad);
+    if ((j->min_replicas > 0) != (j->max_replicas > 0) || j->min_replicas > j->max_replicas)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: minReplicas %d, "
+                           "maxReplicas %d (an elastic job needs both, in order)", path, line,
+                           j->id, j->min_replicas, j->max_replicas);
     j->gpu_model = (char *)gstr(res, "gpuModel");
     if ((q = gstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.cpu: bad quantity '%.64s'",
@@ -279,6 +297,26 @@ static aiq_rc job_start(struct sim_journal *jr, const struct umap *um, json_obje
     return AIQ_OK;
 }
 
+/* A job_preempted {"uid","queued",...} or job_resized {"uid","replicas"}
+ * at t: when the victim was gone or the new size took effect. */
+static aiq_rc add_stop(struct sim_journal *jr, const struct umap *um, int *cap, json_object *p,
+                       double t, bool preempted, const char *path, int line, aiq_err *err) {
+    const char *uid = gstr(p, "uid"), *bad = NULL;
+    int idx = umap_find(um, jr->trace, uid);
+    if (idx < 0) {
+        jr->skipped++;
+        return AIQ_OK;
+    }
+    int replicas = preempted ? -1 : (int)gnum_in(p, "replicas", 0, AIQ_MAX_REPLICAS, -2, &bad);
+    if (bad || replicas == -2)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_resized %.64s: 'replicas' missing or out "
+                           "of range", path, line, uid);
+    aiq_rc rc = grow((void **)&jr->stops, cap, jr->nstops + 1, sizeof *jr->stops, err);
+    if (rc == AIQ_OK)
+        jr->stops[jr->nstops++] = (struct sim_stop){t, idx, replicas};
+    return rc;
+}
+
 struct byarr {
     double submit;
     int idx;
@@ -321,8 +359,13 @@ static aiq_rc sort_arrivals(struct sim_journal *j, aiq_err *err) {
     }
     memcpy(tr->jobs, jobs, (size_t)n * sizeof *jobs);
     memcpy(j->depart_t, dep, (size_t)n * sizeof *dep);
-    for (int k = 0; k < j->ndec; k++)
+    for (int k = 0; k < j->ndec; k++) {
         j->dec[k].job = inv[j->dec[k].job];
+        if (j->dec[k].by >= 0)
+            j->dec[k].by = inv[j->dec[k].by];
+    }
+    for (int k = 0; k < j->nstops; k++)
+        j->stops[k].job = inv[j->stops[k].job];
 out_free:
     free(ord);
     free(inv);
@@ -339,7 +382,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
-    int lineno = 0, cdep = 0, cdec = 0, ccyc = 0;
+    int lineno = 0, cdep = 0, cdec = 0, ccyc = 0, cstop = 0;
     bool have_epoch = false;
     memset(j, 0, sizeof *j);
     j->tick_s = 600;
@@ -422,12 +465,19 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 rc = requeue(j, &um, &cdep, p, t, path, lineno, err);
             } else if (kind && strcmp(kind, "job_start") == 0) {
                 rc = job_start(j, &um, p, path, lineno, err);
+            } else if (kind && (strcmp(kind, "job_preempted") == 0 ||
+                                strcmp(kind, "job_resized") == 0)) {
+                rc = add_stop(j, &um, &cstop, p, t, strcmp(kind, "job_preempted") == 0, path, lineno,
+                              err);
             } else if (!kind || strcmp(kind, "quota") != 0) {
                 j->skipped++;
             }
         } else if (type && strcmp(type, "decision") == 0) {
             int idx = umap_find(&um, j->trace, gstr(o, "job"));
             int action = sim__action_parse(gstr(o, "action"));
+            /* preempt/shrink: the message is the uid of the job it is for */
+            int by = action == Q_DEC_PREEMPT || action == Q_DEC_RESIZE
+                         ? umap_find(&um, j->trace, gstr(o, "message")) : -1;
             bool bf = false;
             int reason = sim__reason_parse(gstr(o, "reason"), &bf);
             if (idx < 0 || action == 0) {
@@ -441,7 +491,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                     (int64_t)gnum_in(o, "cycle", 0, 9e15, 0, &bad), t, idx, (uint8_t)action,
                     (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
                     (int32_t)gnum_in(o, "level", 0, AIQ_MAX_LEVELS, 0, &bad),
-                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), gnum(o, "score", 0)};
+                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), gnum(o, "score", 0), by};
                 if (bad)
                     rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: decision: '%s' out of range",
                                      path, lineno, bad);
@@ -493,6 +543,7 @@ void sim_journal_deinit(struct sim_journal *j) {
     free(j->depart_t);
     free(j->cycle_t);
     free(j->dec);
+    free(j->stops);
     memset(j, 0, sizeof *j);
 }
 
@@ -514,9 +565,10 @@ static void describe(char *buf, size_t cap, const struct sim_trace *tr, const ch
                      const struct sim_decision *d) {
     char ts[40];
     q_rfc3339(d->t, ts, sizeof ts);
-    snprintf(buf, cap, "%s: %s %s %s level=%d position=%d score=%.17g reason=%s", who, ts,
+    snprintf(buf, cap, "%s: %s %s %s level=%d position=%d score=%.17g reason=%s%s%s", who, ts,
              tr->jobs[d->job].id, sim__action_str(d->action), (int)d->level, (int)d->pos,
-             d->score, sim__reason_str(d->reason, d->backfilled));
+             d->score, sim__reason_str(d->reason, d->backfilled), d->by >= 0 ? " for=" : "",
+             d->by >= 0 ? tr->jobs[d->by].id : "");
 }
 
 /* Exact replay; see sim.h. */
@@ -526,7 +578,7 @@ aiq_rc sim_replay_check(const struct sim_journal *j, oppolicy *pol,
     aiq_rc rc;
     struct sim_config cfg;
     struct sim_result res;
-    struct sim_script sc = {j->cycle_t, j->ncycles, j->depart_t};
+    struct sim_script sc = {j->cycle_t, j->ncycles, j->depart_t, j->stops, j->nstops};
     *mismatches = 0;
     if (cap)
         first[0] = '\0';
@@ -542,7 +594,7 @@ aiq_rc sim_replay_check(const struct sim_journal *j, oppolicy *pol,
         const struct sim_decision *b = k < res.ndec ? &res.dec[k] : NULL;
         bool same = a && b && a->t == b->t && a->job == b->job && a->action == b->action &&
                     a->level == b->level && a->pos == b->pos && a->score == b->score &&
-                    a->reason == b->reason && a->backfilled == b->backfilled;
+                    a->reason == b->reason && a->backfilled == b->backfilled && a->by == b->by;
         if (same)
             continue;
         if (*mismatches == 0 && cap) {

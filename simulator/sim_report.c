@@ -134,6 +134,10 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
     m->pred_mape = m->pred_n ? sp / m->pred_n : 0;
     m->est_mape = m->pred_n ? sest / m->pred_n : 0;
     m->pred_all_mape = m->pred_all_n ? spa / m->pred_all_n : 0;
+    m->preemptions = (int)res->npreempt;
+    m->shrinks = (int)res->nshrink;
+    m->grows = (int)res->ngrow;
+    m->lost_gpu_h = res->lost_gpu_s / 3600.0;
     double span = res->t_end - res->t0;
     m->makespan_h = span / 3600.0;
     m->util_avg = span > 0 && res->total_gpus > 0 ? res->busy_gpu_s / (res->total_gpus * span) : 0;
@@ -178,6 +182,8 @@ static const struct col cols[] = {
     I(eta_n, "eta_jobs"),      D(pred_mape, "pred_mape", "%.3f"),
     D(est_mape, "estimate_mape", "%.3f"), I(pred_n, "pred_est_jobs"),
     D(pred_all_mape, "pred_mape_all", "%.3f"), I(pred_all_n, "pred_jobs"),
+    I(preemptions, "preemptions"), I(shrinks, "shrinks"), I(grows, "grows"),
+    D(lost_gpu_h, "lost_gpu_h", "%.1f"),
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 

@@ -7,7 +7,18 @@
  * predictor (operator/predict.h). Decisions are journaled with the
  * operator's rule (only when a job's decision changed), into a store
  * and/or the result. In replay mode (cfg->script) cycles and departures
- * come from a recorded journal instead. */
+ * come from a recorded journal instead.
+ *
+ * Preemption and elastic jobs: the queue's actions are carried out as the
+ * operator will. A victim keeps running and holding its GPUs for the grace
+ * period (cfg->preempt_grace_s), then stops and goes back to the queue
+ * with its remaining work kept: a job that checkpoints loses the work since
+ * its last checkpoint (one every checkpoint_s of running), one that does
+ * not loses everything it did in that run. A shrink stops the top replicas
+ * after the grace period; growth takes effect at once. An elastic job runs
+ * at a speed proportional to its replicas (duration_s is at the trace's
+ * replicas); a resize loses no work. Attained service and fair-share usage
+ * accrue per stretch of running, at the GPUs held. */
 #include "simulator/sim.h"
 
 #include <math.h>
@@ -29,7 +40,10 @@ static const char *const reason_str[Q__NREASONS] = {
     [Q_R_NO_NODE] = "NoMatchingNode", [Q_R_NODE_TOO_SMALL] = "ReplicaTooBig",
     [Q_R_GANG_TOO_BIG] = "GangTooBig", [Q_R_OVER_QUOTA] = "OverQuota",
     [Q_R_OVER_BUDGET] = "OverBudget", [Q_R_INVALID] = "Invalid",
-    [Q_R_SCORE_ERROR] = "Waiting",
+    [Q_R_SCORE_ERROR] = "Waiting",   [Q_R_PREEMPTING] = "Preempting",
+    [Q_R_BORROW] = "WaitingToBorrow", [Q_R_PREEMPTED] = "Preempted",
+    [Q_R_PREEMPTED_SCORE] = "PreemptedByScore", [Q_R_RECLAIMED] = "Reclaimed",
+    [Q_R_SHRUNK] = "Shrunk",         [Q_R_GROWN] = "Grown",
 };
 
 /* Reason text; see sim_int.h. */
@@ -56,7 +70,13 @@ int sim__reason_parse(const char *s, bool *backfilled) {
 
 /* Action text; see sim_int.h. */
 const char *sim__action_str(int decision) {
-    return decision == Q_DEC_ADMIT ? "admit" : decision == Q_DEC_REJECT ? "reject" : "wait";
+    switch (decision) {
+    case Q_DEC_ADMIT: return "admit";
+    case Q_DEC_REJECT: return "reject";
+    case Q_DEC_PREEMPT: return "preempt";
+    case Q_DEC_RESIZE: return "resize";
+    default: return "wait";
+    }
 }
 
 /* Action from text; see sim_int.h. */
@@ -69,6 +89,10 @@ int sim__action_parse(const char *s) {
         return Q_DEC_WAIT;
     if (strcmp(s, "reject") == 0)
         return Q_DEC_REJECT;
+    if (strcmp(s, "preempt") == 0)
+        return Q_DEC_PREEMPT;
+    if (strcmp(s, "resize") == 0)
+        return Q_DEC_RESIZE;
     return 0;
 }
 
@@ -78,6 +102,7 @@ void sim_config_init(struct sim_config *cfg) {
     cfg->epoch = SIM_EPOCH;
     cfg->tick_s = 600;
     cfg->predict = true;
+    cfg->preempt_grace_s = 30;
 }
 
 /* ---- a string -> index map ---------------------------------------------- */
@@ -141,9 +166,35 @@ struct lastdec {
     bool backfilled, set, seen;
 };
 
+/* A timed event of the run: a job's end, a victim gone, shrunk replicas
+ * gone. ver must equal the job's (anything that moves the job bumps it). */
+enum { EV_END = 0, EV_STOP, EV_SHRINK };
+
 struct ev {
     double t;
     int job;
+    uint32_t ver;
+    uint8_t kind;
+};
+
+/* The run's state of one job beyond the trace. */
+struct jrun {
+    double done;        /* work done (seconds at the trace's replicas) */
+    double done0;       /* ... when this run started */
+    double acc_t;       /* done, attained and usage are counted up to here */
+    double run_start;   /* start of this run (0 = not running) */
+    double attained_s;  /* GPU-seconds over all runs, up to acc_t */
+    double attained0;   /* ... when this run started */
+    double run_wall;    /* seconds spent running, all runs */
+    double held;        /* GPUs held now (a share counts its fraction) */
+    double queued;      /* last entry into the queue, 0 = its arrival */
+    double pre_t[8];    /* its last preemptions (ring) */
+    int npre;
+    int rep;            /* replicas placed now (stopping ones included) */
+    int stopping;       /* top replicas being stopped */
+    int cap;            /* placements it has room for */
+    uint32_t ver;
+    bool terminating;
 };
 
 struct run {
@@ -166,12 +217,13 @@ struct run {
     int *active;
     int nactive, npending;
     struct ev *heap;
-    int nh;
+    int nh, ch;
     struct q_job *qjobs;
     int *qidx;
     q_state *qs;
     pred_hist *ph;
     struct lastdec *last;
+    struct jrun *js;
     double busy, last_t, half_life;
     double *gbusy, *ubusy;   /* GPUs held now per group / user */
     uint64_t gen;
@@ -180,16 +232,35 @@ struct run {
     int ucap;   /* util capacity */
 };
 
-static void heap_push(struct run *r, double t, int job) {
+static bool ev_before(const struct ev *a, const struct ev *b) {
+    if (a->t != b->t)
+        return a->t < b->t;
+    if (a->job != b->job)
+        return a->job < b->job;
+    return a->kind < b->kind;
+}
+
+/* Pushes an event; the heap grows as needed. Returns 0 or -1 (ENOMEM). */
+static int heap_push(struct run *r, double t, int job, uint8_t kind) {
+    if (r->nh == r->ch) {
+        int nc = r->ch ? r->ch * 2 : 64;
+        struct ev *nh = realloc(r->heap, (size_t)nc * sizeof *nh);
+        if (!nh)
+            return -1;
+        r->heap = nh;
+        r->ch = nc;
+    }
+    struct ev x = {t, job, r->js[job].ver, kind};
     int i = r->nh++;
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (r->heap[p].t < t || (r->heap[p].t == t && r->heap[p].job < job))
+        if (ev_before(&r->heap[p], &x))
             break;
         r->heap[i] = r->heap[p];
         i = p;
     }
-    r->heap[i] = (struct ev){t, job};
+    r->heap[i] = x;
+    return 0;
 }
 
 static struct ev heap_pop(struct run *r) {
@@ -199,16 +270,36 @@ static struct ev heap_pop(struct run *r) {
         int c = 2 * i + 1;
         if (c >= r->nh)
             break;
-        if (c + 1 < r->nh && (r->heap[c + 1].t < r->heap[c].t ||
-                              (r->heap[c + 1].t == r->heap[c].t && r->heap[c + 1].job < r->heap[c].job)))
+        if (c + 1 < r->nh && ev_before(&r->heap[c + 1], &r->heap[c]))
             c++;
-        if (x.t < r->heap[c].t || (x.t == r->heap[c].t && x.job < r->heap[c].job))
+        if (ev_before(&x, &r->heap[c]))
             break;
         r->heap[i] = r->heap[c];
         i = c;
     }
     r->heap[i] = x;
     return top;
+}
+
+/* Is e still to happen? An end belongs to one version of the job's
+ * speed; a stop to a victim still stopping; a shrink to replicas still
+ * stopping. */
+static bool ev_live(const struct run *r, const struct ev *e) {
+    const struct jrun *s = &r->js[e->job];
+    if (r->jst[e->job] != JS_RUNNING)
+        return false;
+    switch (e->kind) {
+    case EV_END: return e->ver == s->ver;
+    case EV_STOP: return s->terminating;
+    default: return s->stopping > 0 && !s->terminating;
+    }
+}
+
+/* Drops events that will not happen from the top, so the next event time
+ * is a real one. */
+static void heap_clean(struct run *r) {
+    while (r->nh && !ev_live(r, &r->heap[0]))
+        (void)heap_pop(r); /* stale: nothing to do */
 }
 
 /* Integrates GPUs held and fragmentation from last_t to t. */
@@ -296,8 +387,19 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
         jset_str(m, "name", j->model);
         json_object_object_add(spec, "model", m);
     }
+    if (j->max_replicas > 0) {
+        json_object_object_add(spec, "minReplicas", json_object_new_int(j->min_replicas));
+        json_object_object_add(spec, "maxReplicas", json_object_new_int(j->max_replicas));
+    }
+    if (j->checkpoint_s > 0) {
+        json_object_object_add(spec, "checkpointable", json_object_new_boolean(1));
+        snprintf(buf, sizeof buf, "%.0fs", j->checkpoint_s);
+        jset_str(spec, "checkpointInterval", buf);
+    }
     json_object_object_add(p, "spec", spec);
     json_object_object_add(p, "estimate_s", json_object_new_double(j->estimate_s));
+    if (j->checkpoint_s > 0)
+        json_object_object_add(p, "checkpoint_s", json_object_new_double(j->checkpoint_s));
     json_object_object_add(p, "duration_s", json_object_new_double(j->duration_s));
     char key[300];
     snprintf(key, sizeof key, "sim/%.200s", j->id);
@@ -329,7 +431,7 @@ static aiq_rc record(struct run *r, int i, double now, const struct q_result *q,
         }
         res->dec[res->ndec++] = (struct sim_decision){res->ncycles, now, i, q->decision,
                                                       q->reason, q->backfilled, q->level,
-                                                      q->pos, q->score};
+                                                      q->pos, q->score, -1};
     }
     if (r->cfg->journal) {
         struct store_decision d = {res->ncycles, now, r->tr->jobs[i].id,
@@ -340,53 +442,228 @@ static aiq_rc record(struct run *r, int i, double now, const struct q_result *q,
     return AIQ_OK;
 }
 
+/* Records an action the queue took on running job i (preempt or resize:
+ * always, each is news), for job `by` (-1: growth). */
+static aiq_rc record_action(struct run *r, int i, double now, const struct q_action *a,
+                            const struct q_result *q, int by, aiq_err *err) {
+    struct sim_result *res = r->res;
+    uint8_t action = a->kind == Q_ACT_PREEMPT ? Q_DEC_PREEMPT : Q_DEC_RESIZE;
+    if (r->cfg->collect_decisions) {
+        if (res->ndec == res->cdec) {
+            int nc = res->cdec ? res->cdec * 2 : 1024;
+            struct sim_decision *nd = realloc(res->dec, (size_t)nc * sizeof *nd);
+            if (!nd)
+                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+            res->dec = nd;
+            res->cdec = nc;
+        }
+        res->dec[res->ndec++] = (struct sim_decision){res->ncycles, now, i, action, a->reason,
+                                                      false, q->level, a->replicas, q->score, by};
+    }
+    if (r->cfg->journal) {
+        struct store_decision d = {res->ncycles, now, r->tr->jobs[i].id, sim__action_str(action),
+                                   q->level, a->replicas, q->score, NULL,
+                                   sim__reason_str(a->reason, false),
+                                   by >= 0 ? r->tr->jobs[by].id : NULL};
+        return store_journal_decision(r->cfg->journal, &d, err);
+    }
+    return AIQ_OK;
+}
+
+/* Takes (sign +1) or gives back (-1) one replica's resources at p on the
+ * simulated nodes; returns the GPUs it holds (a share: its fraction). */
+static double hold(struct run *r, const struct sim_job *j, const struct q_place *p, int sign) {
+    struct q_node *n = &r->nodes[p->node];
+    double held = 0;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!((p->gpu_mask >> g) & 1u))
+            continue;
+        if (j->gpus > 0) {
+            n->gpu_mem_used[g] = sign > 0 ? n->gpu_mem_total[g] : 0;
+            held += 1;
+        } else {
+            n->gpu_mem_used[g] += sign * p->gpu_mem_mib;
+            if (n->gpu_mem_used[g] < 0)
+                n->gpu_mem_used[g] = 0;
+            held += n->gpu_mem_total[g] > 0 ? (double)p->gpu_mem_mib / (double)n->gpu_mem_total[g]
+                                            : 0;
+        }
+    }
+    n->cpu_used += sign * j->cpu_milli;
+    n->mem_used += sign * j->mem_bytes;
+    return held;
+}
+
+/* Changes the GPUs job i holds by d (cluster, group and user totals). */
+static void held_add(struct run *r, int i, double d) {
+    r->js[i].held += d;
+    r->busy += d;
+    if (r->busy < 1e-9)
+        r->busy = 0;
+    r->gbusy[r->jgroup[i]] += d;
+    r->ubusy[r->juser[i]] += d;
+}
+
+/* Brings job i's work, attained service and usage up to t. */
+static void accrue(struct run *r, int i, double t) {
+    struct jrun *s = &r->js[i];
+    const struct sim_job *j = &r->tr->jobs[i];
+    double dt = t - s->acc_t;
+    if (dt <= 0 || r->jst[i] != JS_RUNNING) {
+        s->acc_t = t;
+        return;
+    }
+    s->done += dt * s->rep / (j->replicas > 0 ? j->replicas : 1);
+    s->attained_s += s->held * dt;
+    s->run_wall += dt;
+    double gh = s->held * dt / 3600.0;
+    fs_usage_add(&r->gusage[r->jgroup[i]], gh, t, r->half_life);
+    fs_usage_add(&r->uusage[r->juser[i]], gh, t, r->half_life);
+    r->res->group_gpu_s[r->jgroup[i]] += s->held * dt;
+    r->res->user_gpu_s[r->juser[i]] += s->held * dt;
+    r->usage_changed = true;
+    s->acc_t = t;
+}
+
+/* Schedules job i's end from its remaining work at its current speed
+ * (simulation only; a replay takes ends from the journal). */
+static aiq_rc schedule_end(struct run *r, int i, double t, aiq_err *err) {
+    struct jrun *s = &r->js[i];
+    const struct sim_job *j = &r->tr->jobs[i];
+    s->ver++;
+    if (r->cfg->script || s->rep <= 0)
+        return AIQ_OK;
+    double left = j->duration_s - s->done;
+    if (left < 0)
+        left = 0;
+    double speed = (double)s->rep / (j->replicas > 0 ? j->replicas : 1);
+    if (heap_push(r, t + left / speed, i, EV_END))
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    return AIQ_OK;
+}
+
+/* Gives back replicas [from, to) of job i. */
+static void release_reps(struct run *r, int i, int from, int to) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    double d = 0;
+    for (int k = from; k < to; k++)
+        d += hold(r, j, &r->places[r->poff[i] + k], -1);
+    held_add(r, i, -d);
+}
+
+/* A payload that starts with job i's uid. */
+static json_object *uid_obj(struct run *r, int i) {
+    json_object *p = json_object_new_object();
+    jset_str(p, "uid", r->tr->jobs[i].id);
+    return p;
+}
+
+static aiq_rc jr_uid_event(struct run *r, double t, store_event_kind k, int i, json_object *p,
+                           aiq_err *err) {
+    char key[300];
+    snprintf(key, sizeof key, "sim/%.200s", r->tr->jobs[i].id);
+    return jr_event(r, t, k, key, p, err);
+}
+
 /* Ends job i at t: frees its GPUs, counts usage, feeds the predictor. */
 static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
     const struct sim_job *j = &r->tr->jobs[i];
     struct sim_jobres *jr = &r->res->jobs[i];
+    struct jrun *s = &r->js[i];
+    accrue(r, i, t);
     r->jst[i] = JS_DONE;
     jr->end = t;
     jr->state = SIM_J_DONE;
-    for (int k = 0; k < j->replicas; k++) {
-        const struct q_place *p = &r->places[r->poff[i] + k];
-        struct q_node *n = &r->nodes[p->node];
-        for (int g = 0; g < n->ngpus; g++) {
-            if (!((p->gpu_mask >> g) & 1u))
-                continue;
-            if (j->gpus > 0)
-                n->gpu_mem_used[g] = 0;
-            else if ((n->gpu_mem_used[g] -= p->gpu_mem_mib) < 0)
-                n->gpu_mem_used[g] = 0;
-        }
-        n->cpu_used -= j->cpu_milli;
-        n->mem_used -= j->mem_bytes;
-    }
-    r->busy -= jr->gpus;
-    if (r->busy < 1e-9)
-        r->busy = 0;
-    r->gbusy[r->jgroup[i]] -= jr->gpus;
-    r->ubusy[r->juser[i]] -= jr->gpus;
-    double ran = t - jr->start, gh = jr->gpus * ran / 3600.0;
-    fs_usage_add(&r->gusage[r->jgroup[i]], gh, t, r->half_life);
-    fs_usage_add(&r->uusage[r->juser[i]], gh, t, r->half_life);
-    r->res->group_gpu_s[r->jgroup[i]] += jr->gpus * ran;
-    r->res->user_gpu_s[r->juser[i]] += jr->gpus * ran;
-    r->usage_changed = true;
+    release_reps(r, i, 0, s->rep);
+    s->rep = s->stopping = 0;
+    s->terminating = false;
+    s->ver++;
+    double ran = s->run_wall, gpu_s = s->attained_s;
     if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task, j->estimate_s,
                                ran) != AIQ_OK)
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     if (r->cfg->journal) {
-        json_object *p = json_object_new_object();
-        jset_str(p, "uid", j->id);
+        json_object *p = uid_obj(r, i);
         json_object_object_add(p, "attempt", json_object_new_int(1));
         jset_str(p, "outcome", "Succeeded");
         json_object_object_add(p, "runtime_s", json_object_new_double(ran));
-        json_object_object_add(p, "gpu_seconds", json_object_new_double(jr->gpus * ran));
-        char key[300];
-        snprintf(key, sizeof key, "sim/%.200s", j->id);
-        return jr_event(r, t, STORE_EV_JOB_DEPARTURE, key, p, err);
+        json_object_object_add(p, "gpu_seconds", json_object_new_double(gpu_s));
+        return jr_uid_event(r, t, STORE_EV_JOB_DEPARTURE, i, p, err);
     }
     return AIQ_OK;
+}
+
+/* A victim's pods are gone at t: its work since the last checkpoint is
+ * lost (all of this run without checkpoints), it goes back to the queue
+ * keeping the rest and its attained service. */
+static aiq_rc stop_preempted(struct run *r, int i, double t, aiq_err *err) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    struct jrun *s = &r->js[i];
+    struct sim_jobres *jr = &r->res->jobs[i];
+    accrue(r, i, t);
+    double kept = s->done0;
+    if (j->checkpoint_s > 0) {
+        double ran = t - s->run_start;
+        double since = fmod(ran, j->checkpoint_s);
+        double speed = (double)s->rep / (j->replicas > 0 ? j->replicas : 1);
+        kept = s->done - since * speed;
+        if (kept < s->done0)
+            kept = s->done0;
+    }
+    double lost = s->done - kept;
+    jr->lost_s += lost;
+    r->res->lost_gpu_s += lost * j->replicas * (j->gpus > 0 ? j->gpus : 1);
+    s->done = kept;
+    release_reps(r, i, 0, s->rep);
+    s->rep = s->stopping = 0;
+    s->terminating = false;
+    s->run_start = 0;
+    s->queued = t;
+    s->pre_t[s->npre % 8] = t;
+    s->npre++;
+    s->ver++;
+    jr->preemptions++;
+    r->jst[i] = JS_PENDING;
+    r->npending++;
+    if (r->cfg->journal) {
+        json_object *p = uid_obj(r, i);
+        json_object_object_add(p, "queued", json_object_new_double(t));
+        json_object_object_add(p, "preemptions", json_object_new_int(s->npre));
+        json_object_object_add(p, "attained_gpu_hours", json_object_new_double(s->attained_s / 3600));
+        return jr_uid_event(r, t, STORE_EV_JOB_PREEMPTED, i, p, err);
+    }
+    return AIQ_OK;
+}
+
+/* Job i's size becomes `size` at t: shrunk replicas gone (the top ones),
+ * or (growth) the nplace new placements from out taken. */
+static aiq_rc resize(struct run *r, int i, double t, int size, const struct q_place *add,
+                     aiq_err *err) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    struct jrun *s = &r->js[i];
+    accrue(r, i, t);
+    if (size < s->rep) {
+        release_reps(r, i, size, s->rep);
+    } else {
+        if (size > s->cap)
+            return aiq_err_set(err, AIQ_EINVAL, "simulation: %s grows past its %d replicas",
+                               j->id, s->cap);
+        double d = 0;
+        for (int k = s->rep; k < size; k++) {
+            r->places[r->poff[i] + k] = add[k - s->rep];
+            d += hold(r, j, &add[k - s->rep], +1);
+        }
+        held_add(r, i, d);
+    }
+    s->rep = size;
+    s->stopping = 0;
+    aiq_rc rc = schedule_end(r, i, t, err);
+    if (rc == AIQ_OK && r->cfg->journal) {
+        json_object *p = uid_obj(r, i);
+        json_object_object_add(p, "replicas", json_object_new_int(size));
+        rc = jr_uid_event(r, t, STORE_EV_JOB_RESIZED, i, p, err);
+    }
+    return rc;
 }
 
 /* Job i arrives at t. */
@@ -468,11 +745,13 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         r->active[w++] = i;
         const struct sim_job *j = &tr->jobs[i];
         const struct sim_jobres *jr = &res->jobs[i];
+        const struct jrun *js = &r->js[i];
         struct q_job *q = &r->qjobs[nq];
         memset(q, 0, sizeof *q);
         q->key = j->id;
         q->uid = j->id;
-        q->gen = r->jst[i];
+        /* A job back from preemption is a changed job: rescored. */
+        q->gen = (uint64_t)r->jst[i] + 4u * (uint64_t)js->npre;
         q->user = r->juser[i];
         q->group = r->jgroup[i];
         q->priority = j->priority;
@@ -487,14 +766,30 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
             q->created = r->cfg->epoch + j->created;
             q->queued = r->cfg->epoch + j->queued;
         }
+        if (js->queued > 0)
+            q->queued = js->queued; /* back from preemption */
         q->est_runtime_s = j->estimate_s;
         q->pred_runtime_s = jr->pred_s;
+        q->min_replicas = j->min_replicas;
+        q->max_replicas = j->max_replicas;
+        q->checkpointable = j->checkpoint_s > 0;
+        q->checkpoint_interval_s = j->checkpoint_s;
+        q->preemptions = js->npre;
+        for (int x = 0; x < js->npre && x < 8; x++)
+            q->preemptions_1h += js->pre_t[x] > now - 3600;
+        q->attained_gpu_hours = js->attained_s / 3600.0;
         if (r->jst[i] == JS_RUNNING) {
             double plan = jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
             q->state = Q_JOB_RUNNING;
+            q->replicas = js->rep;
+            q->stopping = js->stopping;
+            q->terminating = js->terminating;
             q->placement = &r->places[r->poff[i]];
-            q->end_time = plan > 0 ? jr->start + plan : 0;
+            q->started = js->run_start;
+            q->end_time = plan > 0 ? js->run_start + plan : 0;
             q->attempts = 1;
+            /* the queue adds this run's GPU time itself */
+            q->attained_gpu_hours = js->attained0 / 3600.0;
         } else {
             q->state = Q_JOB_PENDING;
         }
@@ -514,6 +809,7 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
     in.njobs = nq;
     oppolicy_qpolicy(r->cfg->policy, &in.policy);
     in.gen = r->gen;
+    in.actions_on = true; /* the simulator carries out preemptions and resizes */
     q_scorer sc;
     oppolicy_scorer(r->cfg->policy, &sc);
     q_output out;
@@ -541,38 +837,61 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
             jr->reject_reason = q->reason;
             continue;
         }
-        if (q->decision != Q_DEC_ADMIT || q->nplace != j->replicas)
+        struct jrun *js = &r->js[i];
+        if (q->decision != Q_DEC_ADMIT || q->nplace < 1 || q->nplace > js->cap)
             continue;
         double held = 0;
         for (int p = 0; p < q->nplace; p++) {
             struct q_place pl = out.places[q->place_off + p];
-            struct q_node *n = &r->nodes[pl.node];
             r->places[r->poff[i] + p] = pl;
-            for (int g = 0; g < n->ngpus; g++) {
-                if (!((pl.gpu_mask >> g) & 1u))
-                    continue;
-                if (j->gpus > 0) {
-                    n->gpu_mem_used[g] = n->gpu_mem_total[g];
-                    held += 1;
-                } else {
-                    n->gpu_mem_used[g] += pl.gpu_mem_mib;
-                    held += n->gpu_mem_total[g] > 0
-                                ? (double)pl.gpu_mem_mib / (double)n->gpu_mem_total[g] : 0;
-                }
-            }
-            n->cpu_used += j->cpu_milli;
-            n->mem_used += j->mem_bytes;
+            held += hold(r, j, &pl, +1);
         }
-        jr->gpus = held;
-        r->busy += held;
-        r->gbusy[r->jgroup[i]] += held;
-        r->ubusy[r->juser[i]] += held;
+        if (jr->start == 0) {
+            jr->start = now;
+            jr->gpus = held;
+        }
+        js->rep = q->nplace;
+        js->run_start = js->acc_t = now;
+        js->done0 = js->done;
+        js->attained0 = js->attained_s;
+        held_add(r, i, held);
         r->jst[i] = JS_RUNNING;
         r->npending--;
-        jr->start = now;
         (*admitted)++;
-        if (!r->cfg->script)
-            heap_push(r, now + j->duration_s, i);
+        if ((rc = schedule_end(r, i, now, err)) != AIQ_OK)
+            return rc;
+    }
+    /* The queue's actions, as the operator carries them out: victims and
+     * shrunk replicas stop after the grace period, growth is at once. */
+    double grace = r->cfg->preempt_grace_s > 0 ? r->cfg->preempt_grace_s : 0;
+    for (int x = 0; x < out.nactions; x++) {
+        const struct q_action *a = &out.actions[x];
+        int i = r->qidx[a->job];
+        int by = a->for_job >= 0 ? r->qidx[a->for_job] : -1;
+        struct jrun *js = &r->js[i];
+        if ((rc = record_action(r, i, now, a, &out.res[a->job], by, err)) != AIQ_OK)
+            return rc;
+        if (a->kind == Q_ACT_GROW) {
+            if (r->jst[i] != JS_RUNNING)
+                continue;
+            res->ngrow++;
+            if ((rc = resize(r, i, now, a->replicas, &out.places[a->place_off], err)) != AIQ_OK)
+                return rc;
+            continue;
+        }
+        if (r->jst[i] != JS_RUNNING)
+            continue;
+        if (a->kind == Q_ACT_PREEMPT) {
+            res->npreempt++;
+            js->terminating = true;
+            if (!r->cfg->script && heap_push(r, now + grace, i, EV_STOP))
+                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+        } else {
+            res->nshrink++;
+            js->stopping = js->rep - a->replicas;
+            if (!r->cfg->script && heap_push(r, now + grace, i, EV_SHRINK))
+                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+        }
     }
     if (r->cfg->journal && ++r->since_commit >= 512) {
         r->since_commit = 0;
@@ -607,6 +926,7 @@ static void run_free(struct run *r) {
     free(r->qjobs);
     free(r->qidx);
     free(r->last);
+    free(r->js);
     q_state_free(r->qs);
     pred_hist_free(r->ph);
 }
@@ -625,6 +945,8 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     r->poff = malloc((size_t)n * sizeof *r->poff);
     r->active = malloc((size_t)n * sizeof *r->active);
     r->heap = malloc((size_t)n * sizeof *r->heap);
+    r->ch = n;
+    r->js = calloc((size_t)n, sizeof *r->js);
     r->qjobs = malloc((size_t)n * sizeof *r->qjobs);
     r->qidx = malloc((size_t)n * sizeof *r->qidx);
     r->last = calloc((size_t)n, sizeof *r->last);
@@ -633,7 +955,7 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     if (cfg->predict)
         r->ph = pred_hist_create();
     if (!r->nodes || !r->jgroup || !r->juser || !r->jst || !r->poff || !r->active ||
-        !r->heap || !r->qjobs || !r->qidx || !r->last || !res->jobs || !r->qs ||
+        !r->heap || !r->js || !r->qjobs || !r->qidx || !r->last || !res->jobs || !r->qs ||
         (cfg->predict && !r->ph))
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     res->njobs = n;
@@ -666,8 +988,11 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
             return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
         r->jgroup[i] = g;
         r->juser[i] = u;
+        /* room for an elastic job's largest size */
+        int cap = j->max_replicas > j->replicas ? j->max_replicas : j->replicas;
         r->poff[i] = (int)nplaces;
-        nplaces += j->replicas;
+        r->js[i].cap = cap;
+        nplaces += cap;
     }
     if (nplaces > INT32_MAX)
         return aiq_err_set(err, AIQ_ETOOBIG, "trace: too many replicas");
@@ -759,6 +1084,19 @@ static aiq_rc jr_header(struct run *r, double t, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* Could some running elastic job grow (below its maximum, not being
+ * stopped)? Growth needs a cycle even when nothing waits. */
+static bool can_grow(const struct run *r) {
+    for (int a = 0; a < r->nactive; a++) {
+        int i = r->active[a];
+        const struct jrun *s = &r->js[i];
+        if (r->jst[i] == JS_RUNNING && r->tr->jobs[i].max_replicas > s->rep && !s->terminating &&
+            s->stopping == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Departures of the script, in time order. */
 static int dep_cmp(const void *a, const void *b) {
     const struct ev *x = a, *y = b;
@@ -804,10 +1142,10 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
         }
         for (int i = 0; i < n; i++)
             if (cfg->script->depart_t[i] > 0)
-                deps[ndeps++] = (struct ev){cfg->script->depart_t[i], i};
+                deps[ndeps++] = (struct ev){cfg->script->depart_t[i], i, 0, EV_END};
         qsort(deps, (size_t)ndeps, sizeof *deps, dep_cmp);
     }
-    int ai = 0, di = 0, ci = 0, step = n / 50 > 0 ? n / 50 : 1;
+    int ai = 0, di = 0, ci = 0, si = 0, step = n / 50 > 0 ? n / 50 : 1;
     double last_cycle = t, frag = 0;
     for (;;) {
         double t_arr = ai < n ? cfg->epoch + tr->jobs[ai].submit : INFINITY;
@@ -815,8 +1153,10 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
         if (cfg->script) {
             double t_dep = di < ndeps ? deps[di].t : INFINITY;
             double t_cyc = ci < cfg->script->ncycles ? cfg->script->cycle_t[ci] : INFINITY;
-            t_next = fmin(t_arr, fmin(t_dep, t_cyc));
+            double t_stop = si < cfg->script->nstops ? cfg->script->stops[si].t : INFINITY;
+            t_next = fmin(fmin(t_arr, t_stop), fmin(t_dep, t_cyc));
         } else {
+            heap_clean(&r);
             double t_end = r.nh ? r.heap[0].t : INFINITY;
             double t_tick = r.npending > 0 && cfg->tick_s > 0 ? last_cycle + cfg->tick_s
                                                               : INFINITY;
@@ -828,6 +1168,17 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
         if ((rc = advance(&r, t, frag, err)) != AIQ_OK)
             goto out_free;
         if (cfg->script) {
+            for (; si < cfg->script->nstops && cfg->script->stops[si].t <= t; si++) {
+                const struct sim_stop *x = &cfg->script->stops[si];
+                if (x->job < 0 || x->job >= n || r.jst[x->job] != JS_RUNNING)
+                    continue;
+                if (x->replicas < 0)
+                    rc = stop_preempted(&r, x->job, t, err);
+                else if (x->replicas < r.js[x->job].rep)
+                    rc = resize(&r, x->job, t, x->replicas, NULL, err);
+                if (rc != AIQ_OK)
+                    goto out_free;
+            }
             for (; di < ndeps && deps[di].t <= t; di++)
                 if (r.jst[deps[di].job] == JS_RUNNING &&
                     (rc = complete(&r, deps[di].job, t, err)) != AIQ_OK)
@@ -835,7 +1186,15 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
         } else {
             while (r.nh && r.heap[0].t <= t) {
                 struct ev e = heap_pop(&r);
-                if ((rc = complete(&r, e.job, t, err)) != AIQ_OK)
+                if (!ev_live(&r, &e))
+                    continue;
+                if (e.kind == EV_END)
+                    rc = complete(&r, e.job, t, err);
+                else if (e.kind == EV_STOP)
+                    rc = stop_preempted(&r, e.job, t, err);
+                else
+                    rc = resize(&r, e.job, t, r.js[e.job].rep - r.js[e.job].stopping, NULL, err);
+                if (rc != AIQ_OK)
                     goto out_free;
             }
         }
@@ -845,7 +1204,8 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
             if (cfg->progress && ai % step == 0)
                 cfg->progress(cfg->progress_ctx, (double)ai / n);
         }
-        bool run_cycle = r.npending > 0;
+        /* A cycle when jobs wait, or when an elastic job could grow. */
+        bool run_cycle = r.npending > 0 || can_grow(&r);
         if (cfg->script) {
             run_cycle = false;
             while (ci < cfg->script->ncycles && cfg->script->cycle_t[ci] <= t) {
@@ -861,6 +1221,7 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
             frag = frag_now(&r);
             /* Nothing runs, nothing comes, nothing was admitted: the rest
              * can never start. */
+            heap_clean(&r);
             if (!cfg->script && adm == 0 && r.nh == 0 && ai == n)
                 break;
         }

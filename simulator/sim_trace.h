@@ -35,9 +35,15 @@ struct sim_job {
     int64_t gpu_mem_mib; /* per GPU (the share when gpus == 0) */
     int64_t cpu_milli;   /* per replica */
     int64_t mem_bytes;   /* per replica */
-    double duration_s;   /* actual runtime once started */
+    double duration_s;   /* actual runtime once started, at `replicas` */
     double estimate_s;   /* the user's estimate, 0 = none */
     int priority;
+    /* Elastic (0 = fixed): runs on min..max replicas, its speed
+     * proportional to its replicas (duration_s is at `replicas`). */
+    int min_replicas, max_replicas;
+    /* Checkpoints every checkpoint_s of running (0 = never): a preempted
+     * job loses only the work since its last checkpoint. */
+    double checkpoint_s;
     /* Journal replay only: when the AIJob was created and last queued
      * (seconds from the trace start), which job.age_hours and wait.hours
      * count from; without them both are the submit time. */
@@ -128,6 +134,17 @@ struct sim_gen_opts {
     int users_per_group;   /* default 5 */
     double mean_interarrival_s; /* default 120 */
     double gpu_mem_mib;    /* per GPU of whole-GPU jobs, default 40960 */
+    /* Added later; zero keeps the traces of older seeds byte for byte. */
+    bool tiresias;         /* Tiresias-like: one user and group, no
+                            * estimates, priorities or GPU shares, GPUs
+                            * 1/2/4/8 (16 when max_gpus allows), durations
+                            * lognormal (median 30 min, sigma 1.6) with a
+                            * Pareto tail (15% of jobs) */
+    int max_gpus;          /* largest job in GPUs (1..16), default 16 */
+    double checkpoint_frac;/* jobs that checkpoint, 0..1 (default 0) */
+    double checkpoint_s;   /* their interval, default 600 s */
+    double elastic_frac;   /* multi-GPU jobs made elastic (N x 1 GPU,
+                            * N/2..2N replicas, at most 16), 0..1 */
 };
 
 /* Appends opts->njobs synthetic jobs to tr: Poisson arrivals with a

@@ -9,11 +9,13 @@
 
 enum {
     C_ID, C_SUBMIT, C_USER, C_GROUP, C_REPLICAS, C_GPUS, C_GPU_MEM, C_CPU, C_MEM,
-    C_DURATION, C_ESTIMATE, C_PRIORITY, C_MODEL, C_TASK, C_GPU_MODEL, C__N
+    C_DURATION, C_ESTIMATE, C_PRIORITY, C_MODEL, C_TASK, C_GPU_MODEL, C_MIN_REP, C_MAX_REP,
+    C_CKPT, C__N
 };
 static const char *const names[C__N] = {
     "id", "submit_s", "user", "group", "replicas", "gpus", "gpu_mem_mib", "cpu_milli",
-    "mem_mib", "duration_s", "estimate_s", "priority", "model", "task", "gpu_model"};
+    "mem_mib", "duration_s", "estimate_s", "priority", "model", "task", "gpu_model",
+    "min_replicas", "max_replicas", "checkpoint_s"};
 
 /* Reads our CSV; see sim_trace.h. On error the jobs read so far stay in
  * tr (the caller frees the trace). */
@@ -40,7 +42,7 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
     }
     while ((got = sim__row_next(f, path, &line, hdr, row, 1, &bad, err)) == 1) {
         struct sim_job j;
-        int64_t replicas, gpus, gmem, cpu, mem, prio;
+        int64_t replicas, gpus, gmem, cpu, mem, prio, minr, maxr;
         memset(&j, 0, sizeof j);
         if ((rc = sim__get_double(row, idx[C_SUBMIT], "submit_s", 0, 1e10, 0, &j.submit, path,
                                   line, err)) ||
@@ -58,8 +60,23 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
             (rc = sim__get_double(row, idx[C_ESTIMATE], "estimate_s", 0, 1e9, 0, &j.estimate_s,
                                   path, line, err)) ||
             (rc = sim__get_i64(row, idx[C_PRIORITY], "priority", 0, 1000000, 0, &prio, path,
-                               line, err)))
+                               line, err)) ||
+            (rc = sim__get_i64(row, idx[C_MIN_REP], "min_replicas", 0, 1024, 0, &minr, path,
+                               line, err)) ||
+            (rc = sim__get_i64(row, idx[C_MAX_REP], "max_replicas", 0, 1024, 0, &maxr, path,
+                               line, err)) ||
+            (rc = sim__get_double(row, idx[C_CKPT], "checkpoint_s", 0, 1e9, 0, &j.checkpoint_s,
+                                  path, line, err)))
             goto out_free;
+        if ((minr > 0) != (maxr > 0) || minr > maxr) {
+            int c = idx[C_MAX_REP] >= 0 ? idx[C_MAX_REP] : idx[C_MIN_REP];
+            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'max_replicas': an elastic job "
+                             "needs 1 <= min_replicas <= max_replicas, got %lld..%lld", path, line,
+                             row->col[c], (long long)minr, (long long)maxr);
+            if (err)
+                err->line = line, err->col = row->col[c];
+            goto out_free;
+        }
         if (gpus == 0 && gmem == 0 && idx[C_GPU_MEM] >= 0) {
             int c = idx[C_GPU_MEM];
             rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_mem_mib': a job with "
@@ -75,6 +92,8 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
         j.cpu_milli = cpu;
         j.mem_bytes = mem * 1048576;
         j.priority = (int)prio;
+        j.min_replicas = (int)minr;
+        j.max_replicas = (int)maxr;
         j.id = (char *)sim__get_str(row, idx[C_ID], NULL);
         j.user = (char *)sim__get_str(row, idx[C_USER], NULL);
         j.group = (char *)sim__get_str(row, idx[C_GROUP], NULL);

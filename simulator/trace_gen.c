@@ -8,7 +8,12 @@
  *   users      groups x users, each user with a favourite task type and an
  *              estimate bias (lognormal, median 1.5x: users overestimate);
  *              20% of jobs carry no estimate
- *   priority   10% 1000, 30% 100, the rest 0 */
+ *   priority   10% 1000, 30% 100, the rest 0
+ * Options added later (sim_gen_opts; all zero = the traces above, byte for
+ * byte): a Tiresias-like profile (one user, no estimates or priorities, no
+ * GPU shares, 1/2/4/8/16-GPU jobs, durations lognormal with a median of
+ * 30 min and sigma 1.6, 15% Pareto tail 2 h x U^(-1/1.3)), a cap on job
+ * size, a fraction of checkpointing jobs and of elastic jobs. */
 #include "simulator/sim_trace.h"
 
 #include <math.h>
@@ -75,6 +80,14 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
                              "users, got %d x %d", ngroups, upg);
     double mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
     int64_t gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
+    int max_gpus = opts->max_gpus > 0 ? opts->max_gpus : 16;
+    double ckpt_s = opts->checkpoint_s > 0 ? opts->checkpoint_s : 600;
+    if (max_gpus > 16 || opts->checkpoint_frac < 0 || opts->checkpoint_frac > 1 ||
+        opts->elastic_frac < 0 || opts->elastic_frac > 1)
+        return aiq_err_field(err, AIQ_EINVAL, "max-gpus", "generator: max-gpus must be 1..16 and "
+                             "the fractions 0..1");
+    if (opts->tiresias)
+        ngroups = upg = 1;
     struct rng r;
     rng_seed(&r, opts->seed);
     int nusers = ngroups * upg;
@@ -98,15 +111,26 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
         if (rng_unif(&r) < 0.3)
             u = g * upg;
         int m = rng_unif(&r) < 0.7 ? fav[u] : (int)(rng_unif(&r) * NMODELS);
-        double d = 3600 * models[m].scale * exp(1.2 * rng_normal(&r));
-        if (rng_unif(&r) < 0.1)
-            d = 4 * 3600 * pow(rng_unif(&r), -1 / 1.5);
+        double d;
+        if (opts->tiresias) {
+            d = 1800 * exp(1.6 * rng_normal(&r));
+            if (rng_unif(&r) < 0.15)
+                d = 2 * 3600 * pow(rng_unif(&r), -1 / 1.3);
+        } else {
+            d = 3600 * models[m].scale * exp(1.2 * rng_normal(&r));
+            if (rng_unif(&r) < 0.1)
+                d = 4 * 3600 * pow(rng_unif(&r), -1 / 1.5);
+        }
         if (d < 60)
             d = 60;
         if (d > 7 * 86400)
             d = 7 * 86400;
         double x = rng_unif(&r);
         int total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.75 ? 4 : x < 0.87 ? 8 : x < 0.95 ? 16 : 0;
+        if (opts->tiresias) /* no GPU shares */
+            total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.80 ? 4 : x < 0.95 ? 8 : 16;
+        while (total > max_gpus)
+            total /= 2;
         char id[32], user[32], group[32];
         snprintf(id, sizeof id, "job-%06d", i + 1);
         snprintf(user, sizeof user, "u%02d-%02d", g, u % upg);
@@ -129,12 +153,21 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
             j.gpus = total == 16 ? 8 : total;
             j.gpu_mem_mib = gmem;
         }
+        if (opts->elastic_frac > 0 && total > 1 && rng_unif(&r) < opts->elastic_frac) {
+            /* N replicas of one GPU, running on N/2..2N of them */
+            j.replicas = total;
+            j.gpus = 1;
+            j.min_replicas = total / 2;
+            j.max_replicas = 2 * total > 16 ? 16 : 2 * total;
+        }
         j.cpu_milli = 4000 * (j.gpus > 0 ? j.gpus : 1);
         j.mem_bytes = (int64_t)(j.gpus > 0 ? j.gpus : 1) * (32LL << 30);
-        if (rng_unif(&r) >= 0.2)
+        if (rng_unif(&r) >= 0.2 && !opts->tiresias)
             j.estimate_s = floor(d * bias[u] * exp(0.3 * rng_normal(&r)));
         double pr = rng_unif(&r);
-        j.priority = pr < 0.1 ? 1000 : pr < 0.4 ? 100 : 0;
+        j.priority = opts->tiresias ? 0 : pr < 0.1 ? 1000 : pr < 0.4 ? 100 : 0;
+        if (opts->checkpoint_frac > 0 && rng_unif(&r) < opts->checkpoint_frac)
+            j.checkpoint_s = ckpt_s;
         if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
             return rc;
         i++;

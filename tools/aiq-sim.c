@@ -20,10 +20,11 @@ static void usage(FILE *out) {
           "  aiq-sim run --trace FILE [--format csv|tiresias|alibaba] [--nodes FILE]\n"
           "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
           "              [--csv OUT] [--util-csv OUT] [--shares] [--journal DB]\n"
-          "              [--tick SECONDS] [--no-predict]\n"
+          "              [--tick SECONDS] [--no-predict] [--preempt-grace SECONDS]\n"
           "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
-          "              [--interarrival SECONDS]\n"
+          "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
+          "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n", out);
@@ -35,9 +36,9 @@ struct opts {
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
-    int jobs, groups, users;
-    double tick, interarrival;
-    int no_predict, shares;
+    int jobs, groups, users, max_gpus;
+    double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac;
+    int no_predict, shares, tiresias;
 };
 
 static int num(const char *flag, const char *v, double lo, double hi, double *out) {
@@ -57,6 +58,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     memset(o, 0, sizeof *o);
     o->format = "csv";
     o->tick = 600;
+    o->grace = 30;
     o->policies_dir = "examples/policies";
     if (argc < 2)
         return -1;
@@ -99,6 +101,24 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--interarrival") == 0) {
             if (num(a, v, 0.001, 1e7, &o->interarrival)) return -2;
             i++;
+        } else if (strcmp(a, "--preempt-grace") == 0) {
+            if (num(a, v, 0, 86400, &o->grace)) return -2;
+            i++;
+        } else if (strcmp(a, "--max-gpus") == 0) {
+            if (num(a, v, 1, 16, &d)) return -2;
+            o->max_gpus = (int)d;
+            i++;
+        } else if (strcmp(a, "--checkpoint-frac") == 0) {
+            if (num(a, v, 0, 1, &o->ckpt_frac)) return -2;
+            i++;
+        } else if (strcmp(a, "--checkpoint-s") == 0) {
+            if (num(a, v, 1, 1e7, &o->ckpt_s)) return -2;
+            i++;
+        } else if (strcmp(a, "--elastic-frac") == 0) {
+            if (num(a, v, 0, 1, &o->elastic_frac)) return -2;
+            i++;
+        } else if (strcmp(a, "--tiresias") == 0) {
+            o->tiresias = 1;
         } else if (strcmp(a, "--no-predict") == 0) {
             o->no_predict = 1;
         } else if (strcmp(a, "--shares") == 0) {
@@ -304,6 +324,7 @@ static int cmd_run(const struct opts *o, int compare) {
         cfg.policy_name = names[k];
         cfg.tick_s = o->tick;
         cfg.predict = !o->no_predict;
+        cfg.preempt_grace_s = o->grace;
         cfg.journal = db;
         cfg.progress = progress;
         cfg.progress_ctx = &pg;
@@ -338,7 +359,11 @@ out:
 }
 
 static int cmd_gen(const struct opts *o) {
-    struct sim_gen_opts g = {(uint64_t)o->seed, o->jobs, o->groups, o->users, o->interarrival, 0};
+    struct sim_gen_opts g = {.seed = (uint64_t)o->seed, .njobs = o->jobs, .ngroups = o->groups,
+                             .users_per_group = o->users, .mean_interarrival_s = o->interarrival,
+                             .tiresias = o->tiresias, .max_gpus = o->max_gpus,
+                             .checkpoint_frac = o->ckpt_frac, .checkpoint_s = o->ckpt_s,
+                             .elastic_frac = o->elastic_frac};
     aiq_err e;
     aiq_err_clear(&e);
     if (!o->out || o->jobs < 1) {

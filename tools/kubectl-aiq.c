@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -673,10 +674,12 @@ static const char *budget_text(char *buf, size_t cap, double used, const struct 
     return buf;
 }
 
-/* The names of factors src mentions (a word-boundary search). */
-static unsigned factors_used(const char *src) {
-    unsigned m = 0;
-    for (int i = 0; src && i < FX_NFACTORS && i < 32; i++) {
+/* The names of factors src mentions (a word-boundary search), one bit
+ * per factor. */
+_Static_assert(FX_NFACTORS <= 64, "factor masks are 64 bits");
+static uint64_t factors_used(const char *src) {
+    uint64_t m = 0;
+    for (int i = 0; src && i < FX_NFACTORS; i++) {
         const char *name = fx_factor_name(i), *p = src;
         size_t ln = strlen(name);
         while ((p = strstr(p, name)) != NULL) {
@@ -684,7 +687,7 @@ static unsigned factors_used(const char *src) {
             bool wb = !(before == '.' || before == '_' || (before >= 'a' && before <= 'z'));
             bool wa = !(after == '.' || after == '_' || (after >= 'a' && after <= 'z'));
             if (wb && wa) {
-                m |= 1u << i;
+                m |= 1ull << i;
                 break;
             }
             p += ln;
@@ -808,10 +811,10 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     double g_h = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
     double u_used = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
     double u_h = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
-    unsigned used_f = factors_used(formula);
+    uint64_t used_f = factors_used(formula);
     for (int i = 0; i < nlv; i++)
         used_f |= factors_used(jstr(json_object_array_get_idx(levels, i), "when"));
-    unsigned approx = used_f & j->approx;
+    uint64_t approx = used_f & j->approx;
 
     if (o->out != OUT_TABLE) {
         json_object *doc = json_object_new_object(), *a;
@@ -840,12 +843,12 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         }
         json_object *f = json_object_new_object();
         for (int i = 0; i < FX_NFACTORS; i++)
-            if (used_f & (1u << i))
+            if (used_f & (1ull << i))
                 add_num(f, fx_factor_name(i), j->f[i]);
         json_object_object_add(doc, "factors", f);
         a = json_object_new_array();
         for (int i = 0; i < FX_NFACTORS; i++)
-            if (approx & (1u << i))
+            if (approx & (1ull << i))
                 json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
         json_object_object_add(doc, "approximatedFactors", a);
         add_num(doc, "groupGPUsInUse", g_used);
@@ -903,9 +906,9 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sFactors:%s  ", C_BOLD, C_OFF);
     int nf = 0;
     for (int i = 0; i < FX_NFACTORS; i++)
-        if (used_f & (1u << i))
+        if (used_f & (1ull << i))
             printf("%s%s=%s%s", nf++ ? ", " : "", fx_factor_name(i), num_text(b1, sizeof b1, j->f[i]),
-                   (approx & (1u << i)) ? "~" : "");
+                   (approx & (1ull << i)) ? "~" : "");
     printf(nf ? "\n" : "(none used by the policy)\n");
     if (approx)
         printf("           (~ approximated from the objects' status: the operator's store has the exact value)\n");
@@ -1146,7 +1149,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         print_err("ranking", &e);
         goto out;
     }
-    unsigned used_f = factors_used(pol->spec.formula), approx = 0;
+    uint64_t used_f = factors_used(pol->spec.formula), approx = 0;
     for (int i = 0; i < pol->spec.nlevels; i++)
         used_f |= factors_used(pol->spec.levels[i].when);
     for (int i = 0; i < n; i++)
@@ -1181,7 +1184,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         json_object_object_add(doc, "items", items);
         a = json_object_new_array();
         for (int i = 0; i < FX_NFACTORS; i++)
-            if (approx & (1u << i))
+            if (approx & (1ull << i))
                 json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
         json_object_object_add(doc, "approximatedFactors", a);
         emit(doc, o->out);
@@ -1244,7 +1247,7 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
     if (approx) {
         printf("Approximated factors (the operator's store has the exact values):");
         for (int i = 0; i < FX_NFACTORS; i++)
-            if (approx & (1u << i))
+            if (approx & (1ull << i))
                 printf(" %s", fx_factor_name(i));
         printf("\n");
     }

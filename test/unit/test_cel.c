@@ -4,6 +4,10 @@
 #include "test/apiserver/cel.h"
 #include "test/unit/th.h"
 
+#include <stdlib.h>
+
+#include "operator/yaml_json.h"
+
 struct celcase {
     const char *rule, *self;
     enum cel_result want;
@@ -166,4 +170,73 @@ TEST(cel_vars_identity_policy) {
             fprintf(stderr, "    case %zu: message %s lacks %s\n", i, msg, t[i].msg_part);
         json_object_put(vars);
     }
+}
+
+/* The nonPreemptible rule of crds/admission-identity.yaml (read from the
+ * file, so this tests what is installed): only admins grant it; the
+ * owner's later updates keep it. */
+static char *vap_expression(int k) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/crds/admission-identity.yaml", th_srcdir());
+    FILE *f = fopen(path, "r");
+    if (!CHECK(f != NULL)) return NULL;
+    char *text = calloc(1, 65536);
+    size_t n = text ? fread(text, 1, 65535, f) : 0;
+    fclose(f);
+    json_object **docs = NULL;
+    int nd = 0;
+    char *out = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (text && CHECK_INT(aiq_yaml_to_json(text, n, &docs, &nd, &e), AIQ_OK) && nd > 0) {
+        json_object *spec, *vals, *v, *x;
+        if (json_object_object_get_ex(docs[0], "spec", &spec) &&
+            json_object_object_get_ex(spec, "validations", &vals) &&
+            (v = json_object_array_get_idx(vals, (size_t)k)) &&
+            json_object_object_get_ex(v, "expression", &x))
+            out = strdup(json_object_get_string(x));
+    }
+    aiq_json_docs_free(docs, nd);
+    free(text);
+    return out;
+}
+
+TEST(cel_vars_non_preemptible_is_granted_by_admins) {
+    char *rule = vap_expression(2);
+    if (!CHECK(rule != NULL)) return;
+    CHECK(strstr(rule, "nonPreemptible") != NULL);
+    static const struct {
+        const char *op, *user, *groups, *obj_spec, *old_spec;
+        enum cel_result want;
+    } t[] = {
+        {"CREATE", "alice", "[]", "{\"user\":\"alice\"}", NULL, CEL_TRUE},
+        {"CREATE", "alice", "[]", "{\"user\":\"alice\",\"nonPreemptible\":false}", NULL, CEL_TRUE},
+        {"CREATE", "alice", "[]", "{\"user\":\"alice\",\"nonPreemptible\":true}", NULL, CEL_FALSE},
+        {"CREATE", "admin", "[\"aiq:admins\"]", "{\"user\":\"alice\",\"nonPreemptible\":true}", NULL, CEL_TRUE},
+        {"UPDATE", "alice", "[]", "{\"user\":\"alice\",\"nonPreemptible\":true}",
+         "{\"user\":\"alice\"}", CEL_FALSE},
+        {"UPDATE", "alice", "[]", "{\"user\":\"alice\",\"nonPreemptible\":true}",
+         "{\"user\":\"alice\",\"nonPreemptible\":false}", CEL_FALSE},
+        /* granted before: the owner suspends the job and keeps the flag */
+        {"UPDATE", "alice", "[]", "{\"user\":\"alice\",\"nonPreemptible\":true,\"suspend\":true}",
+         "{\"user\":\"alice\",\"nonPreemptible\":true}", CEL_TRUE},
+        {"UPDATE", "system:serviceaccount:aiq-system:aiq-operator", "[]",
+         "{\"user\":\"alice\",\"nonPreemptible\":true}", "{\"user\":\"alice\"}", CEL_TRUE},
+        {"UPDATE", "root", "[\"system:masters\"]", "{\"user\":\"alice\",\"nonPreemptible\":true}",
+         "{\"user\":\"alice\"}", CEL_TRUE},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char buf[800], msg[256];
+        snprintf(buf, sizeof buf,
+                 "{\"request\":{\"operation\":\"%s\",\"userInfo\":{\"username\":\"%s\",\"groups\":%s}},"
+                 "\"object\":{\"spec\":%s},\"oldObject\":%s%s%s}",
+                 t[i].op, t[i].user, t[i].groups, t[i].obj_spec, t[i].old_spec ? "{\"spec\":" : "null",
+                 t[i].old_spec ? t[i].old_spec : "", t[i].old_spec ? "}" : "");
+        json_object *vars = json_tokener_parse(buf);
+        CHECK(vars != NULL);
+        enum cel_result r = cel_eval_bool_vars(rule, vars, msg, sizeof msg);
+        if (!CHECK_INT(r, t[i].want)) fprintf(stderr, "    case %zu: %s as %s (msg %s)\n", i, t[i].op, t[i].user, msg);
+        json_object_put(vars);
+    }
+    free(rule);
 }

@@ -292,6 +292,130 @@ TEST(policy_group_userquota_fields) {
     aiq_manifests_free(m, n);
 }
 
+TEST(preemption_elastic_and_cohort_fields) {
+    static const char text[] =
+        "apiVersion: aiq.dev/v1alpha1\n"
+        "kind: AIJob\n"
+        "metadata: {name: el, namespace: a}\n"
+        "spec:\n"
+        "  user: alice\n"
+        "  replicas: 8\n"
+        "  minReplicas: 2\n"
+        "  maxReplicas: 6\n"
+        "  checkpointable: true\n"
+        "  checkpointInterval: 30m\n"
+        "  minRuntime: 15m\n"
+        "  nonPreemptible: true\n"
+        "---\n"
+        "apiVersion: aiq.dev/v1alpha1\n"
+        "kind: QueuePolicy\n"
+        "metadata: {name: p}\n"
+        "spec:\n"
+        "  formula: job.priority\n"
+        "  levels: [{name: all}]\n"
+        "  preemption:\n"
+        "    lowerLevels: true\n"
+        "    withinLevel: {scoreMargin: 2.5}\n"
+        "    reclaimBorrowed: false\n"
+        "    minRuntime: 10m\n"
+        "    maxJobMinRuntime: 2h\n"
+        "    maxPerJobPerHour: 3\n"
+        "  elastic: {grow: false}\n"
+        "---\n"
+        "apiVersion: aiq.dev/v1alpha1\n"
+        "kind: Group\n"
+        "metadata: {name: g}\n"
+        "spec:\n"
+        "  quota: {gpus: 16}\n"
+        "  cohort: research\n"
+        "  borrowingLimit: {gpus: 8}\n"
+        "  lendingLimit: {gpus: 4, cpu: 32}\n";
+    struct aiq_manifest *m = NULL;
+    int n = parse(text, &m, NULL, 0);
+    CHECK_INT(n, 3);
+    if (n != 3) { aiq_manifests_free(m, n); return; }
+    for (int i = 0; i < 3; i++)
+        if (!CHECK_INT(m[i].rc, AIQ_OK)) fprintf(stderr, "    %s\n", m[i].err.message);
+    const struct aiq_aijob_spec *j = &m[0].u.job.spec;
+    CHECK_INT(j->min_replicas, 2);
+    CHECK_INT(j->max_replicas, 6);
+    CHECK_INT(j->replicas, 2); /* an elastic gang starts at its minimum */
+    CHECK(j->checkpointable);
+    CHECK_DBL(j->checkpoint_interval_s, 1800, 0);
+    CHECK_DBL(j->min_runtime_s, 900, 0);
+    CHECK(j->non_preemptible);
+    const struct aiq_policy_spec *p = &m[1].u.policy.spec;
+    CHECK(p->preempt_lower_levels);
+    CHECK(p->preempt_within_level);
+    CHECK_DBL(p->preempt_score_margin, 2.5, 0);
+    CHECK(p->preempt_no_reclaim);
+    CHECK_DBL(p->preempt_min_runtime_s, 600, 0);
+    CHECK_DBL(p->preempt_max_job_min_runtime_s, 7200, 0);
+    CHECK_INT(p->preempt_max_per_hour, 3);
+    CHECK(p->elastic_no_grow);
+    const struct aiq_group_spec *g = &m[2].u.group.spec;
+    CHECK_STR(g->cohort, "research");
+    CHECK_INT(g->borrowing_limit.gpus, 8);
+    CHECK_INT(g->borrowing_limit.cpu_milli, -1);
+    CHECK_INT(g->lending_limit.gpus, 4);
+    CHECK_INT(g->lending_limit.cpu_milli, 32000);
+    aiq_manifests_free(m, n);
+
+    /* Defaults: nothing preempts, reclaim and growth on, a job's own
+     * minimum runtime counts up to 1h; no cohort, no limits. */
+    n = parse("apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: p}\n"
+              "spec: {formula: '1', levels: [{name: all}]}\n---\n"
+              "apiVersion: aiq.dev/v1alpha1\nkind: Group\nmetadata: {name: g}\n"
+              "---\napiVersion: aiq.dev/v1alpha1\nkind: AIJob\nmetadata: {name: j}\n"
+              "spec: {user: u, replicas: 3}\n", &m, NULL, 0);
+    CHECK_INT(n, 3);
+    if (n == 3) {
+        const struct aiq_policy_spec *d = &m[0].u.policy.spec;
+        CHECK(!d->preempt_lower_levels && !d->preempt_within_level && !d->preempt_no_reclaim);
+        CHECK(!d->elastic_no_grow);
+        CHECK_DBL(d->preempt_max_job_min_runtime_s, 3600, 0);
+        CHECK_INT(d->preempt_max_per_hour, 0);
+        CHECK(m[1].u.group.spec.cohort == NULL);
+        CHECK_INT(m[1].u.group.spec.borrowing_limit.gpus, -1);
+        CHECK_INT(m[1].u.group.spec.lending_limit.gpus, -1);
+        CHECK_INT(m[2].u.job.spec.replicas, 3);
+        CHECK_INT(m[2].u.job.spec.min_replicas, 0);
+        CHECK(!m[2].u.job.spec.checkpointable && !m[2].u.job.spec.non_preemptible);
+    }
+    aiq_manifests_free(m, n);
+
+    /* Errors name the field. */
+    static const struct {
+        const char *doc, *want;
+    } bad[] = {
+        {"kind: AIJob\nmetadata: {name: j}\nspec: {user: u, minReplicas: 2}\n",
+         "spec.maxReplicas: is required with spec.minReplicas (an elastic job needs both)"},
+        {"kind: AIJob\nmetadata: {name: j}\nspec: {user: u, minReplicas: 4, maxReplicas: 2}\n",
+         "spec.maxReplicas: must be >= 4, got 2"},
+        {"kind: AIJob\nmetadata: {name: j}\nspec: {user: u, minRuntime: -1h}\n", NULL},
+        {"kind: QueuePolicy\nmetadata: {name: p}\nspec: {formula: '1', levels: [{name: a}], "
+         "preemption: {withinLevel: {scoreMargin: -1}}}\n",
+         "spec.preemption.withinLevel.scoreMargin: must be >= 0, got -1"},
+        {"kind: QueuePolicy\nmetadata: {name: p}\nspec: {formula: '1', levels: [{name: a}], "
+         "preemption: {sometimes: true}}\n",
+         "spec.preemption.sometimes: unknown field"},
+        {"kind: Group\nmetadata: {name: g}\nspec: {cohort: Research}\n",
+         "spec.cohort: must be a lowercase RFC 1123 label (a-z, 0-9, '-'; at most 63), got \"Research\""},
+        {"kind: Group\nmetadata: {name: g}\nspec: {borrowingLimit: {gpus: -2}}\n",
+         "spec.borrowingLimit.gpus: must be >= 0, got -2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[512], got[512];
+        snprintf(doc, sizeof doc, "apiVersion: aiq.dev/v1alpha1\n%s", bad[i].doc);
+        first_error(doc, got, sizeof got);
+        if (bad[i].want) {
+            if (!CHECK_STR(got, bad[i].want)) fprintf(stderr, "    case %zu\n", i);
+        } else {
+            CHECK(got[0] != '\0');
+        }
+    }
+}
+
 TEST(json_input_and_list) {
     static const char text[] =
         "{\"apiVersion\":\"aiq.dev/v1alpha1\",\"kind\":\"AIJob\",\"metadata\":{\"name\":\"a\"},"

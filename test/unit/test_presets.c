@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <yaml.h>
 
+#include "operator/manifest.h"
 #include "policy/fx.h"
 #include "test/unit/th.h"
 
@@ -137,6 +138,8 @@ static int level_of(const preset *p, const double *f) {
 typedef struct {
     const char *id;
     double age, wait, prio, ulevel, glevel, gpus, predicted, attained, fs_user, fs_group;
+    double run; /* running: hours since it started (scored for growth and victims) */
+    double ckpt; /* 1: declares it checkpoints */
 } job;
 
 static void job_factors(const job *j, double *f) {
@@ -153,6 +156,9 @@ static void job_factors(const job *j, double *f) {
     f[FX_F_FAIRSHARE_GROUP] = j->fs_group;
     f[FX_F_CLUSTER_TOTAL_GPUS] = 64;
     f[FX_F_JOB_REPLICAS] = 1;
+    f[FX_F_RUN_HOURS] = j->run;
+    f[FX_F_JOB_RUNNING] = j->run > 0;
+    f[FX_F_JOB_CHECKPOINTABLE] = j->ckpt;
 }
 
 /* Ranks jobs with preset name and compares the ids, in order, with want
@@ -190,7 +196,8 @@ static void check_order(const char *name, const job *jobs, int n, const char *wa
 
 TEST(presets_compile_and_only_fifo_is_active) {
     static const char *const names[] = {"fifo", "priority", "srjf", "tiresias-las",
-                                        "fairshare", "slurm-multifactor"};
+                                        "fairshare", "slurm-multifactor", "elastic-fifo",
+                                        "elastic-srjf", "elastic-tiresias"};
     int active = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         preset p;
@@ -296,4 +303,90 @@ TEST(preset_slurm_multifactor_numbers_and_order) {
         CHECK_STR(t[1].label, "10000 * fairshare.user");
     }
     preset_free(&p);
+}
+
+TEST(preset_elastic_fifo_oldest_first_running_or_not) {
+    static const job j[] = {
+        {.id = "new", .age = 1},
+        {.id = "old-running", .age = 9, .run = 8},
+        {.id = "mid", .age = 5, .prio = 1000},
+    };
+    check_order("elastic-fifo", j, 3, "old-running mid new");
+}
+
+TEST(preset_elastic_srjf_least_work_left_first) {
+    /* a running job ranks by what is left of its prediction */
+    static const job j[] = {
+        {.id = "waiting-3h", .predicted = 3, .wait = 1},
+        {.id = "running-10h-9h-in", .predicted = 10, .run = 9},
+        {.id = "running-4h-1h-in", .predicted = 4, .run = 1},
+        {.id = "unknown", .predicted = 0, .wait = 2},
+        {.id = "overdue", .predicted = 2, .run = 5},  /* past its prediction: 0 left */
+    };
+    check_order("elastic-srjf", j, 5,
+                "overdue running-10h-9h-in waiting-3h running-4h-1h-in unknown");
+}
+
+TEST(preset_elastic_tiresias_as_tiresias) {
+    static const job j[] = {
+        {.id = "served-running", .attained = 4, .age = 30, .run = 2, .ckpt = 1},
+        {.id = "fresh-running", .attained = 0.5, .age = 2, .run = 0.5},
+        {.id = "fresh-waiting", .attained = 0, .age = 3, .wait = 3},
+        {.id = "served-starving", .attained = 2, .age = 20, .wait = 13},
+    };
+    check_order("elastic-tiresias", j, 4,
+                "served-starving fresh-waiting fresh-running served-running");
+}
+
+/* Running jobs are demoted by attained service only when they checkpoint:
+ * a running job that does not stays "fresh" (nobody preempts it), a
+ * waiting one is ranked as before. */
+TEST(preset_tiresias_demotes_only_checkpointing_running_jobs) {
+    static const job j[] = {
+        {.id = "served-ckpt-running", .attained = 4, .age = 30, .run = 2, .ckpt = 1},
+        {.id = "served-no-ckpt-running", .attained = 4, .age = 25, .run = 2},
+        {.id = "served-no-ckpt-waiting", .attained = 4, .age = 40, .wait = 1},
+        {.id = "fresh-waiting", .attained = 0, .age = 3, .wait = 3},
+    };
+    check_order("tiresias-las", j, 4,
+                "served-no-ckpt-running fresh-waiting served-no-ckpt-waiting served-ckpt-running");
+}
+
+/* The presets' preemption and elastic settings, through the operator's
+ * own decoder (what the queue gets). */
+TEST(preset_preemption_and_elastic_settings) {
+    static const struct {
+        const char *name;
+        bool lower, grow;
+        double min_runtime;
+        int per_hour;
+    } want[] = {
+        {"fifo", false, true, 0, 0},
+        {"tiresias-las", true, true, 300, 2},
+        {"elastic-fifo", false, true, 0, 0},
+        {"elastic-srjf", false, true, 0, 0},
+        {"elastic-tiresias", true, true, 300, 2},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/examples/policies/%s.yaml", th_srcdir(), want[i].name);
+        struct aiq_manifest *m = NULL;
+        int n = 0;
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (!CHECK_INT(aiq_manifest_parse_file(path, &m, &n, &e), AIQ_OK) || !CHECK_INT(n, 1) ||
+            !CHECK_INT(m[0].rc, AIQ_OK)) {
+            printf("  %s: %s\n", want[i].name, n > 0 ? m[0].err.message : e.message);
+            aiq_manifests_free(m, n);
+            continue;
+        }
+        const struct aiq_policy_spec *s = &m[0].u.policy.spec;
+        if (!CHECK(s->preempt_lower_levels == want[i].lower) ||
+            !CHECK(!s->elastic_no_grow == want[i].grow) ||
+            !CHECK_DBL(s->preempt_min_runtime_s, want[i].min_runtime, 0) ||
+            !CHECK_INT(s->preempt_max_per_hour, want[i].per_hour))
+            printf("  %s\n", want[i].name);
+        CHECK(!s->preempt_within_level);
+        aiq_manifests_free(m, n);
+    }
 }

@@ -240,7 +240,8 @@ static void check_capacity(int iter, const world *w, const q_output *out) {
         if (r->decision != Q_DEC_ADMIT) continue;
         const struct q_job *j = &w->jobs[i];
         PCHECK(j->state == Q_JOB_PENDING && !j->suspended, "job %d admitted twice or suspended", i);
-        PCHECK(r->nplace == j->replicas, "job %d: %d placements for %d replicas", i, r->nplace, j->replicas);
+        int want = j->max_replicas > 0 && j->min_replicas > 0 ? j->min_replicas : j->replicas;
+        PCHECK(r->nplace == want, "job %d: %d placements for %d replicas", i, r->nplace, want);
         const char *dom0 = NULL;
         for (int k = 0; k < r->nplace; k++) {
             const struct q_place *p = &out->places[r->place_off + k];
@@ -603,4 +604,561 @@ TEST(incremental_equals_fresh) {
         }
         q_state_free(inc);
     }
+}
+
+/* ---- preemption, borrowing and elastic jobs, over rounds ------------------
+ * Worlds with preemption rules, cohorts, elastic and protected jobs run
+ * for several rounds; between rounds the test does what a caller does
+ * (victims terminate, then go; shrunk replicas stop, then go; admitted and
+ * grown replicas run). After every cycle, independently of the queue:
+ *   - nothing over-committed, counting jobs being stopped;
+ *   - no quota, borrowing limit or cohort lending passed at any instant
+ *     (running, stopping, admitted and grown replicas all count);
+ *   - every victim was allowed (rule, protections) and every resize is
+ *     inside the job's range;
+ *   - preemption makes room: with the victims and the stopping jobs gone,
+ *     every job that waits for room starts;
+ *   - victims are minimal: for the first job preempting in a round
+ *     without jobs already stopping, keeping any one victim (or one more
+ *     replica of a shrunk job) running leaves it unable to start;
+ *   - an incremental cycle decides and acts exactly like a fresh state.
+ * AIQ_QPROPS_DEBUG=1 prints the world when "makes room" fails. */
+
+static void place_apply(struct q_node *nodes, const struct q_job *j, const struct q_place *p, int sign) {
+    struct q_node *n = &nodes[p->node];
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!((p->gpu_mask >> g) & 1u)) continue;
+        if (j->gpus > 0) n->gpu_mem_used[g] = sign > 0 ? n->gpu_mem_total[g] : 0;
+        else n->gpu_mem_used[g] += sign * j->gpu_memory_mib;
+    }
+    n->cpu_used += sign * j->cpu_milli;
+    n->mem_used += sign * j->memory_bytes;
+}
+
+static void gen_pre(world *w) {
+    gen(w);
+    w->in.actions_on = true;
+    struct q_policy *p = &w->in.policy;
+    p->preempt_lower = chance(80);
+    p->preempt_within = chance(30);
+    p->preempt_margin = rnd(10);
+    p->min_runtime_s = chance(30) ? 600 * (1 + rnd(4)) : 0;
+    p->max_job_min_runtime_s = chance(50) ? 3600 : 0;
+    p->max_preemptions_per_hour = chance(20) ? 1 + rnd(3) : 0;
+    p->no_grow = chance(10);
+    /* Cohorts: every group shares the cluster's GPUs as quota, at least
+     * what it runs already (so nobody borrows at the start). */
+    bool coh = chance(50) && w->in.ngroups > 1;
+    if (coh && chance(50)) p->preempt_lower = p->preempt_within = false; /* only reclaim */
+    int64_t total = 0;
+    for (int i = 0; i < w->in.nnodes; i++) total += w->nodes[i].ngpus;
+    for (int g = 0; g < w->in.ngroups; g++) {
+        struct q_group *gr = &w->groups[g];
+        gr->borrowing_limit.gpus = gr->borrowing_limit.gpu_memory_mib = gr->borrowing_limit.cpu_milli = -1;
+        gr->borrowing_limit.memory_bytes = gr->borrowing_limit.jobs = -1;
+        gr->lending_limit = gr->borrowing_limit;
+        if (!coh) continue;
+        gr->cohort = 1 + (chance(20) ? rnd(2) : 0);
+        int64_t use = 0;
+        for (int i = 0; i < w->in.njobs; i++)
+            if (w->jobs[i].state == Q_JOB_RUNNING && w->jobs[i].group == g)
+                use += (int64_t)w->jobs[i].replicas * w->jobs[i].gpus;
+        int64_t share = total / (2 * w->in.ngroups);
+        gr->quota.jobs = -1; /* cohorts share GPUs here, not job counts */
+        gr->quota.gpus = use > share ? use : share;
+        if (chance(30)) gr->borrowing_limit.gpus = rnd(8);
+        if (chance(30)) gr->lending_limit.gpus = rnd(8);
+    }
+    for (int u = 0; u < w->in.nusers && coh; u++) {
+        w->users[u].quota.gpus = w->users[u].quota.jobs = -1;
+        w->users[u].budget_gpu_hours = -1;
+    }
+    for (int i = 0; i < w->in.njobs; i++) {
+        struct q_job *j = &w->jobs[i];
+        j->started = NOW - rnd(7200);
+        j->non_preemptible = chance(8);
+        j->checkpointable = chance(30);
+        j->checkpoint_interval_s = chance(50) ? 600 : 0;
+        j->min_runtime_s = chance(20) ? 1800 : 0;
+        j->preemptions_1h = rnd(3);
+        if (j->state == Q_JOB_PENDING && chance(25) && j->replicas <= 4) {
+            j->min_replicas = 1 + rnd(j->replicas);
+            j->max_replicas = j->replicas + rnd(4);
+        } else if (j->state == Q_JOB_RUNNING && chance(40)) {
+            j->min_replicas = 1 + rnd(j->replicas);
+            j->max_replicas = j->replicas + rnd(3);
+            if (j->max_replicas > 8) j->max_replicas = 8;
+        }
+        if (j->state == Q_JOB_PENDING) j->started = 0;
+    }
+}
+
+/* Level and score of job j as the test scorer sees it (from the queue's
+ * factor vector, which test_queue.c checks on its own). */
+static void rank_of(q_state *st, const world *w, int j, int *lv, double *score) {
+    double f[Q_NFACTORS];
+    q_job_factors(st, &w->in, j, f);
+    int nl = w->in.policy.nlevels;
+    scorer_level(&nl, f, lv);
+    scorer_score(&nl, f, score);
+}
+
+static int act_of(const q_output *out, int j, int kind) {
+    for (int i = 0; i < out->nactions; i++)
+        if (out->actions[i].job == j && out->actions[i].kind == kind) return i;
+    return -1;
+}
+
+/* A copy of w where the caller did everything: jobs stopping and victims
+ * gone (drop_for: -1 = every action; else only the actions for that job
+ * plus the jobs already stopping), admitted jobs and growth running
+ * (unless upto_order >= 0: only admissions before that order position),
+ * and only job `keep_pending` still waiting. keep_victim: a victim (or a
+ * shrunk job, one replica less shrunk) that stays running. */
+static void after_world(const world *w, const q_output *out, world *w2, int keep_pending,
+                        int drop_for, int upto_order, int keep_victim) {
+    *w2 = *w;
+    struct q_input *in = &w2->in;
+    in->nodes = w2->nodes;
+    in->jobs = w2->jobs;
+    in->users = w2->users;
+    in->groups = w2->groups;
+    int pos_of_keep = 0;
+    for (int k = 0; k < out->norder; k++)
+        if (out->order[k] == keep_pending) pos_of_keep = k;
+    int nj = 0;
+    for (int i = 0; i < w->in.njobs; i++) {
+        const struct q_job *j = &w->jobs[i];
+        const struct q_result *r = &out->res[i];
+        struct q_job *d = &w2->jobs[nj];
+        *d = *j;
+        if (j->state == Q_JOB_RUNNING) {
+            int size = j->replicas;
+            int a = -1;
+            if (j->terminating) size = 0;
+            else if (j->stopping) size = j->replicas - j->stopping;
+            if ((a = act_of(out, i, Q_ACT_PREEMPT)) >= 0 && (drop_for < 0 || out->actions[a].for_job == drop_for))
+                size = i == keep_victim ? size : 0;
+            if ((a = act_of(out, i, Q_ACT_SHRINK)) >= 0 && (drop_for < 0 || out->actions[a].for_job == drop_for))
+                size = out->actions[a].replicas + (i == keep_victim);
+            for (int k = size; k < j->replicas; k++) place_apply(w2->nodes, j, &j->placement[k], -1);
+            if (size == 0) continue;
+            memcpy(w2->pl[nj], j->placement, sizeof(struct q_place) * (size_t)size);
+            d->replicas = size;
+            d->stopping = 0;
+            d->terminating = false;
+            if (upto_order < 0 && (a = act_of(out, i, Q_ACT_GROW)) >= 0 && size == j->replicas) {
+                for (int k = 0; k < out->actions[a].nplace; k++) {
+                    w2->pl[nj][size + k] = out->places[out->actions[a].place_off + k];
+                    place_apply(w2->nodes, j, &w2->pl[nj][size + k], +1);
+                }
+                d->replicas = out->actions[a].replicas;
+            }
+            d->placement = w2->pl[nj];
+            nj++;
+            continue;
+        }
+        if (i == keep_pending) {
+            nj++;
+            continue;
+        }
+        if (r->decision != Q_DEC_ADMIT) continue;
+        int pos = 0;
+        for (int k = 0; k < out->norder; k++)
+            if (out->order[k] == i) pos = k;
+        if (upto_order >= 0 && pos >= pos_of_keep) continue;
+        d->state = Q_JOB_RUNNING;
+        d->replicas = r->nplace;
+        memcpy(w2->pl[nj], &out->places[r->place_off], sizeof(struct q_place) * (size_t)r->nplace);
+        for (int k = 0; k < r->nplace; k++) place_apply(w2->nodes, d, &w2->pl[nj][k], +1);
+        int a = act_of(out, i, Q_ACT_GROW);
+        if (upto_order < 0 && a >= 0) {
+            for (int k = 0; k < out->actions[a].nplace; k++) {
+                w2->pl[nj][r->nplace + k] = out->places[out->actions[a].place_off + k];
+                place_apply(w2->nodes, d, &w2->pl[nj][r->nplace + k], +1);
+            }
+            d->replicas = out->actions[a].replicas;
+        }
+        d->placement = w2->pl[nj];
+        double pr = j->pred_runtime_s > 0 ? j->pred_runtime_s : j->est_runtime_s;
+        d->end_time = pr > 0 ? w->in.now + pr : 0;
+        d->started = w->in.now;
+        nj++;
+    }
+    in->njobs = nj;
+}
+
+static int index_in(const world *w2, const char *key) {
+    for (int i = 0; i < w2->in.njobs; i++)
+        if (strcmp(w2->jobs[i].key, key) == 0) return i;
+    return -1;
+}
+
+/* Quota at this instant: running (stopping included), admitted and grown. */
+static void check_quota_instant(int iter, const world *w, const q_output *out) {
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? w->in.ngroups : w->in.nusers;
+        for (int o = 0; o < n; o++) {
+            int64_t gp = 0, jobs = 0;
+            for (int i = 0; i < w->in.njobs; i++) {
+                const struct q_job *j = &w->jobs[i];
+                if ((pass ? j->group : j->user) != o) continue;
+                int size = 0;
+                if (j->state == Q_JOB_RUNNING) size = j->replicas;
+                else if (out->res[i].decision == Q_DEC_ADMIT) size = out->res[i].nplace;
+                else continue;
+                int a = act_of(out, i, Q_ACT_GROW);
+                if (a >= 0) size = out->actions[a].replicas;
+                gp += (int64_t)size * j->gpus;
+                jobs++;
+            }
+            const struct aiq_quota *q = pass ? &w->groups[o].quota : &w->users[o].quota;
+            int64_t lim = q->gpus;
+            if (pass && w->groups[o].cohort > 0 && lim >= 0)
+                lim = w->groups[o].borrowing_limit.gpus < 0 ? INT64_MAX : lim + w->groups[o].borrowing_limit.gpus;
+            if (lim >= 0) PCHECK(gp <= lim, "%s %d: %lld GPUs > limit %lld", pass ? "group" : "user", o,
+                                 (long long)gp, (long long)lim);
+            if (q->jobs >= 0) PCHECK(jobs <= q->jobs, "jobs quota passed");
+        }
+    }
+    /* non-preemptible jobs of a cohort group stay within its quota */
+    for (int g = 0; g < w->in.ngroups; g++) {
+        if (w->groups[g].cohort == 0 || w->groups[g].quota.gpus < 0) continue;
+        int64_t np = 0;
+        for (int i = 0; i < w->in.njobs; i++) {
+            const struct q_job *j = &w->jobs[i];
+            if (j->group != g || !j->non_preemptible) continue;
+            int size = j->state == Q_JOB_RUNNING ? j->replicas
+                       : out->res[i].decision == Q_DEC_ADMIT ? out->res[i].nplace : 0;
+            np += (int64_t)size * j->gpus;
+        }
+        PCHECK(np <= w->groups[g].quota.gpus, "group %d: non-preemptible jobs hold %lld > quota %lld", g,
+               (long long)np, (long long)w->groups[g].quota.gpus);
+    }
+    /* cohort lending: sum of max(0, use - guaranteed) <= sum of lendable */
+    for (int c = 1; c <= w->in.ngroups; c++) {
+        int64_t cap = 0, lent = 0;
+        for (int g = 0; g < w->in.ngroups; g++) {
+            const struct q_group *gr = &w->groups[g];
+            if (gr->cohort != c || gr->quota.gpus < 0) continue;
+            int64_t q = gr->quota.gpus, ll = gr->lending_limit.gpus;
+            int64_t lend = ll < 0 || ll > q ? q : ll, guar = q - lend, use = 0;
+            for (int i = 0; i < w->in.njobs; i++) {
+                const struct q_job *j = &w->jobs[i];
+                if (j->group != g) continue;
+                int size = j->state == Q_JOB_RUNNING ? j->replicas
+                           : out->res[i].decision == Q_DEC_ADMIT ? out->res[i].nplace : 0;
+                int a = act_of(out, i, Q_ACT_GROW);
+                if (a >= 0) size = out->actions[a].replicas;
+                use += (int64_t)size * j->gpus;
+            }
+            cap += lend;
+            lent += use > guar ? use - guar : 0;
+        }
+        PCHECK(lent <= cap, "cohort %d lends %lld of %lld", c, (long long)lent, (long long)cap);
+    }
+}
+
+/* Growth placements are free, in the job's domain and model. */
+static void check_growth(int iter, const world *w, const q_output *out) {
+    struct q_node nodes[MAXN];
+    memcpy(nodes, w->nodes, sizeof nodes);
+    for (int i = 0; i < w->in.njobs; i++) {
+        const struct q_result *r = &out->res[i];
+        if (r->decision != Q_DEC_ADMIT) continue;
+        for (int k = 0; k < r->nplace; k++) place_apply(nodes, &w->jobs[i], &out->places[r->place_off + k], +1);
+    }
+    for (int a = 0; a < out->nactions; a++) {
+        const struct q_action *x = &out->actions[a];
+        if (x->kind != Q_ACT_GROW) continue;
+        const struct q_job *j = &w->jobs[x->job];
+        const struct q_place *p0 = j->state == Q_JOB_RUNNING ? &j->placement[0] : &out->places[out->res[x->job].place_off];
+        for (int k = 0; k < x->nplace; k++) {
+            const struct q_place *p = &out->places[x->place_off + k];
+            struct q_node *n = &nodes[p->node];
+            PCHECK(same(n->domain, nodes[p0->node].domain), "job %d grew out of its domain", x->job);
+            if (j->gpu_model) PCHECK(same(n->gpu_model, j->gpu_model), "job %d grew on a wrong model", x->job);
+            PCHECK(n->schedulable, "job %d grew onto a cordoned node", x->job);
+            for (int g = 0; g < n->ngpus && j->gpus > 0; g++)
+                if ((p->gpu_mask >> g) & 1u) PCHECK(n->gpu_mem_used[g] == 0, "job %d grew onto a used GPU", x->job);
+            place_apply(nodes, j, p, +1);
+            PCHECK(n->cpu_used <= n->cpu_alloc && n->mem_used <= n->mem_alloc, "growth over-commits node %d", p->node);
+        }
+    }
+}
+
+/* Each action is allowed: rules, protections, ranges; one per job. */
+static void check_actions(int iter, q_state *st, const world *w, const q_output *out) {
+    const struct q_policy *p = &w->in.policy;
+    for (int a = 0; a < out->nactions; a++) {
+        const struct q_action *x = &out->actions[a];
+        const struct q_job *v = &w->jobs[x->job];
+        for (int b = 0; b < a; b++) PCHECK(out->actions[b].job != x->job, "job %d acted on twice", x->job);
+        if (x->kind == Q_ACT_GROW) {
+            PCHECK(v->max_replicas > 0 && x->replicas <= v->max_replicas && !v->non_preemptible,
+                   "growth of job %d to %d outside 1..%d", x->job, x->replicas, v->max_replicas);
+            continue;
+        }
+        PCHECK(v->state == Q_JOB_RUNNING && !v->terminating, "victim %d not a running job", x->job);
+        PCHECK(x->for_job >= 0 && out->res[x->for_job].reason == Q_R_PREEMPTING, "victim %d for a job not waiting for room", x->job);
+        PCHECK(!v->non_preemptible, "non-preemptible job %d acted on", x->job);
+        if (x->kind == Q_ACT_SHRINK) {
+            int minr = v->min_replicas > 0 ? v->min_replicas : v->replicas;
+            PCHECK(v->max_replicas > 0 && x->replicas >= minr && x->replicas < v->replicas - v->stopping,
+                   "shrink of %d to %d outside its range", x->job, x->replicas);
+            continue;
+        }
+        double jm = v->min_runtime_s < p->max_job_min_runtime_s ? v->min_runtime_s : p->max_job_min_runtime_s;
+        double eff = jm > p->min_runtime_s ? jm : p->min_runtime_s;
+        double ran = v->started > 0 ? w->in.now - v->started : 0;
+        PCHECK(eff <= 0 || ran >= eff, "victim %d ran %.0f s < %.0f s", x->job, ran, eff);
+        PCHECK(p->max_preemptions_per_hour == 0 || v->preemptions_1h < p->max_preemptions_per_hour,
+               "victim %d over the hourly limit", x->job);
+        /* the preemptor's level after starvation promotion, as queued */
+        int lj = out->res[x->for_job].level, lv;
+        double sj = out->res[x->for_job].score, sv;
+        rank_of(st, w, x->job, &lv, &sv);
+        const struct q_job *J = &w->jobs[x->for_job];
+        if (x->reason == Q_R_PREEMPTED) PCHECK(p->preempt_lower && lv > lj, "level rule: %d over %d", lj, lv);
+        else if (x->reason == Q_R_PREEMPTED_SCORE)
+            PCHECK(p->preempt_within && lv == lj && sj >= sv + p->preempt_margin, "margin rule");
+        else if (x->reason == Q_R_RECLAIMED)
+            PCHECK(!p->no_reclaim && J->group >= 0 && v->group >= 0 && J->group != v->group &&
+                   w->groups[J->group].cohort > 0 && w->groups[J->group].cohort == w->groups[v->group].cohort,
+                   "reclaim across cohorts");
+        else PCHECK(0, "victim %d with reason %d", x->job, x->reason);
+    }
+}
+
+/* With everything stopped gone, every job waiting for room starts. */
+static void check_makes_room(int iter, const world *w, const q_output *out) {
+    static world w2;
+    for (int i = 0; i < w->in.njobs && !failed_once; i++) {
+        if (out->res[i].decision != Q_DEC_WAIT || out->res[i].reason != Q_R_PREEMPTING) continue;
+        after_world(w, out, &w2, i, -1, -1, -1);
+        int nl = w2.in.policy.nlevels;
+        q_scorer sc = {&nl, scorer_score, scorer_level};
+        q_state *s2 = q_state_create(NULL);
+        q_output o2;
+        aiq_rc rc = q_cycle_run(s2, &w2.in, &sc, &o2, NULL);
+        int k = index_in(&w2, w->jobs[i].key);
+        if (getenv("AIQ_QPROPS_DEBUG") && !(rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT)) {
+            char m[300];
+            q_message(&w2.in, &o2, k, m, sizeof m);
+            printf("    re-run: %s\n", m);
+            for (int x = 0; x < w->in.njobs; x++) {
+                const struct q_job *j = &w->jobs[x];
+                q_message(&w->in, out, x, m, sizeof m);
+                printf("    job %d %s u%d g%d prio %d %dx%d gpus st %d term %d stop %d min %d max %d: %s\n", x, j->key,
+                       j->user, j->group, j->priority, j->replicas, j->gpus, j->state, j->terminating, j->stopping,
+                       j->min_replicas, j->max_replicas, m);
+            }
+            for (int g = 0; g < w->in.ngroups; g++)
+                printf("    group %d cohort %d quota %lld jobs %lld bl %lld ll %lld\n", g, w->groups[g].cohort,
+                       (long long)w->groups[g].quota.gpus, (long long)w->groups[g].quota.jobs,
+                       (long long)w->groups[g].borrowing_limit.gpus, (long long)w->groups[g].lending_limit.gpus);
+            for (int u = 0; u < w->in.nusers; u++)
+                printf("    user %d group %d quota %lld jobs %lld budget %g\n", u, w->users[u].group,
+                       (long long)w->users[u].quota.gpus, (long long)w->users[u].quota.jobs, w->users[u].budget_gpu_hours);
+        }
+        PCHECK(rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT,
+               "job %d waited for room but does not start once it is made (%s)", i,
+               rc == AIQ_OK && k >= 0 ? q_reason_name((q_reason)o2.res[k].reason) : "cycle failed");
+        q_state_free(s2);
+    }
+}
+
+/* Keeping any one victim leaves the first preemptor unable to start. */
+static void check_minimal(int iter, const world *w, const q_output *out) {
+    for (int i = 0; i < w->in.njobs; i++)
+        if (w->jobs[i].state == Q_JOB_RUNNING && (w->jobs[i].terminating || w->jobs[i].stopping)) return;
+    int J = -1;
+    for (int k = 0; k < out->norder && J < 0; k++) {
+        int j = out->order[k];
+        if (out->res[j].reason == Q_R_PREEMPTING) J = j;
+    }
+    if (J < 0 || out->res[J].inuse == 0) return;
+    static world w2;
+    int tried = 0;
+    for (int a = 0; a < out->nactions && !failed_once; a++) {
+        const struct q_action *x = &out->actions[a];
+        if (x->for_job != J) continue;
+        after_world(w, out, &w2, J, J, 0, x->job);
+        int nl = w2.in.policy.nlevels;
+        q_scorer sc = {&nl, scorer_score, scorer_level};
+        q_state *s2 = q_state_create(NULL);
+        q_output o2;
+        aiq_rc rc = q_cycle_run(s2, &w2.in, &sc, &o2, NULL);
+        int k = index_in(&w2, w->jobs[J].key);
+        PCHECK(rc == AIQ_OK && k >= 0 && o2.res[k].decision != Q_DEC_ADMIT,
+               "job %d starts although victim %d (%s) keeps running: not minimal", J, x->job,
+               x->kind == Q_ACT_SHRINK ? "one more replica" : "whole");
+        q_state_free(s2);
+        tried++;
+    }
+    /* and with all of them gone it starts */
+    after_world(w, out, &w2, J, J, 0, -1);
+    int nl = w2.in.policy.nlevels;
+    q_scorer sc = {&nl, scorer_score, scorer_level};
+    q_state *s2 = q_state_create(NULL);
+    q_output o2;
+    aiq_rc rc = q_cycle_run(s2, &w2.in, &sc, &o2, NULL);
+    int k = index_in(&w2, w->jobs[J].key);
+    PCHECK(tried == 0 || (rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT),
+           "job %d does not start with exactly its victims gone", J);
+    q_state_free(s2);
+}
+
+static int nprops_preempt, nprops_shrink, nprops_grow, nprops_reclaim, nprops_minimal;
+
+/* What a caller does between cycles. */
+static void apply_round(world *w, const q_output *out) {
+    static world w2;
+    w2 = *w;
+    int nj = 0;
+    for (int i = 0; i < w->in.njobs; i++) {
+        const struct q_job *j = &w->jobs[i];
+        struct q_job *d = &w2.jobs[nj];
+        *d = *j;
+        memcpy(w2.pl[nj], w->pl[i], sizeof w2.pl[nj]);
+        memcpy(w2.keys[nj], w->keys[i], sizeof w2.keys[nj]);
+        d->key = d->uid = w2.keys[nj];
+        const struct q_result *r = &out->res[i];
+        if (j->state == Q_JOB_RUNNING) {
+            if (j->terminating) { /* gone: back to the queue */
+                for (int k = 0; k < j->replicas; k++) place_apply(w2.nodes, j, &j->placement[k], -1);
+                d->state = Q_JOB_PENDING;
+                d->terminating = false;
+                d->placement = NULL;
+                d->preemptions++;
+                d->preemptions_1h++;
+                d->queued = w->in.now;
+                d->started = 0;
+                d->replicas = j->max_replicas > 0 ? (j->min_replicas > 0 ? j->min_replicas : j->replicas) : j->replicas;
+                d->gen++;
+            } else if (j->stopping) {
+                for (int k = j->replicas - j->stopping; k < j->replicas; k++)
+                    place_apply(w2.nodes, j, &j->placement[k], -1);
+                d->replicas -= j->stopping;
+                d->stopping = 0;
+                d->gen++;
+            }
+            int a;
+            if ((a = act_of(out, i, Q_ACT_PREEMPT)) >= 0) d->terminating = true;
+            if ((a = act_of(out, i, Q_ACT_SHRINK)) >= 0) d->stopping = d->replicas - out->actions[a].replicas;
+            if ((a = act_of(out, i, Q_ACT_GROW)) >= 0) {
+                for (int k = 0; k < out->actions[a].nplace; k++) {
+                    w2.pl[nj][d->replicas + k] = out->places[out->actions[a].place_off + k];
+                    place_apply(w2.nodes, j, &w2.pl[nj][d->replicas + k], +1);
+                }
+                d->replicas = out->actions[a].replicas;
+            }
+            d->placement = d->state == Q_JOB_RUNNING ? w2.pl[nj] : NULL;
+        } else if (r->decision == Q_DEC_ADMIT) {
+            d->state = Q_JOB_RUNNING;
+            d->replicas = r->nplace;
+            memcpy(w2.pl[nj], &out->places[r->place_off], sizeof(struct q_place) * (size_t)r->nplace);
+            int a = act_of(out, i, Q_ACT_GROW);
+            if (a >= 0) {
+                memcpy(&w2.pl[nj][r->nplace], &out->places[out->actions[a].place_off],
+                       sizeof(struct q_place) * (size_t)out->actions[a].nplace);
+                d->replicas = out->actions[a].replicas;
+            }
+            for (int k = 0; k < d->replicas; k++) place_apply(w2.nodes, d, &w2.pl[nj][k], +1);
+            d->placement = w2.pl[nj];
+            d->started = w->in.now;
+            double pr = j->pred_runtime_s > 0 ? j->pred_runtime_s : j->est_runtime_s;
+            d->end_time = pr > 0 ? w->in.now + pr : 0;
+            d->gen++;
+        }
+        nj++;
+    }
+    /* New work arrives: a copy of a random job, often urgent and often
+     * elastic, so later rounds preempt, borrow and shrink too. */
+    for (int x = 0; x < 2 && nj < MAXJ && nj > 0; x++) {
+        struct q_job *d = &w2.jobs[nj];
+        *d = w2.jobs[rnd(nj)];
+        snprintf(w2.keys[nj], sizeof w2.keys[nj], "ns/r%d", (int)(rng % 100000));
+        d->key = d->uid = w2.keys[nj];
+        d->state = Q_JOB_PENDING;
+        d->placement = NULL;
+        d->terminating = false;
+        d->stopping = 0;
+        d->started = 0;
+        d->preemptions = d->preemptions_1h = 0;
+        d->queued = d->created = w->in.now;
+        if (chance(50)) d->priority = rnd(3) * w->in.policy.nlevels; /* level 0 */
+        if (d->max_replicas > 0 && d->min_replicas > d->replicas) d->replicas = d->min_replicas;
+        d->gen = 0;
+        nj++;
+    }
+    w2.in.njobs = nj;
+    *w = w2;
+    w->in.nodes = w->nodes;
+    w->in.jobs = w->jobs;
+    w->in.users = w->users;
+    w->in.groups = w->groups;
+    w->in.now += 1200; /* past most minimum runtimes in a few rounds */
+}
+
+TEST(preemption_borrowing_elastic_over_rounds) {
+    static world w;
+    int n = env_int("AIQ_QPROPS_N", 3000) / 3;
+    uint64_t seed = (uint64_t)env_int("AIQ_QPROPS_SEED", 20261121);
+    for (int iter = 0; iter < n && !failed_once; iter++) {
+        rng = seed * 7919u + (uint64_t)iter;
+        gen_pre(&w);
+        int nl = w.in.policy.nlevels;
+        q_scorer sc = {&nl, scorer_score, scorer_level};
+        q_state *st = q_state_create(NULL);
+        for (int round = 0; round < 6 && !failed_once; round++) {
+            q_output out, fo;
+            aiq_err err;
+            aiq_err_clear(&err);
+            aiq_rc rc = q_cycle_run(st, &w.in, &sc, &out, &err);
+            PCHECK(rc == AIQ_OK, "round %d: cycle failed: %s", round, err.message);
+            if (rc != AIQ_OK) break;
+            check_capacity(iter, &w, &out);
+            check_growth(iter, &w, &out);
+            check_quota_instant(iter, &w, &out);
+            check_actions(iter, st, &w, &out);
+            check_makes_room(iter, &w, &out);
+            check_minimal(iter, &w, &out);
+            for (int a = 0; a < out.nactions; a++) {
+                nprops_preempt += out.actions[a].kind == Q_ACT_PREEMPT;
+                nprops_shrink += out.actions[a].kind == Q_ACT_SHRINK;
+                nprops_grow += out.actions[a].kind == Q_ACT_GROW;
+                nprops_reclaim += out.actions[a].reason == Q_R_RECLAIMED;
+            }
+            for (int i = 0; i < w.in.njobs; i++) {
+                char m[512];
+                int len = q_message(&w.in, &out, i, m, sizeof m);
+                PCHECK(len > 0 && len < (int)sizeof m, "message of job %d", i);
+            }
+            q_state *fresh = q_state_create(NULL);
+            PCHECK(q_cycle_run(fresh, &w.in, &sc, &fo, NULL) == AIQ_OK, "fresh cycle failed");
+            PCHECK(fo.nactions == out.nactions, "round %d: %d actions incremental, %d fresh", round,
+                   out.nactions, fo.nactions);
+            for (int a = 0; a < out.nactions && a < fo.nactions; a++) {
+                const struct q_action *x = &out.actions[a], *y = &fo.actions[a];
+                PCHECK(x->job == y->job && x->for_job == y->for_job && x->replicas == y->replicas &&
+                       x->place_off == y->place_off && x->nplace == y->nplace && x->kind == y->kind &&
+                       x->reason == y->reason, "action %d differs", a);
+            }
+            for (int i = 0; i < w.in.njobs; i++)
+                PCHECK(out.res[i].decision == fo.res[i].decision && out.res[i].reason == fo.res[i].reason,
+                       "round %d job %d: incremental %d/%d fresh %d/%d", round, i, out.res[i].decision,
+                       out.res[i].reason, fo.res[i].decision, fo.res[i].reason);
+            q_state_free(fresh);
+            apply_round(&w, &out);
+        }
+        q_state_free(st);
+    }
+    printf("  %d worlds x 6 rounds: %d preemptions, %d shrinks, %d growths, %d reclaims\n", n,
+           nprops_preempt, nprops_shrink, nprops_grow, nprops_reclaim);
+    (void)nprops_minimal;
+    CHECK(nprops_preempt > n / 4);
+    CHECK(nprops_shrink > n / 50);
+    CHECK(nprops_grow > n / 20);
+    CHECK(nprops_reclaim > 0);
 }

@@ -36,7 +36,7 @@ static store *record(const char *policy, int njobs, int *ndec) {
     store *s = store_open(":memory:", NULL, &e);
     oppolicy *pol = load_preset(policy);
     struct sim_trace *tr = sim_trace_create();
-    struct sim_gen_opts g = {2026, njobs, 3, 3, 90, 0};
+    struct sim_gen_opts g = {.seed = 2026, .njobs = njobs, .ngroups = 3, .users_per_group = 3, .mean_interarrival_s = 90};
     *ndec = 0;
     if (!CHECK(s && pol && tr) || !CHECK_INT(sim_generate(tr, &g, &e), AIQ_OK) ||
         !CHECK_INT(sim_nodes_from_spec(tr, "3x8xA100-80GB", &e), AIQ_OK))
@@ -316,4 +316,89 @@ TEST(requeue_journal_that_lies_is_caught) {
     swap_text(buf, sizeof buf, requeue_journal, "\"queued\":43200", "\"queued\":-5");
     CHECK_INT(replay_text(buf, &mism, first, sizeof first, &j, &e), AIQ_EPARSE);
     CHECK(strstr(e.message, "rq.jsonl:9: job_requeue uid-a: 'queued'") != NULL);
+}
+
+/* Preemptions and elastic resizes replay exactly: a Tiresias-like trace
+ * (checkpointing and elastic jobs) recorded under elastic-tiresias; the
+ * journal carries the actions (decisions "preempt"/"resize" naming the
+ * job they are for) and when they took effect (job_preempted,
+ * job_resized). Moving one job_preempted later, or dropping the job a
+ * victim was preempted for, is caught. */
+TEST(preemption_and_resizes_replay_exactly) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    store *s = store_open(":memory:", NULL, &e);
+    oppolicy *pol = load_preset("elastic-tiresias");
+    struct sim_trace *tr = sim_trace_create();
+    struct sim_gen_opts g = {.seed = 7, .njobs = 80, .mean_interarrival_s = 600, .tiresias = true,
+                             .max_gpus = 8, .checkpoint_frac = 0.5, .elastic_frac = 0.5};
+    struct sim_journal j;
+    memset(&j, 0, sizeof j);
+    char *buf = NULL;
+    size_t len = 0;
+    if (!CHECK(s && pol && tr) || !CHECK_INT(sim_generate(tr, &g, &e), AIQ_OK) ||
+        !CHECK_INT(sim_nodes_from_spec(tr, "2x8xA100-80GB", &e), AIQ_OK))
+        goto out;
+    struct sim_config cfg;
+    struct sim_result res;
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    cfg.policy = pol;
+    cfg.policy_name = "elastic-tiresias";
+    cfg.journal = s;
+    cfg.collect_decisions = true;
+    if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK))
+        printf("    %s\n", e.message);
+    long npre = res.npreempt, nshr = res.nshrink, ngrow = res.ngrow;
+    sim_result_deinit(&res);
+    CHECK(npre > 5 && nshr > 0 && ngrow > 5);
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_INT(store_journal_export_jsonl(s, f, 0, NULL, &e), AIQ_OK);
+    fclose(f);
+    CHECK(strstr(buf, "\"kind\":\"job_preempted\"") != NULL);
+    CHECK(strstr(buf, "\"kind\":\"job_resized\"") != NULL);
+    CHECK(strstr(buf, "\"action\":\"preempt\"") != NULL);
+    CHECK(strstr(buf, "\"action\":\"resize\"") != NULL);
+    CHECK(strstr(buf, "\"checkpointInterval\":\"600s\"") != NULL);
+    f = fmemopen(buf, len, "r");
+    aiq_rc rc = sim_journal_read_jsonl(f, "p.jsonl", &j, &e);
+    fclose(f);
+    if (!CHECK_INT(rc, AIQ_OK))
+        goto out;
+    CHECK_INT(j.skipped, 0);
+    CHECK(j.nstops >= npre);
+    long mism = -1;
+    char first[512];
+    CHECK_INT(sim_replay_check(&j, pol, "elastic-tiresias", &mism, first, sizeof first, &e), AIQ_OK);
+    if (!CHECK_INT(mism, 0))
+        printf("    %s\n", first);
+    /* a victim gone later than it was */
+    int k = -1;
+    for (int x = 0; x < j.nstops && k < 0; x++)
+        if (j.stops[x].replicas < 0) k = x;
+    if (CHECK(k >= 0)) {
+        j.stops[k].t += 600;
+        CHECK_INT(sim_replay_check(&j, pol, "elastic-tiresias", &mism, first, sizeof first, &e),
+                  AIQ_OK);
+        CHECK(mism > 0);
+        j.stops[k].t -= 600;
+    }
+    /* a preemption recorded for another job */
+    for (int x = 0; x < j.ndec; x++)
+        if (j.dec[x].action == Q_DEC_PREEMPT) {
+            j.dec[x].by = j.dec[x].by == 0 ? 1 : 0;
+            CHECK_INT(sim_replay_check(&j, pol, "elastic-tiresias", &mism, first, sizeof first, &e),
+                      AIQ_OK);
+            CHECK_INT(mism, 1);
+            CHECK(strstr(first, "for=") != NULL);
+            break;
+        }
+out:
+    sim_journal_deinit(&j);
+    free(buf);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+    store_close(s);
 }

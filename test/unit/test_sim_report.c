@@ -212,3 +212,157 @@ TEST(run_input_errors) {
     sim_trace_free(tr);
     oppolicy_free(pol);
 }
+
+/* One node of 8 GPUs. A (8 GPUs, 4 h of work) starts at 0; B (8 GPUs, 1 h)
+ * arrives at 2h05m. Under tiresias-las A has 16.7 GPU-hours by then
+ * ("served") and B none ("fresh"): B preempts A. A holds its GPUs for the
+ * 30 s grace period, stops at 7530 s and B runs 7530..11130; A restarts
+ * when B ends, with its remaining work: what it had at its last
+ * checkpoint (one every 600 s of running: 7200 s of the 7530 s it ran,
+ * 330 s lost), so it ends at 11130 + 14400 - 7200. Without checkpoints it
+ * loses the whole run and starts over. */
+/* tiresias-las without its "only checkpointing jobs are demoted" clause,
+ * so a job that does not checkpoint is preempted too. */
+static oppolicy *las_all(void) {
+    static const char text[] =
+        "apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: las-all}\n"
+        "spec:\n  formula: job.age_hours\n  levels:\n"
+        "  - {name: fresh, when: \"attained.gpu_hours < 1\"}\n  - {name: served}\n"
+        "  backfill: Easy\n  preemption: {lowerLevels: true, minRuntime: 5m}\n";
+    struct aiq_manifest *m = NULL;
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *p = NULL;
+    if (CHECK_INT(aiq_manifest_parse_text(text, sizeof text - 1, &m, &n, &e), AIQ_OK) &&
+        CHECK(n == 1 && m[0].rc == AIQ_OK))
+        p = oppolicy_compile(&m[0].u.policy, &e);
+    aiq_manifests_free(m, n);
+    return p;
+}
+
+static void preempt_case(double checkpoint_s, double a_end, double lost) {
+    oppolicy *pol = checkpoint_s > 0 ? load_preset("tiresias-las") : las_all();
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_job a = {.id = "A", .submit = 0, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 14400, .checkpoint_s = checkpoint_s};
+    struct sim_job b = {.id = "B", .submit = 7500, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 3600};
+    struct sim_config cfg;
+    struct sim_result res;
+    memset(&res, 0, sizeof res);
+    if (!pol || !CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK) ||
+        !CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK) ||
+        !CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK))
+        goto out;
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    cfg.policy = pol;
+    cfg.predict = false; /* times are unix seconds from SIM_EPOCH (0 is "unknown") */
+    if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+        printf("    %s\n", e.message);
+        goto out;
+    }
+    const double T = SIM_EPOCH;
+    CHECK_INT(res.npreempt, 1);
+    CHECK_INT(res.jobs[0].preemptions, 1);
+    CHECK_DBL(res.jobs[0].start, T, 0);          /* the first start counts for wait */
+    CHECK_DBL(res.jobs[1].start, T + 7530, 0);
+    CHECK_DBL(res.jobs[1].end, T + 11130, 1e-6);
+    CHECK_DBL(res.jobs[0].lost_s, lost, 1e-6);
+    CHECK_DBL(res.jobs[0].end, T + a_end, 1e-6);
+    CHECK_DBL(res.lost_gpu_s, lost * 8, 1e-6);
+    CHECK_INT(res.jobs[0].state, SIM_J_DONE);
+    /* GPU time held: A's two runs and B; the grace period counts as A's. */
+    CHECK_DBL(res.busy_gpu_s, 8 * (7530 + 3600 + (a_end - 11130)), 1e-3);
+out:
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}
+
+TEST(preemption_keeps_the_rest_of_the_work) {
+    preempt_case(600, 11130 + 14400 - 7200, 330);
+    preempt_case(0, 11130 + 14400, 7530);
+    /* The preset never demotes a job that cannot checkpoint: the same
+     * trace without checkpoints runs A to its end, then B. */
+    oppolicy *pol = load_preset("tiresias-las");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_job a = {.id = "A", .submit = 0, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 14400};
+    struct sim_job b = {.id = "B", .submit = 7500, .replicas = 1, .gpus = 8, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 3600};
+    struct sim_config cfg;
+    struct sim_result res;
+    memset(&res, 0, sizeof res);
+    if (pol && CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK) &&
+        CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK) &&
+        CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK)) {
+        sim_config_init(&cfg);
+        cfg.trace = tr;
+        cfg.nodes = tr->nodes;
+        cfg.nnodes = tr->nnodes;
+        cfg.policy = pol;
+        cfg.predict = false;
+        if (CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+            CHECK_INT(res.npreempt, 0);
+            CHECK_DBL(res.jobs[0].end, SIM_EPOCH + 14400, 1e-6);
+        }
+    }
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}
+
+/* An elastic job of 4 x 1 GPU (4 h of work at 4 replicas), 2..8
+ * replicas, alone on 8 GPUs: it starts with 2, grows to 8 at once and,
+ * twice as fast as at 4, ends after 2 h. A fixed 4-GPU job arriving at
+ * 1 h shrinks it to 4 (after the 30 s grace period) and starts. */
+TEST(elastic_job_grows_and_shrinks_in_the_simulator) {
+    oppolicy *pol = load_preset("elastic-fifo");
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_job el = {.id = "E", .submit = 0, .replicas = 4, .gpus = 1, .min_replicas = 2,
+                         .max_replicas = 8, .cpu_milli = 1000, .mem_bytes = 1 << 30,
+                         .duration_s = 14400};
+    struct sim_job f = {.id = "F", .submit = 3600, .replicas = 1, .gpus = 4, .cpu_milli = 1000,
+                        .mem_bytes = 1 << 30, .duration_s = 600};
+    struct sim_config cfg;
+    struct sim_result res;
+    memset(&res, 0, sizeof res);
+    if (!pol || !CHECK_INT(sim_trace_add_job(tr, &el, &e), AIQ_OK) ||
+        !CHECK_INT(sim_trace_add_job(tr, &f, &e), AIQ_OK) ||
+        !CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK))
+        goto out;
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    cfg.policy = pol;
+    cfg.predict = false;
+    if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+        printf("    %s\n", e.message);
+        goto out;
+    }
+    const double T = SIM_EPOCH;
+    /* E: 0..3630 at 8 replicas (2x speed: 7260 s of work), then 4
+     * replicas until F ends at 3630 + 600 = 4230 (600 s of work), then 8
+     * again for the remaining 14400 - 7860 = 6540 s at 2x: 3270 s. */
+    CHECK_DBL(res.jobs[1].start, T + 3630, 0);
+    CHECK_DBL(res.jobs[1].end, T + 4230, 1e-6);
+    CHECK_DBL(res.jobs[0].end, T + 4230 + 3270, 1e-6);
+    CHECK_INT(res.nshrink, 1);
+    CHECK_INT(res.ngrow, 2);
+    CHECK_INT(res.npreempt, 0);
+out:
+    sim_result_deinit(&res);
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}

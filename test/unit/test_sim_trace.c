@@ -250,7 +250,7 @@ TEST(node_spec) {
 }
 
 static char *gen_csv(uint64_t seed, int n) {
-    struct sim_gen_opts o = {seed, n, 3, 4, 60, 0};
+    struct sim_gen_opts o = {.seed = seed, .njobs = n, .ngroups = 3, .users_per_group = 4, .mean_interarrival_s = 60};
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     char *buf = NULL;
@@ -270,7 +270,7 @@ TEST(generator_is_seeded_and_mixed) {
     free(a);
     free(b);
     free(c);
-    struct sim_gen_opts o = {5, 2000, 4, 5, 0, 0};
+    struct sim_gen_opts o = {.seed = 5, .njobs = 2000, .ngroups = 4, .users_per_group = 5};
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK);
@@ -299,7 +299,7 @@ TEST(generator_is_seeded_and_mixed) {
     CHECK(maxd > 10 * sumd / tr->njobs);
     CHECK(est > tr->njobs / 2 && est < tr->njobs);
     aiq_err_clear(&e);
-    struct sim_gen_opts bad = {1, 0, 0, 0, 0, 0};
+    struct sim_gen_opts bad = {.seed = 1};
     CHECK_INT(sim_generate(tr, &bad, &e), AIQ_EINVAL);
     sim_trace_free(tr);
 }
@@ -361,4 +361,86 @@ TEST(readers_name_the_expected_header_of_an_empty_file) {
         fclose(f);
         sim_trace_free(tr);
     }
+}
+
+/* The Tiresias-like profile and the later options: one user, no estimates,
+ * priorities or shares, sizes capped, checkpointing and elastic fractions;
+ * the new columns survive a CSV round trip; older seeds' traces are
+ * unchanged by options left at zero (the first job of seed 11 as it
+ * always was). */
+TEST(generator_tiresias_profile_and_options) {
+    struct sim_gen_opts o = {.seed = 3, .njobs = 3000, .tiresias = true, .max_gpus = 8,
+                             .checkpoint_frac = 1, .checkpoint_s = 900, .elastic_frac = 0.5};
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK);
+    int elastic = 0, big = 0, shares = 0, est = 0, prio = 0, other_user = 0, long_jobs = 0;
+    double sumd = 0;
+    for (int i = 0; i < tr->njobs; i++) {
+        const struct sim_job *j = &tr->jobs[i];
+        int total = j->replicas * j->gpus;
+        big += total > 8;
+        shares += j->gpus == 0;
+        est += j->estimate_s > 0;
+        prio += j->priority != 0;
+        other_user += strcmp(j->user, tr->jobs[0].user) != 0 || strcmp(j->group, tr->jobs[0].group) != 0;
+        CHECK_DBL(j->checkpoint_s, 900, 0);
+        if (j->max_replicas > 0) {
+            elastic++;
+            CHECK(j->gpus == 1 && j->min_replicas == j->replicas / 2 &&
+                  j->max_replicas == (2 * j->replicas > 16 ? 16 : 2 * j->replicas));
+        }
+        sumd += j->duration_s;
+        long_jobs += j->duration_s > 10 * 3600;
+    }
+    CHECK_INT(big, 0);
+    CHECK_INT(shares, 0);
+    CHECK_INT(est, 0);
+    CHECK_INT(prio, 0);
+    CHECK_INT(other_user, 0);
+    CHECK(elastic > tr->njobs / 5 && elastic < tr->njobs / 2);
+    /* heavy-tailed around a median of 30 minutes */
+    CHECK(long_jobs > tr->njobs / 50);
+    CHECK(sumd / tr->njobs > 3600);
+    /* round trip of the new columns */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CHECK_INT(sim_write_csv(tr, out, &e), AIQ_OK);
+    fclose(out);
+    FILE *in = fmemopen(buf, len, "r");
+    struct sim_trace *back = sim_trace_create();
+    CHECK_INT(sim_read_csv(in, "mem", back, &e), AIQ_OK);
+    fclose(in);
+    for (int i = 0; i < tr->njobs && i < back->njobs; i++) {
+        if (back->jobs[i].min_replicas != tr->jobs[i].min_replicas ||
+            back->jobs[i].max_replicas != tr->jobs[i].max_replicas ||
+            back->jobs[i].checkpoint_s != tr->jobs[i].checkpoint_s) {
+            CHECK(0);
+            break;
+        }
+    }
+    free(buf);
+    sim_trace_free(back);
+    sim_trace_free(tr);
+    /* zero options: the old traces */
+    char *a = gen_csv(11, 3);
+    CHECK(strstr(a, "\njob-000001,") != NULL);
+    CHECK(strstr(a, ",0,0,0\n") != NULL);
+    free(a);
+    /* bad elastic columns are named */
+    static const char bad[] = "submit_s,duration_s,min_replicas,max_replicas\n0,60,4,2\n";
+    in = fmemopen((void *)bad, sizeof bad - 1, "r");
+    back = sim_trace_create();
+    aiq_err_clear(&e);
+    CHECK_INT(sim_read_csv(in, "b.csv", back, &e), AIQ_EPARSE);
+    CHECK_STR(e.message, "b.csv:2:8: column 'max_replicas': an elastic job needs 1 <= min_replicas "
+                         "<= max_replicas, got 4..2");
+    fclose(in);
+    sim_trace_free(back);
+    struct sim_gen_opts worse = {.seed = 1, .njobs = 5, .checkpoint_frac = 2};
+    tr = sim_trace_create();
+    CHECK_INT(sim_generate(tr, &worse, &e), AIQ_EINVAL);
+    sim_trace_free(tr);
 }
