@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
@@ -102,15 +103,28 @@ func (k *kubelet) registerNode(ctx context.Context, ns *nodeSpec) error {
 	if err != nil {
 		return fmt.Errorf("node %s: %v", want.Name, err)
 	}
-	now := metav1.Now()
-	n = n.DeepCopy()
-	n.Status.Capacity = want.Status.Capacity
-	n.Status.Allocatable = want.Status.Allocatable
-	n.Status.NodeInfo = want.Status.NodeInfo
-	n.Status.Conditions = readyCondition(now)
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.ip},
-		{Type: corev1.NodeHostName, Address: want.Name}}
-	if _, err := k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The node-lifecycle controller writes new Nodes too (it adds and
+	// removes the not-ready taint), so the status update may meet a newer
+	// resourceVersion: read the Node again and retry, as a kubelet does.
+	// With thousands of nodes registering at once this happens every run.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		now := metav1.Now()
+		n = n.DeepCopy()
+		n.Status.Capacity = want.Status.Capacity
+		n.Status.Allocatable = want.Status.Allocatable
+		n.Status.NodeInfo = want.Status.NodeInfo
+		n.Status.Conditions = readyCondition(now)
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.ip},
+			{Type: corev1.NodeHostName, Address: want.Name}}
+		_, uerr := k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(uerr) {
+			if cur, gerr := k.cs.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil {
+				n = cur
+			}
+		}
+		return uerr
+	})
+	if err != nil {
 		return fmt.Errorf("node %s status: %v", want.Name, err)
 	}
 	return k.renewLease(ctx, n)
