@@ -195,9 +195,9 @@ int bp_write_nodes(const char *path, int n_a100, int cordoned, int n_h100) {
     if (!f)
         return -1;
     fprintf(f, "# written by bench/bproc.c\n");
-    /* The real control plane's loader takes at most 5,000 per entry. */
+    /* The local server takes at most 1,000 nodes per entry (the real one 5,000). */
     for (int done = 0, part = 0; done < n_a100; part++) {
-        int n = n_a100 - done > 5000 ? 5000 : n_a100 - done;
+        int n = n_a100 - done > 1000 ? 1000 : n_a100 - done;
         fprintf(f,
                 "- name: gpu%d\n  count: %d\n  gpus: 8\n  gpuProduct: NVIDIA-A100\n"
                 "  gpuMemoryMiB: 81920\n  cpu: \"128\"\n  memory: 1Ti\n  unschedulable: %s\n",
@@ -321,7 +321,8 @@ int bp_req(struct bp_server *s, const char *method, const char *path, const char
     return status;
 }
 
-int bp_apply_crds(struct bp_server *s, const char *const *files, int n, char *err, size_t errcap) {
+int bp_post_yaml(struct bp_server *s, const char *const *files, int n, const char *collection,
+                 void (*edit)(json_object *doc), char *err, size_t errcap) {
     for (int i = 0; i < n; i++) {
         char *text = NULL;
         size_t len = 0;
@@ -336,9 +337,10 @@ int bp_apply_crds(struct bp_server *s, const char *const *files, int n, char *er
             return -1;
         }
         for (int d = 0; d < nd && rc == 0; d++) {
-            int st = bp_req(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                            NULL, json_object_to_json_string_ext(docs[d], JSON_C_TO_STRING_PLAIN),
-                            NULL);
+            if (edit)
+                edit(docs[d]);
+            int st = bp_req(s, "POST", collection, NULL,
+                            json_object_to_json_string_ext(docs[d], JSON_C_TO_STRING_PLAIN), NULL);
             if (st != 201 && st != 409) {
                 errf(err, errcap, "%s: create answered HTTP %d", files[i], st);
                 rc = -1;
@@ -778,16 +780,9 @@ long bp_rss_kib(pid_t pid) {
     return kib;
 }
 
-long long bp_db_bytes(const char *path) {
+long long bp_file_bytes(const char *path) {
     struct stat st;
-    char p[512];
-    if (stat(path, &st) != 0)
-        return -1;
-    long long n = (long long)st.st_size;
-    snprintf(p, sizeof p, "%s-wal", path);
-    if (stat(p, &st) == 0)
-        n += (long long)st.st_size;
-    return n;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 /* ---- /metrics ------------------------------------------------------------- */

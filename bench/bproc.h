@@ -71,7 +71,7 @@ struct bp_server {
 };
 
 /* Writes a nodes file (test/fixtures/nodes-small.yaml format) to path:
- * n_a100 nodes "gpu-N" of 8 NVIDIA-A100 GPUs (80 GiB), cordoned when
+ * n_a100 nodes "gpuP-K" (entries of 1,000) of 8 NVIDIA-A100 GPUs (80 GiB), cordoned when
  * cordoned is set, and n_h100 nodes "probe-N" of 8 NVIDIA-H100 GPUs,
  * schedulable. Returns 0 or -1. */
 int bp_write_nodes(const char *path, int n_a100, int cordoned, int n_h100);
@@ -98,10 +98,13 @@ void bp_server_stop(struct bp_server *s);
 int bp_req(struct bp_server *s, const char *method, const char *path,
            const char *ctype, const char *body, char **resp);
 
-/* Creates every document of a YAML file (CRDs) through the API. Returns
- * 0 or -1 (a document that already exists counts as created). */
-int bp_apply_crds(struct bp_server *s, const char *const *files, int n,
-                  char *err, size_t errcap);
+/* Creates every document of each YAML file through the API by POST to
+ * collection (e.g. the CRDs' collection path). edit, when non-NULL, may
+ * change each document first. Returns 0 or -1 (a document that already
+ * exists counts as created). */
+int bp_post_yaml(struct bp_server *s, const char *const *files, int n,
+                 const char *collection, void (*edit)(json_object *doc),
+                 char *err, size_t errcap);
 
 /* Waits up to timeout_s until GET path answers 200. Returns 0 or -1. */
 int bp_wait_get(struct bp_server *s, const char *path, double timeout_s);
@@ -204,9 +207,8 @@ void bp_operator_signal(struct bp_operator *op, int sig);
 /* VmRSS of pid in KiB, or -1. */
 long bp_rss_kib(pid_t pid);
 
-/* The size in bytes of path plus path-wal and path-shm (SQLite), or -1
- * when path does not exist. */
-long long bp_db_bytes(const char *path);
+/* The size in bytes of the file path, or -1 when it does not exist. */
+long long bp_file_bytes(const char *path);
 
 /* The operator's histogram of cycle seconds and counters, from /metrics. */
 #define BP_MAX_BUCKETS 24
