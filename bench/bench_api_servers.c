@@ -26,7 +26,10 @@
  * tries each once). Nothing else of ours runs meanwhile.
  *
  * Knobs: BENCH_SERVERS (local,real), BENCH_RAW_N (pods per phase, 3000),
- * BENCH_RAW_CAP_S (seconds per phase, 10), BENCH_WATCH_N (writes, 300).
+ * BENCH_RAW_CAP_S (seconds per phase, 10), BENCH_WATCH_N (writes, 300),
+ * BENCH_RAW_PATCH=annotations (patch only the node hint annotations and
+ * leave the pods gated, to see what the ungating costs; the keys then
+ * still say pod_patch, so do not mix such a run with others).
  * Ends with <server>_pod_create_1c_per_s=, _4c_per_s=, <server>_pod_patch_1c_per_s=,
  * _4c_per_s=, <server>_watch_latency_p50_ms= and _p99_ms=. */
 #include <curl/curl.h>
@@ -112,10 +115,23 @@ static int run_rates(struct bp_server *s, long n, double cap_s, struct server_re
     int rc = -1;
     if (!pod)
         return -1;
+    /* BENCH_RAW_PATCH=annotations: the same node hint annotations but the
+     * pod stays gated (no affinity, no ungating): what the ungating and
+     * the scheduler's attempt that follows it cost. */
+    int annot = strcmp(bp_env_str("BENCH_RAW_PATCH", "release"), "annotations") == 0;
     for (int k = 0; k < 10; k++) {
         char node[32];
         snprintf(node, sizeof node, "gpu0-%d", k);
-        patch[k] = bp_release_patch(pod, node);
+        if (annot) {
+            char b[256];
+            snprintf(b, sizeof b,
+                     "{\"metadata\":{\"annotations\":{\"aiq.dev/node\":\"%s\",\"aiq.dev/gpu-indexes\":"
+                     "\"0\",\"aiq.dev/gpu-memory-mib\":\"81920\"}}}",
+                     node);
+            patch[k] = strdup(b);
+        } else {
+            patch[k] = bp_release_patch(pod, node);
+        }
     }
     for (int c = 0; c < 2; c++) {
         int clients = c == 0 ? 1 : 4;
@@ -150,7 +166,7 @@ static int run_rates(struct bp_server *s, long n, double cap_s, struct server_re
             bodies[i] = patch[i % 10] ? strdup(patch[i % 10]) : NULL;
         }
         rw = &res->rows[res->nrows++];
-        rw->op = "pod patch (release)";
+        rw->op = annot ? "pod patch (annotations)" : "pod patch (release)";
         rw->clients = clients;
         bp_log("pod patch, %d client(s)", clients);
         rw->secs = bp_parallel(clients, created, cap_s, op_patch, &r, &done, &ok);
