@@ -288,7 +288,7 @@ static int op_uncordon(void *vc, long i) {
 }
 
 static int cordon_probe(struct bp_server *s, int on) {
-    return bp_req(s, "PATCH", "/api/v1/nodes/probe-0", "application/merge-patch+json",
+    return bp_req(s, "PATCH", "/api/v1/nodes/aprobe-0", "application/merge-patch+json",
                   on ? "{\"spec\":{\"unschedulable\":true}}" : "{\"spec\":{\"unschedulable\":false}}",
                   NULL) == 200
                ? 0

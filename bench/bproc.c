@@ -204,9 +204,11 @@ int bp_write_nodes(const char *path, int n_a100, int cordoned, int n_h100) {
                 part, n, cordoned ? "true" : "false");
         done += n;
     }
+    /* "aprobe" sorts before "gpu": the local server's simulated scheduler
+     * looks at the first 4,096 nodes by name only. */
     if (n_h100 > 0)
         fprintf(f,
-                "- name: probe\n  count: %d\n  gpus: 8\n  gpuProduct: NVIDIA-H100\n"
+                "- name: aprobe\n  count: %d\n  gpus: 8\n  gpuProduct: NVIDIA-H100\n"
                 "  gpuMemoryMiB: 81920\n  cpu: \"128\"\n  memory: 1Ti\n",
                 n_h100);
     return fclose(f) == 0 ? 0 : -1;

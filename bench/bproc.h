@@ -72,7 +72,7 @@ struct bp_server {
 
 /* Writes a nodes file (test/fixtures/nodes-small.yaml format) to path:
  * n_a100 nodes "gpuP-K" (entries of 1,000) of 8 NVIDIA-A100 GPUs (80 GiB), cordoned when
- * cordoned is set, and n_h100 nodes "probe-N" of 8 NVIDIA-H100 GPUs,
+ * cordoned is set, and n_h100 nodes "aprobe-N" of 8 NVIDIA-H100 GPUs,
  * schedulable. Returns 0 or -1. */
 int bp_write_nodes(const char *path, int n_a100, int cordoned, int n_h100);
 
