@@ -334,7 +334,8 @@ static double mean_ms(const struct bp_metrics *a, const struct bp_metrics *b, in
 struct row {
     enum bp_kind kind;
     int nodes, shrunk_from; /* shrunk_from: nodes deleted from this many */
-    int run;                /* 0: not run (deadline or an earlier failure) */
+    int run;                /* 0: not run, for the reason in why */
+    const char *why;
     int cut;                /* the deadline or the cap cut the wait for Queued */
     long target, jobs, burst, queued;
     double create_per_s, all_queued_s, q_p50, q_p99;
@@ -712,6 +713,7 @@ static int run_config(const struct config *cf, const char *top, const struct opt
     long maxjobs = cf->steps[cf->nsteps - 1];
     static struct env e; /* large (probe tables): not on the stack */
     enum bp_kind kind = cf->kind;
+    int first_row = *nr;
 
     memset(&e, 0, sizeof e);
     e.o = o;
@@ -863,12 +865,16 @@ out_free:
     free(e.jw.t_created);
     free(e.jw.t_queued);
     pthread_mutex_destroy(&e.jw.mu);
-out_rows:
+out_rows:;
     /* The rows it did not get to, so the table says so. */
+    const char *why = left(o) <= 30 ? "deadline (BENCH_DEADLINE_S)"
+                      : *nr > first_row && rows[*nr - 1].run && rows[*nr - 1].cut
+                          ? "the step before did not get all its jobs Queued"
+                          : "the configuration failed (see above)";
     for (; st < cf->nsteps; st++)
-        new_row(rows, nr, kind, cf->nodes, cf->steps[st]);
+        new_row(rows, nr, kind, cf->nodes, cf->steps[st])->why = why;
     for (; sh < cf->nshrink; sh++)
-        new_row(rows, nr, kind, (int)cf->shrink[sh], cf->steps[cf->nsteps - 1])->shrunk_from = -1;
+        new_row(rows, nr, kind, (int)cf->shrink[sh], cf->steps[cf->nsteps - 1])->why = why;
     return rc;
 }
 
@@ -970,7 +976,7 @@ int main(void) {
         struct row *r = &rows[i];
         if (!r->run) {
             printf("%-6s %6d %7ld  not run: %s\n", bp_kind_name(r->kind), r->nodes, r->target,
-                   left(&o) <= 30 ? "deadline (BENCH_DEADLINE_S)" : "the configuration failed earlier");
+                   r->why ? r->why : "?");
             continue;
         }
         if (r->burst > 0)
