@@ -178,12 +178,16 @@ fuzz-build-if-clang:
 .PHONY: fuzz-build-if-clang
 
 # ---- benchmarks ----------------------------------------------------------------
+# bench/*.c other than bench_*.c are helpers linked into every benchmark.
 BENCH_BINS := $(BENCH_SRC:bench/%.c=build/rel/bench/%)
-build/rel/bench/%: build/rel/bench/%.o $(LIBS_rel)
-	$(CC) -O2 -o $@ $< $(LIBS_rel) $(PKG_LIBS)
+BENCH_LIB_OBJ := $(patsubst %.c,build/rel/%.o,$(filter-out $(BENCH_SRC),$(wildcard bench/*.c)))
+build/rel/bench/%: build/rel/bench/%.o $(BENCH_LIB_OBJ) $(LIBS_rel)
+	$(CC) -O2 -o $@ $< $(BENCH_LIB_OBJ) $(LIBS_rel) $(PKG_LIBS)
 
+# The process benchmarks start both API servers: the real control plane
+# is built too.
 bench: deps
-	@$(MAKE) --no-print-directory $(JOBS) $(BENCH_BINS) $(REL_PROGS)
+	@$(MAKE) --no-print-directory $(JOBS) $(BENCH_BINS) $(REL_PROGS) $(REALCLUSTER)
 	@./bench/run-bench.sh
 
 # ---- lint --------------------------------------------------------------------

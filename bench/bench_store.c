@@ -1,5 +1,6 @@
-/* bench_store.c -- what a queue cycle costs the SQLite store, on a file in
- * /tmp (WAL, synchronous=NORMAL, as the operator runs it):
+/* bench_store.c -- a micro-benchmark of operator/store.c alone: what a
+ * queue cycle costs the SQLite store, on a file in /tmp (WAL,
+ * synchronous=NORMAL, as the operator runs it):
  *
  *   cycle    10,000 jobs: spec upsert + status + one journal decision each,
  *            in one transaction per cycle (the operator's way)
@@ -129,6 +130,8 @@ int main(void) {
         die("usage each", &err);
     double usage_ms = (now_s() - t0) * 1e3;
 
+    printf("operator/store.c alone on a temp file, micro-benchmark (not the running operator's\n"
+           "database: see bench_operator_e2e)\n");
     printf("%-10s %10s %12s %14s\n", "case", "jobs", "seconds", "writes/s");
     printf("%-10s %10d %12.3f %14.0f\n", "cycle", NJOBS, cycle_s, cycle_wps);
     printf("%-10s %10d %12.3f %14.0f\n", "auto", NAUTO, auto_s, auto_wps);

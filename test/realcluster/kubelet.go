@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
@@ -50,9 +51,11 @@ type kubelet struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	lister     cache.Indexer
 
-	mu     sync.Mutex
-	timers map[string]*time.Timer // ns/name -> the pending finish or stop
-	stops  map[string]bool        // ns/name -> its containers were told to stop
+	mu        sync.Mutex
+	timers    map[string]*time.Timer    // ns/name -> the pending finish or stop
+	renewDone chan struct{}             // closed when the lease loop has ended
+	leases    map[string]*coordv1.Lease // node name -> its lease as last written
+	stops     map[string]bool           // ns/name -> its containers were told to stop
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -69,7 +72,7 @@ func newKubelet(kubeconfig string, nodes []nodeSpec, timeScale float64, leaseEve
 		return nil, err
 	}
 	k := &kubelet{cs: cs, nodes: map[string]*nodeSpec{}, timeScale: timeScale, leaseEvery: leaseEvery,
-		timers: map[string]*time.Timer{}, stops: map[string]bool{},
+		timers: map[string]*time.Timer{}, stops: map[string]bool{}, leases: map[string]*coordv1.Lease{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](
 			20*time.Millisecond, 5*time.Second))}
 	for i := range nodes {
@@ -102,15 +105,28 @@ func (k *kubelet) registerNode(ctx context.Context, ns *nodeSpec) error {
 	if err != nil {
 		return fmt.Errorf("node %s: %v", want.Name, err)
 	}
-	now := metav1.Now()
-	n = n.DeepCopy()
-	n.Status.Capacity = want.Status.Capacity
-	n.Status.Allocatable = want.Status.Allocatable
-	n.Status.NodeInfo = want.Status.NodeInfo
-	n.Status.Conditions = readyCondition(now)
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.ip},
-		{Type: corev1.NodeHostName, Address: want.Name}}
-	if _, err := k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The node-lifecycle controller writes new Nodes too (it adds and
+	// removes the not-ready taint), so the status update may meet a newer
+	// resourceVersion: read the Node again and retry, as a kubelet does.
+	// With thousands of nodes registering at once this happens every run.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		now := metav1.Now()
+		n = n.DeepCopy()
+		n.Status.Capacity = want.Status.Capacity
+		n.Status.Allocatable = want.Status.Allocatable
+		n.Status.NodeInfo = want.Status.NodeInfo
+		n.Status.Conditions = readyCondition(now)
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ns.ip},
+			{Type: corev1.NodeHostName, Address: want.Name}}
+		_, uerr := k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(uerr) {
+			if cur, gerr := k.cs.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil {
+				n = cur
+			}
+		}
+		return uerr
+	})
+	if err != nil {
 		return fmt.Errorf("node %s status: %v", want.Name, err)
 	}
 	return k.renewLease(ctx, n)
@@ -121,20 +137,33 @@ func (k *kubelet) renewLease(ctx context.Context, n *corev1.Node) error {
 	now := metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordv1.Lease{
+		l, err = leases.Create(ctx, &coordv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}},
 			Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To(n.Name),
 				LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &now},
 		}, metav1.CreateOptions{})
-		return err
+		if apierrors.IsAlreadyExists(err) {
+			// The lease loop and the registration both got here first:
+			// the lease was just written, fresh.
+			return nil
+		}
+	} else if err == nil {
+		l.Spec.RenewTime = &now
+		l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		k.keepLease(l)
 	}
-	l.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
+}
+
+// keepLease remembers the lease as last written, so the next renewal is
+// one update (as a real kubelet renews its own lease).
+func (k *kubelet) keepLease(l *coordv1.Lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.leases[l.Name] = l
 }
 
 // register creates the nodes and waits until the node-lifecycle
@@ -142,6 +171,11 @@ func (k *kubelet) renewLease(ctx context.Context, n *corev1.Node) error {
 // puts on every new Node) off each of them, as it does on a real cluster
 // once the kubelet reports Ready.
 func (k *kubelet) register(ctx context.Context) error {
+	// Leases are renewed from the start: registering thousands of nodes
+	// takes longer than a lease lasts, and a node whose lease ran out
+	// while the others registered would keep its not-ready taint.
+	k.renewDone = make(chan struct{})
+	go k.renewLoop(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(k.order))
 	sem := make(chan struct{}, 32)
@@ -161,7 +195,11 @@ func (k *kubelet) register(ctx context.Context) error {
 	for err := range errs {
 		return err
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	// The node-lifecycle controller takes the taint off a few hundred
+	// nodes per second at best, and less on a busy machine: give large
+	// clusters time in proportion (5,000 nodes: 190 s).
+	wait := 90*time.Second + time.Duration(len(k.order))*20*time.Millisecond
+	deadline := time.Now().Add(wait)
 	for {
 		list, err := k.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -183,7 +221,7 @@ func (k *kubelet) register(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d nodes still carry the not-ready taint after 90 s (is the node-lifecycle controller running? see controller-manager.log)", tainted)
+			return fmt.Errorf("%d nodes still carry the not-ready taint after %.0f s (is the node-lifecycle controller running? see controller-manager.log)", tainted, wait.Seconds())
 		}
 		select {
 		case <-ctx.Done():
@@ -221,30 +259,76 @@ func (k *kubelet) run(ctx context.Context) error {
 	for i := 0; i < 8; i++ {
 		go k.worker(ctx)
 	}
+	<-ctx.Done()
+	<-k.renewDone // the lease loop register started
+	return nil
+}
+
+// renewLoop renews every node's lease each leaseEvery until ctx ends,
+// then closes k.renewDone.
+func (k *kubelet) renewLoop(ctx context.Context) {
+	defer close(k.renewDone)
 	tick := time.NewTicker(k.leaseEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
 			k.renewAll(ctx)
 		}
 	}
 }
 
+// renewAll renews the leases of all nodes, 16 at a time (thousands of
+// kubelets renew theirs in parallel on a real cluster; one after the
+// other, 5,000 nodes took longer than a lease lasts on a busy machine).
 func (k *kubelet) renewAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
 	for _, name := range k.order {
-		n, err := k.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue // deleted by a test: a vanished machine renews nothing
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(name string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			k.renewOne(ctx, name)
+		}(name)
+	}
+	wg.Wait()
+}
+
+// renewOne renews one node's lease; a node that does not exist (deleted
+// by a test, or not registered yet) renews nothing.
+func (k *kubelet) renewOne(ctx context.Context, name string) {
+	// One update of the lease as last written; anything else (a conflict,
+	// a lease the garbage collector removed with its node) goes the long
+	// way: read the node, then its lease.
+	k.mu.Lock()
+	l := k.leases[name]
+	k.mu.Unlock()
+	if l != nil {
+		l = l.DeepCopy()
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.RenewTime = &now
+		nl, err := k.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
 		if err == nil {
-			err = k.renewLease(ctx, n)
+			k.keepLease(nl)
+			return
 		}
-		if err != nil && ctx.Err() == nil {
-			fmt.Printf("aiq-realcluster: kubelet: lease %s: %v\n", name, err)
-		}
+		k.mu.Lock()
+		delete(k.leases, name)
+		k.mu.Unlock()
+	}
+	n, err := k.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err == nil {
+		err = k.renewLease(ctx, n)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Printf("aiq-realcluster: kubelet: lease %s: %v\n", name, err)
 	}
 }
 
