@@ -27,6 +27,7 @@
 #include "operator/leader.h"
 #include "operator/log.h"
 #include "operator/metrics.h"
+#include "operator/visibility.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/store.h"
@@ -78,8 +79,15 @@ struct opjob {
     int64_t recorded_gen;      /* generation last written to the store */
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
     double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
-    uint64_t pub_hash;         /* opstatus_hash of st when last published */
+    /* Status economy (docs/operator.md "Status writes"): what was last
+     * published, so a status is rewritten only when something a user
+     * acts on changed. */
+    uint64_t pub_mhash;        /* opstatus_material_hash of st then */
+    int pub_pos;               /* position then */
+    double pub_eta;            /* estimated start then */
+    aiq_phase pub_phase;       /* phase then: a phase change writes first */
     char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    char own_rv[32];           /* the resourceVersion our last status write made */
     /* A pod of the job can never be made: its template cannot be built
      * into a pod, or the API server refused the pod for good (422, or a
      * Pod Security violation). The next sync rejects the job with this. */
@@ -90,6 +98,8 @@ struct opjob {
 struct opext {
     json_object *want_status;  /* desired .status (owned), NULL = none */
     bool dirty;                /* compare and write at the next flush */
+    bool urgent;               /* a phase change: written before the rest */
+    double dirty_since;        /* when it became dirty (unix s) */
     struct opjob *job;         /* AIJob only */
     oppolicy *compiled;        /* QueuePolicy only: last good compile */
     bool accepted;             /* UserQuota only: counted by the queue */
@@ -111,6 +121,7 @@ struct srv_flags {
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
+    double status_writes_per_s; /* AIJob status write budget: 100 */
 };
 
 struct server {
@@ -121,6 +132,7 @@ struct server {
     store *db;
     opmetrics *metrics;
     opapi *api;                /* read-only journal API behind /journal */
+    opvis *vis;                /* the live queue behind /queue */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
@@ -141,6 +153,8 @@ struct server {
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
+    double status_tokens;      /* write budget left (token bucket) */
+    double status_tokens_at;   /* when it was last refilled (unix s) */
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */
@@ -268,11 +282,18 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
  * placeholder waiting for its create); only such jobs can be admitted. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o);
 
-/* Publishes the job's st as its desired status (srv__want_status). The
- * JSON is built only when st or the object (its resourceVersion) changed
- * since the last publish: an unchanged status is skipped at the cost of
- * a hash. */
+/* Publishes the job's st as its desired status (srv__want_status) when
+ * job_status_due says so; otherwise the status keeps what it said, at the
+ * cost of a hash. */
 void job_publish(struct server *s, struct opcache_obj *o, double now);
+
+/* Status economy (docs/operator.md "Status writes"): tells whether the
+ * job's st differs from its last published status in something a user
+ * acts on (phase, level, group, reason, message, conditions, placement,
+ * attempts, times, generation), its position or start estimate moved
+ * materially (opstatus_moved), or the object was changed by someone else.
+ * Score and terms alone never make a status due. */
+bool job_status_due(struct server *s, struct opcache_obj *o, double now);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);
