@@ -549,10 +549,12 @@ void cycle_run(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s);
     for (size_t i = 0; i < opcache_count(jc); i++)
-        job_sync(s, opcache_at(jc, i), now);
+        if (job_sync_wanted(opcache_at(jc, i)))
+            job_sync(s, opcache_at(jc, i), now);
     if (srv__flush_pods(s) > 0)
         for (size_t i = 0; i < opcache_count(jc); i++)
-            job_sync(s, opcache_at(jc, i), now);
+            if (job_sync_wanted(opcache_at(jc, i)))
+                job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
 
     if (cy__build_cluster(s, &c, now) != 0 || cy__build_jobs(s, &c, now) != 0) {

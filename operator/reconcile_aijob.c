@@ -536,6 +536,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     char msg[512];
     if (!js || !s->leading)
         return;
+    js->resync = false;
+    js->pods_ready = false;
     if (!o->parse_ok || !o->parsed) {
         /* Invalid: Rejected with the field and the value. */
         if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
@@ -697,12 +699,44 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     default:
         break;
     }
+    js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
     job__publish(s, o, js, now);
 }
 
-/* Tells whether the job's pods all exist on the server; see server.h. */
+/* Tells whether the job's pods all existed on the server at its last
+ * sync; see server.h. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o) {
-    return o->parse_ok && o->parsed && job__pods_on_server(s, o->parsed);
+    struct opext *x = o->ext;
+    (void)s;
+    return o->parse_ok && o->parsed && x && x->job && x->job->pods_ready;
+}
+
+/* See server.h. */
+bool job_sync_wanted(struct opcache_obj *o) {
+    struct opext *x = o->ext;
+    const struct opjob *js = x ? x->job : NULL;
+    if (!js || !js->loaded || js->resync || js->teardown)
+        return true;
+    switch (js->st.phase) {
+    case AIQ_PHASE_NONE:
+    case AIQ_PHASE_PENDING:
+    case AIQ_PHASE_ADMITTED:
+        return true;
+    case AIQ_PHASE_QUEUED:
+        return !js->pods_ready;
+    default:
+        return false;
+    }
+}
+
+/* See server.h. */
+void job_resync_all(struct server *s) {
+    opcache *jc = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(jc); i++) {
+        struct opext *x = opcache_at(jc, i)->ext;
+        if (x && x->job)
+            x->job->resync = true;
+    }
 }
 
 /* Deletes the pods of a job; see server.h. */

@@ -228,6 +228,17 @@ static int64_t srv__rv_num(const char *rv) {
 
 static void srv__flush_events(struct server *s);
 
+/* An AIJob's desired status is dropped once the server holds it: the
+ * status economy builds one only when it is due (job_status_due), so
+ * keeping it would only cost memory (a few KB a job). Other kinds keep
+ * theirs: their statuses are rebuilt every cycle and compared with it. */
+static void srv__drop_want(opkind k, struct opext *x) {
+    if (k != OPK_AIJOB)
+        return;
+    json_object_put(x->want_status);
+    x->want_status = NULL;
+}
+
 /* Applies the outcome of one status write to o. */
 static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
                              struct release_item *it) {
@@ -235,6 +246,7 @@ static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
     if (it->rc == AIQ_OK) {
         x->dirty = false;
         x->urgent = false;
+        srv__drop_want(k, x);
         OPLOG(&s->log, OPLOG_DEBUG, "status_written", o->key, srv__rv(it->out), "kind=%s",
               srv_reconcilers[k].kind_name);
         /* Keep the cache at what the server now holds (the watch event
@@ -290,6 +302,7 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         if (!patch) {
             x->dirty = false;
             x->urgent = false;
+            srv__drop_want(k, x);
             continue;
         }
         struct release_item *it = &items[m];
@@ -686,8 +699,10 @@ void srv_cron(struct server *s, double now) {
                   s->lead.name, NULL, "identity=%s", s->lead.id);
         s->leading = s->lead.is_leader;
         opmetrics_set_leader(s->metrics, s->leading);
-        if (s->leading && !was)
+        if (s->leading && !was) {
             s->cycle_wanted = true;
+            job_resync_all(s); /* a follower synced nothing */
+        }
     }
     if (!s->ready || !s->leading)
         return;

@@ -92,6 +92,11 @@ struct opjob {
      * into a pod, or the API server refused the pod for good (422, or a
      * Pod Security violation). The next sync rejects the job with this. */
     char pod_refused[512];
+    /* The cycle syncs a job only when job_sync_wanted says so (the
+     * phases a timer or a pod creation moves, or a flag); pod and AIJob
+     * events sync it at once. */
+    bool resync;               /* sync at the next cycle (set by events) */
+    bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
 };
 
 /* Operator state attached to every cached object. */
@@ -278,9 +283,21 @@ int job_release(struct server *s, struct opcache_obj *o);
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
-/* Tells whether every pod of the job exists on the server (not only as a
- * placeholder waiting for its create); only such jobs can be admitted. */
+/* Tells whether every pod of the job existed on the server (not only as
+ * a placeholder waiting for its create) at its last sync, which pod
+ * events and pod creation bring; only such jobs can be admitted. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o);
+
+/* Tells whether the cycle must sync the job: its phase moves by time or
+ * by the operator's own pod creation (none yet, Pending, Admitted, a
+ * teardown), it is Queued without all its pods, or something flagged it
+ * (opjob.resync). Queued, Running, Suspended and finished jobs move only
+ * by events, which sync them when they come. */
+bool job_sync_wanted(struct opcache_obj *o);
+
+/* Flags every AIJob for a sync at the next cycle (a Group changed, this
+ * replica became the leader). */
+void job_resync_all(struct server *s);
 
 /* Publishes the job's st as its desired status (srv__want_status) when
  * job_status_due says so; otherwise the status keeps what it said, at the

@@ -645,7 +645,8 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         v[n++] = *j;
     }
     json_object *live = NULL;
-    int nlive = live_overlay(o, v, n, o->out != OUT_TABLE, &live);
+    /* Nothing waits: nothing to ask the operator about. */
+    int nlive = n > 0 ? live_overlay(o, v, n, o->out != OUT_TABLE, &live) : -1;
     g_sort_world = w;
     if (n > 1)
         qsort(v, (size_t)n, sizeof *v, queue_cmp);
