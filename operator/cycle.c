@@ -404,14 +404,18 @@ static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *
 static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
                         double now, const char *action, const struct q_result *r,
                         const char *reason, const char *msg) {
-    char sig[128];
     /* The attempt is part of the signature: a re-admission with the same
-     * level, position and reason is a new decision, not a repeat. */
-    snprintf(sig, sizeof sig, "%s|%d|%d|%s|%d", action, (int)r->level, (int)r->pos, reason,
-             (int)js->st.attempts);
-    if (strcmp(sig, js->last_decision) == 0)
+     * level, position and reason is a new decision, not a repeat. The
+     * numbers are compared first: most cycles repeat most decisions. */
+    struct opdecision *ld = &js->last_dec;
+    if (ld->level == r->level && ld->pos == r->pos && ld->attempts == js->st.attempts &&
+        strcmp(ld->action, action) == 0 && strcmp(ld->reason, reason) == 0)
         return;
-    snprintf(js->last_decision, sizeof js->last_decision, "%s", sig);
+    ld->level = r->level;
+    ld->pos = r->pos;
+    ld->attempts = js->st.attempts;
+    snprintf(ld->action, sizeof ld->action, "%s", action);
+    snprintf(ld->reason, sizeof ld->reason, "%s", reason);
     struct store_decision d = {s->ncycles, now, j->meta.uid, action, r->level, r->pos,
                                r->score, NULL, reason, msg};
     aiq_err e;
@@ -419,6 +423,16 @@ static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aij
     if (store_journal_decision(s->db, &d, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", j->meta.name, NULL,
               "op=journal_decision msg=\"%s\"", e.message);
+}
+
+/* Copies src into dst (cap bytes), cut to fit: the per-job copies of the
+ * wait path, where snprintf's formatting showed in profiles. */
+static void cy__set(char *dst, size_t cap, const char *src) {
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memmove(dst, src, n);
+    dst[n] = '\0';
 }
 
 /* Sets the job's score and its terms (the factors explained by the
@@ -601,7 +615,7 @@ void cycle_run(struct server *s, double now) {
         const struct q_result *r = &out.res[i];
         char msg[512];
         q_message(&in, &out, i, msg, sizeof msg);
-        snprintf(js->st.level, sizeof js->st.level, "%s", oppolicy_level_name(pol, r->level));
+        cy__set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
         if (r->decision != Q_DEC_WAIT)
             cy__score_terms(s, &in, pol, i, r, js);
         if (r->decision == Q_DEC_ADMIT) {
@@ -643,8 +657,8 @@ void cycle_run(struct server *s, double now) {
         } else {
             js->st.position = r->pos;
             js->st.estimated_start = r->eta;
-            snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
-            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+            cy__set(js->st.reason, sizeof js->st.reason, cy__reason(r->reason));
+            cy__set(js->st.message, sizeof js->st.message, msg);
             /* Score and terms are written with a due status only; the
              * live ones come from the visibility endpoint (/queue). */
             if (job_status_due(s, o, now)) {

@@ -94,10 +94,15 @@ static void job__gang(struct server *s, const struct aiq_aijob *j, int attempts,
 /* Tells whether js->st must be published: the object changed under us
  * (not by our own status write), or something a user acts on changed
  * since the last publish (docs/operator.md "Status writes"). */
-static bool job__must_publish(const struct opcache_obj *o, const struct opjob *js, double now) {
-    const char *rv = srv__rv(o->raw);
-    if (!js->pub_rv[0] || (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0))
+static bool job__must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
+    if (!js->pub_rv[0])
         return true;
+    if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
+        const char *rv = srv__rv(o->raw);
+        if (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0)
+            return true;
+        js->pub_seen = o->changed;
+    }
     if (opstatus_material_hash(&js->st) != js->pub_mhash)
         return true;
     return opstatus_moved(js->pub_pos, js->pub_eta, js->st.position, js->st.estimated_start, now);
@@ -122,6 +127,7 @@ static void job__publish(struct server *s, struct opcache_obj *o,
     js->pub_rv[0] = '\0';
     if (st && strlen(rv) < sizeof js->pub_rv) {
         memcpy(js->pub_rv, rv, strlen(rv) + 1);
+        js->pub_seen = o->changed;
         js->pub_mhash = opstatus_material_hash(&js->st);
         js->pub_pos = js->st.position;
         js->pub_eta = js->st.estimated_start;

@@ -64,6 +64,12 @@ struct reconciler {
 extern const struct reconciler srv_reconcilers[OPK__N];
 
 /* Per-AIJob operator state (cache entry ext->job). */
+/* The last decision journaled for a job (action "": none yet). */
+struct opdecision {
+    int level, pos, attempts;
+    char action[16], reason[OPST_NAME];
+};
+
 struct opjob {
     struct opstatus st;        /* what we want the status to say */
     struct opst_place *place;  /* placement buffer, place_cap entries */
@@ -74,7 +80,7 @@ struct opjob {
     aiq_phase teardown_to;     /* phase once the pods are gone */
     double backoff_until;      /* requeue not before (unix s) */
     bool released;             /* every pod ungated */
-    char last_decision[128];   /* journal only changes */
+    struct opdecision last_dec; /* journal only changes */
     char last_event[OPST_NAME];/* reason of the last Event emitted */
     int64_t recorded_gen;      /* generation last written to the store */
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
@@ -87,6 +93,7 @@ struct opjob {
     double pub_eta;            /* estimated start then */
     aiq_phase pub_phase;       /* phase then: a phase change writes first */
     char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    uint64_t pub_seen;         /* the cache entry's put count when rv was last compared */
     char own_rv[32];           /* the resourceVersion our last status write made */
     /* A pod of the job can never be made: its template cannot be built
      * into a pod, or the API server refused the pod for good (422, or a
