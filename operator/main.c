@@ -36,7 +36,7 @@ static void usage(FILE *f) {
             "  --lease-name NAME      name of the Lease (default aiq-operator)\n"
             "  --identity ID          holder identity (default host-pid)\n"
             "  --journal-retention DUR  prune journal entries older than this (default: keep)\n"
-            "  --status-writes-per-s N  AIJob status writes per second at most (default 100; 0 = no limit)\n");
+            "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n");
 }
 
 /* Parses a duration flag or exits with a message naming it. */

@@ -462,17 +462,21 @@ static int srv__due_cmp(const void *a, const void *b) {
 }
 
 /* How many AIJob status writes the budget allows now (token bucket of
- * --status-writes-per-s, bursts up to one second's worth); 0 per second
- * means no budget. */
+ * --status-writes-per-s, bursts up to a quarter second's worth, so one
+ * turn's batch never holds the loop for long); 0 per second means no
+ * budget. */
 static size_t srv__status_allowance(struct server *s, size_t want) {
     double rate = s->flags.status_writes_per_s, now = srv_now();
     if (rate <= 0)
         return want;
+    double burst = rate / 4 + 1;
     if (s->status_tokens_at > 0)
         s->status_tokens += rate * (now - s->status_tokens_at);
+    else
+        s->status_tokens = burst; /* the first turn */
     s->status_tokens_at = now;
-    if (s->status_tokens > rate)
-        s->status_tokens = rate;
+    if (s->status_tokens > burst)
+        s->status_tokens = burst;
     if (s->status_tokens < -rate) /* the cycle's admissions overspent it */
         s->status_tokens = -rate;
     size_t can = s->status_tokens >= 1 ? (size_t)s->status_tokens : 0;
@@ -736,7 +740,7 @@ void srv_init(struct server *s) {
     s->flags.cycle_ms = 1000;
     s->flags.start_timeout_s = 300;
     s->flags.backoff_base_s = 10;
-    s->flags.status_writes_per_s = 100;
+    s->flags.status_writes_per_s = 1000;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }
