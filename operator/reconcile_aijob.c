@@ -91,25 +91,55 @@ static void job__gang(struct server *s, const struct aiq_aijob *j, int attempts,
     }
 }
 
-/* Publishes js->st as the AIJob's desired status, unless neither st nor
- * the object changed since the last time (then the JSON would be the one
- * already wanted: conditions take their times from the live status). */
+/* Tells whether js->st must be published: the object changed under us
+ * (not by our own status write), or something a user acts on changed
+ * since the last publish (docs/operator.md "Status writes"). */
+static bool job__must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
+    if (!js->pub_rv[0])
+        return true;
+    if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
+        const char *rv = srv__rv(o->raw);
+        if (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0)
+            return true;
+        js->pub_seen = o->changed;
+    }
+    if (opstatus_material_hash(&js->st) != js->pub_mhash)
+        return true;
+    return opstatus_moved(js->pub_pos, js->pub_eta, js->st.position, js->st.estimated_start, now);
+}
+
+/* Publishes js->st as the AIJob's desired status when job__must_publish
+ * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
     json_object *live = NULL;
     const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
-    uint64_t h = opstatus_hash(&js->st);
-    if (js->pub_rv[0] && h == js->pub_hash && strcmp(rv, js->pub_rv) == 0)
+    if (!job__must_publish(o, js, now))
         return;
     json_object_object_get_ex(o->raw, "status", &live);
     json_object *st = opstatus_to_json(&js->st, live, now);
+    bool phase_changed = js->st.phase != js->pub_phase;
     srv__want_status(s, o, st);
+    struct opext *x = o->ext;
+    if (x && x->dirty && phase_changed)
+        x->urgent = true;
     js->pub_rv[0] = '\0';
     if (st && strlen(rv) < sizeof js->pub_rv) {
         memcpy(js->pub_rv, rv, strlen(rv) + 1);
-        js->pub_hash = h;
+        js->pub_seen = o->changed;
+        js->pub_mhash = opstatus_material_hash(&js->st);
+        js->pub_pos = js->st.position;
+        js->pub_eta = js->st.estimated_start;
+        js->pub_phase = js->st.phase;
     }
+}
+
+/* See server.h. */
+bool job_status_due(struct server *s, struct opcache_obj *o, double now) {
+    struct opjob *js = job__state(o);
+    (void)s;
+    return js && job__must_publish(o, js, now);
 }
 
 /* See server.h. */
@@ -512,6 +542,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     char msg[512];
     if (!js || !s->leading)
         return;
+    js->resync = false;
+    js->pods_ready = false;
     if (!o->parse_ok || !o->parsed) {
         /* Invalid: Rejected with the field and the value. */
         if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
@@ -673,12 +705,44 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     default:
         break;
     }
+    js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
     job__publish(s, o, js, now);
 }
 
-/* Tells whether the job's pods all exist on the server; see server.h. */
+/* Tells whether the job's pods all existed on the server at its last
+ * sync; see server.h. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o) {
-    return o->parse_ok && o->parsed && job__pods_on_server(s, o->parsed);
+    struct opext *x = o->ext;
+    (void)s;
+    return o->parse_ok && o->parsed && x && x->job && x->job->pods_ready;
+}
+
+/* See server.h. */
+bool job_sync_wanted(struct opcache_obj *o) {
+    struct opext *x = o->ext;
+    const struct opjob *js = x ? x->job : NULL;
+    if (!js || !js->loaded || js->resync || js->teardown)
+        return true;
+    switch (js->st.phase) {
+    case AIQ_PHASE_NONE:
+    case AIQ_PHASE_PENDING:
+    case AIQ_PHASE_ADMITTED:
+        return true;
+    case AIQ_PHASE_QUEUED:
+        return !js->pods_ready;
+    default:
+        return false;
+    }
+}
+
+/* See server.h. */
+void job_resync_all(struct server *s) {
+    opcache *jc = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(jc); i++) {
+        struct opext *x = opcache_at(jc, i)->ext;
+        if (x && x->job)
+            x->job->resync = true;
+    }
 }
 
 /* Deletes the pods of a job; see server.h. */
