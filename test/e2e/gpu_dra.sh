@@ -8,7 +8,9 @@
 # DynamicResources plugin allocates them: every claim's
 # status.allocation names the node and devices aiq placed the replica on.
 # A shared replica gets a whole device (DRA devices are exclusive per
-# claim), so a third job waits while both GPUs are held.
+# claim), so a third job waits while both GPUs are held. A foreign pod
+# holding the placed device shows the pin is enforced: the scheduler keeps
+# aiq's pod waiting for that device rather than handing out another.
 # servers: real (the local server does not serve resource.k8s.io; the claim allocation needs the real kube-scheduler)
 . "$(dirname "$0")/lib.sh"
 
@@ -55,6 +57,32 @@ spec:
       memory: {value: 40Gi}
 Y
 check "publish the DeviceClass and the node's ResourceSlice" kubectl apply -f "$T/dra.yaml"
+
+# A pod aiq does not manage holds gpu-0 through its own claim (aiq does not
+# see it: counting foreign pods is item 1 of issue 15). aiq will place the
+# first job on gpu-0; the claim pins that device, so the scheduler must NOT
+# hand out the free gpu-1 instead: the pod waits until gpu-0 is free.
+cat >"$T/foreign.yaml" <<Y
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: foreign-gpu, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1,
+                selectors: [{cel: {expression: 'device.attributes["gpu.nvidia.com"].index == 0'}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: foreign, namespace: default, annotations: {sim.aiq.dev/duration: 10m}}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: foreign-gpu}]
+  containers: [{name: w, image: busybox, resources: {claims: [{name: gpu}]}}]
+Y
+kubectl apply -f "$T/foreign.yaml" >/dev/null
+wait_for 30 "a foreign pod holds gpu-0 through its own claim" sh -c "
+  [ \"\$(kubectl get resourceclaim foreign-gpu -o jsonpath='{.status.allocation.devices.results[0].device}')\" = gpu-0 ]"
 op_start --gpu-mechanism=dra
 
 job() { # name gpus MiB
@@ -74,6 +102,15 @@ spec:
 Y
 }
 job whole 1 0 | kubectl apply -f - >/dev/null
+wait_for 30 "whole: admitted onto gpu-0" sh -c '
+  [ "$(kubectl get aijob whole -o jsonpath={.status.placement[0].gpuIndexes[0]})" = 0 ] &&
+  [ -z "$(kubectl get pod whole-0 -o jsonpath={.spec.schedulingGates})" ]'
+sleep 3
+check "whole: the scheduler keeps the pod waiting for gpu-0 (not the free gpu-1)" sh -c "
+  [ -z \"\$(kubectl get pod whole-0 -o jsonpath={.spec.nodeName})\" ] &&
+  [ -z \"\$(kubectl get resourceclaim whole-0-gpu -o jsonpath={.status.allocation})\" ] &&
+  kubectl get pod whole-0 -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable"
+kubectl delete pod foreign --wait=false >/dev/null
 job share 0 10240 | kubectl apply -f - >/dev/null
 for j in whole share; do
     wait_for 60 "$j: Running (claim allocated by kube-scheduler, pod bound)" sh -c "
