@@ -326,7 +326,10 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             return -1;
         qj->priority = j->spec.priority;
         qj->replicas = j->spec.replicas;
-        qj->gpus = j->spec.resources.gpus;
+        /* Under a mechanism that cannot share a GPU, a shared replica is
+         * placed and counted as the whole GPU it will receive. */
+        int mgpus = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+        qj->gpus = mgpus;
         qj->gpu_memory_mib = j->spec.resources.gpu_memory_mib;
         qj->cpu_milli = j->spec.resources.cpu_milli;
         qj->memory_bytes = j->spec.resources.memory_bytes;
@@ -366,7 +369,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
                 struct q_node *qn = &c->nodes[pl[k].node];
                 for (int g = 0; g < qn->ngpus && g < 32; g++)
                     if (pl[k].gpu_mask & (1u << g))
-                        qn->gpu_mem_used[g] += j->spec.resources.gpus > 0 ? qn->gpu_mem_total[g]
+                        qn->gpu_mem_used[g] += mgpus > 0 ? qn->gpu_mem_total[g]
                                                                         : pl[k].gpu_mem_mib;
                 qn->cpu_used += j->spec.resources.cpu_milli;
                 qn->mem_used += j->spec.resources.memory_bytes;

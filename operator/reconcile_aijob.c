@@ -14,6 +14,7 @@
 #include "operator/predict.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
+#include "operator/release_gpu.h"
 #include "operator/server.h"
 
 /* What the pods of a gang are doing. */
@@ -224,7 +225,7 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        json_object *pod = pods_build(j, ann, i, &e);
+        json_object *pod = pods_build(j, ann, i, s->flags.gpu_mech, &e);
         if (pod && pods_set_attempt(pod, js->st.attempts + 1) != 0) {
             json_object_put(pod);
             pod = NULL;
@@ -258,9 +259,10 @@ static bool job__pods_on_server(struct server *s, const struct aiq_aijob *j) {
     return true;
 }
 
-/* GPUs the whole gang holds. */
-static int64_t job__total_gpus(const struct aiq_aijob *j) {
-    return (int64_t)j->spec.replicas * j->spec.resources.gpus;
+/* GPUs the whole gang holds (a shared replica holds a whole GPU under a
+ * mechanism that cannot share; see gpu_mech_gpus). */
+static int64_t job__total_gpus(const struct server *s, const struct aiq_aijob *j) {
+    return (int64_t)j->spec.replicas * gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
 }
 
 /* Ends the current attempt in the store (idempotent per attempt). */
@@ -269,7 +271,7 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
     if (js->st.attempts <= 0 || !js->st.admitted_at)
         return;
     double ran = js->st.started_at > 0 ? now - js->st.started_at : 0;
-    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(j) : 0;
+    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(s, j) : 0;
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -384,6 +386,15 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
             struct release_item *it = &items[nitems];
             memset(it, 0, sizeof *it);
             it->patch = release_pod_patch(p->raw, pl, &it->err);
+            if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
+                OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(p->raw),
+                      "mechanism=%s rc=%s msg=\"%s\"", gpu_mech_name(s->flags.gpu_mech),
+                      aiq_strerror(it->err.code), it->err.message);
+                json_object_put(it->patch);
+                it->patch = NULL;
+                errors[jx]++;
+                continue;
+            }
             if (!it->patch ||
                 srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
                 json_object_put(it->patch);
@@ -566,7 +577,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         return;
     const struct aiq_group *grp = srv__group_for_ns(s, j->meta.namespace_);
     snprintf(js->st.group, sizeof js->st.group, "%s", grp ? grp->meta.name : "");
-    js->st.total_gpus = job__total_gpus(j);
+    js->st.total_gpus = job__total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
         job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
     job__record(s, o, j, js, now);

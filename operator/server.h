@@ -20,6 +20,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/gpu_mech.h"
 #include "operator/cache.h"
 #include "operator/kube_evq.h"
 #include "operator/kube_http.h"
@@ -133,7 +134,8 @@ struct srv_flags {
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
-    double status_writes_per_s; /* AIJob status write budget: 100 */
+    double status_writes_per_s; /* AIJob status write budget: 1000 */
+    enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
 };
 
 struct server {
