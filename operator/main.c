@@ -37,7 +37,6 @@ static void usage(FILE *f) {
             "  --identity ID          holder identity (default host-pid)\n"
             "  --journal-retention DUR  prune journal entries older than this (default: keep)\n"
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
-
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
             "                         hami or dra (see docs/admin-guide.md)\n");
 }
