@@ -23,16 +23,37 @@ FAIL=0
 API_PID=""
 OP_PID=""
 
+# Sanitizer reports in any process's log under $T (the operator, the
+# local server, tools the suite ran): each one is a failure, found after
+# the processes have exited, so leak reports at exit count too.
+e2e_sanitizer_check() {
+    for f in "$T"/*.log; do
+        [ -f "$f" ] || continue
+        grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer' "$f" ||
+            continue
+        bad "sanitizer report in $(basename "$f")"
+        grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -30 | sed 's/^/     /'
+    done
+}
+
 e2e_cleanup() {
+    rc=$?
     [ -n "$OP_PID" ] && kill "$OP_PID" 2>/dev/null
     [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null
     [ -n "$OP_PID" ] && wait "$OP_PID" 2>/dev/null
     [ -n "$API_PID" ] && wait "$API_PID" 2>/dev/null
+    before=$FAIL
+    e2e_sanitizer_check
+    if [ "$FAIL" != "$before" ]; then
+        echo "$PASS passed, $FAIL failed (sanitizer reports after the suite)"
+        rc=1
+    fi
     if [ "$FAIL" != 0 ]; then
         echo "--- operator log (tail) ---"; tail -40 "$T/op.log" 2>/dev/null
         echo "--- apiserver log (tail) ---"; tail -15 "$T/api.log" 2>/dev/null
     fi
     [ -z "${E2E_KEEP:-}" ] && rm -rf "$T"
+    exit "$rc"
 }
 trap 'e2e_cleanup' EXIT
 trap 'exit 1' INT TERM
