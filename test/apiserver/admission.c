@@ -154,10 +154,23 @@ static int adm_deny(struct apisrv__st *st, const struct apisrv__type *t, const c
     return -1;
 }
 
+/* The requester, for the `authorizer` of the expressions. */
+struct adm_authz {
+    apisrv *s;
+    const struct apisrv__user *u;
+};
+
+static bool adm_authorize(void *ctx, json_object *req) {
+    const struct adm_authz *a = ctx;
+    return apisrv__rbac_check(a->s, a->u, adm_str(req, "verb"), adm_str(req, "group"),
+                              adm_str(req, "resource"), adm_str(req, "subresource"),
+                              adm_str(req, "name"), adm_str(req, "namespace"));
+}
+
 /* Evaluates one policy for one binding; 0 admit, -1 deny (st filled). */
 static int adm_policy(json_object *pol, const char *pname, const char *bname,
                       const struct apisrv__type *t, const char *name, json_object *vars,
-                      struct apisrv__st *st) {
+                      struct adm_authz *az, struct apisrv__st *st) {
     json_object *spec = adm_get(pol, "spec"), *conds, *vals;
     const char *fp = adm_str(spec, "failurePolicy");
     bool fail_closed = !fp || strcmp(fp, "Ignore");
@@ -167,7 +180,7 @@ static int adm_policy(json_object *pol, const char *pname, const char *bname,
                        i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         const char *e = adm_str(c, "expression");
-        enum cel_result r = cel_eval_bool_vars(e, vars, msg, sizeof msg);
+        enum cel_result r = cel_eval_bool_vars_authz(e, vars, adm_authorize, az, msg, sizeof msg);
         if (r == CEL_FALSE) return 0;   /* the policy does not apply */
         if (r != CEL_TRUE) {
             if (!fail_closed) return 0;
@@ -181,10 +194,17 @@ static int adm_policy(json_object *pol, const char *pname, const char *bname,
                        i < json_object_array_length(vals); i++) {
         json_object *v = json_object_array_get_idx(vals, i);
         const char *e = adm_str(v, "expression"), *m = adm_str(v, "message");
-        enum cel_result r = cel_eval_bool_vars(e, vars, msg, sizeof msg);
+        const char *me = adm_str(v, "messageExpression");
+        char mexp[512];
+        enum cel_result r = cel_eval_bool_vars_authz(e, vars, adm_authorize, az, msg, sizeof msg);
         if (r == CEL_TRUE) continue;
         if (r == CEL_FALSE) {
-            if (m && m[0]) snprintf(why, sizeof why, "%s", m);
+            /* messageExpression wins over message when it gives a
+             * non-empty string, as on a real server */
+            if (me && cel_eval_string_vars(me, vars, mexp, sizeof mexp, msg, sizeof msg) == CEL_TRUE &&
+                mexp[0])
+                snprintf(why, sizeof why, "%s", mexp);
+            else if (m && m[0]) snprintf(why, sizeof why, "%s", m);
             else snprintf(why, sizeof why, "failed expression: %.500s", e ? e : "");
             return adm_deny(st, t, name, pname, bname, adm_str(v, "reason"), why);
         }
@@ -219,7 +239,8 @@ int apisrv__admit(apisrv *s, const struct apisrv__type *t, const char *op,
         if (adm_match_resources(adm_get(adm_get(pol, "spec"), "matchConstraints"), t, op, sub,
                                 false)) {
             if (!vars) vars = adm_vars(t, op, ns, name, sub, obj, old, u, dry_run);
-            rc = adm_policy(pol, pname, bname, t, name, vars, st);
+            struct adm_authz az = {s, u};
+            rc = adm_policy(pol, pname, bname, t, name, vars, &az, st);
         }
         json_object_put(pol);
     }

@@ -401,6 +401,11 @@ bool apisrv__fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
 
 /* authz.c (lock held): RBAC for a resource request when --authz=rbac;
  * true when allowed, else a 403 Forbidden is in w. */
+/* authz.c (lock held): whether user may do verb on the resource, as
+ * RBAC says (true without --authz=rbac); for the admission authorizer. */
+bool apisrv__rbac_check(apisrv *s, const struct apisrv__user *user, const char *verb,
+                        const char *group, const char *resource, const char *sub,
+                        const char *name, const char *ns);
 bool apisrv__rbac_allowed(apisrv *s, struct apisrv__req *r,
                           const struct apisrv__target *tg, struct apisrv__resp *w);
 

@@ -46,6 +46,30 @@ static const char *authz_verb(struct apisrv__req *r, const struct apisrv__target
 }
 
 /* See apisrv_int.h. */
+bool apisrv__rbac_check(apisrv *s, const struct apisrv__user *user, const char *verb,
+                        const char *group, const char *resource, const char *sub,
+                        const char *name, const char *ns) {
+    const char *groups[APISRV__MAX_GROUPS];
+    struct rbac_user u = {user->name, groups, (size_t)user->n_groups};
+    struct rbac_attrs a = {verb ? verb : "", group ? group : "", resource ? resource : "",
+                           sub && *sub ? sub : NULL, name && *name ? name : NULL,
+                           ns && *ns ? ns : NULL};
+    json_object *crbs, *rbs = NULL;
+    if (!s->authz_rbac || apisrv__user_in(user, "system:masters")) return true;
+    for (int i = 0; i < user->n_groups; i++) groups[i] = user->groups[i];
+    crbs = json_object_new_array();
+    apisrv__store_scan(s, AUTHZ_KEY_CRB, NULL, NULL, NULL, authz_row, crbs);
+    if (a.ns) {
+        rbs = json_object_new_array();
+        apisrv__store_scan(s, AUTHZ_KEY_RB, a.ns, NULL, NULL, authz_row, rbs);
+    }
+    bool ok = rbac_authorize(crbs, rbs, authz_role, s, &u, &a);
+    json_object_put(rbs);
+    json_object_put(crbs);
+    return ok;
+}
+
+/* See apisrv_int.h. */
 bool apisrv__rbac_allowed(apisrv *s, struct apisrv__req *r,
                           const struct apisrv__target *tg, struct apisrv__resp *w) {
     const char *groups[APISRV__MAX_GROUPS];

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cv_t { CV_ERR, CV_NULL, CV_BOOL, CV_INT, CV_DBL, CV_STR, CV_LIST, CV_MAP };
+enum cv_t { CV_ERR, CV_NULL, CV_BOOL, CV_INT, CV_DBL, CV_STR, CV_LIST, CV_MAP, CV_AUTHZ };
 
 struct cv {
     enum cv_t t;
@@ -27,7 +27,7 @@ struct cv {
     double d;
     const char *s;
     size_t n;
-    json_object *j; /* list or map (borrowed) */
+    json_object *j; /* list or map (borrowed); CV_AUTHZ: the check being built */
 };
 
 #define CEL_MAX_VARS 8
@@ -49,6 +49,8 @@ struct cel {
     size_t cap;
     int msg_set;
     int depth;
+    cel_authz_fn authz; /* binds `authorizer` when set */
+    void *authz_ctx;
 };
 
 static struct cv cv_err(struct cel *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -201,7 +203,8 @@ static int cv_eq(struct cv a, struct cv b) {
 }
 
 static const char *cv_type(struct cv v) {
-    static const char *names[] = {"error", "null", "bool", "int", "double", "string", "list", "map"};
+    static const char *names[] = {"error", "null", "bool", "int", "double", "string", "list", "map",
+                                  "Authorizer"};
     return names[v.t];
 }
 
@@ -398,6 +401,10 @@ static struct cv p_primary(struct cel *c, int ev) {
         return v;
     }
     if (ID("self")) return cv_json(c->self);
+    if (ID("authorizer") && c->authz) {
+        struct cv v = {.t = CV_AUTHZ, .j = cel_keep(c, json_object_new_object())};
+        return v.j ? v : cv_err(c, "out of memory");
+    }
     if (ID("has")) {
         if (!cel_expect(c, "(")) return cv_err(c, "syntax");
         struct cv v = p_member(c, ev, 1);
@@ -432,6 +439,41 @@ static struct cv p_primary(struct cel *c, int ev) {
     return cel_unsupported(c, what);
 }
 
+/* One method of the authorizer chain on v (CV_AUTHZ): group, resource,
+ * subresource, namespace, name and check take a string and give a new
+ * check; allowed() asks c->authz. */
+static struct cv cel_authz_method(struct cel *c, int ev, struct cv v, const char *name, size_t n) {
+    static const char *const setters[] = {"group", "resource", "subresource", "namespace", "name",
+                                          "check"};
+    if (n == 7 && !memcmp(name, "allowed", 7)) {
+        cel_expect(c, ")");
+        if (!ev) return cv_bool(0);
+        return cv_bool(c->authz(c->authz_ctx, v.j));
+    }
+    for (size_t k = 0; k < sizeof setters / sizeof setters[0]; k++) {
+        if (n != strlen(setters[k]) || memcmp(name, setters[k], n) != 0)
+            continue;
+        struct cv a = p_expr(c, ev);
+        cel_expect(c, ")");
+        if (!ev)
+            return v;
+        if (a.t == CV_ERR)
+            return a;
+        if (a.t != CV_STR)
+            return cv_err(c, "no matching overload for '%s' on %s", setters[k], cv_type(a));
+        json_object *nj = cel_keep(c, json_object_new_object());
+        if (!nj)
+            return cv_err(c, "out of memory");
+        json_object_object_foreach(v.j, key, val) json_object_object_add(nj, key, json_object_get(val));
+        json_object_object_add(nj, k == 5 ? "verb" : setters[k], json_object_new_string_len(a.s, (int)a.n));
+        struct cv out = {.t = CV_AUTHZ, .j = nj};
+        return out;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "authorizer method '%.*s'", (int)(n < 64 ? n : 64), name);
+    return cel_unsupported(c, what);
+}
+
 static struct cv p_member(struct cel *c, int ev, int has_mode) {
     if (++c->depth > CEL_MAX_DEPTH) return cel_unsupported(c, "nested too deeply");
     struct cv v = p_primary(c, ev);
@@ -463,6 +505,8 @@ static struct cv p_member(struct cel *c, int ev, int has_mode) {
                         for (size_t i = 0; i + a.n <= v.n && !r; i++) r = memcmp(v.s + i, a.s, a.n) == 0;
                     }
                     v = cv_bool(r);
+                } else if (v.t == CV_AUTHZ || (!ev && c->authz && v.t == CV_NULL)) {
+                    v = cel_authz_method(c, ev, v, name, n);
                 } else if ((n == 6 && !memcmp(name, "filter", 6)) || (n == 6 && !memcmp(name, "exists", 6)) ||
                            (n == 3 && !memcmp(name, "all", 3)) || (n == 3 && !memcmp(name, "map", 3)) ||
                            (n == 10 && !memcmp(name, "exists_one", 10))) {
@@ -670,10 +714,16 @@ static struct cv p_expr(struct cel *c, int ev) {
     return cond;
 }
 
+/* Runs rule. With sout set, a string result is copied there (scap
+ * bytes, cut) and counts as CEL_TRUE; otherwise the result must be a
+ * boolean. */
 static enum cel_result cel_run(const char *rule, json_object *self, json_object *vars,
-                               char *msg, size_t cap) {
+                               cel_authz_fn authz, void *actx, char *msg, size_t cap,
+                               char *sout, size_t scap) {
     struct cel c;
     memset(&c, 0, sizeof c);
+    c.authz = authz;
+    c.authz_ctx = actx;
     c.msg = msg;
     c.cap = cap;
     if (cap) msg[0] = '\0';
@@ -698,7 +748,16 @@ static enum cel_result cel_run(const char *rule, json_object *self, json_object 
     enum cel_result r;
     if (c.fatal) r = CEL_UNSUPPORTED;
     else if (v.t == CV_ERR) r = CEL_ERROR;
-    else if (v.t != CV_BOOL) {
+    else if (sout && v.t == CV_STR && scap) {
+        size_t k = v.n < scap - 1 ? v.n : scap - 1;
+        memcpy(sout, v.s, k);
+        sout[k] = '\0';
+        r = CEL_TRUE;
+        if (cap) msg[0] = '\0';
+    } else if (sout) {
+        if (cap) snprintf(msg, cap, "messageExpression result is %s, not string", cv_type(v));
+        r = CEL_ERROR;
+    } else if (v.t != CV_BOOL) {
         if (cap) snprintf(msg, cap, "rule result is %s, not bool", cv_type(v));
         r = CEL_ERROR;
     } else {
@@ -711,10 +770,22 @@ static enum cel_result cel_run(const char *rule, json_object *self, json_object 
 
 /* See cel.h. */
 enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, size_t cap) {
-    return cel_run(rule, self, NULL, msg, cap);
+    return cel_run(rule, self, NULL, NULL, NULL, msg, cap, NULL, 0);
 }
 
 /* See cel.h. */
 enum cel_result cel_eval_bool_vars(const char *rule, json_object *vars, char *msg, size_t cap) {
-    return cel_run(rule, NULL, vars, msg, cap);
+    return cel_run(rule, NULL, vars, NULL, NULL, msg, cap, NULL, 0);
+}
+
+/* See cel.h. */
+enum cel_result cel_eval_bool_vars_authz(const char *rule, json_object *vars, cel_authz_fn authz,
+                                         void *ctx, char *msg, size_t cap) {
+    return cel_run(rule, NULL, vars, authz, ctx, msg, cap, NULL, 0);
+}
+
+/* See cel.h. */
+enum cel_result cel_eval_string_vars(const char *rule, json_object *vars, char *out, size_t ocap,
+                                     char *msg, size_t cap) {
+    return cel_run(rule, NULL, vars, NULL, NULL, msg, cap, out, ocap);
 }

@@ -10,6 +10,7 @@
 #define AIQ_CEL_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Longest rule text accepted. */
@@ -33,5 +34,23 @@ enum cel_result cel_eval_bool(const char *rule, json_object *self, char *msg, si
  * is CEL null, so `request.operation == 'CREATE' || oldObject.x == ...`
  * short-circuits as in the real evaluator. */
 enum cel_result cel_eval_bool_vars(const char *rule, json_object *vars, char *msg, size_t cap);
+
+/* An authorization check of the admission `authorizer` variable:
+ * req holds "group", "resource", "subresource", "namespace", "name" and
+ * "verb" (strings, absent = ""). Returns true when allowed. */
+typedef bool (*cel_authz_fn)(void *ctx, json_object *req);
+
+/* As cel_eval_bool_vars, with `authorizer` bound: the chain
+ * authorizer.group(G).resource(R)[.subresource(S)][.namespace(N)][.name(X)]
+ * .check(VERB).allowed() asks authz(ctx, ...) about the requester, as the
+ * real ValidatingAdmissionPolicy's authorizer does. */
+enum cel_result cel_eval_bool_vars_authz(const char *rule, json_object *vars, cel_authz_fn authz,
+                                         void *ctx, char *msg, size_t cap);
+
+/* A string expression (a validation's messageExpression) over vars:
+ * CEL_TRUE with the string in out (ocap bytes, cut), CEL_ERROR when the
+ * result is not a string or evaluation fails (msg says why). */
+enum cel_result cel_eval_string_vars(const char *rule, json_object *vars, char *out, size_t ocap,
+                                     char *msg, size_t cap);
 
 #endif

@@ -642,6 +642,11 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
         goto out_obj;
     }
     if (delete_preconditions(t, obj, o, st)) goto out_obj;
+    /* ValidatingAdmissionPolicies see a DELETE with the stored object as
+     * oldObject and object null, as on a real server. */
+    if (o && o->user &&
+        apisrv__admit(s, t, "DELETE", ns, name, NULL, NULL, obj, o->user, o->dry_run, st))
+        goto out_obj;
     if (!strcmp(t->key, "/pods")) {
         prev = json_copy(obj);
         pod_graceful(obj, o, &graceful, &pending, &period);

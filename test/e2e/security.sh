@@ -12,6 +12,8 @@
 #   carol (vision admin) writes UserQuotas in team-vision, not team-nlp;
 #   bob (aiq:nlp)       cannot read team-vision; cannot impersonate;
 #   admin (aiq:admins)  may submit for alice, may not change spec.user;
+#   dave (aiq:vision, impersonated) cannot delete alice's job; carol (its
+#                       group admin) and an aiq admin can;
 #   the operator's service account (crds/rbac.yaml) has the verbs the
 #                       operator uses and no more;
 # plus a static check that crds/rbac.yaml has no "*" in verbs, resources
@@ -275,6 +277,20 @@ deny "operator cannot write UserQuotas" 'cannot create resource "userquotas"' \
     $OP create -f "$TMP/q-nlp.yaml"
 deny "operator cannot read secrets" 'cannot list resource "secrets" in API group "" in the namespace "team-vision"' \
     $OP get secrets -n team-vision
+
+# ---- deleting another user's job: the owner, a group admin, an aiq admin (aiq-aijob-delete) ----
+job alice-2 team-vision alice
+allow "alice submits a second job" 'aijob.aiq.dev/alice-2 created' $ALICE apply -f "$TMP/alice-2.yaml"
+deny "dave (a vision member, not its admin) cannot delete alice's job; the message names the owner" \
+    "ValidatingAdmissionPolicy 'aiq-aijob-delete' with binding 'aiq-aijob-delete-binding' denied request: only alice (the job's owner), a group admin of namespace team-vision or an aiq admin may delete AIJob alice-2" \
+    $K --as dave --as-group aiq:vision delete aijob alice-2 -n team-vision
+allow "alice-2 is still there" 'alice-2' $ALICE get aijob alice-2 -n team-vision
+allow "carol, vision's group admin, deletes alice's job" 'aijob.aiq.dev "alice-2" deleted' \
+    $CAROL delete aijob alice-2 -n team-vision
+job alice-3 team-vision alice
+allow "alice submits a third job" 'aijob.aiq.dev/alice-3 created' $ALICE apply -f "$TMP/alice-3.yaml"
+allow "an aiq admin deletes it" 'aijob.aiq.dev "alice-3" deleted' \
+    $K --as admin --as-group aiq:admins delete aijob alice-3 -n team-vision
 
 # ---- users delete their own jobs ---------------------------------------------------------------
 allow "alice deletes her job" 'aijob.aiq.dev "alice-1" deleted' $ALICE delete aijob alice-1 -n team-vision
