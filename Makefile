@@ -83,6 +83,12 @@ $(eval $(call VARIANT,rel))
 $(eval $(call VARIANT,san))
 $(eval $(call VARIANT,dbg))
 
+# The commit every binary reports (--version, aiq_build_info): passed to
+# common/version.c alone, recompiled when HEAD or the index moves.
+AIQ_GIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(foreach v,rel san dbg,build/$(v)/common/version.o): BASE_CFLAGS += -DAIQ_GIT='"$(AIQ_GIT)"'
+$(foreach v,rel san dbg,build/$(v)/common/version.o): $(wildcard .git/HEAD .git/index)
+
 define PROG
 build/$(1)/$(2): build/$(1)/$(3:.c=.o) $$(LIBS_$(1))
 	$$(CC) $$(VARIANT_CFLAGS_$(1)) $$(VARIANT_LDFLAGS_$(1)) -o $$@ build/$(1)/$(3:.c=.o) $$(LIBS_$(1)) $$(PKG_LIBS)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "common/units.h"
 #include "operator/server.h"
 
@@ -38,7 +39,8 @@ static void usage(FILE *f) {
             "  --journal-retention DUR  prune journal entries older than this (default: keep)\n"
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
-            "                         hami or dra (see docs/admin-guide.md)\n");
+            "                         hami or dra (see docs/admin-guide.md)\n"
+            "  --version              print the release and the git commit, and exit\n");
 }
 
 /* Parses a duration flag or exits with a message naming it. */
@@ -55,7 +57,7 @@ static double dur_flag(const char *name, const char *v) {
 
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
-           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_HELP };
+           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -73,6 +75,7 @@ int main(int argc, char **argv) {
         {"status-writes-per-s", required_argument, 0, F_WRITES},
         {"gpu-mechanism", required_argument, 0, F_GPU_MECH},
         {"help", no_argument, 0, F_HELP},
+        {"version", no_argument, 0, F_VERSION},
         {0, 0, 0, 0}};
     srv_init(&server);
     struct srv_flags *fl = &server.flags;
@@ -122,6 +125,7 @@ int main(int argc, char **argv) {
             }
             break;
         case F_HELP: usage(stdout); return 0;
+        case F_VERSION: aiq_print_version("aiq-operator"); return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -12,6 +12,7 @@
  *   aiq_cycle_seconds                       histogram (one queue cycle)
  *   aiq_quota_used{group,user,resource}     gauge (user "" = group total)
  *   aiq_leader                              gauge 0/1
+ *   aiq_build_info{version,git}             gauge 1
  *   aiq_status_writes_total                 counter (AIJob status patches sent)
  *   aiq_status_writes_deferred              gauge (due, waiting for the budget)
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "common/aiq_err.h"
 #include "operator/http_api.h"
 
@@ -45,6 +46,9 @@ int main(int argc, char **argv) {
                 addr = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            aiq_print_version("aiq-journal");
             return 0;
         } else {
             fprintf(stderr, "aiq-journal: unexpected argument \"%s\"\n", argv[i]);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/version.h"
 #include "operator/manifest.h"
 #include "operator/policy_adapter.h"
 #include "operator/store.h"
@@ -530,6 +531,10 @@ out:
 
 int main(int argc, char **argv) {
     struct opts o;
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        aiq_print_version("aiq-sim");
+        return 0;
+    }
     int p = parse(argc, argv, &o);
     if (p == -1 || (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))) {
         usage(p == -1 ? stderr : stdout);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "common/aiq_err.h"
 #include "common/model.h"
 #include "operator/cli_rank.h"
@@ -164,6 +165,10 @@ static int parse_flags(int argc, char **argv, struct opts *o) {
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
             usage(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "version") == 0) {
+            aiq_print_version("kubectl-aiq");
             exit(0);
         }
         if ((m = flag_value(argc, argv, &i, "--output", "-o", &v)) != 0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "test/apiserver/apiserver.h"
 
 static void usage(FILE *f) {
@@ -60,6 +61,7 @@ int main(int argc, char **argv) {
         }
         else if (!strcmp(a, "--tls")) { cfg.tls = true; used = 0; }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--version")) { aiq_print_version("aiq-apiserver"); return 0; }
         else if (!strcmp(a, "--port")) {
             if (parse_double(a, v, 0, 65535, &d)) return 2;
             cfg.port = (int)d;

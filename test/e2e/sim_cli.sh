@@ -3,7 +3,8 @@
 # seed, run prints the metrics table and writes CSV, compare puts policies
 # side by side, each reader runs on its checked-in sample, a bad trace line
 # is reported as FILE:LINE:COLUMN with the column and value, and a run
-# recorded with --journal replays exactly. No cluster needed.
+# recorded with --journal replays exactly, and every binary answers
+# --version. No cluster needed.
 # servers: none (needs no cluster)
 set -u
 ROOT=${AIQ_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -53,6 +54,12 @@ check "run --journal, then replay: exact" sh -c '
     --journal "$1/j.db" >/dev/null 2>&1 &&
   "$0" replay --db "$1/j.db" --policies-dir "$2" 2>/dev/null | grep -q "^replay: exact:"' \
     "$SIM" "$T" "$P"
+
+# Every binary says which release and commit it is (issue 18).
+for b in aiq-operator aiq-apiserver aiq-sim kubectl-aiq aiq-journal; do
+    check "$b --version names the release and the commit" sh -c '
+      "$0" --version | grep -Eq "^$1 [0-9]+\.[0-9]+\.[0-9]+ \(git [^)]+\)$"' "$BUILD/$b" "$b"
+done
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 
+#include "common/version.h"
 #include "operator/metrics.h"
 #include "operator/store.h"
 #include "test/unit/th.h"
@@ -45,6 +46,7 @@ TEST(metrics_render_series) {
     CHECK(strstr(t, "# TYPE aiq_cycle_seconds histogram\n") != NULL);
     CHECK(strstr(t, "aiq_quota_used{group=\"vision\",user=\"al\\\"ice\",resource=\"gpus\"} 4\n") != NULL);
     CHECK(strstr(t, "aiq_leader 0\n") != NULL);
+    CHECK(strstr(t, "aiq_build_info{version=\"" AIQ_RELEASE "\",git=\"") != NULL);
     free(t);
 
     opmetrics_pending_reset(m);
