@@ -317,7 +317,8 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                     "# TYPE aiq_status_writes_deferred gauge\naiq_status_writes_deferred %ld\n",
                 m->status_writes, m->status_deferred);
     opm__printf(&b, "# HELP aiq_build_info The operator's release and git commit (always 1).\n"
-                    "# TYPE aiq_build_info gauge\naiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
+                    "# TYPE aiq_build_info gauge\n"
+                    "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
                 AIQ_RELEASE, opm__esc(e1, sizeof e1, aiq_git()));
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
