@@ -62,7 +62,7 @@ job claims default 1 '{resourceClaims: [{name: g, resourceClaimName: c}], contai
 refused "a template with resource claims is refused" "spec.template.spec.resourceClaims"
 check "none of them exists" sh -c '[ -z "$(kubectl get aijobs -o name)" ]'
 
-job fine default 1 '{containers: [{name: w, image: busybox, resources: {limits: {cpu: "1", memory: 1Gi, hugepages-2Mi: 2Mi}}}]}' >"$T/j.yaml"; apply
+job fine default 1 '{containers: [{name: w, image: busybox, resources: {limits: {cpu: "1", memory: 1Gi}}}]}' >"$T/j.yaml"; apply
 check "a template with native resources only is accepted" [ "$APPLY_RC" = 0 ]
 wait_for 60 "and it runs to Succeeded with the GPU from spec.resources" sh -c '
   [ "$(kubectl get aijob fine -o jsonpath={.status.phase})" = Succeeded ] &&
@@ -106,26 +106,19 @@ check "restore the CRD with the rules" kubectl apply -f "$ROOT/crds/aijobs.aiq.d
 
 # --- 3. Pod Security Admission on the group's namespace ---------------------
 if [ "${AIQ_API:-local}" = real ]; then
-    kubectl apply -f - >/dev/null <<'Y'
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: psa-baseline
-  labels:
-    pod-security.kubernetes.io/enforce: baseline
-    pod-security.kubernetes.io/enforce-version: latest
-Y
-    job priv psa-baseline 1 '{containers: [{name: w, image: busybox, securityContext: {privileged: true}}]}' >"$T/j.yaml"; apply
+    # The shipped namespaces: each enforces baseline.
+    check "examples/namespaces.yaml applies" kubectl apply -f "$ROOT/examples/namespaces.yaml"
+    job priv research 1 '{containers: [{name: w, image: busybox, securityContext: {privileged: true}}]}' >"$T/j.yaml"; apply
     check "a privileged template is accepted as an AIJob (PSA judges pods)" [ "$APPLY_RC" = 0 ]
     wait_for 30 "the privileged job is Rejected: PodRefused by PodSecurity (baseline)" sh -c '
-      [ "$(kubectl get aijob priv -n psa-baseline -o jsonpath={.status.phase})" = Rejected ] &&
-      kubectl get aijob priv -n psa-baseline -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}" | grep -qx PodRefused &&
-      kubectl get aijob priv -n psa-baseline -o jsonpath={.status.message} | grep -q "PodSecurity \"baseline:latest\"" &&
-      kubectl get aijob priv -n psa-baseline -o jsonpath={.status.message} | grep -q privileged'
-    check "no privileged pod exists" sh -c '[ -z "$(kubectl get pods -n psa-baseline -o name)" ]'
-    job plain psa-baseline 1 '{containers: [{name: w, image: busybox}]}' >"$T/j.yaml"; apply
+      [ "$(kubectl get aijob priv -n research -o jsonpath={.status.phase})" = Rejected ] &&
+      kubectl get aijob priv -n research -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}" | grep -qx PodRefused &&
+      kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q "PodSecurity \"baseline:latest\"" &&
+      kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q privileged'
+    check "no privileged pod exists" sh -c '[ -z "$(kubectl get pods -n research -o name)" ]'
+    job plain research 1 '{containers: [{name: w, image: busybox}]}' >"$T/j.yaml"; apply
     wait_for 60 "a plain job in the same namespace runs to Succeeded" sh -c '
-      [ "$(kubectl get aijob plain -n psa-baseline -o jsonpath={.status.phase})" = Succeeded ]'
+      [ "$(kubectl get aijob plain -n research -o jsonpath={.status.phase})" = Succeeded ]'
 else
     echo "skip the privileged-template probe: the local API server has no Pod Security Admission (run with AIQ_API=real)"
 fi
