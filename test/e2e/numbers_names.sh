@@ -1,0 +1,109 @@
+#!/bin/sh
+# numbers_names.sh -- huge scores and long names (issue 19, items 4 and 5).
+# Numbers: a formula whose constant overflows (10 ^ 400 * job.gpus) does
+# not compile and the QueuePolicy says where; a formula whose value
+# overflows for some jobs only (10 ^ 307 * job.gpus * job.gpus: 1e307 for
+# a 1-GPU job, infinite for an 8-GPU one) runs, the infinite scores are
+# clamped to the largest double and the policy's status.warnings names the
+# term, and every job's status keeps flowing: written while Queued (the
+# score as a finite JSON number, never "inf"), then Running, then
+# Succeeded. Before the fix scores of about 1.8e304 and more were written
+# as inf, the status round trip failed and those jobs' statuses were never
+# written again.
+# Names: a 63-character AIJob (the CRD's limit) gets its pods
+# ("<name>-<replica>", 65 characters: a pod name may have 253; the job
+# label value is the 63-character name) and runs to Succeeded; a
+# 64-character name is refused with the true limit, 63.
+# servers: local real
+. "$(dirname "$0")/lib.sh"
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 5
+op_start
+
+job() { # name gpus duration [replicas]
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $1, namespace: default}
+spec:
+  user: u
+  replicas: ${4:-1}
+  resources: {gpus: $2, gpuMemoryMiB: 1024, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: $3}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+policy() { # name formula
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: QueuePolicy
+metadata: {name: $1}
+spec:
+  formula: "$2"
+  levels: [{name: all}]
+  backfill: None
+  placement: binpack
+  active: true
+Y
+}
+
+# --- numbers -------------------------------------------------------------------
+policy overflow "10 ^ 400 * job.gpus" | kubectl apply -f - >/dev/null
+wait_for 15 "10 ^ 400 * job.gpus does not compile; the status names the constant" sh -c '
+  [ "$(kubectl get queuepolicy overflow -o jsonpath={.status.compiled})" = false ] &&
+  kubectl get queuepolicy overflow -o jsonpath={.status.error} | grep -qF "1:1: \"10 ^ 400\" is infinite"'
+kubectl delete queuepolicy overflow >/dev/null
+
+policy huge "10 ^ 307 * job.gpus * job.gpus" | kubectl apply -f - >/dev/null
+wait_for 15 "10 ^ 307 * job.gpus * job.gpus compiles and is active" sh -c '
+  [ "$(kubectl get queuepolicy huge -o jsonpath={.status.compiled}/{.status.active})" = true/true ]'
+
+# All 16 GPUs busy for a while, so the two jobs wait and their Queued
+# statuses (with the scores) must be written.
+job block 8 25s 2 | kubectl apply -f - >/dev/null
+wait_for 30 "the blocker runs" sh -c '[ "$(kubectl get aijob block -o jsonpath={.status.phase})" = Running ]'
+job one 1 5s | kubectl apply -f - >/dev/null
+job eight 8 5s | kubectl apply -f - >/dev/null
+wait_for 20 "the 1-GPU job's Queued status is written with its score 1e307" sh -c '
+  [ "$(kubectl get aijob one -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob one -o json | jq -e ".status.score == 1e307 and .status.scoreTerms[0].value == 1e307" >/dev/null'
+wait_for 20 "the 8-GPU job's score is clamped to the largest double, written finite" sh -c '
+  [ "$(kubectl get aijob eight -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob eight -o json | jq -e ".status.score == 1.7976931348623157e+308" >/dev/null'
+wait_for 15 "the policy's status warns, naming the term" sh -c '
+  kubectl get queuepolicy huge -o jsonpath="{.status.warnings[0]}" |
+    grep -qF "the term \"10 ^ 307 * job.gpus * job.gpus\" is not a finite number for some jobs"'
+check "the operator logged it once and counted it" sh -c '
+  [ "$(grep -c "event=policy_score_clamped obj=huge .*term=\"10 ^ 307 \* job.gpus \* job.gpus\"" "$T/op.log")" = 1 ] &&
+  port=$(sed -n "s/.*event=metrics_listening .*port=\([0-9]*\).*/\1/p" "$T/op.log" | tail -1) &&
+  n=$(curl -s "http://127.0.0.1:$port/metrics" | sed -n "s/^aiq_scores_clamped_total //p") &&
+  [ "$n" -ge 1 ]'
+check "no status was ever unencodable or unwritable" sh -c '
+  ! grep -E "event=(status_encode_failed|status_write_failed)" "$T/op.log"'
+wait_for 90 "both jobs finish and their statuses say so" sh -c '
+  [ "$(kubectl get aijob one -o jsonpath={.status.phase})" = Succeeded ] &&
+  [ "$(kubectl get aijob eight -o jsonpath={.status.phase})" = Succeeded ]'
+kubectl delete queuepolicy huge >/dev/null
+
+# --- names ---------------------------------------------------------------------
+n63=$(printf '%063d' 0 | tr 0 n)
+n64=$(printf '%064d' 0 | tr 0 n)
+job "$n64" 1 5s >"$T/j64.yaml"
+if kubectl apply -f "$T/j64.yaml" >"$T/a64.out" 2>&1; then
+    bad "a 64-character AIJob name is refused"
+else
+    check "a 64-character AIJob name is refused with the true limit, 63" \
+        grep -qF "may not be more than 63" "$T/a64.out"
+fi
+job "$n63" 1 5s 2 | kubectl apply -f - >/dev/null
+wait_for 30 "a 63-character AIJob gets its pods ($n63-0, 65 characters)" sh -c "
+  [ \"\$(kubectl get pods -l aiq.dev/job=$n63 -o name | wc -l)\" = 2 ] &&
+  kubectl get pod $n63-1 -o jsonpath={.metadata.labels.aiq\\\\.dev/job} | grep -qx $n63"
+wait_for 60 "and runs to Succeeded" sh -c "
+  [ \"\$(kubectl get aijob $n63 -o jsonpath={.status.phase})\" = Succeeded ]"
+check "no pod_build_failed for it" sh -c '! grep -q "event=pod_build_failed" "$T/op.log"'
+
+e2e_done
