@@ -182,6 +182,32 @@ TEST(pods_template_guard_allows_the_rest) {
     CHECK_INT(pods_template_check(NULL, NULL), 0);
 }
 
+/* The longest name the API gives an AIJob (63, the CRD's maxLength and
+ * AIQ_MAX_AIJOB_NAME) makes every pod the operator can be asked for: the
+ * last replica's name is 68 characters (a pod name may have 253) and the
+ * aiq.dev/job label value is the 63-character name (a label value may
+ * have 63). */
+TEST(pods_longest_job_name_fits) {
+    char name[AIQ_MAX_AIJOB_NAME + 1];
+    memset(name, 'n', AIQ_MAX_AIJOB_NAME);
+    name[AIQ_MAX_AIJOB_NAME] = '\0';
+    struct aiq_aijob j = sample_job(NULL);
+    j.meta.name = name;
+    j.spec.replicas = AIQ_MAX_REPLICAS;
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *pod = pods_build(&j, NULL, AIQ_MAX_REPLICAS - 1, &e);
+    CHECK(pod != NULL);
+    json_object *m = NULL, *v = NULL, *l = NULL;
+    CHECK(json_object_object_get_ex(pod, "metadata", &m) &&
+          json_object_object_get_ex(m, "name", &v));
+    CHECK_INT((int)strlen(json_object_get_string(v)), AIQ_MAX_AIJOB_NAME + 5);
+    CHECK(json_object_object_get_ex(m, "labels", &l) &&
+          json_object_object_get_ex(l, PODS_LABEL_JOB, &v));
+    CHECK_STR(json_object_get_string(v), name);
+    json_object_put(pod);
+}
+
 TEST(pods_name_limits) {
     char buf[16];
     CHECK_INT(pods_name(buf, sizeof buf, "job", 12), 0);
