@@ -169,8 +169,10 @@ void reconcile_policy(struct server *s, enum kube_event_type t,
 void pol_after_cycle(struct server *s) {
     const oppolicy *p = srv__policy(s);
     const char *term = NULL;
-    if (p != s->clamp_policy) {
-        s->clamp_policy = p;
+    /* A new compile or another active policy counts from 0 (policy_gen
+     * changes with both; a pointer could be reused by the allocator). */
+    if (s->policy_gen != s->clamp_gen) {
+        s->clamp_gen = s->policy_gen;
         s->clamp_seen = 0;
     }
     unsigned long n = p ? oppolicy_clamped(p, &term) : 0;

@@ -136,8 +136,8 @@ struct server {
     char active_policy[AIQ_MAX_NAME + 1]; /* "" = built-in default */
     uint64_t policy_gen;       /* bumps q_input.gen */
     bool cycle_wanted;         /* something changed since the last cycle */
-    const oppolicy *clamp_policy; /* pol_after_cycle: the policy counted, */
-    unsigned long clamp_seen;     /* and its clamped scores counted so far */
+    uint64_t clamp_gen;        /* pol_after_cycle: policy_gen counted, */
+    unsigned long clamp_seen;  /* and its clamped scores counted so far */
     double last_cycle;         /* unix s */
     int64_t ncycles;
     double last_lease, last_prune;
