@@ -670,7 +670,12 @@ s_aijob_causes() { call POST $J application/json "$(jq -cn --arg n "$1" --argjso
 both "AIJob: template gates, claims and an init container's amd.com/gpu together" s_aijob_causes aij-t3 \
     "$(tg '{"schedulingGates":[{"name":"g"}],"resourceClaims":[{"name":"c"}],"initContainers":[{"name":"i","resources":{"requests":{"amd.com/gpu":"1"},"claims":[{"name":"c"}]}}],"containers":[{"name":"w"}]}')"
 both "AIJob: template pod-level GPU limit refused" s_aijob_spec aij-t4 "$(tg '{"resources":{"limits":{"nvidia.com/gpu":"1"}},"containers":[{"name":"w"}]}')"
-both "AIJob: template limit of the wrong type" s_aijob_spec aij-t5 "$(tg '{"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":true}}}]}')"
+both "AIJob: template GPU limit of any type refused" s_aijob_spec aij-t5 "$(tg '{"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":true}}}]}')"
+# The rules need the limits typed (a CEL map of int-or-string; a
+# preserve-unknown-fields value cannot be converted to a CEL type), so a
+# quantity written as a YAML float is refused, as in spec.resources.
+both "AIJob: template cpu limit as a YAML float refused (integer or string)" s_aijob_spec aij-t8 \
+    "$(tg '{"containers":[{"name":"w","resources":{"limits":{"cpu":0.5},"requests":{"cpu":0.25}}}]}')"
 both "AIJob: template with 65 containers" s_aijob_spec aij-t6 "$(tg "$(jq -cn '[range(65) | {name: "c\(.)"}] | {containers: .}')")"
 both "AIJob: template with native resources and empty lists stored" s_aijob_spec aij-t7 \
     "$(tg '{"nodeName":"","schedulingGates":[],"containers":[{"name":"w","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}]}')"
