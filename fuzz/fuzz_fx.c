@@ -3,7 +3,8 @@
  * with ordinary, zero, negative, huge and non-finite factor values,
  * explain and dump; on failure format the error with its caret.
  * Aborts when a result is NaN or infinite, a predicate is not 0/1, an
- * explain label is not terminated, or a parse error has no position. */
+ * explain label is not terminated, a parse error has no position, or
+ * fx_eval_checked / fx_nonfinite_term disagree with fx_eval. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@ static void exercise(const char *src, fx_mode mode) {
     char buf[2048];
     if (!p) {
         check(err.code != AIQ_OK && err.message[0] != '\0');
-        if (err.code == AIQ_EPARSE) check(err.line >= 1 && err.col >= 1);
+        /* syntax errors and constants that are not finite have a position */
+        if (err.code == AIQ_EPARSE || err.code == AIQ_EINVAL)
+            check(err.line >= 1 && err.col >= 1);
         int n = fx_format_error(src, &err, buf, sizeof buf);
         check(n >= 0 && strlen(buf) < sizeof buf);
         return;
@@ -41,6 +44,14 @@ static void exercise(const char *src, fx_mode mode) {
         if (mode == FX_PREDICATE) check(r == 0.0 || r == 1.0);
         int n = fx_explain(p, f, terms, 8);
         check(n >= 1 && n <= FX_MAX_TERMS);
+        /* the checked evaluation gives the same bits and says whether it
+         * clamped; a term that is not finite makes the result clamp */
+        int clamped = -1;
+        double rc = fx_eval_checked(p, f, &clamped);
+        check(memcmp(&rc, &r, sizeof r) == 0 && (clamped == 0 || clamped == 1));
+        int bad = fx_nonfinite_term(p, f);
+        check(bad >= -1 && bad < n);
+        if (bad >= 0) check(clamped == 1 && fx_term_label(p, bad) != NULL);
         for (int i = 0; i < n && i < 8; i++) {
             check(isfinite(terms[i].value));
             check(memchr(terms[i].label, '\0', sizeof terms[i].label) != NULL);

@@ -58,6 +58,9 @@ struct opmetrics {
     long status_deferred;
     struct opm_named finished[OPMETRICS_MAX_OUTCOMES];
     int nfinished;
+    struct opm_named status_fail[OPMETRICS_MAX_OUTCOMES]; /* by kind */
+    int nstatus_fail;
+    unsigned long clamped;
     struct opm_hist wait, cycle;
     struct opm_quota *quota;
     int nquota;
@@ -168,6 +171,19 @@ void opmetrics_finished_inc(opmetrics *m, const char *outcome) {
     pthread_mutex_lock(&m->mu);
     opm__named_add(m->finished, &m->nfinished, OPMETRICS_MAX_OUTCOMES, outcome,
                    1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_status_failed_inc(opmetrics *m, const char *kind) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->status_fail, &m->nstatus_fail, OPMETRICS_MAX_OUTCOMES, kind,
+                   1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_clamped_add(opmetrics *m, unsigned long n) {
+    pthread_mutex_lock(&m->mu);
+    m->clamped += n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -300,6 +316,14 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
     for (int i = 0; i < m->nfinished; i++)
         opm__printf(&b, "aiq_finished_total{outcome=\"%s\"} %.0f\n",
                     opm__esc(e1, sizeof e1, m->finished[i].name), m->finished[i].value);
+    opm__printf(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
+                    "# TYPE aiq_status_write_failures_total counter\n");
+    for (int i = 0; i < m->nstatus_fail; i++)
+        opm__printf(&b, "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->status_fail[i].name), m->status_fail[i].value);
+    opm__printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
+                    "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
+                m->clamped);
     opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
     opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
     opm__printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"

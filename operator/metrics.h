@@ -8,6 +8,8 @@
  *   aiq_pending_jobs{level}                 gauge
  *   aiq_admitted_total                      counter
  *   aiq_finished_total{outcome}             counter (Succeeded, Failed, ...)
+ *   aiq_status_write_failures_total{kind}   counter (AIJob, QueuePolicy, ...)
+ *   aiq_scores_clamped_total                counter (NaN/infinite scores)
  *   aiq_wait_seconds                        histogram (queued -> admitted)
  *   aiq_cycle_seconds                       histogram (one queue cycle)
  *   aiq_quota_used{group,user,resource}     gauge (user "" = group total)
@@ -80,6 +82,10 @@ void opmetrics_status_writes(opmetrics *m, long written, long deferred);
 /* Counts one finished job by outcome ("Succeeded", "Failed", ...). */
 void opmetrics_finished_inc(opmetrics *m, const char *outcome);
 void opmetrics_observe_wait(opmetrics *m, double seconds);
+/* A status write (or the encoding of a status) of kind failed. */
+void opmetrics_status_failed_inc(opmetrics *m, const char *kind);
+/* n more scores were clamped (oppolicy_clamped). */
+void opmetrics_clamped_add(opmetrics *m, unsigned long n);
 void opmetrics_observe_cycle(opmetrics *m, double seconds);
 
 /* Quota usage: reset, then set one value per (group, user, resource);

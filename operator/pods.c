@@ -102,6 +102,156 @@ static json_object *pods__first_container(json_object *spec) {
     return c;
 }
 
+/* Puts the cpu and memory requests of spec.resources on the GPU
+ * container c (the template's first container). Its GPUs are put there by
+ * gpu_mech_pod, as the admin's mechanism asks for them: the whole gang's
+ * GPUs are counted by the queue from spec.resources alone, so that is the
+ * only place a GPU enters the pod (pods_template_check refused any
+ * extended resource of the template's, on every container and init
+ * container). Returns 0, or -1 on ENOMEM. */
+static int pods__set_resources(json_object *c, const struct aiq_aijob *job) {
+    json_object *res = pods__child(c, "resources");
+    json_object *lim = res ? pods__child(res, "limits") : NULL;
+    json_object *req = res ? pods__child(res, "requests") : NULL;
+    char q[48];
+    if (!lim || !req)
+        return -1;
+    /* The GPUs are the mechanism's (gpu_mech_pod): not set here. */
+    if (job->spec.resources.cpu_milli > 0) {
+        snprintf(q, sizeof q, "%" PRId64 "m", job->spec.resources.cpu_milli);
+        if (pods__set_str(req, "cpu", q))
+            return -1;
+    }
+    if (job->spec.resources.memory_bytes > 0) {
+        snprintf(q, sizeof q, "%" PRId64, job->spec.resources.memory_bytes);
+        if (pods__set_str(req, "memory", q))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the template guard ------------------------------------------------
+ * The fields that carry the queue's decisions belong to aiq: where a
+ * replica runs (nodeName), when it may be scheduled (schedulingGates) and
+ * which accelerators it holds (extended resources, resource claims). A
+ * template that sets one would let a pod bypass the queue, so it is
+ * refused here whatever the API server let through (the CRD refuses the
+ * same fields: crds/aijobs.aiq.dev.yaml). */
+
+/* Fills err for field (a path under spec.template.spec) with why, and
+ * returns -1. */
+static int pods__refuse(aiq_err *err, const char *field, const char *why) {
+    char path[256];
+    snprintf(path, sizeof path, "spec.template.spec.%s", field);
+    aiq_err_field(err, AIQ_EINVAL, path, "%s: %s", path, why);
+    return -1;
+}
+
+/* Tells whether v is a non-empty array (a list the template may not set). */
+static int pods__nonempty(json_object *v) {
+    return v && json_object_is_type(v, json_type_array) &&
+           json_object_array_length(v) > 0;
+}
+
+/* Checks a resources.limits / resources.requests map: only resources
+ * without a domain (cpu, memory, ephemeral-storage, hugepages-<size>) may
+ * be set; every domain-qualified name is an extended resource a device
+ * plugin hands out (nvidia.com/gpu, amd.com/gpu, rdma/hca, ...). */
+static int pods__check_quantities(json_object *m, const char *where,
+                                  aiq_err *err) {
+    char field[200];
+    if (!m || !json_object_is_type(m, json_type_object))
+        return 0;
+    json_object_object_foreach(m, k, v) {
+        (void)v;
+        if (!strchr(k, '/'))
+            continue;
+        char why[300];
+        snprintf(field, sizeof field, "%s[%.100s]", where, k);
+        snprintf(why, sizeof why,
+                 "extended resource \"%.100s\" is not allowed in the template: "
+                 "GPUs come from spec.resources (gpus, gpuMemoryMiB), which "
+                 "the queue counts", k);
+        return pods__refuse(err, field, why);
+    }
+    return 0;
+}
+
+/* Checks one container's resources (list is "containers" or
+ * "initContainers", i its index). */
+static int pods__check_container(json_object *c, const char *list, size_t i,
+                                 aiq_err *err) {
+    json_object *res = NULL, *v = NULL;
+    char where[96];
+    if (!json_object_is_type(c, json_type_object) ||
+        !json_object_object_get_ex(c, "resources", &res) ||
+        !json_object_is_type(res, json_type_object))
+        return 0;
+    snprintf(where, sizeof where, "%s[%zu].resources.limits", list, i);
+    if (json_object_object_get_ex(res, "limits", &v) &&
+        pods__check_quantities(v, where, err))
+        return -1;
+    snprintf(where, sizeof where, "%s[%zu].resources.requests", list, i);
+    if (json_object_object_get_ex(res, "requests", &v) &&
+        pods__check_quantities(v, where, err))
+        return -1;
+    snprintf(where, sizeof where, "%s[%zu].resources.claims", list, i);
+    if (json_object_object_get_ex(res, "claims", &v) && pods__nonempty(v))
+        return pods__refuse(err, where,
+                            "must not be set: aiq adds the GPU claims itself");
+    return 0;
+}
+
+/* Checks the template's pod spec; see pods.h. */
+int pods_template_check(json_object *tspec, aiq_err *err) {
+    static const char *const lists[] = {"containers", "initContainers"};
+    json_object *v = NULL;
+    if (!tspec || !json_object_is_type(tspec, json_type_object))
+        return 0;
+    if (json_object_object_get_ex(tspec, "nodeName", &v) &&
+        !(json_object_is_type(v, json_type_string) &&
+          json_object_get_string_len(v) == 0) &&
+        !json_object_is_type(v, json_type_null)) {
+        char why[300];
+        snprintf(why, sizeof why,
+                 "must not be set (\"%.100s\"): aiq places the replicas and "
+                 "the scheduler binds them once the gang is admitted",
+                 json_object_get_string(v));
+        return pods__refuse(err, "nodeName", why);
+    }
+    if (json_object_object_get_ex(tspec, "schedulingGates", &v) &&
+        pods__nonempty(v))
+        return pods__refuse(err, "schedulingGates",
+                            "must not be set: aiq owns the pods' scheduling "
+                            "gates (aiq.dev/admission)");
+    if (json_object_object_get_ex(tspec, "resourceClaims", &v) &&
+        pods__nonempty(v))
+        return pods__refuse(err, "resourceClaims",
+                            "must not be set: GPUs come from spec.resources "
+                            "and aiq adds any claim itself");
+    json_object *pres = NULL;
+    if (json_object_object_get_ex(tspec, "resources", &pres) &&
+        json_object_is_type(pres, json_type_object)) {
+        if (json_object_object_get_ex(pres, "limits", &v) &&
+            pods__check_quantities(v, "resources.limits", err))
+            return -1;
+        if (json_object_object_get_ex(pres, "requests", &v) &&
+            pods__check_quantities(v, "resources.requests", err))
+            return -1;
+    }
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        json_object *cs = NULL;
+        if (!json_object_object_get_ex(tspec, lists[l], &cs) ||
+            !json_object_is_type(cs, json_type_array))
+            continue;
+        for (size_t i = 0; i < json_object_array_length(cs); i++)
+            if (pods__check_container(json_object_array_get_idx(cs, i),
+                                      lists[l], i, err))
+                return -1;
+    }
+    return 0;
+}
+
 /* Builds one gated pod; see pods.h. */
 json_object *pods_build(const struct aiq_aijob *job,
                         json_object *job_annotations, int index,
@@ -151,14 +301,16 @@ json_object *pods_build(const struct aiq_aijob *job,
         }
     }
 
-    pod = json_object_new_object();
-    if (!pod)
-        goto nomem;
     json_object *tmeta = NULL, *tspec = NULL;
     if (tmpl) {
         json_object_object_get_ex(tmpl, "metadata", &tmeta);
         json_object_object_get_ex(tmpl, "spec", &tspec);
     }
+    if (pods_template_check(tspec, err) != 0)
+        goto fail;
+    pod = json_object_new_object();
+    if (!pod)
+        goto nomem;
     json_object *meta = json_object_new_object();
     json_object *spec = NULL;
     if (tspec && json_object_is_type(tspec, json_type_object)) {
@@ -239,7 +391,7 @@ json_object *pods_build(const struct aiq_aijob *job,
                                json_object_new_boolean(1)) != 0)
         goto nomem;
 
-    /* spec: the gate (ours only; a template's own gates are kept). */
+    /* spec: the gate (pods_template_check refused any of the template's). */
     json_object *gates = pods__array(spec, "schedulingGates");
     if (!gates)
         goto nomem;
@@ -280,25 +432,11 @@ json_object *pods_build(const struct aiq_aijob *job,
             pods__set_env(c, "AIQ_REPLICA_COUNT", cnt))
             goto nomem;
     }
-    json_object *res = pods__child(c0, "resources");
-    json_object *lim = res ? pods__child(res, "limits") : NULL;
-    json_object *req = res ? pods__child(res, "requests") : NULL;
-    if (!lim || !req)
+    if (pods__set_resources(c0, job) != 0)
         goto nomem;
-    char q[48];
     /* The GPUs, as the admin's mechanism asks for them (gpu_mech.c). */
     if (gpu_mech_pod(pod, job, mech, err) != 0)
         goto fail;
-    if (job->spec.resources.cpu_milli > 0) {
-        snprintf(q, sizeof q, "%" PRId64 "m", job->spec.resources.cpu_milli);
-        if (pods__set_str(req, "cpu", q))
-            goto nomem;
-    }
-    if (job->spec.resources.memory_bytes > 0) {
-        snprintf(q, sizeof q, "%" PRId64, job->spec.resources.memory_bytes);
-        if (pods__set_str(req, "memory", q))
-            goto nomem;
-    }
     json_object_put(tmpl);
     return pod;
 

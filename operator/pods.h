@@ -31,12 +31,24 @@
  * name does not fit in cap or passes 253 characters (buf then holds ""). */
 int pods_name(char *buf, size_t cap, const char *job, int index);
 
+/* Refuses a template whose pod spec (tspec, borrowed; NULL or not an
+ * object passes) sets a field that carries the queue's decisions:
+ * spec.nodeName, spec.schedulingGates, spec.resourceClaims, container
+ * resources.claims, or any extended resource (a name with a domain, such
+ * as nvidia.com/gpu or amd.com/gpu) in the pod's or any container's or
+ * init container's resources.limits/requests. Returns 0, or -1 with err
+ * (AIQ_EINVAL) naming the field as "spec.template.spec.<path>: why". The
+ * CRD's validation rules refuse the same fields at the API server; this
+ * is the check that holds when they were bypassed. */
+int pods_template_check(json_object *tspec, aiq_err *err);
+
 /* Builds pod `index` (0 <= index < spec.replicas) of job as a new json-c
  * object (caller owns it; json_object_put). job is borrowed and must
  * carry meta.name, meta.namespace_ and meta.uid. job_annotations is the
  * AIJob's own metadata.annotations (borrowed, may be NULL): its
  * "sim.aiq.dev/..." entries are copied onto the pod, after the template's
  * annotations, so a test can steer the simulated kubelet per job.
+ * The template is checked first (pods_template_check).
  * Returns NULL and fills err (AIQ_EINVAL with the field, or AIQ_EPARSE for
  * a template that is not a JSON object, or AIQ_ENOMEM). mech is the GPU
  * mechanism (see gpu_mech_pod). */

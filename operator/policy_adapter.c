@@ -22,6 +22,11 @@ struct oppolicy {
     bool preempt_lower, preempt_within, no_reclaim, no_grow;
     double preempt_margin, min_runtime_s, max_job_min_runtime_s;
     int max_per_hour;
+    /* scores that came out NaN or infinite and were clamped (fx_eval_checked),
+     * and the first such term's source text: reported in the policy's
+     * status (reconcile_policy.c). Written by the cycle's scorer only. */
+    unsigned long clamped;
+    char clamped_term[sizeof(((fx_term *)0)->label)];
 };
 
 /* Frees a compiled policy; see policy_adapter.h. */
@@ -126,9 +131,25 @@ oppolicy *oppolicy_default(void) {
 }
 
 static int pa__score(void *ctx, const double *f, double *score) {
-    const oppolicy *p = ctx;
-    *score = fx_eval(p->formula, f);
+    oppolicy *p = ctx;
+    int clamped = 0;
+    *score = fx_eval_checked(p->formula, f, &clamped);
+    if (clamped) {
+        if (!p->clamped_term[0]) {
+            const char *t = fx_term_label(p->formula, fx_nonfinite_term(p->formula, f));
+            snprintf(p->clamped_term, sizeof p->clamped_term, "%s",
+                     t ? t : "(the sum of the terms)");
+        }
+        p->clamped++;
+    }
     return 0;
+}
+
+/* See policy_adapter.h. */
+unsigned long oppolicy_clamped(const oppolicy *p, const char **term) {
+    if (term)
+        *term = p->clamped_term;
+    return p->clamped;
 }
 
 static int pa__level(void *ctx, const double *f, int *level) {

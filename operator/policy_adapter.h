@@ -53,4 +53,10 @@ int oppolicy_nlevels(const oppolicy *p);
 double oppolicy_half_life(const oppolicy *p);
 const char *oppolicy_name(const oppolicy *p);
 
+/* How many scores of p came out NaN or infinite and were clamped to a
+ * finite value (+-DBL_MAX, 0 for NaN) since p was compiled; *term (when
+ * non-NULL) gets the source text of the first such term ("" when none;
+ * the string belongs to p). */
+unsigned long oppolicy_clamped(const oppolicy *p, const char **term);
+
 #endif

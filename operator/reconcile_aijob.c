@@ -120,6 +120,13 @@ static void job__publish(struct server *s, struct opcache_obj *o,
         return;
     json_object_object_get_ex(o->raw, "status", &live);
     json_object *st = opstatus_to_json(&js->st, live, now);
+    if (!st) {
+        /* Nothing is published and pub_rv stays cleared, so the next sync
+         * tries again; say so, since the API keeps the old status. */
+        OPLOG(&s->log, OPLOG_ERROR, "status_encode_failed", o->key, rv,
+              "phase=%s retry=next_sync", aiq_phase_name(js->st.phase));
+        opmetrics_status_failed_inc(s->metrics, "AIJob");
+    }
     bool phase_changed = js->st.phase != js->pub_phase;
     srv__want_status(s, o, st);
     struct opext *x = o->ext;

@@ -3,7 +3,9 @@
  * keep the last good compile when an edit breaks a policy (a broken policy
  * never replaces the running one), and pick the active policy: exactly one
  * with spec.active; with several, the conflict is reported in every
- * status and the running policy stays. */
+ * status and the running policy stays. Also pol_after_cycle: a policy
+ * whose formula produced a score that is not finite (clamped by the
+ * scorer) says so in status.warnings, naming the term. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +14,7 @@
 /* Builds a policy's status. */
 static json_object *pol__status(struct opcache_obj *o, const char *phase,
                                 bool compiled, bool active, const char *msg,
-                                int line, int col) {
+                                int line, int col, const char *warning) {
     json_object *st = json_object_new_object();
     if (!st)
         return NULL;
@@ -23,6 +25,11 @@ static json_object *pol__status(struct opcache_obj *o, const char *phase,
         json_object_object_add(st, "message", json_object_new_string(msg));
     if (!compiled && msg && *msg)
         json_object_object_add(st, "error", json_object_new_string(msg));
+    if (warning && *warning) {
+        json_object *w = json_object_new_array();
+        json_object_array_add(w, json_object_new_string(warning));
+        json_object_object_add(st, "warnings", w);
+    }
     if (line > 0) {
         json_object_object_add(st, "errorLine", json_object_new_int(line));
         json_object_object_add(st, "errorColumn", json_object_new_int(col));
@@ -32,10 +39,29 @@ static json_object *pol__status(struct opcache_obj *o, const char *phase,
     return st;
 }
 
+/* The warning for a compiled policy some of whose scores were clamped,
+ * or "" (buf, cap bytes). */
+static void pol__clamp_warning(const oppolicy *p, char *buf, size_t cap) {
+    const char *term = NULL;
+    if (!p || oppolicy_clamped(p, &term) == 0) {
+        buf[0] = '\0';
+        return;
+    }
+    snprintf(buf, cap,
+             "the term \"%s\" is not a finite number for some jobs (overflow): "
+             "their scores were clamped to +-1.7976931348623157e+308, so they tie; "
+             "scale the term down", term);
+}
+
 /* Compiles o when its spec changed since the last compile. */
 static void pol__compile(struct server *s, struct opcache_obj *o) {
     struct opext *x = srv__ext(o);
     if (!x || !o->parse_ok)
+        return;
+    /* A status write (ours) changes no spec: keep the compiled program,
+     * and with it what it counted (oppolicy_clamped). */
+    int64_t gen = srv__generation(o->raw);
+    if (x->compiled && gen > 0 && x->compiled_gen == gen)
         return;
     aiq_err e;
     aiq_err_clear(&e);
@@ -50,6 +76,7 @@ static void pol__compile(struct server *s, struct opcache_obj *o) {
     }
     oppolicy_free(x->compiled);
     x->compiled = p;
+    x->compiled_gen = gen;
     s->policy_gen++;
     OPLOG(&s->log, OPLOG_INFO, "policy_compiled", o->key, srv__rv(o->raw),
           "levels=%d", oppolicy_nlevels(p));
@@ -111,14 +138,16 @@ static void pol__select(struct server *s, const char *exclude) {
         if (!o->parse_ok) {
             snprintf(msg, sizeof msg, "%s%s", o->perr.message,
                      x->compiled ? " (the previous version stays in use)" : "");
-            st = pol__status(o, "Error", false, running, msg, o->perr.line, o->perr.col);
+            st = pol__status(o, "Error", false, running, msg, o->perr.line, o->perr.col, NULL);
         } else if (nactive > 1) {
             snprintf(msg, sizeof msg, "conflict: %d policies are active (%s); %s stays in use",
                      nactive, names, s->active_policy[0] ? s->active_policy : "the built-in default");
-            st = pol__status(o, "Conflict", true, false, msg, 0, 0);
+            st = pol__status(o, "Conflict", true, false, msg, 0, 0, NULL);
         } else {
+            char warn[400] = "";
+            pol__clamp_warning(x->compiled, warn, sizeof warn);
             st = pol__status(o, running ? "Active" : "Inactive", true, running,
-                             running ? "compiled; in use" : "compiled", 0, 0);
+                             running ? "compiled; in use" : "compiled", 0, 0, warn);
         }
         srv__want_status(s, o, st);
     }
@@ -132,4 +161,30 @@ void reconcile_policy(struct server *s, enum kube_event_type t,
     /* A deleted policy (removed from the cache right after this call) no
      * longer counts; if it was running, another or the default takes over. */
     pol__select(s, (t == KUBE_EV_DELETED && o) ? o->key : NULL);
+}
+
+/* After a cycle: counts newly clamped scores of the running policy and,
+ * on the first of a compiled policy, logs it and republishes the
+ * statuses so the policy's status.warnings names the term. */
+void pol_after_cycle(struct server *s) {
+    const oppolicy *p = srv__policy(s);
+    const char *term = NULL;
+    /* A new compile or another active policy counts from 0 (policy_gen
+     * changes with both; a pointer could be reused by the allocator). */
+    if (s->policy_gen != s->clamp_gen) {
+        s->clamp_gen = s->policy_gen;
+        s->clamp_seen = 0;
+    }
+    unsigned long n = p ? oppolicy_clamped(p, &term) : 0;
+    if (n <= s->clamp_seen)
+        return;
+    opmetrics_clamped_add(s->metrics, n - s->clamp_seen);
+    bool first = s->clamp_seen == 0;
+    s->clamp_seen = n;
+    if (!first)
+        return;
+    OPLOG(&s->log, OPLOG_WARN, "policy_score_clamped",
+          s->active_policy[0] ? s->active_policy : "default", NULL,
+          "term=\"%s\" scores=%lu", term, n);
+    pol__select(s, NULL);
 }

@@ -266,9 +266,12 @@ static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
         x->dirty = false; /* deleted meanwhile */
         x->urgent = false;
     } else {
+        /* x->dirty stays set: the next flush retries the write. */
         OPLOG(&s->log, OPLOG_WARN, "status_write_failed", o->key, NULL,
-              "kind=%s rc=%s http=%d reason=%s msg=\"%s\"", srv_reconcilers[k].kind_name,
+              "kind=%s rc=%s http=%d reason=%s msg=\"%s\" retry=next_turn",
+              srv_reconcilers[k].kind_name,
               aiq_strerror(it->rc), it->err.http_status, it->err.reason, it->err.message);
+        opmetrics_status_failed_inc(s->metrics, srv_reconcilers[k].kind_name);
     }
     json_object_put(it->out);
     it->out = NULL;
@@ -718,6 +721,7 @@ void srv_cron(struct server *s, double now) {
     if ((s->cycle_wanted && since_ms >= min_ms) || since_ms >= (double)s->flags.cycle_ms) {
         s->cycle_wanted = false;
         cycle_run(s, now);
+        pol_after_cycle(s);
         s->last_cycle = now;
     }
     /* run_every(1 h): journal retention. */

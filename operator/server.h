@@ -115,6 +115,7 @@ struct opext {
     double dirty_since;        /* when it became dirty (unix s) */
     struct opjob *job;         /* AIJob only */
     oppolicy *compiled;        /* QueuePolicy only: last good compile */
+    int64_t compiled_gen;      /* QueuePolicy only: its metadata.generation */
     bool accepted;             /* UserQuota only: counted by the queue */
     char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
 };
@@ -161,6 +162,8 @@ struct server {
     char active_policy[AIQ_MAX_NAME + 1]; /* "" = built-in default */
     uint64_t policy_gen;       /* bumps q_input.gen */
     bool cycle_wanted;         /* something changed since the last cycle */
+    uint64_t clamp_gen;        /* pol_after_cycle: policy_gen counted, */
+    unsigned long clamp_seen;  /* and its clamped scores counted so far */
     double last_cycle;         /* unix s */
     int64_t ncycles;
     double last_lease, last_prune;
@@ -269,6 +272,12 @@ void reconcile_pod(struct server *s, enum kube_event_type t,
                    struct opcache_obj *o, json_object *obj);
 void reconcile_policy(struct server *s, enum kube_event_type t,
                       struct opcache_obj *o, json_object *obj);
+
+/* After each queue cycle (srv_cron): reports scores of the running policy
+ * that were clamped (oppolicy_clamped) in the aiq_scores_clamped_total
+ * metric, and on the first one logs policy_score_clamped and writes the
+ * policy's status.warnings naming the term. */
+void pol_after_cycle(struct server *s);
 void reconcile_group(struct server *s, enum kube_event_type t,
                      struct opcache_obj *o, json_object *obj);
 void reconcile_userquota(struct server *s, enum kube_event_type t,

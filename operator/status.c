@@ -2,6 +2,7 @@
  * recovery of the fields we own, and core/v1 Events (see status.h). */
 #include "operator/status.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,11 +107,25 @@ static int opst__add_time(json_object *obj, const char *key, double t) {
 
 /* Rounds to 4 decimals, so a status does not churn on float noise, and
  * writes the short form ("10", "2.5"); opstatus_to_json re-parses the
- * whole status so the types match what the API server hands back. */
-static json_object *opst__num(double v) {
+ * whole status so the types match what the API server hands back. Never
+ * writes inf or nan, which are not JSON (a status holding one could
+ * never be written): NaN becomes 0 and an infinity the largest double,
+ * as fx_eval clamps. Magnitudes of OPST_NUM_EXACT and more are whole
+ * numbers already, so they are written exactly ("%.17g", e.g.
+ * 1.7976931348623157e+308) instead of rounded: v * 10000 would overflow. */
+#define OPST_NUM_EXACT 1e15
+json_object *opst_num(double v) {
     char b[48];
-    if (!isfinite(v))
+    if (v != v)
         v = 0;
+    else if (v > DBL_MAX)
+        v = DBL_MAX;
+    else if (v < -DBL_MAX)
+        v = -DBL_MAX;
+    if (fabs(v) >= OPST_NUM_EXACT) {
+        snprintf(b, sizeof b, "%.17g", v);
+        return json_object_new_double_s(v, b);
+    }
     v = round(v * 10000.0) / 10000.0;
     if (v == 0)
         v = 0; /* no "-0" */
@@ -325,7 +340,7 @@ json_object *opstatus_to_json(const struct opstatus *st,
     if (st->position > 0 &&
         opst__add(s, "position", json_object_new_int(st->position)))
         goto fail;
-    if (st->has_score && opst__add(s, "score", opst__num(st->score)))
+    if (st->has_score && opst__add(s, "score", opst_num(st->score)))
         goto fail;
     if (st->nterms > 0) {
         json_object *terms = json_object_new_array();
@@ -338,7 +353,7 @@ json_object *opstatus_to_json(const struct opstatus *st,
                 goto fail;
             }
             if (opst__add_str(t, "name", st->terms[i].name) ||
-                opst__add(t, "value", opst__num(st->terms[i].value)))
+                opst__add(t, "value", opst_num(st->terms[i].value)))
                 goto fail;
         }
     }

@@ -85,6 +85,11 @@ const char *opst_time(char *buf, size_t cap, double t);
  * unix seconds, or 0 for NULL/unparsable text. */
 double opst_parse_time(const char *s);
 
+/* A status number as json-c: rounded to 4 decimals, never inf or nan
+ * (NaN is 0, an infinity +-DBL_MAX; |v| >= 1e15 written exactly with
+ * %.17g). Caller owns the result; NULL on ENOMEM. */
+json_object *opst_num(double v);
+
 /* Builds the status JSON of st at time now (caller owns the result).
  * old_status (borrowed, may be NULL) is the live status: a condition whose
  * status did not change keeps its lastTransitionTime from there, and a

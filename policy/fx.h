@@ -70,6 +70,23 @@ int fx_format_error(const char *src, const aiq_err *err, char *buf,
  * exactly 1.0 or 0.0. */
 double fx_eval(const fx_prog *p, const double *factors);
 
+/* As fx_eval, and *clamped (when non-NULL) tells whether the result as
+ * computed was NaN or infinite, so that the returned value is the clamped
+ * one (+-DBL_MAX, or 0 for NaN). A formula whose constant parts overflow
+ * does not compile; this is for overflow that depends on the factors
+ * (exp(wait.hours), a huge weight times job.gpus, ...). Runs the portable
+ * interpreter (a little slower than fx_eval); allocates nothing. */
+double fx_eval_checked(const fx_prog *p, const double *factors, int *clamped);
+
+/* The index of the first top-level term (as fx_explain numbers them)
+ * whose value for these factors is NaN or infinite before clamping, or -1
+ * when every term is finite (the sum alone overflowed). */
+int fx_nonfinite_term(const fx_prog *p, const double *factors);
+
+/* The source label of term i (fx_term.label), or NULL when i is out of
+ * range. The string belongs to p. */
+const char *fx_term_label(const fx_prog *p, int i);
+
 /* The mode p was compiled in. */
 fx_mode fx_prog_mode(const fx_prog *p);
 

@@ -48,9 +48,19 @@ static int fx_is_num(const fx_parse_ctx *c, int i) {
     return i >= 0 && c->nodes[i].kind == FX_N_NUM;
 }
 
-/* Turns node i into the constant v (keeping its source range). */
+/* Turns node i into the constant v (keeping its source range). A value
+ * that is not finite is the formula's error, at the node: its range is
+ * known now, so it is refused here rather than clamped at every run. */
 static void fx_make_num(fx_parse_ctx *c, int i, double v) {
     fx_node *n = &c->nodes[i];
+    if (!isfinite(v)) {
+        uint32_t len = n->end > n->start ? n->end - n->start : 0;
+        fx__error(c, AIQ_EINVAL, n->start,
+                  "\"%.*s%s\" is %s: a constant part of a formula must be a "
+                  "finite number (at most about 1.8e308)",
+                  (int)(len > 60 ? 60 : len), c->src + n->start, len > 60 ? "..." : "",
+                  v != v ? "not a number" : "infinite (it overflows)");
+    }
     n->kind = FX_N_NUM;
     n->kid = -1;
     n->k = v;
@@ -506,7 +516,21 @@ fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
     }
     /* Fold after the terms are known, so each term keeps its own value
      * even when the whole sum is constant. */
-    if (!g.nofuse) fx_fold(&ctx, root);
+    if (!g.nofuse) {
+        fx_fold(&ctx, root);
+    } else {
+        /* The plain code keeps the tree as written; fold a copy only to
+         * refuse the same constants the optimised compile refuses. */
+        fx_node *keep = ctx.nodes;
+        fx_node *copy = malloc((size_t)ctx.nnodes * sizeof *copy);
+        if (!copy) goto nomem;
+        memcpy(copy, keep, (size_t)ctx.nnodes * sizeof *copy);
+        ctx.nodes = copy;
+        fx_fold(&ctx, root);
+        ctx.nodes = keep;
+        free(copy);
+    }
+    if (ctx.failed) goto out;
 
     g.pc = &ctx;
     if (fx_gen_node(&g, root) < 0) goto out;

@@ -71,7 +71,7 @@ void fx__set_dispatch(fx_ins *code, int n) {
  * an array of FX_MAX_STACK + 1 the caller owns). */
 static inline __attribute__((always_inline)) double
 fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
-               double *sp, double x) {
+               double *sp, double x, int raw) {
     /* operand modes (FX_M_INF, FX_M_ACC) of the ops flagged FX_OPF_M, and
      * the weighted tail of those flagged FX_OPF_T */
 #define IN() do { if (in->m & FX_M_INF) PUSH(f[in->a]); } while (0)
@@ -79,9 +79,10 @@ fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
     for (;;) {
         const fx_ins *in = ip++;
         switch ((fx_opcode)in->op) {
-        /* END: the result is x, made finite. */
+        /* END: the result is x, made finite (raw: as computed, for
+         * fx_eval_checked, which tells whether it had to be clamped). */
         case FX_OP_END:
-            return fx__finite(x);
+            return raw ? x : fx__finite(x);
         /* K / F / FMULK: push a constant, a factor, a weighted factor. */
         case FX_OP_K: PUSH(in->k); break;
         case FX_OP_F: PUSH(f[in->a]); break;
@@ -192,7 +193,7 @@ fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
 static inline __attribute__((always_inline)) double
 fx_exec_switch(const fx_ins *code, uint32_t pc, const double *f) {
     double stack[FX_MAX_STACK + 1];
-    return fx_switch_core(code, code + pc, f, stack, 0.0);
+    return fx_switch_core(code, code + pc, f, stack, 0.0, 0);
 }
 
 #if defined(__GNUC__) && !defined(FX_NO_THREADED)
@@ -215,7 +216,7 @@ _Static_assert(FX__NOPS <= 64, "fx dispatch table has 64 opcode slots");
 static __attribute__((noinline)) double
 fx_switch_resume(const fx_ins *code, const fx_ins *ip, const double *f,
                  double *sp, double x) {
-    return fx_switch_core(code, ip, f, sp, x);
+    return fx_switch_core(code, ip, f, sp, x, 0);
 }
 
 static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
@@ -373,4 +374,32 @@ double fx__run_switch(const fx_ins *code, uint32_t pc, const double *f) {
 /* Evaluates p for one job; see fx.h. factors is borrowed. */
 double fx_eval(const fx_prog *p, const double *factors) {
     return fx_exec(p->code, 0, factors);
+}
+
+/* Runs code from pc with the switch interpreter and returns x as END
+ * found it: possibly NaN or infinite. */
+static double fx_run_raw(const fx_ins *code, uint32_t pc, const double *f) {
+    double stack[FX_MAX_STACK + 1];
+    return fx_switch_core(code, code + pc, f, stack, 0.0, 1);
+}
+
+/* Evaluates p and tells whether the result had to be clamped; see fx.h. */
+double fx_eval_checked(const fx_prog *p, const double *factors, int *clamped) {
+    double x = fx_run_raw(p->code, 0, factors);
+    if (clamped)
+        *clamped = !isfinite(x);
+    return fx__finite(x);
+}
+
+/* The first term whose raw value is not finite; see fx.h. */
+int fx_nonfinite_term(const fx_prog *p, const double *factors) {
+    for (int i = 0; i < p->nterms; i++)
+        if (!isfinite(fx_run_raw(p->code, p->terms[i].pc, factors)))
+            return i;
+    return -1;
+}
+
+/* The label of term i; see fx.h. */
+const char *fx_term_label(const fx_prog *p, int i) {
+    return (i >= 0 && i < p->nterms) ? p->terms[i].label : NULL;
 }

@@ -20,7 +20,8 @@
 # preconditions, garbage collection, namespace deletion, watches seeing
 # MODIFIED then DELETED, kubectl's view), a watch from a too-old
 # resourceVersion, JSON nesting depth, invalid UTF-8 in bodies, and the
-# AIJob name limit from the CRD schema.
+# AIJob name limit from the CRD schema, and the pod template guard's CEL
+# rules.
 #
 # Env: AIQ_BUILD (default build/san, falling back to build/rel), AIQ_SRC,
 # AIQ_REALCLUSTER (see _server.sh); E2E_KEEP=1 keeps the temp dir.
@@ -657,5 +658,26 @@ both "AIJob: a range error alone" s_aijob_spec aij-r1 '{"user":"u","priority":-1
 both "AIJob: a range error leaves the CEL rules running" s_aijob_spec aij-r2 '{"user":"u","priority":-1,"resources":{"gpuModel":"A100"}}'
 both "AIJob: a type error keeps them from running" s_aijob_spec aij-r3 '{"user":"u","priority":"x","resources":{"gpuModel":"A100"}}'
 both "AIJob: the CEL rule alone" s_aijob_spec aij-r4 '{"user":"u","resources":{"gpuModel":"A100"}}'
+
+# ---- 9. the template guard's CEL rules (crds/aijobs.aiq.dev.yaml) ---------------------------
+tg() { printf '{"user":"u","template":{"spec":%s}}' "$1"; }
+both "AIJob: template GPU limit refused" s_aijob_spec aij-t1 "$(tg '{"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":8}}}]}')"
+both "AIJob: template nodeName refused" s_aijob_spec aij-t2 "$(tg '{"nodeName":"n1","containers":[{"name":"w"}]}')"
+# Several rules failing at once: the real server walks an object's keys in
+# Go map order (apiextensions cel/validation.go validateMap), so the order
+# of the causes varies run to run; compare them sorted, with each message.
+s_aijob_causes() { call POST $J application/json "$(jq -cn --arg n "$1" --argjson spec "$2" '{apiVersion: "aiq.dev/v1alpha1", kind: "AIJob", metadata: {name: $n}, spec: $spec}')"; rec '([.details.causes[]? | .field + ": " + .message] | sort | join(" / "))'; }
+both "AIJob: template gates, claims and an init container's amd.com/gpu together" s_aijob_causes aij-t3 \
+    "$(tg '{"schedulingGates":[{"name":"g"}],"resourceClaims":[{"name":"c"}],"initContainers":[{"name":"i","resources":{"requests":{"amd.com/gpu":"1"},"claims":[{"name":"c"}]}}],"containers":[{"name":"w"}]}')"
+both "AIJob: template pod-level GPU limit refused" s_aijob_spec aij-t4 "$(tg '{"resources":{"limits":{"nvidia.com/gpu":"1"}},"containers":[{"name":"w"}]}')"
+both "AIJob: template GPU limit of any type refused" s_aijob_spec aij-t5 "$(tg '{"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":true}}}]}')"
+# The rules need the limits typed (a CEL map of int-or-string; a
+# preserve-unknown-fields value cannot be converted to a CEL type), so a
+# quantity written as a YAML float is refused, as in spec.resources.
+both "AIJob: template cpu limit as a YAML float refused (integer or string)" s_aijob_spec aij-t8 \
+    "$(tg '{"containers":[{"name":"w","resources":{"limits":{"cpu":0.5},"requests":{"cpu":0.25}}}]}')"
+both "AIJob: template with 65 containers" s_aijob_spec aij-t6 "$(tg "$(jq -cn '[range(65) | {name: "c\(.)"}] | {containers: .}')")"
+both "AIJob: template with native resources and empty lists stored" s_aijob_spec aij-t7 \
+    "$(tg '{"nodeName":"","schedulingGates":[],"containers":[{"name":"w","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}]}')"
 
 done_

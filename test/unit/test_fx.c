@@ -7,6 +7,7 @@
 
 #include "common/model.h"
 #include "policy/fx.h"
+#include "policy/fx_int.h" /* fx__compile_opts */
 #include "test/unit/th.h"
 
 /* Factor values used by every test: distinct, so a wrong index shows. */
@@ -213,11 +214,33 @@ TEST(fx_numeric_rules) {
         {"3 / (job.gpus - 8)", 0}, {"job.gpus % (job.gpus - 8)", 0},
         {"log(0)", 0}, {"log(-1)", 0}, {"log2(0)", 0}, {"sqrt(-4)", 0},
         {"0 ^ -1", 0}, {"(-8) ^ (1 / 3)", 0}, {"(-2) ^ 3", -8},
-        {"exp(1000)", DBL_MAX}, {"-exp(1000)", -DBL_MAX},
-        {"1e308 * 10", DBL_MAX}, {"exp(1000) - exp(1000)", 0},
-        {"exp(1000) > 1e308", 1}, {"min(exp(1000), 5)", 5},
     };
     run_table(t, sizeof t / sizeof t[0], FX_EXPR);
+
+    /* Overflow that depends on the factors is clamped at run time, and
+     * fx_eval_checked says so (constant overflow does not compile: see
+     * fx_nonfinite_constants_refused). */
+    static const struct { const char *src; double want; int clamped; } o[] = {
+        {"exp(1000 * job.is_gang)", DBL_MAX, 1}, {"-exp(1000 * job.is_gang)", -DBL_MAX, 1},
+        {"1e308 * job.is_gang * 10", DBL_MAX, 1},
+        {"exp(1000 * job.is_gang) - exp(1000 * job.is_gang)", 0, 1},
+        {"exp(1000 * job.is_gang) > 1e308", 1, 0}, {"min(exp(1000 * job.is_gang), 5)", 5, 0},
+        {"1e308 * job.is_gang", 1e308, 0},
+    };
+    std_factors(f);
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++) {
+        fx_prog *p = fx_compile(o[i].src, FX_EXPR, NULL);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        int clamped = -1;
+        CHECK_DBL(fx_eval_checked(p, f, &clamped), o[i].want, 0);
+        CHECK_DBL(fx_eval(p, f), o[i].want, 0);
+        if (clamped != o[i].clamped)
+            printf("  clamped %d, want %d: %s\n", clamped, o[i].clamped, o[i].src);
+        CHECK_INT(clamped, o[i].clamped);
+        fx_free(p);
+    }
 
     /* non-finite factor values: never NaN, never infinite */
     f[FX_F_JOB_GPUS] = NAN;
@@ -550,5 +573,50 @@ TEST(fx_dump_golden) {
     double f[FX_NFACTORS];
     std_factors(f);
     CHECK_DBL(fx_eval(p, f), 100.0 * 3 / 24 + 4 + 9 - 1.0 / 9 + 5 + 1, 1e-12);
+    fx_free(p);
+}
+
+/* Constant parts that overflow are refused at compile time, at the
+ * offending text, in both compile modes; the first non-finite term is
+ * named at run time. */
+TEST(fx_nonfinite_constants_refused) {
+    static const struct { const char *src; int col; const char *text; } t[] = {
+        {"10 ^ 400 * job.gpus", 1, "\"10 ^ 400\" is infinite"},
+        {"job.priority + exp(1000)", 16, "\"exp(1000)\" is infinite"},
+        {"job.priority + 1e308 * 10", 16, "\"1e308 * 10\" is infinite"},
+        {"wait.hours > 2 ? 1 : -(10 ^ 309)", 23, "\"(10 ^ 309)\" is infinite"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        for (int plain = 0; plain < 2; plain++) {
+            aiq_err e;
+            aiq_err_clear(&e);
+            fx_prog *p = plain ? fx__compile_opts(t[i].src, FX_EXPR, FX__NOFUSE, &e)
+                               : fx_compile(t[i].src, FX_EXPR, &e);
+            CHECK(p == NULL);
+            fx_free(p);
+            CHECK_INT(e.code, AIQ_EINVAL);
+            CHECK_INT(e.line, 1);
+            if (e.col != t[i].col || !strstr(e.message, t[i].text))
+                printf("  %s: %s (col %d)\n", t[i].src, e.message, e.col);
+            CHECK_INT(e.col, t[i].col);
+            CHECK(strstr(e.message, t[i].text) != NULL);
+        }
+    }
+    /* 10 ^ 300 compiles; times a factor it may overflow, per job. */
+    fx_prog *p = fx_compile("job.priority + 10 ^ 300 * job.gpus * job.gpus", FX_EXPR, NULL);
+    CHECK(p != NULL);
+    double f[FX_NFACTORS];
+    std_factors(f);
+    f[FX_F_JOB_GPUS] = 1e5;
+    int clamped = 0;
+    CHECK_DBL(fx_eval_checked(p, f, &clamped), DBL_MAX, 0);
+    CHECK_INT(clamped, 1);
+    CHECK_INT(fx_nonfinite_term(p, f), 1);
+    CHECK_STR(fx_term_label(p, 1), "10 ^ 300 * job.gpus * job.gpus");
+    CHECK(fx_term_label(p, 2) == NULL);
+    f[FX_F_JOB_GPUS] = 2;
+    CHECK_DBL(fx_eval_checked(p, f, &clamped), f[FX_F_JOB_PRIORITY] + 4e300, 1e286);
+    CHECK_INT(clamped, 0);
+    CHECK_INT(fx_nonfinite_term(p, f), -1);
     fx_free(p);
 }

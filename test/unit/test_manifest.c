@@ -8,6 +8,7 @@
 
 #include "common/model.h"
 #include "operator/manifest.h"
+#include "operator/pods.h"
 #include "operator/yaml_json.h"
 #include "test/unit/th.h"
 
@@ -39,6 +40,19 @@ static void first_error(const char *text, char *msg, size_t cap) {
             CHECK(memcmp(&m[i].u, zero, sizeof zero) == 0);
             break;
         }
+        /* A valid AIJob whose template the operator refuses before it
+         * builds a pod (pods_build's first step). */
+        const char *tj = m[i].kind == AIQ_KIND_AIJOB ? m[i].u.job.spec.template_json : NULL;
+        json_object *t = tj ? json_tokener_parse(tj) : NULL, *ts = NULL;
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (t && json_object_object_get_ex(t, "spec", &ts) &&
+            pods_template_check(ts, &e) != 0) {
+            snprintf(msg, cap, "%s", e.message);
+            json_object_put(t);
+            break;
+        }
+        json_object_put(t);
     }
     aiq_manifests_free(m, n);
 }

@@ -59,7 +59,7 @@ TEST(pods_golden_with_template) {
         "\"value\":\"train\"},{\"name\":\"LR\",\"value\":\"0.1\"},{\"name\":"
         "\"AIQ_REPLICA_INDEX\",\"value\":\"1\"},{\"name\":\"AIQ_REPLICA_COUNT\",\"value\":"
         "\"2\"}],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"},\"requests\":{"
-        "\"nvidia.com/gpu\":\"4\",\"cpu\":\"8000m\",\"memory\":\"68719476736\"}}}],"
+        "\"cpu\":\"8000m\",\"memory\":\"68719476736\",\"nvidia.com/gpu\":\"4\"}}}],"
         "\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}],\"restartPolicy\":\"Never\"}}");
     CHECK_INT(pods_replica_index(pod), 1);
     CHECK_INT(pods_is_gated(pod), 1);
@@ -113,6 +113,106 @@ TEST(pods_bad_inputs_name_the_field) {
     aiq_err_clear(&e);
     CHECK(pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e) == NULL);
     CHECK_STR(e.field, "metadata.name");
+}
+
+/* Builds job j with template tmpl and expects it refused for field. */
+static void expect_refused(const char *tmpl, int gpus, const char *field,
+                           const char *why) {
+    struct aiq_aijob j = sample_job(tmpl);
+    j.spec.resources.gpus = gpus;
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *pod = pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e);
+    CHECK(pod == NULL);
+    json_object_put(pod);
+    CHECK_INT(e.code, AIQ_EINVAL);
+    CHECK_STR(e.field, field);
+    CHECK(strncmp(e.message, field, strlen(field)) == 0);
+    CHECK(strstr(e.message, why) != NULL);
+}
+
+/* The issue's probes: gpus 0 and a template limit of 8 GPUs, a template
+ * bound to a node, and every other field that carries a queue decision,
+ * on any container or init container. */
+TEST(pods_template_guard_refuses_queue_fields) {
+    expect_refused("{\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":"
+                   "{\"limits\":{\"nvidia.com/gpu\":8}}}]}}", 0,
+                   "spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
+                   "extended resource \"nvidia.com/gpu\" is not allowed");
+    expect_refused("{\"spec\":{\"nodeName\":\"node-3\",\"containers\":[{\"name\":\"m\"}]}}", 2,
+                   "spec.template.spec.nodeName", "must not be set (\"node-3\")");
+    expect_refused("{\"spec\":{\"schedulingGates\":[{\"name\":\"x\"}]}}", 1,
+                   "spec.template.spec.schedulingGates", "aiq owns");
+    expect_refused("{\"spec\":{\"resourceClaims\":[{\"name\":\"g\"}]}}", 1,
+                   "spec.template.spec.resourceClaims", "must not be set");
+    /* a sidecar, an init container, requests only, another vendor */
+    expect_refused("{\"spec\":{\"containers\":[{\"name\":\"m\"},{\"name\":\"s\","
+                   "\"resources\":{\"requests\":{\"amd.com/gpu\":\"1\"}}}]}}", 1,
+                   "spec.template.spec.containers[1].resources.requests[amd.com/gpu]",
+                   "spec.resources");
+    expect_refused("{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"resources\":"
+                   "{\"limits\":{\"cpu\":\"1\",\"gpu.intel.com/i915\":\"1\"}}}],"
+                   "\"containers\":[{\"name\":\"m\"}]}}", 1,
+                   "spec.template.spec.initContainers[0].resources.limits[gpu.intel.com/i915]",
+                   "not allowed");
+    expect_refused("{\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":"
+                   "{\"claims\":[{\"name\":\"g\"}]}}]}}", 1,
+                   "spec.template.spec.containers[0].resources.claims", "must not be set");
+    expect_refused("{\"spec\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}},"
+                   "\"containers\":[{\"name\":\"m\"}]}}", 1,
+                   "spec.template.spec.resources.limits[nvidia.com/gpu]", "not allowed");
+}
+
+/* What the guard lets through: native resources, empty lists, an empty
+ * nodeName; and the GPUs then come from spec.resources alone. */
+TEST(pods_template_guard_allows_the_rest) {
+    const char *tmpl =
+        "{\"spec\":{\"nodeName\":\"\",\"schedulingGates\":[],\"resourceClaims\":[],"
+        "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"cpu\":\"1\"}}}],"
+        "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"memory\":\"1Gi\","
+        "\"hugepages-2Mi\":\"2Mi\",\"ephemeral-storage\":\"1Gi\"}}},{\"name\":\"side\"}]}}";
+    struct aiq_aijob j = sample_job(tmpl);
+    j.spec.resources.gpus = 3;
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *pod = pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e);
+    CHECK(pod != NULL);
+    CHECK_INT(e.code, AIQ_OK);
+    const char *t = js(pod);
+    CHECK(strstr(t, "\"limits\":{\"memory\":\"1Gi\",\"hugepages-2Mi\":\"2Mi\","
+                    "\"ephemeral-storage\":\"1Gi\",\"nvidia.com/gpu\":\"3\"}") != NULL);
+    /* one GPU limit in the whole pod: container 0's */
+    CHECK(strstr(t, "nvidia.com/gpu\":\"3\"") != NULL);
+    const char *first = strstr(t, "\"limits\":{\"memory");
+    CHECK(first && strstr(strstr(t, "\"name\":\"side\""), "nvidia.com") == NULL);
+    json_object_put(pod);
+    CHECK_INT(pods_template_check(NULL, NULL), 0);
+}
+
+/* The longest name the API gives an AIJob (63, the CRD's maxLength and
+ * AIQ_MAX_AIJOB_NAME) makes every pod the operator can be asked for: the
+ * last replica's name is 68 characters (a pod name may have 253) and the
+ * aiq.dev/job label value is the 63-character name (a label value may
+ * have 63). */
+TEST(pods_longest_job_name_fits) {
+    char name[AIQ_MAX_AIJOB_NAME + 1];
+    memset(name, 'n', AIQ_MAX_AIJOB_NAME);
+    name[AIQ_MAX_AIJOB_NAME] = '\0';
+    struct aiq_aijob j = sample_job(NULL);
+    j.meta.name = name;
+    j.spec.replicas = AIQ_MAX_REPLICAS;
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *pod = pods_build(&j, NULL, AIQ_MAX_REPLICAS - 1, GPU_MECH_DEVICE_PLUGIN, &e);
+    CHECK(pod != NULL);
+    json_object *m = NULL, *v = NULL, *l = NULL;
+    CHECK(json_object_object_get_ex(pod, "metadata", &m) &&
+          json_object_object_get_ex(m, "name", &v));
+    CHECK_INT((int)strlen(json_object_get_string(v)), AIQ_MAX_AIJOB_NAME + 5);
+    CHECK(json_object_object_get_ex(m, "labels", &l) &&
+          json_object_object_get_ex(l, PODS_LABEL_JOB, &v));
+    CHECK_STR(json_object_get_string(v), name);
+    json_object_put(pod);
 }
 
 TEST(pods_name_limits) {

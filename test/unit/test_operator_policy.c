@@ -2,6 +2,7 @@
  * policy_adapter.c): compile errors name the field with line:column, the
  * scorer picks the first level whose `when` holds (last = catch-all), and
  * explain terms add up to the score. */
+#include <float.h>
 #include <string.h>
 
 #include "operator/policy_adapter.h"
@@ -108,4 +109,39 @@ TEST(policy_default) {
     sc.score(sc.ctx, f, &s);
     CHECK_DBL(s, 7, 0);
     oppolicy_free(op);
+}
+
+/* A score that overflows for some jobs is clamped by the scorer and
+ * counted, with the first such term named (oppolicy_clamped), so the
+ * operator can say so in the policy's status. */
+TEST(policy_clamped_scores_counted) {
+    struct aiq_level lv[1] = {{(char *)"all", NULL}};
+    struct aiq_policy p = make("job.priority + 10 ^ 300 * job.gpus * job.gpus", lv, 1);
+    oppolicy *op = oppolicy_compile(&p, NULL);
+    CHECK(op != NULL);
+    if (!op)
+        return;
+    q_scorer sc;
+    oppolicy_scorer(op, &sc);
+    double f[FX_NFACTORS], score = 0;
+    memset(f, 0, sizeof f);
+    const char *term = NULL;
+    f[FX_F_JOB_GPUS] = 2;
+    CHECK_INT(sc.score(sc.ctx, f, &score), 0);
+    CHECK_INT((int)oppolicy_clamped(op, &term), 0);
+    CHECK_STR(term, "");
+    f[FX_F_JOB_GPUS] = 1e5; /* 1e300 * 1e10 overflows */
+    CHECK_INT(sc.score(sc.ctx, f, &score), 0);
+    CHECK_INT(sc.score(sc.ctx, f, &score), 0);
+    CHECK_DBL(score, DBL_MAX, 0);
+    CHECK_INT((int)oppolicy_clamped(op, &term), 2);
+    CHECK_STR(term, "10 ^ 300 * job.gpus * job.gpus");
+    oppolicy_free(op);
+
+    /* The formula: its constant overflows, so it does not compile. */
+    p = make("10 ^ 400 * job.gpus", lv, 1);
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK(strstr(e.message, "\"10 ^ 400\" is infinite") != NULL);
 }

@@ -2,6 +2,8 @@
  * transition times, the status merge patch (written only on change),
  * restart recovery of placement, RFC 3339 times and Events
  * (operator/status.c). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -366,4 +368,44 @@ TEST(status_event_fields) {
     CHECK(strcmp(json_object_get_string(n1), json_object_get_string(n2)) != 0);
     json_object_put(ev);
     json_object_put(ev2);
+}
+
+/* The issue's huge score: every score and term, however large, NaN or
+ * infinite, encodes to JSON that parses back (the round trip
+ * opstatus_to_json does), finite, never "inf" or "nan". */
+TEST(status_numbers_never_unwritable) {
+    static const double v[] = {1.8e304, 1e305, DBL_MAX, -DBL_MAX, INFINITY, -INFINITY,
+                               NAN, 1e15, 999999999999999.9, -12.34567, 0};
+    static const char *const want[] = {"1.7999999999999999e+304", "9.9999999999999994e+304",
+                                       "1.7976931348623157e+308", "-1.7976931348623157e+308",
+                                       "1.7976931348623157e+308", "-1.7976931348623157e+308",
+                                       "0", "1000000000000000", "999999999999999.75",
+                                       "-12.3457", "0"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        struct opstatus st;
+        memset(&st, 0, sizeof st);
+        st.phase = AIQ_PHASE_QUEUED;
+        st.has_score = true;
+        st.score = v[i];
+        st.nterms = 1;
+        snprintf(st.terms[0].name, sizeof st.terms[0].name, "10 ^ 300 * job.gpus");
+        st.terms[0].value = v[i];
+        json_object *s = opstatus_to_json(&st, NULL, T0);
+        CHECK(s != NULL);
+        if (!s)
+            continue;
+        json_object *sc = NULL;
+        CHECK(json_object_object_get_ex(s, "score", &sc));
+        double got = json_object_get_double(sc);
+        CHECK(isfinite(got));
+        const char *text = js(s);
+        CHECK(strstr(text, "inf") == NULL && strstr(text, "nan") == NULL);
+        json_object *num = opst_num(v[i]);
+        const char *nt = json_object_to_json_string(num);
+        if (strcmp(nt, want[i]) != 0)
+            printf("  %g: got %s want %s\n", v[i], nt, want[i]);
+        CHECK_STR(nt, want[i]);
+        json_object_put(num);
+        json_object_put(s);
+    }
 }
