@@ -83,11 +83,11 @@ TEST(gpu_mech_pod_device_plugin) {
     struct aiq_aijob s = job(0, 20480), w = job(4, 0), n = job(0, 0);
     char *r = c0_resources(&s, GPU_MECH_DEVICE_PLUGIN, NULL);
     CHECK_STR(r, "{\"limits\":{\"nvidia.com/gpu\":\"1\"},"
-                 "\"requests\":{\"nvidia.com/gpu\":\"1\",\"cpu\":\"1000m\"}}");
+                 "\"requests\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\"}}");
     free(r);
     r = c0_resources(&w, GPU_MECH_DEVICE_PLUGIN, NULL);
     CHECK_STR(r, "{\"limits\":{\"nvidia.com/gpu\":\"4\"},"
-                 "\"requests\":{\"nvidia.com/gpu\":\"4\",\"cpu\":\"1000m\"}}");
+                 "\"requests\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"4\"}}");
     free(r);
     r = c0_resources(&n, GPU_MECH_DEVICE_PLUGIN, NULL);
     CHECK_STR(r, "{\"limits\":{},\"requests\":{\"cpu\":\"1000m\"}}");
@@ -98,13 +98,13 @@ TEST(gpu_mech_pod_hami) {
     struct aiq_aijob s = job(0, 20480), w = job(2, 40960);
     char *r = c0_resources(&s, GPU_MECH_HAMI, NULL);
     CHECK_STR(r, "{\"limits\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"20480\"},"
-                 "\"requests\":{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"20480\","
-                 "\"cpu\":\"1000m\"}}");
+                 "\"requests\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\","
+                 "\"nvidia.com/gpumem\":\"20480\"}}");
     free(r);
     r = c0_resources(&w, GPU_MECH_HAMI, NULL);
     CHECK_STR(r, "{\"limits\":{\"nvidia.com/gpu\":\"2\",\"nvidia.com/gpumem-percentage\":\"100\"},"
-                 "\"requests\":{\"nvidia.com/gpu\":\"2\",\"nvidia.com/gpumem-percentage\":\"100\","
-                 "\"cpu\":\"1000m\"}}");
+                 "\"requests\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"2\","
+                 "\"nvidia.com/gpumem-percentage\":\"100\"}}");
     free(r);
 }
 
