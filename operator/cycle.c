@@ -228,9 +228,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     c->gobj = calloc(ng ? ng : 1, sizeof *c->gobj);
     if (!c->nodes || !c->groups || !c->gobj)
         return -1;
-    for (size_t i = 0; i < nn; i++)
-        if (node_to_q(opcache_at(nc, i)->raw, &c->nodes[c->nnodes]) == 0)
-            c->nnodes++;
+    c->nnodes = capacity_nodes(s, c->nodes);
     qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy__node_cmp);
     for (size_t i = 0; i < ng; i++) {
         struct opcache_obj *o = opcache_at(gc, i);
@@ -446,6 +444,7 @@ void cycle_run(struct server *s, double now) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
         goto out;
     }
+    capacity_others(s, c.nodes, c.nnodes); /* after the gangs' own placements */
     struct cy_usage_ctx uctx = {&c};
     oppolicy *pol = srv__policy(s);
     store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb, &uctx, NULL);
