@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "operator/foreign.h"
+#include "operator/kube_status.h"
 #include "operator/server.h"
 
 /* Builds the usable nodes; see server.h. */
@@ -71,7 +72,10 @@ void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
     for (size_t i = 0; i < opcache_count(pc); i++) {
         struct opcache_obj *o = opcache_at(pc, i);
         char key[OPCACHE_KEY_MAX];
-        if (cap__by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
+        const char *node = kube_json_str(o->raw, "spec.nodeName");
+        /* Unbound (every gated pod of the queue) holds nothing: skipped
+         * before any lookup, as they are most of the cache. */
+        if (!node || !*node || cap__by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
             continue;
         struct fpod p;
         if (fpod_read(o->raw, &p) != 0)
