@@ -30,7 +30,9 @@ int node_to_q(json_object *node, struct q_node *qn, nodex *why) {
 static void node__tell(struct server *s, struct opcache_obj *o, json_object *obj,
                        const struct node_facts *f) {
     struct opext *x = o ? srv__ext(o) : NULL;
-    if (!x || x->node_told == (int)f->excluded + 1)
+    /* Only the leader posts Events: a follower remembers nothing, so it
+     * tells once it leads and the node changes. */
+    if (!x || !s->leading || x->node_told == (int)f->excluded + 1)
         return;
     bool first = x->node_told == 0;
     x->node_told = (int)f->excluded + 1;
