@@ -387,9 +387,12 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     if (kube_get(kc, "/api/v1/nodes", &nodes, &e) == AIQ_OK) {
         json_object *nit = items_of(nodes);
         size_t nn = nit ? json_object_array_length(nit) : 0;
+        /* Physical GPUs of usable nodes, as the operator counts them
+         * (time-slicing replicas divided out, left-out nodes none). */
         for (size_t i = 0; i < nn; i++) {
-            json_object *st = jget(json_object_array_get_idx(nit, i), "status");
-            w->cw.total_gpus += jnum(jget(st, "allocatable"), "nvidia.com/gpu", 0);
+            struct node_facts f;
+            if (node_facts_read(json_object_array_get_idx(nit, i), &f) == 0)
+                w->cw.total_gpus += f.q.ngpus;
         }
     }
     w->cw.groups = w->groups;
