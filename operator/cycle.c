@@ -229,9 +229,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     c->gobj = calloc(ng ? ng : 1, sizeof *c->gobj);
     if (!c->nodes || !c->groups || !c->gobj)
         return -1;
-    for (size_t i = 0; i < nn; i++)
-        if (node_to_q(opcache_at(nc, i)->raw, &c->nodes[c->nnodes]) == 0)
-            c->nnodes++;
+    c->nnodes = capacity_nodes(s, c->nodes);
     qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy__node_cmp);
     for (size_t i = 0; i < ng; i++) {
         struct opcache_obj *o = opcache_at(gc, i);
@@ -354,8 +352,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
                 pl[k].node = ni;
                 pl[k].gpu_mask = 0;
                 for (int g = 0; g < js->place[k].ngpus; g++)
-                    if (js->place[k].gpus[g] >= 0 && js->place[k].gpus[g] < 32)
-                        pl[k].gpu_mask |= 1u << js->place[k].gpus[g];
+                    if (js->place[k].gpus[g] >= 0 && js->place[k].gpus[g] < Q_MAX_GPUS)
+                        pl[k].gpu_mask |= 1ull << js->place[k].gpus[g];
                 pl[k].gpu_mem_mib = js->place[k].gpu_memory_mib;
             }
             if (!ok)
@@ -367,8 +365,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             /* The gang's GPU memory, cpu and memory are in use on its nodes. */
             for (int k = 0; k < js->st.nplacement; k++) {
                 struct q_node *qn = &c->nodes[pl[k].node];
-                for (int g = 0; g < qn->ngpus && g < 32; g++)
-                    if (pl[k].gpu_mask & (1u << g))
+                for (int g = 0; g < qn->ngpus && g < Q_MAX_GPUS; g++)
+                    if (pl[k].gpu_mask & (1ull << g))
                         qn->gpu_mem_used[g] += mgpus > 0 ? qn->gpu_mem_total[g]
                                                                         : pl[k].gpu_mem_mib;
                 qn->cpu_used += j->spec.resources.cpu_milli;
@@ -393,8 +391,8 @@ static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *
         if (qp->node < 0 || qp->node >= c->nnodes)
             return -1;
         snprintf(p->node, sizeof p->node, "%s", c->nodes[qp->node].name);
-        for (int g = 0; g < 32 && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; g++)
-            if (qp->gpu_mask & (1u << g))
+        for (int g = 0; g < Q_MAX_GPUS && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; g++)
+            if (qp->gpu_mask & (1ull << g))
                 p->gpus[p->ngpus++] = g;
         p->gpu_memory_mib = qp->gpu_mem_mib > 0 ? qp->gpu_mem_mib : j->spec.resources.gpu_memory_mib;
     }
@@ -578,6 +576,7 @@ void cycle_run(struct server *s, double now) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
         goto out;
     }
+    capacity_others(s, c.nodes, c.nnodes); /* after the gangs' own placements */
     struct cy_usage_ctx uctx = {&c};
     oppolicy *pol = srv__policy(s);
     store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb, &uctx, NULL);

@@ -64,6 +64,9 @@ struct opmetrics {
     struct opm_hist wait, cycle;
     struct opm_quota *quota;
     int nquota;
+    struct opm_named nodex[OPMETRICS_MAX_NODEX];
+    int nnodex;
+    long foreign_pods;
 };
 
 /* Creates the registry; see metrics.h. */
@@ -295,6 +298,18 @@ static void opm__hist(struct opm_buf *b, const char *name, const char *help,
                 name, h->count, name, h->sum, name, h->count);
 }
 
+void opmetrics_nodes_excluded_set(opmetrics *m, const char *reason, long n) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->nodex, &m->nnodex, OPMETRICS_MAX_NODEX, reason, (double)n, true);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_foreign_pods_set(opmetrics *m, long n) {
+    pthread_mutex_lock(&m->mu);
+    m->foreign_pods = n;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* Renders the text format; see metrics.h. */
 char *opmetrics_render(opmetrics *m, size_t *len) {
     struct opm_buf b = {malloc(4096), 0, 4096, false};
@@ -344,6 +359,14 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                     "# TYPE aiq_build_info gauge\n"
                     "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
                 AIQ_RELEASE, opm__esc(e1, sizeof e1, aiq_git()));
+    opm__printf(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
+                    "(missing or inconsistent GPU facts).\n"
+                    "# TYPE aiq_nodes_excluded gauge\n");
+    for (int i = 0; i < m->nnodex; i++)
+        opm__printf(&b, "aiq_nodes_excluded{reason=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->nodex[i].name), m->nodex[i].value);
+    opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
+                    "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
     pthread_mutex_unlock(&m->mu);

@@ -17,6 +17,8 @@
  *   aiq_build_info{version,git}             gauge 1
  *   aiq_status_writes_total                 counter (AIJob status patches sent)
  *   aiq_status_writes_deferred              gauge (due, waiting for the budget)
+ *   aiq_nodes_excluded{reason}              gauge (nodes left out, nodefacts.h)
+ *   aiq_foreign_pods                        gauge (non-aiq pods holding node capacity)
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200
  * once opmetrics_set_ready(m, true) was called (after the first full list
  * of every watch), 503 before. With an opapi handle set
@@ -41,6 +43,7 @@ typedef struct opmetrics opmetrics;
 
 #define OPMETRICS_MAX_LEVELS 32
 #define OPMETRICS_MAX_OUTCOMES 8
+#define OPMETRICS_MAX_NODEX 16   /* exclusion reasons kept */
 #define OPMETRICS_MAX_QUOTA 4096 /* (group,user,resource) series kept */
 
 /* Creates an empty metrics registry (not serving). NULL on ENOMEM. */
@@ -94,6 +97,12 @@ void opmetrics_observe_cycle(opmetrics *m, double seconds);
 void opmetrics_quota_reset(opmetrics *m);
 void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
                          const char *resource, double value);
+
+/* Nodes left out per reason: set every reason each cycle (0 included) so
+ * the series stay stable; past OPMETRICS_MAX_NODEX reasons, dropped. */
+void opmetrics_nodes_excluded_set(opmetrics *m, const char *reason, long n);
+/* Non-aiq pods counted against node capacity in the last cycle. */
+void opmetrics_foreign_pods_set(opmetrics *m, long n);
 
 /* Renders the metrics text into a new NUL-terminated buffer (caller
  * frees) and its length in *len (may be NULL). NULL on ENOMEM. */

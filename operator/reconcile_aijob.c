@@ -686,6 +686,12 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL);
             job__event(s, o, js, "Normal", "Running", js->st.message);
         } else if (js->st.admitted_at > 0 &&
+                   now - js->st.admitted_at >= s->flags.unsched_grace_s &&
+                   job_unschedulable(s, j, js->st.attempts, msg, sizeof msg)) {
+            /* The scheduler disagrees with the placement (capacity aiq
+             * could not see): requeue now, not at the start timeout. */
+            job__teardown(s, o, j, js, now, "Unschedulable", msg, false);
+        } else if (js->st.admitted_at > 0 &&
                    now - js->st.admitted_at > s->flags.start_timeout_s) {
             snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
                      g.running, g.n, now - js->st.admitted_at);

@@ -572,8 +572,37 @@ static void srv__on_drop(void *ud, struct opcache_obj *o) {
         r->on_event(s, KUBE_EV_DELETED, o, o->raw);
 }
 
+/* Once every view is complete (each kind's and the foreign pods' first
+ * list), reconciles what was listed, in dependency order (a job sync
+ * needs its pods, groups and the policy), instead of acting on a
+ * half-listed world. */
+static void srv__check_ready(struct server *s) {
+    bool all = s->foreign_listed;
+    for (int k = 0; k < OPK__N; k++)
+        all = all && s->listed[k];
+    if (!all || s->ready)
+        return;
+    static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA, OPK_POLICY, OPK_AIJOB};
+    s->ready = true;
+    for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
+        opcache *rc = s->cache[replay[k]];
+        for (size_t i = 0; i < opcache_count(rc); i++) {
+            struct opcache_obj *o = opcache_at(rc, i);
+            srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
+        }
+    }
+    opmetrics_set_ready(s->metrics, true);
+    OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N + 1);
+}
+
 void srv_dispatch(struct server *s, struct kube_event *ev) {
     const struct reconciler *r = NULL;
+    if (strcmp(ev->resource, FOREIGN_WATCH) == 0) {
+        capacity_dispatch(s, ev);
+        if (ev->type == KUBE_EV_RELIST_END)
+            srv__check_ready(s);
+        return;
+    }
     for (int k = 0; k < OPK__N; k++)
         if (strcmp(ev->resource, srv_reconcilers[k].resource) == 0)
             r = &srv_reconcilers[k];
@@ -598,26 +627,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             OPLOG(&s->log, OPLOG_INFO, "relisted", NULL, ev->rv, "kind=%s count=%zu",
                   r->kind_name, opcache_count(c));
         }
-        bool all = true;
-        for (int k = 0; k < OPK__N; k++)
-            all = all && s->listed[k];
-        if (all && !s->ready) {
-            /* Every view is complete: now reconcile what was listed, in
-             * dependency order (a job sync needs its pods, groups and the
-             * policy), instead of acting on a half-listed world. */
-            static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA,
-                                            OPK_POLICY, OPK_AIJOB};
-            s->ready = true;
-            for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
-                opcache *rc = s->cache[replay[k]];
-                for (size_t i = 0; i < opcache_count(rc); i++) {
-                    struct opcache_obj *o = opcache_at(rc, i);
-                    srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
-                }
-            }
-            opmetrics_set_ready(s->metrics, true);
-            OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N);
-        }
+        srv__check_ready(s);
         s->cycle_wanted = true;
         return;
     }
@@ -669,20 +679,23 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
  * the last one), so a watch that keeps failing is visible here, at most
  * once a second per watch. */
 static void srv__log_watch_errors(struct server *s) {
-    for (int k = 0; k < OPK__N; k++) {
+    for (int k = 0; k <= OPK__N; k++) {
         struct kube_watch_stats st;
         char msg[300];
-        if (!s->watch[k])
+        /* k == OPK__N: the foreign-pod watch. */
+        struct kube_watch *w = k < OPK__N ? s->watch[k] : s->foreign_watch;
+        unsigned long *seen = k < OPK__N ? &s->watch_errors[k] : &s->foreign_watch_errors;
+        if (!w)
             continue;
-        kube_watch_get_stats(s->watch[k], &st);
-        if (st.errors == s->watch_errors[k])
+        kube_watch_get_stats(w, &st);
+        if (st.errors == *seen)
             continue;
         OPLOG(&s->log, OPLOG_WARN, "watch_error", NULL, NULL,
               "resource=%s new=%lu errors=%lu undecodable=%lu lists=%lu rc=%s msg=%s",
-              srv_reconcilers[k].resource, st.errors - s->watch_errors[k], st.errors,
-              st.undecodable, st.lists, aiq_strerror(st.last_err.code),
+              k < OPK__N ? srv_reconcilers[k].resource : FOREIGN_WATCH, st.errors - *seen,
+              st.errors, st.undecodable, st.lists, aiq_strerror(st.last_err.code),
               oplog_quote(msg, sizeof msg, st.last_err.message));
-        s->watch_errors[k] = st.errors;
+        *seen = st.errors;
     }
 }
 
@@ -745,6 +758,7 @@ void srv_init(struct server *s) {
     s->flags.start_timeout_s = 300;
     s->flags.backoff_base_s = 10;
     s->flags.status_writes_per_s = 1000;
+    s->flags.unsched_grace_s = 5;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }
@@ -782,6 +796,9 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         if (!s->cache[k])
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
+    s->foreign = fpods_create();
+    if (!s->foreign)
+        return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     /* /journal on the metrics port: its own read-only connection to the
      * file store_open just created, so the HTTP thread never shares s->db. */
     rc = opapi_create(s->flags.db_path, &s->api, err);
@@ -825,6 +842,21 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         if (rc != AIQ_OK)
             return rc;
     }
+    /* Every other pod, reduced to what it holds (foreign.h): free
+     * capacity counts every pod on a node, not only aiq's. */
+    {
+        char path[256];
+        struct kube_watch_opts wo = {0};
+        rc = kube_path(path, sizeof path, "", "v1", NULL, "pods", NULL, NULL, err);
+        if (rc != AIQ_OK)
+            return rc;
+        wo.name = FOREIGN_WATCH;
+        wo.path = path;
+        wo.label_selector = FOREIGN_SELECTOR;
+        rc = kube_watch_start(s->kc, &wo, s->evq, &s->foreign_watch, err);
+        if (rc != AIQ_OK)
+            return rc;
+    }
     OPLOG(&s->log, OPLOG_INFO, "started", NULL, NULL,
           "server=%s db=%s cycle_ms=%ld leader_elect=%d identity=%s",
           kube_client_server(s->kc), s->flags.db_path, s->flags.cycle_ms,
@@ -837,6 +869,8 @@ void srv_deinit(struct server *s) {
         kube_watch_free(s->watch[k]);
         s->watch[k] = NULL;
     }
+    kube_watch_free(s->foreign_watch);
+    s->foreign_watch = NULL;
     if (s->kc && s->flags.leader_elect)
         leader_release(&s->lead, s->kc, srv_now(), NULL);
     opvis_close(s->vis); /* wakes /queue waiters so the HTTP thread can stop */
@@ -852,6 +886,8 @@ void srv_deinit(struct server *s) {
         opcache_free(s->cache[k]);
         s->cache[k] = NULL;
     }
+    fpods_free(s->foreign);
+    s->foreign = NULL;
     json_object_put(s->pending_events);
     s->pending_events = NULL;
     json_object_put(s->pending_pods);

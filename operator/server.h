@@ -22,6 +22,7 @@
 #include "common/model.h"
 #include "operator/gpu_mech.h"
 #include "operator/cache.h"
+#include "operator/foreign.h"
 #include "operator/kube_evq.h"
 #include "operator/kube_http.h"
 #include "operator/kube_watch.h"
@@ -29,6 +30,7 @@
 #include "operator/log.h"
 #include "operator/metrics.h"
 #include "operator/visibility.h"
+#include "operator/nodefacts.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/store.h"
@@ -118,6 +120,7 @@ struct opext {
     int64_t compiled_gen;      /* QueuePolicy only: its metadata.generation */
     bool accepted;             /* UserQuota only: counted by the queue */
     char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
+    int node_told;             /* Node only: exclusion last told (nodex + 1, 0 none yet) */
 };
 
 /* Events waiting to be posted are capped (older kept, newer dropped) and
@@ -133,6 +136,7 @@ struct srv_flags {
     long cycle_ms;             /* 1000 */
     double start_timeout_s;    /* pods not all running after admission: 300 */
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
+    double unsched_grace_s;    /* Unschedulable pinned pod -> requeue after: 5 */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
@@ -154,6 +158,12 @@ struct server {
     double last_watch_check;   /* unix s */
     opcache *cache[OPK__N];
     bool listed[OPK__N];       /* first full list seen */
+    /* Pods aiq does not run (foreign.h): a second pod watch, the lean
+     * cache it feeds, and whether its first list is in. */
+    struct kube_watch *foreign_watch;
+    fpods *foreign;
+    bool foreign_listed;
+    unsigned long foreign_watch_errors;
     bool ready;
     struct leader lead;
     bool leading;              /* leader (or no election) */
@@ -329,6 +339,13 @@ void job_publish(struct server *s, struct opcache_obj *o, double now);
  * materially (opstatus_moved), or the object was changed by someone else.
  * Score and terms alone never make a status due. */
 bool job_status_due(struct server *s, struct opcache_obj *o, double now);
+/* Looks among the pods of an admitted gang (j, attempt as the status
+ * shows) for one kube-scheduler keeps refusing: released (no gate), not
+ * bound, PodScheduled=False with reason Unschedulable. On finding one,
+ * writes "pod P pinned to node N is unschedulable: <scheduler's message>"
+ * into msg (cap bytes) and returns 1; else 0 (unsched.c). */
+int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, char *msg,
+                      size_t cap);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);
@@ -337,14 +354,26 @@ void job_delete_pods(struct server *s, struct opcache_obj *o);
  * acceptance). */
 void quota_refresh(struct server *s, double now);
 
-/* Node labels read for the queue's node view (reconcile_node.c). */
-#define SRV_LABEL_GPU_MEMORY "nvidia.com/gpu.memory"   /* MiB per GPU */
-#define SRV_LABEL_GPU_PRODUCT "nvidia.com/gpu.product" /* GPU model */
-#define SRV_LABEL_DOMAIN "aiq.dev/domain"              /* node pool */
+/* Fills qn from a Node object (strings borrowed from node) through
+ * node_facts_read (nodefacts.h, which says what is read). Returns 0 for a
+ * usable node, 1 for a node left out (qn has no GPUs; *why, when not
+ * NULL, gets the reason), -1 for a node without a name. */
+int node_to_q(json_object *node, struct q_node *qn, nodex *why);
 
-/* Fills qn from a Node object (strings borrowed from node). Returns 0, or
- * -1 for a node without a name. */
-int node_to_q(json_object *node, struct q_node *qn);
+/* ---- capacity.c ------------------------------------------------------------ */
+
+/* Fills out (room for every cached node) with the usable nodes, in cache
+ * order, and sets aiq_nodes_excluded per reason. Returns how many. */
+int capacity_nodes(struct server *s, struct q_node *out);
+
+/* Counts against nodes (nnodes, sorted by name) what the cycle does not
+ * account by placement: every foreign pod bound to one of them, and aiq's
+ * own pods whose gang holds no placement (torn down, terminating). Sets
+ * aiq_foreign_pods. */
+void capacity_others(struct server *s, struct q_node *nodes, int nnodes);
+
+/* Applies one event of the foreign-pod watch to s->foreign. */
+void capacity_dispatch(struct server *s, struct kube_event *ev);
 
 /* ---- cycle.c --------------------------------------------------------------- */
 

@@ -106,10 +106,11 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
         for (int k = 0; k < j->replicas; k++) {
             const struct q_place *p = &j->placement[k];
             int ng = p->node >= 0 && p->node < in->nnodes ? in->nodes[p->node].ngpus : -1;
-            if (ng < 0 || ng > Q_MAX_GPUS || (p->gpu_mask >> ng) != 0)
+            if (ng < 0 || ng > Q_MAX_GPUS || (ng < 64 && (p->gpu_mask >> ng) != 0))
                 return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
-                                     "jobs[%d] (%s): placement[%d] node %d, GPU mask 0x%x out of range",
-                                     i, j->key ? j->key : "?", k, p->node, p->gpu_mask), -1;
+                                     "jobs[%d] (%s): placement[%d] node %d, GPU mask 0x%llx out of range",
+                                     i, j->key ? j->key : "?", k, p->node,
+                                     (unsigned long long)p->gpu_mask), -1;
         }
     }
     return 0;

@@ -194,7 +194,7 @@ int q__nodeset_copy(q_state *st, q__nodeset *dst, const q__nodeset *src) {
 
 /* Replicas of r that fit on a node with these GPUs and free cpu/memory. */
 static int fit_on(const int64_t *tot, const int64_t *used, int ngpus,
-                  uint32_t ex, int64_t cpu, int64_t mem, const q__req *r) {
+                  uint64_t ex, int64_t cpu, int64_t mem, const q__req *r) {
     int k = r->replicas;
     if (r->gpus > 0) {
         int c = 0;
@@ -242,7 +242,7 @@ int q__node_fit(const q__node *n, const q__req *r, bool avoid) {
 static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
                  bool spread, struct q_place *p) {
     q__node *n = &ns->n[i];
-    uint32_t ex = (avoid ? n->res_mask : 0) | n->cl_mask;
+    uint64_t ex = (avoid ? n->res_mask : 0) | n->cl_mask;
     p->node = i;
     p->gpu_mask = 0;
     p->gpu_mem_mib = r->gmem;
@@ -256,7 +256,7 @@ static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
                 if (best < 0 || (!spread && n->tot[g] < n->tot[best])) best = g;
             }
             if (best < 0) break; /* cannot happen: the caller checked the fit */
-            p->gpu_mask |= 1u << best;
+            p->gpu_mask |= 1ull << best;
             n->used[best] = n->tot[best];
             if (r->gmem == 0 && k == 0) p->gpu_mem_mib = n->tot[best];
         }
@@ -271,7 +271,7 @@ static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
             if (best < 0 || (spread ? f > bf : f < bf)) best = g;
         }
         if (best >= 0) { /* always: the caller checked the fit */
-            p->gpu_mask = 1u << best;
+            p->gpu_mask = 1ull << best;
             n->used[best] += r->gmem;
         }
     }

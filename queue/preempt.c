@@ -161,9 +161,9 @@ static void claim_nodes(q_state *st, int off, int end) {
         int i = st->places[k].node;
         q__node *n = &st->ns.n[i];
         const q__node *s = &st->soon.n[i];
-        uint32_t m = 0;
+        uint64_t m = 0;
         for (int g = 0; g < n->ngpus; g++)
-            if (s->used[g] > n->used[g]) m |= 1u << g;
+            if (s->used[g] > n->used[g]) m |= 1ull << g;
         n->cl_mask = m;
         n->cl_cpu = n->cpu_free > s->cpu_free ? n->cpu_free - s->cpu_free : 0;
         n->cl_mem = n->mem_free > s->mem_free ? n->mem_free - s->mem_free : 0;

@@ -31,11 +31,11 @@ typedef struct q__node {
     int64_t tot[Q_MAX_GPUS], used[Q_MAX_GPUS];
     int64_t cpu_free, mem_free;
     int64_t res_cpu, res_mem;   /* held for the backfill reservation */
-    uint32_t res_mask;          /* GPUs held for the reservation */
+    uint64_t res_mask;          /* GPUs held for the reservation */
     /* Claimed by jobs that preempt (preempt.c): what they will take of
      * the room free now, so later jobs of the walk leave it alone. Always
      * excluded from fits, unlike the reservation. */
-    uint32_t cl_mask;
+    uint64_t cl_mask;
     int64_t cl_cpu, cl_mem;
     int32_t ngpus, nfree, dom, model;
     int32_t prev, next, bucket; /* bucket -1: in no list */

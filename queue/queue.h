@@ -31,7 +31,7 @@ enum {
     Q_NFACTORS
 };
 
-#define Q_MAX_GPUS 16         /* GPUs on one node */
+#define Q_MAX_GPUS 64         /* GPUs on one node (q_place.gpu_mask bits) */
 #define Q_MAX_JOBS 4000000    /* jobs in one input */
 #define Q_MAX_NODES 1000000   /* nodes in one input */
 
@@ -93,7 +93,7 @@ struct q_user {
  * memory it holds per GPU. */
 struct q_place {
     int32_t node;
-    uint32_t gpu_mask;
+    uint64_t gpu_mask;
     int64_t gpu_mem_mib;
 };
 
@@ -355,7 +355,7 @@ void q_state_invalidate(q_state *st);
 /* Runs one cycle over in with scorer sc (borrowed; score may be NULL =
  * priority, level may be NULL = level 0). Fills *out (arrays owned by st).
  * Returns AIQ_OK, AIQ_EINVAL for malformed input (err names the field and
- * value, e.g. "nodes[3].ngpus: must be 0..16, got 20") or AIQ_ENOMEM. On
+ * value, e.g. "nodes[3].ngpus: must be 0..64, got 80") or AIQ_ENOMEM. On
  * error *out is emptied and the caches are invalidated. */
 aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
                    q_output *out, aiq_err *err);

@@ -6,6 +6,7 @@
  *   kubectl aiq explain JOB                            sprio + why it waits
  *   kubectl aiq usage [--group G]                      sshare
  *   kubectl aiq policy test FILE                       what a policy would do
+ *   kubectl aiq nodes                                  sinfo: GPU facts, use, exclusions
  *
  * Everything comes from the objects the operator writes (AIJob, Group,
  * UserQuota and QueuePolicy status); the decision journal comes from the
@@ -31,9 +32,12 @@
 #include "common/model.h"
 #include "operator/cli_rank.h"
 #include "operator/cli_table.h"
+#include "operator/foreign.h"
 #include "operator/kube_http.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
+#include "operator/nodefacts.h"
+#include "operator/pods.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
 #include "policy/fx.h"
@@ -84,6 +88,9 @@ static void usage(FILE *out) {
           "                                      fair-share factor\n"
           "  policy test FILE                    compile a QueuePolicy locally and show how the\n"
           "                                      current queue would reorder under it\n"
+          "  nodes                               every node's GPU facts as aiq reads them, the\n"
+          "                                      GPUs aiq's and other pods hold, and why a node\n"
+          "                                      is left out\n"
           "\n"
           "Flags:\n"
           "  --kubeconfig PATH     kubeconfig file (default $KUBECONFIG, ~/.kube/config)\n"
@@ -385,9 +392,12 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     if (kube_get(kc, "/api/v1/nodes", &nodes, &e) == AIQ_OK) {
         json_object *nit = items_of(nodes);
         size_t nn = nit ? json_object_array_length(nit) : 0;
+        /* Physical GPUs of usable nodes, as the operator counts them
+         * (time-slicing replicas divided out, left-out nodes none). */
         for (size_t i = 0; i < nn; i++) {
-            json_object *st = jget(json_object_array_get_idx(nit, i), "status");
-            w->cw.total_gpus += jnum(jget(st, "allocatable"), "nvidia.com/gpu", 0);
+            struct node_facts f;
+            if (node_facts_read(json_object_array_get_idx(nit, i), &f) == 0)
+                w->cw.total_gpus += f.q.ngpus;
         }
     }
     w->cw.groups = w->groups;
@@ -1199,6 +1209,157 @@ out:
     return rc;
 }
 
+/* ---- nodes ------------------------------------------------------------------ */
+
+/* GPUs (nvidia.com/gpu units) held on each node by aiq's pods and by
+ * others, from every pod the caller may list. */
+struct node_use {
+    const char *node;
+    double aiq, other;
+};
+
+static void nodes_count_pods(json_object *pods, struct node_use *u, size_t nu) {
+    json_object *it = items_of(pods);
+    for (size_t i = 0; it && i < json_object_array_length(it); i++) {
+        json_object *pod = json_object_array_get_idx(it, i);
+        struct fpod p;
+        if (fpod_read(pod, &p) != 0)
+            continue;
+        json_object *lab = jget(jget(pod, "metadata"), "labels");
+        bool ours = lab && jget(lab, PODS_LABEL_JOB);
+        for (size_t k = 0; p.holds && k < nu; k++)
+            if (strcmp(u[k].node, p.node) == 0) {
+                *(ours ? &u[k].aiq : &u[k].other) += (double)p.gpus;
+                break;
+            }
+        fpod_deinit(&p);
+    }
+}
+
+/* "81920" when every GPU has the same memory, else "81920,40960,...". */
+static const char *nodes_mem(char *buf, size_t cap, const struct q_node *q) {
+    bool same = true;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int g = 1; g < q->ngpus; g++)
+        same = same && q->gpu_mem_total[g] == q->gpu_mem_total[0];
+    for (int g = 0; g < (same ? (q->ngpus > 0) : q->ngpus) && n < cap; g++) {
+        int w = snprintf(buf + n, cap - n, "%s%lld", g ? "," : "", (long long)q->gpu_mem_total[g]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    return q->ngpus ? buf : "-";
+}
+
+static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
+    json_object *nodes = NULL, *pods = NULL, *doc = NULL, *items = NULL;
+    struct node_use *use = NULL;
+    cli_table *t = NULL;
+    aiq_err e;
+    int rc = 1;
+    aiq_err_clear(&e);
+    if (kube_get(kc, "/api/v1/nodes", &nodes, &e) != AIQ_OK) {
+        print_err("listing nodes", &e);
+        goto out;
+    }
+    json_object *nit = items_of(nodes);
+    size_t nn = nit ? json_object_array_length(nit) : 0;
+    use = calloc(nn ? nn : 1, sizeof *use);
+    if (!use) {
+        rc = fail("out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const char *name = jstr(jget(json_object_array_get_idx(nit, i), "metadata"), "name");
+        use[i].node = name ? name : "";
+    }
+    aiq_err_clear(&e);
+    bool have_pods = kube_get(kc, "/api/v1/pods", &pods, &e) == AIQ_OK;
+    if (have_pods)
+        nodes_count_pods(pods, use, nn);
+    else
+        fprintf(stderr, "warning: cannot list pods (%s): GPUs in use are not shown\n", e.message);
+    static const char *const hdr[] = {"NODE", "GPUS", "GPU-MEM-MIB", "MODEL", "DOMAIN",
+                                      "AIQ", "OTHER", "STATUS"};
+    if (o->out != OUT_TABLE) {
+        doc = json_object_new_object();
+        items = json_object_new_array();
+        if (!doc || !items) {
+            json_object_put(items);
+            rc = fail("out of memory");
+            goto out;
+        }
+        json_object_object_add(doc, "items", items);
+    } else if (!(t = cli_table_create(8, hdr))) {
+        rc = fail("out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        struct node_facts f;
+        if (node_facts_read(json_object_array_get_idx(nit, i), &f) != 0)
+            continue;
+        char gpus[64], mem[512], a[32], oth[32], status[400];
+        const char *reason = nodex_name(f.excluded);
+        if (f.excluded)
+            snprintf(status, sizeof status, "%sExcluded: %s (%s)%s", C_RED, reason, f.message, C_OFF);
+        else
+            snprintf(status, sizeof status, "%s", f.q.schedulable ? "Ready" : "Cordoned");
+        int w = snprintf(gpus, sizeof gpus, "%d", f.q.ngpus);
+        if (f.replicas > 1 && w > 0)
+            snprintf(gpus + w, sizeof gpus - (size_t)w, " (x%d shared)", f.replicas);
+        else if (f.mig_single && w > 0)
+            snprintf(gpus + w, sizeof gpus - (size_t)w, " (MIG)");
+        snprintf(a, sizeof a, have_pods ? "%g" : "?", use[i].aiq);
+        snprintf(oth, sizeof oth, have_pods ? "%g" : "?", use[i].other);
+        if (doc) {
+            json_object *it = json_object_new_object();
+            if (!it)
+                continue;
+            add_str(it, "name", f.q.name);
+            add_num(it, "gpus", f.q.ngpus);
+            add_num(it, "advertisedGPUs", f.advertised);
+            add_num(it, "replicasPerGPU", f.replicas);
+            add_str(it, "gpuMemoryMiB", nodes_mem(mem, sizeof mem, &f.q));
+            add_str(it, "model", f.q.gpu_model);
+            add_str(it, "domain", f.q.domain);
+            add_str(it, "mig", f.mig[0] ? f.mig : NULL);
+            if (have_pods) {
+                add_num(it, "aiqGPUs", use[i].aiq);
+                add_num(it, "otherGPUs", use[i].other);
+            }
+            add_str(it, "status", f.excluded ? "Excluded" : f.q.schedulable ? "Ready" : "Cordoned");
+            add_str(it, "reason", f.excluded ? reason : NULL);
+            add_str(it, "message", f.excluded ? f.message : NULL);
+            json_object_array_add(items, it);
+            continue;
+        }
+        char model[200];
+        snprintf(model, sizeof model, "%s%s%s", f.q.gpu_model ? f.q.gpu_model : "-",
+                 f.mig[0] ? " +mig " : "", f.mig);
+        const char *row[] = {f.q.name, gpus, nodes_mem(mem, sizeof mem, &f.q), model,
+                             f.q.domain ? f.q.domain : "-", a, oth, status};
+        if (cli_table_add(t, row) != AIQ_OK) {
+            rc = fail("out of memory");
+            goto out;
+        }
+    }
+    if (doc)
+        emit(doc, o->out);
+    else if (cli_table_rows(t) == 0)
+        fputs("No nodes found.\n", stderr);
+    else
+        cli_table_print(t, stdout);
+    rc = 0;
+out:
+    cli_table_free(t);
+    json_object_put(doc);
+    free(use);
+    json_object_put(pods);
+    json_object_put(nodes);
+    return rc;
+}
+
 /* ---- policy test ------------------------------------------------------------ */
 
 /* Prints a compile error of the policy's field with a caret under it. */
@@ -1412,8 +1573,8 @@ int main(int argc, char **argv) {
     const char *cmd = o.args[0];
     bool is_policy = strcmp(cmd, "policy") == 0;
     if (strcmp(cmd, "queue") != 0 && strcmp(cmd, "explain") != 0 && strcmp(cmd, "usage") != 0 &&
-        !is_policy)
-        return fail("unknown command \"%s\" (queue, explain, usage, policy test)", cmd);
+        strcmp(cmd, "nodes") != 0 && !is_policy)
+        return fail("unknown command \"%s\" (queue, explain, usage, nodes, policy test)", cmd);
     if (is_policy && (o.nargs != 3 || strcmp(o.args[1], "test") != 0))
         return fail("usage: kubectl aiq policy test FILE");
     aiq_err_clear(&e);
@@ -1429,6 +1590,10 @@ int main(int argc, char **argv) {
                                   .may_prompt = 1};
     if (kube_client_create(cfg, &ko, &kc, &e) != AIQ_OK) {
         print_err("connecting", &e);
+        goto out;
+    }
+    if (strcmp(cmd, "nodes") == 0) {
+        rc = cmd_nodes(&o, kc);
         goto out;
     }
     /* policy test and usage look at the whole queue; queue and explain at

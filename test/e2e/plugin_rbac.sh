@@ -82,6 +82,12 @@ check "bob cannot look at vision's namespace" sh -c '
 check "bob's own (empty) namespace works" sh -c '
   kubectl aiq --context bob queue 2>&1 | grep -q "No jobs waiting in team-nlp namespace"'
 check "the operator was never refused by RBAC or admission" sh -c '! grep -Eqi "forbidden|http=403" "$T/op.log"'
+check "the operator's role lists and watches every pod (capacity from foreign pods)" sh -c '
+  KUBECONFIG=$T/op-kubeconfig kubectl get pods --all-namespaces -l "!aiq.dev/job" >/dev/null &&
+  grep -q "event=listed .*watch=foreignpods" "$T/op.log"'
+check "nodes as alice (no Node access) fails with the server's Forbidden message" sh -c '
+  ! kubectl aiq --context alice nodes >/dev/null 2>"$T/e" &&
+  grep -q "listing nodes: .*forbidden" "$T/e"'
 check "an unknown context is an error naming it" sh -c '
   ! kubectl aiq --context nobody queue 2>"$T/e" && grep -q nobody "$T/e"'
 e2e_done

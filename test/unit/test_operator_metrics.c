@@ -171,3 +171,19 @@ TEST(metrics_bad_addr_named) {
     CHECK_INT(opmetrics_port(m), 0);
     opmetrics_free(m);
 }
+
+TEST(metrics_nodes_excluded_and_foreign_pods) {
+    opmetrics *m = opmetrics_create();
+    opmetrics_nodes_excluded_set(m, "MissingGPUMemory", 2);
+    opmetrics_nodes_excluded_set(m, "TooManyGPUs", 0);
+    opmetrics_nodes_excluded_set(m, "MissingGPUMemory", 1); /* set, not added */
+    opmetrics_foreign_pods_set(m, 7);
+    char *t = opmetrics_render(m, NULL);
+    CHECK(t != NULL);
+    CHECK(strstr(t, "# TYPE aiq_nodes_excluded gauge\n") != NULL);
+    CHECK(strstr(t, "aiq_nodes_excluded{reason=\"MissingGPUMemory\"} 1\n") != NULL);
+    CHECK(strstr(t, "aiq_nodes_excluded{reason=\"TooManyGPUs\"} 0\n") != NULL);
+    CHECK(strstr(t, "aiq_foreign_pods 7\n") != NULL);
+    free(t);
+    opmetrics_free(m);
+}

@@ -516,13 +516,13 @@ TEST(binpack_vs_spread_and_gang_nodes) {
 TEST(bad_input_names_field_and_value) {
     fixture *fx = mk();
     node(fx, "n", 8, 81920);
-    fx->nodes[0].ngpus = 20;
+    fx->nodes[0].ngpus = Q_MAX_GPUS + 1;
     q_state *st = q_state_create(NULL);
     q_output out;
     aiq_err err;
     aiq_err_clear(&err);
     CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, &err), AIQ_EINVAL);
-    CHECK_STR(err.message, "nodes[0].ngpus: must be 0..16, got 20");
+    CHECK_STR(err.message, "nodes[0].ngpus: must be 0..64, got 65");
     CHECK_INT(out.njobs, 0);
     fx->nodes[0].ngpus = 8;
     fx->in.policy.nlevels = 0;
@@ -868,4 +868,42 @@ TEST(job_factors_reproduce_each_score_after_admissions) {
     CHECK_DBL(f[0], 0, 0);
     q_state_free(st);
     free(fx);
+}
+
+/* A 64-GPU node (the cap): a gang is placed on its high GPUs and a
+ * running job's placement on GPU 63 is honoured (64-bit masks). */
+TEST(queue_64_gpu_node) {
+    static struct q_node n;
+    memset(&n, 0, sizeof n);
+    n.name = "big";
+    n.ngpus = Q_MAX_GPUS;
+    for (int g = 0; g < n.ngpus; g++)
+        n.gpu_mem_total[g] = 81920;
+    n.cpu_alloc = 1000000;
+    n.mem_alloc = 1LL << 40;
+    n.schedulable = true;
+    static struct q_job jobs[2];
+    memset(jobs, 0, sizeof jobs);
+    struct q_place run = {0, 1ull << 63, 0};
+    n.gpu_mem_used[63] = 81920;
+    jobs[0] = (struct q_job){.key = "ns/run", .uid = "u0", .user = -1, .group = -1,
+                             .replicas = 1, .gpus = 1, .state = Q_JOB_RUNNING,
+                             .placement = &run};
+    jobs[1] = (struct q_job){.key = "ns/wide", .uid = "u1", .user = -1, .group = -1,
+                             .replicas = 1, .gpus = 63, .state = Q_JOB_PENDING};
+    struct q_input in;
+    memset(&in, 0, sizeof in);
+    in.nodes = &n;
+    in.nnodes = 1;
+    in.jobs = jobs;
+    in.njobs = 2;
+    in.policy.nlevels = 1;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    aiq_err err;
+    aiq_err_clear(&err);
+    CHECK_INT(q_cycle_run(st, &in, NULL, &out, &err), AIQ_OK);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[1].place_off].gpu_mask, (1ull << 63) - 1);
+    q_state_free(st);
 }

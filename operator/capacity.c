@@ -1,0 +1,124 @@
+/* capacity.c -- the cluster's capacity for a queue cycle: the usable
+ * nodes (node facts, the nodes left out counted per reason for
+ * aiq_nodes_excluded), and what pods aiq does not account by placement
+ * hold on them: foreign pods (the lean cache of foreign.h, fed by the
+ * second pod watch through capacity_dispatch) and aiq's own pods whose
+ * gang no longer holds a placement (torn down, still terminating). See
+ * server.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "operator/foreign.h"
+#include "operator/kube_status.h"
+#include "operator/server.h"
+
+/* Builds the usable nodes; see server.h. */
+int capacity_nodes(struct server *s, struct q_node *out) {
+    opcache *nc = s->cache[OPK_NODE];
+    long excluded[NODEX__N] = {0};
+    int n = 0;
+    for (size_t i = 0; i < opcache_count(nc); i++) {
+        nodex why = NODEX_NONE;
+        int rc = node_to_q(opcache_at(nc, i)->raw, &out[n], &why);
+        if (rc == 0)
+            n++;
+        else if (rc == 1)
+            excluded[why]++;
+    }
+    for (int x = 1; x < NODEX__N; x++)
+        opmetrics_nodes_excluded_set(s->metrics, nodex_name((nodex)x), excluded[x]);
+    return n;
+}
+
+struct cap_ctx {
+    struct q_node *nodes;
+    int nnodes;
+    long counted;
+};
+
+static int cap__node_cmp(const void *key, const void *elem) {
+    return strcmp(key, ((const struct q_node *)elem)->name);
+}
+
+static int cap__apply(const struct fpod *p, void *ud) {
+    struct cap_ctx *c = ud;
+    struct q_node *n = bsearch(p->node, c->nodes, (size_t)c->nnodes, sizeof *c->nodes,
+                               cap__node_cmp);
+    if (n) {
+        foreign_apply(n, p);
+        c->counted++;
+    }
+    return 0;
+}
+
+/* Tells whether the cycle counts the job's pods by its placement (the
+ * same rule as cy__build_jobs's running jobs). */
+static bool cap__by_placement(struct opcache_obj *jo) {
+    struct opext *x = jo ? jo->ext : NULL;
+    const struct aiq_aijob *j = jo && jo->parse_ok ? jo->parsed : NULL;
+    if (!x || !x->job || !j || x->job->teardown)
+        return false;
+    aiq_phase p = x->job->st.phase;
+    return (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) &&
+           x->job->st.nplacement == j->spec.replicas;
+}
+
+/* Subtracts what others hold; see server.h. */
+void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
+    struct cap_ctx c = {nodes, nnodes, 0};
+    fpods_each(s->foreign, cap__apply, &c);
+    long foreign = c.counted;
+    opcache *pc = s->cache[OPK_POD];
+    for (size_t i = 0; i < opcache_count(pc); i++) {
+        struct opcache_obj *o = opcache_at(pc, i);
+        char key[OPCACHE_KEY_MAX];
+        const char *node = kube_json_str(o->raw, "spec.nodeName");
+        /* Unbound (every gated pod of the queue) holds nothing: skipped
+         * before any lookup, as they are most of the cache. */
+        if (!node || !*node || cap__by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
+            continue;
+        struct fpod p;
+        if (fpod_read(o->raw, &p) != 0)
+            continue; /* no name, or ENOMEM: nothing to count this cycle */
+        if (p.holds)
+            cap__apply(&p, &c);
+        fpod_deinit(&p);
+    }
+    opmetrics_foreign_pods_set(s->metrics, foreign);
+}
+
+/* Applies a foreign-pod watch event; see server.h. */
+void capacity_dispatch(struct server *s, struct kube_event *ev) {
+    struct fpod p;
+    switch (ev->type) {
+    case KUBE_EV_RELIST_BEGIN:
+        fpods_relist_begin(s->foreign);
+        return;
+    case KUBE_EV_RELIST_END: {
+        size_t dropped = fpods_relist_end(s->foreign);
+        OPLOG(&s->log, OPLOG_INFO, s->foreign_listed ? "relisted" : "listed", NULL, ev->rv,
+              "kind=Pod watch=%s holding=%zu dropped=%zu", FOREIGN_WATCH,
+              fpods_count(s->foreign), dropped);
+        s->foreign_listed = true;
+        s->cycle_wanted = true;
+        return;
+    }
+    case KUBE_EV_BOOKMARK:
+        return;
+    case KUBE_EV_ADDED:
+    case KUBE_EV_MODIFIED:
+        if (!ev->obj || fpod_read(ev->obj, &p) != 0)
+            return;
+        if (fpods_put(s->foreign, &p) != 0)
+            OPLOG(&s->log, OPLOG_ERROR, "foreign_pod_dropped", srv__name(ev->obj), ev->rv,
+                  "msg=\"out of memory\"");
+        s->cycle_wanted = true;
+        return;
+    case KUBE_EV_DELETED: {
+        char key[OPCACHE_KEY_MAX];
+        if (ev->obj && opcache_key(key, sizeof key, ev->obj) == 0 && fpods_del(s->foreign, key))
+            s->cycle_wanted = true;
+        return;
+    }
+    }
+}
