@@ -32,8 +32,13 @@ export PATH="$BIN:$PATH"
 
 cleanup() {
     if [ -n "${AIQ_DEMO_KEEP:-}" ] && [ "${1:-}" = done ]; then
+        # docs/user-guide.md (you are alice) expects examples/quotas/:
+        # alice's 8 GPUs instead of the demo's 1.
+        kubectl apply -f "$ROOT/examples/quotas/" >/dev/null 2>&1 ||
+            echo "demo: kubectl apply -f examples/quotas/ failed" >&2
         echo
-        echo "The cluster keeps running (AIQ_DEMO_KEEP=1):"
+        echo "The cluster keeps running (AIQ_DEMO_KEEP=1), with examples/quotas/ applied"
+        echo "(alice may now use 8 GPUs, as docs/user-guide.md expects):"
         echo "  export KUBECONFIG=$KUBECONFIG KUBECACHEDIR=$KUBECACHEDIR PATH=$BIN:\$PATH"
         echo "  operator log: $T/operator.log    stop: kill $OP_PID $API_PID"
         return
