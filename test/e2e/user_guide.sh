@@ -1,8 +1,9 @@
 #!/bin/sh
-# user_guide.sh -- runs docs/user-guide.md as a newcomer would: the demo
-# cluster (examples/cluster/nodes-demo.yaml at the demo's time scale, the
-# operator, the example namespaces, groups, quotas and policies, as
-# scripts/demo.sh sets them up), then every ```sh block of the guide in
+# user_guide.sh -- runs docs/user-guide.md as a newcomer would: a
+# cluster (examples/cluster/nodes-demo.yaml at time scale 8, the
+# operator, the example namespaces, groups, quotas and policies: the
+# groups and quotas a kept `make demo` cluster has, on other nodes), then
+# every ```sh block in
 # order, in one working directory, each with `sh -e`. A block passes when
 # it exits 0 and its output matches every `<!-- expect: REGEX -->` line
 # written under it (grep -E). The guide is the test's only script, so the
