@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "operator/capgrace.h"
 #include "operator/crashpoint.h"
 #include "operator/kube_status.h"
 #include "operator/server.h"
@@ -231,6 +232,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
         return -1;
     c->nnodes = capacity_nodes(s, c->nodes);
     qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy__node_cmp);
+    capgrace_observe(s, c->nodes, c->nnodes, now);
     for (size_t i = 0; i < ng; i++) {
         struct opcache_obj *o = opcache_at(gc, i);
         if (!o->parse_ok || !o->parsed)
@@ -646,7 +648,7 @@ void cycle_run(struct server *s, double now) {
                   "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
                   js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
                   now - js->st.queued_at);
-        } else if (r->decision == Q_DEC_REJECT) {
+        } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
             js->st.phase = AIQ_PHASE_REJECTED;
             js->st.position = 0;
             snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));

@@ -33,6 +33,8 @@ static void usage(FILE *f) {
             "  --start-timeout DUR    admitted pods must all run within this (default 5m)\n"
             "  --unschedulable-grace DUR  requeue an admitted gang whose pod kube-scheduler still\n"
             "                         calls Unschedulable this long after admission (default 5s)\n"
+            "  --capacity-grace DUR   reject a job that cannot fit only after the nodes held still\n"
+            "                         this long (default 60s; a Rejected job is re-examined when they change)\n"
             "  --backoff DUR          requeue backoff base, doubling per attempt, cap 5m (default 10s)\n"
             "  --leader-elect         elect a leader with a Lease (only the leader acts)\n"
             "  --namespace NS         namespace of the Lease (default default)\n"
@@ -60,7 +62,7 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_HELP, F_VERSION };
+           F_CAPGRACE, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -71,6 +73,7 @@ int main(int argc, char **argv) {
         {"start-timeout", required_argument, 0, F_START},
         {"backoff", required_argument, 0, F_BACKOFF},
         {"unschedulable-grace", required_argument, 0, F_UNSCHED},
+        {"capacity-grace", required_argument, 0, F_CAPGRACE},
         {"leader-elect", no_argument, 0, F_LEADER},
         {"namespace", required_argument, 0, F_NS},
         {"lease-name", required_argument, 0, F_LEASE},
@@ -108,6 +111,7 @@ int main(int argc, char **argv) {
         case F_START: fl->start_timeout_s = dur_flag("start-timeout", optarg); break;
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
+        case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
         case F_LEADER: fl->leader_elect = true; break;
         case F_NS: fl->lease_ns = optarg; break;
         case F_LEASE: fl->lease_name = optarg; break;

@@ -759,6 +759,7 @@ void srv_init(struct server *s) {
     s->flags.backoff_base_s = 10;
     s->flags.status_writes_per_s = 1000;
     s->flags.unsched_grace_s = 5;
+    s->flags.capacity_grace_s = 60;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }

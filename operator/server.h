@@ -137,6 +137,7 @@ struct srv_flags {
     double start_timeout_s;    /* pods not all running after admission: 300 */
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     double unsched_grace_s;    /* Unschedulable pinned pod -> requeue after: 5 */
+    double capacity_grace_s;   /* nodes held still this long before "can never fit": 60 */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
@@ -180,6 +181,9 @@ struct server {
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
+    bool cap_seen;             /* capgrace.c: a node list was seen */
+    uint64_t cap_fp;           /* its configured capacity's fingerprint */
+    double cap_changed_at;     /* when that last changed (unix s) */
     double status_tokens;      /* write budget left (token bucket) */
     double status_tokens_at;   /* when it was last refilled (unix s) */
     json_object *pending_pods; /* array of gated pods to create (their

@@ -1,0 +1,99 @@
+/* capgrace.c -- see capgrace.h. */
+#include "operator/capgrace.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "operator/server.h"
+
+/* FNV-1a over n bytes, continuing from h. */
+static uint64_t cg__fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t cg__str(uint64_t h, const char *s) {
+    return cg__fnv(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+/* The configured capacity of nodes[0..n): what could run there, not what
+ * runs. */
+static uint64_t cg__fingerprint(const struct q_node *nodes, int n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < n; i++) {
+        const struct q_node *q = &nodes[i];
+        h = cg__str(h, q->name);
+        h = cg__str(h, q->domain);
+        h = cg__fnv(h, &q->ngpus, sizeof q->ngpus);
+        for (int g = 0; g < q->ngpus && g < Q_MAX_GPUS; g++)
+            h = cg__fnv(h, &q->gpu_mem_total[g], sizeof q->gpu_mem_total[g]);
+        h = cg__fnv(h, &q->cpu_alloc, sizeof q->cpu_alloc);
+        h = cg__fnv(h, &q->mem_alloc, sizeof q->mem_alloc);
+    }
+    return h;
+}
+
+/* The reasons a gang can never fit the nodes as they are. */
+static bool cg__capacity_reason(int reason) {
+    return reason == Q_R_NO_NODE || reason == Q_R_NODE_TOO_SMALL || reason == Q_R_GANG_TOO_BIG;
+}
+
+/* The same, as the status writes them (cycle.c's names). */
+static bool cg__capacity_status(const char *reason) {
+    return !strcmp(reason, "NoMatchingNode") || !strcmp(reason, "ReplicaTooBig") ||
+           !strcmp(reason, "GangTooBig");
+}
+
+/* Sends the jobs Rejected for capacity back to Pending. */
+static void cg__requeue_rejected(struct server *s) {
+    opcache *jc = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(jc); i++) {
+        struct opcache_obj *o = opcache_at(jc, i);
+        struct opext *x = o->ext;
+        struct opjob *js = x ? x->job : NULL;
+        if (!js || js->st.phase != AIQ_PHASE_REJECTED || !cg__capacity_status(js->st.reason))
+            continue;
+        char was[OPST_NAME];
+        snprintf(was, sizeof was, "%s", js->st.reason);
+        js->st.phase = AIQ_PHASE_PENDING;
+        snprintf(js->st.reason, sizeof js->st.reason, "%s", "NodesChanged");
+        snprintf(js->st.message, sizeof js->st.message,
+                 "the cluster's nodes changed: examined again (it was Rejected: %s)", was);
+        js->resync = true;
+        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Requeued", js->st.message);
+        OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
+              "reason=NodesChanged was=%s", was);
+    }
+}
+
+/* See capgrace.h. */
+void capgrace_observe(struct server *s, const struct q_node *nodes, int n, double now) {
+    uint64_t fp = cg__fingerprint(nodes, n);
+    if (s->cap_seen && fp == s->cap_fp)
+        return;
+    /* The first list is the cluster as it stands (the operator acts only
+     * once every watch has listed): no change, no grace. */
+    s->cap_changed_at = s->cap_seen ? now : 0;
+    if (s->cap_seen) {
+        OPLOG(&s->log, OPLOG_INFO, "capacity_changed", NULL, NULL, "nodes=%d grace_s=%.0f", n,
+              s->flags.capacity_grace_s);
+        cg__requeue_rejected(s);
+    }
+    s->cap_seen = true;
+    s->cap_fp = fp;
+}
+
+/* See capgrace.h. */
+bool capgrace_hold(struct server *s, int reason, double now, char *msg, size_t cap) {
+    double since = now - s->cap_changed_at, grace = s->flags.capacity_grace_s;
+    if (!cg__capacity_reason(reason) || since >= grace)
+        return false;
+    size_t len = strlen(msg);
+    if (len < cap)
+        snprintf(msg + len, cap - len,
+                 " (the nodes changed %.0f s ago: rejected only if it still cannot fit %.0f s "
+                 "after the change)", since, grace);
+    return true;
+}

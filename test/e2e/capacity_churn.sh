@@ -1,0 +1,66 @@
+#!/bin/sh
+# servers: local real
+# capacity_churn.sh -- capacity that comes and goes (issue 19): a node
+# that leaves the usable set for two seconds (its GPU memory label taken
+# away, so aiq leaves it out) does not make a 2x8 gang that needs it
+# Rejected: it waits, says why, and runs when the node is back. A node
+# gone longer than --capacity-grace rejects the gang ("can never fit");
+# when the node comes back the gang is examined again and runs.
+. "$(dirname "$0")/lib.sh"
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+op_start --capacity-grace 4s
+N1=$(kubectl get nodes -o jsonpath='{.items[1].metadata.name}')
+MEM=$(kubectl get node "$N1" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.memory}')
+
+gang() { # name
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $1, namespace: default}
+spec:
+  user: carol
+  replicas: 2
+  resources: {gpus: 8, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 3s}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+phase() { kubectl get aijob "$1" -o jsonpath='{.status.phase}'; }
+check "node $N1 carries its GPU memory label ($MEM)" [ -n "$MEM" ]
+
+# --- two seconds without the node: the gang waits ------------------------------
+kubectl label node "$N1" nvidia.com/gpu.memory- >/dev/null
+sleep 0.5
+gang blip | kubectl apply -f - >/dev/null
+wait_for 10 "the gang that cannot fit now waits, saying the nodes changed" sh -c '
+  [ "$(kubectl get aijob blip -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob blip -o jsonpath={.status.message} | grep -q "rejected only if it still cannot fit"'
+sleep 1
+check "it is not Rejected within the grace" sh -c '[ "$(kubectl get aijob blip -o jsonpath={.status.phase})" != Rejected ]'
+kubectl label node "$N1" "nvidia.com/gpu.memory=$MEM" >/dev/null
+wait_for 30 "the node is back: the gang runs and succeeds" sh -c '
+  [ "$(kubectl get aijob blip -o jsonpath={.status.phase})" = Succeeded ]'
+check "blip was never Rejected (attempts 1)" sh -c '
+  [ "$(kubectl get aijob blip -o jsonpath={.status.attempts})" = 1 ] &&
+  ! grep "event=job_rejected obj=default/blip " "$T/op.log" | grep -q .'
+
+# --- gone past the grace: Rejected, then examined again when it returns --------
+kubectl label node "$N1" nvidia.com/gpu.memory- >/dev/null
+sleep 0.5
+gang long | kubectl apply -f - >/dev/null
+wait_for 20 "past --capacity-grace the gang is Rejected (GangTooBig)" sh -c '
+  [ "$(kubectl get aijob long -o jsonpath={.status.phase})" = Rejected ] &&
+  [ "$(kubectl get aijob long -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}")" = GangTooBig ]'
+check "a Rejected gang keeps no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=long -o name)" ]'
+kubectl label node "$N1" "nvidia.com/gpu.memory=$MEM" >/dev/null
+wait_for 30 "the node returns: the Rejected gang is examined again and succeeds" sh -c '
+  [ "$(kubectl get aijob long -o jsonpath={.status.phase})" = Succeeded ]'
+check "the operator logged the requeue with the old reason" \
+    grep -q "event=job_requeued obj=default/long .*reason=NodesChanged was=GangTooBig" "$T/op.log"
+check "a Requeued Event was posted" sh -c '
+  kubectl get events --field-selector involvedObject.name=long -o jsonpath="{range .items[*]}{.reason}{\"\\n\"}{end}" | grep -q Requeued'
+e2e_done
