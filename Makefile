@@ -135,9 +135,11 @@ endif
 .PHONY: deps-check
 
 # ---- tests -------------------------------------------------------------------
+# make test: every unit test under ASan/UBSan and under valgrind (the -O0
+# build), then every end-to-end suite on both API servers.
 test: deps
-	@$(MAKE) --no-print-directory $(JOBS) test-build
-	@./test/run-tests.sh build/san
+	@$(MAKE) --no-print-directory $(JOBS) test-build $(DBG_TESTS)
+	@AIQ_VALGRIND_BUILD=build/dbg ./test/run-tests.sh build/san
 
 test-build: $(SAN_TESTS) $(SAN_PROGS) $(REL_PROGS) $(REALCLUSTER) fuzz-build-if-clang
 .PHONY: test-build

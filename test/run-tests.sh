@@ -51,6 +51,19 @@ if [ "$WHAT" = unit ] || [ "$WHAT" = all ] || [ "$WHAT" = valgrind ]; then
         tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
     done
 fi
+# With AIQ_VALGRIND_BUILD (a -O0 build dir, e.g. build/dbg), "all" also
+# runs that build's unit tests under valgrind (make test does).
+if [ "$WHAT" = all ] && [ -n "${AIQ_VALGRIND_BUILD:-}" ]; then
+    for t in "$ROOT/$AIQ_VALGRIND_BUILD"/test/test_*; do
+        [ -x "$t" ] || continue
+        n=valgrind:$(basename "$t")
+        t0=$(date +%s)
+        (cd "$ROOT" && valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite,indirect "$t") >"$LOG/$n.out" 2>&1
+        rc=$?
+        tally "$n" "$LOG/$n.out" $rc $(( $(date +%s) - t0 ))
+    done
+fi
 if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
     for s in "$ROOT"/test/e2e/*.sh; do
         [ -f "$s" ] || continue

@@ -447,7 +447,9 @@ TEST(apiserver_table_for_custom_resource) {
     CHECK(json_object_is_type(json_object_array_get_idx(json_object_object_get(
               json_object_array_get_idx(json_object_object_get(o, "rows"), 0), "cells"), 2), json_type_int));
     CHECK_STR(at(o, "rows.0.cells.3"), "");   /* missing status.phase is null */
-    CHECK_STR(at(o, "rows.0.cells.4"), "0s");
+    /* the Age column: a few seconds at most (valgrind is slow) */
+    const char *age = at(o, "rows.0.cells.4");
+    CHECK(age && strlen(age) == 2 && age[0] >= '0' && age[0] <= '9' && age[1] == 's');
     CHECK_STR(at(o, "rows.0.object.kind"), "PartialObjectMetadata");
     CHECK_STR(at(o, "rows.0.object.metadata.namespace"), "default");
     json_object_put(o);
