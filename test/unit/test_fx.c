@@ -507,8 +507,9 @@ TEST(fx_explain_terms) {
     fx_free(p);
     /* a term of exactly 95 bytes fits without "..." */
     char src95[160] = "job.gpus + (";
-    while (strlen(src95) < 12 + 93 - 2) strcat(src95, "1+");
-    strcat(src95, "1)");
+    while (strlen(src95) < 12 + 93 - 2)
+        snprintf(src95 + strlen(src95), sizeof src95 - strlen(src95), "1+");
+    snprintf(src95 + strlen(src95), sizeof src95 - strlen(src95), "1)");
     CHECK_INT(strlen(src95) - 11, 95);
     p = fx_compile(src95, FX_EXPR, &e);
     CHECK_INT(fx_explain(p, f, c, 4), 2);
