@@ -182,6 +182,11 @@ static bool is_dns_subdomain(const char *s) {
     }
 }
 
+/* See model.h. */
+bool aiq_is_dns_subdomain(const char *s) {
+    return s && is_dns_subdomain(s);
+}
+
 /* Label value: ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63. */
 static bool is_label_value(const char *s) {
     size_t n = strnlen(s, MAX_LABEL + 1);

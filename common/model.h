@@ -222,6 +222,9 @@ void aiq_userquota_deinit(struct aiq_userquota *u);
  * that names the field and the bad value
  * ("spec.resources.gpus: must be >= 0, got -3"). */
 aiq_rc aiq_aijob_validate(const struct aiq_aijob *j, aiq_err *err);
+
+/* True when s is a valid object name (RFC 1123 subdomain, at most 253). */
+bool aiq_is_dns_subdomain(const char *s);
 aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err);
 aiq_rc aiq_group_validate(const struct aiq_group *g, aiq_err *err);
 aiq_rc aiq_userquota_validate(const struct aiq_userquota *u, aiq_err *err);

@@ -309,7 +309,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         struct opjob *js = x->job;
         const struct aiq_aijob *j = o->parsed;
         aiq_phase p = js->st.phase;
-        bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && js->backoff_until <= now &&
+        bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && !js->group_hold &&
+                       js->backoff_until <= now &&
                        !j->spec.suspend && job_pods_ready(s, o);
         bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
                        js->st.nplacement == j->spec.replicas;

@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "                         calls Unschedulable this long after admission (default 5s)\n"
             "  --capacity-grace DUR   reject a job that cannot fit only after the nodes held still\n"
             "                         this long (default 60s; a Rejected job is re-examined when they change)\n"
+            "  --ungrouped MODE       jobs in a namespace no Group claims: wait (default), run (no\n"
+            "                         quota or budget, said in an Event) or GROUP (count them there)\n"
             "  --backoff DUR          requeue backoff base, doubling per attempt, cap 5m (default 10s)\n"
             "  --leader-elect         elect a leader with a Lease (only the leader acts)\n"
             "  --namespace NS         namespace of the Lease (default default)\n"
@@ -62,7 +64,7 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_HELP, F_VERSION };
+           F_CAPGRACE, F_UNGROUPED, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -74,6 +76,7 @@ int main(int argc, char **argv) {
         {"backoff", required_argument, 0, F_BACKOFF},
         {"unschedulable-grace", required_argument, 0, F_UNSCHED},
         {"capacity-grace", required_argument, 0, F_CAPGRACE},
+        {"ungrouped", required_argument, 0, F_UNGROUPED},
         {"leader-elect", no_argument, 0, F_LEADER},
         {"namespace", required_argument, 0, F_NS},
         {"lease-name", required_argument, 0, F_LEASE},
@@ -112,6 +115,15 @@ int main(int argc, char **argv) {
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
+        case F_UNGROUPED:
+            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "run") != 0 &&
+                !aiq_is_dns_subdomain(optarg)) {
+                fprintf(stderr, "aiq-operator: --ungrouped: expected wait, run or a Group's name, "
+                        "got \"%s\"\n", optarg);
+                return 2;
+            }
+            fl->ungrouped = optarg;
+            break;
         case F_LEADER: fl->leader_elect = true; break;
         case F_NS: fl->lease_ns = optarg; break;
         case F_LEASE: fl->lease_name = optarg; break;

@@ -553,6 +553,74 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
     js->journaled = true;
 }
 
+/* A job waiting for its namespace's Group: remembers why (applied to
+ * the status by job__apply_hold at the end of each sync) and says so in
+ * an Event once. */
+static void job__hold(struct server *s, struct opcache_obj *o, struct opjob *js,
+                      const char *reason, const char *msg) {
+    js->group_hold = true;
+    snprintf(js->hold_reason, sizeof js->hold_reason, "%s", reason);
+    snprintf(js->hold_msg, sizeof js->hold_msg, "%s", msg);
+    job__event(s, o, js, "Warning", reason, msg);
+}
+
+/* A held job that waits in the queue's phases shows why, with no
+ * position; the cycle leaves it out. */
+static void job__apply_hold(struct opjob *js) {
+    if (!js->group_hold ||
+        (js->st.phase != AIQ_PHASE_QUEUED && js->st.phase != AIQ_PHASE_PENDING))
+        return;
+    js->st.position = 0;
+    js->st.estimated_start = 0;
+    snprintf(js->st.reason, sizeof js->st.reason, "%s", js->hold_reason);
+    snprintf(js->st.message, sizeof js->st.message, "%s", js->hold_msg);
+}
+
+/* Decides the job's group from its namespace (docs/operator.md "Jobs and
+ * Groups"): the one Group claiming it; with none, --ungrouped says wait,
+ * run without quota (said in an Event), or use the named Group; with two
+ * or more, the job waits and says which. A waiting job keeps its phase
+ * and is left out of the queue (opjob.group_hold). */
+static void job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
+                       struct opjob *js) {
+    const struct aiq_group *g[2];
+    const char *ns = j->meta.namespace_, *mode = s->flags.ungrouped ? s->flags.ungrouped : "wait";
+    char msg[512];
+    int n = srv__ns_claims(s, ns, g);
+    bool was = js->group_hold;
+    js->group_hold = false;
+    js->st.group[0] = '\0';
+    if (n == 1) {
+        snprintf(js->st.group, sizeof js->st.group, "%s", g[0]->meta.name);
+    } else if (n >= 2) {
+        snprintf(msg, sizeof msg,
+                 "namespace %s is claimed by Groups %s and %s%s: its jobs wait until only one "
+                 "claims it", ns, g[0]->meta.name, g[1]->meta.name, n > 2 ? " (and others)" : "");
+        job__hold(s, o, js, "GroupConflict", msg);
+    } else if (!strcmp(mode, "run")) {
+        job__event(s, o, js, "Normal", "NoGroup",
+                   "no Group claims this namespace: the job runs with no quota or budget "
+                   "(--ungrouped=run)");
+    } else if (strcmp(mode, "wait") != 0) {
+        const struct opcache_obj *go = opcache_get(s->cache[OPK_GROUP], mode);
+        if (go && go->parse_ok && go->parsed) {
+            snprintf(js->st.group, sizeof js->st.group, "%s", mode);
+        } else {
+            snprintf(msg, sizeof msg,
+                     "no Group claims namespace %s and the default Group %s (--ungrouped) does "
+                     "not exist", ns, mode);
+            job__hold(s, o, js, "NoGroup", msg);
+        }
+    } else {
+        snprintf(msg, sizeof msg,
+                 "no Group claims namespace %s: its jobs wait until a Group lists it in "
+                 "spec.namespaces (or the operator runs with --ungrouped)", ns);
+        job__hold(s, o, js, "NoGroup", msg);
+    }
+    if (was && !js->group_hold && js->st.phase == AIQ_PHASE_QUEUED)
+        job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+}
+
 /* Syncs one AIJob; see server.h. */
 void job_sync(struct server *s, struct opcache_obj *o, double now) {
     struct opjob *js = job__state(o);
@@ -582,8 +650,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         return;
     if (js->place_cap < j->spec.replicas && job__place_alloc(js, j->spec.replicas) != 0)
         return;
-    const struct aiq_group *grp = srv__group_for_ns(s, j->meta.namespace_);
-    snprintf(js->st.group, sizeof js->st.group, "%s", grp ? grp->meta.name : "");
+    job__group(s, o, j, js);
     js->st.total_gpus = job__total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
         job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
@@ -730,6 +797,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         break;
     }
     js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
+    job__apply_hold(js);
     job__publish(s, o, js, now);
 }
 

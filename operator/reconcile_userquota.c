@@ -80,6 +80,39 @@ static json_object *uq__res_obj(const int64_t v[5], bool skip_unlimited) {
     return o;
 }
 
+/* The Group's Conflict condition: True, naming the namespaces another
+ * Group claims too and that Group, while any is; False otherwise. The
+ * namespace's jobs wait meanwhile (job__group). */
+static json_object *uq__conflict_conditions(struct server *s, const struct aiq_group *g) {
+    char msg[1024] = "";
+    size_t len = 0;
+    for (int k = 0; k < g->spec.nnamespaces; k++) {
+        const struct aiq_group *cl[2];
+        if (srv__ns_claims(s, g->spec.namespaces[k], cl) < 2)
+            continue;
+        const struct aiq_group *other = cl[0] == g ? cl[1] : cl[0];
+        int w = snprintf(msg + len, sizeof msg - len, "%snamespace %s is also claimed by Group %s",
+                         len ? "; " : "", g->spec.namespaces[k], other ? other->meta.name : "?");
+        if (w < 0 || (size_t)w >= sizeof msg - len)
+            break; /* the message is cut; the condition stays True */
+        len += (size_t)w;
+    }
+    json_object *arr = json_object_new_array(), *c = json_object_new_object();
+    if (!arr || !c) {
+        json_object_put(arr);
+        json_object_put(c);
+        return NULL;
+    }
+    json_object_object_add(c, "type", json_object_new_string("Conflict"));
+    json_object_object_add(c, "status", json_object_new_string(msg[0] ? "True" : "False"));
+    json_object_object_add(c, "reason",
+                           json_object_new_string(msg[0] ? "NamespaceClaimedTwice" : "NoConflict"));
+    json_object_object_add(c, "message", json_object_new_string(
+        msg[0] ? msg : "every namespace of the group is claimed by it alone"));
+    json_object_array_add(arr, c);
+    return arr;
+}
+
 /* Decides acceptance and writes statuses; see server.h. */
 void quota_refresh(struct server *s, double now) {
     opcache *uc = s->cache[OPK_USERQUOTA], *gc = s->cache[OPK_GROUP];
@@ -187,6 +220,7 @@ void quota_refresh(struct server *s, double now) {
             json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
         json_object_object_add(st, "usage", usage);
         json_object_object_add(st, "allotted", uq__res_obj(sum, true));
+        json_object_object_add(st, "conditions", uq__conflict_conditions(s, g));
         json_object_object_add(st, "observedGeneration",
                                json_object_new_int64(srv__generation(go->raw)));
         srv__want_status(s, go, st);
@@ -205,7 +239,13 @@ void quota_refresh(struct server *s, double now) {
             continue;
         x->accepted = false;
         x->group[0] = '\0';
-        if (u)
+        const struct aiq_group *cl[2];
+        if (u && srv__ns_claims(s, u->meta.namespace_, cl) >= 2)
+            snprintf(reason, sizeof reason,
+                     "namespace %.200s is claimed by Groups %.150s and %.150s: no UserQuota there "
+                     "counts until only one claims it", u->meta.namespace_, cl[0]->meta.name,
+                     cl[1]->meta.name);
+        else if (u)
             snprintf(reason, sizeof reason, "namespace %.200s is in no Group's spec.namespaces",
                      u->meta.namespace_);
         else

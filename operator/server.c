@@ -137,9 +137,11 @@ aiq_rc srv__path(char *buf, size_t cap, opkind k, json_object *obj,
                      srv__name(obj), sub, err);
 }
 
-const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns) {
+/* See server.h. */
+int srv__ns_claims(struct server *s, const char *ns, const struct aiq_group *first[2]) {
     opcache *c = s->cache[OPK_GROUP];
-    const struct aiq_group *best = NULL;
+    int n = 0;
+    first[0] = first[1] = NULL;
     for (size_t i = 0; i < opcache_count(c); i++) {
         struct opcache_obj *o = opcache_at(c, i);
         if (!o->parse_ok || !o->parsed)
@@ -148,13 +150,25 @@ const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns) {
         for (int k = 0; k < g->spec.nnamespaces; k++) {
             if (strcmp(g->spec.namespaces[k], ns) != 0)
                 continue;
-            /* Two groups claiming one namespace: the first by name wins,
-             * so the answer does not depend on cache order. */
-            if (!best || strcmp(g->meta.name, best->meta.name) < 0)
-                best = g;
+            n++;
+            /* keep the two first by name, whatever the cache order */
+            if (!first[0] || strcmp(g->meta.name, first[0]->meta.name) < 0) {
+                first[1] = first[0];
+                first[0] = g;
+            } else if (!first[1] || strcmp(g->meta.name, first[1]->meta.name) < 0) {
+                first[1] = g;
+            }
+            break;
         }
     }
-    return best;
+    return n;
+}
+
+/* The one Group whose spec.namespaces holds ns; NULL when none does or
+ * when two or more claim it (a conflict: see srv__ns_claims). */
+const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns) {
+    const struct aiq_group *g[2];
+    return srv__ns_claims(s, ns, g) == 1 ? g[0] : NULL;
 }
 
 oppolicy *srv__policy(struct server *s) {
@@ -760,6 +774,7 @@ void srv_init(struct server *s) {
     s->flags.status_writes_per_s = 1000;
     s->flags.unsched_grace_s = 5;
     s->flags.capacity_grace_s = 60;
+    s->flags.ungrouped = "wait";
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }

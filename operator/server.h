@@ -107,6 +107,9 @@ struct opjob {
      * events sync it at once. */
     bool resync;               /* sync at the next cycle (set by events) */
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
+    bool group_hold;           /* waits for its namespace's Group (job__group) */
+    char hold_reason[32];      /* ... why: NoGroup, GroupConflict */
+    char hold_msg[512];        /* ... and the message */
 };
 
 /* Operator state attached to every cached object. */
@@ -138,6 +141,8 @@ struct srv_flags {
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     double unsched_grace_s;    /* Unschedulable pinned pod -> requeue after: 5 */
     double capacity_grace_s;   /* nodes held still this long before "can never fit": 60 */
+    const char *ungrouped;     /* jobs in a namespace no Group owns: "wait" (default),
+                                  "run" (no quota, said so) or a Group's name */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
@@ -272,8 +277,12 @@ const char *srv__uid(json_object *obj);
 int64_t srv__generation(json_object *obj);
 
 /* The Group (cache entry, parsed) whose spec.namespaces holds ns, or
- * NULL. */
+ * NULL when none does or two or more do (a conflict). */
 const struct aiq_group *srv__group_for_ns(struct server *s, const char *ns);
+
+/* How many Groups claim namespace ns; first gets the first two by name
+ * (NULL where fewer). */
+int srv__ns_claims(struct server *s, const char *ns, const struct aiq_group *first[2]);
 
 /* The compiled active policy (the built-in default when none). */
 oppolicy *srv__policy(struct server *s);

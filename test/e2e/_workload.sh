@@ -199,7 +199,8 @@ Y
 wl_op_up() {
     before=$(cat "$T/op.log" 2>/dev/null | grep -c "event=ready")
     "$BUILD/aiq-operator" --kubeconfig "$T/kubeconfig" --db "$T/op.db" \
-        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level info --backoff 1s "$@" >>"$T/op.log" 2>&1 &
+        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level info --backoff 1s --ungrouped run "$@" \
+        >>"$T/op.log" 2>&1 &
     OP_PID=$!
     for _ in $(seq 1 200); do
         [ "$(cat "$T/op.log" 2>/dev/null | grep -c "event=ready")" -gt "$before" ] && return 0

@@ -93,10 +93,13 @@ e2e_start() {
 
 # op_start [extra aiq-operator args]: the operator, waiting until /readyz.
 # It uses $OP_KUBECONFIG when set (e.g. its own service account's
-# credentials), else the admin kubeconfig.
+# credentials), else the admin kubeconfig. Most suites submit in
+# namespaces no Group claims, so it runs with --ungrouped run (said in an
+# Event per job); group_conflict.sh checks the default, wait.
 op_start() {
     "$BUILD/aiq-operator" --kubeconfig "${OP_KUBECONFIG:-$T/kubeconfig}" --db "$T/op.db" \
-        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level debug "$@" >>"$T/op.log" 2>&1 &
+        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level debug --ungrouped run "$@" \
+        >>"$T/op.log" 2>&1 &
     OP_PID=$!
     for _ in $(seq 1 100); do
         grep -q "event=ready" "$T/op.log" 2>/dev/null && return 0

@@ -9,7 +9,7 @@ e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
 op_start --leader-elect --namespace default --identity op-a
 A_PID=$OP_PID
 "$BUILD/aiq-operator" --kubeconfig "$T/kubeconfig" --db "$T/op-b.db" --metrics-addr 127.0.0.1:0 \
-    --cycle-ms 300 --log-level debug --leader-elect --namespace default --identity op-b \
+    --cycle-ms 300 --log-level debug --leader-elect --namespace default --identity op-b --ungrouped run \
     >"$T/op-b.log" 2>&1 &
 B_PID=$!
 trap 'kill $B_PID 2>/dev/null; wait $B_PID 2>/dev/null; e2e_cleanup' EXIT
