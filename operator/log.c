@@ -67,6 +67,47 @@ const char *oplog_quote(char *buf, size_t cap, const char *s) {
     return buf;
 }
 
+/* Tells whether p starts " key=" (a logfmt key: lowercase, digits, _). */
+static bool oplog__next_key(const char *p) {
+    if (*p != ' ')
+        return false;
+    const char *k = ++p;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')
+        p++;
+    return p > k && *p == '=';
+}
+
+/* See log.h. */
+void oplog_escape_values(const char *in, char *out, size_t cap) {
+    size_t n = 0;
+    if (!cap)
+        return;
+    for (const char *p = in; *p && n + 3 < cap; p++) {
+        out[n++] = *p;
+        if (!(*p == '"' && p > in && p[-1] == '='))
+            continue;
+        /* a quoted value: it ends at the quote followed by the end or by
+         * " key="; quotes and backslashes before that are escaped */
+        for (p++; *p && n + 3 < cap; p++) {
+            if (*p == '"' && (!p[1] || oplog__next_key(p + 1))) {
+                out[n++] = '"';
+                break;
+            }
+            if (*p == '\\' && p[1]) { /* escaped already (oplog_quote): kept */
+                out[n++] = *p++;
+                out[n++] = *p;
+                continue;
+            }
+            if (*p == '"')
+                out[n++] = '\\';
+            out[n++] = *p;
+        }
+        if (!*p)
+            break;
+    }
+    out[n] = '\0';
+}
+
 /* Formats and writes one log line; see log.h. */
 void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
                  const char *obj, const char *rv, const char *fmt, ...) {
@@ -87,6 +128,10 @@ void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
     for (char *p = tail; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
+    /* msg="..." values hold other people's text (API errors quote
+     * names): escape their inner quotes so the line stays logfmt. */
+    char esc[OPLOG_TAIL_MAX + OPLOG_TAIL_MAX / 4];
+    oplog_escape_values(tail, esc, sizeof esc);
 
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
@@ -99,6 +144,6 @@ void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
             oplog_level_name(lvl), event ? event : "-",
             obj ? " obj=" : "", obj ? obj : "",
             rv ? " rv=" : "", rv ? rv : "",
-            tail[0] ? " " : "", tail);
+            esc[0] ? " " : "", esc);
     fflush(out);
 }

@@ -8,6 +8,7 @@
 #ifndef AIQ_OPERATOR_LOG_H
 #define AIQ_OPERATOR_LOG_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef enum {
@@ -47,6 +48,13 @@ void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
  * value: "..." with \" \\ and control characters escaped; cut at cap.
  * Returns buf, so it can be used inline as a %s argument. */
 const char *oplog_quote(char *buf, size_t cap, const char *s);
+
+/* Copies a formatted key=value tail to out (cap bytes, cut), escaping
+ * the quotes inside each key="..." value, whose end is the quote followed
+ * by the end of the tail or by " key=" (a backslash pair, as oplog_quote
+ * writes, is kept as it is). So
+ * msg="pods "a" is forbidden" becomes msg="pods \"a\" is forbidden". */
+void oplog_escape_values(const char *in, char *out, size_t cap);
 
 #define OPLOG(lg, lvl, event, obj, rv, ...)                              \
     do {                                                                 \
