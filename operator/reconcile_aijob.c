@@ -296,7 +296,11 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
         char key[OPCACHE_KEY_MAX];
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, j->meta.name);
         store_journal_event(s->db, now, STORE_EV_JOB_DEPARTURE, key, payload, NULL);
-        opmetrics_finished_inc(s->metrics, outcome);
+        /* aiq_finished_total counts jobs: an attempt that succeeds or a
+         * job deleted while it ran ends the job; a failed attempt ends it
+         * only past backoffLimit (job__teardown counts that one). */
+        if (!strcmp(outcome, "Succeeded") || !strcmp(outcome, "Deleted"))
+            opmetrics_finished_inc(s->metrics, outcome);
     }
 }
 
@@ -325,6 +329,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
                  why, js->st.attempts, j->spec.backoff_limit + 1, j->spec.backoff_limit);
         job__phase(js, AIQ_PHASE_FAILED, reason, msg);
         store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
+        opmetrics_finished_inc(s->metrics, "Failed");
     } else {
         double back = s->flags.backoff_base_s * pow(2, js->st.attempts - 1);
         if (back > 300)

@@ -60,6 +60,11 @@ wait_for 25 "after backoffLimit the job is Failed" sh -c '
   [ "$(kubectl get aijob flaky -o jsonpath={.status.attempts})" = 2 ]'
 check "the failure message names the pod" sh -c '
   kubectl get aijob flaky -o jsonpath={.status.message} | grep -q "pod flaky-"'
+PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+check "aiq_finished_total counts the failed job once, not its two attempts nor the suspension" sh -c "
+  m=\$(curl -fsS http://127.0.0.1:$PORT/metrics) &&
+  echo \"\$m\" | grep -qx 'aiq_finished_total{outcome=\"Failed\"} 1' &&
+  ! echo \"\$m\" | grep -q 'aiq_finished_total{outcome=\"Suspended\"}'"
 check "a failed gang leaves no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=flaky -o name)" ]'
 
 # --- SIGKILL mid-run ---------------------------------------------------------
