@@ -42,7 +42,9 @@ static void usage(FILE *f) {
             "  --namespace NS         namespace of the Lease (default default)\n"
             "  --lease-name NAME      name of the Lease (default aiq-operator)\n"
             "  --identity ID          holder identity (default host-pid)\n"
-            "  --journal-retention DUR  prune journal entries older than this (default: keep)\n"
+            "  --journal-retention DUR  prune journal entries older than this (default 30d; 0 = keep)\n"
+            "  --journal-max-mib N    prune the oldest journal entries while the database holds more\n"
+            "                         (default 512; 0 = no cap); both checked hourly\n"
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
             "                         hami or dra (see docs/admin-guide.md)\n"
@@ -64,7 +66,7 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_UNGROUPED, F_HELP, F_VERSION };
+           F_CAPGRACE, F_UNGROUPED, F_JMAX, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -77,6 +79,7 @@ int main(int argc, char **argv) {
         {"unschedulable-grace", required_argument, 0, F_UNSCHED},
         {"capacity-grace", required_argument, 0, F_CAPGRACE},
         {"ungrouped", required_argument, 0, F_UNGROUPED},
+        {"journal-max-mib", required_argument, 0, F_JMAX},
         {"leader-elect", no_argument, 0, F_LEADER},
         {"namespace", required_argument, 0, F_NS},
         {"lease-name", required_argument, 0, F_LEASE},
@@ -115,6 +118,14 @@ int main(int argc, char **argv) {
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
+        case F_JMAX:
+            fl->journal_max_mib = strtol(optarg, &end, 10);
+            if (!*optarg || *end || fl->journal_max_mib < 0 || fl->journal_max_mib > 1048576) {
+                fprintf(stderr, "aiq-operator: --journal-max-mib: expected 0 (no cap) or 1..1048576, "
+                        "got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
         case F_UNGROUPED:
             if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "run") != 0 &&
                 !aiq_is_dns_subdomain(optarg)) {

@@ -751,13 +751,25 @@ void srv_cron(struct server *s, double now) {
         pol_after_cycle(s);
         s->last_cycle = now;
     }
-    /* run_every(1 h): journal retention. */
-    if (s->flags.journal_retention_s > 0 && now - s->last_prune >= 3600) {
-        long removed = 0;
-        store_journal_prune(s->db, now - s->flags.journal_retention_s, &removed, NULL);
+    /* run_every(1 h): journal retention, by age and by size. */
+    if ((s->flags.journal_retention_s > 0 || s->flags.journal_max_mib > 0) &&
+        now - s->last_prune >= 3600) {
+        long removed = 0, by_size = 0;
+        aiq_err e;
+        aiq_err_clear(&e);
         s->last_prune = now;
-        if (removed)
-            OPLOG(&s->log, OPLOG_INFO, "journal_pruned", NULL, NULL, "removed=%ld", removed);
+        if (s->flags.journal_retention_s > 0 &&
+            store_journal_prune(s->db, now - s->flags.journal_retention_s, &removed, &e) != AIQ_OK)
+            OPLOG(&s->log, OPLOG_WARN, "store_error", NULL, NULL,
+                  "op=journal_prune retry=next_hour msg=\"%s\"", e.message);
+        if (s->flags.journal_max_mib > 0 &&
+            store_journal_prune_size(s->db, s->flags.journal_max_mib * 1048576LL, &by_size,
+                                     &e) != AIQ_OK)
+            OPLOG(&s->log, OPLOG_WARN, "store_error", NULL, NULL,
+                  "op=journal_prune_size retry=next_hour msg=\"%s\"", e.message);
+        if (removed || by_size)
+            OPLOG(&s->log, OPLOG_INFO, "journal_pruned", NULL, NULL, "by_age=%ld by_size=%ld",
+                  removed, by_size);
     }
 }
 
@@ -775,6 +787,8 @@ void srv_init(struct server *s) {
     s->flags.unsched_grace_s = 5;
     s->flags.capacity_grace_s = 60;
     s->flags.ungrouped = "wait";
+    s->flags.journal_retention_s = 30 * 86400.0;
+    s->flags.journal_max_mib = 512;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }

@@ -144,7 +144,8 @@ struct srv_flags {
     const char *ungrouped;     /* jobs in a namespace no Group owns: "wait" (default),
                                   "run" (no quota, said so) or a Group's name */
     bool leader_elect;
-    double journal_retention_s; /* 0 = keep forever */
+    double journal_retention_s; /* 0 = keep forever; default 30 days */
+    long journal_max_mib;      /* database size the journal is pruned to: 512 (0 = no cap) */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
     enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
 };

@@ -421,6 +421,14 @@ aiq_rc store_journal_export_jsonl(store *s, FILE *out, double since,
 
 /* Retention: deletes journal entries (events and decisions) older than
  * `before`; *removed (may be NULL) gets how many. */
+/* Bytes of data the database holds (its pages minus the free ones). */
+aiq_rc store_used_bytes(store *s, int64_t *bytes, aiq_err *err);
+
+/* Removes the oldest journal entries (events and decisions) until the
+ * database holds at most max_bytes or the journal is empty; *removed (may
+ * be NULL) gets how many went. */
+aiq_rc store_journal_prune_size(store *s, int64_t max_bytes, long *removed, aiq_err *err);
+
 aiq_rc store_journal_prune(store *s, double before, long *removed,
                            aiq_err *err);
 

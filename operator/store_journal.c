@@ -217,3 +217,60 @@ out_sp:
     if (rc == AIQ_OK && removed) *removed = n;
     return rc;
 }
+
+/* One integer from a one-row query (PRAGMA page_count and friends). */
+static aiq_rc store__int1(store *s, store__qid id, int64_t *out, aiq_err *err) {
+    bool row = false;
+    sqlite3_stmt *st = store__q(s, id, err);
+    if (!st) return AIQ_EDB;
+    aiq_rc rc = store__row(s, st, &row, "database size", err);
+    if (rc == AIQ_OK && row) *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* See store.h. */
+aiq_rc store_used_bytes(store *s, int64_t *bytes, aiq_err *err) {
+    int64_t pages = 0, free_pages = 0, size = 0;
+    aiq_rc rc = store__int1(s, STORE_Q_PAGE_COUNT, &pages, err);
+    if (rc == AIQ_OK) rc = store__int1(s, STORE_Q_FREELIST_COUNT, &free_pages, err);
+    if (rc == AIQ_OK) rc = store__int1(s, STORE_Q_PAGE_SIZE, &size, err);
+    if (rc == AIQ_OK) *bytes = (pages - free_pages) * size;
+    return rc;
+}
+
+/* See store.h. Each round removes the oldest share of the journal's time
+ * span that the excess suggests (plus a tenth), until the database uses
+ * at most max_bytes or the journal is empty; freed pages are reused, so
+ * the file stops growing. */
+aiq_rc store_journal_prune_size(store *s, int64_t max_bytes, long *removed, aiq_err *err) {
+    long total = 0;
+    aiq_rc rc = AIQ_OK;
+    for (int round = 0; round < 16; round++) {
+        int64_t used = 0;
+        bool row = false;
+        rc = store_used_bytes(s, &used, err);
+        if (rc != AIQ_OK || used <= max_bytes) break;
+        sqlite3_stmt *st = store__q(s, STORE_Q_JOURNAL_SPAN, err);
+        if (!st) { rc = AIQ_EDB; break; }
+        rc = store__row(s, st, &row, "journal span", err);
+        bool empty = !row || sqlite3_column_type(st, 0) == SQLITE_NULL;
+        double lo = empty ? 0 : sqlite3_column_double(st, 0);
+        double hi = empty ? 0 : sqlite3_column_double(st, 1);
+        sqlite3_reset(st);
+        if (rc != AIQ_OK || empty) break;
+        double share = 1.0 - (double)max_bytes / (double)used + 0.1;
+        if (share > 1) share = 1;
+        long n = 0;
+        /* the newest entry stays unless everything must go */
+        double cut = share >= 1 ? hi + 1 : lo + (hi - lo) * share;
+        if (cut <= lo) cut = lo + 1e-6;
+        rc = store_journal_prune(s, cut, &n, err);
+        if (rc != AIQ_OK) break;
+        total += n;
+        if (n == 0) break;
+    }
+    if (removed) *removed = total;
+    return rc;
+}
+

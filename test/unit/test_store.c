@@ -1073,6 +1073,41 @@ TEST(journal_prune_retention) {
     store_close(s);
 }
 
+/* Retention by size: the oldest entries go until the database holds at
+ * most the cap; the newest stay; under the cap nothing goes. */
+TEST(journal_prune_by_size) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    char payload[600];
+    memset(payload, 0, sizeof payload);
+    snprintf(payload, sizeof payload, "{\"pad\":\"");
+    memset(payload + strlen(payload), 'x', 500);
+    snprintf(payload + strlen(payload), sizeof payload - strlen(payload), "\"}");
+    CHECK_INT(store_begin(s, &err), AIQ_OK);
+    for (int i = 0; i < 3000; i++)
+        if (store_journal_event(s, 1000.0 + i, STORE_EV_NODE, "n", payload, &err) != AIQ_OK)
+            break;
+    CHECK_INT(store_commit(s, &err), AIQ_OK);
+    int64_t used = 0;
+    CHECK_INT(store_used_bytes(s, &used, &err), AIQ_OK);
+    CHECK(used > 1500000);
+    long removed = -1, n = 0;
+    CHECK_INT(store_journal_prune_size(s, used * 4, &removed, &err), AIQ_OK);
+    CHECK_INT(removed, 0); /* under the cap: nothing */
+    CHECK_INT(store_journal_prune_size(s, 600000, &removed, &err), AIQ_OK);
+    CHECK(removed > 1500 && removed < 3000);
+    CHECK_INT(store_used_bytes(s, &used, &err), AIQ_OK);
+    CHECK(used <= 600000);
+    char *out = export_str(s, 3999, &n); /* the newest entry is kept */
+    CHECK_INT(n, 1);
+    free(out);
+    out = export_str(s, 0, &n);
+    CHECK_INT(n, 3000 - removed);
+    free(out);
+    store_close(s);
+}
+
 /* ---- transactions, crashes, faults ------------------------------------------ */
 
 /* One cycle's worth of writes of every kind; stops at the first error. */
