@@ -48,6 +48,8 @@ static void usage(FILE *f) {
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
             "                         hami or dra (see docs/admin-guide.md)\n"
+            "  --api-remote           serve /journal and /queue to non-loopback clients too (default:\n"
+            "                         loopback only; they are not authenticated)\n"
             "  --version              print the release and the git commit, and exit\n");
 }
 
@@ -66,7 +68,7 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_UNGROUPED, F_JMAX, F_HELP, F_VERSION };
+           F_CAPGRACE, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -80,6 +82,7 @@ int main(int argc, char **argv) {
         {"capacity-grace", required_argument, 0, F_CAPGRACE},
         {"ungrouped", required_argument, 0, F_UNGROUPED},
         {"journal-max-mib", required_argument, 0, F_JMAX},
+        {"api-remote", no_argument, 0, F_APIREMOTE},
         {"leader-elect", no_argument, 0, F_LEADER},
         {"namespace", required_argument, 0, F_NS},
         {"lease-name", required_argument, 0, F_LEASE},
@@ -118,6 +121,7 @@ int main(int argc, char **argv) {
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
+        case F_APIREMOTE: fl->api_remote = true; break;
         case F_JMAX:
             fl->journal_max_mib = strtol(optarg, &end, 10);
             if (!*optarg || *end || fl->journal_max_mib < 0 || fl->journal_max_mib > 1048576) {

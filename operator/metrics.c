@@ -51,6 +51,7 @@ struct opmetrics {
     bool ready, leader;
     opapi *api; /* borrowed; NULL: no /journal */
     opvis *vis; /* borrowed; NULL: no /queue */
+    bool api_remote; /* /journal and /queue answer non-loopback clients too */
     struct opm_named pending[OPMETRICS_MAX_LEVELS];
     int npending;
     unsigned long admitted;
@@ -106,6 +107,12 @@ static void opm__copy(char *dst, size_t cap, const char *s) {
 void opmetrics_set_api(opmetrics *m, opapi *api) {
     pthread_mutex_lock(&m->mu);
     m->api = api;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_set_api_remote(opmetrics *m, bool remote) {
+    pthread_mutex_lock(&m->mu);
+    m->api_remote = remote;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -460,6 +467,23 @@ static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* /journal and /queue tell who runs what: they answer loopback clients,
+ * and others only with --api-remote (opmetrics_set_api_remote). */
+static bool opm__api_allowed(opmetrics *m, struct MHD_Connection *c) {
+    pthread_mutex_lock(&m->mu);
+    bool remote = m->api_remote;
+    pthread_mutex_unlock(&m->mu);
+    if (remote)
+        return true;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (!sa || sa->sa_family != AF_INET)
+        return false;
+    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+}
+
 static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                                     const char *url, const char *method,
                                     const char *version, const char *upload,
@@ -496,6 +520,11 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                           (char *)"not ready: waiting for the first list of every watch\n",
                           53, MHD_RESPMEM_PERSISTENT);
     }
+    if ((strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0) && !opm__api_allowed(m, c))
+        return opm__json_error(c, 403,
+                               "the journal and the live queue are served to loopback clients only "
+                               "(reach them with kubectl port-forward, or run the operator with "
+                               "--api-remote)");
     if (strcmp(url, "/journal") == 0) {
         pthread_mutex_lock(&m->mu);
         opapi *api = m->api;

@@ -76,6 +76,10 @@ void opmetrics_pending_set(opmetrics *m, const char *level, long n);
 
 void opmetrics_admitted_add(opmetrics *m, long n);
 
+/* Lets /journal and /queue answer clients that are not on loopback
+ * (--api-remote); by default they get 403 with how to reach them. */
+void opmetrics_set_api_remote(opmetrics *m, bool remote);
+
 /* Sets the live queue handle behind /queue (borrowed). */
 void opmetrics_set_vis(opmetrics *m, opvis *v);
 

@@ -839,6 +839,7 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     if (!s->vis)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     opmetrics_set_vis(s->metrics, s->vis);
+    opmetrics_set_api_remote(s->metrics, s->flags.api_remote);
     if (s->flags.metrics_addr && *s->flags.metrics_addr) {
         rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
         if (rc != AIQ_OK)

@@ -146,6 +146,7 @@ struct srv_flags {
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever; default 30 days */
     long journal_max_mib;      /* database size the journal is pruned to: 512 (0 = no cap) */
+    bool api_remote;           /* /journal and /queue for non-loopback clients too */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
     enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
 };

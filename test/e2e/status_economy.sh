@@ -103,4 +103,27 @@ wait_for 40 "every burst job still gets its Queued status" sh -c '
   [ "$(kubectl get aijobs -o jsonpath="{range .items[?(@.status.phase==\"Queued\")]}{.metadata.name} {end}" |
       tr " " "\n" | grep -c "^b")" = 20 ]'
 op_kill9
+
+# --- /queue and /journal answer loopback clients only, unless --api-remote ----
+IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+\.' | grep -v '^127\.' | head -1)
+if [ -z "$IP" ]; then
+    ok "skipped: this machine has no non-loopback IPv4 address to ask from"
+else
+    mv "$T/op.log" "$T/op2.log"
+    op_start --metrics-addr 0.0.0.0:0
+    PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+    check "from $IP /queue is 403, saying how to reach it" sh -c "
+      [ \"\$(curl -s -o '$T/r.json' -w '%{http_code}' 'http://$IP:$PORT/queue')\" = 403 ] &&
+      grep -q 'loopback clients only' '$T/r.json'"
+    check "and /journal too, while /metrics answers" sh -c "
+      [ \"\$(curl -s -o /dev/null -w '%{http_code}' 'http://$IP:$PORT/journal?job=default/w1')\" = 403 ] &&
+      curl -fsS 'http://$IP:$PORT/metrics' | grep -q '^aiq_leader'"
+    check "from loopback /queue answers" sh -c "curl -fsS 'http://127.0.0.1:$PORT/queue' | grep -q QueueView"
+    op_kill9
+    mv "$T/op.log" "$T/op3.log"
+    op_start --metrics-addr 0.0.0.0:0 --api-remote
+    PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+    check "with --api-remote /queue answers from $IP" sh -c "curl -fsS 'http://$IP:$PORT/queue' | grep -q QueueView"
+    op_kill9
+fi
 e2e_done
