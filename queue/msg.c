@@ -62,22 +62,33 @@ static void put(wr *w, const char *fmt, ...) {
 
 static const char *nz(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
-/* "3 GPUs", "40000 MiB of GPU memory", "2000m CPU", "512 MiB of memory",
+/* A size given in MiB, as people read it: "512 MiB", "80 GiB",
+ * "148.8 GiB". */
+static void mib(wr *w, int64_t v) {
+    if (v < 1024) put(w, "%lld MiB", (long long)v);
+    else if (v % 1024 == 0) put(w, "%lld GiB", (long long)(v / 1024));
+    else put(w, "%.1f GiB", (double)v / 1024.0);
+}
+
+/* Bytes, rounded up to MiB, as mib() writes them. */
+static void bytes_mib(wr *w, int64_t b) { mib(w, (b + 1048575) / 1048576); }
+
+/* "3 GPUs", "39.1 GiB of GPU memory", "2000m CPU", "512 MiB of memory",
  * "1 job" */
 static void amount(wr *w, int res, int64_t v) {
     switch (res) {
     case Q_RES_GPUS: put(w, "%lld GPU%s", (long long)v, v == 1 ? "" : "s"); break;
-    case Q_RES_GPU_MEM: put(w, "%lld MiB of GPU memory", (long long)v); break;
+    case Q_RES_GPU_MEM: mib(w, v); put(w, " of GPU memory"); break;
     case Q_RES_CPU: put(w, "%lldm CPU", (long long)v); break;
-    case Q_RES_MEM: put(w, "%lld MiB of memory", (long long)((v + 1048575) / 1048576)); break;
+    case Q_RES_MEM: bytes_mib(w, v); put(w, " of memory"); break;
     default: put(w, "%lld job%s", (long long)v, v == 1 ? "" : "s"); break;
     }
 }
 
 static void quota_number(wr *w, int res, int64_t v) {
-    if (res == Q_RES_MEM) put(w, "%lld MiB", (long long)((v + 1048575) / 1048576));
+    if (res == Q_RES_MEM) bytes_mib(w, v);
     else if (res == Q_RES_CPU) put(w, "%lldm", (long long)v);
-    else if (res == Q_RES_GPU_MEM) put(w, "%lld MiB", (long long)v);
+    else if (res == Q_RES_GPU_MEM) mib(w, v);
     else put(w, "%lld", (long long)v);
 }
 
@@ -91,17 +102,22 @@ static void owner_name(wr *w, const struct q_input *in, const struct q_job *j, i
     }
 }
 
-/* "8 x A100 >= 40000 MiB" and friends: what one replica asks for. */
+/* "8 x A100 >= 39.1 GiB" and friends: what one replica asks for. */
 static void replica_need(wr *w, const struct q_job *j) {
     const char *model = nz(j->gpu_model, "GPU");
     if (j->gpus > 0) {
         put(w, "%d x %s", j->gpus, model);
-        if (j->gpu_memory_mib > 0) put(w, " >= %lld MiB", (long long)j->gpu_memory_mib);
+        if (j->gpu_memory_mib > 0) {
+            put(w, " >= ");
+            mib(w, j->gpu_memory_mib);
+        }
     } else if (j->gpu_memory_mib > 0) {
-        put(w, "%lld MiB on one shared %s", (long long)j->gpu_memory_mib, model);
+        mib(w, j->gpu_memory_mib);
+        put(w, " on one shared %s", model);
     } else {
-        put(w, "%lldm CPU, %lld MiB memory", (long long)j->cpu_milli,
-            (long long)((j->memory_bytes + 1048575) / 1048576));
+        put(w, "%lldm CPU, ", (long long)j->cpu_milli);
+        bytes_mib(w, j->memory_bytes);
+        put(w, " memory");
     }
 }
 
@@ -289,22 +305,27 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
                 (long long)r->need, (long long)r->limit);
             break;
         case Q_TOO_GPU_MEM:
-            put(&w, "rejected: needs %lld MiB per GPU, largest GPU has %lld MiB",
-                (long long)r->need, (long long)r->limit);
+            put(&w, "rejected: needs ");
+            mib(&w, r->need);
+            put(&w, " per GPU, largest GPU has ");
+            mib(&w, r->limit);
             break;
         case Q_TOO_CPU:
             put(&w, "rejected: needs %lldm CPU per replica, largest node has %lldm",
                 (long long)r->need, (long long)r->limit);
             break;
         case Q_TOO_MEM:
-            put(&w, "rejected: needs %lld MiB memory per replica, largest node has %lld MiB",
-                (long long)((r->need + 1048575) / 1048576), (long long)(r->limit / 1048576));
+            put(&w, "rejected: needs ");
+            bytes_mib(&w, r->need);
+            put(&w, " memory per replica, largest node has ");
+            mib(&w, r->limit / 1048576);
             break;
         default:
             put(&w, "rejected: no node fits one replica (");
             replica_need(&w, job);
-            put(&w, ", %lldm CPU, %lld MiB memory)", (long long)job->cpu_milli,
-                (long long)((job->memory_bytes + 1048575) / 1048576));
+            put(&w, ", %lldm CPU, ", (long long)job->cpu_milli);
+            bytes_mib(&w, job->memory_bytes);
+            put(&w, " memory)");
             break;
         }
         break;

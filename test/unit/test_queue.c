@@ -296,7 +296,7 @@ static const scen scenarios[] = {
               {.key = "t/ok", .gpus = 1}},
      .exp = {{"t/q", R, "rejected: needs 32 GPUs, group vision quota is 16", -NOW, 0},
              {"t/big", R, "rejected: needs 16 GPUs per replica, largest node has 8", -NOW, 0},
-             {"t/mem", R, "rejected: needs 90000 MiB per GPU, largest GPU has 81920 MiB", -NOW, 0},
+             {"t/mem", R, "rejected: needs 87.9 GiB per GPU, largest GPU has 80 GiB", -NOW, 0},
              {"t/model", R, "rejected: no node has GPU model H100", -NOW, 0},
              {"t/dom", R, "rejected: no node in domain pool-z", -NOW, 0},
              {"t/gang", R, "rejected: gang of 3 replicas does not fit in any domain (at most 2 fit)", -NOW, 0},
@@ -308,7 +308,7 @@ static const scen scenarios[] = {
               {.key = "t/one", .prio = 100, .gpus = 8, .gmem = 40000, .model = "A100", .pred = 3600},
               {.key = "t/gang", .prio = 100, .replicas = 2, .gpus = 8, .gmem = 40000, .model = "A100", .ago = 30}},
      .exp = {{"t/one", A, NULL, 0, 1},
-             {"t/gang", W, "waiting for capacity: 2 replicas of 8 x A100 >= 40000 MiB free on one domain", 3600, 2}}},
+             {"t/gang", W, "waiting for capacity: 2 replicas of 8 x A100 >= 39.1 GiB free on one domain", 3600, 2}}},
     {.name = "gang: all replicas or none, then strict blocking",
      .nodes = {N1, N2, N3},
      .jobs = {{.key = "t/r", .gpus = 4, .run = 1, .node = 2, .end_in = 3600},
@@ -790,7 +790,7 @@ TEST(quota_counts_gpu_memory_cpu_and_jobs) {
     CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
     CHECK_INT(out.res[2].decision, Q_DEC_WAIT);
     q_message(&fx->in, &out, 2, m, sizeof m);
-    CHECK_STR(m, "waiting for 30000 MiB of GPU memory in group vision (quota 60000 MiB, in use 60000 MiB)");
+    CHECK_STR(m, "waiting for 29.3 GiB of GPU memory in group vision (quota 58.6 GiB, in use 58.6 GiB)");
     /* both shares sit on one GPU (binpack), never beyond its 81920 MiB */
     CHECK_INT(out.places[out.res[0].place_off].gpu_mask, out.places[out.res[1].place_off].gpu_mask);
     q_state_free(st);
