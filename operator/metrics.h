@@ -64,6 +64,10 @@ void opmetrics_pending_set(opmetrics *m, const char *level, long n);
 void opmetrics_admitted_add(opmetrics *m, long n);
 /* Counts one finished job by outcome ("Succeeded", "Failed", ...). */
 void opmetrics_finished_inc(opmetrics *m, const char *outcome);
+/* aiq_preemptions_total{reason} ("Preempted", "PreemptedByScore",
+ * "Reclaimed") and aiq_resizes_total{direction} ("grow", "shrink"). */
+void opmetrics_preempted_inc(opmetrics *m, const char *reason);
+void opmetrics_resized_inc(opmetrics *m, const char *direction);
 void opmetrics_observe_wait(opmetrics *m, double seconds);
 void opmetrics_observe_cycle(opmetrics *m, double seconds);
 
