@@ -76,7 +76,8 @@ wait_for 20 "one low job is preempted for hi" sh -c '
   grep -q "event=job_preempted .*by=default/hi" "$T/op.log"'
 V=$(sed -n 's/.*event=job_preempted obj=default\/\(low-[ab]\) .*by=default\/hi.*/\1/p' "$T/op.log" | head -1)
 [ "$V" = low-a ] && K=low-b || K=low-a
-echo "victim: $V, kept: $K"
+VNODE=$(kubectl get pod "$V-0" -o jsonpath={.spec.nodeName} 2>/dev/null)
+echo "victim: $V on $VNODE, kept: $K"
 check "exactly one victim" sh -c '
   [ "$(grep -c "event=job_preempted " "$T/op.log")" = 1 ] && [ -n "$0" ]' "$V"
 check "the victim pod is terminating gracefully with its own grace period" sh -c '
@@ -101,8 +102,8 @@ wait_for 20 "hi gets the Preempting condition naming the victim" sh -c '
 wait_for 30 "hi runs once the victim's pod is gone" sh -c '
   [ "$(kubectl get aijob hi -o jsonpath={.status.phase})" = Running ]'
 check "hi landed where the victim was" sh -c '
-  [ "$(kubectl get aijob hi -o jsonpath={.status.placement[0].node})" != \
-    "$(kubectl get aijob "$0" -o jsonpath={.status.placement[0].node})" ]' "$K"
+  [ -n "$0" ] && [ "$(kubectl get aijob hi -o jsonpath={.status.placement[0].node})" = "$0" ] &&
+  [ "$(kubectl get pod hi-0 -o jsonpath={.spec.nodeName})" = "$0" ]' "$VNODE"
 wait_for 20 "Events on both jobs name the other" sh -c '
   kubectl get events --field-selector involvedObject.name="$0",reason=Preempted -o jsonpath="{.items[*].message}" | grep -q default/hi &&
   kubectl get events --field-selector involvedObject.name=hi,reason=Preempting -o jsonpath="{.items[*].message}" | grep -q "default/$0"' "$V"
@@ -148,7 +149,7 @@ wait_for 20 "every pod knows the size (aiq.dev/replicas=4, env AIQ_REPLICAS)" sh
       grep -q "aiq.dev/replicas" || exit 1
   done'
 
-job nw 8 4s 0 | kubectl apply -f - >/dev/null
+job nw 8 15s 0 | kubectl apply -f - >/dev/null
 wait_for 20 "the elastic job is shrunk to 2 for the newcomer" sh -c '
   grep -q "event=job_shrinking obj=default/el .*from=4 to=2 by=default/nw" "$T/op.log"'
 check "its top replicas are stopping gracefully, the bottom ones are not" sh -c '
@@ -169,6 +170,9 @@ check "metrics: one grow and one shrink" sh -c '
   m=$(curl -sf "http://$0/metrics")
   echo "$m" | grep -q "^aiq_resizes_total{direction=\"grow\"} 1$" &&
   echo "$m" | grep -q "^aiq_resizes_total{direction=\"shrink\"} 1$"' "$OP_METRICS"
+wait_for 40 "once the newcomer is done, el grows back to 4" sh -c '
+  [ "$(kubectl get aijob nw -o jsonpath={.status.phase})" = Succeeded ] &&
+  [ "$(kubectl get aijob el -o jsonpath={.status.currentReplicas})" = 4 ]'
 wait_for 90 "both finish" sh -c '
   [ "$(kubectl get aijob nw -o jsonpath={.status.phase})" = Succeeded ] &&
   [ "$(kubectl get aijob el -o jsonpath={.status.phase})" = Succeeded ]'
@@ -178,10 +182,12 @@ kill "$OP_PID" 2>/dev/null
 wait "$OP_PID" 2>/dev/null
 OP_PID=""
 SIM=$BUILD/aiq-sim
-check "journal: job_preempted and job_resized (grow and shrink)" sh -c '
+check "journal: job_preempted, job_resized (grow, shrink, grow) and their decisions" sh -c '
   "$0" export --db "$T/op.db" --out "$T/j.jsonl" 2>/dev/null &&
   [ "$(grep -c "\"kind\":\"job_preempted\"" "$T/j.jsonl")" = 1 ] &&
-  [ "$(grep -c "\"kind\":\"job_resized\"" "$T/j.jsonl")" = 2 ] &&
+  [ "$(grep "\"kind\":\"job_resized\"" "$T/j.jsonl" | grep -o "\"replicas\":[0-9]*" | tr -d "\n")" = \
+    "\"replicas\":4\"replicas\":2\"replicas\":4" ] &&
+  [ "$(grep -c "\"action\":\"resize\"" "$T/j.jsonl")" = 3 ] &&
   grep -q "\"action\":\"preempt\".*\"reason\":\"Preempted\"" "$T/j.jsonl"' "$SIM"
 check "replay reproduces every decision, preemption and resizes included" sh -c '
   "$0" replay --db "$T/op.db" --policies-dir "$1" >"$T/r.out" 2>"$T/r.err"; rc=$?
