@@ -115,6 +115,11 @@ wait_for 60 "hi and the kept job succeed" sh -c '
   [ "$(kubectl get aijob "$0" -o jsonpath={.status.phase})" = Succeeded ]' "$K"
 check "the victim's attained service was kept" sh -c '
   kubectl get aijob "$0" -o jsonpath={.status.attainedGPUHours} | grep -q "^0\.[0-9]*[1-9]"' "$V"
+check "kubectl aiq explain shows the preemption, by whom, and the journal's preempt decision" sh -c '
+  PATH=$2:$PATH kubectl aiq explain "$0" --operator-url "http://$1" >"$T/x" 2>&1; cat "$T/x"
+  grep -q "^Preemption: preempted 1 time" "$T/x" &&
+  grep -q "Preempted (Preempted): preempted by default/hi" "$T/x" &&
+  grep -q "preempt .*Preempted" "$T/x" && grep -q "event job_preempted" "$T/x"' "$V" "$OP_METRICS" "$BUILD"
 check "metrics: aiq_preemptions_total{reason=Preempted} 1" sh -c '
   curl -sf "http://$0/metrics" | grep -q "^aiq_preemptions_total{reason=\"Preempted\"} 1$"' "$OP_METRICS"
 
