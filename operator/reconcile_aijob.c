@@ -484,11 +484,93 @@ int job_release(struct server *s, struct opcache_obj *o) {
     return jobs_release(s, &o, 1);
 }
 
+/* Borrowed annotation `name` of obj, or NULL. */
+static const char *job__pod_ann(json_object *obj, const char *name) {
+    json_object *md = NULL, *ann = NULL, *v = NULL;
+    if (!json_object_object_get_ex(obj, "metadata", &md) ||
+        !json_object_object_get_ex(md, "annotations", &ann) ||
+        !json_object_object_get_ex(ann, name, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* Reads one released pod's placement from its release annotations
+ * (release.h) into p. Returns 0, or -1 when the pod has none. */
+static int job__pod_place(json_object *pod, int replica, struct opst_place *p) {
+    json_object *md = NULL, *ann = NULL, *v = NULL;
+    if (!json_object_object_get_ex(pod, "metadata", &md) ||
+        !json_object_object_get_ex(md, "annotations", &ann) ||
+        !json_object_object_get_ex(ann, RELEASE_ANN_NODE, &v) ||
+        strlen(json_object_get_string(v)) > AIQ_MAX_NAME)
+        return -1;
+    memset(p, 0, sizeof *p);
+    p->replica = replica;
+    snprintf(p->node, sizeof p->node, "%s", json_object_get_string(v));
+    if (json_object_object_get_ex(ann, RELEASE_ANN_GPUS, &v)) {
+        const char *g = json_object_get_string(v);
+        while (*g && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA) {
+            char *end = NULL;
+            long x = strtol(g, &end, 10);
+            if (end == g || x < 0 || x >= 32)
+                break;
+            p->gpus[p->ngpus++] = (int)x;
+            g = *end == ',' ? end + 1 : end;
+        }
+    }
+    if (json_object_object_get_ex(ann, RELEASE_ANN_GPU_MEM, &v))
+        p->gpu_memory_mib = json_object_get_int64(v);
+    return 0;
+}
+
+/* A restart in the middle of a teardown: the status already shows where
+ * the job goes (Queued, Suspended, Failed) while released pods of it are
+ * still there (a queued job's pods are all gated). The teardown goes on,
+ * and the placement those pods hold (their release annotations) stays
+ * counted by the queue until they are gone; pods annotated
+ * aiq.dev/preempted-by / aiq.dev/stop-reason make it a preemption again,
+ * its run's GPU time counted from the pods' start. */
+static void job__recover_teardown(struct server *s, struct opcache_obj *o,
+                                  const struct aiq_aijob *j, struct opjob *js) {
+    aiq_phase p = js->st.phase;
+    if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED)
+        return;
+    char key[OPCACHE_KEY_MAX];
+    int held = 0, n = job__max_pods(j);
+    double started = 0;
+    for (int i = 0; i < n && held < js->place_cap; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        if (!pod || pods_is_gated(pod->raw) || job__pod_place(pod->raw, i, &js->place[held]) != 0)
+            continue;
+        held++;
+        const char *by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+        const char *why = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
+        if (p == AIQ_PHASE_QUEUED && why && strcmp(why, "Shrunk") != 0) {
+            js->preempted = true;
+            snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
+            snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
+        }
+        double t = opst_parse_time(kube_json_str(pod->raw, "status.startTime"));
+        if (t > 0 && (started == 0 || t < started))
+            started = t;
+    }
+    if (held == 0)
+        return;
+    js->teardown = true;
+    js->teardown_to = p;
+    js->held = held;
+    js->seg_t = js->preempted ? started : 0;
+    js->run_gpu_s = 0;
+    OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(o->raw),
+          "phase=%s held=%d preempted=%d by=%s run_since=%.3f", aiq_phase_name(p), held,
+          (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job__load(struct server *s, struct opcache_obj *o,
                       const struct aiq_aijob *j, struct opjob *js) {
     json_object *live = NULL, *pl = NULL;
-    int n = j->spec.replicas;
+    int n = job__max_pods(j);
     json_object_object_get_ex(o->raw, "status", &live);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
@@ -511,12 +593,16 @@ static void job__load(struct server *s, struct opcache_obj *o,
     }
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
+        /* This run's GPU time counts from its admission (see seg_t). */
+        js->seg_t = js->st.admitted_at;
+        js->st.current_replicas = js->st.nplacement;
         /* Re-record the attempt (a no-op when the store has it). */
         char *pj = job__place_json(js);
         store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
                             js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL);
         free(pj);
     }
+    job__recover_teardown(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
@@ -661,7 +747,8 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
              "again (attained service kept)", js->preempted_by[0] ? js->preempted_by : "the queue");
     job__phase(js, AIQ_PHASE_QUEUED, js->preempt_reason, msg);
     OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
-          "reason=%s attained_gpu_s=%.1f", js->preempt_reason, js->attained_gpu_s);
+          "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", js->preempt_reason, gpu_s,
+          (int)counted, js->attained_gpu_s);
 }
 
 /* Shrinks o; see server.h. */
@@ -807,9 +894,9 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             return;
         }
         js->teardown = false;
-        js->held = 0;
         if (js->preempted)
-            job__preempt_done(s, o, j, js, now);
+            job__preempt_done(s, o, j, js, now); /* reads held */
+        js->held = 0;
         js->st.phase = js->teardown_to;
     }
     if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {

@@ -13,7 +13,11 @@
 # idle GPUs (pods learn their size through aiq.dev/replicas / AIQ_REPLICAS)
 # and is shrunk back to 2 from the top for a newcomer, without being
 # preempted. Metrics count both; the journal has job_preempted and
-# job_resized, and `aiq-sim replay` reproduces every decision.
+# job_resized, and `aiq-sim replay` reproduces every decision. Last, the
+# operator is killed (SIGKILL) while a victim's pod is still stopping: the
+# restarted one recovers the teardown from the pods (their placement stays
+# counted, the preemption is finished and journaled), so the preemptor
+# starts only after the pod is gone and the victim requeues and succeeds.
 # servers: local real
 . "$(dirname "$0")/lib.sh"
 
@@ -45,7 +49,7 @@ kubectl apply -f "$T/pol/preempt-test.yaml" >/dev/null
 wait_for 20 "the test policy is active" sh -c '
   [ "$(kubectl get queuepolicy preempt-test -o jsonpath={.status.active})" = true ]'
 
-job() { # name gpus duration priority [grace]
+job() { # name gpus duration priority [grace] [stop-duration]
     cat <<Y
 apiVersion: aiq.dev/v1alpha1
 kind: AIJob
@@ -57,7 +61,7 @@ spec:
   resources: {gpus: $2, gpuMemoryMiB: 40960, cpu: "2", memory: 4Gi}
   template:
     metadata:
-      annotations: {sim.aiq.dev/duration: $3, sim.aiq.dev/stop-duration: 3s}
+      annotations: {sim.aiq.dev/duration: $3, sim.aiq.dev/stop-duration: ${6:-3s}}
     spec:
       terminationGracePeriodSeconds: ${5:-7}
       containers: [{name: w, image: busybox}]
@@ -101,6 +105,9 @@ wait_for 20 "hi gets the Preempting condition naming the victim" sh -c '
     grep -q "default/$0"' "$V"
 wait_for 30 "hi runs once the victim's pod is gone" sh -c '
   [ "$(kubectl get aijob hi -o jsonpath={.status.phase})" = Running ]'
+check "the victim waits again, keeping the GPU time of its preempted run" sh -c '
+  [ "$(kubectl get aijob "$0" -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob "$0" -o jsonpath={.status.attainedGPUHours} | grep -q "^0\.[0-9]*[1-9]"' "$V"
 check "hi landed where the victim was" sh -c '
   [ -n "$0" ] && [ "$(kubectl get aijob hi -o jsonpath={.status.placement[0].node})" = "$0" ] &&
   [ "$(kubectl get pod hi-0 -o jsonpath={.spec.nodeName})" = "$0" ]' "$VNODE"
@@ -198,4 +205,36 @@ check "replay reproduces every decision, preemption and resizes included" sh -c 
   "$0" replay --db "$T/op.db" --policies-dir "$1" >"$T/r.out" 2>"$T/r.err"; rc=$?
   cat "$T/r.out" "$T/r.err"; [ $rc = 0 ] && grep -q "^replay: exact: [1-9][0-9]* decisions" "$T/r.out"' \
   "$SIM" "$T/pol"
+# The operator again, from its store.
+mv "$T/op.log" "$T/op0.log"
+op_start
+
+# ---- a restart while a victim's pod is still stopping ------------------
+job low-c 8 25s 0 | kubectl apply -f - >/dev/null
+job low-d 8 25s 0 | kubectl apply -f - >/dev/null
+wait_for 30 "two more low jobs fill the cluster" sh -c '
+  [ "$(kubectl get aijob low-c -o jsonpath={.status.phase})" = Running ] &&
+  [ "$(kubectl get aijob low-d -o jsonpath={.status.phase})" = Running ]'
+job hi2 8 4s 100 12 8s | kubectl apply -f - >/dev/null
+wait_for 20 "hi2 preempts one of them" sh -c 'grep -q "event=job_preempted .*by=default/hi2" "$T/op.log"'
+V2=$(sed -n 's/.*event=job_preempted obj=default\/\(low-[cd]\) .*by=default\/hi2.*/\1/p' "$T/op.log" | head -1)
+op_kill9
+mv "$T/op.log" "$T/op1.log" # op_start waits for this run's "ready"
+op_start
+wait_for 10 "the restarted operator carries on the victim's teardown (its GPUs still held)" sh -c '
+  grep -q "event=job_teardown_recovered obj=default/$0 .*phase=Queued held=1 preempted=1 by=default/hi2" "$T/op.log"' "$V2"
+wait_for 40 "hi2 runs" sh -c '[ "$(kubectl get aijob hi2 -o jsonpath={.status.phase})" = Running ]'
+check "hi2 was admitted only after the victim's pod was gone; its run's GPU time counted" sh -c '
+  gone=$(grep -n "event=job_requeued obj=default/$0 " "$T/op.log" | tail -1 | cut -d: -f1)
+  adm=$(grep -n "event=job_admitted obj=default/hi2 " "$T/op.log" | tail -1 | cut -d: -f1)
+  echo "gone=$gone admitted=$adm"; [ -n "$gone" ] && [ -n "$adm" ] && [ "$gone" -lt "$adm" ] &&
+  grep "event=job_requeued obj=default/$0 " "$T/op.log" | grep -q "run_gpu_s=[1-9][0-9.]* counted=1"' "$V2"
+wait_for 60 "the victim runs again and succeeds after the restart" sh -c '
+  [ "$(kubectl get aijob "$0" -o jsonpath={.status.phase})" = Succeeded ] &&
+  [ "$(kubectl get aijob "$0" -o jsonpath={.status.attempts})" = 2 ] &&
+  [ "$(kubectl get aijob "$0" -o jsonpath={.status.preemptions})" = 1 ]' "$V2"
+wait_for 60 "hi2 and the other succeed" sh -c '
+  [ "$(kubectl get aijob hi2 -o jsonpath={.status.phase})" = Succeeded ] &&
+  [ "$(kubectl get aijobs -o jsonpath="{.items[*].status.phase}" | tr " " "\n" | grep -vc Succeeded)" = 0 ]'
+
 e2e_done
