@@ -545,7 +545,9 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
         held++;
         const char *by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
         const char *why = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
-        if (p == AIQ_PHASE_QUEUED && why && strcmp(why, "Shrunk") != 0) {
+        if (p == AIQ_PHASE_QUEUED && why &&
+            (strcmp(why, "Preempted") == 0 || strcmp(why, "PreemptedByScore") == 0 ||
+             strcmp(why, "Reclaimed") == 0)) {
             js->preempted = true;
             snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
             snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
@@ -796,6 +798,40 @@ static void job__shrink_done(struct server *s, struct opcache_obj *o,
           js->st.nplacement);
 }
 
+/* Pods of replicas [from, to) whose phase is Running or Succeeded. */
+static int job__running_in(struct server *s, const struct aiq_aijob *j, int from, int to) {
+    char key[OPCACHE_KEY_MAX];
+    int n = 0;
+    for (int i = from; i < to; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        const char *ph = p ? kube_json_str(p->raw, "status.phase") : NULL;
+        n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
+    }
+    return n;
+}
+
+/* The replicas a growth added did not all run within --start-timeout
+ * (no room after all: say a pod aiq does not manage took it): they are
+ * stopped again, as a shrink back to the size before (job_resized once
+ * they are gone); the job itself runs on. */
+static void job__grow_timeout(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, double now) {
+    int old = js->grow_from, cur = js->st.nplacement;
+    js->stopping = cur - old;
+    js->grow_from = 0;
+    js->st.current_replicas = old;
+    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "GrowTimedOut");
+    snprintf(js->st.resized.message, sizeof js->st.resized.message,
+             "replicas %d..%d did not all start within %.0fs: back to %d", old, cur - 1,
+             s->flags.start_timeout_s, old);
+    srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", js->st.resized.message);
+    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(o->raw), "from=%d back_to=%d",
+          cur, old);
+    actions_stop_pods(s, j, old, cur, "", "GrowTimedOut");
+    (void)now;
+}
+
 /* Grows o; see server.h. */
 int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
              const struct q_place *add, int nplace, int size, double now) {
@@ -904,6 +940,10 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         if (js->stopping > 0 &&
             job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
             job__shrink_done(s, o, j, js, now);
+        if (js->grow_from > 0 && js->seg_t > 0 && now - js->seg_t > s->flags.start_timeout_s &&
+            job__running_in(s, j, js->grow_from, js->st.nplacement) <
+                js->st.nplacement - js->grow_from)
+            job__grow_timeout(s, o, j, js, now);
         if (js->grow_from > 0)
             (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
                                     js->st.attempts); /* a pod that cannot be built: logged */
