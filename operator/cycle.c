@@ -288,6 +288,30 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     return 0;
 }
 
+/* Cohorts (Group.spec.cohort, Kueue's) as the queue's numbers: groups
+ * naming the same cohort get the same id > 0 (first seen, first
+ * numbered; ids only have to agree within one cycle), with their
+ * borrowing and lending limits. A group without a cohort keeps 0: its
+ * quota is a hard cap. */
+static void cy__cohorts(struct cy *c) {
+    int next = 0;
+    for (int g = 0; g < c->ngroups; g++) {
+        const struct aiq_group *ag = c->gobj[g]->parsed;
+        struct q_group *qg = &c->groups[g];
+        qg->borrowing_limit = ag->spec.borrowing_limit;
+        qg->lending_limit = ag->spec.lending_limit;
+        if (!ag->spec.cohort || !*ag->spec.cohort)
+            continue;
+        for (int h = 0; h < g && !qg->cohort; h++) {
+            const struct aiq_group *bg = c->gobj[h]->parsed;
+            if (bg->spec.cohort && strcmp(bg->spec.cohort, ag->spec.cohort) == 0)
+                qg->cohort = c->groups[h].cohort;
+        }
+        if (!qg->cohort)
+            qg->cohort = ++next;
+    }
+}
+
 /* Tells whether n placements are a size job j may run at: its replicas,
  * or for an elastic job minReplicas..maxReplicas. */
 static bool cy__size_ok(const struct aiq_aijob *j, int n) {
@@ -501,7 +525,12 @@ void cycle_run(struct server *s, double now) {
             job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
 
-    if (cy__build_cluster(s, &c, now) != 0 || cy__build_jobs(s, &c, now) != 0) {
+    int brc = cy__build_cluster(s, &c, now);
+    if (brc == 0) {
+        cy__cohorts(&c);
+        brc = cy__build_jobs(s, &c, now);
+    }
+    if (brc != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
         goto out;
     }

@@ -18,6 +18,8 @@
 # restarted one recovers the teardown from the pods (their placement stays
 # counted, the preemption is finished and journaled), so the preemptor
 # starts only after the pod is gone and the victim requeues and succeeds.
+# And cohorts: a group runs above its quota on a cohort partner's idle
+# quota, and the partner takes it back by preemption (reason Reclaimed).
 # servers: local real
 . "$(dirname "$0")/lib.sh"
 
@@ -236,5 +238,62 @@ wait_for 60 "the victim runs again and succeeds after the restart" sh -c '
 wait_for 60 "hi2 and the other succeed" sh -c '
   [ "$(kubectl get aijob hi2 -o jsonpath={.status.phase})" = Succeeded ] &&
   [ "$(kubectl get aijobs -o jsonpath="{.items[*].status.phase}" | tr " " "\n" | grep -vc Succeeded)" = 0 ]'
+
+# ---- cohorts: a group borrows idle quota, its owner takes it back -------
+cat <<'Y' | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Namespace
+metadata: {name: ga}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: gb}
+---
+apiVersion: aiq.dev/v1alpha1
+kind: Group
+metadata: {name: ga}
+spec: {namespaces: [ga], quota: {gpus: 8}, cohort: shared}
+---
+apiVersion: aiq.dev/v1alpha1
+kind: Group
+metadata: {name: gb}
+spec: {namespaces: [gb], quota: {gpus: 8}, cohort: shared}
+Y
+gjob() { # namespace name
+    cat <<Y
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $2, namespace: $1}
+spec:
+  user: alice
+  resources: {gpus: 8, gpuMemoryMiB: 40960, cpu: "2", memory: 4Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 20s, sim.aiq.dev/stop-duration: 1s}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers: [{name: w, image: busybox}]
+Y
+}
+gjob gb b1 | kubectl apply -f - >/dev/null
+gjob gb b2 | kubectl apply -f - >/dev/null
+wait_for 30 "gb runs 16 GPUs on a quota of 8, borrowing ga's idle quota" sh -c '
+  [ "$(kubectl get aijob b1 -n gb -o jsonpath={.status.phase})" = Running ] &&
+  [ "$(kubectl get aijob b2 -n gb -o jsonpath={.status.phase})" = Running ]'
+gjob ga a1 | kubectl apply -f - >/dev/null
+wait_for 20 "ga takes its quota back: one gb job is preempted as Reclaimed for ga/a1" sh -c '
+  grep -q "event=job_preempted obj=gb/b[12] .*by=ga/a1 reason=Reclaimed" "$T/op.log" &&
+  [ "$(grep -c "event=job_preempted obj=gb/" "$T/op.log")" = 1 ]'
+wait_for 30 "a1 runs" sh -c '[ "$(kubectl get aijob a1 -n ga -o jsonpath={.status.phase})" = Running ]'
+check "the reclaimed job waits (gb back within its own quota), the other gb job runs on" sh -c '
+  v=$(sed -n "s/.*event=job_preempted obj=gb\/\(b[12]\) .*/\1/p" "$T/op.log" | head -1)
+  [ "$v" = b1 ] && o=b2 || o=b1
+  [ "$(kubectl get aijob $v -n gb -o jsonpath={.status.phase})" = Queued ] &&
+  [ "$(kubectl get aijob $v -n gb -o jsonpath="{.status.conditions[?(@.type==\"Preempted\")].reason}")" = Reclaimed ] &&
+  [ "$(kubectl get aijob $o -n gb -o jsonpath={.status.phase})" = Running ]'
+wait_for 90 "all three finish" sh -c '
+  for x in ga/a1 gb/b1 gb/b2; do
+    [ "$(kubectl get aijob ${x#*/} -n ${x%/*} -o jsonpath={.status.phase})" = Succeeded ] || exit 1
+  done'
 
 e2e_done
