@@ -2,7 +2,7 @@
 # preempt_elastic.sh -- preemption and elastic jobs carried out by the
 # operator (issue 16). On 2 nodes x 8 GPUs, two low-level 8-GPU jobs
 # (backoffLimit 0) fill the cluster; a high-level 8-GPU job arrives:
-# exactly one low job is chosen, its pod is annotated
+# exactly one low job is chosen (the one not protected by minRuntime), its pod is annotated
 # (aiq.dev/preempted-by) and deleted gracefully with its own
 # terminationGracePeriodSeconds, the other is untouched, the high job runs
 # once the victim's pod is gone, the victim goes back to Queued (Preempted
@@ -71,7 +71,10 @@ Y
 }
 phase() { kubectl get aijob "$1" -o jsonpath={.status.phase}; }
 
-job low-a 8 25s 0 | kubectl apply -f - >/dev/null
+# low-a asks not to be preempted in its first hour (spec.minRuntime): the
+# victim must be low-b, and the replay must honour the protection too.
+job low-a 8 25s 0 | sed 's/^  backoffLimit: 0$/  backoffLimit: 0\n  minRuntime: 1h/' |
+  kubectl apply -f - >/dev/null
 job low-b 8 25s 0 | kubectl apply -f - >/dev/null
 wait_for 30 "two low jobs fill the cluster" sh -c '
   [ "$(kubectl get aijob low-a -o jsonpath={.status.phase})" = Running ] &&
@@ -84,8 +87,8 @@ V=$(sed -n 's/.*event=job_preempted obj=default\/\(low-[ab]\) .*by=default\/hi.*
 [ "$V" = low-a ] && K=low-b || K=low-a
 VNODE=$(kubectl get pod "$V-0" -o jsonpath={.spec.nodeName} 2>/dev/null)
 echo "victim: $V on $VNODE, kept: $K"
-check "exactly one victim" sh -c '
-  [ "$(grep -c "event=job_preempted " "$T/op.log")" = 1 ] && [ -n "$0" ]' "$V"
+check "exactly one victim, low-b (low-a is protected by its minRuntime)" sh -c '
+  [ "$(grep -c "event=job_preempted " "$T/op.log")" = 1 ] && [ "$0" = low-b ]' "$V"
 check "the victim pod is terminating gracefully with its own grace period" sh -c '
   [ -n "$(kubectl get pod "$0-0" -o jsonpath={.metadata.deletionTimestamp} 2>/dev/null)" ] &&
   [ "$(kubectl get pod "$0-0" -o jsonpath={.metadata.deletionGracePeriodSeconds})" = 7 ] &&
