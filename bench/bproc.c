@@ -414,7 +414,7 @@ json_object *bp_gated_pod(const char *ns, const char *name) {
     aiq_err_clear(&e);
     memset(&job, 0, sizeof job);
     if (aiq_aijob_from_json(obj, &job, &e) == AIQ_OK) {
-        pod = pods_build(&job, NULL, 0, &e);
+        pod = pods_build(&job, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e);
         aiq_aijob_deinit(&job);
     }
     json_object_put(obj);

@@ -138,6 +138,12 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
                       "metadata.name: missing, or namespace/name too long");
         return NULL;
     }
+    /* Nothing in the operator reads managedFields, and on a real API
+     * server they are a large part of every object (server-side apply
+     * bookkeeping): the cache does not keep them. */
+    json_object *md = NULL;
+    if (json_object_object_get_ex(raw, "metadata", &md) && json_object_is_type(md, json_type_object))
+        json_object_object_del(md, "managedFields");
     long s = cache__find(c, key);
     if (s >= 0) {
         struct opcache_obj *o = c->ent[c->slots[s]];

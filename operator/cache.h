@@ -51,7 +51,8 @@ int opcache_key(char *buf, size_t cap, json_object *obj);
 struct opcache_obj *opcache_get(opcache *c, const char *key);
 
 /* Inserts or replaces the object under its key; takes ownership of raw
- * (also on failure). A replaced entry's parsed struct is freed (the
+ * (also on failure) and drops its metadata.managedFields, which nothing
+ * in the operator reads. A replaced entry's parsed struct is freed (the
  * caller re-parses) and its ext state kept. Returns the entry, or NULL
  * with err set (AIQ_EINVAL for an object without a usable name,
  * AIQ_ENOMEM). */

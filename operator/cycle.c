@@ -15,6 +15,7 @@
 #include "operator/crashpoint.h"
 #include "operator/kube_status.h"
 #include "operator/server.h"
+#include "operator/visibility.h"
 #include "policy/fairshare.h"
 
 /* A (group, user) -> index map for the cycle's users (open addressing). */
@@ -400,7 +401,10 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             return -1;
         qj->priority = j->spec.priority;
         qj->replicas = j->spec.replicas;
-        qj->gpus = j->spec.resources.gpus;
+        /* Under a mechanism that cannot share a GPU, a shared replica is
+         * placed and counted as the whole GPU it will receive. */
+        int mgpus = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+        qj->gpus = mgpus;
         qj->gpu_memory_mib = j->spec.resources.gpu_memory_mib;
         qj->cpu_milli = j->spec.resources.cpu_milli;
         qj->memory_bytes = j->spec.resources.memory_bytes;
@@ -448,7 +452,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
                 struct q_node *qn = &c->nodes[pl[k].node];
                 for (int g = 0; g < qn->ngpus && g < 32; g++)
                     if (pl[k].gpu_mask & (1u << g))
-                        qn->gpu_mem_used[g] += j->spec.resources.gpus > 0 ? qn->gpu_mem_total[g]
+                        qn->gpu_mem_used[g] += mgpus > 0 ? qn->gpu_mem_total[g]
                                                                         : pl[k].gpu_mem_mib;
                 qn->cpu_used += j->spec.resources.cpu_milli;
                 qn->mem_used += j->spec.resources.memory_bytes;
@@ -486,14 +490,18 @@ static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *
 static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
                         double now, const char *action, const struct q_result *r,
                         const char *reason, const char *msg) {
-    char sig[128];
     /* The attempt is part of the signature: a re-admission with the same
-     * level, position and reason is a new decision, not a repeat. */
-    snprintf(sig, sizeof sig, "%s|%d|%d|%s|%d", action, (int)r->level, (int)r->pos, reason,
-             (int)js->st.attempts);
-    if (strcmp(sig, js->last_decision) == 0)
+     * level, position and reason is a new decision, not a repeat. The
+     * numbers are compared first: most cycles repeat most decisions. */
+    struct opdecision *ld = &js->last_dec;
+    if (ld->level == r->level && ld->pos == r->pos && ld->attempts == js->st.attempts &&
+        strcmp(ld->action, action) == 0 && strcmp(ld->reason, reason) == 0)
         return;
-    snprintf(js->last_decision, sizeof js->last_decision, "%s", sig);
+    ld->level = r->level;
+    ld->pos = r->pos;
+    ld->attempts = js->st.attempts;
+    snprintf(ld->action, sizeof ld->action, "%s", action);
+    snprintf(ld->reason, sizeof ld->reason, "%s", reason);
     struct store_decision d = {s->ncycles, now, j->meta.uid, action, r->level, r->pos,
                                r->score, NULL, reason, msg};
     aiq_err e;
@@ -501,6 +509,128 @@ static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aij
     if (store_journal_decision(s->db, &d, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", j->meta.name, NULL,
               "op=journal_decision msg=\"%s\"", e.message);
+}
+
+/* Copies src into dst (cap bytes), cut to fit: the per-job copies of the
+ * wait path, where snprintf's formatting showed in profiles. */
+static void cy__set(char *dst, size_t cap, const char *src) {
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memmove(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Sets the job's score and its terms (the factors explained by the
+ * policy) in its status. */
+static void cy__score_terms(struct server *s, const struct q_input *in, oppolicy *pol, int i,
+                            const struct q_result *r, struct opjob *js) {
+    double f[FX_NFACTORS];
+    js->st.has_score = true;
+    js->st.score = r->score;
+    q_job_factors(s->q, in, i, f);
+    js->st.nterms = oppolicy_explain(pol, f, js->st.terms, OPST_MAX_TERMS);
+}
+
+/* What the visibility answer needs from the cycle (all borrowed). */
+struct cy_vis {
+    struct server *s;
+    const struct cy *c;
+    const struct q_input *in;
+    const q_output *out;
+    oppolicy *pol;
+};
+
+/* A waiting job of the view: its position and its index in the cycle. */
+struct cy_vis_row {
+    int32_t pos;
+    int i;
+};
+
+static int cy__vis_pos_cmp(const void *a, const void *b) {
+    const struct cy_vis_row *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* One waiting job of the live view; terms only when asked for one job. */
+static json_object *cy__vis_item(const struct cy_vis *v, int i, bool terms) {
+    const struct q_result *r = &v->out->res[i];
+    const struct aiq_aijob *j = v->c->jobj[i]->parsed;
+    json_object *it = json_object_new_object();
+    char msg[512], t[40];
+    if (!it)
+        return NULL;
+    q_message(v->in, v->out, i, msg, sizeof msg);
+    json_object_object_add(it, "namespace", json_object_new_string(j->meta.namespace_));
+    json_object_object_add(it, "name", json_object_new_string(j->meta.name));
+    json_object_object_add(it, "level", json_object_new_string(oppolicy_level_name(v->pol, r->level)));
+    json_object_object_add(it, "position", json_object_new_int(r->pos));
+    json_object_object_add(it, "positionInLevel", json_object_new_int(r->pos_level));
+    json_object_object_add(it, "score", isfinite(r->score) ? json_object_new_double(r->score) : NULL);
+    json_object_object_add(it, "estimatedStartTime",
+                           r->eta > 0 ? json_object_new_string(opst_time(t, sizeof t, r->eta)) : NULL);
+    json_object_object_add(it, "reason", json_object_new_string(cy__reason(r->reason)));
+    json_object_object_add(it, "message", json_object_new_string(msg));
+    if (terms) {
+        double f[FX_NFACTORS];
+        struct opst_term tm[OPST_MAX_TERMS];
+        q_job_factors(v->s->q, v->in, i, f);
+        int n = oppolicy_explain(v->pol, f, tm, OPST_MAX_TERMS);
+        json_object *arr = json_object_new_array();
+        for (int k = 0; arr && k < n; k++) {
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "name", json_object_new_string(tm[k].name));
+            json_object_object_add(e, "value",
+                                   isfinite(tm[k].value) ? json_object_new_double(tm[k].value) : NULL);
+            json_object_array_add(arr, e);
+        }
+        json_object_object_add(it, "terms", arr);
+    }
+    return it;
+}
+
+/* Answers one /queue request from this cycle (opvis_fill_fn). */
+static json_object *cy__vis_fill(void *ctx, const char *ns, const char *name, int *status) {
+    const struct cy_vis *v = ctx;
+    json_object *doc = json_object_new_object(), *items = json_object_new_array();
+    struct cy_vis_row *idx = calloc((size_t)(v->c->njobs ? v->c->njobs : 1), sizeof *idx);
+    int n = 0;
+    char t[40];
+    if (!doc || !items || !idx) {
+        json_object_put(doc);
+        json_object_put(items);
+        free(idx);
+        return NULL;
+    }
+    for (int i = 0; i < v->c->njobs; i++) {
+        const struct aiq_aijob *j = v->c->jobj[i]->parsed;
+        if (v->in->jobs[i].state != Q_JOB_PENDING || v->out->res[i].decision != Q_DEC_WAIT)
+            continue;
+        if (ns && strcmp(ns, j->meta.namespace_) != 0)
+            continue;
+        if (name && strcmp(name, j->meta.name) != 0)
+            continue;
+        idx[n].pos = v->out->res[i].pos;
+        idx[n++].i = i;
+    }
+    qsort(idx, (size_t)n, sizeof *idx, cy__vis_pos_cmp);
+    for (int k = 0; k < n; k++)
+        json_object_array_add(items, cy__vis_item(v, idx[k].i, name != NULL));
+    free(idx);
+    json_object_object_add(doc, "kind", json_object_new_string("QueueView"));
+    json_object_object_add(doc, "cycle", json_object_new_int64(v->s->ncycles));
+    json_object_object_add(doc, "time", json_object_new_string(opst_time(t, sizeof t, v->in->now)));
+    json_object_object_add(doc, "policy", json_object_new_string(
+        v->s->active_policy[0] ? v->s->active_policy : "(built-in default)"));
+    json_object_object_add(doc, "items", items);
+    *status = 200;
+    if (name && n == 0) {
+        char msg[2 * AIQ_MAX_NAME + 96];
+        snprintf(msg, sizeof msg, "%s/%s is not waiting in the queue", ns ? ns : "*", name);
+        json_object_object_add(doc, "message", json_object_new_string(msg));
+        *status = 404;
+    }
+    return doc;
 }
 
 /* Runs one cycle; see server.h. */
@@ -519,10 +649,12 @@ void cycle_run(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s);
     for (size_t i = 0; i < opcache_count(jc); i++)
-        job_sync(s, opcache_at(jc, i), now);
+        if (job_sync_wanted(opcache_at(jc, i)))
+            job_sync(s, opcache_at(jc, i), now);
     if (srv__flush_pods(s) > 0)
         for (size_t i = 0; i < opcache_count(jc); i++)
-            job_sync(s, opcache_at(jc, i), now);
+            if (job_sync_wanted(opcache_at(jc, i)))
+                job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
 
     int brc = cy__build_cluster(s, &c, now);
@@ -577,12 +709,9 @@ void cycle_run(struct server *s, double now) {
         const struct q_result *r = &out.res[i];
         char msg[512];
         q_message(&in, &out, i, msg, sizeof msg);
-        snprintf(js->st.level, sizeof js->st.level, "%s", oppolicy_level_name(pol, r->level));
-        js->st.has_score = true;
-        js->st.score = r->score;
-        double f[FX_NFACTORS];
-        q_job_factors(s->q, &in, i, f);
-        js->st.nterms = oppolicy_explain(pol, f, js->st.terms, OPST_MAX_TERMS);
+        cy__set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
+        if (r->decision != Q_DEC_WAIT)
+            cy__score_terms(s, &in, pol, i, r, js);
         if (r->decision == Q_DEC_ADMIT) {
             if (cy__take_place(js, &c, &out, r, j) != 0) {
                 OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
@@ -626,12 +755,22 @@ void cycle_run(struct server *s, double now) {
         } else {
             js->st.position = r->pos;
             js->st.estimated_start = r->eta;
-            snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
-            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+            cy__set(js->st.reason, sizeof js->st.reason, cy__reason(r->reason));
+            cy__set(js->st.message, sizeof js->st.message, msg);
+            /* Score and terms are written with a due status only; the
+             * live ones come from the visibility endpoint (/queue). */
+            if (job_status_due(s, o, now)) {
+                cy__score_terms(s, &in, pol, i, r, js);
+                job_publish(s, o, now);
+            }
             if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
                 pending_per_level[r->level]++;
             cy__journal(s, js, j, now, "wait", r, cy__reason(r->reason), msg);
         }
+    }
+    if (opvis_waiting(s->vis)) {
+        struct cy_vis vis = {s, &c, &in, &out, pol};
+        opvis_answer(s->vis, cy__vis_fill, &vis);
     }
     opmetrics_pending_reset(s->metrics);
     for (int l = 0; l < oppolicy_nlevels(pol); l++)

@@ -35,7 +35,10 @@ static void usage(FILE *f) {
             "  --namespace NS         namespace of the Lease (default default)\n"
             "  --lease-name NAME      name of the Lease (default aiq-operator)\n"
             "  --identity ID          holder identity (default host-pid)\n"
-            "  --journal-retention DUR  prune journal entries older than this (default: keep)\n");
+            "  --journal-retention DUR  prune journal entries older than this (default: keep)\n"
+            "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
+            "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
+            "                         hami or dra (see docs/admin-guide.md)\n");
 }
 
 /* Parses a duration flag or exits with a message naming it. */
@@ -52,7 +55,7 @@ static double dur_flag(const char *name, const char *v) {
 
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
-           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_HELP };
+           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_HELP };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -67,6 +70,8 @@ int main(int argc, char **argv) {
         {"lease-name", required_argument, 0, F_LEASE},
         {"identity", required_argument, 0, F_ID},
         {"journal-retention", required_argument, 0, F_RETENTION},
+        {"status-writes-per-s", required_argument, 0, F_WRITES},
+        {"gpu-mechanism", required_argument, 0, F_GPU_MECH},
         {"help", no_argument, 0, F_HELP},
         {0, 0, 0, 0}};
     srv_init(&server);
@@ -100,6 +105,22 @@ int main(int argc, char **argv) {
         case F_LEASE: fl->lease_name = optarg; break;
         case F_ID: fl->identity = optarg; break;
         case F_RETENTION: fl->journal_retention_s = dur_flag("journal-retention", optarg); break;
+        case F_WRITES:
+            fl->status_writes_per_s = strtod(optarg, &end);
+            if (!*optarg || *end || !(fl->status_writes_per_s >= 0) ||
+                fl->status_writes_per_s > 1e6 || (fl->status_writes_per_s > 0 && fl->status_writes_per_s < 1)) {
+                fprintf(stderr, "aiq-operator: --status-writes-per-s: expected 0 (no limit) or 1..1000000, "
+                        "got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case F_GPU_MECH:
+            if (gpu_mech_parse(optarg, &fl->gpu_mech) != 0) {
+                fprintf(stderr, "aiq-operator: --gpu-mechanism: expected device-plugin|hami|dra, got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case F_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -3,6 +3,8 @@
  * opapi handle) /journal (see metrics.h). */
 #include "operator/metrics.h"
 
+#include "common/model.h"
+
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -47,9 +49,12 @@ struct opmetrics {
     int port;
     bool ready, leader;
     opapi *api; /* borrowed; NULL: no /journal */
+    opvis *vis; /* borrowed; NULL: no /queue */
     struct opm_named pending[OPMETRICS_MAX_LEVELS];
     int npending;
     unsigned long admitted;
+    unsigned long status_writes;
+    long status_deferred;
     struct opm_named finished[OPMETRICS_MAX_OUTCOMES];
     int nfinished;
     struct opm_named preempt[OPMETRICS_MAX_OUTCOMES]; /* by reason */
@@ -101,6 +106,12 @@ void opmetrics_set_api(opmetrics *m, opapi *api) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void opmetrics_set_vis(opmetrics *m, opvis *v) {
+    pthread_mutex_lock(&m->mu);
+    m->vis = v;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void opmetrics_set_ready(opmetrics *m, bool ready) {
     pthread_mutex_lock(&m->mu);
     m->ready = ready;
@@ -145,6 +156,14 @@ void opmetrics_pending_set(opmetrics *m, const char *level, long n) {
 void opmetrics_admitted_add(opmetrics *m, long n) {
     pthread_mutex_lock(&m->mu);
     m->admitted += (unsigned long)(n > 0 ? n : 0);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_status_writes(opmetrics *m, long written, long deferred) {
+    pthread_mutex_lock(&m->mu);
+    m->status_writes += (unsigned long)(written > 0 ? written : 0);
+    if (deferred >= 0) /* -1: leave the gauge as it is */
+        m->status_deferred = deferred;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -316,6 +335,12 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                     opm__esc(e1, sizeof e1, q->group), opm__esc(e2, sizeof e2, q->user),
                     opm__esc(e3, sizeof e3, q->resource), q->value);
     }
+    opm__printf(&b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
+                    "# TYPE aiq_status_writes_total counter\naiq_status_writes_total %lu\n"
+                    "# HELP aiq_status_writes_deferred AIJob statuses due but waiting for the "
+                    "write budget.\n"
+                    "# TYPE aiq_status_writes_deferred gauge\naiq_status_writes_deferred %ld\n",
+                m->status_writes, m->status_deferred);
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
     pthread_mutex_unlock(&m->mu);
@@ -372,6 +397,24 @@ static enum MHD_Result opm__json_error(struct MHD_Connection *c, unsigned code,
         return MHD_NO;
     memcpy(body, buf, n);
     return opm__reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
+}
+
+/* GET /queue[?namespace=NS[&name=NAME]]: the live queue from the next
+ * cycle (visibility.h); a replica that is not the leader runs no cycles
+ * and says so at once. */
+static enum MHD_Result opm__queue(struct MHD_Connection *c, opvis *vis, bool leader) {
+    const char *ns = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    char *body = NULL;
+    size_t len = 0;
+    if (!leader)
+        return opm__json_error(c, 503, "this replica is not the leader: it runs no queue cycles");
+    if ((ns && strlen(ns) > AIQ_MAX_NAME) || (name && strlen(name) > AIQ_MAX_NAME))
+        return opm__json_error(c, 400, "namespace and name are at most 253 characters");
+    int code = opvis_ask(vis, ns, name, 5.0, &body, &len);
+    if (!body)
+        return opm__json_error(c, 500, "out of memory");
+    return opm__reply(c, (unsigned)code, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 /* GET /journal?job=NS/NAME&uid=UID&limit=N through opapi_journal_query:
@@ -433,6 +476,14 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         pthread_mutex_unlock(&m->mu);
         if (api)
             return opm__journal(c, api);
+    }
+    if (strcmp(url, "/queue") == 0) {
+        pthread_mutex_lock(&m->mu);
+        opvis *vis = m->vis;
+        bool leader = m->leader;
+        pthread_mutex_unlock(&m->mu);
+        if (vis)
+            return opm__queue(c, vis, leader);
     }
     return opm__reply(c, 404, "text/plain", (char *)"not found\n", 10,
                       MHD_RESPMEM_PERSISTENT);

@@ -12,12 +12,18 @@
  *   aiq_cycle_seconds                       histogram (one queue cycle)
  *   aiq_quota_used{group,user,resource}     gauge (user "" = group total)
  *   aiq_leader                              gauge 0/1
+ *   aiq_status_writes_total                 counter (AIJob status patches sent)
+ *   aiq_status_writes_deferred              gauge (due, waiting for the budget)
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200
  * once opmetrics_set_ready(m, true) was called (after the first full list
  * of every watch), 503 before. With an opapi handle set
  * (opmetrics_set_api), the same port also answers
  * GET /journal?job=NS/NAME[&uid=UID][&limit=N] (see http_api.h), which is
- * where `kubectl aiq explain` looks by default. */
+ * where `kubectl aiq explain` looks by default. With an opvis handle set
+ * (opmetrics_set_vis), GET /queue[?namespace=NS[&name=NAME]] answers the
+ * live queue from the next cycle (see visibility.h): 200 with a
+ * QueueView, 404 for a name not waiting, 503 when this replica is not the
+ * leader or no cycle answered within 5 s. */
 #ifndef AIQ_OPERATOR_METRICS_H
 #define AIQ_OPERATOR_METRICS_H
 
@@ -26,6 +32,7 @@
 
 #include "common/aiq_err.h"
 #include "operator/http_api.h"
+#include "operator/visibility.h"
 
 typedef struct opmetrics opmetrics;
 
@@ -62,6 +69,13 @@ void opmetrics_pending_reset(opmetrics *m);
 void opmetrics_pending_set(opmetrics *m, const char *level, long n);
 
 void opmetrics_admitted_add(opmetrics *m, long n);
+
+/* Sets the live queue handle behind /queue (borrowed). */
+void opmetrics_set_vis(opmetrics *m, opvis *v);
+
+/* Adds written AIJob status patches and sets how many due statuses wait
+ * for the write budget (--status-writes-per-s). */
+void opmetrics_status_writes(opmetrics *m, long written, long deferred);
 /* Counts one finished job by outcome ("Succeeded", "Failed", ...). */
 void opmetrics_finished_inc(opmetrics *m, const char *outcome);
 /* aiq_preemptions_total{reason} ("Preempted", "PreemptedByScore",

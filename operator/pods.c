@@ -105,7 +105,7 @@ static json_object *pods__first_container(json_object *spec) {
 /* Builds one gated pod; see pods.h. */
 json_object *pods_build(const struct aiq_aijob *job,
                         json_object *job_annotations, int index,
-                        aiq_err *err) {
+                        enum gpu_mech mech, aiq_err *err) {
     json_object *pod = NULL, *tmpl = NULL;
     char name[AIQ_MAX_NAME + 1], num[32];
 
@@ -288,12 +288,9 @@ json_object *pods_build(const struct aiq_aijob *job,
     if (!lim || !req)
         goto nomem;
     char q[48];
-    if (job->spec.resources.gpus > 0) {
-        snprintf(q, sizeof q, "%d", (int)job->spec.resources.gpus);
-        if (pods__set_str(lim, "nvidia.com/gpu", q) ||
-            pods__set_str(req, "nvidia.com/gpu", q))
-            goto nomem;
-    }
+    /* The GPUs, as the admin's mechanism asks for them (gpu_mech.c). */
+    if (gpu_mech_pod(pod, job, mech, err) != 0)
+        goto fail;
     if (job->spec.resources.cpu_milli > 0) {
         snprintf(q, sizeof q, "%" PRId64 "m", job->spec.resources.cpu_milli);
         if (pods__set_str(req, "cpu", q))

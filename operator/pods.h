@@ -5,8 +5,10 @@
  * Each pod carries the scheduling gate aiq.dev/admission, an owner
  * reference to the AIJob (controller, blockOwnerDeletion), the labels
  * aiq.dev/job and aiq.dev/replica-index, env AIQ_JOB_NAME,
- * AIQ_REPLICA_INDEX and AIQ_REPLICA_COUNT, and on its first container the
- * nvidia.com/gpu limit and cpu/memory requests from spec.resources. The
+ * AIQ_REPLICA_INDEX and AIQ_REPLICA_COUNT, on its first container the
+ * cpu/memory requests from spec.resources, and the GPU request of the
+ * admin's mechanism (gpu_mech.h: nvidia.com/gpu, HAMi's resources, or a
+ * DRA ResourceClaim reference). The
  * reconciler stamps each pod with the attempt it is for (aiq.dev/attempt),
  * so a pod recreated for the next attempt is never taken for one of the
  * attempt the status still shows. */
@@ -17,6 +19,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/gpu_mech.h"
 
 #define PODS_LABEL_JOB "aiq.dev/job"
 #define PODS_LABEL_INDEX "aiq.dev/replica-index"
@@ -35,10 +38,11 @@ int pods_name(char *buf, size_t cap, const char *job, int index);
  * "sim.aiq.dev/..." entries are copied onto the pod, after the template's
  * annotations, so a test can steer the simulated kubelet per job.
  * Returns NULL and fills err (AIQ_EINVAL with the field, or AIQ_EPARSE for
- * a template that is not a JSON object, or AIQ_ENOMEM). */
+ * a template that is not a JSON object, or AIQ_ENOMEM). mech is the GPU
+ * mechanism (see gpu_mech_pod). */
 json_object *pods_build(const struct aiq_aijob *job,
                         json_object *job_annotations, int index,
-                        aiq_err *err);
+                        enum gpu_mech mech, aiq_err *err);
 
 /* Returns the replica index a pod's aiq.dev/replica-index label names, or
  * -1 when the label is absent or not a number in 0..AIQ_MAX_REPLICAS-1. */

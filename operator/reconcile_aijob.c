@@ -14,6 +14,7 @@
 #include "operator/predict.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
+#include "operator/release_gpu.h"
 #include "operator/server.h"
 
 /* What the pods of a gang are doing. */
@@ -77,17 +78,14 @@ static int job__size(const struct aiq_aijob *j, const struct opjob *js) {
     return j->spec.replicas;
 }
 
-/* GPUs per replica as usage counts them (a GPU share counts 0). */
-static double job__rep_gpus(const struct aiq_aijob *j) {
-    return (double)j->spec.resources.gpus;
-}
-
 /* GPU-seconds of this run up to now: per stretch at the replicas held
- * (see opjob.seg_t), for a preempted or elastic job. */
-static double job__run_gpu_s(const struct aiq_aijob *j, const struct opjob *js, int held,
-                             double now) {
+ * (see opjob.seg_t), for a preempted or elastic job; GPUs per replica as
+ * usage counts them (job__total_gpus). */
+static double job__run_gpu_s(const struct server *s, const struct aiq_aijob *j,
+                             const struct opjob *js, int held, double now) {
     double t = js->seg_t > 0 && now > js->seg_t ? now - js->seg_t : 0;
-    return js->run_gpu_s + t * held * job__rep_gpus(j);
+    return js->run_gpu_s +
+           t * held * (double)gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
 }
 
 /* Counts what the gang's pods are doing; attempts is the attempt the
@@ -122,25 +120,55 @@ static void job__gang(struct server *s, const struct aiq_aijob *j, const struct 
     }
 }
 
-/* Publishes js->st as the AIJob's desired status, unless neither st nor
- * the object changed since the last time (then the JSON would be the one
- * already wanted: conditions take their times from the live status). */
+/* Tells whether js->st must be published: the object changed under us
+ * (not by our own status write), or something a user acts on changed
+ * since the last publish (docs/operator.md "Status writes"). */
+static bool job__must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
+    if (!js->pub_rv[0])
+        return true;
+    if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
+        const char *rv = srv__rv(o->raw);
+        if (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0)
+            return true;
+        js->pub_seen = o->changed;
+    }
+    if (opstatus_material_hash(&js->st) != js->pub_mhash)
+        return true;
+    return opstatus_moved(js->pub_pos, js->pub_eta, js->st.position, js->st.estimated_start, now);
+}
+
+/* Publishes js->st as the AIJob's desired status when job__must_publish
+ * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
     json_object *live = NULL;
     const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
-    uint64_t h = opstatus_hash(&js->st);
-    if (js->pub_rv[0] && h == js->pub_hash && strcmp(rv, js->pub_rv) == 0)
+    if (!job__must_publish(o, js, now))
         return;
     json_object_object_get_ex(o->raw, "status", &live);
     json_object *st = opstatus_to_json(&js->st, live, now);
+    bool phase_changed = js->st.phase != js->pub_phase;
     srv__want_status(s, o, st);
+    struct opext *x = o->ext;
+    if (x && x->dirty && phase_changed)
+        x->urgent = true;
     js->pub_rv[0] = '\0';
     if (st && strlen(rv) < sizeof js->pub_rv) {
         memcpy(js->pub_rv, rv, strlen(rv) + 1);
-        js->pub_hash = h;
+        js->pub_seen = o->changed;
+        js->pub_mhash = opstatus_material_hash(&js->st);
+        js->pub_pos = js->st.position;
+        js->pub_eta = js->st.estimated_start;
+        js->pub_phase = js->st.phase;
     }
+}
+
+/* See server.h. */
+bool job_status_due(struct server *s, struct opcache_obj *o, double now) {
+    struct opjob *js = job__state(o);
+    (void)s;
+    return js && job__must_publish(o, js, now);
 }
 
 /* See server.h. */
@@ -225,7 +253,7 @@ static int job__create_range(struct server *s, struct opcache_obj *o,
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        json_object *pod = pods_build(j, ann, i, &e);
+        json_object *pod = pods_build(j, ann, i, s->flags.gpu_mech, &e);
         if (pod && (pods_set_attempt(pod, attempt) != 0 ||
                     (j->spec.max_replicas > 0 && actions_pod_env(pod) != 0))) {
             json_object_put(pod);
@@ -290,9 +318,10 @@ static bool job__pods_on_server(struct server *s, const struct aiq_aijob *j) {
     return true;
 }
 
-/* GPUs the whole gang holds. */
-static int64_t job__total_gpus(const struct aiq_aijob *j) {
-    return (int64_t)j->spec.replicas * j->spec.resources.gpus;
+/* GPUs the whole gang holds (a shared replica holds a whole GPU under a
+ * mechanism that cannot share; see gpu_mech_gpus). */
+static int64_t job__total_gpus(const struct server *s, const struct aiq_aijob *j) {
+    return (int64_t)j->spec.replicas * gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
 }
 
 /* Ends the current attempt in the store (idempotent per attempt). */
@@ -301,9 +330,9 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
     if (js->st.attempts <= 0 || !js->st.admitted_at)
         return;
     double ran = js->st.started_at > 0 ? now - js->st.started_at : 0;
-    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(j) : 0;
+    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(s, j) : 0;
     if (j->spec.max_replicas > 0) /* elastic: per stretch at its size */
-        gpu_s = job__run_gpu_s(j, js, js->st.nplacement, now);
+        gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -424,6 +453,15 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
             struct release_item *it = &items[nitems];
             memset(it, 0, sizeof *it);
             it->patch = release_pod_patch(p->raw, pl, &it->err);
+            if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
+                OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(p->raw),
+                      "mechanism=%s rc=%s msg=\"%s\"", gpu_mech_name(s->flags.gpu_mech),
+                      aiq_strerror(it->err.code), it->err.message);
+                json_object_put(it->patch);
+                it->patch = NULL;
+                errors[jx]++;
+                continue;
+            }
             if (it->patch && j->spec.max_replicas > 0 &&
                 actions_patch_size(it->patch, js->st.nplacement - js->stopping) != 0) {
                 json_object_put(it->patch);
@@ -680,7 +718,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
         return -1;
     const char *bykey = by ? by->key : "";
     /* This run's GPU time counts until the last pod is gone. */
-    js->run_gpu_s = job__run_gpu_s(j, js, js->st.nplacement, now);
+    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
     js->seg_t = now;
     js->teardown = true;
     js->teardown_to = AIQ_PHASE_QUEUED;
@@ -719,7 +757,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
 /* The victim's last pod is gone: it is back in the queue. */
 static void job__preempt_done(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, double now) {
-    double gpu_s = job__run_gpu_s(j, js, js->held, now);
+    double gpu_s = job__run_gpu_s(s, j, js, js->held, now);
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -782,7 +820,7 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
 /* The shrunk replicas' pods are gone: the job's size is the new one. */
 static void job__shrink_done(struct server *s, struct opcache_obj *o,
                              const struct aiq_aijob *j, struct opjob *js, double now) {
-    js->run_gpu_s = job__run_gpu_s(j, js, js->st.nplacement, now);
+    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
     js->seg_t = now;
     js->st.nplacement -= js->stopping;
     js->stopping = 0;
@@ -859,7 +897,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
                                                 : j->spec.resources.gpu_memory_mib;
     }
     if (js->seg_t > 0)
-        js->run_gpu_s = job__run_gpu_s(j, js, old, now);
+        js->run_gpu_s = job__run_gpu_s(s, j, js, old, now);
     js->seg_t = now;
     js->grow_from = old;
     js->st.nplacement = size;
@@ -889,6 +927,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     char msg[512];
     if (!js || !s->leading)
         return;
+    js->resync = false;
+    js->pods_ready = false;
     if (!o->parse_ok || !o->parsed) {
         /* Invalid: Rejected with the field and the value. */
         if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
@@ -911,7 +951,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         return;
     const struct aiq_group *grp = srv__group_for_ns(s, j->meta.namespace_);
     snprintf(js->st.group, sizeof js->st.group, "%s", grp ? grp->meta.name : "");
-    js->st.total_gpus = job__total_gpus(j);
+    js->st.total_gpus = job__total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
         job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
     job__record(s, o, j, js, now);
@@ -1082,12 +1122,46 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     default:
         break;
     }
+    js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
     job__publish(s, o, js, now);
 }
 
-/* Tells whether the job's pods all exist on the server; see server.h. */
+/* Tells whether the job's pods all existed on the server at its last
+ * sync; see server.h. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o) {
-    return o->parse_ok && o->parsed && job__pods_on_server(s, o->parsed);
+    struct opext *x = o->ext;
+    (void)s;
+    return o->parse_ok && o->parsed && x && x->job && x->job->pods_ready;
+}
+
+/* See server.h. */
+bool job_sync_wanted(struct opcache_obj *o) {
+    struct opext *x = o->ext;
+    const struct opjob *js = x ? x->job : NULL;
+    if (!js || !js->loaded || js->resync || js->teardown)
+        return true;
+    if (js->stopping > 0 || js->grow_from > 0)
+        return true; /* a resize in flight (and its start timeout) */
+    switch (js->st.phase) {
+    case AIQ_PHASE_NONE:
+    case AIQ_PHASE_PENDING:
+    case AIQ_PHASE_ADMITTED:
+        return true;
+    case AIQ_PHASE_QUEUED:
+        return !js->pods_ready;
+    default:
+        return false;
+    }
+}
+
+/* See server.h. */
+void job_resync_all(struct server *s) {
+    opcache *jc = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(jc); i++) {
+        struct opext *x = opcache_at(jc, i)->ext;
+        if (x && x->job)
+            x->job->resync = true;
+    }
 }
 
 /* Deletes the pods of a job; see server.h. */

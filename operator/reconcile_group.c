@@ -12,6 +12,7 @@
 void reconcile_group(struct server *s, enum kube_event_type t,
                      struct opcache_obj *o, json_object *obj) {
     double now = srv_now();
+    job_resync_all(s); /* a job's group comes from its namespace's Group */
     char payload[256];
     aiq_err e;
     aiq_err_clear(&e);

@@ -17,7 +17,12 @@ void reconcile_pod(struct server *s, enum kube_event_type t,
           kube_json_str(obj, "status.phase") ? kube_json_str(obj, "status.phase") : "-",
           kube_event_type_name(t));
     /* On DELETED the pod is still in the cache during this call; the job
-     * is synced again by the cycle once it is gone. */
-    if (jo && t != KUBE_EV_DELETED)
+     * is flagged and synced by the next cycle, once it is gone. */
+    if (jo && t != KUBE_EV_DELETED) {
         job_sync(s, jo, srv_now());
+    } else if (jo) {
+        struct opext *x = jo->ext;
+        if (x && x->job)
+            x->job->resync = true;
+    }
 }

@@ -59,9 +59,11 @@ static void uq__usage(struct server *s, const char *group, const char *user,
         if (user && (!j->spec.user || strcmp(j->spec.user, user) != 0))
             continue;
         int64_t r = j->spec.replicas;
-        u->v[0] += r * j->spec.resources.gpus;
-        u->v[1] += r * (j->spec.resources.gpus > 0 ? j->spec.resources.gpus : 1) *
-                   j->spec.resources.gpu_memory_mib;
+        /* A shared replica holds a whole GPU where the mechanism cannot
+         * share (gpu_mech_gpus). */
+        int g = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+        u->v[0] += r * g;
+        u->v[1] += r * (g > 0 ? g : 1) * j->spec.resources.gpu_memory_mib;
         u->v[2] += r * j->spec.resources.cpu_milli;
         u->v[3] += r * j->spec.resources.memory_bytes;
         u->v[4] += 1;

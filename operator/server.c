@@ -181,6 +181,8 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
     }
     json_object_put(x->want_status);
     x->want_status = st;
+    if (!x->dirty)
+        x->dirty_since = srv_now();
     x->dirty = true;
 }
 
@@ -226,22 +228,43 @@ static int64_t srv__rv_num(const char *rv) {
 
 static void srv__flush_events(struct server *s);
 
+/* An AIJob's desired status is dropped once the server holds it: the
+ * status economy builds one only when it is due (job_status_due), so
+ * keeping it would only cost memory (a few KB a job). Other kinds keep
+ * theirs: their statuses are rebuilt every cycle and compared with it. */
+static void srv__drop_want(opkind k, struct opext *x) {
+    if (k != OPK_AIJOB)
+        return;
+    json_object_put(x->want_status);
+    x->want_status = NULL;
+}
+
 /* Applies the outcome of one status write to o. */
 static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
                              struct release_item *it) {
     struct opext *x = o->ext;
     if (it->rc == AIQ_OK) {
         x->dirty = false;
+        x->urgent = false;
+        srv__drop_want(k, x);
         OPLOG(&s->log, OPLOG_DEBUG, "status_written", o->key, srv__rv(it->out), "kind=%s",
               srv_reconcilers[k].kind_name);
         /* Keep the cache at what the server now holds (the watch event
          * follows; an older one is ignored by the rv check). */
         struct opcache_obj *n = opcache_put(s->cache[k], it->out, NULL);
         it->out = NULL;
-        if (n)
+        if (n) {
             srv__parse(k, n);
+            /* The status economy tells our own write from someone else's
+             * change by this resourceVersion. */
+            struct opext *nx = n->ext;
+            const char *rv = srv__rv(n->raw);
+            if (nx && nx->job && strlen(rv) < sizeof nx->job->own_rv)
+                memcpy(nx->job->own_rv, rv, strlen(rv) + 1);
+        }
     } else if (it->rc == AIQ_ENOTFOUND) {
         x->dirty = false; /* deleted meanwhile */
+        x->urgent = false;
     } else {
         OPLOG(&s->log, OPLOG_WARN, "status_write_failed", o->key, NULL,
               "kind=%s rc=%s http=%d reason=%s msg=\"%s\"", srv_reconcilers[k].kind_name,
@@ -278,6 +301,8 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         json_object *patch = opstatus_patch(live, x->want_status, &changed);
         if (!patch) {
             x->dirty = false;
+            x->urgent = false;
+            srv__drop_want(k, x);
             continue;
         }
         struct release_item *it = &items[m];
@@ -291,6 +316,10 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
     }
     if (m > 0)
         release_exec(s->kc, items, m, m > 8 ? 4 : 1);
+    if (k == OPK_AIJOB) {
+        s->status_tokens -= m;
+        opmetrics_status_writes(s->metrics, m, -1);
+    }
     for (int j = 0; j < m; j++) {
         struct opcache_obj *o = objs[idx[j]];
         json_object_put(items[j].patch);
@@ -422,8 +451,40 @@ int srv__flush_pods(struct server *s) {
     return (int)n;
 }
 
+/* Orders due AIJob statuses for the write budget: phase changes first,
+ * then the longest waiting. */
+static int srv__due_cmp(const void *a, const void *b) {
+    const struct opext *x = (*(struct opcache_obj *const *)a)->ext;
+    const struct opext *y = (*(struct opcache_obj *const *)b)->ext;
+    if (x->urgent != y->urgent)
+        return x->urgent ? -1 : 1;
+    return (x->dirty_since > y->dirty_since) - (x->dirty_since < y->dirty_since);
+}
+
+/* How many AIJob status writes the budget allows now (token bucket of
+ * --status-writes-per-s, bursts up to a quarter second's worth, so one
+ * turn's batch never holds the loop for long); 0 per second means no
+ * budget. */
+static size_t srv__status_allowance(struct server *s, size_t want) {
+    double rate = s->flags.status_writes_per_s, now = srv_now();
+    if (rate <= 0)
+        return want;
+    double burst = rate / 4 + 1;
+    if (s->status_tokens_at > 0)
+        s->status_tokens += rate * (now - s->status_tokens_at);
+    else
+        s->status_tokens = burst; /* the first turn */
+    s->status_tokens_at = now;
+    if (s->status_tokens > burst)
+        s->status_tokens = burst;
+    if (s->status_tokens < -rate) /* the cycle's admissions overspent it */
+        s->status_tokens = -rate;
+    size_t can = s->status_tokens >= 1 ? (size_t)s->status_tokens : 0;
+    return can < want ? can : want;
+}
+
 /* Flush: pods to create, statuses of dirty objects (one parallel batch
- * per kind), then Events. */
+ * per kind; AIJob statuses within the write budget), then Events. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
@@ -442,8 +503,15 @@ void srv_flush(struct server *s) {
             if (x && x->dirty)
                 dirty[m++] = o;
         }
-        if (m)
-            srv__write_statuses(s, with_status[k], dirty, (int)m);
+        size_t go = m;
+        if (with_status[k] == OPK_AIJOB) {
+            go = srv__status_allowance(s, m);
+            if (go < m)
+                qsort(dirty, m, sizeof *dirty, srv__due_cmp);
+            opmetrics_status_writes(s->metrics, 0, (long)(m - go));
+        }
+        if (go)
+            srv__write_statuses(s, with_status[k], dirty, (int)go);
         free(dirty);
     }
     srv__flush_events(s);
@@ -635,8 +703,10 @@ void srv_cron(struct server *s, double now) {
                   s->lead.name, NULL, "identity=%s", s->lead.id);
         s->leading = s->lead.is_leader;
         opmetrics_set_leader(s->metrics, s->leading);
-        if (s->leading && !was)
+        if (s->leading && !was) {
             s->cycle_wanted = true;
+            job_resync_all(s); /* a follower synced nothing */
+        }
     }
     if (!s->ready || !s->leading)
         return;
@@ -670,6 +740,7 @@ void srv_init(struct server *s) {
     s->flags.cycle_ms = 1000;
     s->flags.start_timeout_s = 300;
     s->flags.backoff_base_s = 10;
+    s->flags.status_writes_per_s = 1000;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }
@@ -713,6 +784,10 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     if (rc != AIQ_OK)
         return rc;
     opmetrics_set_api(s->metrics, s->api);
+    s->vis = opvis_create();
+    if (!s->vis)
+        return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
+    opmetrics_set_vis(s->metrics, s->vis);
     if (s->flags.metrics_addr && *s->flags.metrics_addr) {
         rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
         if (rc != AIQ_OK)
@@ -760,8 +835,11 @@ void srv_deinit(struct server *s) {
     }
     if (s->kc && s->flags.leader_elect)
         leader_release(&s->lead, s->kc, srv_now(), NULL);
+    opvis_close(s->vis); /* wakes /queue waiters so the HTTP thread can stop */
     opmetrics_free(s->metrics); /* stops the HTTP thread before the api goes */
     s->metrics = NULL;
+    opvis_free(s->vis);
+    s->vis = NULL;
     opapi_free(s->api);
     s->api = NULL;
     kube_evq_free(s->evq);

@@ -20,6 +20,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/gpu_mech.h"
 #include "operator/cache.h"
 #include "operator/kube_evq.h"
 #include "operator/kube_http.h"
@@ -27,6 +28,7 @@
 #include "operator/leader.h"
 #include "operator/log.h"
 #include "operator/metrics.h"
+#include "operator/visibility.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/store.h"
@@ -63,6 +65,12 @@ struct reconciler {
 extern const struct reconciler srv_reconcilers[OPK__N];
 
 /* Per-AIJob operator state (cache entry ext->job). */
+/* The last decision journaled for a job (action "": none yet). */
+struct opdecision {
+    int level, pos, attempts;
+    char action[16], reason[OPST_NAME];
+};
+
 struct opjob {
     struct opstatus st;        /* what we want the status to say */
     struct opst_place *place;  /* placement buffer, place_cap entries */
@@ -73,17 +81,30 @@ struct opjob {
     aiq_phase teardown_to;     /* phase once the pods are gone */
     double backoff_until;      /* requeue not before (unix s) */
     bool released;             /* every pod ungated */
-    char last_decision[128];   /* journal only changes */
+    struct opdecision last_dec; /* journal only changes */
     char last_event[OPST_NAME];/* reason of the last Event emitted */
     int64_t recorded_gen;      /* generation last written to the store */
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
     double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
-    uint64_t pub_hash;         /* opstatus_hash of st when last published */
+    /* Status economy (docs/operator.md "Status writes"): what was last
+     * published, so a status is rewritten only when something a user
+     * acts on changed. */
+    uint64_t pub_mhash;        /* opstatus_material_hash of st then */
+    int pub_pos;               /* position then */
+    double pub_eta;            /* estimated start then */
+    aiq_phase pub_phase;       /* phase then: a phase change writes first */
     char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    uint64_t pub_seen;         /* the cache entry's put count when rv was last compared */
+    char own_rv[32];           /* the resourceVersion our last status write made */
     /* A pod of the job can never be made: its template cannot be built
      * into a pod, or the API server refused the pod for good (422, or a
      * Pod Security violation). The next sync rejects the job with this. */
     char pod_refused[512];
+    /* The cycle syncs a job only when job_sync_wanted says so (the
+     * phases a timer or a pod creation moves, or a flag); pod and AIJob
+     * events sync it at once. */
+    bool resync;               /* sync at the next cycle (set by events) */
+    bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
     /* Preemption and elastic resizing (operator/actions.c). */
     int held;                  /* teardown: placements its terminating pods
                                   still hold (counted by the queue) */
@@ -103,6 +124,8 @@ struct opjob {
 struct opext {
     json_object *want_status;  /* desired .status (owned), NULL = none */
     bool dirty;                /* compare and write at the next flush */
+    bool urgent;               /* a phase change: written before the rest */
+    double dirty_since;        /* when it became dirty (unix s) */
     struct opjob *job;         /* AIJob only */
     oppolicy *compiled;        /* QueuePolicy only: last good compile */
     bool accepted;             /* UserQuota only: counted by the queue */
@@ -124,6 +147,8 @@ struct srv_flags {
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     bool leader_elect;
     double journal_retention_s; /* 0 = keep forever */
+    double status_writes_per_s; /* AIJob status write budget: 1000 */
+    enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
 };
 
 struct server {
@@ -134,6 +159,7 @@ struct server {
     store *db;
     opmetrics *metrics;
     opapi *api;                /* read-only journal API behind /journal */
+    opvis *vis;                /* the live queue behind /queue */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
@@ -154,6 +180,8 @@ struct server {
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
+    double status_tokens;      /* write budget left (token bucket) */
+    double status_tokens_at;   /* when it was last refilled (unix s) */
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */
@@ -277,15 +305,34 @@ int job_release(struct server *s, struct opcache_obj *o);
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
-/* Tells whether every pod of the job exists on the server (not only as a
- * placeholder waiting for its create); only such jobs can be admitted. */
+/* Tells whether every pod of the job existed on the server (not only as
+ * a placeholder waiting for its create) at its last sync, which pod
+ * events and pod creation bring; only such jobs can be admitted. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o);
 
-/* Publishes the job's st as its desired status (srv__want_status). The
- * JSON is built only when st or the object (its resourceVersion) changed
- * since the last publish: an unchanged status is skipped at the cost of
- * a hash. */
+/* Tells whether the cycle must sync the job: its phase moves by time or
+ * by the operator's own pod creation (none yet, Pending, Admitted, a
+ * teardown), it is Queued without all its pods, or something flagged it
+ * (opjob.resync). Queued, Running, Suspended and finished jobs move only
+ * by events, which sync them when they come. */
+bool job_sync_wanted(struct opcache_obj *o);
+
+/* Flags every AIJob for a sync at the next cycle (a Group changed, this
+ * replica became the leader). */
+void job_resync_all(struct server *s);
+
+/* Publishes the job's st as its desired status (srv__want_status) when
+ * job_status_due says so; otherwise the status keeps what it said, at the
+ * cost of a hash. */
 void job_publish(struct server *s, struct opcache_obj *o, double now);
+
+/* Status economy (docs/operator.md "Status writes"): tells whether the
+ * job's st differs from its last published status in something a user
+ * acts on (phase, level, group, reason, message, conditions, placement,
+ * attempts, times, generation), its position or start estimate moved
+ * materially (opstatus_moved), or the object was changed by someone else.
+ * Score and terms alone never make a status due. */
+bool job_status_due(struct server *s, struct opcache_obj *o, double now);
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);

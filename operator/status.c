@@ -282,24 +282,13 @@ static uint64_t opst__fnv_str(uint64_t h, const char *s) {
 
 #define OPST_FNV(h, v) ((h) = opst__fnv((h), &(v), sizeof(v)))
 
-/* See status.h. Numbers are hashed by value (doubles by their bits). */
-uint64_t opstatus_hash(const struct opstatus *st) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    int phase = (int)st->phase, has_score = st->has_score ? 1 : 0;
+/* The fields a user acts on (opstatus_material_hash), continuing h. */
+static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
+    int phase = (int)st->phase;
     OPST_FNV(h, phase);
     h = opst__fnv_str(h, st->group);
     h = opst__fnv_str(h, st->level);
-    OPST_FNV(h, st->position);
-    OPST_FNV(h, has_score);
-    OPST_FNV(h, st->score);
-    OPST_FNV(h, st->nterms);
-    for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
-        h = opst__fnv_str(h, st->terms[i].name);
-        OPST_FNV(h, st->terms[i].value);
-    }
     OPST_FNV(h, st->total_gpus);
-    OPST_FNV(h, st->predicted_runtime_s);
-    OPST_FNV(h, st->estimated_start);
     int np = st->placement ? st->nplacement : 0;
     OPST_FNV(h, np);
     for (int i = 0; i < np; i++) {
@@ -328,6 +317,45 @@ uint64_t opstatus_hash(const struct opstatus *st) {
     h = opst__fnv_str(h, st->message);
     OPST_FNV(h, st->observed_generation);
     return h;
+}
+
+/* See status.h. */
+uint64_t opstatus_material_hash(const struct opstatus *st) {
+    return opst__material(0xcbf29ce484222325ULL, st);
+}
+
+/* See status.h. Numbers are hashed by value (doubles by their bits). */
+uint64_t opstatus_hash(const struct opstatus *st) {
+    uint64_t h = opst__material(0xcbf29ce484222325ULL, st);
+    int has_score = st->has_score ? 1 : 0;
+    OPST_FNV(h, st->position);
+    OPST_FNV(h, has_score);
+    OPST_FNV(h, st->score);
+    OPST_FNV(h, st->nterms);
+    for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
+        h = opst__fnv_str(h, st->terms[i].name);
+        OPST_FNV(h, st->terms[i].value);
+    }
+    OPST_FNV(h, st->predicted_runtime_s);
+    OPST_FNV(h, st->estimated_start);
+    return h;
+}
+
+/* See status.h. */
+bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now) {
+    if ((was_pos > 0) != (pos > 0) || (was_eta > 0) != (eta > 0))
+        return true;
+    if (pos > 0 && pos != was_pos) {
+        int d = pos > was_pos ? pos - was_pos : was_pos - pos;
+        if (was_pos <= 10 || pos <= 10 || d * 10 > was_pos)
+            return true;
+    }
+    if (eta > 0) {
+        double left = was_eta - now, band = left > 600 ? left / 10 : 60;
+        if (fabs(eta - was_eta) > band)
+            return true;
+    }
+    return false;
 }
 
 /* Builds the status JSON; see status.h. */

@@ -72,6 +72,20 @@ struct opstatus {
  * left out. */
 uint64_t opstatus_hash(const struct opstatus *st);
 
+/* The fingerprint of what a user acts on (status economy, see
+ * docs/operator.md "Status writes"): every field opstatus_hash covers but
+ * position, score, terms, predicted runtime and the start estimate, which
+ * move with every cycle and are written only when opstatus_moved says
+ * they moved materially or with a material change. */
+uint64_t opstatus_material_hash(const struct opstatus *st);
+
+/* Tells whether a queue position or a start estimate moved materially
+ * since it was last written (was_pos, was_eta; 0 = none) at time now:
+ * a position appearing or going, any change within the first 10, more
+ * than 10% beyond; an estimate appearing or going, or moving by more than
+ * max(60 s, 10% of the time left until it). */
+bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now);
+
 /* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into
  * buf (cap >= 21). Returns buf. */
 const char *opst_time(char *buf, size_t cap, double t);

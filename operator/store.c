@@ -155,6 +155,7 @@ void store_close(store *s) {
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     for (int i = 0; i < STORE_Q__N; i++) sqlite3_finalize(s->q[i]);
     sqlite3_close(s->db);
+    store__ucache_free(&s->ucache);
     free(s);
 }
 
@@ -176,6 +177,8 @@ aiq_rc store_commit(store *s, aiq_err *err) {
     aiq_rc rc = store_exec(s, "COMMIT", "commit", err);
     if (rc != AIQ_OK && !sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc != AIQ_OK)
+        s->usage_epoch++; /* what the cache read may be gone */
     s->in_tx = false;
     return rc;
 }
@@ -186,6 +189,7 @@ aiq_rc store_rollback(store *s, aiq_err *err) {
     /* SQLite may already have rolled back on its own (e.g. SQLITE_FULL). */
     if (s->in_tx && !sqlite3_get_autocommit(s->db))
         rc = store_exec(s, "ROLLBACK", "rollback", err);
+    s->usage_epoch++; /* what the cache read may be gone */
     s->in_tx = false;
     return rc;
 }
@@ -256,7 +260,10 @@ void store__sp_end(store *s, bool ok) {
     if (s->savepoints <= 0) return;
     /* Errors here are not reported: after a failed ROLLBACK TO the
      * enclosing transaction (if any) is what the caller rolls back. */
-    if (!ok) sqlite3_exec(s->db, "ROLLBACK TO store_op", NULL, NULL, NULL);
+    if (!ok) {
+        sqlite3_exec(s->db, "ROLLBACK TO store_op", NULL, NULL, NULL);
+        s->usage_epoch++; /* what the cache read may be gone */
+    }
     sqlite3_exec(s->db, "RELEASE store_op", NULL, NULL, NULL);
     s->savepoints--;
 }

@@ -16,6 +16,28 @@ typedef enum {
     STORE_Q__N
 } store__qid;
 
+/* One (user, group) pair of the usage cache: its decayed usage settled
+ * at the cache's reference time, and the buckets whose middle was still
+ * ahead of it (weighed exactly at each read). */
+struct store__upair {
+    char *user, *group;
+    double settled;            /* GPU-hours weighed at ref */
+    int64_t *recent_b;         /* bucket starts */
+    double *recent_h;          /* their GPU-hours */
+    int nrecent;
+};
+
+/* What store_usage_each read last (see store_usage.c): valid while no
+ * usage was written or rolled back since (epoch) and for the same half
+ * life, at any later time. */
+struct store__ucache {
+    bool valid;
+    uint64_t epoch;
+    double ref, half_life_s;
+    struct store__upair *p;
+    size_t n;
+};
+
 struct store {
     sqlite3 *db;
     sqlite3_stmt *q[STORE_Q__N];  /* prepared on first use, kept until close */
@@ -23,7 +45,12 @@ struct store {
     long writes;                  /* data writes attempted since open */
     long fail_at;                 /* write number that fails; 0 = none */
     int savepoints;               /* nesting depth of store__sp_begin */
+    uint64_t usage_epoch;         /* bumped by every usage write and rollback */
+    struct store__ucache ucache;
 };
+
+/* Frees the usage cache (store_close). */
+void store__ucache_free(struct store__ucache *c);
 
 /* Number of schema steps and the SQL of step v (1-based): applying steps
  * 1..v to an empty database gives schema version v. NULL when v is out of

@@ -6,6 +6,7 @@
 #include "policy/fairshare.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* An attempt longer than this is spread over its last year only (the
@@ -21,6 +22,7 @@ static aiq_rc usage_bucket_add(store *s, const char *user, const char *group,
                                aiq_err *err) {
     sqlite3_stmt *st = store__q(s, STORE_Q_USAGE_ADD, err);
     if (!st) return AIQ_EDB;
+    s->usage_epoch++; /* store_usage_each reads again */
     store__bind_text(st, 1, user);
     store__bind_text(st, 2, group);
     sqlite3_bind_int64(st, 3, bucket);
@@ -139,38 +141,105 @@ aiq_rc store_usage_window(store *s, const char *user, const char *group,
     return usage_sum(s, user, group, bucket_of(since), 0, 0, gpu_hours, err);
 }
 
-/* See store.h. Rows come ordered by (user, group); each run of equal
- * pairs is summed and reported once. */
-aiq_rc store_usage_each(store *s, double now, double half_life_s,
-                        store_usage_cb cb, void *ctx, aiq_err *err) {
-    char user[STORE_NAME_SZ] = "", group[STORE_NAME_SZ] = "";
+/* See store_int.h. */
+void store__ucache_free(struct store__ucache *c) {
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->p[i].user);
+        free(c->p[i].group);
+        free(c->p[i].recent_b);
+        free(c->p[i].recent_h);
+    }
+    free(c->p);
+    memset(c, 0, sizeof *c);
+}
+
+/* Adds one bucket row to the last pair of c (a new pair when user or
+ * group differ). -1 on ENOMEM. */
+static int ucache_add(struct store__ucache *c, size_t *cap, const char *user,
+                      const char *group, int64_t bucket, double hours) {
+    struct store__upair *p = c->n ? &c->p[c->n - 1] : NULL;
+    if (!p || strcmp(p->user, user) || strcmp(p->group, group)) {
+        if (c->n == *cap) {
+            size_t ncap = *cap ? *cap * 2 : 64;
+            struct store__upair *np = realloc(c->p, ncap * sizeof *np);
+            if (!np) return -1;
+            c->p = np;
+            *cap = ncap;
+        }
+        p = &c->p[c->n];
+        memset(p, 0, sizeof *p);
+        p->user = strdup(user);
+        p->group = strdup(group);
+        c->n++;
+        if (!p->user || !p->group) return -1;
+    }
+    double mid = (double)bucket + STORE_BUCKET_S / 2.0;
+    if (mid <= c->ref) {
+        p->settled += hours * decay(c->ref, bucket, c->half_life_s);
+        return 0;
+    }
+    int64_t *m = realloc(p->recent_b, (size_t)(p->nrecent + 1) * sizeof *m);
+    if (m) p->recent_b = m;
+    double *h = m ? realloc(p->recent_h, (size_t)(p->nrecent + 1) * sizeof *h) : NULL;
+    if (!h) return -1;
+    p->recent_h = h;
+    p->recent_b[p->nrecent] = bucket;
+    p->recent_h[p->nrecent++] = hours;
+    return 0;
+}
+
+/* Reads every usage row into the cache, weighed at now. */
+static aiq_rc ucache_build(store *s, double now, double half_life_s, aiq_err *err) {
     char nu[STORE_NAME_SZ], ng[STORE_NAME_SZ];
-    bool row = true, have = false;
-    double sum = 0;
+    bool row = true;
+    size_t cap = 0;
     aiq_rc rc = AIQ_OK;
+    struct store__ucache *c = &s->ucache;
+    store__ucache_free(c);
+    c->ref = now;
+    c->half_life_s = half_life_s;
     sqlite3_stmt *st = store__q(s, STORE_Q_USAGE_ALL, err);
     if (!st) return AIQ_EDB;
     while (rc == AIQ_OK) {
         rc = store__row(s, st, &row, "usage scan", err);
-        if (rc != AIQ_OK) break;
-        if (row) {
-            store__col_text(st, 0, nu, sizeof nu);
-            store__col_text(st, 1, ng, sizeof ng);
-        }
-        if (have && (!row || strcmp(nu, user) || strcmp(ng, group))) {
-            if (cb(user, group, sum, ctx)) break;
-            have = false;
-        }
-        if (!row) break;
-        if (!have) {
-            memcpy(user, nu, sizeof user);
-            memcpy(group, ng, sizeof group);
-            sum = 0;
-            have = true;
-        }
-        sum += sqlite3_column_double(st, 3) / 3600.0 *
-               decay(now, sqlite3_column_int64(st, 2), half_life_s);
+        if (rc != AIQ_OK || !row) break;
+        store__col_text(st, 0, nu, sizeof nu);
+        store__col_text(st, 1, ng, sizeof ng);
+        if (ucache_add(c, &cap, nu, ng, sqlite3_column_int64(st, 2),
+                       sqlite3_column_double(st, 3) / 3600.0) != 0)
+            rc = aiq_err_set(err, AIQ_ENOMEM, "store: usage scan: out of memory");
     }
     sqlite3_reset(st);
-    return rc;
+    if (rc != AIQ_OK) {
+        store__ucache_free(c);
+        return rc;
+    }
+    c->epoch = s->usage_epoch;
+    c->valid = true;
+    return AIQ_OK;
+}
+
+/* See store.h. The rows are read once and kept (struct store__ucache):
+ * a usage write or a rollback makes the next call read them again;
+ * otherwise each pair's settled part is decayed from the cache's time
+ * to now in one step (the weights are exponential, so that equals
+ * weighing every bucket again) and its recent buckets are weighed
+ * exactly. Pairs come ordered by (user, group). */
+aiq_rc store_usage_each(store *s, double now, double half_life_s,
+                        store_usage_cb cb, void *ctx, aiq_err *err) {
+    struct store__ucache *c = &s->ucache;
+    if (!c->valid || c->epoch != s->usage_epoch || c->half_life_s != half_life_s ||
+        now < c->ref) {
+        aiq_rc rc = ucache_build(s, now, half_life_s, err);
+        if (rc != AIQ_OK) return rc;
+    }
+    double k = fs_decay(1.0, now - c->ref, half_life_s);
+    for (size_t i = 0; i < c->n; i++) {
+        const struct store__upair *p = &c->p[i];
+        double sum = p->settled * k;
+        for (int r = 0; r < p->nrecent; r++)
+            sum += p->recent_h[r] * decay(now, p->recent_b[r], half_life_s);
+        if (cb(p->user, p->group, sum, ctx)) break;
+    }
+    return AIQ_OK;
 }

@@ -543,6 +543,92 @@ static int queue_cmp(const void *va, const void *vb) {
     return k ? k : strcmp(a->name, b->name);
 }
 
+/* GETs path from the operator's HTTP endpoint (--operator-url); *out is
+ * the answer, also for an error status that carries a JSON body. */
+static aiq_rc operator_get(const struct opts *o, const char *path, json_object **out, aiq_err *e) {
+    struct kube_config cfg;
+    struct kube_client *kc = NULL;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = (char *)o->operator_url;
+    struct kube_client_opts ko = {.timeout_ms = 8000, .connect_timeout_ms = 1000,
+                                  .max_body = 64u << 20, .user_agent = "kubectl-aiq/0.1"};
+    aiq_rc rc = kube_client_create(&cfg, &ko, &kc, e);
+    if (rc == AIQ_OK)
+        rc = kube_get(kc, path, out, e);
+    kube_client_free(kc);
+    return rc;
+}
+
+/* The live queue from the operator (GET /queue, see docs/operator.md
+ * "Status writes"): the waiting jobs of ns (NULL: all), or the one job
+ * name. NULL with e set when the operator cannot answer. */
+static json_object *live_queue(const struct opts *o, const char *ns, const char *name, aiq_err *e) {
+    char path[3 * 2 * (AIQ_MAX_NAME + 1) + 64], nesc[3 * (AIQ_MAX_NAME + 1)] = "",
+        jesc[3 * (AIQ_MAX_NAME + 1)] = "";
+    json_object *doc = NULL;
+    if ((ns && kube_query_escape(nesc, sizeof nesc, ns, e) != AIQ_OK) ||
+        (name && kube_query_escape(jesc, sizeof jesc, name, e) != AIQ_OK))
+        return NULL;
+    snprintf(path, sizeof path, "/queue?namespace=%s%s%s", nesc, name ? "&name=" : "", jesc);
+    if (operator_get(o, path, &doc, e) != AIQ_OK || !items_of(doc)) {
+        json_object_put(doc);
+        if (!e->message[0])
+            snprintf(e->message, sizeof e->message, "no items in the answer");
+        return NULL;
+    }
+    return doc;
+}
+
+/* Takes a live item's position, level, score, estimate, reason and
+ * message into j. */
+static void live_apply(struct cli_job *j, json_object *it) {
+    json_object *sc = jget(it, "score");
+    j->position = (int)jnum(it, "position", j->position);
+    if (jstr(it, "level"))
+        snprintf(j->level, sizeof j->level, "%s", jstr(it, "level"));
+    if (sc && !json_object_is_type(sc, json_type_null)) {
+        j->has_score = true;
+        j->score = json_object_get_double(sc);
+    }
+    j->eta = jstr(it, "estimatedStartTime") ? opst_parse_time(jstr(it, "estimatedStartTime")) : 0;
+    if (jstr(it, "reason"))
+        snprintf(j->reason, sizeof j->reason, "%s", jstr(it, "reason"));
+    if (jstr(it, "message"))
+        snprintf(j->message, sizeof j->message, "%s", jstr(it, "message"));
+}
+
+/* Overlays the live queue on jobs[0..n); returns how many it matched, or
+ * -1 (and a note printed unless quiet) when the operator cannot answer. */
+static int live_overlay(const struct opts *o, struct cli_job *v, int n, bool quiet,
+                        json_object **live_doc) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object *doc = live_queue(o, o->all_ns ? NULL : o->ns, NULL, &e);
+    *live_doc = doc;
+    if (!doc) {
+        if (!quiet)
+            printf("%sLive view not available%s: the operator at %s %s%s\n"
+                   "  showing the statuses as last written: positions within 10%% beyond the\n"
+                   "  first 10, scores as of the last write (pass --operator-url to reach it)\n",
+                   C_YELLOW, C_OFF, o->operator_url,
+                   e.http_status ? "answered: " : "is not reachable: ", e.message);
+        return -1;
+    }
+    json_object *items = items_of(doc);
+    int matched = 0;
+    for (size_t k = 0; k < json_object_array_length(items); k++) {
+        json_object *it = json_object_array_get_idx(items, k);
+        const char *ns = jstr(it, "namespace"), *name = jstr(it, "name");
+        for (int i = 0; ns && name && i < n; i++)
+            if (strcmp(v[i].ns, ns) == 0 && strcmp(v[i].name, name) == 0) {
+                live_apply(&v[i], it);
+                matched++;
+                break;
+            }
+    }
+    return matched;
+}
+
 static int cmd_queue(const struct opts *o, struct world *w) {
     int n = 0, rc = 0;
     struct cli_job *v = calloc((size_t)w->njobs + 1, sizeof *v);
@@ -558,6 +644,9 @@ static int cmd_queue(const struct opts *o, struct world *w) {
             continue;
         v[n++] = *j;
     }
+    json_object *live = NULL;
+    /* Nothing waits: nothing to ask the operator about. */
+    int nlive = n > 0 ? live_overlay(o, v, n, o->out != OUT_TABLE, &live) : -1;
     g_sort_world = w;
     if (n > 1)
         qsort(v, (size_t)n, sizeof *v, queue_cmp);
@@ -566,6 +655,9 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         add_str(doc, "apiVersion", AIQ_API_VERSION);
         add_str(doc, "kind", "QueueView");
         add_str(doc, "policy", policy_name(w));
+        add_str(doc, "source", nlive >= 0 ? "live" : "status");
+        if (live)
+            json_object_object_add(doc, "liveTime", json_object_get(jget(live, "time")));
         for (int i = 0; i < n; i++) {
             const struct cli_job *j = &v[i];
             json_object *it = json_object_new_object();
@@ -644,11 +736,16 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         }
     }
     if (rc == 0) {
-        printf("%sPolicy:%s %s\n", C_BOLD, C_OFF, policy_name(w));
+        printf("%sPolicy:%s %s", C_BOLD, C_OFF, policy_name(w));
+        if (live)
+            printf("   %slive%s from the operator's cycle %.0f at %s", C_GREEN, C_OFF,
+                   jnum(live, "cycle", 0), jstr(live, "time") ? jstr(live, "time") : "?");
+        printf("\n");
         cli_table_print(t, stdout);
     }
     cli_table_free(t);
 out:
+    json_object_put(live);
     free(v);
     return rc;
 }
@@ -831,6 +928,17 @@ static int cmd_explain(const struct opts *o, struct world *w) {
             raw = json_object_array_get_idx(jit, i);
     }
     json_object *terms = jget(jget(raw, "status"), "scoreTerms");
+    /* A waiting job's live position, score and terms from the operator;
+     * the status keeps them as of its last write. */
+    aiq_err le;
+    aiq_err_clear(&le);
+    json_object *live = cli_job_waiting(j) ? live_queue(o, j->ns, j->name, &le) : NULL;
+    json_object *live_it = live ? json_object_array_get_idx(items_of(live), 0) : NULL;
+    if (live_it) {
+        live_apply(j, live_it);
+        if (jget(live_it, "terms"))
+            terms = jget(live_it, "terms");
+    }
     struct opst_term local[OPST_MAX_TERMS];
     int nlocal = 0;
     if (!terms || !json_object_is_type(terms, json_type_array))
@@ -911,10 +1019,12 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         add_str(doc, "message", j->message[0] ? j->message : NULL);
         time_text(b1, sizeof b1, j->eta);
         add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
+        add_str(doc, "source", live_it ? "live" : "status");
         explain_preemption(raw, doc);
         print_journal(o, j, doc);
         emit(doc, o->out);
         json_object_put(doc);
+        json_object_put(live);
         return 0;
     }
 
@@ -928,7 +1038,13 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("\n%sPolicy:%s    %s\n", C_BOLD, C_OFF, policy_name(w));
     printf("%sFormula:%s   %s\n", C_BOLD, C_OFF, one_line(b1, sizeof b1, formula));
     printf("%sScore:%s     %s%s\n", C_BOLD, C_OFF, j->has_score ? num_text(b1, sizeof b1, j->score) : "<none>",
-           terms ? " = the sum of these terms (status.scoreTerms):" : nlocal ? " (terms computed locally):" : "");
+           live_it ? " = the sum of these terms (live, from the operator's last cycle):"
+           : terms ? " = the sum of these terms (status.scoreTerms, as last written):"
+           : nlocal ? " (terms computed locally):" : "");
+    if (cli_job_waiting(j) && !live_it)
+        printf("           %s(live view not available: %s; position and score as last written)%s\n",
+               C_DIM, le.message[0] ? le.message : "the job is not waiting in the operator's queue",
+               C_OFF);
     if (terms && json_object_is_type(terms, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(terms); i++) {
             json_object *t = json_object_array_get_idx(terms, i);
@@ -982,6 +1098,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
     explain_preemption(raw, NULL);
     print_journal(o, j, NULL);
+    json_object_put(live);
     return 0;
 }
 

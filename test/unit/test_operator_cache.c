@@ -71,6 +71,21 @@ TEST(cache_put_replace_keeps_state) {
     opcache_free(NULL);
 }
 
+/* managedFields are dropped on the way in; the rest of metadata stays. */
+TEST(cache_drops_managed_fields) {
+    opcache *c = opcache_create(NULL, NULL);
+    json_object *raw = json_tokener_parse(
+        "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\",\"resourceVersion\":\"7\","
+        "\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Apply\"}]},\"spec\":{}}");
+    struct opcache_obj *o = opcache_put(c, raw, NULL);
+    json_object *md = NULL, *mf = NULL, *rv = NULL;
+    CHECK(o && json_object_object_get_ex(o->raw, "metadata", &md));
+    CHECK(!json_object_object_get_ex(md, "managedFields", &mf));
+    CHECK(json_object_object_get_ex(md, "resourceVersion", &rv));
+    CHECK_STR(json_object_get_string(rv), "7");
+    opcache_free(c);
+}
+
 TEST(cache_many_with_deletes) {
     opcache *c = opcache_create(NULL, NULL);
     char name[32];

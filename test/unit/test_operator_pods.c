@@ -46,7 +46,7 @@ TEST(pods_golden_with_template) {
     aiq_err_clear(&e);
     json_object *ann = json_tokener_parse(
         "{\"sim.aiq.dev/fail\":\"true\",\"other.io/x\":\"no\"}");
-    json_object *pod = pods_build(&j, ann, 1, &e);
+    json_object *pod = pods_build(&j, ann, 1, GPU_MECH_DEVICE_PLUGIN, &e);
     CHECK(pod != NULL);
     CHECK_STR(js(pod),
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-1\","
@@ -72,30 +72,37 @@ TEST(pods_default_container_and_deterministic) {
     j.spec.resources.gpus = 0;
     j.spec.resources.cpu_milli = 0;
     j.spec.resources.memory_bytes = 0;
-    json_object *a = pods_build(&j, NULL, 0, NULL);
-    json_object *b = pods_build(&j, NULL, 0, NULL);
+    json_object *a = pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, NULL);
+    json_object *b = pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, NULL);
     CHECK(a && b);
     /* The same inputs give the same pod: a restart re-creates, never
      * duplicates (the name is the identity). */
     CHECK_STR(js(a), js(b));
     CHECK(strstr(js(a), "\"name\":\"train-0\"") != NULL);
     CHECK(strstr(js(a), "\"image\":\"registry.k8s.io/pause:3.9\"") != NULL);
-    CHECK(strstr(js(a), "nvidia.com/gpu") == NULL);
+    /* gpus 0 with gpuMemoryMiB is a shared replica: it still receives a
+     * GPU (a whole one under the device plugin); no GPU memory at all
+     * means no GPU. */
+    CHECK(strstr(js(a), "\"nvidia.com/gpu\":\"1\"") != NULL);
     json_object_put(a);
     json_object_put(b);
+    j.spec.resources.gpu_memory_mib = 0;
+    a = pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, NULL);
+    CHECK(a && strstr(js(a), "nvidia.com/gpu") == NULL);
+    json_object_put(a);
 }
 
 TEST(pods_bad_inputs_name_the_field) {
     struct aiq_aijob j = sample_job("[1,2]");
     aiq_err e;
     aiq_err_clear(&e);
-    CHECK(pods_build(&j, NULL, 0, &e) == NULL);
+    CHECK(pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e) == NULL);
     CHECK_INT(e.code, AIQ_EPARSE);
     CHECK_STR(e.field, "spec.template");
 
     j = sample_job(NULL);
     aiq_err_clear(&e);
-    CHECK(pods_build(&j, NULL, 2, &e) == NULL);
+    CHECK(pods_build(&j, NULL, 2, GPU_MECH_DEVICE_PLUGIN, &e) == NULL);
     CHECK_INT(e.code, AIQ_EINVAL);
     CHECK(strstr(e.message, "replica index 2 outside 0..1") != NULL);
 
@@ -104,7 +111,7 @@ TEST(pods_bad_inputs_name_the_field) {
     big[sizeof big - 1] = '\0';
     j.meta.name = big;
     aiq_err_clear(&e);
-    CHECK(pods_build(&j, NULL, 0, &e) == NULL);
+    CHECK(pods_build(&j, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e) == NULL);
     CHECK_STR(e.field, "metadata.name");
 }
 

@@ -68,7 +68,7 @@ TEST(release_exec_create_then_release) {
     memset(items, 0, sizeof items);
     for (int i = 0; i < NPODS; i++) {
         items[i].create = 1;
-        items[i].patch = pods_build(&j, NULL, i, NULL);
+        items[i].patch = pods_build(&j, NULL, i, GPU_MECH_DEVICE_PLUGIN, NULL);
         snprintf(items[i].path, sizeof items[i].path, "/api/v1/namespaces/default/pods");
     }
     CHECK_INT(release_exec(v.kc, items, NPODS, 4), NPODS);

@@ -278,6 +278,73 @@ TEST(status_hash_covers_every_field) {
     }
 }
 
+/* Status economy: the material hash ignores exactly the fields that
+ * move with every cycle (position, score, terms, predicted runtime,
+ * start estimate) and covers the rest. */
+TEST(status_material_hash_ignores_cycle_noise) {
+    struct opstatus a, b;
+    struct opst_place pa[2], pb[2];
+    hash_base(&a, pa);
+    uint64_t h = opstatus_material_hash(&a);
+    for (int f = 0; f < 27; f++) {
+        hash_base(&b, pb);
+        bool noise = f == 3 || (f >= 4 && f <= 8) || f == 10 || f == 11;
+        switch (f) {
+        case 0: b.phase = AIQ_PHASE_RUNNING; break;
+        case 1: b.group[0] = 'V'; break;
+        case 2: b.level[0] = 'B'; break;
+        case 3: b.position = 3; break;
+        case 4: b.has_score = false; break;
+        case 5: b.score = 1.25; break;
+        case 6: b.nterms = 1; break;
+        case 7: b.terms[1].name[0] = 'W'; break;
+        case 8: b.terms[0].value = 2; break;
+        case 9: b.total_gpus = 8; break;
+        case 10: b.predicted_runtime_s = 61; break;
+        case 11: b.estimated_start += 1; break;
+        case 12: b.nplacement = 1; break;
+        case 13: pb[1].replica = 2; break;
+        case 14: pb[0].node[4] = '9'; break;
+        case 15: pb[0].ngpus = 1; break;
+        case 16: pb[1].gpus[1] = 0; break;
+        case 17: pb[1].gpu_memory_mib = 2048; break;
+        case 18: b.queued_at += 1; break;
+        case 19: b.admitted_at += 1; break;
+        case 20: b.started_at = T0 + 2; break;
+        case 21: b.finished_at = T0 + 3; break;
+        case 22: b.attempts = 2; break;
+        case 23: b.reason[0] = 'a'; break;
+        case 24: b.message[0] = 'A'; break;
+        case 25: b.observed_generation = 4; break;
+        case 26: b.placement = NULL; break;
+        }
+        bool same = opstatus_material_hash(&b) == h;
+        if (!CHECK(same == noise))
+            printf("    field change %d: material hash %s\n", f, same ? "unchanged" : "changed");
+    }
+}
+
+/* opstatus_moved: the bands of docs/operator.md "Status writes". */
+TEST(status_moved_bands) {
+    double now = T0;
+    CHECK(!opstatus_moved(0, 0, 0, 0, now));
+    CHECK(opstatus_moved(0, 0, 5, 0, now));          /* a position appears */
+    CHECK(opstatus_moved(5, 0, 0, 0, now));          /* and goes */
+    CHECK(opstatus_moved(1, 0, 2, 0, now));          /* within the first 10: any move */
+    CHECK(opstatus_moved(10, 0, 11, 0, now));
+    CHECK(opstatus_moved(12, 0, 9, 0, now));
+    CHECK(!opstatus_moved(500, 0, 540, 0, now));     /* 8% of 500 */
+    CHECK(opstatus_moved(500, 0, 551, 0, now));      /* 10.2% */
+    CHECK(!opstatus_moved(500, 0, 450, 0, now));     /* exactly 10% */
+    CHECK(opstatus_moved(3, 0, 3, now + 100, now));  /* an estimate appears */
+    CHECK(opstatus_moved(3, now + 100, 3, 0, now));  /* and goes */
+    CHECK(!opstatus_moved(3, now + 100, 3, now + 150, now)); /* 50 s < 60 s */
+    CHECK(opstatus_moved(3, now + 100, 3, now + 170, now));
+    /* 10% of the 10,000 s left: 900 s is within, 1,100 s is not */
+    CHECK(!opstatus_moved(3, now + 10000, 3, now + 10900, now));
+    CHECK(opstatus_moved(3, now + 10000, 3, now + 11100, now));
+}
+
 TEST(status_event_fields) {
     struct opevent_obj o = {"aiq.dev/v1alpha1", "AIJob", "team-a", "train", "u1", "42"};
     json_object *ev = opevent_build(&o, "Normal", "Admitted", "placed on n1", T0, 1);

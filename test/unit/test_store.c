@@ -817,6 +817,56 @@ TEST(usage_decayed_hand_computed) {
     store_close(s);
 }
 
+/* store_usage_each keeps what it read: at later times it must give what
+ * weighing every bucket again gives (store_usage_decayed), see a usage
+ * write at once, and forget what a rollback undid. */
+TEST(usage_each_cache_follows_time_writes_and_rollback) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    const double hl = 7200;
+    CHECK_INT(store_usage_add(s, "ann", "nlp", T0 + 10, 3600, &err), AIQ_OK);
+    CHECK_INT(store_usage_add(s, "bob", "nlp", T0 + 5000, 1800, &err), AIQ_OK);
+    /* t1 inside bob's bucket, before its middle: that bucket is "recent" */
+    double t1 = T0 + 3600 + 100, t2 = T0 + 3 * 3600 + 77, t3 = T0 + 9 * 3600;
+    double want = 0;
+    struct usage_seen seen = {0};
+    CHECK_INT(store_usage_each(s, t1, hl, usage_cb, &seen, &err), AIQ_OK);
+    CHECK_INT(seen.n, 2);
+    CHECK_INT(store_usage_decayed(s, "bob", "nlp", t1, hl, &want, &err), AIQ_OK);
+    CHECK_DBL(seen.h[1], want, 1e-12);
+    const double ts[2] = {t2, t3};
+    for (int k = 0; k < 2; k++) { /* cached, later */
+        memset(&seen, 0, sizeof seen);
+        CHECK_INT(store_usage_each(s, ts[k], hl, usage_cb, &seen, &err), AIQ_OK);
+        CHECK_INT(store_usage_decayed(s, "ann", "nlp", ts[k], hl, &want, &err), AIQ_OK);
+        CHECK_DBL(seen.h[0], want, 1e-12);
+        CHECK_INT(store_usage_decayed(s, "bob", "nlp", ts[k], hl, &want, &err), AIQ_OK);
+        CHECK_DBL(seen.h[1], want, 1e-12);
+    }
+    /* a write shows at once */
+    CHECK_INT(store_usage_add(s, "cat", "nlp", T0 + 4 * 3600, 3600, &err), AIQ_OK);
+    memset(&seen, 0, sizeof seen);
+    CHECK_INT(store_usage_each(s, t3, hl, usage_cb, &seen, &err), AIQ_OK);
+    CHECK_INT(seen.n, 3);
+    CHECK_STR(seen.key[2], "cat/nlp");
+    /* read inside a transaction that is then rolled back: forgotten */
+    CHECK_INT(store_begin(s, &err), AIQ_OK);
+    CHECK_INT(store_usage_add(s, "dan", "nlp", T0, 3600, &err), AIQ_OK);
+    memset(&seen, 0, sizeof seen);
+    CHECK_INT(store_usage_each(s, t3, hl, usage_cb, &seen, &err), AIQ_OK);
+    CHECK_INT(seen.n, 4);
+    CHECK_INT(store_rollback(s, &err), AIQ_OK);
+    memset(&seen, 0, sizeof seen);
+    CHECK_INT(store_usage_each(s, t3, hl, usage_cb, &seen, &err), AIQ_OK);
+    CHECK_INT(seen.n, 3);
+    /* another half life is another weighing */
+    memset(&seen, 0, sizeof seen);
+    CHECK_INT(store_usage_each(s, t3, 0, usage_cb, &seen, &err), AIQ_OK);
+    CHECK_DBL(seen.h[0], 1, 1e-12);
+    store_close(s);
+}
+
 struct hist {
     int n;
     char uid[8][STORE_NAME_SZ];

@@ -1,0 +1,106 @@
+#!/bin/sh
+# servers: local real
+# status_economy.sh -- a waiting job's status is written only when
+# something a user acts on changed (docs/operator.md "Status writes"):
+# nothing is written at steady state; a newcomer ahead moves the positions
+# of the first ten, which are rewritten; the exact live queue comes from
+# the operator's /queue (kubectl aiq queue and explain show it); the write
+# budget (--status-writes-per-s) holds during a burst and every job still
+# gets its status.
+. "$(dirname "$0")/lib.sh"
+export PATH="$BUILD:$PATH" # kubectl aiq is build/*/kubectl-aiq
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+op_start
+PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+URL=http://127.0.0.1:$PORT
+
+job() { # name replicas gpus duration [priority]
+    cat <<Y
+---
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: $1, namespace: default}
+spec:
+  user: carol
+  replicas: $2
+  priority: ${5:-0}
+  resources: {gpus: $3, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: $4}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+}
+metric() { curl -fsS "$URL/metrics" | sed -n "s/^$1 //p"; }
+rvs() { kubectl get aijobs -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}'; }
+
+# The whole cluster busy for 10 minutes, twelve 1-GPU jobs behind it.
+job big 2 8 10m | kubectl apply -f - >/dev/null
+wait_for 20 "the big job runs" sh -c '[ "$(kubectl get aijob big -o jsonpath={.status.phase})" = Running ]'
+# Priorities 100 down to 89 fix the order (equal scores would tie on the
+# queued time, which the pods' creation order decides).
+for i in $(seq 1 12); do job "w$i" 1 1 1m $((101 - i)); done | kubectl apply -f - >/dev/null
+wait_for 20 "twelve jobs wait with positions 1..12" sh -c '
+  [ "$(kubectl get aijobs -o jsonpath="{range .items[?(@.status.phase==\"Queued\")]}{.status.position} {end}" |
+      tr " " "\n" | grep -c .)" = 12 ] &&
+  [ "$(kubectl get aijob w12 -o jsonpath={.status.position})" = 12 ]'
+
+# --- steady state: nothing written --------------------------------------------
+sleep 2
+before=$(rvs)
+w0=$(metric aiq_status_writes_total)
+c0=$(grep -c "event=cycle " "$T/op.log")
+sleep 5 # about 16 cycles at --cycle-ms 300
+after=$(rvs)
+w1=$(metric aiq_status_writes_total)
+check "no AIJob changes in 5 s of steady state" eq "$after" "$before"
+check "aiq_status_writes_total did not move" eq "$w1" "$w0"
+check "the operator ran cycles meanwhile" [ "$(grep -c "event=cycle " "$T/op.log")" -gt $((c0 + 8)) ]
+
+# --- the live queue --------------------------------------------------------
+check "/queue lists the twelve in order with scores" sh -c "
+  curl -fsS '$URL/queue?namespace=default' >'$T/q.json' &&
+  [ \"\$(jq -r '[.items[].name] | join(\" \")' '$T/q.json')\" = 'w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12' ] &&
+  [ \"\$(jq -r '[.items[].position] | join(\" \")' '$T/q.json')\" = '1 2 3 4 5 6 7 8 9 10 11 12' ] &&
+  jq -e '.kind == \"QueueView\" and (.items[0].score != null) and (.items[0].message | length > 0)' '$T/q.json' >/dev/null"
+check "/queue for one job carries its terms" sh -c "
+  curl -fsS '$URL/queue?namespace=default&name=w3' | jq -e '.items | length == 1 and (.[0].terms | length >= 1)' >/dev/null"
+check "/queue for a job not waiting is 404 naming it" sh -c "
+  [ \"\$(curl -s -o '$T/nf.json' -w '%{http_code}' '$URL/queue?namespace=default&name=big')\" = 404 ] &&
+  grep -q 'default/big is not waiting' '$T/nf.json'"
+check "kubectl aiq queue says its positions are live" sh -c "
+  kubectl aiq queue --operator-url $URL >'$T/aq.out' 2>&1 && grep -q 'live' '$T/aq.out' && grep -q 'w12' '$T/aq.out'"
+check "kubectl aiq explain shows the live terms" sh -c "
+  kubectl aiq explain w3 --operator-url $URL >'$T/ax.out' 2>&1 && grep -q 'live, from the operator' '$T/ax.out'"
+check "without the operator kubectl aiq queue says the view is as last written" sh -c "
+  kubectl aiq queue --operator-url http://127.0.0.1:1 >'$T/aq2.out' 2>&1 && grep -q 'Live view not available' '$T/aq2.out' &&
+  grep -q 'as last written' '$T/aq2.out'"
+
+# --- a newcomer ahead: the first ten move and are rewritten ---------------------
+job urgent 1 1 1m 1000 | kubectl apply -f - >/dev/null
+wait_for 10 "the newcomer takes position 1 and w1 shows position 2" sh -c '
+  [ "$(kubectl get aijob urgent -o jsonpath={.status.position})" = 1 ] &&
+  [ "$(kubectl get aijob w1 -o jsonpath={.status.position})" = 2 ] &&
+  [ "$(kubectl get aijob w9 -o jsonpath={.status.position})" = 10 ]'
+
+# --- the write budget ----------------------------------------------------------
+op_kill9
+mv "$T/op.log" "$T/op1.log" # op_start waits for the new operator's "ready"
+op_start --status-writes-per-s 2
+PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+URL=http://127.0.0.1:$PORT
+for i in $(seq 1 20); do job "b$i" 1 1 1m; done | kubectl apply -f - >/dev/null
+sleep 1
+w1=$(metric aiq_status_writes_total)
+sleep 5
+w2=$(metric aiq_status_writes_total)
+d=$(metric aiq_status_writes_deferred)
+check "at most 2 writes/s (+2 of burst) in a 5 s window of a burst: $w1 -> $w2" [ $((w2 - w1)) -le 12 ]
+check "due statuses wait for the budget (aiq_status_writes_deferred=$d)" [ "${d:-0}" -gt 0 ]
+wait_for 40 "every burst job still gets its Queued status" sh -c '
+  [ "$(kubectl get aijobs -o jsonpath="{range .items[?(@.status.phase==\"Queued\")]}{.metadata.name} {end}" |
+      tr " " "\n" | grep -c "^b")" = 20 ]'
+op_kill9
+e2e_done
