@@ -262,13 +262,14 @@ kind: Group
 metadata: {name: gb}
 spec: {namespaces: [gb], quota: {gpus: 8}, cohort: shared}
 Y
-gjob() { # namespace name
+gjob() { # namespace name [priority]
     cat <<Y
 apiVersion: aiq.dev/v1alpha1
 kind: AIJob
 metadata: {name: $2, namespace: $1}
 spec:
   user: alice
+  priority: ${3:-0}
   resources: {gpus: 8, gpuMemoryMiB: 40960, cpu: "2", memory: 4Gi}
   template:
     metadata:
@@ -283,7 +284,11 @@ gjob gb b2 | kubectl apply -f - >/dev/null
 wait_for 30 "gb runs 16 GPUs on a quota of 8, borrowing ga's idle quota" sh -c '
   [ "$(kubectl get aijob b1 -n gb -o jsonpath={.status.phase})" = Running ] &&
   [ "$(kubectl get aijob b2 -n gb -o jsonpath={.status.phase})" = Running ]'
-gjob ga a1 | kubectl apply -f - >/dev/null
+# a1 is ordered ahead of the gb jobs (priority 1, same level): a reclaimed
+# victim back in the queue AHEAD of its lender's job borrows the same room
+# again and is reclaimed again, round after round (the core lends quota its
+# owner's pending jobs want: docs/queue.md, "Borrowing", known limit).
+gjob ga a1 1 | kubectl apply -f - >/dev/null
 wait_for 20 "ga takes its quota back: one gb job is preempted as Reclaimed for ga/a1" sh -c '
   grep -q "event=job_preempted obj=gb/b[12] .*by=ga/a1 reason=Reclaimed" "$T/op.log" &&
   [ "$(grep -c "event=job_preempted obj=gb/" "$T/op.log")" = 1 ]'
