@@ -1,12 +1,14 @@
 /* cycle.c -- one queue cycle: level-triggered sync of every job, the
  * queue input built from the caches and the store (nodes with the GPU
- * memory held by admitted gangs, groups and users with quota, budget,
- * decayed usage and fair share, pending and running jobs), q_cycle_run
- * with the active policy, and the actions: admitted gangs get their
- * placement recorded in status first and are then released; waiting jobs
- * get level, position, score, terms, ETA and the reason; rejected ones
- * are Rejected. Decisions that changed are journaled; one store commit
- * per cycle. */
+ * memory held by admitted gangs, groups with quota, budget, cohort and
+ * limits, users, decayed usage and fair share, pending and running jobs,
+ * jobs being torn down as terminating with the placement their pods still
+ * hold), q_cycle_run with the active policy (actions_on), and the
+ * actions: admitted gangs get their placement recorded in status first
+ * and are then released; waiting jobs get level, position, score, terms,
+ * ETA and the reason; rejected ones are Rejected; then preemptions and
+ * elastic resizes (actions.c). Decisions that changed are journaled; one
+ * store commit per cycle. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
