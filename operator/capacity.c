@@ -51,16 +51,13 @@ static int cap__apply(const struct fpod *p, void *ud) {
     return 0;
 }
 
-/* Tells whether the cycle counts the job's pods by its placement (the
- * same rule as cy__build_jobs's running jobs). */
+/* Tells whether the cycle counts the job's pods by its placement (running
+ * at a size it may run at, or torn down while they still hold it), so
+ * they are not counted twice. */
 static bool cap__by_placement(struct opcache_obj *jo) {
     struct opext *x = jo ? jo->ext : NULL;
     const struct aiq_aijob *j = jo && jo->parse_ok ? jo->parsed : NULL;
-    if (!x || !x->job || !j || x->job->teardown)
-        return false;
-    aiq_phase p = x->job->st.phase;
-    return (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) &&
-           x->job->st.nplacement == j->spec.replicas;
+    return x && x->job && j && job_counted_by_placement(x->job, j);
 }
 
 /* Subtracts what others hold; see server.h. */

@@ -1,12 +1,14 @@
 /* cycle.c -- one queue cycle: level-triggered sync of every job, the
  * queue input built from the caches and the store (nodes with the GPU
- * memory held by admitted gangs, groups and users with quota, budget,
- * decayed usage and fair share, pending and running jobs), q_cycle_run
- * with the active policy, and the actions: admitted gangs get their
- * placement recorded in status first and are then released; waiting jobs
- * get level, position, score, terms, ETA and the reason; rejected ones
- * are Rejected. Decisions that changed are journaled; one store commit
- * per cycle. */
+ * memory held by admitted gangs, groups with quota, budget, cohort and
+ * limits, users, decayed usage and fair share, pending and running jobs,
+ * jobs being torn down as terminating with the placement their pods still
+ * hold), q_cycle_run with the active policy (actions_on), and the
+ * actions: admitted gangs get their placement recorded in status first
+ * and are then released; waiting jobs get level, position, score, terms,
+ * ETA and the reason; rejected ones are Rejected; then preemptions and
+ * elastic resizes (actions.c). Decisions that changed are journaled; one
+ * store commit per cycle. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +219,10 @@ static const char *cy__reason(int r) {
     case Q_R_OVER_QUOTA: return "OverQuota";
     case Q_R_OVER_BUDGET: return "OverBudget";
     case Q_R_INVALID: return "Invalid";
+    case Q_R_PREEMPTING: return "Preempting";
+    case Q_R_BORROW: return "WaitingToBorrow";
+    case Q_R_PREEMPTED: case Q_R_PREEMPTED_SCORE: case Q_R_RECLAIMED: case Q_R_SHRUNK:
+    case Q_R_GROWN: return actions_reason(r);
     default: return "Waiting";
     }
 }
@@ -285,6 +291,64 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     return 0;
 }
 
+/* Cohorts (Group.spec.cohort, Kueue's) as the queue's numbers: groups
+ * naming the same cohort get the same id > 0 (first seen, first
+ * numbered; ids only have to agree within one cycle), with their
+ * borrowing and lending limits. A group without a cohort keeps 0: its
+ * quota is a hard cap. */
+static void cy__cohorts(struct cy *c) {
+    int next = 0;
+    for (int g = 0; g < c->ngroups; g++) {
+        const struct aiq_group *ag = c->gobj[g]->parsed;
+        struct q_group *qg = &c->groups[g];
+        qg->borrowing_limit = ag->spec.borrowing_limit;
+        qg->lending_limit = ag->spec.lending_limit;
+        if (!ag->spec.cohort || !*ag->spec.cohort)
+            continue;
+        for (int h = 0; h < g && !qg->cohort; h++) {
+            const struct aiq_group *bg = c->gobj[h]->parsed;
+            if (bg->spec.cohort && strcmp(bg->spec.cohort, ag->spec.cohort) == 0)
+                qg->cohort = c->groups[h].cohort;
+        }
+        if (!qg->cohort)
+            qg->cohort = ++next;
+    }
+}
+
+
+/* The job's q_job.gen: changes whenever anything the queue reads from the
+ * job changes (the object, its phase, attempt, size, stopping replicas,
+ * teardown, preemptions). */
+static uint64_t cy__job_gen(uint64_t changed, aiq_phase p, const struct opjob *js, bool held) {
+    uint64_t v[] = {changed, (uint64_t)p, (uint64_t)js->st.attempts,
+                    (uint64_t)js->st.nplacement, (uint64_t)js->stopping, (uint64_t)js->held,
+                    (uint64_t)held, (uint64_t)js->st.preemptions};
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        h = (h ^ v[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The q_job fields for preemption and elastic resizing. nonPreemptible
+ * is honoured as given: the identity admission policy lets only members
+ * of aiq:admins set it (crds/admission-identity.yaml). A running job's
+ * `started` is its admission (the simulator's run start, so a replay
+ * sees the same protection), and its attained service is the finished
+ * runs': the queue adds the current run. */
+static void cy__job_preempt_fields(struct q_job *qj, const struct aiq_aijob *j,
+                                   const struct opjob *js, double now) {
+    qj->min_replicas = j->spec.max_replicas > 0 ? j->spec.min_replicas : 0;
+    qj->max_replicas = j->spec.max_replicas;
+    qj->checkpointable = j->spec.checkpointable;
+    qj->checkpoint_interval_s = j->spec.checkpoint_interval_s;
+    qj->non_preemptible = j->spec.non_preemptible;
+    qj->min_runtime_s = j->spec.min_runtime_s;
+    qj->preemptions = js->st.preemptions;
+    for (int k = 0; k < js->npre_t && k < 8; k++)
+        qj->preemptions_1h += js->pre_t[k] > now - 3600;
+    qj->started = js->st.admitted_at;
+}
+
 /* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
  * Running, with their placement). Returns 0 or -1. */
 static int cy__build_jobs(struct server *s, struct cy *c, double now) {
@@ -295,6 +359,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         if (x && x->job && (x->job->st.phase == AIQ_PHASE_ADMITTED ||
                             x->job->st.phase == AIQ_PHASE_RUNNING))
             np += (size_t)x->job->st.nplacement;
+        if (x && x->job && x->job->teardown)
+            np += (size_t)x->job->held;
     }
     c->jobs = calloc(n ? n : 1, sizeof *c->jobs);
     c->jobj = calloc(n ? n : 1, sizeof *c->jobj);
@@ -313,14 +379,18 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
                        js->backoff_until <= now &&
                        !j->spec.suspend && job_pods_ready(s, o);
         bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
-                       js->st.nplacement == j->spec.replicas;
-        if (!pending && !running)
+                       job_size_ok(j, js->st.nplacement);
+        /* A job being torn down (preempted, failed, suspended) holds its
+         * placement until its pods are gone: passed as terminating. */
+        bool held = js->teardown && js->held > 0;
+        if (!pending && !running && !held)
             continue;
+        int nplace = held ? js->held : js->st.nplacement;
         struct q_job *qj = &c->jobs[c->njobs];
         memset(qj, 0, sizeof *qj);
         qj->key = o->key;
         qj->uid = j->meta.uid;
-        qj->gen = o->changed * 8 + (uint64_t)p + (uint64_t)js->st.attempts * 1000003ULL;
+        qj->gen = cy__job_gen(o->changed, p, js, held);
         qj->group = cy__group_index(c, js->st.group);
         qj->user = cy__user(c, qj->group, j->spec.user);
         if (qj->user < 0)
@@ -343,10 +413,16 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
         qj->attempts = js->st.attempts;
         qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
-        if (running) {
+        cy__job_preempt_fields(qj, j, js, now);
+        if (running || held) {
+            qj->replicas = nplace;
+            qj->stopping = held ? 0 : js->stopping;
+            qj->terminating = held;
+            if (held && !job_size_ok(j, nplace))
+                qj->min_replicas = qj->max_replicas = 0; /* spec changed since: as it was */
             struct q_place *pl = &c->places[c->nplaces];
             bool ok = true;
-            for (int k = 0; k < js->st.nplacement; k++) {
+            for (int k = 0; k < nplace; k++) {
                 int ni = cy__node_index(c, js->place[k].node);
                 if (ni < 0) {
                     ok = false;
@@ -362,11 +438,13 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             if (!ok)
                 continue; /* its node is gone: it holds nothing we can see */
             qj->placement = pl;
-            c->nplaces += js->st.nplacement;
+            c->nplaces += nplace;
             double rt = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
             qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
+            if (held)
+                qj->end_time = now; /* being stopped: free once its pods are gone */
             /* The gang's GPU memory, cpu and memory are in use on its nodes. */
-            for (int k = 0; k < js->st.nplacement; k++) {
+            for (int k = 0; k < nplace; k++) {
                 struct q_node *qn = &c->nodes[pl[k].node];
                 for (int g = 0; g < qn->ngpus && g < Q_MAX_GPUS; g++)
                     if (pl[k].gpu_mask & (1ull << g))
@@ -575,7 +653,12 @@ void cycle_run(struct server *s, double now) {
                 job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
 
-    if (cy__build_cluster(s, &c, now) != 0 || cy__build_jobs(s, &c, now) != 0) {
+    int brc = cy__build_cluster(s, &c, now);
+    if (brc == 0) {
+        cy__cohorts(&c);
+        brc = cy__build_jobs(s, &c, now);
+    }
+    if (brc != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
         goto out;
     }
@@ -598,6 +681,9 @@ void cycle_run(struct server *s, double now) {
     in.njobs = c.njobs;
     oppolicy_qpolicy(pol, &in.policy);
     in.gen = s->policy_gen;
+    /* The operator carries out preemptions and resizes (actions.c) and
+     * passes jobs being stopped back as terminating / stopping. */
+    in.actions_on = true;
     q_scorer sc;
     oppolicy_scorer(pol, &sc);
     if (q_cycle_run(s->q, &in, &sc, &out, &e) != AIQ_OK) {
@@ -631,6 +717,10 @@ void cycle_run(struct server *s, double now) {
             }
             js->st.attempts++;
             js->st.admitted_at = now;
+            js->seg_t = now; /* this run's GPU time counts from here */
+            js->run_gpu_s = 0;
+            js->stopping = js->grow_from = 0;
+            js->st.current_replicas = r->nplace;
             js->st.position = 0;
             js->st.estimated_start = 0;
             js->released = false;
@@ -737,6 +827,8 @@ void cycle_run(struct server *s, double now) {
         OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nrel, npods);
     }
     free(admitted);
+    /* Then the preemptions and resizes, after every admission's record. */
+    cycle_actions(s, &in, &out, c.jobj, now);
 
 out:;
     double dt = srv_now() - t0;

@@ -62,6 +62,10 @@ struct opmetrics {
     struct opm_named status_fail[OPMETRICS_MAX_OUTCOMES]; /* by kind */
     int nstatus_fail;
     unsigned long clamped;
+    struct opm_named preempt[OPMETRICS_MAX_OUTCOMES]; /* by reason */
+    int npreempt;
+    struct opm_named resize[OPMETRICS_MAX_OUTCOMES];  /* by direction */
+    int nresize;
     struct opm_hist wait, cycle;
     struct opm_quota *quota;
     int nquota;
@@ -194,6 +198,18 @@ void opmetrics_status_failed_inc(opmetrics *m, const char *kind) {
 void opmetrics_clamped_add(opmetrics *m, unsigned long n) {
     pthread_mutex_lock(&m->mu);
     m->clamped += n;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_preempted_inc(opmetrics *m, const char *reason) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->preempt, &m->npreempt, OPMETRICS_MAX_OUTCOMES, reason, 1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_resized_inc(opmetrics *m, const char *direction) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->resize, &m->nresize, OPMETRICS_MAX_OUTCOMES, direction, 1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -346,6 +362,16 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
     opm__printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
                     "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
                 m->clamped);
+    opm__printf(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
+                    "# TYPE aiq_preemptions_total counter\n");
+    for (int i = 0; i < m->npreempt; i++)
+        opm__printf(&b, "aiq_preemptions_total{reason=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->preempt[i].name), m->preempt[i].value);
+    opm__printf(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
+                    "# TYPE aiq_resizes_total counter\n");
+    for (int i = 0; i < m->nresize; i++)
+        opm__printf(&b, "aiq_resizes_total{direction=\"%s\"} %.0f\n",
+                    opm__esc(e1, sizeof e1, m->resize[i].name), m->resize[i].value);
     opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
     opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
     opm__printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"

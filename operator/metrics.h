@@ -88,6 +88,10 @@ void opmetrics_set_vis(opmetrics *m, opvis *v);
 void opmetrics_status_writes(opmetrics *m, long written, long deferred);
 /* Counts one finished job by outcome ("Succeeded", "Failed", ...). */
 void opmetrics_finished_inc(opmetrics *m, const char *outcome);
+/* aiq_preemptions_total{reason} ("Preempted", "PreemptedByScore",
+ * "Reclaimed") and aiq_resizes_total{direction} ("grow", "shrink"). */
+void opmetrics_preempted_inc(opmetrics *m, const char *reason);
+void opmetrics_resized_inc(opmetrics *m, const char *direction);
 void opmetrics_observe_wait(opmetrics *m, double seconds);
 /* A status write (or the encoding of a status) of kind failed. */
 void opmetrics_status_failed_inc(opmetrics *m, const char *kind);

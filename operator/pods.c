@@ -264,10 +264,12 @@ json_object *pods_build(const struct aiq_aijob *job,
                       "metadata: the AIJob needs name, namespace and uid");
         goto fail;
     }
-    if (index < 0 || index >= job->spec.replicas) {
+    /* An elastic job's replicas go up to maxReplicas - 1. */
+    int nmax = job->spec.max_replicas > job->spec.replicas ? job->spec.max_replicas
+                                                           : job->spec.replicas;
+    if (index < 0 || index >= nmax) {
         aiq_err_field(err, AIQ_EINVAL, "spec.replicas",
-                      "replica index %d outside 0..%d", index,
-                      (int)job->spec.replicas - 1);
+                      "replica index %d outside 0..%d", index, nmax - 1);
         goto fail;
     }
     if (pods_name(name, sizeof name, job->meta.name, index) != 0) {

@@ -60,13 +60,41 @@ static void job__pod_key(char *buf, size_t cap, const char *ns, const char *job,
     snprintf(buf, cap, "%s/%s", ns, name);
 }
 
+/* Pods a job may have at most: an elastic job's maxReplicas. */
+static int job__max_pods(const struct aiq_aijob *j) {
+    return j->spec.max_replicas > j->spec.replicas ? j->spec.max_replicas : j->spec.replicas;
+}
+
+/* Replicas whose pods the job has now: a teardown waits for every pod it
+ * may have had; a placed job has its live replicas (placed and not being
+ * stopped: pods of stopping replicas are on their way out); otherwise
+ * spec.replicas (an elastic job's minReplicas). */
+static int job__size(const struct aiq_aijob *j, const struct opjob *js) {
+    if (js->teardown)
+        return job__max_pods(j);
+    if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
+        js->st.nplacement > 0)
+        return js->st.nplacement - js->stopping;
+    return j->spec.replicas;
+}
+
+/* GPU-seconds of this run up to now: per stretch at the replicas held
+ * (see opjob.seg_t), for a preempted or elastic job; GPUs per replica as
+ * usage counts them (job__total_gpus). */
+static double job__run_gpu_s(const struct server *s, const struct aiq_aijob *j,
+                             const struct opjob *js, int held, double now) {
+    double t = js->seg_t > 0 && now > js->seg_t ? now - js->seg_t : 0;
+    return js->run_gpu_s +
+           t * held * (double)gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+}
+
 /* Counts what the gang's pods are doing; attempts is the attempt the
  * status shows. */
-static void job__gang(struct server *s, const struct aiq_aijob *j, int attempts,
-                      struct gang *g) {
+static void job__gang(struct server *s, const struct aiq_aijob *j, const struct opjob *js,
+                      int attempts, struct gang *g) {
     char key[OPCACHE_KEY_MAX];
     memset(g, 0, sizeof *g);
-    g->n = j->spec.replicas;
+    g->n = job__size(j, js);
     for (int i = 0; i < g->n; i++) {
         job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
@@ -216,24 +244,25 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
 /* Queues the missing gated pods for creation (srv__create_pod; they are
  * POSTed in one batch at the end of the turn). Returns how many could not
  * be built. */
-static int job__create_pods(struct server *s, struct opcache_obj *o,
-                            const struct aiq_aijob *j) {
+static int job__create_range(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, int from, int to, int attempt) {
     char key[OPCACHE_KEY_MAX];
     json_object *ann = NULL, *meta = NULL;
     int missing = 0;
     struct opjob *js = job__state(o);
     if (!js)
-        return j->spec.replicas;
+        return to - from;
     if (json_object_object_get_ex(o->raw, "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
-    for (int i = 0; i < j->spec.replicas; i++) {
+    for (int i = from; i < to; i++) {
         job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         if (opcache_get(s->cache[OPK_POD], key))
             continue;
         aiq_err e;
         aiq_err_clear(&e);
         json_object *pod = pods_build(j, ann, i, s->flags.gpu_mech, &e);
-        if (pod && pods_set_attempt(pod, js->st.attempts + 1) != 0) {
+        if (pod && (pods_set_attempt(pod, attempt) != 0 ||
+                    (j->spec.max_replicas > 0 && actions_pod_env(pod) != 0))) {
             json_object_put(pod);
             pod = NULL;
             aiq_err_set(&e, AIQ_ENOMEM, "out of memory");
@@ -251,6 +280,36 @@ static int job__create_pods(struct server *s, struct opcache_obj *o,
         srv__create_pod(s, pod);
     }
     return missing;
+}
+
+/* The gang's gated pods for the next attempt. */
+static int job__create_pods(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j) {
+    struct opjob *js = job__state(o);
+    return job__create_range(s, o, j, 0, j->spec.replicas, js ? js->st.attempts + 1 : 1);
+}
+
+/* Pods of replicas [from, to) in the cache. */
+static int job__count_pods(struct server *s, const struct aiq_aijob *j, int from, int to) {
+    char key[OPCACHE_KEY_MAX];
+    int n = 0;
+    for (int i = from; i < to; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        n += opcache_get(s->cache[OPK_POD], key) != NULL;
+    }
+    return n;
+}
+
+/* Tells whether the pods of replicas [from, to) all exist on the server. */
+static bool job__range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
+    char key[OPCACHE_KEY_MAX];
+    for (int i = from; i < to; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        if (!p || !*srv__rv(p->raw))
+            return false;
+    }
+    return true;
 }
 
 /* Tells whether every pod of the job exists on the server (not only as a
@@ -279,6 +338,8 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
         return;
     double ran = js->st.started_at > 0 ? now - js->st.started_at : 0;
     double gpu_s = ran > 0 ? ran * (double)job__total_gpus(s, j) : 0;
+    if (j->spec.max_replicas > 0) /* elastic: per stretch at its size */
+        gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -314,6 +375,11 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
     job__finish_attempt(s, j, js, now, suspend ? "Suspended" : "Failed");
     js->teardown = true;
     js->released = false;
+    /* Its pods hold their GPUs until they are gone: the queue counts them. */
+    js->held = js->st.nplacement;
+    js->stopping = js->grow_from = 0;
+    js->seg_t = js->run_gpu_s = 0;
+    js->st.current_replicas = 0;
     js->st.nplacement = 0;
     js->st.admitted_at = 0;
     js->st.started_at = 0;
@@ -322,11 +388,12 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->teardown_to = AIQ_PHASE_SUSPENDED;
         job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
                    "spec.suspend is true: pods deleted, the job waits to be resumed");
-    } else if (js->st.attempts > j->spec.backoff_limit) {
+    } else if (js->st.attempts - js->st.preemptions > j->spec.backoff_limit) {
         js->teardown_to = AIQ_PHASE_FAILED;
         js->st.finished_at = now;
         snprintf(msg, sizeof msg, "%s; attempt %d of %d, backoffLimit %d reached",
-                 why, js->st.attempts, j->spec.backoff_limit + 1, j->spec.backoff_limit);
+                 why, js->st.attempts - js->st.preemptions, j->spec.backoff_limit + 1,
+                 j->spec.backoff_limit);
         job__phase(js, AIQ_PHASE_FAILED, reason, msg);
         store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
         opmetrics_finished_inc(s->metrics, "Failed");
@@ -338,7 +405,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->teardown_to = AIQ_PHASE_QUEUED;
         js->st.queued_at = now;
         snprintf(msg, sizeof msg, "%s; requeued after attempt %d of %d (backoff %.0fs)",
-                 why, js->st.attempts, j->spec.backoff_limit + 1, back);
+                 why, js->st.attempts - js->st.preemptions, j->spec.backoff_limit + 1, back);
         char payload[384];
         snprintf(payload, sizeof payload,
                  "{\"uid\":\"%.100s\",\"attempt\":%d,\"queued\":%.17g,"
@@ -351,7 +418,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
           "reason=%s attempts=%d next=%s msg=\"%s\"", reason, js->st.attempts,
           aiq_phase_name(js->teardown_to), js->st.message);
     job__event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
-    job__delete_pods(s, j, j->spec.replicas);
+    job__delete_pods(s, j, job__max_pods(j));
 }
 
 /* Releases admitted jobs; see server.h. */
@@ -406,6 +473,11 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
                 it->patch = NULL;
                 errors[jx]++;
                 continue;
+            }
+            if (it->patch && j->spec.max_replicas > 0 &&
+                actions_patch_size(it->patch, js->st.nplacement - js->stopping) != 0) {
+                json_object_put(it->patch);
+                it->patch = NULL;
             }
             if (!it->patch ||
                 srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
@@ -462,11 +534,95 @@ int job_release(struct server *s, struct opcache_obj *o) {
     return jobs_release(s, &o, 1);
 }
 
+/* Borrowed annotation `name` of obj, or NULL. */
+static const char *job__pod_ann(json_object *obj, const char *name) {
+    json_object *md = NULL, *ann = NULL, *v = NULL;
+    if (!json_object_object_get_ex(obj, "metadata", &md) ||
+        !json_object_object_get_ex(md, "annotations", &ann) ||
+        !json_object_object_get_ex(ann, name, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* Reads one released pod's placement from its release annotations
+ * (release.h) into p. Returns 0, or -1 when the pod has none. */
+static int job__pod_place(json_object *pod, int replica, struct opst_place *p) {
+    json_object *md = NULL, *ann = NULL, *v = NULL;
+    if (!json_object_object_get_ex(pod, "metadata", &md) ||
+        !json_object_object_get_ex(md, "annotations", &ann) ||
+        !json_object_object_get_ex(ann, RELEASE_ANN_NODE, &v) ||
+        strlen(json_object_get_string(v)) > AIQ_MAX_NAME)
+        return -1;
+    memset(p, 0, sizeof *p);
+    p->replica = replica;
+    snprintf(p->node, sizeof p->node, "%s", json_object_get_string(v));
+    if (json_object_object_get_ex(ann, RELEASE_ANN_GPUS, &v)) {
+        const char *g = json_object_get_string(v);
+        while (*g && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA) {
+            char *end = NULL;
+            long x = strtol(g, &end, 10);
+            if (end == g || x < 0 || x >= 32)
+                break;
+            p->gpus[p->ngpus++] = (int)x;
+            g = *end == ',' ? end + 1 : end;
+        }
+    }
+    if (json_object_object_get_ex(ann, RELEASE_ANN_GPU_MEM, &v))
+        p->gpu_memory_mib = json_object_get_int64(v);
+    return 0;
+}
+
+/* A restart in the middle of a teardown: the status already shows where
+ * the job goes (Queued, Suspended, Failed) while released pods of it are
+ * still there (a queued job's pods are all gated). The teardown goes on,
+ * and the placement those pods hold (their release annotations) stays
+ * counted by the queue until they are gone; pods annotated
+ * aiq.dev/preempted-by / aiq.dev/stop-reason make it a preemption again,
+ * its run's GPU time counted from the pods' start. */
+static void job__recover_teardown(struct server *s, struct opcache_obj *o,
+                                  const struct aiq_aijob *j, struct opjob *js) {
+    aiq_phase p = js->st.phase;
+    if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED)
+        return;
+    char key[OPCACHE_KEY_MAX];
+    int held = 0, n = job__max_pods(j);
+    double started = 0;
+    for (int i = 0; i < n && held < js->place_cap; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        if (!pod || pods_is_gated(pod->raw) || job__pod_place(pod->raw, i, &js->place[held]) != 0)
+            continue;
+        held++;
+        const char *by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+        const char *why = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
+        if (p == AIQ_PHASE_QUEUED && why &&
+            (strcmp(why, "Preempted") == 0 || strcmp(why, "PreemptedByScore") == 0 ||
+             strcmp(why, "Reclaimed") == 0)) {
+            js->preempted = true;
+            snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
+            snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
+        }
+        double t = opst_parse_time(kube_json_str(pod->raw, "status.startTime"));
+        if (t > 0 && (started == 0 || t < started))
+            started = t;
+    }
+    if (held == 0)
+        return;
+    js->teardown = true;
+    js->teardown_to = p;
+    js->held = held;
+    js->seg_t = js->preempted ? started : 0;
+    js->run_gpu_s = 0;
+    OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(o->raw),
+          "phase=%s held=%d preempted=%d by=%s run_since=%.3f", aiq_phase_name(p), held,
+          (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job__load(struct server *s, struct opcache_obj *o,
                       const struct aiq_aijob *j, struct opjob *js) {
     json_object *live = NULL, *pl = NULL;
-    int n = j->spec.replicas;
+    int n = job__max_pods(j);
     json_object_object_get_ex(o->raw, "status", &live);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
@@ -489,12 +645,16 @@ static void job__load(struct server *s, struct opcache_obj *o,
     }
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
+        /* This run's GPU time counts from its admission (see seg_t). */
+        js->seg_t = js->st.admitted_at;
+        js->st.current_replicas = js->st.nplacement;
         /* Re-record the attempt (a no-op when the store has it). */
         char *pj = job__place_json(js);
         store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
                             js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL);
         free(pj);
     }
+    job__recover_teardown(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
@@ -626,6 +786,220 @@ static void job__group(struct server *s, struct opcache_obj *o, const struct aiq
         job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
 }
 
+/* ---- preemption and elastic resizing (actions.c drives these) ---------- */
+
+/* Preempts o for by; see server.h. */
+int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
+                const char *reason, const char *why, double now) {
+    struct opjob *js = job__state(o);
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    if (!js || !j || js->teardown ||
+        (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING))
+        return -1;
+    const char *bykey = by ? by->key : "";
+    /* This run's GPU time counts until the last pod is gone. */
+    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
+    js->seg_t = now;
+    js->teardown = true;
+    js->teardown_to = AIQ_PHASE_QUEUED;
+    js->preempted = true;
+    js->released = false;
+    js->held = js->st.nplacement;
+    js->stopping = js->grow_from = 0;
+    js->backoff_until = 0;
+    snprintf(js->preempted_by, sizeof js->preempted_by, "%s", bykey);
+    snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", reason);
+    js->st.nplacement = 0;
+    js->st.current_replicas = 0;
+    js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
+    js->st.position = 0;
+    js->st.preemptions++;
+    js->pre_t[js->npre_t++ % 8] = now;
+    snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", reason);
+    snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
+             "preempted by %.200s: %.40s", *bykey ? bykey : "the queue", why);
+    char msg[512];
+    snprintf(msg, sizeof msg, "preempted by %.200s (%.80s); its pods stop gracefully, then it goes "
+             "back to the queue (preemption %d, not counted against backoffLimit)",
+             *bykey ? bykey : "the queue", why, js->st.preemptions);
+    job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
+    srv__event(s, OPK_AIJOB, o->raw, "Warning", "Preempted", msg);
+    snprintf(js->last_event, sizeof js->last_event, "%s", "Preempted");
+    opmetrics_preempted_inc(s->metrics, reason);
+    OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(o->raw),
+          "by=%s reason=%s replicas=%d preemptions=%d", *bykey ? bykey : "-", reason, js->held,
+          js->st.preemptions);
+    actions_stop_pods(s, j, 0, job__max_pods(j), bykey, reason);
+    job__publish(s, o, js, now);
+    return 0;
+}
+
+/* The victim's last pod is gone: it is back in the queue. */
+static void job__preempt_done(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, double now) {
+    double gpu_s = job__run_gpu_s(s, j, js, js->held, now);
+    bool counted = false;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (js->st.attempts > 0 &&
+        store_attempt_finish(s->db, j->meta.uid, js->st.attempts, now, gpu_s, "Preempted",
+                             &counted, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=attempt_finish msg=\"%s\"",
+              e.message);
+    if (counted)
+        js->attained_gpu_s += gpu_s;
+    js->seg_t = js->run_gpu_s = 0;
+    js->held = 0;
+    js->preempted = false;
+    js->st.queued_at = now;
+    /* Journaled when the room is really free: replay stops the victim
+     * here (sim_replay.c add_stop). */
+    char payload[640];
+    snprintf(payload, sizeof payload,
+             "{\"uid\":\"%.100s\",\"queued\":%.17g,\"preemptions\":%d,"
+             "\"attained_gpu_hours\":%.17g,\"by\":\"%.200s\"}",
+             j->meta.uid, now, js->st.preemptions, js->attained_gpu_s / 3600.0,
+             js->preempted_by);
+    store_journal_event(s->db, now, STORE_EV_JOB_PREEMPTED, o->key, payload, NULL);
+    store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+    char msg[512];
+    snprintf(msg, sizeof msg, "preempted by %.200s; its pods are gone and it waits in the queue "
+             "again (attained service kept)", js->preempted_by[0] ? js->preempted_by : "the queue");
+    job__phase(js, AIQ_PHASE_QUEUED, js->preempt_reason, msg);
+    OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
+          "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", js->preempt_reason, gpu_s,
+          (int)counted, js->attained_gpu_s);
+}
+
+/* Shrinks o; see server.h. */
+int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache_obj *by,
+               const char *why, double now) {
+    struct opjob *js = job__state(o);
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    if (!js || !j || js->teardown || js->stopping > 0 ||
+        (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
+        size < 1 || size >= js->st.nplacement)
+        return -1;
+    const char *bykey = by ? by->key : "";
+    int old = js->st.nplacement;
+    js->stopping = old - size;
+    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "Shrunk");
+    snprintf(js->st.resized.message, sizeof js->st.resized.message,
+             "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
+             *bykey ? bykey : "the queue", why);
+    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Shrunk", js->st.resized.message);
+    opmetrics_resized_inc(s->metrics, "shrink");
+    OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(o->raw), "from=%d to=%d by=%s",
+          old, size, *bykey ? bykey : "-");
+    actions_stop_pods(s, j, size, old, bykey, "Shrunk");
+    js->st.current_replicas = size;
+    job__publish(s, o, js, now);
+    return 0;
+}
+
+/* The shrunk replicas' pods are gone: the job's size is the new one. */
+static void job__shrink_done(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, double now) {
+    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
+    js->seg_t = now;
+    js->st.nplacement -= js->stopping;
+    js->stopping = 0;
+    js->st.current_replicas = js->st.nplacement;
+    char payload[256];
+    snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid,
+             js->st.nplacement);
+    store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL);
+    snprintf(js->st.resized.message, sizeof js->st.resized.message,
+             "shrunk to %d replicas", js->st.nplacement);
+    actions_annotate_size(s, j, js->st.nplacement);
+    OPLOG(&s->log, OPLOG_INFO, "job_resized", o->key, srv__rv(o->raw), "replicas=%d",
+          js->st.nplacement);
+}
+
+/* Pods of replicas [from, to) whose phase is Running or Succeeded. */
+static int job__running_in(struct server *s, const struct aiq_aijob *j, int from, int to) {
+    char key[OPCACHE_KEY_MAX];
+    int n = 0;
+    for (int i = from; i < to; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        const char *ph = p ? kube_json_str(p->raw, "status.phase") : NULL;
+        n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
+    }
+    return n;
+}
+
+/* The replicas a growth added did not all run within --start-timeout
+ * (no room after all: say a pod aiq does not manage took it): they are
+ * stopped again, as a shrink back to the size before (job_resized once
+ * they are gone); the job itself runs on. */
+static void job__grow_timeout(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, double now) {
+    int old = js->grow_from, cur = js->st.nplacement;
+    js->stopping = cur - old;
+    js->grow_from = 0;
+    js->st.current_replicas = old;
+    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "GrowTimedOut");
+    snprintf(js->st.resized.message, sizeof js->st.resized.message,
+             "replicas %d..%d did not all start within %.0fs: back to %d", old, cur - 1,
+             s->flags.start_timeout_s, old);
+    srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", js->st.resized.message);
+    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(o->raw), "from=%d back_to=%d",
+          cur, old);
+    actions_stop_pods(s, j, old, cur, "", "GrowTimedOut");
+    (void)now;
+}
+
+/* Grows o; see server.h. */
+int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
+             const struct q_place *add, int nplace, int size, double now) {
+    struct opjob *js = job__state(o);
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    int old = js ? js->st.nplacement : 0;
+    if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 ||
+        (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
+        old < 1 || nplace < 1 || old + nplace != size || size > job__max_pods(j))
+        return -1;
+    if (js->place_cap < size && job__place_alloc(js, size) != 0)
+        return -1;
+    for (int k = 0; k < nplace; k++) {
+        const struct q_place *qp = &add[k];
+        struct opst_place *p = &js->place[old + k];
+        if (qp->node < 0 || qp->node >= in->nnodes)
+            return -1;
+        memset(p, 0, sizeof *p);
+        p->replica = old + k;
+        snprintf(p->node, sizeof p->node, "%s", in->nodes[qp->node].name);
+        for (int g = 0; g < 32 && p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; g++)
+            if (qp->gpu_mask & (1u << g))
+                p->gpus[p->ngpus++] = g;
+        p->gpu_memory_mib = qp->gpu_mem_mib > 0 ? qp->gpu_mem_mib
+                                                : j->spec.resources.gpu_memory_mib;
+    }
+    if (js->seg_t > 0)
+        js->run_gpu_s = job__run_gpu_s(s, j, js, old, now);
+    js->seg_t = now;
+    js->grow_from = old;
+    js->st.nplacement = size;
+    js->st.placement = js->place;
+    js->st.current_replicas = size;
+    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "Grown");
+    snprintf(js->st.resized.message, sizeof js->st.resized.message,
+             "grown from %d to %d replicas into idle GPUs", old, size);
+    /* Recorded (journal, status) before any new pod exists; the pods are
+     * released by a later sync once the status holds the placement. */
+    char payload[256];
+    snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
+    store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL);
+    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Grown", js->st.resized.message);
+    opmetrics_resized_inc(s->metrics, "grow");
+    OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(o->raw), "from=%d to=%d", old,
+          size);
+    job__create_range(s, o, j, old, size, js->st.attempts);
+    job__publish(s, o, js, now);
+    return 0;
+}
+
 /* Syncs one AIJob; see server.h. */
 void job_sync(struct server *s, struct opcache_obj *o, double now) {
     struct opjob *js = job__state(o);
@@ -653,7 +1027,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         job__load(s, o, j, js);
     if (!js->loaded)
         return;
-    if (js->place_cap < j->spec.replicas && job__place_alloc(js, j->spec.replicas) != 0)
+    if (js->place_cap < job__max_pods(j) && job__place_alloc(js, job__max_pods(j)) != 0)
         return;
     job__group(s, o, j, js);
     js->st.total_gpus = job__total_gpus(s, j);
@@ -663,16 +1037,42 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     job__journal_arrival(s, o, j, js, now);
     js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
 
-    job__gang(s, j, js->st.attempts, &g);
+    job__gang(s, j, js, js->st.attempts, &g);
     if (js->teardown) {
         if (g.exist > 0) {
-            job__delete_pods(s, j, j->spec.replicas);
+            if (js->preempted)
+                actions_stop_pods(s, j, 0, job__max_pods(j), js->preempted_by,
+                                  js->preempt_reason);
+            else
+                job__delete_pods(s, j, job__max_pods(j));
             job__publish(s, o, js, now);
             return;
         }
         js->teardown = false;
+        if (js->preempted)
+            job__preempt_done(s, o, j, js, now); /* reads held */
+        js->held = 0;
         js->st.phase = js->teardown_to;
     }
+    if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {
+        /* Elastic resizes in flight: stopped replicas gone, new ones made. */
+        if (js->stopping > 0 &&
+            job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
+            job__shrink_done(s, o, j, js, now);
+        if (js->grow_from > 0 && js->seg_t > 0 && now - js->seg_t > s->flags.start_timeout_s &&
+            job__running_in(s, j, js->grow_from, js->st.nplacement) <
+                js->st.nplacement - js->grow_from)
+            job__grow_timeout(s, o, j, js, now);
+        if (js->grow_from > 0)
+            (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
+                                    js->st.attempts); /* a pod that cannot be built: logged */
+        job__gang(s, j, js, js->st.attempts, &g);
+        if (js->grow_from > 0 && g.gated == 0 && g.exist == g.n) {
+            js->grow_from = 0; /* every new replica released */
+            actions_annotate_size(s, j, js->st.nplacement);
+        }
+    }
+    js->st.attained_gpu_hours = js->attained_gpu_s / 3600.0;
     switch (js->st.phase) {
     case AIQ_PHASE_SUCCEEDED:
     case AIQ_PHASE_FAILED:
@@ -715,7 +1115,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
                   "field=spec.template msg=\"%s\"", js->pod_refused);
             if (g.exist > 0)
-                job__delete_pods(s, j, j->spec.replicas);
+                job__delete_pods(s, j, job__max_pods(j));
             break;
         }
         if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
@@ -768,7 +1168,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
                      g.running, g.n, now - js->st.admitted_at);
             job__teardown(s, o, j, js, now, "StartTimeout", msg, false);
-        } else if (g.gated > 0 && !((struct opext *)o->ext)->dirty) {
+        } else if (g.gated > 0 && !((struct opext *)o->ext)->dirty &&
+                   job__range_on_server(s, j, 0, g.n)) {
             /* A restart mid-release, or a failed patch: finish it with the
              * placement the status recorded. */
             job_release(s, o);
@@ -781,6 +1182,11 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         } else if (g.exist < g.n) {
             snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
             job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        } else if (g.gated > 0 && js->grow_from > 0) {
+            /* New replicas of an elastic job: released once their pods
+             * exist and the status holds their placement. */
+            if (!((struct opext *)o->ext)->dirty && job__range_on_server(s, j, 0, g.n))
+                job_release(s, o);
         } else if (g.gated > 0) {
             /* A gate is never re-added, so these pods are new: a restart
              * between a teardown's pod re-creation and its status write. */
@@ -806,6 +1212,21 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     job__publish(s, o, js, now);
 }
 
+/* See server.h. */
+bool job_size_ok(const struct aiq_aijob *j, int n) {
+    if (j->spec.max_replicas > 0)
+        return n >= j->spec.min_replicas && n <= j->spec.max_replicas;
+    return n == j->spec.replicas;
+}
+
+/* See server.h: the rule cy__build_jobs passes running and held jobs by. */
+bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j) {
+    if (js->teardown)
+        return js->held > 0;
+    return (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
+           job_size_ok(j, js->st.nplacement);
+}
+
 /* Tells whether the job's pods all existed on the server at its last
  * sync; see server.h. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o) {
@@ -820,6 +1241,8 @@ bool job_sync_wanted(struct opcache_obj *o) {
     const struct opjob *js = x ? x->job : NULL;
     if (!js || !js->loaded || js->resync || js->teardown)
         return true;
+    if (js->stopping > 0 || js->grow_from > 0)
+        return true; /* a resize in flight (and its start timeout) */
     switch (js->st.phase) {
     case AIQ_PHASE_NONE:
     case AIQ_PHASE_PENDING:
@@ -845,7 +1268,7 @@ void job_resync_all(struct server *s) {
 /* Deletes the pods of a job; see server.h. */
 void job_delete_pods(struct server *s, struct opcache_obj *o) {
     if (o->parse_ok && o->parsed)
-        job__delete_pods(s, o->parsed, ((const struct aiq_aijob *)o->parsed)->spec.replicas);
+        job__delete_pods(s, o->parsed, job__max_pods(o->parsed));
 }
 
 /* The AIJob reconciler: sync on change; on deletion, remove the pods and
@@ -868,5 +1291,5 @@ void reconcile_aijob(struct server *s, enum kube_event_type t,
     if (x && x->job)
         job__finish_attempt(s, j, x->job, now, "Deleted");
     store_job_mark(s->db, j->meta.uid, STORE_JOB_DELETED, now, NULL);
-    job__delete_pods(s, j, j->spec.replicas);
+    job__delete_pods(s, j, job__max_pods(j));
 }

@@ -110,6 +110,19 @@ struct opjob {
     bool group_hold;           /* waits for its namespace's Group (job__group) */
     char hold_reason[32];      /* ... why: NoGroup, GroupConflict */
     char hold_msg[512];        /* ... and the message */
+    /* Preemption and elastic resizing (operator/actions.c). */
+    int held;                  /* teardown: placements its terminating pods
+                                  still hold (counted by the queue) */
+    bool preempted;            /* this teardown is a preemption */
+    char preempted_by[OPCACHE_KEY_MAX]; /* the job it made room for */
+    char preempt_reason[OPST_NAME];    /* Preempted, PreemptedByScore, Reclaimed */
+    int stopping;              /* running: top replicas being stopped (shrink) */
+    int grow_from;             /* running: replicas [grow_from, nplacement) are
+                                  new and being started; 0 = none */
+    double pre_t[8];           /* its last preemptions (ring, unix s) */
+    int npre_t;
+    double seg_t;              /* run GPU time counted up to here (0 = not running) */
+    double run_gpu_s;          /* GPU-seconds of this run before seg_t */
 };
 
 /* Operator state attached to every cached object. */
@@ -331,6 +344,16 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
  * events and pod creation bring; only such jobs can be admitted. */
 bool job_pods_ready(struct server *s, struct opcache_obj *o);
 
+/* Tells whether n placements are a size job j may run at: its replicas,
+ * or for an elastic job minReplicas..maxReplicas. */
+bool job_size_ok(const struct aiq_aijob *j, int n);
+
+/* Tells whether the queue counts what the job's pods hold by its
+ * placement: admitted or running at a size it may run at, or torn down
+ * while its pods still hold their placement (opjob.held). capacity.c
+ * then does not count those pods again. */
+bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j);
+
 /* Tells whether the cycle must sync the job: its phase moves by time or
  * by the operator's own pod creation (none yet, Pending, Admitted, a
  * teardown), it is Queued without all its pods, or something flagged it
@@ -364,6 +387,60 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);
+
+/* ---- preemption and elastic resizing (actions.c, reconcile_aijob.c) ------ */
+
+/* Pod annotations the operator sets (docs/user-guide.md): why a pod is
+ * being stopped, and an elastic job's current size (also the env
+ * AIQ_REPLICAS through the downward API). */
+#define ACTIONS_ANN_PREEMPTED_BY "aiq.dev/preempted-by"
+#define ACTIONS_ANN_STOP_REASON "aiq.dev/stop-reason"
+#define ACTIONS_ANN_REPLICAS "aiq.dev/replicas"
+
+/* Carries out the cycle's q_output actions (in and out of that cycle;
+ * jobj[i] is the cache entry of in->jobs[i]): journals each, then stops
+ * victims, shrinks and grows elastic jobs. */
+void cycle_actions(struct server *s, const struct q_input *in, const q_output *out,
+                   struct opcache_obj *const *jobj, double now);
+
+/* The journal's reason text of an action reason (Q_R_PREEMPTED...). */
+const char *actions_reason(int r);
+
+/* Annotates and gracefully deletes the pods of replicas [from, to) of j
+ * (by: key of the job room is made for, "" none). */
+void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, int to,
+                       const char *by, const char *reason);
+
+/* Sets aiq.dev/replicas = n on the live pods [0, n) of j. */
+void actions_annotate_size(struct server *s, const struct aiq_aijob *j, int n);
+
+/* Adds aiq.dev/replicas = n to a pod merge patch; 0 or -1 (ENOMEM). */
+int actions_patch_size(json_object *patch, int n);
+
+/* Adds the env AIQ_REPLICAS (downward API of aiq.dev/replicas) to every
+ * container of pod; 0 or -1 (ENOMEM). */
+int actions_pod_env(json_object *pod);
+
+/* Preempts running job o for job by (may be NULL): the Preempted
+ * condition and an Event, its pods annotated and deleted gracefully; it
+ * is torn down (its placement still counted as held until the pods are
+ * gone) and goes back to the queue at once, attempt not counted against
+ * backoffLimit. Returns 0, or -1 when o is not a running job. */
+int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
+                const char *reason, const char *why, double now);
+
+/* Shrinks running elastic job o to size replicas (its top replicas'
+ * pods stopped gracefully; the size changes once they are gone). Returns
+ * 0 or -1. */
+int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache_obj *by,
+               const char *why, double now);
+
+/* Grows running (or just admitted) elastic job o to size replicas at the
+ * nplace placements add (node indexes into in->nodes): its status gets
+ * the placement and gated pods are created for the new replicas; a later
+ * sync releases them. Returns 0 or -1. */
+int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
+             const struct q_place *add, int nplace, int size, double now);
 
 /* Recomputes the statuses of every Group and UserQuota (usage,
  * acceptance). */

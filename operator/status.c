@@ -182,6 +182,41 @@ static const char *opst__get_str(json_object *o, const char *key) {
     return json_object_get_string(v);
 }
 
+static const char *const opst_xcond_types[3] = {"Preempted", "Preempting", "Resized"};
+
+/* Adds the extra condition `type` from x (status True while x->reason is
+ * set; kept with status False once cleared if the live status has it).
+ * lastTransitionTime is kept while status, reason and message stay.
+ * Returns 0 or -1 (ENOMEM). */
+static int opst__xcond(json_object *arr, const char *type, const struct opst_xcond *x,
+                       json_object *old_status, int64_t gen, const char *nowbuf) {
+    json_object *old = opst__old_cond(old_status, type);
+    bool on = x->reason[0] != '\0';
+    if (!on && !old)
+        return 0;
+    const char *status = on ? "True" : "False";
+    char reason[OPST_NAME];
+    snprintf(reason, sizeof reason, "%s%s", on ? "" : "Not", on ? x->reason : type);
+    const char *msg = on ? x->message : "";
+    const char *ost = opst__get_str(old, "status"), *orea = opst__get_str(old, "reason"),
+               *omsg = opst__get_str(old, "message");
+    const char *ltt = (ost && orea && omsg && !strcmp(ost, status) && !strcmp(orea, reason) &&
+                       !strcmp(omsg, msg))
+                          ? opst__get_str(old, "lastTransitionTime")
+                          : NULL;
+    json_object *c = json_object_new_object();
+    if (!c || json_object_array_add(arr, c) != 0) {
+        json_object_put(c);
+        return -1;
+    }
+    if (opst__add_str(c, "type", type) || opst__add_str(c, "status", status) ||
+        opst__add_str(c, "reason", reason) || opst__add_str(c, "message", msg) ||
+        opst__add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
+        opst__add(c, "observedGeneration", json_object_new_int64(gen)))
+        return -1;
+    return 0;
+}
+
 /* Builds the conditions array; see opstatus_to_json. */
 static json_object *opst__conditions(const struct opstatus *st,
                                      json_object *old_status, double now) {
@@ -229,6 +264,11 @@ static json_object *opst__conditions(const struct opstatus *st,
                       json_object_new_int64(st->observed_generation)))
             goto fail;
     }
+    const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
+    for (int i = 0; i < 3; i++)
+        if (opst__xcond(arr, opst_xcond_types[i], xc[i], old_status, st->observed_generation,
+                        nowbuf))
+            goto fail;
     return arr;
 fail:
     json_object_put(arr);
@@ -240,7 +280,7 @@ fail:
 /* struct opstatus as opstatus_hash knows it (LP64 layout: x86-64, aarch64).
  * When this fails, a field was added or changed: hash it below, then
  * update the size. */
-_Static_assert(sizeof(struct opstatus) == 2680 && sizeof(struct opst_place) == 528,
+_Static_assert(sizeof(struct opstatus) == 3656 && sizeof(struct opst_place) == 528,
                "struct opstatus changed: update opstatus_hash and this size");
 
 /* FNV-1a over bytes, continuing from h. */
@@ -280,6 +320,14 @@ static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->started_at);
     OPST_FNV(h, st->finished_at);
     OPST_FNV(h, st->attempts);
+    OPST_FNV(h, st->current_replicas);
+    OPST_FNV(h, st->preemptions);
+    OPST_FNV(h, st->attained_gpu_hours);
+    const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
+    for (int i = 0; i < 3; i++) {
+        h = opst__fnv_str(h, xc[i]->reason);
+        h = opst__fnv_str(h, xc[i]->message);
+    }
     h = opst__fnv_str(h, st->reason);
     h = opst__fnv_str(h, st->message);
     OPST_FNV(h, st->observed_generation);
@@ -396,6 +444,15 @@ json_object *opstatus_to_json(const struct opstatus *st,
         goto fail;
     if (opst__add(s, "attempts", json_object_new_int(st->attempts)))
         goto fail;
+    if (st->current_replicas > 0 &&
+        opst__add(s, "currentReplicas", json_object_new_int(st->current_replicas)))
+        goto fail;
+    if (st->preemptions > 0 &&
+        opst__add(s, "preemptions", json_object_new_int(st->preemptions)))
+        goto fail;
+    if (st->attained_gpu_hours > 0 &&
+        opst__add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
+        goto fail;
     if (st->message[0] && opst__add_str(s, "message", st->message))
         goto fail;
     if (opst__add(s, "observedGeneration",
@@ -490,6 +547,18 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     st->started_at = opst_parse_time(opst__get_str(status, "startTime"));
     st->finished_at = opst_parse_time(opst__get_str(status, "completionTime"));
     st->observed_generation = opst__get_int(status, "observedGeneration", 0);
+    int64_t pre = opst__get_int(status, "preemptions", 0);
+    st->preemptions = (pre < 0 || pre > 1000000) ? 0 : (int)pre;
+    struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
+    for (int i = 0; i < 3; i++) {
+        json_object *c = opst__old_cond(status, opst_xcond_types[i]);
+        const char *cs = opst__get_str(c, "status"), *cr = opst__get_str(c, "reason"),
+                   *cm = opst__get_str(c, "message");
+        if (cs && strcmp(cs, "True") == 0 && cr) {
+            snprintf(xc[i]->reason, sizeof xc[i]->reason, "%s", cr);
+            snprintf(xc[i]->message, sizeof xc[i]->message, "%s", cm ? cm : "");
+        }
+    }
     const char *g = opst__get_str(status, "group");
     if (g)
         snprintf(st->group, sizeof st->group, "%s", g);

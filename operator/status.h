@@ -50,6 +50,15 @@ struct opstatus {
     int nplacement;
     double queued_at, admitted_at, started_at, finished_at; /* unix s */
     int attempts;
+    int current_replicas;       /* running: replicas placed and not being stopped */
+    int preemptions;            /* times preempted (not counted in backoffLimit) */
+    double attained_gpu_hours;  /* over finished runs; 0 = not shown */
+    /* Preemption and resizing, each shown as a condition (status True)
+     * when its reason is set: Preempted on a victim (naming the job it
+     * made room for), Preempting on the job room was made for (naming
+     * its victims), Resized on an elastic job (Grown/Shrunk). */
+    struct opst_xcond { char reason[OPST_NAME]; char message[256]; } preempted, preempting,
+        resized;
     char reason[OPST_NAME];     /* CamelCase reason of the phase condition */
     char message[512];          /* one line */
     int64_t observed_generation;
@@ -95,7 +104,8 @@ json_object *opst_num(double v);
  * status did not change keeps its lastTransitionTime from there, and a
  * condition present there but no longer true is kept with status False.
  * Conditions: Queued, Admitted, Running, Succeeded, Failed, Rejected,
- * Suspended; Admitted stays True through Running and Succeeded. Returns
+ * Suspended; Admitted stays True through Running and Succeeded; and
+ * Preempted, Preempting, Resized while their reason is set. Returns
  * NULL only on allocation failure. */
 json_object *opstatus_to_json(const struct opstatus *st,
                               json_object *old_status, double now);

@@ -161,6 +161,11 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: minReplicas %d, "
                            "maxReplicas %d (an elastic job needs both, in order)", path, line,
                            j->id, j->min_replicas, j->max_replicas);
+    if ((q = gstr(spec, "minRuntime")) && aiq_duration_parse(q, &j->min_runtime_s, NULL) != AIQ_OK)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.minRuntime: bad duration '%.64s'", path,
+                           line, q);
+    json_object *np = get(spec, "nonPreemptible");
+    j->non_preemptible = np && json_object_get_boolean(np);
     j->gpu_model = (char *)gstr(res, "gpuModel");
     if ((q = gstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.cpu: bad quantity '%.64s'",

@@ -396,6 +396,12 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
         snprintf(buf, sizeof buf, "%.0fs", j->checkpoint_s);
         jset_str(spec, "checkpointInterval", buf);
     }
+    if (j->min_runtime_s > 0) {
+        snprintf(buf, sizeof buf, "%.17gs", j->min_runtime_s);
+        jset_str(spec, "minRuntime", buf);
+    }
+    if (j->non_preemptible)
+        json_object_object_add(spec, "nonPreemptible", json_object_new_boolean(1));
     json_object_object_add(p, "spec", spec);
     json_object_object_add(p, "estimate_s", json_object_new_double(j->estimate_s));
     if (j->checkpoint_s > 0)
@@ -772,6 +778,8 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         q->pred_runtime_s = jr->pred_s;
         q->min_replicas = j->min_replicas;
         q->max_replicas = j->max_replicas;
+        q->min_runtime_s = j->min_runtime_s;
+        q->non_preemptible = j->non_preemptible;
         q->checkpointable = j->checkpoint_s > 0;
         q->checkpoint_interval_s = j->checkpoint_s;
         q->preemptions = js->npre;

@@ -44,6 +44,10 @@ struct sim_job {
     /* Checkpoints every checkpoint_s of running (0 = never): a preempted
      * job loses only the work since its last checkpoint. */
     double checkpoint_s;
+    /* Preemption protections from the AIJob spec (0/false = none):
+     * spec.minRuntime, and spec.nonPreemptible (admin-granted). */
+    double min_runtime_s;
+    bool non_preemptible;
     /* Journal replay only: when the AIJob was created and last queued
      * (seconds from the trace start), which job.age_hours and wait.hours
      * count from; without them both are the submit time. */

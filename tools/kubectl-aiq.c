@@ -865,6 +865,56 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
     kube_client_free(kc);
 }
 
+/* Preemption and resizing from the job's status: status.preemptions,
+ * status.currentReplicas and the Preempted / Preempting / Resized
+ * conditions (reason and message, each naming the other job). Into doc
+ * when given, else printed. */
+static void explain_preemption(json_object *raw, json_object *doc) {
+    static const char *const types[] = {"Preempted", "Preempting", "Resized"};
+    json_object *st = jget(raw, "status"), *conds = jget(st, "conditions");
+    double npre = jnum(st, "preemptions", 0), cur = jnum(st, "currentReplicas", 0);
+    json_object *arr = doc ? json_object_new_array() : NULL;
+    int shown = 0;
+    if (doc) {
+        add_int(doc, "preemptions", (long)npre);
+        if (cur > 0)
+            add_int(doc, "currentReplicas", (long)cur);
+    } else {
+        printf("%sPreemption:%s %s", C_BOLD, C_OFF, npre > 0 ? "" : "never preempted");
+        if (npre > 0)
+            printf("preempted %.0f time%s (not counted against backoffLimit)", npre,
+                   npre == 1 ? "" : "s");
+        if (cur > 0)
+            printf("; %.0f replica%s now", cur, cur == 1 ? "" : "s");
+        printf("\n");
+    }
+    for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
+                       i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        const char *ty = jstr(c, "type");
+        bool ours = false;
+        for (int k = 0; k < 3 && ty; k++)
+            ours |= strcmp(ty, types[k]) == 0;
+        if (!ours || !jstr(c, "status") || strcmp(jstr(c, "status"), "True") != 0)
+            continue;
+        if (doc) {
+            json_object *x = json_object_new_object();
+            add_str(x, "type", ty);
+            add_str(x, "reason", jstr(c, "reason"));
+            add_str(x, "message", jstr(c, "message"));
+            json_object_array_add(arr, x);
+        } else {
+            printf("           %s (%s): %s\n", ty, jstr(c, "reason") ? jstr(c, "reason") : "?",
+                   jstr(c, "message") ? jstr(c, "message") : "");
+        }
+        shown++;
+    }
+    if (doc)
+        json_object_object_add(doc, "preemption", arr);
+    else if (npre > 0 && shown == 0)
+        printf("           (no Preempted condition: the status was rewritten since)\n");
+}
+
 static int cmd_explain(const struct opts *o, struct world *w) {
     const char *name = o->args[1];
     struct cli_job *j = NULL;
@@ -985,6 +1035,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         time_text(b1, sizeof b1, j->eta);
         add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
         add_str(doc, "source", live_it ? "live" : "status");
+        explain_preemption(raw, doc);
         print_journal(o, j, doc);
         emit(doc, o->out);
         json_object_put(doc);
@@ -1060,6 +1111,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
                j->reason[0] ? j->reason : j->phase, j->message[0] ? ": " : "", j->message);
     time_text(b1, sizeof b1, j->eta);
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
+    explain_preemption(raw, NULL);
     print_journal(o, j, NULL);
     json_object_put(live);
     return 0;

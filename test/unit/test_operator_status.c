@@ -409,3 +409,53 @@ TEST(status_numbers_never_unwritable) {
         json_object_put(s);
     }
 }
+
+/* Preemption and resizing: status.preemptions / currentReplicas /
+ * attainedGPUHours, the Preempted / Preempting / Resized conditions (True
+ * while set, their time kept while unchanged, False once cleared), the
+ * hash sees them, and a restart reads them back. */
+TEST(status_preemption_conditions) {
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    st.phase = AIQ_PHASE_QUEUED;
+    st.attempts = 1;
+    st.preemptions = 1;
+    st.attained_gpu_hours = 0.5;
+    uint64_t h0 = opstatus_hash(&st);
+    snprintf(st.preempted.reason, sizeof st.preempted.reason, "Preempted");
+    snprintf(st.preempted.message, sizeof st.preempted.message, "preempted by default/hi");
+    CHECK(opstatus_hash(&st) != h0);
+    json_object *s1 = opstatus_to_json(&st, NULL, T0);
+    CHECK(s1 != NULL);
+    CHECK(strstr(js(s1), "\"preemptions\":1,\"attainedGPUHours\":0.5") != NULL);
+    CHECK(strstr(js(s1), "currentReplicas") == NULL);
+    CHECK_STR(cond(s1, "Preempted", "status"), "True");
+    CHECK_STR(cond(s1, "Preempted", "reason"), "Preempted");
+    CHECK_STR(cond(s1, "Preempted", "message"), "preempted by default/hi");
+    CHECK(cond(s1, "Resized", "status") == NULL);
+    /* Unchanged later: same transition time. */
+    json_object *s2 = opstatus_to_json(&st, s1, T0 + 100);
+    CHECK_STR(cond(s2, "Preempted", "lastTransitionTime"), "2026-01-02T03:04:05Z");
+    /* A restart reads the count and the condition back. */
+    struct opstatus back;
+    struct opst_place pl[1];
+    opstatus_from_json(s2, &back, pl, 1);
+    CHECK(back.preemptions == 1);
+    CHECK_STR(back.preempted.reason, "Preempted");
+    CHECK_STR(back.preempted.message, "preempted by default/hi");
+    /* Resized, then the Preempted condition cleared: kept as False. */
+    st.phase = AIQ_PHASE_RUNNING;
+    st.current_replicas = 4;
+    st.preempted.reason[0] = '\0';
+    snprintf(st.resized.reason, sizeof st.resized.reason, "Grown");
+    snprintf(st.resized.message, sizeof st.resized.message, "grown from 2 to 4 replicas");
+    json_object *s3 = opstatus_to_json(&st, s2, T0 + 200);
+    CHECK(strstr(js(s3), "\"currentReplicas\":4") != NULL);
+    CHECK_STR(cond(s3, "Preempted", "status"), "False");
+    CHECK_STR(cond(s3, "Preempted", "reason"), "NotPreempted");
+    CHECK_STR(cond(s3, "Resized", "reason"), "Grown");
+    CHECK_STR(cond(s3, "Resized", "lastTransitionTime"), "2026-01-02T03:07:25Z");
+    json_object_put(s1);
+    json_object_put(s2);
+    json_object_put(s3);
+}

@@ -339,6 +339,12 @@ TEST(preemption_and_resizes_replay_exactly) {
     if (!CHECK(s && pol && tr) || !CHECK_INT(sim_generate(tr, &g, &e), AIQ_OK) ||
         !CHECK_INT(sim_nodes_from_spec(tr, "2x8xA100-80GB", &e), AIQ_OK))
         goto out;
+    /* Protections from the spec (as the operator journals them): every
+     * 5th job asks for a minimum runtime, every 7th is nonPreemptible. */
+    for (int i = 0; i < tr->njobs; i++) {
+        tr->jobs[i].min_runtime_s = i % 5 == 0 ? 1800 : 0;
+        tr->jobs[i].non_preemptible = i % 7 == 3;
+    }
     struct sim_config cfg;
     struct sim_result res;
     sim_config_init(&cfg);
@@ -352,6 +358,9 @@ TEST(preemption_and_resizes_replay_exactly) {
     if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK))
         printf("    %s\n", e.message);
     long npre = res.npreempt, nshr = res.nshrink, ngrow = res.ngrow;
+    for (int i = 0; i < tr->njobs && res.jobs; i++)
+        if (tr->jobs[i].non_preemptible)
+            CHECK_INT(res.jobs[i].preemptions, 0);
     sim_result_deinit(&res);
     CHECK(npre > 5 && nshr > 0 && ngrow > 5);
     FILE *f = open_memstream(&buf, &len);
@@ -362,6 +371,8 @@ TEST(preemption_and_resizes_replay_exactly) {
     CHECK(strstr(buf, "\"action\":\"preempt\"") != NULL);
     CHECK(strstr(buf, "\"action\":\"resize\"") != NULL);
     CHECK(strstr(buf, "\"checkpointInterval\":\"600s\"") != NULL);
+    CHECK(strstr(buf, "\"minRuntime\":\"1800s\"") != NULL);
+    CHECK(strstr(buf, "\"nonPreemptible\":true") != NULL);
     f = fmemopen(buf, len, "r");
     aiq_rc rc = sim_journal_read_jsonl(f, "p.jsonl", &j, &e);
     fclose(f);
@@ -374,6 +385,21 @@ TEST(preemption_and_resizes_replay_exactly) {
     CHECK_INT(sim_replay_check(&j, pol, "elastic-tiresias", &mism, first, sizeof first, &e), AIQ_OK);
     if (!CHECK_INT(mism, 0))
         printf("    %s\n", first);
+    /* the protections are read back: without them the replay differs */
+    for (int i = 0; i < j.trace->njobs; i++) {
+        CHECK(j.trace->jobs[i].min_runtime_s == tr->jobs[i].min_runtime_s);
+        CHECK(j.trace->jobs[i].non_preemptible == tr->jobs[i].non_preemptible);
+    }
+    for (int i = 0; i < j.trace->njobs; i++) {
+        j.trace->jobs[i].min_runtime_s = 0;
+        j.trace->jobs[i].non_preemptible = false;
+    }
+    CHECK_INT(sim_replay_check(&j, pol, "elastic-tiresias", &mism, first, sizeof first, &e), AIQ_OK);
+    CHECK(mism > 0);
+    for (int i = 0; i < j.trace->njobs; i++) {
+        j.trace->jobs[i].min_runtime_s = tr->jobs[i].min_runtime_s;
+        j.trace->jobs[i].non_preemptible = tr->jobs[i].non_preemptible;
+    }
     /* a victim gone later than it was */
     int k = -1;
     for (int x = 0; x < j.nstops && k < 0; x++)
