@@ -674,8 +674,10 @@ both "AIJob: template GPU limit of any type refused" s_aijob_spec aij-t5 "$(tg '
 # The rules need the limits typed (a CEL map of int-or-string; a
 # preserve-unknown-fields value cannot be converted to a CEL type), so a
 # quantity written as a YAML float is refused, as in spec.resources.
+# (One bad field only: with two, the real server lists the errors in map
+# order, which varies from run to run.)
 both "AIJob: template cpu limit as a YAML float refused (integer or string)" s_aijob_spec aij-t8 \
-    "$(tg '{"containers":[{"name":"w","resources":{"limits":{"cpu":0.5},"requests":{"cpu":0.25}}}]}')"
+    "$(tg '{"containers":[{"name":"w","resources":{"limits":{"cpu":0.5}}}]}')"
 both "AIJob: template with 65 containers" s_aijob_spec aij-t6 "$(tg "$(jq -cn '[range(65) | {name: "c\(.)"}] | {containers: .}')")"
 both "AIJob: template with native resources and empty lists stored" s_aijob_spec aij-t7 \
     "$(tg '{"nodeName":"","schedulingGates":[],"containers":[{"name":"w","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}]}')"

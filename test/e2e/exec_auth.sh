@@ -16,7 +16,7 @@
 export PATH="$BUILD:$PATH"
 ISSUER=$ROOT/test/fixtures/oidc/issuer.py
 ISSUER_PID=""
-trap '[ -n "$ISSUER_PID" ] && kill "$ISSUER_PID" 2>/dev/null; e2e_cleanup' EXIT
+trap 'rc=$?; [ -n "$ISSUER_PID" ] && kill "$ISSUER_PID" 2>/dev/null; e2e_cleanup $rc' EXIT
 EXPIRED=$(python3 "$ISSUER" jwt 1000000000 expired-sig)
 FRESH=$(python3 "$ISSUER" jwt $(( $(date +%s) + 86400 )) fresh-sig)
 { for i in $(seq 1 200); do echo "exec-e2e-$i,exec-user,u-exec,\"system:masters\""; done

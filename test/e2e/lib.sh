@@ -36,8 +36,10 @@ e2e_sanitizer_check() {
     done
 }
 
+# e2e_cleanup [STATUS]: the EXIT trap; STATUS is the script's exit
+# status, captured first by a trap that runs other commands before.
 e2e_cleanup() {
-    rc=$?
+    rc=${1:-$?}
     [ -n "$OP_PID" ] && kill "$OP_PID" 2>/dev/null
     [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null
     [ -n "$OP_PID" ] && wait "$OP_PID" 2>/dev/null
@@ -55,7 +57,7 @@ e2e_cleanup() {
     [ -z "${E2E_KEEP:-}" ] && rm -rf "$T"
     exit "$rc"
 }
-trap 'e2e_cleanup' EXIT
+trap 'e2e_cleanup $?' EXIT
 trap 'exit 1' INT TERM
 
 ok() { PASS=$((PASS + 1)); echo "ok   $1"; }

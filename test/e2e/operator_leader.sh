@@ -12,7 +12,7 @@ A_PID=$OP_PID
     --cycle-ms 300 --log-level debug --leader-elect --namespace default --identity op-b --ungrouped run \
     >"$T/op-b.log" 2>&1 &
 B_PID=$!
-trap 'kill $B_PID 2>/dev/null; wait $B_PID 2>/dev/null; e2e_cleanup' EXIT
+trap 'rc=$?; kill $B_PID 2>/dev/null; wait $B_PID 2>/dev/null; e2e_cleanup $rc' EXIT
 
 job() {
     cat <<Y
