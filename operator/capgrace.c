@@ -4,33 +4,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "operator/server.h"
 
-/* FNV-1a over n bytes, continuing from h. */
-static uint64_t cg__fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-static uint64_t cg__str(uint64_t h, const char *s) {
-    return cg__fnv(h, s ? s : "", s ? strlen(s) + 1 : 1);
-}
 
 /* The configured capacity of nodes[0..n): what could run there, not what
  * runs. */
 static uint64_t cg__fingerprint(const struct q_node *nodes, int n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = AIQ_FNV_OFFSET;
     for (int i = 0; i < n; i++) {
         const struct q_node *q = &nodes[i];
-        h = cg__str(h, q->name);
-        h = cg__str(h, q->domain);
-        h = cg__fnv(h, &q->ngpus, sizeof q->ngpus);
+        h = aiq_fnv_str(h, q->name);
+        h = aiq_fnv_str(h, q->domain);
+        h = aiq_fnv(h, &q->ngpus, sizeof q->ngpus);
         for (int g = 0; g < q->ngpus && g < Q_MAX_GPUS; g++)
-            h = cg__fnv(h, &q->gpu_mem_total[g], sizeof q->gpu_mem_total[g]);
-        h = cg__fnv(h, &q->cpu_alloc, sizeof q->cpu_alloc);
-        h = cg__fnv(h, &q->mem_alloc, sizeof q->mem_alloc);
+            h = aiq_fnv(h, &q->gpu_mem_total[g], sizeof q->gpu_mem_total[g]);
+        h = aiq_fnv(h, &q->cpu_alloc, sizeof q->cpu_alloc);
+        h = aiq_fnv(h, &q->mem_alloc, sizeof q->mem_alloc);
     }
     return h;
 }

@@ -2,6 +2,8 @@
  * recovery of the fields we own, and core/v1 Events (see status.h). */
 #include "operator/status.h"
 
+#include "common/fnv.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -283,33 +285,22 @@ fail:
 _Static_assert(sizeof(struct opstatus) == 3656 && sizeof(struct opst_place) == 528,
                "struct opstatus changed: update opstatus_hash and this size");
 
-/* FNV-1a over bytes, continuing from h. */
-static uint64_t opst__fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
 
-static uint64_t opst__fnv_str(uint64_t h, const char *s) {
-    return opst__fnv(h, s, strlen(s) + 1); /* the NUL ends the field */
-}
-
-#define OPST_FNV(h, v) ((h) = opst__fnv((h), &(v), sizeof(v)))
+#define OPST_FNV(h, v) ((h) = aiq_fnv((h), &(v), sizeof(v)))
 
 /* The fields a user acts on (opstatus_material_hash), continuing h. */
 static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
     int phase = (int)st->phase;
     OPST_FNV(h, phase);
-    h = opst__fnv_str(h, st->group);
-    h = opst__fnv_str(h, st->level);
+    h = aiq_fnv_str(h, st->group);
+    h = aiq_fnv_str(h, st->level);
     OPST_FNV(h, st->total_gpus);
     int np = st->placement ? st->nplacement : 0;
     OPST_FNV(h, np);
     for (int i = 0; i < np; i++) {
         const struct opst_place *p = &st->placement[i];
         OPST_FNV(h, p->replica);
-        h = opst__fnv_str(h, p->node);
+        h = aiq_fnv_str(h, p->node);
         OPST_FNV(h, p->ngpus);
         for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
             OPST_FNV(h, p->gpus[k]);
@@ -325,30 +316,30 @@ static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->attained_gpu_hours);
     const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
-        h = opst__fnv_str(h, xc[i]->reason);
-        h = opst__fnv_str(h, xc[i]->message);
+        h = aiq_fnv_str(h, xc[i]->reason);
+        h = aiq_fnv_str(h, xc[i]->message);
     }
-    h = opst__fnv_str(h, st->reason);
-    h = opst__fnv_str(h, st->message);
+    h = aiq_fnv_str(h, st->reason);
+    h = aiq_fnv_str(h, st->message);
     OPST_FNV(h, st->observed_generation);
     return h;
 }
 
 /* See status.h. */
 uint64_t opstatus_material_hash(const struct opstatus *st) {
-    return opst__material(0xcbf29ce484222325ULL, st);
+    return opst__material(AIQ_FNV_OFFSET, st);
 }
 
 /* See status.h. Numbers are hashed by value (doubles by their bits). */
 uint64_t opstatus_hash(const struct opstatus *st) {
-    uint64_t h = opst__material(0xcbf29ce484222325ULL, st);
+    uint64_t h = opst__material(AIQ_FNV_OFFSET, st);
     int has_score = st->has_score ? 1 : 0;
     OPST_FNV(h, st->position);
     OPST_FNV(h, has_score);
     OPST_FNV(h, st->score);
     OPST_FNV(h, st->nterms);
     for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
-        h = opst__fnv_str(h, st->terms[i].name);
+        h = aiq_fnv_str(h, st->terms[i].name);
         OPST_FNV(h, st->terms[i].value);
     }
     OPST_FNV(h, st->predicted_runtime_s);

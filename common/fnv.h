@@ -1,0 +1,26 @@
+/* fnv.h -- FNV-1a, the 64-bit hash the operator's fingerprints use
+ * (status economy, capacity changes). Header-only: two small inlines. */
+#ifndef AIQ_COMMON_FNV_H
+#define AIQ_COMMON_FNV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AIQ_FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* Continues h over n bytes at p. */
+static inline uint64_t aiq_fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Continues h over s and its NUL, so "ab","c" and "a","bc" differ;
+ * NULL hashes as "". */
+static inline uint64_t aiq_fnv_str(uint64_t h, const char *s) {
+    return s ? aiq_fnv(h, s, strlen(s) + 1) : aiq_fnv(h, "", 1);
+}
+
+#endif
