@@ -333,6 +333,16 @@ void opmetrics_foreign_pods_set(opmetrics *m, long n) {
     pthread_mutex_unlock(&m->mu);
 }
 
+/* One labelled family: its HELP/TYPE header, then a line per entry of
+ * a[0..n) through line (a literal "name{label=\"%s\"} %.0f\n"). */
+static void opm__family(struct opm_buf *b, const char *header, const char *line,
+                        const struct opm_named *a, int n) {
+    char e[3 * OPM_NAME];
+    opm__printf(b, "%s", header);
+    for (int i = 0; i < n; i++)
+        opm__printf(b, line, opm__esc(e, sizeof e, a[i].name), a[i].value);
+}
+
 /* Renders the text format; see metrics.h. */
 char *opmetrics_render(opmetrics *m, size_t *len) {
     struct opm_buf b = {malloc(4096), 0, 4096, false};
@@ -341,37 +351,27 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
         return NULL;
     b.p[0] = '\0';
     pthread_mutex_lock(&m->mu);
-    opm__printf(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
-                    "# TYPE aiq_pending_jobs gauge\n");
-    for (int i = 0; i < m->npending; i++)
-        opm__printf(&b, "aiq_pending_jobs{level=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->pending[i].name), m->pending[i].value);
+    opm__family(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
+                    "# TYPE aiq_pending_jobs gauge\n",
+                "aiq_pending_jobs{level=\"%s\"} %.0f\n", m->pending, m->npending);
     opm__printf(&b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
                     "# TYPE aiq_admitted_total counter\naiq_admitted_total %lu\n",
                 m->admitted);
-    opm__printf(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
-                    "# TYPE aiq_finished_total counter\n");
-    for (int i = 0; i < m->nfinished; i++)
-        opm__printf(&b, "aiq_finished_total{outcome=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->finished[i].name), m->finished[i].value);
-    opm__printf(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
-                    "# TYPE aiq_status_write_failures_total counter\n");
-    for (int i = 0; i < m->nstatus_fail; i++)
-        opm__printf(&b, "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->status_fail[i].name), m->status_fail[i].value);
+    opm__family(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
+                    "# TYPE aiq_finished_total counter\n",
+                "aiq_finished_total{outcome=\"%s\"} %.0f\n", m->finished, m->nfinished);
+    opm__family(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
+                    "# TYPE aiq_status_write_failures_total counter\n",
+                "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n", m->status_fail, m->nstatus_fail);
     opm__printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
                     "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
                 m->clamped);
-    opm__printf(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
-                    "# TYPE aiq_preemptions_total counter\n");
-    for (int i = 0; i < m->npreempt; i++)
-        opm__printf(&b, "aiq_preemptions_total{reason=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->preempt[i].name), m->preempt[i].value);
-    opm__printf(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
-                    "# TYPE aiq_resizes_total counter\n");
-    for (int i = 0; i < m->nresize; i++)
-        opm__printf(&b, "aiq_resizes_total{direction=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->resize[i].name), m->resize[i].value);
+    opm__family(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
+                    "# TYPE aiq_preemptions_total counter\n",
+                "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);
+    opm__family(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
+                    "# TYPE aiq_resizes_total counter\n",
+                "aiq_resizes_total{direction=\"%s\"} %.0f\n", m->resize, m->nresize);
     opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
     opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
     opm__printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
@@ -392,12 +392,10 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                     "# TYPE aiq_build_info gauge\n"
                     "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
                 AIQ_RELEASE, opm__esc(e1, sizeof e1, aiq_git()));
-    opm__printf(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
+    opm__family(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
                     "(missing or inconsistent GPU facts).\n"
-                    "# TYPE aiq_nodes_excluded gauge\n");
-    for (int i = 0; i < m->nnodex; i++)
-        opm__printf(&b, "aiq_nodes_excluded{reason=\"%s\"} %.0f\n",
-                    opm__esc(e1, sizeof e1, m->nodex[i].name), m->nodex[i].value);
+                    "# TYPE aiq_nodes_excluded gauge\n",
+                "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
     opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                     "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
