@@ -232,6 +232,40 @@ static void hash_base(struct opstatus *st, struct opst_place *pl) {
     st->observed_generation = 3;
 }
 
+/* Changes field f (0..26) of b, whose placement is pb: every field the
+ * status JSON shows, one at a time. */
+static void hash_mutate(struct opstatus *b, struct opst_place *pb, int f) {
+    switch (f) {
+    case 0: b->phase = AIQ_PHASE_RUNNING; break;
+    case 1: b->group[0] = 'V'; break;
+    case 2: b->level[0] = 'B'; break;
+    case 3: b->position = 3; break;
+    case 4: b->has_score = false; break;
+    case 5: b->score = 1.25; break;
+    case 6: b->nterms = 1; break;
+    case 7: b->terms[1].name[0] = 'W'; break;
+    case 8: b->terms[0].value = 2; break;
+    case 9: b->total_gpus = 8; break;
+    case 10: b->predicted_runtime_s = 61; break;
+    case 11: b->estimated_start += 1; break;
+    case 12: b->nplacement = 1; break;
+    case 13: pb[1].replica = 2; break;
+    case 14: pb[0].node[4] = '9'; break;
+    case 15: pb[0].ngpus = 1; break;
+    case 16: pb[1].gpus[1] = 0; break;
+    case 17: pb[1].gpu_memory_mib = 2048; break;
+    case 18: b->queued_at += 1; break;
+    case 19: b->admitted_at += 1; break;
+    case 20: b->started_at = T0 + 2; break;
+    case 21: b->finished_at = T0 + 3; break;
+    case 22: b->attempts = 2; break;
+    case 23: b->reason[0] = 'a'; break;
+    case 24: b->message[0] = 'A'; break;
+    case 25: b->observed_generation = 4; break;
+    case 26: b->placement = NULL; break;
+    }
+}
+
 TEST(status_hash_covers_every_field) {
     struct opstatus a, b;
     struct opst_place pa[2], pb[2];
@@ -246,35 +280,7 @@ TEST(status_hash_covers_every_field) {
     CHECK(opstatus_hash(&b) == h);
     for (int f = 0; f < 27; f++) {
         hash_base(&b, pb);
-        switch (f) {
-        case 0: b.phase = AIQ_PHASE_RUNNING; break;
-        case 1: b.group[0] = 'V'; break;
-        case 2: b.level[0] = 'B'; break;
-        case 3: b.position = 3; break;
-        case 4: b.has_score = false; break;
-        case 5: b.score = 1.25; break;
-        case 6: b.nterms = 1; break;
-        case 7: b.terms[1].name[0] = 'W'; break;
-        case 8: b.terms[0].value = 2; break;
-        case 9: b.total_gpus = 8; break;
-        case 10: b.predicted_runtime_s = 61; break;
-        case 11: b.estimated_start += 1; break;
-        case 12: b.nplacement = 1; break;
-        case 13: pb[1].replica = 2; break;
-        case 14: pb[0].node[4] = '9'; break;
-        case 15: pb[0].ngpus = 1; break;
-        case 16: pb[1].gpus[1] = 0; break;
-        case 17: pb[1].gpu_memory_mib = 2048; break;
-        case 18: b.queued_at += 1; break;
-        case 19: b.admitted_at += 1; break;
-        case 20: b.started_at = T0 + 2; break;
-        case 21: b.finished_at = T0 + 3; break;
-        case 22: b.attempts = 2; break;
-        case 23: b.reason[0] = 'a'; break;
-        case 24: b.message[0] = 'A'; break;
-        case 25: b.observed_generation = 4; break;
-        case 26: b.placement = NULL; break;
-        }
+        hash_mutate(&b, pb, f);
         if (!CHECK(opstatus_hash(&b) != h))
             printf("    field change %d left the hash unchanged\n", f);
     }
@@ -291,35 +297,7 @@ TEST(status_material_hash_ignores_cycle_noise) {
     for (int f = 0; f < 27; f++) {
         hash_base(&b, pb);
         bool noise = f == 3 || (f >= 4 && f <= 8) || f == 10 || f == 11;
-        switch (f) {
-        case 0: b.phase = AIQ_PHASE_RUNNING; break;
-        case 1: b.group[0] = 'V'; break;
-        case 2: b.level[0] = 'B'; break;
-        case 3: b.position = 3; break;
-        case 4: b.has_score = false; break;
-        case 5: b.score = 1.25; break;
-        case 6: b.nterms = 1; break;
-        case 7: b.terms[1].name[0] = 'W'; break;
-        case 8: b.terms[0].value = 2; break;
-        case 9: b.total_gpus = 8; break;
-        case 10: b.predicted_runtime_s = 61; break;
-        case 11: b.estimated_start += 1; break;
-        case 12: b.nplacement = 1; break;
-        case 13: pb[1].replica = 2; break;
-        case 14: pb[0].node[4] = '9'; break;
-        case 15: pb[0].ngpus = 1; break;
-        case 16: pb[1].gpus[1] = 0; break;
-        case 17: pb[1].gpu_memory_mib = 2048; break;
-        case 18: b.queued_at += 1; break;
-        case 19: b.admitted_at += 1; break;
-        case 20: b.started_at = T0 + 2; break;
-        case 21: b.finished_at = T0 + 3; break;
-        case 22: b.attempts = 2; break;
-        case 23: b.reason[0] = 'a'; break;
-        case 24: b.message[0] = 'A'; break;
-        case 25: b.observed_generation = 4; break;
-        case 26: b.placement = NULL; break;
-        }
+        hash_mutate(&b, pb, f);
         bool same = opstatus_material_hash(&b) == h;
         if (!CHECK(same == noise))
             printf("    field change %d: material hash %s\n", f, same ? "unchanged" : "changed");
