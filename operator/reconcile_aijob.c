@@ -572,35 +572,63 @@ static int job__pod_place(json_object *pod, int replica, struct opst_place *p) {
     return 0;
 }
 
+/* A preemption's reason, as actions_stop_pods writes it on the pods. */
+static bool job__preempt_reason(const char *why) {
+    return why && (strcmp(why, "Preempted") == 0 || strcmp(why, "PreemptedByScore") == 0 ||
+                   strcmp(why, "Reclaimed") == 0);
+}
+
 /* A restart in the middle of a teardown: the status already shows where
  * the job goes (Queued, Suspended, Failed) while released pods of it are
  * still there (a queued job's pods are all gated). The teardown goes on,
  * and the placement those pods hold (their release annotations) stays
  * counted by the queue until they are gone; pods annotated
  * aiq.dev/preempted-by / aiq.dev/stop-reason make it a preemption again,
- * its run's GPU time counted from the pods' start. */
+ * its run's GPU time counted from the pods' start.
+ *
+ * The status is written behind the pods (the status writer batches), so a
+ * crash can also fall between a preemption's pod annotations and its
+ * status: the status still says Admitted or Running while the pods carry
+ * a preemption's stop reason. The pods are the record then: the job is
+ * preempted again from them (the count and condition it never wrote), not
+ * left to find its pods missing and fail. */
 static void job__recover_teardown(struct server *s, struct opcache_obj *o,
                                   const struct aiq_aijob *j, struct opjob *js) {
     aiq_phase p = js->st.phase;
-    if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED)
+    bool live = p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING;
+    if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED && !live)
         return;
     char key[OPCACHE_KEY_MAX];
     int held = 0, n = job__max_pods(j);
     double started = 0;
+    bool preempted = false;
+    const char *by = NULL, *why = NULL;
+    /* A live job's placement is its own (loaded from the status); only a
+     * preemption's stop reason on one of its pods makes it a teardown. */
+    for (int i = 0; live && i < n; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        const char *w = pod ? job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON) : NULL;
+        if (job__preempt_reason(w)) {
+            preempted = true;
+            why = w;
+            by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+            break;
+        }
+    }
+    if (live && !preempted)
+        return;
     for (int i = 0; i < n && held < js->place_cap; i++) {
         job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
         if (!pod || pods_is_gated(pod->raw) || job__pod_place(pod->raw, i, &js->place[held]) != 0)
             continue;
         held++;
-        const char *by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
-        const char *why = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
-        if (p == AIQ_PHASE_QUEUED && why &&
-            (strcmp(why, "Preempted") == 0 || strcmp(why, "PreemptedByScore") == 0 ||
-             strcmp(why, "Reclaimed") == 0)) {
-            js->preempted = true;
-            snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
-            snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
+        const char *w = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
+        if (p == AIQ_PHASE_QUEUED && !preempted && job__preempt_reason(w)) {
+            preempted = true;
+            why = w;
+            by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
         }
         double t = opst_parse_time(kube_json_str(pod->raw, "status.startTime"));
         if (t > 0 && (started == 0 || t < started))
@@ -608,14 +636,37 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
     }
     if (held == 0)
         return;
+    if (preempted) {
+        js->preempted = true;
+        snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
+        snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
+    }
+    if (live) {
+        /* What job_preempt would have written, had the status got out. */
+        js->st.nplacement = js->st.current_replicas = 0;
+        js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
+        js->st.position = 0;
+        js->st.preemptions++;
+        snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", why);
+        snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
+                 "preempted by %.200s", by && *by ? by : "the queue");
+        char msg[512];
+        snprintf(msg, sizeof msg, "preempted by %.200s; its pods stop gracefully, then it goes "
+                 "back to the queue (preemption %d, not counted against backoffLimit; the "
+                 "operator restarted before it wrote this)", by && *by ? by : "the queue",
+                 js->st.preemptions);
+        job__phase(js, AIQ_PHASE_QUEUED, why, msg);
+        p = AIQ_PHASE_QUEUED;
+    }
     js->teardown = true;
     js->teardown_to = p;
     js->held = held;
     js->seg_t = js->preempted ? started : 0;
     js->run_gpu_s = 0;
     OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(o->raw),
-          "phase=%s held=%d preempted=%d by=%s run_since=%.3f", aiq_phase_name(p), held,
-          (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t);
+          "phase=%s held=%d preempted=%d by=%s run_since=%.3f%s", aiq_phase_name(p), held,
+          (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t,
+          live ? " status=unwritten" : "");
 }
 
 /* Recovers our state from the live status (first sight after a start). */

@@ -9,7 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
-op_start --capacity-grace 4s
+# The grace is long enough for the first part's kubectl round trips on a
+# busy machine (a real API server answers each in a few hundred ms): the
+# blip check must fall inside it, or it tests nothing.
+op_start --capacity-grace 15s
 N1=$(kubectl get nodes -o jsonpath='{.items[1].metadata.name}')
 MEM=$(kubectl get node "$N1" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.memory}')
 
@@ -34,12 +37,14 @@ check "node $N1 carries its GPU memory label ($MEM)" [ -n "$MEM" ]
 
 # --- two seconds without the node: the gang waits ------------------------------
 kubectl label node "$N1" nvidia.com/gpu.memory- >/dev/null
+GONE=$(date +%s)
 sleep 0.5
 gang blip | kubectl apply -f - >/dev/null
 wait_for 10 "the gang that cannot fit now waits, saying the nodes changed" sh -c '
   [ "$(kubectl get aijob blip -o jsonpath={.status.phase})" = Queued ] &&
   kubectl get aijob blip -o jsonpath={.status.message} | grep -q "rejected only if it still cannot fit"'
 sleep 1
+echo "the node has been away $(( $(date +%s) - GONE )) s of the 15 s grace"
 check "it is not Rejected within the grace" sh -c '[ "$(kubectl get aijob blip -o jsonpath={.status.phase})" != Rejected ]'
 kubectl label node "$N1" "nvidia.com/gpu.memory=$MEM" >/dev/null
 wait_for 30 "the node is back: the gang runs and succeeds" sh -c '
@@ -52,7 +57,7 @@ check "blip was never Rejected (attempts 1)" sh -c '
 kubectl label node "$N1" nvidia.com/gpu.memory- >/dev/null
 sleep 0.5
 gang long | kubectl apply -f - >/dev/null
-wait_for 20 "past --capacity-grace the gang is Rejected (GangTooBig)" sh -c '
+wait_for 40 "past --capacity-grace the gang is Rejected (GangTooBig)" sh -c '
   [ "$(kubectl get aijob long -o jsonpath={.status.phase})" = Rejected ] &&
   [ "$(kubectl get aijob long -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}")" = GangTooBig ]'
 check "a Rejected gang keeps no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=long -o name)" ]'

@@ -215,14 +215,20 @@ mv "$T/op.log" "$T/op0.log"
 op_start
 
 # ---- a restart while a victim's pod is still stopping ------------------
-job low-c 8 25s 0 | kubectl apply -f - >/dev/null
-job low-d 8 25s 0 | kubectl apply -f - >/dev/null
+# The victims stop slowly (15 s), so the restart falls inside the stop.
+job low-c 8 25s 0 30 15s | kubectl apply -f - >/dev/null
+job low-d 8 25s 0 30 15s | kubectl apply -f - >/dev/null
 wait_for 30 "two more low jobs fill the cluster" sh -c '
   [ "$(kubectl get aijob low-c -o jsonpath={.status.phase})" = Running ] &&
   [ "$(kubectl get aijob low-d -o jsonpath={.status.phase})" = Running ]'
 job hi2 8 4s 100 12 8s | kubectl apply -f - >/dev/null
 wait_for 20 "hi2 preempts one of them" sh -c 'grep -q "event=job_preempted .*by=default/hi2" "$T/op.log"'
 V2=$(sed -n 's/.*event=job_preempted obj=default\/\(low-[cd]\) .*by=default\/hi2.*/\1/p' "$T/op.log" | head -1)
+# Killed once the victim's pod is stopping: the deletion is in the API;
+# its status may or may not be (the status writer batches), and the
+# restarted operator must carry the preemption on either way.
+wait_for 20 "the victim's pod is stopping" sh -c '
+  [ -n "$(kubectl get pod "$0-0" -o jsonpath={.metadata.deletionTimestamp})" ]' "$V2"
 op_kill9
 mv "$T/op.log" "$T/op1.log" # op_start waits for this run's "ready"
 op_start
