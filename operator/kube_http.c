@@ -680,13 +680,31 @@ aiq_rc kube_patch(struct kube_client *c, const char *path,
 
 aiq_rc kube_delete(struct kube_client *c, const char *path,
                    const char *propagation, json_object **out, aiq_err *e) {
+    return kube_delete_grace(c, path, propagation, -1, out, e);
+}
+
+/* Adds key = v (taken, may be NULL from a failed allocation) to opts.
+ * Returns 0, or -1 (v freed). */
+static int kube__opt(json_object *opts, const char *key, json_object *v) {
+    if (!v || json_object_object_add(opts, key, v) != 0) {
+        json_object_put(v);
+        return -1;
+    }
+    return 0;
+}
+
+/* See kube_http.h; grace_s < 0 leaves the object's own grace period. */
+aiq_rc kube_delete_grace(struct kube_client *c, const char *path, const char *propagation,
+                         int grace_s, json_object **out, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     json_object *opts = NULL;
-    if (propagation) {
+    if (propagation || grace_s >= 0) {
         opts = json_object_new_object();
-        json_object *v = json_object_new_string(propagation);
-        if (!opts || !v || json_object_object_add(opts, "propagationPolicy", v) != 0) {
-            json_object_put(v);
+        if (!opts ||
+            (propagation &&
+             kube__opt(opts, "propagationPolicy", json_object_new_string(propagation)) != 0) ||
+            (grace_s >= 0 &&
+             kube__opt(opts, "gracePeriodSeconds", json_object_new_int(grace_s)) != 0)) {
             rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
             goto out;
         }

@@ -118,6 +118,12 @@ aiq_rc kube_patch(struct kube_client *c, const char *path,
 aiq_rc kube_delete(struct kube_client *c, const char *path,
                    const char *propagation, json_object **out, aiq_err *e);
 
+/* kube_delete with "gracePeriodSeconds": grace_s too (>= 0; 0 deletes a
+ * pod at once, without waiting for a kubelet to confirm: for a pod on a
+ * node that is gone). */
+aiq_rc kube_delete_grace(struct kube_client *c, const char *path, const char *propagation,
+                         int grace_s, json_object **out, aiq_err *e);
+
 /* Builds the merge patch for kube_patch_retry from the object as now
  * read (borrowed). Set *patch to a new object (taken by the caller) or
  * leave it NULL when nothing needs to change. A non-AIQ_OK return stops

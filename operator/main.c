@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "                         calls Unschedulable this long after admission (default 5s)\n"
             "  --capacity-grace DUR   reject a job that cannot fit only after the nodes held still\n"
             "                         this long (default 60s; a Rejected job is re-examined when they change)\n"
+            "  --node-lost-timeout DUR  a gang with a pod on a node deleted or NotReady this long is\n"
+            "                         requeued, the attempt counted as a node failure (default 60s)\n"
             "  --ungrouped MODE       jobs in a namespace no Group claims: wait (default), run (no\n"
             "                         quota or budget, said in an Event) or GROUP (count them there)\n"
             "  --backoff DUR          requeue backoff base, doubling per attempt, cap 5m (default 10s)\n"
@@ -68,7 +70,7 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_HELP, F_VERSION };
+           F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -80,6 +82,7 @@ int main(int argc, char **argv) {
         {"backoff", required_argument, 0, F_BACKOFF},
         {"unschedulable-grace", required_argument, 0, F_UNSCHED},
         {"capacity-grace", required_argument, 0, F_CAPGRACE},
+        {"node-lost-timeout", required_argument, 0, F_NODELOST},
         {"ungrouped", required_argument, 0, F_UNGROUPED},
         {"journal-max-mib", required_argument, 0, F_JMAX},
         {"api-remote", no_argument, 0, F_APIREMOTE},
@@ -121,6 +124,7 @@ int main(int argc, char **argv) {
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
+        case F_NODELOST: fl->node_lost_s = dur_flag("node-lost-timeout", optarg); break;
         case F_APIREMOTE: fl->api_remote = true; break;
         case F_JMAX:
             fl->journal_max_mib = strtol(optarg, &end, 10);

@@ -62,6 +62,7 @@ struct opmetrics {
     struct opm_named status_fail[OPMETRICS_MAX_OUTCOMES]; /* by kind */
     int nstatus_fail;
     unsigned long clamped;
+    unsigned long node_lost;
     struct opm_named preempt[OPMETRICS_MAX_OUTCOMES]; /* by reason */
     int npreempt;
     struct opm_named resize[OPMETRICS_MAX_OUTCOMES];  /* by direction */
@@ -192,6 +193,12 @@ void opmetrics_status_failed_inc(opmetrics *m, const char *kind) {
     pthread_mutex_lock(&m->mu);
     opm__named_add(m->status_fail, &m->nstatus_fail, OPMETRICS_MAX_OUTCOMES, kind,
                    1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_node_lost_inc(opmetrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->node_lost++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -366,6 +373,9 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
     opm__printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
                     "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
                 m->clamped);
+    opm__printf(&b, "# HELP aiq_node_failures_total Gangs requeued because a node of theirs was deleted or NotReady past --node-lost-timeout.\n"
+                    "# TYPE aiq_node_failures_total counter\naiq_node_failures_total %lu\n",
+                m->node_lost);
     opm__family(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
                     "# TYPE aiq_preemptions_total counter\n",
                 "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);

@@ -10,6 +10,7 @@
  *   aiq_finished_total{outcome}             counter (Succeeded, Failed, ...)
  *   aiq_status_write_failures_total{kind}   counter (AIJob, QueuePolicy, ...)
  *   aiq_scores_clamped_total                counter (NaN/infinite scores)
+ *   aiq_node_failures_total                 counter (gangs requeued for a lost node)
  *   aiq_wait_seconds                        histogram (queued -> admitted)
  *   aiq_cycle_seconds                       histogram (one queue cycle)
  *   aiq_quota_used{group,user,resource}     gauge (user "" = group total)
@@ -95,6 +96,9 @@ void opmetrics_resized_inc(opmetrics *m, const char *direction);
 void opmetrics_observe_wait(opmetrics *m, double seconds);
 /* A status write (or the encoding of a status) of kind failed. */
 void opmetrics_status_failed_inc(opmetrics *m, const char *kind);
+/* One more gang requeued because a node of it was lost. */
+void opmetrics_node_lost_inc(opmetrics *m);
+
 /* n more scores were clamped (oppolicy_clamped). */
 void opmetrics_clamped_add(opmetrics *m, unsigned long n);
 void opmetrics_observe_cycle(opmetrics *m, double seconds);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/units.h"
+#include "operator/status.h"
 
 static const char *nf__str(json_object *node, const char *sect, const char *key) {
     json_object *m = NULL, *l = NULL, *v = NULL;
@@ -166,15 +167,43 @@ int node_facts_read(json_object *node, struct node_facts *f) {
     if (!mem || aiq_quantity_bytes(mem, &q->mem_alloc, NULL) != AIQ_OK)
         q->mem_alloc = 0;
     json_object *spec = NULL, *u = NULL;
+    /* A NotReady node is not placed on: kube-scheduler would not either
+     * (the node-lifecycle controller taints it not-ready/unreachable). */
     q->schedulable = !(json_object_object_get_ex(node, "spec", &spec) &&
                        json_object_object_get_ex(spec, "unschedulable", &u) &&
-                       json_object_get_boolean(u));
+                       json_object_get_boolean(u)) &&
+                     node_ready(node, NULL, NULL);
     nf__gpus(node, res, f);
     if (!f->excluded && q->ngpus > 0)
         nf__memory(node, f);
     if (f->excluded)
         q->ngpus = 0;
     return 0;
+}
+
+/* See nodefacts.h. */
+bool node_ready(json_object *node, double *since, const char **why) {
+    json_object *st = NULL, *conds = NULL;
+    if (!json_object_object_get_ex(node, "status", &st) ||
+        !json_object_object_get_ex(st, "conditions", &conds) ||
+        !json_object_is_type(conds, json_type_array))
+        return true;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i), *t = NULL, *v = NULL, *x = NULL;
+        if (!json_object_object_get_ex(c, "type", &t) ||
+            strcmp(json_object_get_string(t), "Ready") != 0)
+            continue;
+        if (json_object_object_get_ex(c, "status", &v) &&
+            strcmp(json_object_get_string(v), "True") == 0)
+            return true;
+        if (since)
+            *since = json_object_object_get_ex(c, "lastTransitionTime", &x)
+                         ? opst_parse_time(json_object_get_string(x)) : 0;
+        if (why)
+            *why = json_object_object_get_ex(c, "reason", &x) ? json_object_get_string(x) : NULL;
+        return false;
+    }
+    return true;
 }
 
 const char *nodex_name(nodex x) {

@@ -22,7 +22,7 @@
  *               GPU feature discovery publishes it)
  *   model       label nvidia.com/gpu.product; pool: label aiq.dev/domain
  *   cpu, memory status.allocatable (else capacity)
- *   schedulable !spec.unschedulable
+ *   schedulable !spec.unschedulable, and not NotReady (node_ready)
  * A node whose facts are missing or inconsistent is excluded with a
  * CamelCase reason and a message naming the field and value; a node
  * without GPUs is fine (it serves CPU-only jobs). */
@@ -69,6 +69,13 @@ struct node_facts {
  * the node has a name (f->excluded says whether it can be used), -1 for
  * a node without metadata.name. */
 int node_facts_read(json_object *node, struct node_facts *f);
+
+/* Tells whether node (borrowed) is Ready: false when its Ready condition
+ * says anything but "True" (False, Unknown: kubelet stopped reporting);
+ * a node without a Ready condition (not reported yet) counts as ready.
+ * *since (may be NULL) gets the condition's lastTransitionTime (unix s,
+ * 0 unknown) and *why its reason (NULL none), both only when not ready. */
+bool node_ready(json_object *node, double *since, const char **why);
 
 /* CamelCase name of a reason ("MissingGPUMemory"), "" for NODEX_NONE. */
 const char *nodex_name(nodex x);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "operator/kube_status.h"
+#include "operator/nodefacts.h"
 #include "operator/pods.h"
 #include "operator/predict.h"
 #include "operator/release.h"
@@ -365,14 +366,23 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
     }
 }
 
+/* Attempts that count against backoffLimit: not those a preemption or a
+ * lost node ended. */
+static int job__counted_attempts(const struct opjob *js) {
+    return js->st.attempts - js->st.preemptions - js->st.node_failures;
+}
+
 /* Brings the gang down: deletes its pods, counts the attempt and decides
- * what follows (requeue with backoff, Failed, or Suspended). */
+ * what follows (requeue with backoff, Failed, or Suspended). reason
+ * NodeLost is the cluster's fault: the caller counted it in
+ * status.nodeFailures, and the requeue has no backoff. */
 static void job__teardown(struct server *s, struct opcache_obj *o,
                           const struct aiq_aijob *j, struct opjob *js,
                           double now, const char *reason, const char *why,
                           bool suspend) {
     char msg[512];
-    job__finish_attempt(s, j, js, now, suspend ? "Suspended" : "Failed");
+    bool node_lost = strcmp(reason, "NodeLost") == 0;
+    job__finish_attempt(s, j, js, now, suspend ? "Suspended" : node_lost ? "NodeLost" : "Failed");
     js->teardown = true;
     js->released = false;
     /* Its pods hold their GPUs until they are gone: the queue counts them. */
@@ -388,24 +398,25 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->teardown_to = AIQ_PHASE_SUSPENDED;
         job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
                    "spec.suspend is true: pods deleted, the job waits to be resumed");
-    } else if (js->st.attempts - js->st.preemptions > j->spec.backoff_limit) {
+    } else if (job__counted_attempts(js) > j->spec.backoff_limit) {
         js->teardown_to = AIQ_PHASE_FAILED;
         js->st.finished_at = now;
         snprintf(msg, sizeof msg, "%s; attempt %d of %d, backoffLimit %d reached",
-                 why, js->st.attempts - js->st.preemptions, j->spec.backoff_limit + 1,
+                 why, job__counted_attempts(js), j->spec.backoff_limit + 1,
                  j->spec.backoff_limit);
         job__phase(js, AIQ_PHASE_FAILED, reason, msg);
         store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
         opmetrics_finished_inc(s->metrics, "Failed");
     } else {
-        double back = s->flags.backoff_base_s * pow(2, js->st.attempts - 1);
+        /* A lost node is not the job's fault: it goes back at once. */
+        double back = node_lost ? 0 : s->flags.backoff_base_s * pow(2, js->st.attempts - 1);
         if (back > 300)
             back = 300;
         js->backoff_until = now + back;
         js->teardown_to = AIQ_PHASE_QUEUED;
         js->st.queued_at = now;
         snprintf(msg, sizeof msg, "%s; requeued after attempt %d of %d (backoff %.0fs)",
-                 why, js->st.attempts - js->st.preemptions, j->spec.backoff_limit + 1, back);
+                 why, job__counted_attempts(js), j->spec.backoff_limit + 1, back);
         char payload[384];
         snprintf(payload, sizeof payload,
                  "{\"uid\":\"%.100s\",\"attempt\":%d,\"queued\":%.17g,"
@@ -419,6 +430,99 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
           aiq_phase_name(js->teardown_to), js->st.message);
     job__event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
     job__delete_pods(s, j, job__max_pods(j));
+}
+
+/* ---- lost nodes ------------------------------------------------------- */
+
+/* Finds a node of the gang's placement that is gone from the cluster or
+ * NotReady. Says which in msg and returns true, with *since the time the
+ * node's Ready condition turned (0 unknown, e.g. deleted). */
+static bool job__lost_node(struct server *s, const struct opjob *js, char *msg, size_t cap,
+                           double *since) {
+    for (int i = 0; i < js->st.nplacement; i++) {
+        const struct opst_place *pl = &js->st.placement[i];
+        struct opcache_obj *n = opcache_get(s->cache[OPK_NODE], pl->node);
+        const char *why = NULL;
+        *since = 0;
+        if (!n) {
+            snprintf(msg, cap, "node %.253s of replica %d was deleted", pl->node, pl->replica);
+            return true;
+        }
+        if (!node_ready(n->raw, since, &why)) {
+            snprintf(msg, cap, "node %.253s of replica %d is NotReady (%.64s)", pl->node,
+                     pl->replica, why ? why : "no reason given");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Deletes at once (grace 0) the gang's pods bound to node: no kubelet is
+ * left there to confirm a graceful stop, and a graceful delete would keep
+ * the pod, and the gang's teardown, waiting forever. */
+static void job__force_delete_on(struct server *s, const struct aiq_aijob *j, const char *node) {
+    char key[OPCACHE_KEY_MAX], path[1024];
+    for (int i = 0; i < job__max_pods(j); i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        const char *on = p ? kube_json_str(p->raw, "spec.nodeName") : NULL;
+        if (!on || strcmp(on, node) != 0)
+            continue;
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+            continue; /* a cached pod always has a namespace and name */
+        aiq_rc rc = kube_delete_grace(s->kc, path, "Background", 0, NULL, &e);
+        if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
+            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", key, NULL,
+                  "rc=%s http=%d msg=\"%s\" grace=0", aiq_strerror(rc), e.http_status, e.message);
+        else
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", key, srv__rv(p->raw),
+                  "job=%s grace=0 node=%s", j->meta.name, node);
+    }
+}
+
+/* A placed gang with a node deleted or NotReady: it waits --node-lost-timeout
+ * (from the node's NotReady transition, or from when the operator first saw
+ * it) for the node to come back, then the attempt ends as a node failure
+ * (status.nodeFailures, not counted against backoffLimit) and the gang is
+ * requeued at once, its pods on lost nodes deleted without grace. A pod of
+ * the gang gone or failed meanwhile ends it sooner (pod GC removes pods of
+ * deleted nodes). Returns true when the job is in node trouble (the
+ * caller's other checks wait). */
+static bool job__node_loss(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
+                           struct opjob *js, const struct gang *g, double now) {
+    char msg[400];
+    double since = 0;
+    if (!job__lost_node(s, js, msg, sizeof msg, &since)) {
+        if (js->node_lost_t > 0)
+            OPLOG(&s->log, OPLOG_INFO, "node_back", o->key, srv__rv(o->raw),
+                  "after_s=%.1f", now - js->node_lost_t);
+        js->node_lost_t = 0;
+        return false;
+    }
+    if (js->node_lost_t == 0) {
+        js->node_lost_t = since > 0 && since < now ? since : now;
+        OPLOG(&s->log, OPLOG_WARN, "node_lost", o->key, srv__rv(o->raw),
+              "msg=\"%s\" requeue_in_s=%.0f", msg,
+              s->flags.node_lost_s - (now - js->node_lost_t));
+    }
+    if (now - js->node_lost_t < s->flags.node_lost_s && g->failed == 0 && g->exist == g->n)
+        return true;
+    char why[512];
+    snprintf(why, sizeof why, "%s%s", msg,
+             now - js->node_lost_t < s->flags.node_lost_s ? " and a pod of it is gone"
+                                                          : " past --node-lost-timeout");
+    for (int i = 0; i < js->st.nplacement; i++) {
+        struct opcache_obj *n = opcache_get(s->cache[OPK_NODE], js->st.placement[i].node);
+        if (!n || !node_ready(n->raw, NULL, NULL))
+            job__force_delete_on(s, j, js->st.placement[i].node);
+    }
+    js->st.node_failures++;
+    js->node_lost_t = 0;
+    opmetrics_node_lost_inc(s->metrics);
+    job__teardown(s, o, j, js, now, "NodeLost", why, false);
+    return true;
 }
 
 /* Releases admitted jobs; see server.h. */
@@ -1181,7 +1285,9 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         }
         break;
     case AIQ_PHASE_ADMITTED:
-        if (g.failed > 0) {
+        if (job__node_loss(s, o, j, js, &g, now)) {
+            break;
+        } else if (g.failed > 0) {
             snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
             job__teardown(s, o, j, js, now, "PodFailed", msg, false);
         } else if (g.exist < g.n) {
@@ -1227,7 +1333,9 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         }
         break;
     case AIQ_PHASE_RUNNING:
-        if (g.failed > 0) {
+        if (job__node_loss(s, o, j, js, &g, now)) {
+            break;
+        } else if (g.failed > 0) {
             snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
             job__teardown(s, o, j, js, now, "PodFailed", msg, false);
         } else if (g.exist < g.n) {
@@ -1294,6 +1402,8 @@ bool job_sync_wanted(struct opcache_obj *o) {
         return true;
     if (js->stopping > 0 || js->grow_from > 0)
         return true; /* a resize in flight (and its start timeout) */
+    if (js->node_lost_t > 0)
+        return true; /* a lost node's timeout runs */
     switch (js->st.phase) {
     case AIQ_PHASE_NONE:
     case AIQ_PHASE_PENDING:

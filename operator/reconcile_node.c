@@ -58,11 +58,22 @@ void reconcile_node(struct server *s, enum kube_event_type t,
         snprintf(payload, sizeof payload, "{\"deleted\":true}");
         store_journal_event(s->db, now, STORE_EV_NODE, srv__name(obj), payload, NULL);
         OPLOG(&s->log, OPLOG_INFO, "node_deleted", srv__name(obj), srv__rv(obj), "%s", "");
+        job_resync_all(s); /* a gang placed there has lost a node */
         return;
     }
     struct node_facts f;
     if (node_facts_read(obj, &f) != 0)
         return;
+    struct opext *x = o ? srv__ext(o) : NULL;
+    int ready = node_ready(obj, NULL, NULL) ? 1 : 2;
+    if (x && x->node_ready != ready) {
+        if (x->node_ready != 0 || ready == 2) {
+            OPLOG(&s->log, ready == 1 ? OPLOG_INFO : OPLOG_WARN, "node_readiness",
+                  srv__name(obj), srv__rv(obj), "ready=%d", ready == 1);
+            job_resync_all(s); /* gangs placed there are lost, or back */
+        }
+        x->node_ready = ready;
+    }
     node__tell(s, o, obj, &f);
     const struct q_node qn = f.q;
     struct store_node sn = {qn.name, qn.gpu_model, qn.ngpus,

@@ -786,6 +786,7 @@ void srv_init(struct server *s) {
     s->flags.status_writes_per_s = 1000;
     s->flags.unsched_grace_s = 5;
     s->flags.capacity_grace_s = 60;
+    s->flags.node_lost_s = 60;
     s->flags.ungrouped = "wait";
     s->flags.journal_retention_s = 30 * 86400.0;
     s->flags.journal_max_mib = 512;

@@ -122,6 +122,7 @@ struct opjob {
     double pre_t[8];           /* its last preemptions (ring, unix s) */
     int npre_t;
     double seg_t;              /* run GPU time counted up to here (0 = not running) */
+    double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */
     double run_gpu_s;          /* GPU-seconds of this run before seg_t */
 };
 
@@ -137,6 +138,7 @@ struct opext {
     bool accepted;             /* UserQuota only: counted by the queue */
     char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
     int node_told;             /* Node only: exclusion last told (nodex + 1, 0 none yet) */
+    int node_ready;            /* Node only: 1 Ready, 2 NotReady, 0 not seen yet */
 };
 
 /* Events waiting to be posted are capped (older kept, newer dropped) and
@@ -154,6 +156,7 @@ struct srv_flags {
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     double unsched_grace_s;    /* Unschedulable pinned pod -> requeue after: 5 */
     double capacity_grace_s;   /* nodes held still this long before "can never fit": 60 */
+    double node_lost_s;        /* a gang's node deleted/NotReady this long -> requeue: 60 */
     const char *ungrouped;     /* jobs in a namespace no Group owns: "wait" (default),
                                   "run" (no quota, said so) or a Group's name */
     bool leader_elect;

@@ -313,6 +313,7 @@ static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->attempts);
     OPST_FNV(h, st->current_replicas);
     OPST_FNV(h, st->preemptions);
+    OPST_FNV(h, st->node_failures);
     OPST_FNV(h, st->attained_gpu_hours);
     const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
@@ -441,6 +442,9 @@ json_object *opstatus_to_json(const struct opstatus *st,
     if (st->preemptions > 0 &&
         opst__add(s, "preemptions", json_object_new_int(st->preemptions)))
         goto fail;
+    if (st->node_failures > 0 &&
+        opst__add(s, "nodeFailures", json_object_new_int(st->node_failures)))
+        goto fail;
     if (st->attained_gpu_hours > 0 &&
         opst__add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
         goto fail;
@@ -540,6 +544,8 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     st->observed_generation = opst__get_int(status, "observedGeneration", 0);
     int64_t pre = opst__get_int(status, "preemptions", 0);
     st->preemptions = (pre < 0 || pre > 1000000) ? 0 : (int)pre;
+    int64_t nf = opst__get_int(status, "nodeFailures", 0);
+    st->node_failures = (nf < 0 || nf > 1000000) ? 0 : (int)nf;
     struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
         json_object *c = opst__old_cond(status, opst_xcond_types[i]);

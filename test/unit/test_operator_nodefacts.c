@@ -33,6 +33,39 @@ TEST(nodefacts_plain_node) {
     json_object_put(n);
 }
 
+/* Ready condition: only "True" is ready; a node that reports none yet is
+ * taken as ready. A NotReady node is not schedulable (nothing is placed
+ * there), and node_ready says since when and why. */
+TEST(nodefacts_not_ready_is_unschedulable) {
+    const char *fmt = "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"nvidia.com/gpu.memory\":"
+                      "\"81920\"}},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"},"
+                      "\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"False\"},"
+                      "{\"type\":\"Ready\",\"status\":\"%s\",\"reason\":\"R\","
+                      "\"lastTransitionTime\":\"2026-01-02T03:04:05Z\"}]}}";
+    const char *states[] = {"True", "False", "Unknown"};
+    for (int i = 0; i < 3; i++) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, fmt, states[i]);
+        json_object *n = json_tokener_parse(buf);
+        struct node_facts f;
+        double since = 0;
+        const char *why = NULL;
+        CHECK_INT(node_facts_read(n, &f), 0);
+        CHECK_INT(f.excluded, NODEX_NONE); /* left out of placement, not excluded */
+        CHECK(f.q.schedulable == (i == 0));
+        CHECK(node_ready(n, &since, &why) == (i == 0));
+        if (i > 0) {
+            CHECK(since == 1767323045.0);
+            CHECK_STR(why, "R");
+        }
+        json_object_put(n);
+    }
+    json_object *n = node("{\"nvidia.com/gpu.memory\":\"81920\"}", "{}",
+                          "{\"nvidia.com/gpu\":\"8\"}");
+    CHECK(node_ready(n, NULL, NULL)); /* no conditions yet */
+    json_object_put(n);
+}
+
 TEST(nodefacts_missing_memory_is_excluded_not_fatal) {
     json_object *n = node("{}", "{}", "{\"nvidia.com/gpu\":\"8\",\"cpu\":\"8\"}");
     struct node_facts f;
