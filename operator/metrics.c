@@ -564,7 +564,7 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
             size_t cap = strlen(m->store_reason) + 32;
             why = malloc(cap);
             if (why)
-                snprintf(why, cap, "not ready: store: %s\n", m->store_reason);
+                snprintf(why, cap, "not ready: %s\n", m->store_reason);
         }
         pthread_mutex_unlock(&m->mu);
         if (why)

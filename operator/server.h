@@ -213,7 +213,7 @@ struct server {
     /* store_guard.c: the store's health. */
     bool store_bad;            /* a store failure since start */
     double store_bad_since;    /* unix s */
-    char store_reason[600];    /* "op: message" of the first failure */
+    char store_reason[600];    /* the first failure's message ("store: commit: ...") */
     double last_store_check;   /* unix s */
 };
 

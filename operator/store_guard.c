@@ -31,7 +31,7 @@ void srv_store_failed(struct server *s, const char *op, const char *key, const a
         return;
     s->store_bad = true;
     s->store_bad_since = srv_now();
-    snprintf(s->store_reason, sizeof s->store_reason, "%s: %s", op, text);
+    snprintf(s->store_reason, sizeof s->store_reason, "%s", text); /* names the op */
     opmetrics_set_store(s->metrics, false, s->store_reason);
 }
 
