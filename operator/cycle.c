@@ -251,7 +251,13 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
         qg->budget_gpu_hours = g->spec.budget.gpu_hours;
         if (g->spec.budget.gpu_hours >= 0) {
             double w = g->spec.budget.window_s > 0 ? g->spec.budget.window_s : 2592000;
-            store_usage_window(s->db, NULL, g->meta.name, now - w, &qg->used_gpu_hours, NULL);
+            aiq_err e;
+            aiq_err_clear(&e);
+            /* A failed read makes the store unhealthy: the cycle stops
+             * before any decision (cycle_run checks the health). */
+            (void)srv_store_ok(s, store_usage_window(s->db, NULL, g->meta.name, now - w,
+                                                     &qg->used_gpu_hours, &e),
+                               "usage_window", g->meta.name, &e);
             qg->window_end = now + w;
         }
         qg->fairshare = 1;
@@ -284,7 +290,11 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
         qu->budget_gpu_hours = uq->spec.budget.gpu_hours;
         if (uq->spec.budget.gpu_hours >= 0) {
             double w = uq->spec.budget.window_s > 0 ? uq->spec.budget.window_s : 2592000;
-            store_usage_window(s->db, uq->spec.user, x->group, now - w, &qu->used_gpu_hours, NULL);
+            aiq_err e;
+            aiq_err_clear(&e);
+            (void)srv_store_ok(s, store_usage_window(s->db, uq->spec.user, x->group, now - w,
+                                                     &qu->used_gpu_hours, &e),
+                               "usage_window", uq->spec.user, &e); /* checked in cycle_run */
             qu->window_end = now + w;
         }
     }
@@ -665,7 +675,15 @@ void cycle_run(struct server *s, double now) {
     capacity_others(s, c.nodes, c.nnodes); /* after the gangs' own placements */
     struct cy_usage_ctx uctx = {&c};
     oppolicy *pol = srv__policy(s);
-    store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb, &uctx, NULL);
+    aiq_err ue;
+    aiq_err_clear(&ue);
+    (void)srv_store_ok(s, store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb,
+                                           &uctx, &ue),
+                       "usage_each", NULL, &ue);
+    /* Quota and fair share read from a failing store would be wrong:
+     * decide nothing this turn (store_guard.c retries). */
+    if (!srv_store_publishable(s))
+        goto out;
     cy__fairshare(&c);
 
     struct q_input in;
@@ -792,13 +810,18 @@ void cycle_run(struct server *s, double now) {
                     pj = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
                 json_object_put(t);
             }
-            store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, NULL);
-            store_job_mark(s->db, j->meta.uid, STORE_JOB_ADMITTED, now, NULL);
+            aiq_err_clear(&ue);
+            if (srv_store_ok(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, &ue),
+                             "attempt_begin", o->key, &ue))
+                (void)srv_store_ok(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_ADMITTED, now, &ue),
+                                   "job_mark", o->key, &ue); /* settled below */
             free(pj);
         }
-        if (store_in_transaction(s->db))
-            store_commit(s->db, NULL);
-        store_begin(s->db, NULL);
+        /* Fail closed: no admission of this turn is published or
+         * released unless all of them are committed. */
+        aiq_err_clear(&ue);
+        if (!srv_store_settle(s) || !srv_store_ok(s, store_begin(s->db, &ue), "begin", NULL, &ue))
+            goto out_admitted;
         crashpoint("admit_recorded");
         for (int k = 0; k < nadm; k++)
             if (((struct opext *)admitted[k]->ext)->job->st.attempts > 1) {
@@ -829,6 +852,9 @@ void cycle_run(struct server *s, double now) {
     free(admitted);
     /* Then the preemptions and resizes, after every admission's record. */
     cycle_actions(s, &in, &out, c.jobj, now);
+    goto out;
+out_admitted:
+    free(admitted);
 
 out:;
     double dt = srv_now() - t0;

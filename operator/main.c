@@ -191,8 +191,13 @@ int main(int argc, char **argv) {
     }
 
     while (!server.stop) {
-        if (!store_in_transaction(server.db))
-            store_begin(server.db, NULL);
+        if (!store_in_transaction(server.db)) {
+            aiq_err_clear(&err);
+            /* Writes outside a turn's transaction would commit one by
+             * one: the turn's failure is what matters, kept in health. */
+            if (store_begin(server.db, &err) != AIQ_OK)
+                srv_store_failed(&server, "begin", NULL, &err);
+        }
         /* Wait for the first event at most until the next cron tick. */
         long wait_ms = server.flags.cycle_ms < 200 ? server.flags.cycle_ms : 200;
         struct kube_event *ev = NULL;
@@ -209,24 +214,21 @@ int main(int argc, char **argv) {
         /* Record first, publish second: what this turn decided (attempt
          * finishes, usage, journal) is committed before the status writes
          * tell the API server, so a kill in between cannot leave a status
-         * (say Failed, attempt 2) whose attempt the store never counted. */
-        if (store_in_transaction(server.db)) {
-            aiq_err_clear(&err);
-            if (store_commit(server.db, &err) != AIQ_OK)
-                OPLOG(&server.log, OPLOG_ERROR, "store_commit_failed", NULL, NULL,
-                      "msg=\"%s\"", err.message);
-            store_begin(server.db, NULL);
+         * (say Failed, attempt 2) whose attempt the store never counted.
+         * A turn that could not be recorded publishes nothing
+         * (store_guard.c). */
+        if (!srv_store_settle(&server))
+            continue;
+        aiq_err_clear(&err);
+        if (store_begin(server.db, &err) != AIQ_OK) {
+            srv_store_failed(&server, "begin", NULL, &err);
+            continue;
         }
         srv_flush(&server);
-        if (store_in_transaction(server.db)) {
-            aiq_err_clear(&err);
-            if (store_commit(server.db, &err) != AIQ_OK)
-                OPLOG(&server.log, OPLOG_ERROR, "store_commit_failed", NULL, NULL,
-                      "msg=\"%s\"", err.message);
-        }
+        (void)srv_store_settle(&server); /* a failure is kept in the health */
     }
-    OPLOG(&server.log, OPLOG_INFO, "stopping", NULL, NULL, "cycles=%lld",
-          (long long)server.ncycles);
+    OPLOG(&server.log, OPLOG_INFO, "stopping", NULL, NULL, "cycles=%lld exit_code=%d",
+          (long long)server.ncycles, server.exit_code);
     srv_deinit(&server);
-    return 0;
+    return server.exit_code;
 }

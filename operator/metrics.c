@@ -49,6 +49,10 @@ struct opmetrics {
     struct MHD_Daemon *httpd;
     int port;
     bool ready, leader;
+    bool store_bad;
+    char store_reason[640];
+    struct opm_named store_fail[OPMETRICS_MAX_OUTCOMES]; /* by op */
+    int nstore_fail;
     opapi *api; /* borrowed; NULL: no /journal */
     opvis *vis; /* borrowed; NULL: no /queue */
     bool api_remote; /* /journal and /queue answer non-loopback clients too */
@@ -133,6 +137,13 @@ void opmetrics_set_ready(opmetrics *m, bool ready) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void opmetrics_set_store(opmetrics *m, bool healthy, const char *reason) {
+    pthread_mutex_lock(&m->mu);
+    m->store_bad = !healthy;
+    opm__copy(m->store_reason, sizeof m->store_reason, healthy ? "" : reason);
+    pthread_mutex_unlock(&m->mu);
+}
+
 void opmetrics_set_leader(opmetrics *m, bool leader) {
     pthread_mutex_lock(&m->mu);
     m->leader = leader;
@@ -186,6 +197,12 @@ void opmetrics_finished_inc(opmetrics *m, const char *outcome) {
     pthread_mutex_lock(&m->mu);
     opm__named_add(m->finished, &m->nfinished, OPMETRICS_MAX_OUTCOMES, outcome,
                    1, false);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_store_failed_inc(opmetrics *m, const char *op) {
+    pthread_mutex_lock(&m->mu);
+    opm__named_add(m->store_fail, &m->nstore_fail, OPMETRICS_MAX_OUTCOMES, op, 1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -406,6 +423,12 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                     "(missing or inconsistent GPU facts).\n"
                     "# TYPE aiq_nodes_excluded gauge\n",
                 "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
+    opm__printf(&b, "# HELP aiq_store_healthy 1 while the store takes writes; 0 while a storage "
+                    "fault holds (nothing is admitted, released or published).\n"
+                    "# TYPE aiq_store_healthy gauge\naiq_store_healthy %d\n", m->store_bad ? 0 : 1);
+    opm__family(&b, "# HELP aiq_store_failures_total Store calls that failed, by operation.\n"
+                    "# TYPE aiq_store_failures_total counter\n",
+                "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
     opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                     "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
@@ -545,8 +568,20 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                           MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, "/readyz") == 0) {
         pthread_mutex_lock(&m->mu);
-        bool ready = m->ready;
+        bool ready = m->ready, store_bad = m->store_bad;
+        char *why = NULL;
+        if (m->store_bad) {
+            size_t cap = strlen(m->store_reason) + 32;
+            why = malloc(cap);
+            if (why)
+                snprintf(why, cap, "not ready: %s\n", m->store_reason);
+        }
         pthread_mutex_unlock(&m->mu);
+        if (why)
+            return opm__reply(c, 503, "text/plain", why, strlen(why), MHD_RESPMEM_MUST_FREE);
+        if (store_bad) /* out of memory for the reason: still not ready */
+            return opm__reply(c, 503, "text/plain", (char *)"not ready: store\n", 17,
+                              MHD_RESPMEM_PERSISTENT);
         if (ready)
             return opm__reply(c, 200, "text/plain", (char *)"ok\n", 3,
                               MHD_RESPMEM_PERSISTENT);

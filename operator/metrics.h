@@ -20,6 +20,8 @@
  *   aiq_status_writes_deferred              gauge (due, waiting for the budget)
  *   aiq_nodes_excluded{reason}              gauge (nodes left out, nodefacts.h)
  *   aiq_foreign_pods                        gauge (non-aiq pods holding node capacity)
+ *   aiq_store_healthy                       gauge (1, or 0 while a storage fault holds)
+ *   aiq_store_failures_total{op}            counter (store calls that failed, by operation)
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200
  * once opmetrics_set_ready(m, true) was called (after the first full list
  * of every watch), 503 before. With an opapi handle set
@@ -68,6 +70,11 @@ int opmetrics_port(const opmetrics *m);
 void opmetrics_set_api(opmetrics *m, opapi *api);
 
 void opmetrics_set_ready(opmetrics *m, bool ready);
+/* The store's health: while not healthy /readyz answers 503 with
+ * "not ready: store: REASON" (reason copied; may be NULL when healthy). */
+void opmetrics_set_store(opmetrics *m, bool healthy, const char *reason);
+/* aiq_store_failures_total{op}. */
+void opmetrics_store_failed_inc(opmetrics *m, const char *op);
 void opmetrics_set_leader(opmetrics *m, bool leader);
 
 /* Pending jobs per level: reset, then set each level's count (levels past

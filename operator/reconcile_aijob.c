@@ -530,7 +530,12 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
     char key[OPCACHE_KEY_MAX];
     int nitems = 0, cap = 0, patched = 0;
     struct release_item *items = NULL;
-    int *owner = NULL, *errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
+    int *owner = NULL, *errors = NULL;
+    /* Fail closed: no gang leaves its gate unless its admission is
+     * recorded (store_guard.c); a later sync releases it. */
+    if (!srv_store_publishable(s))
+        return 0;
+    errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
     if (!errors)
         return -1;
     /* Build every patch first (cheap, on this thread). */

@@ -297,6 +297,15 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
     struct release_item *items = n ? calloc((size_t)n, sizeof *items) : NULL;
     int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
     int m = 0, failed = 0;
+    if (!srv_store_publishable(s)) {
+        /* Fail closed: a status must not run ahead of its record. The
+         * objects stay dirty; the restart after the fault writes them. */
+        for (int i = 0; i < n; i++)
+            objs[i] = NULL;
+        free(items);
+        free(idx);
+        return n;
+    }
     if (n && (!items || !idx)) {
         free(items);
         free(idx);
@@ -505,7 +514,8 @@ static size_t srv__status_allowance(struct server *s, size_t want) {
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
-    if (!s->leading)
+    /* Nothing of a turn the store did not record leaves the operator. */
+    if (!s->leading || !srv_store_publishable(s))
         return;
     srv__flush_pods(s);
     for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
@@ -714,6 +724,7 @@ static void srv__log_watch_errors(struct server *s) {
 }
 
 void srv_cron(struct server *s, double now) {
+    srv_store_cron(s, now);
     if (now - s->last_watch_check >= 1.0) {
         srv__log_watch_errors(s);
         s->last_watch_check = now;
@@ -738,7 +749,8 @@ void srv_cron(struct server *s, double now) {
             job_resync_all(s); /* a follower synced nothing */
         }
     }
-    if (!s->ready || !s->leading)
+    /* A failing store admits nothing (store_guard.c). */
+    if (!s->ready || !s->leading || s->store_bad)
         return;
     /* run_every(cycle_ms), or sooner after a change, but at most every
      * 250 ms (the loop drains the event queue first, so a burst of events
@@ -819,6 +831,8 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         return err ? err->code : AIQ_EDB;
     s->metrics = opmetrics_create();
     s->q = q_state_create(NULL);
+    if (s->metrics)
+        opmetrics_set_store(s->metrics, true, NULL);
     s->dflt_policy = oppolicy_default();
     if (!s->metrics || !s->q || !s->dflt_policy)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory starting the operator");

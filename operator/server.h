@@ -212,7 +212,17 @@ struct server {
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */
+    int exit_code;             /* main's status when stop was set by the loop */
+    /* store_guard.c: the store's health. */
+    bool store_bad;            /* a store failure since start */
+    double store_bad_since;    /* unix s */
+    char store_reason[600];    /* the first failure's message ("store: commit: ...") */
+    double last_store_check;   /* unix s */
 };
+
+/* main's exit status after a storage fault healed (store_guard.c): the
+ * restart rebuilds what the store lost. */
+#define SRV_EXIT_STORE 3
 
 /* ---- server.c ------------------------------------------------------------- */
 
@@ -243,6 +253,32 @@ void srv_flush(struct server *s);
 
 /* Current time (unix seconds, wall clock). */
 double srv_now(void);
+
+/* ---- store_guard.c: fail closed on storage ------------------------------- */
+
+/* Marks the store unhealthy (the first reason is kept, with since-when),
+ * counts aiq_store_failures_total{op}, sets /readyz to 503 and logs
+ * event=store_failed op=OP msg=... for key (may be NULL). e may be NULL. */
+void srv_store_failed(struct server *s, const char *op, const char *key, const aiq_err *e);
+
+/* rc == AIQ_OK, else srv_store_failed(op, key, e) and false. */
+bool srv_store_ok(struct server *s, aiq_rc rc, const char *op, const char *key,
+                  const aiq_err *e);
+
+/* True when this turn's decisions may be published: the store is healthy
+ * and its handle kept no failure (store_fault; one found now makes the
+ * store unhealthy). */
+bool srv_store_publishable(struct server *s);
+
+/* Ends the turn's transaction: commits it when publishable, else rolls it
+ * back. True when what the turn decided is recorded and may be published
+ * (also when no transaction was open and the store is healthy). */
+bool srv_store_settle(struct server *s);
+
+/* run_every(1 s): checks the database file's identity; while unhealthy
+ * rescues a removed file or probes a write, and when the store is good
+ * again sets stop with exit_code SRV_EXIT_STORE. */
+void srv_store_cron(struct server *s, double now);
 
 /* ---- helpers shared by the reconcilers (server.c) ------------------------- */
 

@@ -3,8 +3,11 @@
  * the small helpers the other store_*.c files share. */
 #include "operator/store_int.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +19,21 @@ static const char *const store_sql[STORE_Q__N] = {
 
 /* See store_int.h. */
 aiq_rc store__dberr(store *s, const char *what, aiq_err *err) {
-    return aiq_err_set(err, AIQ_EDB, "store: %s: %s (sqlite %d)", what,
-                       s && s->db ? sqlite3_errmsg(s->db) : "no database",
-                       s && s->db ? sqlite3_extended_errcode(s->db) : 0);
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_err_set(&e, AIQ_EDB, "store: %s: %s (sqlite %d)", what,
+                s && s->db ? sqlite3_errmsg(s->db) : "no database",
+                s && s->db ? sqlite3_extended_errcode(s->db) : 0);
+    if (s) store__fault(s, &e);
+    if (err && err->code == AIQ_OK) *err = e;
+    return AIQ_EDB;
+}
+
+/* See store_int.h. */
+void store__fault(store *s, const aiq_err *err) {
+    if (s->faulted) return;
+    s->faulted = true;
+    s->fault = *err;
 }
 
 /* Runs SQL text without results (pragmas, schema steps, transaction
@@ -28,10 +43,14 @@ static aiq_rc store_exec(store *s, const char *sql, const char *what,
     char *msg = NULL;
     int src = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
     if (src == SQLITE_OK) return AIQ_OK;
-    aiq_rc rc = aiq_err_set(err, AIQ_EDB, "store: %s: %s (sqlite %d)", what,
-                            msg ? msg : sqlite3_errstr(src), src);
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_err_set(&e, AIQ_EDB, "store: %s: %s (sqlite %d)", what,
+                msg ? msg : sqlite3_errstr(src), src);
     sqlite3_free(msg);
-    return rc;
+    store__fault(s, &e);
+    if (err && err->code == AIQ_OK) *err = e;
+    return AIQ_EDB;
 }
 
 /* Reads an integer pragma (user_version). */
@@ -116,6 +135,22 @@ out_finalize:
     return rc;
 }
 
+/* Keeps path and the identity (device, inode) of the file it names now,
+ * for store_check_file. Nothing for ":memory:" or "" (temporary). */
+static aiq_rc store_remember_file(store *s, const char *path, aiq_err *err) {
+    struct stat st;
+    if (strcmp(path, ":memory:") == 0 || path[0] == '\0') return AIQ_OK;
+    s->path = strdup(path);
+    if (!s->path) return aiq_err_set(err, AIQ_ENOMEM, "store: out of memory");
+    if (stat(path, &st) != 0)
+        return aiq_err_set(err, AIQ_EIO, "store: stat %s: %s", path,
+                           strerror(errno));
+    s->has_file = true;
+    s->dev = (unsigned long long)st.st_dev;
+    s->ino = (unsigned long long)st.st_ino;
+    return AIQ_OK;
+}
+
 /* See store.h. */
 store *store_open(const char *path, const struct store_opts *opts,
                   aiq_err *err) {
@@ -141,6 +176,7 @@ store *store_open(const char *path, const struct store_opts *opts,
         AIQ_OK)
         goto out_close;
     if (store_migrate(s, err) != AIQ_OK) goto out_close;
+    if (store_remember_file(s, path, err) != AIQ_OK) goto out_close;
     s->fail_at = opts && opts->fail_write_n > 0 ? opts->fail_write_n : 0;
     return s;
 out_close:
@@ -156,7 +192,124 @@ void store_close(store *s) {
     for (int i = 0; i < STORE_Q__N; i++) sqlite3_finalize(s->q[i]);
     sqlite3_close(s->db);
     store__ucache_free(&s->ucache);
+    free(s->path);
     free(s);
+}
+
+/* See store.h. */
+bool store_fault(const store *s, aiq_err *first) {
+    if (s->faulted && first) *first = s->fault;
+    return s->faulted;
+}
+
+/* See store.h. */
+void store_fault_clear(store *s) {
+    s->faulted = false;
+    aiq_err_clear(&s->fault);
+}
+
+/* See store.h. */
+aiq_rc store_check_file(store *s, aiq_err *err) {
+    struct stat st;
+    if (!s->has_file) return AIQ_OK;
+    if (stat(s->path, &st) != 0) {
+        if (errno == ENOENT)
+            return aiq_err_set(err, AIQ_ENOTFOUND,
+                               "store: database file %s was removed "
+                               "(open inode %llu)", s->path, s->ino);
+        return aiq_err_set(err, AIQ_EIO, "store: stat %s: %s", s->path,
+                           strerror(errno));
+    }
+    if ((unsigned long long)st.st_dev != s->dev ||
+        (unsigned long long)st.st_ino != s->ino)
+        return aiq_err_set(err, AIQ_ECONFLICT,
+                           "store: database file %s was replaced (open "
+                           "inode %llu, the path now names inode %llu)",
+                           s->path, s->ino, (unsigned long long)st.st_ino);
+    return AIQ_OK;
+}
+
+/* See store.h. */
+aiq_rc store_probe(store *s, aiq_err *err) {
+    char sql[64];
+    if (s->in_tx)
+        return aiq_err_set(err, AIQ_ESTATE,
+                           "store: probe: a cycle transaction is open");
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
+             store_schema_version());
+    aiq_rc rc = store_exec(s, "BEGIN IMMEDIATE", "probe begin", err);
+    if (rc != AIQ_OK) return rc;
+    rc = store_exec(s, sql, "probe write", err);
+    if (rc == AIQ_OK) rc = store_exec(s, "COMMIT", "probe commit", err);
+    if (rc != AIQ_OK && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* rc says why */
+    return rc;
+}
+
+/* Copies the main database of src into a new file at path (backup API). */
+static aiq_rc store_copy_to(sqlite3 *src, const char *path, aiq_err *err) {
+    sqlite3 *dst = NULL;
+    aiq_rc rc = AIQ_OK;
+    int src_rc = sqlite3_open_v2(path, &dst,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                 NULL);
+    if (src_rc != SQLITE_OK) {
+        rc = aiq_err_set(err, AIQ_EDB, "store: rescue: open %s: %s", path,
+                         dst ? sqlite3_errmsg(dst) : sqlite3_errstr(src_rc));
+        goto out_close;
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        rc = aiq_err_set(err, AIQ_EDB, "store: rescue: backup to %s: %s",
+                         path, sqlite3_errmsg(dst));
+        goto out_close;
+    }
+    src_rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b); /* its result repeats the step's */
+    if (src_rc != SQLITE_DONE)
+        rc = aiq_err_set(err, AIQ_EDB, "store: rescue: copy to %s: %s",
+                         path, sqlite3_errstr(src_rc));
+out_close:
+    if (sqlite3_close(dst) != SQLITE_OK && rc == AIQ_OK)
+        rc = aiq_err_set(err, AIQ_EDB, "store: rescue: close %s", path);
+    return rc;
+}
+
+/* See store.h. */
+aiq_rc store_rescue(store *s, aiq_err *err) {
+    char tmp[4096];
+    struct stat st;
+    aiq_rc rc = AIQ_OK;
+    if (!s->has_file || !s->db)
+        return aiq_err_set(err, AIQ_ESTATE, "store: rescue: no open file");
+    if (stat(s->path, &st) == 0)
+        return aiq_err_set(err, AIQ_EEXIST,
+                           "store: rescue: %s exists again; not overwritten",
+                           s->path);
+    if (snprintf(tmp, sizeof tmp, "%s.rescue", s->path) >= (int)sizeof tmp)
+        return aiq_err_set(err, AIQ_ETOOBIG, "store: rescue: path too long");
+    if (s->in_tx || !sqlite3_get_autocommit(s->db))
+        (void)store_rollback(s, NULL); /* only committed data is rescued */
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        return aiq_err_set(err, AIQ_EIO, "store: rescue: remove %s: %s", tmp,
+                           strerror(errno));
+    rc = store_copy_to(s->db, tmp, err);
+    /* The old connection goes first: closing it checkpoints into the
+     * removed file and deletes PATH-wal and PATH-shm, which belong to it
+     * and must not be read as the rescued file's WAL. */
+    for (int i = 0; i < STORE_Q__N; i++) {
+        sqlite3_finalize(s->q[i]);
+        s->q[i] = NULL;
+    }
+    if (sqlite3_close(s->db) != SQLITE_OK && rc == AIQ_OK)
+        rc = aiq_err_set(err, AIQ_EDB, "store: rescue: close the old file");
+    s->db = NULL;
+    if (rc == AIQ_OK && rename(tmp, s->path) != 0)
+        rc = aiq_err_set(err, AIQ_EIO, "store: rescue: rename %s to %s: %s",
+                         tmp, s->path, strerror(errno));
+    if (rc != AIQ_OK)
+        (void)unlink(tmp); /* a partial copy is no rescue; rc says why */
+    return rc;
 }
 
 /* See store.h. */
@@ -228,9 +381,13 @@ aiq_rc store__write(store *s, sqlite3_stmt *st, const char *what,
     aiq_rc rc = AIQ_OK;
     s->writes++;
     if (s->fail_at > 0 && s->writes == s->fail_at) {
-        rc = aiq_err_set(err, AIQ_EDB,
+        aiq_err e;
+        aiq_err_clear(&e);
+        rc = aiq_err_set(&e, AIQ_EDB,
                          "store: %s: injected failure on write %ld", what,
                          s->writes);
+        store__fault(s, &e);
+        if (err && err->code == AIQ_OK) *err = e;
         goto out_reset;
     }
     if (sqlite3_step(st) != SQLITE_DONE) rc = store__dberr(s, what, err);

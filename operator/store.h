@@ -89,6 +89,40 @@ aiq_rc store_commit(store *s, aiq_err *err);
 aiq_rc store_rollback(store *s, aiq_err *err);
 bool store_in_transaction(const store *s);
 
+/* ---- health ---------------------------------------------------------------
+ *
+ * The handle keeps its first database failure (SQLite error, injected
+ * failure, failed commit; not AIQ_ENOTFOUND or a caller's bad argument)
+ * until someone looks, so a turn can be checked once before anything it
+ * decided is published, even where a call's own result was handled. */
+
+/* True when a database failure happened since open or the last
+ * store_fault_clear; *first (may be NULL) gets the first one. */
+bool store_fault(const store *s, aiq_err *first);
+void store_fault_clear(store *s);
+
+/* Checks that the path the store was opened with still names the file it
+ * has open (same device and inode). AIQ_OK when it does (and always for
+ * ":memory:"); AIQ_ENOTFOUND when the path is gone, AIQ_ECONFLICT when
+ * it names another file, AIQ_EIO when stat fails otherwise; err says
+ * which, with the path and inodes. */
+aiq_rc store_check_file(store *s, aiq_err *err);
+
+/* A small durable write (rewrites the schema version in its own
+ * transaction): AIQ_OK when the database takes writes again. Not allowed
+ * inside a cycle transaction (AIQ_ESTATE). */
+aiq_rc store_probe(store *s, aiq_err *err);
+
+/* The database's path was removed while open: copies everything the open
+ * connection sees (committed data) into a new file at the same path
+ * (written as PATH.rescue, then renamed into place) and closes the
+ * handle's connection, so the old WAL goes with the old file. After the
+ * call (success or not) s only answers store_close; the caller exits and
+ * a restart opens the rescued file. AIQ_EEXIST when the path exists
+ * again (a file someone put there is not overwritten); AIQ_EDB/AIQ_EIO
+ * with the reason otherwise (PATH.rescue is removed). */
+aiq_rc store_rescue(store *s, aiq_err *err);
+
 /* Data writes attempted since open (what fail_write_n counts), and a way
  * to re-arm the fault (n <= 0 disarms; n counts from the next write). */
 long store_write_count(const store *s);

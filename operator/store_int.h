@@ -47,7 +47,18 @@ struct store {
     int savepoints;               /* nesting depth of store__sp_begin */
     uint64_t usage_epoch;         /* bumped by every usage write and rollback */
     struct store__ucache ucache;
+    /* The first database failure since store_fault_clear (store_fault). */
+    bool faulted;
+    aiq_err fault;
+    /* The file opened (store_check_file); has_file false for :memory:. */
+    char *path;
+    bool has_file;
+    unsigned long long dev, ino;
 };
+
+/* Keeps err (a database failure) as the handle's first fault unless one
+ * is kept already. */
+void store__fault(store *s, const aiq_err *err);
 
 /* Frees the usage cache (store_close). */
 void store__ucache_free(struct store__ucache *c);
