@@ -14,6 +14,13 @@
 /* Formats t as RFC 3339 UTC; see status.h. */
 const char *opst_time(char *buf, size_t cap, double t) {
     struct tm tm;
+    /* RFC 3339 has four-digit years: a time outside 1970..9999 (an
+     * estimate from a runaway prediction, an infinity) is written at the
+     * nearest end, never as text a date-time field would refuse. */
+    if (!(t >= 0))
+        t = 0; /* NaN too */
+    if (t > 253402300799.0)
+        t = 253402300799.0; /* 9999-12-31T23:59:59Z */
     time_t s = (time_t)floor(t);
     if (!gmtime_r(&s, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
         if (cap)

@@ -87,7 +87,8 @@ uint64_t opstatus_material_hash(const struct opstatus *st);
  * max(60 s, 10% of the time left until it). */
 bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now);
 
-/* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into
+/* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z"; t
+ * clamped to 1970..9999, NaN as 0) into
  * buf (cap >= 21). Returns buf. */
 const char *opst_time(char *buf, size_t cap, double t);
 
