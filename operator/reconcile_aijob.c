@@ -357,7 +357,8 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
                  j->meta.uid, js->st.attempts, outcome, ran, gpu_s);
         char key[OPCACHE_KEY_MAX];
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, j->meta.name);
-        store_journal_event(s->db, now, STORE_EV_JOB_DEPARTURE, key, payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_DEPARTURE, key, payload, NULL),
+                      "journal_event");
         /* aiq_finished_total counts jobs: an attempt that succeeds or a
          * job deleted while it ran ends the job; a failed attempt ends it
          * only past backoffLimit (job__teardown counts that one). */
@@ -405,7 +406,8 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
                  why, job__counted_attempts(js), j->spec.backoff_limit + 1,
                  j->spec.backoff_limit);
         job__phase(js, AIQ_PHASE_FAILED, reason, msg);
-        store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
+        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
+                      "job_mark");
         opmetrics_finished_inc(s->metrics, "Failed");
     } else {
         /* A lost node is not the job's fault: it goes back at once. */
@@ -422,7 +424,8 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
                  "{\"uid\":\"%.100s\",\"attempt\":%d,\"queued\":%.17g,"
                  "\"backoff_until\":%.17g,\"reason\":\"%.64s\"}",
                  j->meta.uid, js->st.attempts, now, js->backoff_until, reason);
-        store_journal_event(s->db, now, STORE_EV_JOB_REQUEUE, o->key, payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_REQUEUE, o->key, payload, NULL),
+                      "journal_event");
         job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
     }
     OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
@@ -810,8 +813,8 @@ static void job__load(struct server *s, struct opcache_obj *o,
         js->st.current_replicas = js->st.nplacement;
         /* Re-record the attempt (a no-op when the store has it). */
         char *pj = job__place_json(js);
-        store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
-                            js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL);
+        (void)srv_rec(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
+                            js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL), "attempt_begin");
         free(pj);
     }
     job__recover_teardown(s, o, j, js);
@@ -874,7 +877,8 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
              (txt && strlen(txt) < STORE_MAX_JSON - 600) ? txt : "null");
-    store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
+                  "journal_event");
     js->journaled = true;
 }
 
@@ -1020,8 +1024,9 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
              "\"attained_gpu_hours\":%.17g,\"by\":\"%.200s\"}",
              j->meta.uid, now, js->st.preemptions, js->attained_gpu_s / 3600.0,
              js->preempted_by);
-    store_journal_event(s->db, now, STORE_EV_JOB_PREEMPTED, o->key, payload, NULL);
-    store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_PREEMPTED, o->key, payload, NULL),
+                  "journal_event");
+    (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL), "job_mark");
     char msg[512];
     snprintf(msg, sizeof msg, "preempted by %.200s; its pods are gone and it waits in the queue "
              "again (attained service kept)", js->preempted_by[0] ? js->preempted_by : "the queue");
@@ -1068,7 +1073,8 @@ static void job__shrink_done(struct server *s, struct opcache_obj *o,
     char payload[256];
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid,
              js->st.nplacement);
-    store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
+                  "journal_event");
     snprintf(js->st.resized.message, sizeof js->st.resized.message,
              "shrunk to %d replicas", js->st.nplacement);
     actions_annotate_size(s, j, js->st.nplacement);
@@ -1150,7 +1156,8 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
      * released by a later sync once the status holds the placement. */
     char payload[256];
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
-    store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
+                  "journal_event");
     srv__event(s, OPK_AIJOB, o->raw, "Normal", "Grown", js->st.resized.message);
     opmetrics_resized_inc(s->metrics, "grow");
     OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(o->raw), "from=%d to=%d", old,
@@ -1282,7 +1289,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__pods_on_server(s, j)) {
             js->st.queued_at = now;
             job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
-            store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL);
+            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL),
+                          "job_mark");
             job__journal_arrival(s, o, j, js, now);
             OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
                   (int)j->spec.replicas);
@@ -1311,13 +1319,16 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
             snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
                      g.n == 1 ? "its" : "all", g.n, g.n == 1 ? "" : "s");
-            store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL);
-            store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL);
+            (void)srv_rec(s, store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL),
+                          "attempt_start");
+            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL),
+                          "job_mark");
             char payload[256];
             snprintf(payload, sizeof payload,
                      "{\"uid\":\"%.100s\",\"attempt\":%d,\"started\":%.17g}",
                      j->meta.uid, js->st.attempts, now);
-            store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL);
+            (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL),
+                          "journal_event");
             job__event(s, o, js, "Normal", "Running", js->st.message);
         } else if (js->st.admitted_at > 0 &&
                    now - js->st.admitted_at >= s->flags.unsched_grace_s &&
@@ -1364,7 +1375,8 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__finish_attempt(s, j, js, now, "Succeeded");
             job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
             js->st.position = 0;
-            store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL);
+            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
+                          "job_mark");
             job__event(s, o, js, "Normal", "Succeeded", msg);
         }
         break;
@@ -1456,6 +1468,6 @@ void reconcile_aijob(struct server *s, enum kube_event_type t,
         return;
     if (x && x->job)
         job__finish_attempt(s, j, x->job, now, "Deleted");
-    store_job_mark(s->db, j->meta.uid, STORE_JOB_DELETED, now, NULL);
+    (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_DELETED, now, NULL), "job_mark");
     job__delete_pods(s, j, job__max_pods(j));
 }

@@ -17,10 +17,11 @@ void reconcile_group(struct server *s, enum kube_event_type t,
     aiq_err e;
     aiq_err_clear(&e);
     if (t == KUBE_EV_DELETED) {
-        store_delete_group(s->db, srv__name(obj), NULL);
+        (void)srv_rec(s, store_delete_group(s->db, srv__name(obj), NULL), "delete_group");
         snprintf(payload, sizeof payload, "{\"group\":\"%.200s\",\"deleted\":true}",
                  srv__name(obj));
-        store_journal_event(s->db, now, STORE_EV_QUOTA, srv__name(obj), payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_QUOTA, srv__name(obj), payload, NULL),
+                      "journal_event");
         OPLOG(&s->log, OPLOG_INFO, "group_deleted", srv__name(obj), srv__rv(obj), "%s", "");
         s->policy_gen++; /* cached scores carry group factors */
         return;
@@ -45,7 +46,8 @@ void reconcile_group(struct server *s, enum kube_event_type t,
              "{\"group\":\"%.100s\",\"level\":%d,\"gpus\":%lld,\"jobs\":%lld,\"budget_gpu_hours\":%g}",
              g->meta.name, (int)g->spec.level, (long long)g->spec.quota.gpus,
              (long long)g->spec.quota.jobs, g->spec.budget.gpu_hours);
-    store_journal_event(s->db, now, STORE_EV_QUOTA, o->key, payload, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_QUOTA, o->key, payload, NULL),
+                  "journal_event");
     OPLOG(&s->log, OPLOG_INFO, "group_seen", o->key, srv__rv(obj), "namespaces=%d members=%d",
           g->spec.nnamespaces, g->spec.nmembers);
     s->policy_gen++;

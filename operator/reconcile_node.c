@@ -54,9 +54,10 @@ void reconcile_node(struct server *s, enum kube_event_type t,
     double now = srv_now();
     char payload[512];
     if (t == KUBE_EV_DELETED) {
-        store_delete_node(s->db, srv__name(obj), NULL);
+        (void)srv_rec(s, store_delete_node(s->db, srv__name(obj), NULL), "delete_node");
         snprintf(payload, sizeof payload, "{\"deleted\":true}");
-        store_journal_event(s->db, now, STORE_EV_NODE, srv__name(obj), payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_NODE, srv__name(obj), payload, NULL),
+                      "journal_event");
         OPLOG(&s->log, OPLOG_INFO, "node_deleted", srv__name(obj), srv__rv(obj), "%s", "");
         job_resync_all(s); /* a gang placed there has lost a node */
         return;
@@ -92,7 +93,8 @@ void reconcile_node(struct server *s, enum kube_event_type t,
              (long long)qn.mem_alloc, qn.gpu_model ? qn.gpu_model : "",
              qn.domain ? qn.domain : "", qn.schedulable ? "true" : "false",
              nodex_name(f.excluded));
-    store_journal_event(s->db, now, STORE_EV_NODE, qn.name, payload, NULL);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_NODE, qn.name, payload, NULL),
+                  "journal_event");
     OPLOG(&s->log, OPLOG_DEBUG, "node_seen", qn.name, srv__rv(obj),
           "gpus=%d gpu_memory_mib=%lld schedulable=%d", qn.ngpus,
           (long long)sn.gpu_memory_mib, (int)qn.schedulable);

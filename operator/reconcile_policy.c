@@ -120,8 +120,8 @@ static void pol__select(struct server *s, const char *exclude) {
         s->policy_gen++;
         char payload[600];
         snprintf(payload, sizeof payload, "{\"active\":\"%s\"}", s->active_policy);
-        store_journal_event(s->db, srv_now(), STORE_EV_POLICY,
-                            s->active_policy[0] ? s->active_policy : "default", payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, srv_now(), STORE_EV_POLICY,
+                            s->active_policy[0] ? s->active_policy : "default", payload, NULL), "journal_event");
         OPLOG(&s->log, OPLOG_INFO, "policy_active", s->active_policy[0] ? s->active_policy : "default",
               NULL, "previous=%s", prev[0] ? prev : "default");
     }

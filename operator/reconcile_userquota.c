@@ -273,10 +273,12 @@ void reconcile_userquota(struct server *s, enum kube_event_type t,
     double now = srv_now();
     char payload[256];
     if (t == KUBE_EV_DELETED) {
-        store_delete_userquota(s->db, srv__ns(obj), srv__name(obj), NULL);
+        (void)srv_rec(s, store_delete_userquota(s->db, srv__ns(obj), srv__name(obj), NULL),
+                      "delete_userquota");
         snprintf(payload, sizeof payload, "{\"userquota\":\"%.100s/%.100s\",\"deleted\":true}",
                  srv__ns(obj), srv__name(obj));
-        store_journal_event(s->db, now, STORE_EV_QUOTA, o ? o->key : srv__name(obj), payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_QUOTA, o ? o->key : srv__name(obj), payload, NULL),
+                      "journal_event");
         if (o && o->ext)
             ((struct opext *)o->ext)->accepted = false;
         s->policy_gen++;
@@ -287,11 +289,12 @@ void reconcile_userquota(struct server *s, enum kube_event_type t,
     struct opext *x = o->ext;
     if (o->parse_ok && x) {
         const struct aiq_userquota *u = o->parsed;
-        store_upsert_userquota(s->db, u, x->group[0] ? x->group : NULL, x->accepted,
-                               NULL, NULL);
+        (void)srv_rec(s, store_upsert_userquota(s->db, u, x->group[0] ? x->group : NULL, x->accepted,
+                               NULL, NULL), "upsert_userquota");
         snprintf(payload, sizeof payload,
                  "{\"user\":\"%.100s\",\"accepted\":%s,\"gpus\":%lld}", u->spec.user,
                  x->accepted ? "true" : "false", (long long)u->spec.quota.gpus);
-        store_journal_event(s->db, now, STORE_EV_QUOTA, o->key, payload, NULL);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_QUOTA, o->key, payload, NULL),
+                      "journal_event");
     }
 }

@@ -265,6 +265,14 @@ void srv_store_failed(struct server *s, const char *op, const char *key, const a
 bool srv_store_ok(struct server *s, aiq_rc rc, const char *op, const char *key,
                   const aiq_err *e);
 
+/* The result rc of a store call made for the record (a mark, a journal
+ * line, a view row): AIQ_OK, or AIQ_ENOTFOUND (nothing there to change),
+ * is true. A database failure (the store kept it, store_fault) makes the
+ * store unhealthy (srv_store_failed): the turn publishes nothing. Any other
+ * error (a refused argument: the store is fine) is logged as
+ * store_refused. op names the call in both. */
+bool srv_rec(struct server *s, aiq_rc rc, const char *op);
+
 /* True when this turn's decisions may be published: the store is healthy
  * and its handle kept no failure (store_fault; one found now makes the
  * store unhealthy). */

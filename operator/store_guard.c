@@ -45,6 +45,21 @@ bool srv_store_ok(struct server *s, aiq_rc rc, const char *op, const char *key,
 }
 
 /* See server.h. */
+bool srv_rec(struct server *s, aiq_rc rc, const char *op) {
+    aiq_err e;
+    if (rc == AIQ_OK || rc == AIQ_ENOTFOUND)
+        return true;
+    aiq_err_clear(&e);
+    if (store_fault(s->db, &e)) {
+        srv_store_failed(s, op, NULL, &e);
+    } else {
+        OPLOG(&s->log, OPLOG_WARN, "store_refused", NULL, NULL, "op=%s rc=%s", op,
+              aiq_strerror(rc));
+    }
+    return false;
+}
+
+/* See server.h. */
 bool srv_store_publishable(struct server *s) {
     aiq_err e;
     if (s->store_bad)
