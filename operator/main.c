@@ -50,8 +50,11 @@ static void usage(FILE *f) {
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
             "                         hami or dra (see docs/admin-guide.md)\n"
-            "  --api-remote           serve /journal and /queue to non-loopback clients too (default:\n"
-            "                         loopback only; they are not authenticated)\n"
+            "  --api-remote           serve /journal and /queue to non-loopback clients too, to those\n"
+            "                         whose Kubernetes bearer token the API server accepts\n"
+            "                         (TokenReview) and whose RBAC allows it (SubjectAccessReview:\n"
+            "                         list aijobs for /queue, get aijobs/journal for /journal);\n"
+            "                         default: loopback only\n"
             "  --version              print the release and the git commit, and exit\n");
 }
 

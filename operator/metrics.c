@@ -56,6 +56,7 @@ struct opmetrics {
     opapi *api; /* borrowed; NULL: no /journal */
     opvis *vis; /* borrowed; NULL: no /queue */
     bool api_remote; /* /journal and /queue answer non-loopback clients too */
+    opauth *auth;    /* ... once their token and permission check out */
     struct opm_named pending[OPMETRICS_MAX_LEVELS];
     int npending;
     unsigned long admitted;
@@ -119,9 +120,10 @@ void opmetrics_set_api(opmetrics *m, opapi *api) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void opmetrics_set_api_remote(opmetrics *m, bool remote) {
+void opmetrics_set_api_remote(opmetrics *m, bool remote, opauth *auth) {
     pthread_mutex_lock(&m->mu);
     m->api_remote = remote;
+    m->auth = auth;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -524,14 +526,8 @@ static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
-/* /journal and /queue tell who runs what: they answer loopback clients,
- * and others only with --api-remote (opmetrics_set_api_remote). */
-static bool opm__api_allowed(opmetrics *m, struct MHD_Connection *c) {
-    pthread_mutex_lock(&m->mu);
-    bool remote = m->api_remote;
-    pthread_mutex_unlock(&m->mu);
-    if (remote)
-        return true;
+/* The client is on loopback (a port-forward, the operator's own host). */
+static bool opm__loopback(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
@@ -539,6 +535,45 @@ static bool opm__api_allowed(opmetrics *m, struct MHD_Connection *c) {
         return false;
     const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
     return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+}
+
+/* /journal and /queue tell who runs what: they answer loopback clients;
+ * others only with --api-remote, and only with a Kubernetes token whose
+ * user the cluster's RBAC lets list the jobs asked about (/queue) or get
+ * aijobs/journal (api_auth.h). Returns 0 when the request may go on,
+ * else the HTTP status, with msg (cap bytes) saying why. */
+static int opm__api_allowed(opmetrics *m, struct MHD_Connection *c, bool journal, char *msg,
+                            size_t cap) {
+    if (opm__loopback(c))
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    bool remote = m->api_remote;
+    opauth *auth = m->auth;
+    pthread_mutex_unlock(&m->mu);
+    if (!remote || !auth) {
+        snprintf(msg, cap, "the journal and the live queue are served to loopback clients only "
+                           "(reach them with kubectl port-forward, or run the operator with "
+                           "--api-remote)");
+        return 403;
+    }
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *token = h && strncmp(h, "Bearer ", 7) == 0 ? h + 7 : NULL;
+    char ns[AIQ_MAX_NAME + 1] = "";
+    const char *arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+                                                  journal ? "job" : "namespace");
+    if (arg) {
+        size_t n = journal && strchr(arg, '/') ? (size_t)(strchr(arg, '/') - arg) : strlen(arg);
+        if (n > AIQ_MAX_NAME) {
+            snprintf(msg, cap, "%s: the namespace is at most %d characters",
+                     journal ? "job" : "namespace", AIQ_MAX_NAME);
+            return 400;
+        }
+        memcpy(ns, arg, n);
+        ns[n] = '\0';
+    }
+    int code = journal ? opauth_check(auth, token, "get", "journal", ns, msg, cap)
+                       : opauth_check(auth, token, "list", NULL, ns, msg, cap);
+    return code == 200 ? 0 : code;
 }
 
 static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
@@ -589,11 +624,12 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                           (char *)"not ready: waiting for the first list of every watch\n",
                           53, MHD_RESPMEM_PERSISTENT);
     }
-    if ((strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0) && !opm__api_allowed(m, c))
-        return opm__json_error(c, 403,
-                               "the journal and the live queue are served to loopback clients only "
-                               "(reach them with kubectl port-forward, or run the operator with "
-                               "--api-remote)");
+    if (strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0) {
+        char why[600];
+        int code = opm__api_allowed(m, c, strcmp(url, "/journal") == 0, why, sizeof why);
+        if (code)
+            return opm__json_error(c, (unsigned)code, why);
+    }
     if (strcmp(url, "/journal") == 0) {
         pthread_mutex_lock(&m->mu);
         opapi *api = m->api;

@@ -40,6 +40,7 @@
 
 #include "common/aiq_err.h"
 #include "operator/http_api.h"
+#include "operator/api_auth.h"
 #include "operator/visibility.h"
 
 typedef struct opmetrics opmetrics;
@@ -85,8 +86,10 @@ void opmetrics_pending_set(opmetrics *m, const char *level, long n);
 void opmetrics_admitted_add(opmetrics *m, long n);
 
 /* Lets /journal and /queue answer clients that are not on loopback
- * (--api-remote); by default they get 403 with how to reach them. */
-void opmetrics_set_api_remote(opmetrics *m, bool remote);
+ * (--api-remote); by default they get 403 with how to reach them. auth
+ * (borrowed, used by the HTTP thread only) checks their Kubernetes token
+ * and permission (api_auth.h); remote requires it. */
+void opmetrics_set_api_remote(opmetrics *m, bool remote, opauth *auth);
 
 /* Sets the live queue handle behind /queue (borrowed). */
 void opmetrics_set_vis(opmetrics *m, opvis *v);

@@ -854,7 +854,14 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     if (!s->vis)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     opmetrics_set_vis(s->metrics, s->vis);
-    opmetrics_set_api_remote(s->metrics, s->flags.api_remote);
+    if (s->flags.api_remote) {
+        /* Remote callers are checked against the cluster's own RBAC
+         * (api_auth.h), with a client of its own for the HTTP thread. */
+        s->auth = opauth_create(s->kcfg, err);
+        if (!s->auth)
+            return err ? err->code : AIQ_ENOMEM;
+    }
+    opmetrics_set_api_remote(s->metrics, s->flags.api_remote, s->auth);
     if (s->flags.metrics_addr && *s->flags.metrics_addr) {
         rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
         if (rc != AIQ_OK)
@@ -926,6 +933,8 @@ void srv_deinit(struct server *s) {
     s->vis = NULL;
     opapi_free(s->api);
     s->api = NULL;
+    opauth_free(s->auth); /* after the HTTP thread stopped */
+    s->auth = NULL;
     kube_evq_free(s->evq);
     s->evq = NULL;
     for (int k = 0; k < OPK__N; k++) {

@@ -176,6 +176,7 @@ struct server {
     opmetrics *metrics;
     opapi *api;                /* read-only journal API behind /journal */
     opvis *vis;                /* the live queue behind /queue */
+    opauth *auth;              /* --api-remote: token and RBAC checks (api_auth.h) */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */

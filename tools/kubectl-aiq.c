@@ -49,6 +49,7 @@ enum out_fmt { OUT_TABLE = 0, OUT_JSON, OUT_YAML };
 
 struct opts {
     const char *kubeconfig, *context, *ns, *operator_url;
+    const struct kube_config *kcfg; /* the loaded kubeconfig (credentials) */
     const char *level, *user, *group;
     bool all_ns, color;
     enum out_fmt out;
@@ -98,7 +99,9 @@ static void usage(FILE *out) {
           "  -n, --namespace NS    namespace (default: the context's, else default)\n"
           "  -A, --all-namespaces  every namespace\n"
           "  -o, --output FMT      json or yaml instead of a table\n"
-          "  --operator-url URL    the operator's HTTP endpoint (default http://127.0.0.1:8080)\n"
+          "  --operator-url URL    the operator's HTTP endpoint (default http://127.0.0.1:8080, a\n"
+          "                        port-forward; to another host the kubeconfig's credentials are\n"
+          "                        sent, and the operator runs with --api-remote)\n"
           "  --no-color            no colours even on a terminal (NO_COLOR does the same)\n",
           out);
 }
@@ -558,16 +561,36 @@ static int queue_cmp(const void *va, const void *vb) {
     return k ? k : strcmp(a->name, b->name);
 }
 
+/* A client for the operator's HTTP endpoint (--operator-url). On
+ * loopback (a port-forward) it sends no credentials; to another host it
+ * sends the kubeconfig's own (token, token file, exec plugin, OIDC): the
+ * operator asks the API server who that is and whether RBAC lets them
+ * read what they ask for (operator --api-remote, docs/operator.md). */
+static aiq_rc operator_client(const struct opts *o, const struct kube_client_opts *ko,
+                              struct kube_client **kc, aiq_err *e) {
+    struct kube_config cfg;
+    const char *u = o->operator_url, *host = strstr(u, "://");
+    host = host ? host + 3 : u;
+    bool loop = strncmp(host, "127.", 4) == 0 || strncmp(host, "localhost", 9) == 0 ||
+                strncmp(host, "[::1]", 5) == 0;
+    memset(&cfg, 0, sizeof cfg);
+    if (!loop && o->kcfg) {
+        cfg.token = o->kcfg->token;
+        cfg.token_file = o->kcfg->token_file;
+        cfg.exec = o->kcfg->exec;
+        cfg.oidc = o->kcfg->oidc;
+    }
+    cfg.server = (char *)u;
+    return kube_client_create(&cfg, ko, kc, e);
+}
+
 /* GETs path from the operator's HTTP endpoint (--operator-url); *out is
  * the answer, also for an error status that carries a JSON body. */
 static aiq_rc operator_get(const struct opts *o, const char *path, json_object **out, aiq_err *e) {
-    struct kube_config cfg;
     struct kube_client *kc = NULL;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.server = (char *)o->operator_url;
     struct kube_client_opts ko = {.timeout_ms = 8000, .connect_timeout_ms = 1000,
                                   .max_body = 64u << 20, .user_agent = "kubectl-aiq/0.1"};
-    aiq_rc rc = kube_client_create(&cfg, &ko, &kc, e);
+    aiq_rc rc = operator_client(o, &ko, &kc, e);
     if (rc == AIQ_OK)
         rc = kube_get(kc, path, out, e);
     kube_client_free(kc);
@@ -811,19 +834,16 @@ static uint64_t factors_used(const char *src) {
 /* Asks the operator for the journal of a job: GET URL/journal?job=NS/NAME.
  * Prints what it got or why it could not. */
 static void print_journal(const struct opts *o, const struct cli_job *j, json_object *out_doc) {
-    struct kube_config cfg;
     struct kube_client *kc = NULL;
     char key[2 * AIQ_MAX_NAME + 2], esc[3 * sizeof key], uesc[3 * sizeof j->uid];
     char path[sizeof esc + sizeof uesc + 64];
     json_object *resp = NULL;
     aiq_err e;
     aiq_err_clear(&e);
-    memset(&cfg, 0, sizeof cfg);
-    cfg.server = (char *)o->operator_url;
     snprintf(key, sizeof key, "%s/%s", j->ns, j->name);
     struct kube_client_opts ko = {.timeout_ms = 3000, .connect_timeout_ms = 1000,
                                   .max_body = 4u << 20, .user_agent = "kubectl-aiq/0.1"};
-    aiq_rc rc = kube_client_create(&cfg, &ko, &kc, &e);
+    aiq_rc rc = operator_client(o, &ko, &kc, &e);
     if (rc == AIQ_OK)
         rc = kube_query_escape(esc, sizeof esc, key, &e);
     if (rc == AIQ_OK)
@@ -1636,6 +1656,7 @@ int main(int argc, char **argv) {
     }
     snprintf(nsbuf, sizeof nsbuf, "%s", o.ns ? o.ns : cfg->namespace_ ? cfg->namespace_ : "default");
     o.ns = nsbuf;
+    o.kcfg = cfg;
     /* A person runs this: an exec credential plugin may prompt on the
      * terminal, as under kubectl. */
     struct kube_client_opts ko = {.timeout_ms = 20000, .user_agent = "kubectl-aiq/0.1",

@@ -392,6 +392,15 @@ int apisrv__authenticate(apisrv *s, struct apisrv__req *r, struct apisrv__resp *
  * on error fills err naming the line and leaves s without tokens. */
 aiq_rc apisrv__tokens_load(apisrv *s, const char *path, aiq_err *err);
 void apisrv__tokens_free(apisrv *s);
+/* The user a bearer token names (the admin token, a tokens-file line):
+ * true and *u filled, or false for a token the server does not know. */
+bool apisrv__token_user(apisrv *s, const char *tok, struct apisrv__user *u);
+
+/* reviews.c (lock held): POST tokenreviews (authentication.k8s.io/v1)
+ * and subjectaccessreviews (authorization.k8s.io/v1), as a webhook
+ * authenticator/authorizer asks them. True when r was one (w answered). */
+bool apisrv__reviews(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+
 /* True when u is in group g. */
 bool apisrv__user_in(const struct apisrv__user *u, const char *g);
 aiq_rc apisrv__tls_make_cert(apisrv *s, aiq_err *err);

@@ -165,6 +165,20 @@ static enum MHD_Result auth_imp_group(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+/* See apisrv_int.h. */
+bool apisrv__token_user(apisrv *s, const char *tok, struct apisrv__user *u) {
+    if (s->token && !strcmp(tok, s->token)) {
+        auth_set_user(u, "admin", "system:masters", "system:authenticated");
+        return true;
+    }
+    for (int i = 0; i < s->n_tokens; i++)
+        if (!strcmp(tok, s->tokens[i].token)) {
+            *u = s->tokens[i].user;
+            return true;
+        }
+    return false;
+}
+
 /* See apisrv_int.h. Identities: the admin token is user "admin" in
  * system:masters; a tokens-file line is its user plus
  * system:authenticated; no Authorization header is system:anonymous
@@ -180,18 +194,7 @@ int apisrv__authenticate(apisrv *s, struct apisrv__req *r, struct apisrv__resp *
         return 0;
     }
     if (h && !strncmp(h, "Bearer ", 7)) {
-        const char *tok = h + 7;
-        bool found = false;
-        if (s->token && !strcmp(tok, s->token)) {
-            auth_set_user(u, "admin", "system:masters", "system:authenticated");
-            found = true;
-        }
-        for (int i = 0; !found && i < s->n_tokens; i++)
-            if (!strcmp(tok, s->tokens[i].token)) {
-                *u = s->tokens[i].user;
-                found = true;
-            }
-        if (!found) goto out_unauthorized;
+        if (!apisrv__token_user(s, h + 7, u)) goto out_unauthorized;
     } else if (h) {
         goto out_unauthorized;
     } else if (s->authn) {

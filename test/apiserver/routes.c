@@ -40,6 +40,7 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
     }
     pthread_mutex_lock(&s->mu);
     if (apisrv__discovery(s, r, w)) goto out_unlock;
+    if (apisrv__reviews(s, r, w)) goto out_unlock;
     if (strlen(r->url) >= sizeof buf) {
         apisrv__resp_err(w, 414, "RequestURITooLong", "the request URI is too long");
         goto out_unlock;

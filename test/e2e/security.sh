@@ -232,6 +232,25 @@ curl_op() { # curl_op METHOD PATH [BODY]: as the operator's service account
         -H "Impersonate-User: $OP_SA" -H "Impersonate-Group: system:serviceaccounts" \
         -H 'Content-Type: application/merge-patch+json' ${3:+--data "$3"} "$SERVER$2"
 }
+# --api-remote: the operator reviews a remote caller's token and its
+# permission; anyone else may not (a TokenReview tells whose a token is).
+review() { # review AS-HEADER-VALUE PATH BODY -> HTTP code, answer in $TMP/curl.out
+    curl -sk -o "$TMP/curl.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
+        -H "Impersonate-User: $1" -H "Impersonate-Group: system:serviceaccounts" \
+        -H 'Content-Type: application/json' --data "$3" "$SERVER$2"
+}
+TR='{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"alice-demo-token"}}'
+SAR='{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","groups":["aiq:vision"],"resourceAttributes":{"group":"aiq.dev","resource":"aijobs","subresource":"journal","verb":"get","namespace":"team-vision"}}}'
+code=$(review "$OP_SA" /apis/authentication.k8s.io/v1/tokenreviews "$TR")
+if [ "$code" = 201 ] && grep -q '"username": *"alice"' "$TMP/curl.out"; then ok "operator reviews a token (TokenReview: alice)"
+else cp "$TMP/curl.out" "$TMP/out"; bad "operator reviews a token (TokenReview: alice) (HTTP $code)"; fi
+code=$(review "$OP_SA" /apis/authorization.k8s.io/v1/subjectaccessreviews "$SAR")
+if [ "$code" = 201 ] && grep -q '"allowed": *true' "$TMP/curl.out"; then
+    ok "operator asks RBAC: alice may get aijobs/journal in team-vision (crds/roles.yaml)"
+else cp "$TMP/curl.out" "$TMP/out"; bad "operator asks RBAC: alice may get aijobs/journal in team-vision (HTTP $code)"; fi
+code=$(review bob /apis/authentication.k8s.io/v1/tokenreviews "$TR")
+if [ "$code" = 403 ]; then ok "bob may not review tokens"
+else cp "$TMP/curl.out" "$TMP/out"; bad "bob may not review tokens (HTTP $code)"; fi
 code=$(curl_op PATCH /apis/aiq.dev/v1alpha1/namespaces/team-vision/aijobs/alice-1/status '{"status":{"phase":"Queued"}}')
 if [ "$code" = 200 ] && grep -q '"phase": *"Queued"' "$TMP/curl.out"; then ok "operator patches aijobs/status"
 else cp "$TMP/curl.out" "$TMP/out"; bad "operator patches aijobs/status (HTTP $code)"; fi
