@@ -101,6 +101,16 @@ allow "admin applies crds/ (roles, identity policy)" \
     $K apply -k "$ROOT/crds"
 allow "admin applies namespaces, groups and examples/rbac" 'rolebinding.rbac.authorization.k8s.io/aiq-users created' \
     $K apply -f "$ROOT/examples/namespaces.yaml" -f "$ROOT/examples/groups/" -f "$ROOT/examples/rbac/"
+allow "the operator's Service exposes its HTTP port by name" '^metrics 8080 metrics$' \
+    $K get svc aiq-operator -n aiq-system -o 'jsonpath={.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort}'
+# examples/monitoring/servicemonitor.yaml (no ServiceMonitor CRD here):
+# its selector and port name are the Service's.
+svc_label=$($K get svc aiq-operator -n aiq-system -o 'jsonpath={.metadata.labels.app\.kubernetes\.io/name}' 2>/dev/null)
+SM=$ROOT/examples/monitoring/servicemonitor.yaml
+if [ -n "$svc_label" ] && grep -q "app.kubernetes.io/name: $svc_label\$" "$SM" &&
+   grep -q "^    - port: metrics\$" "$SM" && grep -q "matchNames: \[aiq-system\]" "$SM"; then
+    ok "the ServiceMonitor selects the Service by its label ($svc_label) and port name"
+else bad "the ServiceMonitor selects the Service by its label ($svc_label) and port name"; fi
 deny "a wrong token is 401" "error: You must be logged in to the server (Unauthorized)" \
     $K --token not-a-token get aijobs -n team-vision
 SERVER=$(sed -n 's/^ *server: //p' "$KUBECONFIG" | head -1)
