@@ -618,6 +618,25 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
           (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t);
 }
 
+/* Rebuilds the ring of the job's last preemptions (the policy's limit per
+ * hour) from the store: the attempts that ended "Preempted" in the last
+ * hour. On a store error the ring stays empty and the error is logged. */
+static void job__load_preemptions(struct server *s, struct opcache_obj *o,
+                                  const struct aiq_aijob *j, struct opjob *js) {
+    double t[8];
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (store_attempt_preemptions(s->db, j->meta.uid, job__now() - 3600, t, 8, &n, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL,
+              "op=attempt_preemptions msg=\"%s\"", e.message);
+    for (int k = 0; k < n; k++) js->pre_t[k] = t[k];
+    js->npre_t = n;
+    if (n > 0)
+        OPLOG(&s->log, OPLOG_INFO, "job_preemptions_loaded", o->key, srv__rv(o->raw),
+              "last_hour=%d newest=%.3f", n, t[n - 1]);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job__load(struct server *s, struct opcache_obj *o,
                       const struct aiq_aijob *j, struct opjob *js) {
@@ -655,6 +674,7 @@ static void job__load(struct server *s, struct opcache_obj *o,
         free(pj);
     }
     job__recover_teardown(s, o, j, js);
+    job__load_preemptions(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
@@ -814,7 +834,6 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
     js->st.position = 0;
     js->st.preemptions++;
-    js->pre_t[js->npre_t++ % 8] = now;
     snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", reason);
     snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
              "preempted by %.200s: %.40s", *bykey ? bykey : "the queue", why);
@@ -852,6 +871,10 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
     js->held = 0;
     js->preempted = false;
     js->st.queued_at = now;
+    /* The hourly limit counts preemptions from here, the attempt's end
+     * (what job__load reads back after a restart, and when aiq-sim
+     * counts them). */
+    js->pre_t[js->npre_t++ % 8] = now;
     /* Journaled when the room is really free: replay stops the victim
      * here (sim_replay.c add_stop). */
     char payload[640];

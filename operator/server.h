@@ -119,7 +119,8 @@ struct opjob {
     int stopping;              /* running: top replicas being stopped (shrink) */
     int grow_from;             /* running: replicas [grow_from, nplacement) are
                                   new and being started; 0 = none */
-    double pre_t[8];           /* its last preemptions (ring, unix s) */
+    double pre_t[8];           /* its last preemptions (ring, unix s: when its
+                                  pods were gone), rebuilt from the store on load */
     int npre_t;
     double seg_t;              /* run GPU time counted up to here (0 = not running) */
     double run_gpu_s;          /* GPU-seconds of this run before seg_t */
