@@ -377,7 +377,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
     js->released = false;
     /* Its pods hold their GPUs until they are gone: the queue counts them. */
     js->held = js->st.nplacement;
-    js->stopping = js->grow_from = 0;
+    js->stopping = js->grow_from = js->grow_start = 0;
     js->seg_t = js->run_gpu_s = 0;
     js->st.current_replicas = 0;
     js->st.nplacement = 0;
@@ -825,7 +825,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->preempted = true;
     js->released = false;
     js->held = js->st.nplacement;
-    js->stopping = js->grow_from = 0;
+    js->stopping = js->grow_from = js->grow_start = 0;
     js->backoff_until = 0;
     snprintf(js->preempted_by, sizeof js->preempted_by, "%s", bykey);
     snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", reason);
@@ -958,9 +958,9 @@ static int job__running_in(struct server *s, const struct aiq_aijob *j, int from
  * they are gone); the job itself runs on. */
 static void job__grow_timeout(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, double now) {
-    int old = js->grow_from, cur = js->st.nplacement;
+    int old = js->grow_start, cur = js->st.nplacement;
     js->stopping = cur - old;
-    js->grow_from = 0;
+    js->grow_from = js->grow_start = 0;
     js->st.current_replicas = old;
     snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "GrowTimedOut");
     snprintf(js->st.resized.message, sizeof js->st.resized.message,
@@ -973,13 +973,28 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     (void)now;
 }
 
+/* A growth in flight: done once every grown replica runs (released is
+ * not enough: kube-scheduler may still refuse them), undone when they do
+ * not all run within --start-timeout of the growth, forgotten when a
+ * shrink took them away. */
+static void job__grow_check(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j, struct opjob *js, double now) {
+    if (js->grow_start <= 0 || js->stopping > 0)
+        return;
+    int n = js->st.nplacement;
+    if (js->grow_start >= n || job__running_in(s, j, js->grow_start, n) == n - js->grow_start)
+        js->grow_start = 0;
+    else if (now - js->grow_t > s->flags.start_timeout_s)
+        job__grow_timeout(s, o, j, js, now);
+}
+
 /* Grows o; see server.h. */
 int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
              const struct q_place *add, int nplace, int size, double now) {
     struct opjob *js = job__state(o);
     const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
     int old = js ? js->st.nplacement : 0;
-    if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 ||
+    if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0 ||
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
         old < 1 || nplace < 1 || old + nplace != size || size > job__max_pods(j))
         return -1;
@@ -1002,7 +1017,8 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     if (js->seg_t > 0)
         js->run_gpu_s = job__run_gpu_s(s, j, js, old, now);
     js->seg_t = now;
-    js->grow_from = old;
+    js->grow_from = js->grow_start = old;
+    js->grow_t = now;
     js->st.nplacement = size;
     js->st.placement = js->place;
     js->st.current_replicas = size;
@@ -1082,10 +1098,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         if (js->stopping > 0 &&
             job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
             job__shrink_done(s, o, j, js, now);
-        if (js->grow_from > 0 && js->seg_t > 0 && now - js->seg_t > s->flags.start_timeout_s &&
-            job__running_in(s, j, js->grow_from, js->st.nplacement) <
-                js->st.nplacement - js->grow_from)
-            job__grow_timeout(s, o, j, js, now);
+        job__grow_check(s, o, j, js, now);
         if (js->grow_from > 0)
             (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
                                     js->st.attempts); /* a pod that cannot be built: logged */
@@ -1264,7 +1277,7 @@ bool job_sync_wanted(struct opcache_obj *o) {
     const struct opjob *js = x ? x->job : NULL;
     if (!js || !js->loaded || js->resync || js->teardown)
         return true;
-    if (js->stopping > 0 || js->grow_from > 0)
+    if (js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0)
         return true; /* a resize in flight (and its start timeout) */
     switch (js->st.phase) {
     case AIQ_PHASE_NONE:
