@@ -737,7 +737,7 @@ void cycle_run(struct server *s, double now) {
             js->st.admitted_at = now;
             js->seg_t = now; /* this run's GPU time counts from here */
             js->run_gpu_s = 0;
-            js->stopping = js->grow_from = 0;
+            js->stopping = js->grow_from = js->grow_start = 0;
             js->st.current_replicas = r->nplace;
             js->st.position = 0;
             js->st.estimated_start = 0;

@@ -388,7 +388,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
     js->released = false;
     /* Its pods hold their GPUs until they are gone: the queue counts them. */
     js->held = js->st.nplacement;
-    js->stopping = js->grow_from = 0;
+    js->stopping = js->grow_from = js->grow_start = 0;
     js->seg_t = js->run_gpu_s = 0;
     js->st.current_replicas = 0;
     js->st.nplacement = 0;
@@ -781,6 +781,25 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
           live ? " status=unwritten" : "");
 }
 
+/* Rebuilds the ring of the job's last preemptions (the policy's limit per
+ * hour) from the store: the attempts that ended "Preempted" in the last
+ * hour. On a store error the ring stays empty and the error is logged. */
+static void job__load_preemptions(struct server *s, struct opcache_obj *o,
+                                  const struct aiq_aijob *j, struct opjob *js) {
+    double t[8];
+    int n = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (store_attempt_preemptions(s->db, j->meta.uid, job__now() - 3600, t, 8, &n, &e) != AIQ_OK)
+        OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL,
+              "op=attempt_preemptions msg=\"%s\"", e.message);
+    for (int k = 0; k < n; k++) js->pre_t[k] = t[k];
+    js->npre_t = n;
+    if (n > 0)
+        OPLOG(&s->log, OPLOG_INFO, "job_preemptions_loaded", o->key, srv__rv(o->raw),
+              "last_hour=%d newest=%.3f", n, t[n - 1]);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job__load(struct server *s, struct opcache_obj *o,
                       const struct aiq_aijob *j, struct opjob *js) {
@@ -818,6 +837,7 @@ static void job__load(struct server *s, struct opcache_obj *o,
         free(pj);
     }
     job__recover_teardown(s, o, j, js);
+    job__load_preemptions(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
@@ -969,7 +989,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->preempted = true;
     js->released = false;
     js->held = js->st.nplacement;
-    js->stopping = js->grow_from = 0;
+    js->stopping = js->grow_from = js->grow_start = 0;
     js->backoff_until = 0;
     snprintf(js->preempted_by, sizeof js->preempted_by, "%s", bykey);
     snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", reason);
@@ -978,7 +998,6 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
     js->st.position = 0;
     js->st.preemptions++;
-    js->pre_t[js->npre_t++ % 8] = now;
     snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", reason);
     snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
              "preempted by %.200s: %.40s", *bykey ? bykey : "the queue", why);
@@ -1016,6 +1035,10 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
     js->held = 0;
     js->preempted = false;
     js->st.queued_at = now;
+    /* The hourly limit counts preemptions from here, the attempt's end
+     * (what job__load reads back after a restart, and when aiq-sim
+     * counts them). */
+    js->pre_t[js->npre_t++ % 8] = now;
     /* Journaled when the room is really free: replay stops the victim
      * here (sim_replay.c add_stop). */
     char payload[640];
@@ -1101,9 +1124,9 @@ static int job__running_in(struct server *s, const struct aiq_aijob *j, int from
  * they are gone); the job itself runs on. */
 static void job__grow_timeout(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, double now) {
-    int old = js->grow_from, cur = js->st.nplacement;
+    int old = js->grow_start, cur = js->st.nplacement;
     js->stopping = cur - old;
-    js->grow_from = 0;
+    js->grow_from = js->grow_start = 0;
     js->st.current_replicas = old;
     snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "GrowTimedOut");
     snprintf(js->st.resized.message, sizeof js->st.resized.message,
@@ -1116,13 +1139,28 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     (void)now;
 }
 
+/* A growth in flight: done once every grown replica runs (released is
+ * not enough: kube-scheduler may still refuse them), undone when they do
+ * not all run within --start-timeout of the growth, forgotten when a
+ * shrink took them away. */
+static void job__grow_check(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j, struct opjob *js, double now) {
+    if (js->grow_start <= 0 || js->stopping > 0)
+        return;
+    int n = js->st.nplacement;
+    if (js->grow_start >= n || job__running_in(s, j, js->grow_start, n) == n - js->grow_start)
+        js->grow_start = 0;
+    else if (now - js->grow_t > s->flags.start_timeout_s)
+        job__grow_timeout(s, o, j, js, now);
+}
+
 /* Grows o; see server.h. */
 int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
              const struct q_place *add, int nplace, int size, double now) {
     struct opjob *js = job__state(o);
     const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
     int old = js ? js->st.nplacement : 0;
-    if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 ||
+    if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0 ||
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
         old < 1 || nplace < 1 || old + nplace != size || size > job__max_pods(j))
         return -1;
@@ -1145,7 +1183,8 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     if (js->seg_t > 0)
         js->run_gpu_s = job__run_gpu_s(s, j, js, old, now);
     js->seg_t = now;
-    js->grow_from = old;
+    js->grow_from = js->grow_start = old;
+    js->grow_t = now;
     js->st.nplacement = size;
     js->st.placement = js->place;
     js->st.current_replicas = size;
@@ -1226,10 +1265,7 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
         if (js->stopping > 0 &&
             job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
             job__shrink_done(s, o, j, js, now);
-        if (js->grow_from > 0 && js->seg_t > 0 && now - js->seg_t > s->flags.start_timeout_s &&
-            job__running_in(s, j, js->grow_from, js->st.nplacement) <
-                js->st.nplacement - js->grow_from)
-            job__grow_timeout(s, o, j, js, now);
+        job__grow_check(s, o, j, js, now);
         if (js->grow_from > 0)
             (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
                                     js->st.attempts); /* a pod that cannot be built: logged */
@@ -1417,7 +1453,7 @@ bool job_sync_wanted(struct opcache_obj *o) {
     const struct opjob *js = x ? x->job : NULL;
     if (!js || !js->loaded || js->resync || js->teardown)
         return true;
-    if (js->stopping > 0 || js->grow_from > 0)
+    if (js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0)
         return true; /* a resize in flight (and its start timeout) */
     if (js->node_lost_t > 0)
         return true; /* a lost node's timeout runs */

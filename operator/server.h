@@ -118,8 +118,13 @@ struct opjob {
     char preempt_reason[OPST_NAME];    /* Preempted, PreemptedByScore, Reclaimed */
     int stopping;              /* running: top replicas being stopped (shrink) */
     int grow_from;             /* running: replicas [grow_from, nplacement) are
-                                  new and being started; 0 = none */
-    double pre_t[8];           /* its last preemptions (ring, unix s) */
+                                  new and being released; 0 = none */
+    int grow_start;            /* running: replicas [grow_start, nplacement)
+                                  grew at grow_t and do not all run yet (the
+                                  start timeout, GrowTimedOut); 0 = none */
+    double grow_t;
+    double pre_t[8];           /* its last preemptions (ring, unix s: when its
+                                  pods were gone), rebuilt from the store on load */
     int npre_t;
     double seg_t;              /* run GPU time counted up to here (0 = not running) */
     double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */

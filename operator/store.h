@@ -342,6 +342,15 @@ struct store_attempt {
 aiq_rc store_attempt_get(store *s, const char *uid, int32_t attempt,
                          struct store_attempt *out, aiq_err *err);
 
+/* The end times of job uid's attempts that ended "Preempted" (its pods
+ * gone after a preemption) at or after `since`: the newest max of them,
+ * oldest first, in times[0..*n). An unknown job has none. On error *n is
+ * 0. The operator rebuilds its per-job "preemptions in the last hour"
+ * from it after a restart. */
+aiq_rc store_attempt_preemptions(store *s, const char *uid, double since,
+                                 double *times, int max, int *n,
+                                 aiq_err *err);
+
 /* Adds gpu_seconds (>= 0) to the bucket holding time t of (user, group). */
 aiq_rc store_usage_add(store *s, const char *user, const char *group,
                        double t, double gpu_seconds, aiq_err *err);

@@ -409,6 +409,33 @@ out_reset:
 }
 
 /* See store.h. */
+aiq_rc store_attempt_preemptions(store *s, const char *uid, double since,
+                                 double *times, int max, int *n,
+                                 aiq_err *err) {
+    *n = 0;
+    if (!uid || !uid[0] || max < 0)
+        return aiq_err_field(err, AIQ_EINVAL, "uid",
+                             "store: preemptions: uid required and max >= 0 "
+                             "(got %d)", max);
+    sqlite3_stmt *st = store__q(s, STORE_Q_ATT_PREEMPTED, err);
+    if (!st) return AIQ_EDB;
+    store__bind_text(st, 1, uid);
+    sqlite3_bind_double(st, 2, since);
+    sqlite3_bind_int(st, 3, max);
+    aiq_rc rc = AIQ_OK;
+    int got = 0;
+    for (;;) {
+        bool row = false;
+        rc = store__row(s, st, &row, "attempt preemptions", err);
+        if (rc != AIQ_OK || !row) break;
+        if (got < max) times[got++] = sqlite3_column_double(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc == AIQ_OK) *n = got;
+    return rc;
+}
+
+/* See store.h. */
 aiq_rc store_runtime_history(store *s, const struct store_history_query *q,
                              store_history_cb cb, void *ctx, aiq_err *err) {
     char uid[STORE_NAME_SZ];

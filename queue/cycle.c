@@ -251,6 +251,41 @@ static bool avoid_room(const q_state *st, const q__req *r) {
     return false;
 }
 
+/* Fills req from o and checks once per node shapes whether o can never
+ * start (too big for its quota, no node or domain that holds it).
+ * Returns 1 with r filled when rejected, else 0. */
+static int rejected(q_state *st, const struct q_input *in, q__orec *o, q__req *req,
+                    struct q_result *r) {
+    req_of_rec(o, req);
+    if (o->fit_key == st->fit_key) return 0;
+    if (o->dom == Q__UNKNOWN || o->model == Q__UNKNOWN) {
+        /* The nodes changed: maybe the name exists now. */
+        o->dom = req->dom = q__resolve(&st->doms, in->jobs[o->slot].domain);
+        o->model = req->model = q__resolve(&st->models, in->jobs[o->slot].gpu_model);
+    }
+    if (q__quota_reject(st, in, o, r) || q__reject_check(st, req, r)) return 1;
+    o->fit_key = st->fit_key; /* clean jobs skip this next cycle */
+    return 0;
+}
+
+/* Before the walk: the pending jobs of cohort groups that could start
+ * within their group's quota hold their need against borrowers until the
+ * walk reaches them (quota.c, "pending demand"). */
+static void pend_init(q_state *st, const struct q_input *in) {
+    if (!st->any_cohort) return;
+    for (int k = 0; k < st->norder; k++) {
+        q__orec *o = &st->ord[k];
+        o->held = 0;
+        if (o->bad >= 0 || o->suspended || !q__pend_wants(st, in, o)) continue;
+        q__req req;
+        struct q_result tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (rejected(st, in, o, &req, &tmp)) continue; /* the walk says why */
+        o->held = 1;
+        q__pend_hold(st, o, +1);
+    }
+}
+
 static void admit(q_state *st, const struct q_input *in, q__orec *o, int k,
                   struct q_result *r, int off, const q__req *req) {
     r->decision = Q_DEC_ADMIT;
@@ -310,6 +345,10 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
         r->promoted = o->promoted;
         r->score_failed = o->score_failed;
         r->blocker = -1;
+        if (o->held) { /* reached: its demand is decided now */
+            o->held = 0;
+            if (st->any_cohort) q__pend_hold(st, o, -1);
+        }
         if (o->bad >= 0) {
             r->decision = Q_DEC_REJECT;
             r->reason = Q_R_INVALID;
@@ -323,18 +362,9 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             goto next;
         }
         q__req req;
-        req_of_rec(o, &req);
-        if (o->fit_key != st->fit_key) {
-            if (o->dom == Q__UNKNOWN || o->model == Q__UNKNOWN) {
-                /* The nodes changed: maybe the name exists now. */
-                o->dom = req.dom = q__resolve(&st->doms, in->jobs[j].domain);
-                o->model = req.model = q__resolve(&st->models, in->jobs[j].gpu_model);
-            }
-            if (q__quota_reject(st, in, o, r) || q__reject_check(st, &req, r)) {
-                r->decision = Q_DEC_REJECT;
-                goto next;
-            }
-            o->fit_key = st->fit_key; /* clean jobs skip this next cycle */
+        if (rejected(st, in, o, &req, r)) {
+            r->decision = Q_DEC_REJECT;
+            goto next;
         }
         pos++;
         if (o->level != lvl) {
@@ -486,6 +516,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     st->nplaces = 0;
     q__memo_clear(st);
     q__room_scan(st, in);
+    pend_init(st, in);
     int head = -1;
     double t_res = 0;
     if (walk(st, in, sc, &head, &t_res)) goto out_oom;

@@ -245,7 +245,8 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
         owner_name(&w, in, job, 1);
         put(&w, " (lendable ");
         quota_number(&w, r->res, r->limit);
-        put(&w, ", lent ");
+        /* inuse counts what the other groups' pending jobs hold */
+        put(&w, ", lent or held for the lenders' pending jobs ");
         quota_number(&w, r->res, r->inuse);
         put(&w, ")");
         break;

@@ -106,6 +106,8 @@ typedef struct q__orec {
     int8_t bad;         /* invalid field code, -1 = valid */
     uint8_t suspended, promoted, score_failed;
     uint8_t nonpre;     /* non-preemptible: may not borrow */
+    uint8_t held;       /* this cycle, not yet reached by the walk: its
+                         * need is in st->gpend (quota.c) */
 } q__orec;
 
 /* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so
@@ -242,6 +244,7 @@ struct q_state {
     q__res *ccap, *cnow, *csoon; size_t cap_ccap, cap_cnow, cap_csoon;
     q__res *gguar; size_t cap_gguar;   /* per group: never-lent part, -1 */
     q__res *gnp, *gnpadj; size_t cap_gnp, cap_gnpadj; /* non-preemptible use */
+    q__res *gpend; size_t cap_gpend;   /* per group: held pending demand */
     q__cand *cand; size_t cap_cand; int ncand;
     int32_t *cidx; size_t cap_cidx; int ncidx; /* the candidates a search weighed */
     struct q_action *acts; size_t cap_acts; int nacts;
@@ -348,6 +351,14 @@ void q__quota_adj(q_state *st, const struct q_input *in, int user, int group,
  * every borrowable resource; 1 when it has no cohort. */
 int q__within_nominal(const q_state *st, const struct q_input *in, int g,
                       const q__res *need);
+/* Pending demand a cohort group holds against borrowers (docs/queue.md
+ * "Borrowing"): q__pend_wants says whether pending job o (valid, not
+ * suspended, not rejected: the caller checks that) may hold its need for
+ * its group: its group lends in a cohort and o fits its quota on its own.
+ * q__pend_hold adds (+1) or drops (-1) o's need in st->gpend; the walk
+ * drops it when it reaches o. */
+bool q__pend_wants(const q_state *st, const struct q_input *in, const q__orec *o);
+void q__pend_hold(q_state *st, const q__orec *o, int sign);
 /* 1 when group g (soon state) uses more than its quota in some
  * borrowable resource. */
 int q__borrowing(const q_state *st, const struct q_input *in, int g);

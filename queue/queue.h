@@ -237,7 +237,8 @@ typedef enum {
     Q_R_PREEMPTING,     /* wait: jobs are being stopped to make room
                          * for it (inuse: how many this cycle) */
     Q_R_BORROW,         /* wait: its cohort has no quota left to lend
-                         * (need, limit = lendable, inuse = lent) */
+                         * (need, limit = lendable, inuse = lent plus
+                         * what the lenders' pending jobs hold) */
     Q_R_PREEMPTED,      /* running, preempt: by a job of a higher level */
     Q_R_PREEMPTED_SCORE,/* running, preempt: same level, score margin */
     Q_R_RECLAIMED,      /* running, preempt: its group borrowed the quota */

@@ -121,8 +121,10 @@ static int cohort_init(q_state *st, const struct q_input *in) {
         Q_GROW(st, st->csoon, st->cap_csoon, (size_t)st->ncoh) ||
         Q_GROW(st, st->gguar, st->cap_gguar, (size_t)in->ngroups + 1) ||
         Q_GROW(st, st->gnp, st->cap_gnp, (size_t)in->ngroups + 1) ||
-        Q_GROW(st, st->gnpadj, st->cap_gnpadj, (size_t)in->ngroups + 1))
+        Q_GROW(st, st->gnpadj, st->cap_gnpadj, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->gpend, st->cap_gpend, (size_t)in->ngroups + 1))
         return -1;
+    memset(st->gpend, 0, (size_t)in->ngroups * sizeof *st->gpend);
     memset(st->ccap, 0, (size_t)st->ncoh * sizeof *st->ccap);
     memset(st->cnow, 0, (size_t)st->ncoh * sizeof *st->cnow);
     memset(st->gnp, 0, (size_t)in->ngroups * sizeof *st->gnp);
@@ -236,13 +238,61 @@ static int over_budget(double budget, double used, double committed,
     return 1;
 }
 
+/* ---- pending demand held against borrowers ------------------------------
+ * A group's pending jobs that fit its quota on their own hold their need
+ * (st->gpend) until the walk reaches them. What the other groups of g's
+ * cohort hold of resource r, counted as it would add to the lent total
+ * (each group's held demand capped by the room left in its quota, usage
+ * now or soon), is what a job of g may not borrow: without it a borrower
+ * ordered ahead of a lender's job takes the room a reclaim freed for
+ * that job, is reclaimed again, and so on (docs/queue.md "Borrowing"). */
+
+bool q__pend_wants(const q_state *st, const struct q_input *in, const q__orec *o) {
+    int g = o->group;
+    if (cohort_of(st, in, g) == 0) return false;
+    q__res need;
+    q__need_rec(o, &need);
+    bool any = false;
+    for (int r = 0; r < Q__NRES; r++) {
+        if (!pooled(st, g, r)) continue;
+        if (need.v[r] > lim_of(&in->groups[g].quota, r)) return false;
+        any |= need.v[r] > 0;
+    }
+    return any;
+}
+
+void q__pend_hold(q_state *st, const q__orec *o, int sign) {
+    q__res need;
+    q__need_rec(o, &need);
+    for (int r = 0; r < Q__NRES; r++) st->gpend[o->group].v[r] += sign * need.v[r];
+}
+
+static int64_t held_by_others(const q_state *st, const struct q_input *in, int g, int r,
+                              bool soon) {
+    int c = cohort_of(st, in, g);
+    int64_t held = 0;
+    for (int h = 0; h < in->ngroups; h++) {
+        if (h == g || cohort_of(st, in, h) != c || !pooled(st, h, r) || st->gpend[h].v[r] <= 0)
+            continue;
+        int64_t u = st->gin[h].v[r] - (soon && st->soon_on ? st->gadj[h].v[r] : 0);
+        int64_t room = lim_of(&in->groups[h].quota, r) - u;
+        if (room <= 0) continue;
+        int64_t e = st->gpend[h].v[r] < room ? st->gpend[h].v[r] : room;
+        int64_t guar = st->gguar[h].v[r];
+        held += contrib(u + e, guar) - contrib(u, guar);
+    }
+    return held;
+}
+
 /* Group g's check in a cohort: quota + borrowing limit, then what the
  * cohort can lend (usage inuse and the cohort's lent total `lent`, now or
  * soon). np: the job may not borrow (it could never be reclaimed), so the
- * group's non-preemptible jobs (usage np) must stay within its quota. */
+ * group's non-preemptible jobs (usage np) must stay within its quota.
+ * Borrowing (above the quota) also leaves alone what the other groups'
+ * pending jobs hold: then inuse in res counts it with the lent total. */
 static int cohort_over(const q_state *st, const struct q_input *in, int g,
                        const q__res *inuse, const q__res *need, const q__res *extra,
-                       const q__res *lent, const q__res *np, struct q_result *res) {
+                       const q__res *lent, const q__res *np, bool soon, struct q_result *res) {
     const struct q_group *gr = &in->groups[g];
     int c = cohort_of(st, in, g);
     for (int r = 0; r < Q__NRES; r++) {
@@ -275,13 +325,14 @@ static int cohort_over(const q_state *st, const struct q_input *in, int g,
         if (!pooled(st, g, r)) continue;
         int64_t guar = st->gguar[g].v[r];
         int64_t after = lent->v[r] - contrib(inuse->v[r], guar) + contrib(u + need->v[r], guar);
-        if (after > st->ccap[c].v[r]) {
+        int64_t held = u + need->v[r] > q ? held_by_others(st, in, g, r, soon) : 0;
+        if (after > st->ccap[c].v[r] - held) {
             res->reason = Q_R_BORROW;
             res->group_scope = 1;
             res->res = (uint8_t)r;
             res->need = need->v[r];
             res->limit = st->ccap[c].v[r];
-            res->inuse = lent->v[r];
+            res->inuse = lent->v[r] + held;
             return 1;
         }
     }
@@ -301,7 +352,7 @@ static int group_over(q_state *st, const struct q_input *in, int g, const q__res
         if (soon && st->soon_on)
             for (int r = 0; r < Q__NRES; r++) np.v[r] -= st->gnpadj[g].v[r];
         return cohort_over(st, in, g, &u, need, extra, soon ? &st->csoon[c] : &st->cnow[c],
-                           nonpre ? &np : NULL, res);
+                           nonpre ? &np : NULL, soon, res);
     }
     return over(&in->groups[g].quota, &u, need, extra, res, 1);
 }

@@ -461,8 +461,8 @@ TEST(reclaim_borrowed_quota_in_a_cohort) {
               "preempted by ns/j3: group vision borrowed quota that group nlp needs back");
     /* The cohort can lend no more: the pending vision job waits. */
     CHECK_INT(out.res[v3].reason, Q_R_BORROW);
-    CHECK_STR(msg(&w, &out, v3), "waiting for 4 GPUs of borrowable quota in the cohort of group vision "
-                                 "(lendable 16, lent 16)");
+    CHECK_STR(msg(&w, &out, v3), "waiting for 12 GPUs of borrowable quota in the cohort of group vision "
+                                 "(lendable 16, lent or held for the lenders' pending jobs 24)");
     /* nlp lends nothing: vision cannot borrow at all. */
     q_state_free(st);
     setup(&w, 2);
@@ -503,6 +503,98 @@ TEST(reclaim_borrowed_quota_in_a_cohort) {
     w.groups[0].cohort = w.groups[1].cohort = 0;
     w.in.gen++;
     if (cycle(st, &w, &out)) CHECK_INT(out.res[v2].reason, Q_R_QUOTA);
+out:
+    q_state_free(st);
+}
+
+/* Runs pending job i where the cycle placed it (the caller started it). */
+static void start_admitted(world *w, const q_output *out, int i) {
+    struct q_job *j = &w->jobs[i];
+    const struct q_result *r = &out->res[i];
+    j->state = Q_JOB_RUNNING;
+    j->replicas = r->nplace;
+    j->started = NOW - 7200; /* past any minimum runtime */
+    j->end_time = NOW + 3600;
+    for (int k = 0; k < r->nplace; k++) {
+        w->pl[i][k] = out->places[r->place_off + k];
+        struct q_node *n = &w->nodes[w->pl[i][k].node];
+        for (int g = 0; g < n->ngpus; g++)
+            if ((w->pl[i][k].gpu_mask >> g) & 1u) n->gpu_mem_used[g] = n->gpu_mem_total[g];
+        n->cpu_used += j->cpu_milli;
+        n->mem_used += j->memory_bytes;
+    }
+    j->placement = w->pl[i];
+    j->gen++;
+}
+
+TEST(reclaimed_victim_ordered_first_does_not_borrow_the_room_back) {
+    /* The livelock the operator's e2e test found: vision borrows nlp's 8
+     * GPUs with two 8-GPU jobs; nlp's 8-GPU job reclaims one; the victim
+     * comes back to the queue ahead of nlp's job (same level, older). It
+     * must not borrow the freed room again: nlp's pending job wants it. */
+    static world w;
+    setup(&w, 2);
+    w.in.policy.preempt_lower = false; /* only reclaim */
+    for (int g = 0; g < 2; g++) {
+        w.groups[g].cohort = 1;
+        w.groups[g].quota.gpus = 8;
+    }
+    int v1 = run(&w, 1, 1, 8, 0, 7200, (int[]){0});
+    int v2 = run(&w, 1, 1, 8, 0, 7200, (int[]){1});
+    int n1 = pend(&w, 1, 1, 8, 1);
+    w.jobs[n1].queued = w.jobs[n1].created = NOW - 10; /* the newest */
+    double q0[MAXJ];
+    for (int i = 0; i < w.in.njobs; i++) q0[i] = w.jobs[i].queued;
+    CHECK(q0[v1] < q0[n1] && q0[v2] < q0[n1]);
+    int npre[MAXJ] = {0}, last_victim = -1, started_at = -1;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    for (int c = 0; c < 8 && started_at < 0; c++) {
+        if (!cycle(st, &w, &out)) break;
+        /* what the caller does: stopped jobs go back to the queue with
+         * their place in it; admitted ones start; victims stop */
+        for (int a = 0; a < out.nactions; a++) {
+            const struct q_action *x = &out.actions[a];
+            if (x->kind != Q_ACT_PREEMPT) continue;
+            CHECK_INT(x->reason, Q_R_RECLAIMED);
+            CHECK_INT(x->for_job, n1);
+            CHECK(x->job != last_victim); /* never the same one twice in a row */
+            npre[x->job]++;
+            last_victim = x->job;
+        }
+        if (out.res[n1].decision == Q_DEC_ADMIT) started_at = c;
+        for (int i = 0; i < w.in.njobs; i++) {
+            struct q_job *j = &w.jobs[i];
+            if (j->state == Q_JOB_RUNNING && j->terminating) {
+                gone(&w, i);
+                j->queued = q0[i];
+            } else if (j->state == Q_JOB_PENDING && out.res[i].decision == Q_DEC_ADMIT) {
+                start_admitted(&w, &out, i);
+            } else if (j->state == Q_JOB_RUNNING && is_victim(&out, i)) {
+                j->terminating = true;
+            }
+        }
+    }
+    /* reclaim, wait for the victim to stop, start: the third cycle */
+    CHECK_INT(started_at, 2);
+    CHECK_INT(npre[v1] + npre[v2], 1);
+    /* The victim waits: nlp's job held the quota it would have borrowed. */
+    int victim = npre[v1] ? v1 : v2;
+    CHECK_INT(w.jobs[victim].state, Q_JOB_PENDING);
+    CHECK_INT(out.res[victim].reason, Q_R_BORROW);
+    CHECK_STR(msg(&w, &out, victim), "waiting for 8 GPUs of borrowable quota in the cohort of group "
+                                     "vision (lendable 16, lent or held for the lenders' pending jobs 16)");
+    /* Once nlp runs, nothing is held: the victim waits for quota nlp
+     * uses, and is not ahead of anyone any more. */
+    if (cycle(st, &w, &out)) {
+        CHECK_INT(out.nactions, 0);
+        CHECK_INT(out.res[victim].reason, Q_R_BORROW);
+    }
+    /* nlp's job ends: the victim borrows again. */
+    if (!CHECK_INT(w.jobs[n1].state, Q_JOB_RUNNING)) goto out;
+    gone(&w, n1);
+    w.jobs[n1].suspended = true;
+    if (cycle(st, &w, &out)) CHECK_INT(out.res[victim].decision, Q_DEC_ADMIT);
 out:
     q_state_free(st);
 }

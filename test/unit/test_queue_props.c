@@ -620,7 +620,8 @@ TEST(incremental_equals_fresh) {
  *     every job that waits for room starts;
  *   - victims are minimal: for the first job preempting in a round
  *     without jobs already stopping, keeping any one victim (or one more
- *     replica of a shrunk job) running leaves it unable to start;
+ *     replica of a shrunk job) running leaves it unable to start, with
+ *     the jobs ordered behind it still pending (check_minimal);
  *   - an incremental cycle decides and acts exactly like a fresh state.
  * AIQ_QPROPS_DEBUG=1 prints the world when "makes room" fails. */
 
@@ -712,9 +713,10 @@ static int act_of(const q_output *out, int j, int kind) {
 /* A copy of w where the caller did everything: jobs stopping and victims
  * gone (drop_for: -1 = every action; else only the actions for that job
  * plus the jobs already stopping), admitted jobs and growth running
- * (unless upto_order >= 0: only admissions before that order position),
- * and only job `keep_pending` still waiting. keep_victim: a victim (or a
- * shrunk job, one replica less shrunk) that stays running. */
+ * (unless upto_order >= 0: only admissions before keep_pending's order
+ * position), and only job `keep_pending` still waiting (upto_order > 0:
+ * also every job ordered after it, as it was). keep_victim: a victim (or
+ * a shrunk job, one replica less shrunk) that stays running. */
 static void after_world(const world *w, const q_output *out, world *w2, int keep_pending,
                         int drop_for, int upto_order, int keep_victim) {
     *w2 = *w;
@@ -762,10 +764,14 @@ static void after_world(const world *w, const q_output *out, world *w2, int keep
             nj++;
             continue;
         }
-        if (r->decision != Q_DEC_ADMIT) continue;
-        int pos = 0;
+        int pos = -1;
         for (int k = 0; k < out->norder; k++)
             if (out->order[k] == i) pos = k;
+        if (upto_order > 0 && pos > pos_of_keep) { /* still pending, behind it */
+            nj++;
+            continue;
+        }
+        if (r->decision != Q_DEC_ADMIT) continue;
         if (upto_order >= 0 && pos >= pos_of_keep) continue;
         d->state = Q_JOB_RUNNING;
         d->replicas = r->nplace;
@@ -968,7 +974,13 @@ static void check_makes_room(int iter, const world *w, const q_output *out) {
     }
 }
 
-/* Keeping any one victim leaves the first preemptor unable to start. */
+/* Victims are minimal for the first preemptor J: in the world J's cycle
+ * saw when it chose them (the jobs already admitted ahead of J running,
+ * the jobs ordered behind J still pending: their demand, held against
+ * borrowers, is part of what J had to fit in), keeping any one victim
+ * running leaves J unable to start, and with all of them gone it starts.
+ * The jobs ahead of J that were not admitted have been decided by then
+ * and hold nothing, so they are left out. */
 static void check_minimal(int iter, const world *w, const q_output *out) {
     for (int i = 0; i < w->in.njobs; i++)
         if (w->jobs[i].state == Q_JOB_RUNNING && (w->jobs[i].terminating || w->jobs[i].stopping)) return;
@@ -983,7 +995,7 @@ static void check_minimal(int iter, const world *w, const q_output *out) {
     for (int a = 0; a < out->nactions && !failed_once; a++) {
         const struct q_action *x = &out->actions[a];
         if (x->for_job != J) continue;
-        after_world(w, out, &w2, J, J, 0, x->job);
+        after_world(w, out, &w2, J, J, 1, x->job);
         int nl = w2.in.policy.nlevels;
         q_scorer sc = {&nl, scorer_score, scorer_level};
         q_state *s2 = q_state_create(NULL);
@@ -997,7 +1009,7 @@ static void check_minimal(int iter, const world *w, const q_output *out) {
         tried++;
     }
     /* and with all of them gone it starts */
-    after_world(w, out, &w2, J, J, 0, -1);
+    after_world(w, out, &w2, J, J, 1, -1);
     int nl = w2.in.policy.nlevels;
     q_scorer sc = {&nl, scorer_score, scorer_level};
     q_state *s2 = q_state_create(NULL);

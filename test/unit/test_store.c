@@ -726,6 +726,45 @@ TEST(attempt_finish_is_idempotent) {
     store_close(s);
 }
 
+TEST(attempt_preemptions_last_hour_oldest_first) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    struct aiq_aijob j;
+    job_fill(&j, "uid-p", "victim", "ann");
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    /* attempts 1..5: preempted at -7200 s, -1800, -600; one failure at
+     * -300; preempted at -60; attempt 6 still running */
+    static const double end[] = {-7200, -1800, -600, -300, -60};
+    static const char *const how[] = {"Preempted", "Preempted", "Preempted", "Failed",
+                                      "Preempted"};
+    for (int a = 0; a < 5; a++)
+        CHECK_INT(store_attempt_finish(s, "uid-p", a + 1, T0 + end[a], 0, how[a], NULL, &err),
+                  AIQ_OK);
+    CHECK_INT(store_attempt_begin(s, "uid-p", 6, T0, NULL, &err), AIQ_OK);
+    double t[8] = {0};
+    int n = -1;
+    CHECK_INT(store_attempt_preemptions(s, "uid-p", T0 - 3600, t, 8, &n, &err), AIQ_OK);
+    CHECK_INT(n, 3);
+    CHECK_DBL(t[0], T0 - 1800, 0);
+    CHECK_DBL(t[1], T0 - 600, 0);
+    CHECK_DBL(t[2], T0 - 60, 0);
+    /* at most max: the newest ones */
+    CHECK_INT(store_attempt_preemptions(s, "uid-p", 0, t, 2, &n, &err), AIQ_OK);
+    CHECK_INT(n, 2);
+    CHECK_DBL(t[0], T0 - 600, 0);
+    CHECK_DBL(t[1], T0 - 60, 0);
+    /* the boundary counts; another job's and an unknown job's are not its */
+    CHECK_INT(store_attempt_preemptions(s, "uid-p", T0 - 60, t, 8, &n, &err), AIQ_OK);
+    CHECK_INT(n, 1);
+    CHECK_INT(store_attempt_preemptions(s, "ghost", 0, t, 8, &n, &err), AIQ_OK);
+    CHECK_INT(n, 0);
+    aiq_err_clear(&err);
+    CHECK_INT(store_attempt_preemptions(s, "", 0, t, 8, &n, &err), AIQ_EINVAL);
+    CHECK_STR(err.field, "uid");
+    store_close(s);
+}
+
 TEST(usage_spread_over_buckets) {
     store *s = open_mem();
     if (!s) return;
