@@ -284,10 +284,10 @@ static int util_close(FILE *f, const char *path) {
     if (!f)
         return 0;
     int bad = ferror(f);
-    if (f != stdout && fclose(f) != 0)
-        bad = 1;
-    else if (f == stdout && fflush(f) != 0)
-        bad = 1;
+    if (f == stdout)
+        bad |= fflush(f) != 0;
+    else
+        bad |= fclose(f) != 0;
     if (bad)
         fprintf(stderr, "aiq-sim: %s: write error\n", path);
     return bad ? -1 : 0;
