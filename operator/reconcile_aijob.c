@@ -367,16 +367,18 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
     }
 }
 
-/* Attempts that count against backoffLimit: not those a preemption or a
- * lost node ended. */
+/* Attempts that count against backoffLimit: not those a preemption, a
+ * lost node or spec.suspend ended (none of them is the job's fault). */
 static int job__counted_attempts(const struct opjob *js) {
-    return js->st.attempts - js->st.preemptions - js->st.node_failures;
+    return js->st.attempts - js->st.preemptions - js->st.node_failures - js->st.suspensions;
 }
 
 /* Brings the gang down: deletes its pods, counts the attempt and decides
  * what follows (requeue with backoff, Failed, or Suspended). reason
  * NodeLost is the cluster's fault: the caller counted it in
- * status.nodeFailures, and the requeue has no backoff. */
+ * status.nodeFailures, and the requeue has no backoff. A suspension is
+ * the user's choice: counted in status.suspensions, so neither it nor
+ * the resume's new attempt uses up backoffLimit. */
 static void job__teardown(struct server *s, struct opcache_obj *o,
                           const struct aiq_aijob *j, struct opjob *js,
                           double now, const char *reason, const char *why,
@@ -396,9 +398,11 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
     js->st.started_at = 0;
     js->st.estimated_start = 0;
     if (suspend) {
+        js->st.suspensions++;
         js->teardown_to = AIQ_PHASE_SUSPENDED;
-        job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
-                   "spec.suspend is true: pods deleted, the job waits to be resumed");
+        snprintf(msg, sizeof msg, "spec.suspend is true: pods deleted, the job waits to be "
+                 "resumed (suspension %d, not counted against backoffLimit)", js->st.suspensions);
+        job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended", msg);
     } else if (job__counted_attempts(js) > j->spec.backoff_limit) {
         js->teardown_to = AIQ_PHASE_FAILED;
         js->st.finished_at = now;
@@ -411,7 +415,8 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         opmetrics_finished_inc(s->metrics, "Failed");
     } else {
         /* A lost node is not the job's fault: it goes back at once. */
-        double back = node_lost ? 0 : s->flags.backoff_base_s * pow(2, js->st.attempts - 1);
+        int failed = job__counted_attempts(js); /* >= 1: this one failed */
+        double back = node_lost ? 0 : s->flags.backoff_base_s * pow(2, failed > 1 ? failed - 1 : 0);
         if (back > 300)
             back = 300;
         js->backoff_until = now + back;

@@ -41,33 +41,85 @@ struct uq_usage {
     int64_t v[5];
 };
 
+/* The parsed job of o when it is admitted or running in group, else NULL. */
+static const struct aiq_aijob *uq__active_job(const struct opcache_obj *o, const char *group) {
+    const struct opext *x = o->ext;
+    if (!x || !x->job || !o->parse_ok || !o->parsed)
+        return NULL;
+    aiq_phase p = x->job->st.phase;
+    if (p != AIQ_PHASE_ADMITTED && p != AIQ_PHASE_RUNNING)
+        return NULL;
+    return strcmp(x->job->st.group, group) == 0 ? o->parsed : NULL;
+}
+
+/* Adds what j holds to v (gpus, gpuMemoryMiB, cpu, memory, jobs). */
+static void uq__add_job(const struct server *s, const struct aiq_aijob *j, int64_t v[5]) {
+    int64_t r = j->spec.replicas;
+    /* A shared replica holds a whole GPU where the mechanism cannot
+     * share (gpu_mech_gpus). */
+    int g = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+    v[0] += r * g;
+    v[1] += r * (g > 0 ? g : 1) * j->spec.resources.gpu_memory_mib;
+    v[2] += r * j->spec.resources.cpu_milli;
+    v[3] += r * j->spec.resources.memory_bytes;
+    v[4] += 1;
+}
+
 static void uq__usage(struct server *s, const char *group, const char *user,
                       struct uq_usage *u) {
     opcache *c = s->cache[OPK_AIJOB];
     memset(u, 0, sizeof *u);
     for (size_t i = 0; i < opcache_count(c); i++) {
-        struct opcache_obj *o = opcache_at(c, i);
-        struct opext *x = o->ext;
-        const struct aiq_aijob *j = o->parsed;
-        if (!x || !x->job || !o->parse_ok || !j)
+        const struct aiq_aijob *j = uq__active_job(opcache_at(c, i), group);
+        if (!j || (user && (!j->spec.user || strcmp(j->spec.user, user) != 0)))
             continue;
-        aiq_phase p = x->job->st.phase;
-        if (p != AIQ_PHASE_ADMITTED && p != AIQ_PHASE_RUNNING)
-            continue;
-        if (strcmp(x->job->st.group, group) != 0)
-            continue;
-        if (user && (!j->spec.user || strcmp(j->spec.user, user) != 0))
-            continue;
-        int64_t r = j->spec.replicas;
-        /* A shared replica holds a whole GPU where the mechanism cannot
-         * share (gpu_mech_gpus). */
-        int g = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
-        u->v[0] += r * g;
-        u->v[1] += r * (g > 0 ? g : 1) * j->spec.resources.gpu_memory_mib;
-        u->v[2] += r * j->spec.resources.cpu_milli;
-        u->v[3] += r * j->spec.resources.memory_bytes;
-        u->v[4] += 1;
+        uq__add_job(s, j, u->v);
     }
+}
+
+/* aiq_quota_used for the users of group g with admitted or running jobs
+ * and no UserQuota there (those have their series from the UserQuota):
+ * one pass over the jobs, one entry per user. mine[0..m) are the group's
+ * UserQuotas. Out of memory: those series are left out until the next
+ * refresh (metrics only; logged). */
+static void uq__other_user_metrics(struct server *s, const struct aiq_group *g,
+                                   struct opcache_obj *const *mine, int m) {
+    struct { const char *user; int64_t v[5]; } *us = NULL;
+    size_t n = 0, cap = 0;
+    opcache *c = s->cache[OPK_AIJOB];
+    for (size_t i = 0; i < opcache_count(c); i++) {
+        const struct aiq_aijob *j = uq__active_job(opcache_at(c, i), g->meta.name);
+        const char *user = j && j->spec.user ? j->spec.user : NULL;
+        bool has_uq = false;
+        for (int k = 0; user && k < m && !has_uq; k++)
+            has_uq = strcmp(((const struct aiq_userquota *)mine[k]->parsed)->spec.user, user) == 0;
+        if (!user || has_uq)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(us[k].user, user) != 0)
+            k++;
+        if (k == n) {
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                void *p = realloc(us, nc * sizeof *us);
+                if (!p) {
+                    OPLOG(&s->log, OPLOG_WARN, "out_of_memory", g->meta.name, NULL,
+                          "what=\"aiq_quota_used per user\"");
+                    break;
+                }
+                us = p;
+                cap = nc;
+            }
+            memset(&us[n], 0, sizeof us[n]);
+            us[n++].user = user;
+        }
+        uq__add_job(s, j, us[k].v);
+    }
+    for (size_t k = 0; k < n; k++) {
+        opmetrics_quota_set(s->metrics, g->meta.name, us[k].user, "gpus", (double)us[k].v[0]);
+        opmetrics_quota_set(s->metrics, g->meta.name, us[k].user, "jobs", (double)us[k].v[4]);
+    }
+    free(us);
 }
 
 static json_object *uq__res_obj(const int64_t v[5], bool skip_unlimited) {
@@ -226,6 +278,7 @@ void quota_refresh(struct server *s, double now) {
         srv__want_status(s, go, st);
         opmetrics_quota_set(s->metrics, g->meta.name, "", "gpus", (double)gu.v[0]);
         opmetrics_quota_set(s->metrics, g->meta.name, "", "jobs", (double)gu.v[4]);
+        uq__other_user_metrics(s, g, mine, m);
     }
     /* UserQuotas outside every group. */
     for (size_t i = 0; i < n; i++) {

@@ -289,7 +289,7 @@ fail:
 /* struct opstatus as opstatus_hash knows it (LP64 layout: x86-64, aarch64).
  * When this fails, a field was added or changed: hash it below, then
  * update the size. */
-_Static_assert(sizeof(struct opstatus) == 3656 && sizeof(struct opst_place) == 528,
+_Static_assert(sizeof(struct opstatus) == 3664 && sizeof(struct opst_place) == 528,
                "struct opstatus changed: update opstatus_hash and this size");
 
 
@@ -321,6 +321,7 @@ static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->current_replicas);
     OPST_FNV(h, st->preemptions);
     OPST_FNV(h, st->node_failures);
+    OPST_FNV(h, st->suspensions);
     OPST_FNV(h, st->attained_gpu_hours);
     const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
@@ -452,6 +453,9 @@ json_object *opstatus_to_json(const struct opstatus *st,
     if (st->node_failures > 0 &&
         opst__add(s, "nodeFailures", json_object_new_int(st->node_failures)))
         goto fail;
+    if (st->suspensions > 0 &&
+        opst__add(s, "suspensions", json_object_new_int(st->suspensions)))
+        goto fail;
     if (st->attained_gpu_hours > 0 &&
         opst__add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
         goto fail;
@@ -553,6 +557,8 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     st->preemptions = (pre < 0 || pre > 1000000) ? 0 : (int)pre;
     int64_t nf = opst__get_int(status, "nodeFailures", 0);
     st->node_failures = (nf < 0 || nf > 1000000) ? 0 : (int)nf;
+    int64_t su = opst__get_int(status, "suspensions", 0);
+    st->suspensions = (su < 0 || su > 1000000) ? 0 : (int)su;
     struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
         json_object *c = opst__old_cond(status, opst_xcond_types[i]);

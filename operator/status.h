@@ -53,6 +53,7 @@ struct opstatus {
     int current_replicas;       /* running: replicas placed and not being stopped */
     int preemptions;            /* times preempted (not counted in backoffLimit) */
     int node_failures;          /* attempts ended by a lost node (not counted either) */
+    int suspensions;            /* attempts ended by spec.suspend (not counted either) */
     double attained_gpu_hours;  /* over finished runs; 0 = not shown */
     /* Preemption and resizing, each shown as a condition (status True)
      * when its reason is set: Preempted on a victim (naming the job it

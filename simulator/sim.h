@@ -215,8 +215,10 @@ void sim_metrics_csv(FILE *out, const char *const *names,
  * while contended, entitlement, contended share / entitlement. */
 void sim_shares_table(FILE *out, const struct sim_result *res);
 
-/* Writes the hourly utilisation as CSV (hour,utilisation). */
-void sim_util_csv(FILE *out, const struct sim_result *res);
+/* Writes the hourly utilisation of one policy's run as CSV rows
+ * (policy,hour,gpu_utilisation), after the header line when header is
+ * true: several runs append to one file, one series per policy. */
+void sim_util_csv(FILE *out, const char *policy, const struct sim_result *res, bool header);
 
 /* ---- journal replay (sim_replay.c) --------------------------------------- */
 

@@ -259,8 +259,9 @@ void sim_shares_table(FILE *out, const struct sim_result *res) {
 }
 
 /* Hourly utilisation as CSV; see sim.h. */
-void sim_util_csv(FILE *out, const struct sim_result *res) {
-    fputs("hour,gpu_utilisation\n", out);
+void sim_util_csv(FILE *out, const char *policy, const struct sim_result *res, bool header) {
+    if (header)
+        fputs("policy,hour,gpu_utilisation\n", out);
     for (int h = 0; h < res->nutil; h++)
-        fprintf(out, "%d,%.4f\n", h, res->util[h]);
+        fprintf(out, "%s,%d,%.4f\n", policy, h, res->util[h]);
 }

@@ -270,8 +270,27 @@ static void csv_fn(FILE *f, const void *a) {
     sim_metrics_csv(f, c->names, c->m, c->n);
 }
 
-static void util_fn(FILE *f, const void *a) {
-    sim_util_csv(f, a);
+/* The --util-csv file: opened once, one series per policy appended. */
+static FILE *util_open(const char *path) {
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "aiq-sim: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* Closes f (not stdout); returns 0, or -1 after naming path when any
+ * write failed. */
+static int util_close(FILE *f, const char *path) {
+    if (!f)
+        return 0;
+    int bad = ferror(f);
+    if (f == stdout)
+        bad |= fflush(f) != 0;
+    else
+        bad |= fclose(f) != 0;
+    if (bad)
+        fprintf(stderr, "aiq-sim: %s: write error\n", path);
+    return bad ? -1 : 0;
 }
 
 /* run and compare: one simulation per policy, a table side by side. */
@@ -283,6 +302,7 @@ static int cmd_run(const struct opts *o, int compare) {
     const char *np[MAX_POLICIES];
     struct sim_metrics m[MAX_POLICIES];
     store *db = NULL;
+    FILE *uf = NULL;
     if (o->npolicy < 1 || (!compare && o->npolicy > 1)) {
         fprintf(stderr, "aiq-sim: %s\n", compare ? "give --policy at least once"
                                                  : "run takes one --policy (use compare)");
@@ -311,6 +331,8 @@ static int cmd_run(const struct opts *o, int compare) {
             goto out;
         }
     }
+    if (o->util_csv && !(uf = util_open(o->util_csv)))
+        goto out;
     for (int k = 0; k < o->npolicy; k++) {
         struct sim_config cfg;
         struct sim_result res;
@@ -340,18 +362,22 @@ static int cmd_run(const struct opts *o, int compare) {
             sim_shares_table(stdout, &res);
             putchar('\n');
         }
-        if (o->util_csv && write_to(o->util_csv, util_fn, &res) != 0) {
-            sim_result_deinit(&res);
-            goto out;
-        }
+        if (uf)
+            sim_util_csv(uf, names[k], &res, k == 0);
         sim_result_deinit(&res);
     }
+    FILE *ufc = uf;
+    uf = NULL;
+    if (util_close(ufc, o->util_csv) != 0)
+        goto out;
     sim_metrics_table(stdout, np, m, o->npolicy);
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;
     rc = 0;
 out:
+    if (uf)
+        (void)util_close(uf, o->util_csv); /* already failing: rc says so */
     store_close(db);
     sim_trace_free(tr);
     for (int k = 0; k < o->npolicy; k++)

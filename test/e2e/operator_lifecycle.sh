@@ -44,6 +44,8 @@ kubectl patch aijob sus --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
 wait_for 15 "resume requeues and runs it again" sh -c '
   [ "$(kubectl get aijob sus -o jsonpath={.status.phase})" = Running ] &&
   [ "$(kubectl get aijob sus -o jsonpath={.status.attempts})" = 2 ]'
+check "the suspended attempt is counted in status.suspensions" sh -c '
+  [ "$(kubectl get aijob sus -o jsonpath={.status.suspensions})" = 1 ]'
 job held 1 1 5s | sed 's/^spec:/spec:\n  suspend: true/' | kubectl apply -f - >/dev/null
 wait_for 10 "a job created suspended holds" sh -c '
   [ "$(kubectl get aijob held -o jsonpath={.status.phase})" = Suspended ]'
@@ -66,6 +68,22 @@ check "aiq_finished_total counts the failed job once, not its two attempts nor t
   echo \"\$m\" | grep -qx 'aiq_finished_total{outcome=\"Failed\"} 1' &&
   ! echo \"\$m\" | grep -q 'aiq_finished_total{outcome=\"Suspended\"}'"
 check "a failed gang leaves no pods" sh -c '[ -z "$(kubectl get pods -l aiq.dev/job=flaky -o name)" ]'
+
+# --- a suspension does not use up backoffLimit -------------------------------
+# backoffLimit 1 allows two failed attempts; suspended once while it runs,
+# the job still gets both (3 attempts, 1 of them a suspension).
+job sflaky 1 1 6s 1 1 | kubectl apply -f - >/dev/null
+wait_for 15 "sflaky runs" sh -c '[ "$(kubectl get aijob sflaky -o jsonpath={.status.phase})" = Running ]'
+kubectl patch aijob sflaky --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+wait_for 10 "sflaky suspended" sh -c '
+  kubectl get aijob sflaky -o jsonpath={.status.message} | grep -q "suspension 1, not counted against backoffLimit"'
+kubectl patch aijob sflaky --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+wait_for 20 "after the resume its first failure requeues it (attempt 1 of 2)" sh -c '
+  grep "event=gang_down obj=default/sflaky " "$T/op.log" | grep -q "reason=PodFailed attempts=2 next=Queued"'
+wait_for 25 "its second failure ends it: Failed after 3 attempts, 1 suspended" sh -c '
+  [ "$(kubectl get aijob sflaky -o jsonpath={.status.phase}/{.status.attempts}/{.status.suspensions})" = Failed/3/1 ]'
+check "the failure message counts only the failed attempts" sh -c '
+  kubectl get aijob sflaky -o jsonpath={.status.message} | grep -q "attempt 2 of 2, backoffLimit 1 reached"'
 
 # --- SIGKILL mid-run ---------------------------------------------------------
 job k-run 4 1 20s | kubectl apply -f - >/dev/null

@@ -234,4 +234,54 @@ check "queue now shows level main and policy srjf" sh -c '
   kubectl aiq queue -A | awk "\$4==\"short\"{print \$1,\$2}" | grep -qx "main 1"'
 check "policy test of the active policy moves nothing" sh -c '
   kubectl aiq policy test "$ROOT/examples/policies/srjf.yaml" | awk "NR>3 && \$3!=\"=\"{bad=1} END{exit bad}"'
+
+# ---- rerun ------------------------------------------------------------------
+check "rerun of a job still queued is refused, naming its phase" sh -c '
+  ! kubectl aiq rerun long -n team-a 2>"$T/e" &&
+  grep -q "aijob team-a/long is Queued: only a finished job (Succeeded, Failed or Rejected) can be rerun" "$T/e" &&
+  [ "$(kubectl get aijob long -n team-a -o jsonpath={.status.phase})" = Queued ]'
+check "rerun of a missing job names it" sh -c '
+  ! kubectl aiq rerun nope -n team-a 2>"$T/e" && grep -q "aijob team-a/nope not found" "$T/e"'
+check "rerun without a name says how to call it" sh -c '
+  ! kubectl aiq rerun 2>"$T/e" && grep -q "usage: kubectl aiq rerun JOB" "$T/e"'
+kubectl delete aijob big -n team-a >/dev/null
+cat <<Y | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: once, namespace: team-a, labels: {app: once}}
+spec:
+  user: alice
+  replicas: 2
+  resources: {gpus: 1, gpuMemoryMiB: 40960, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 1s}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+wait_for 40 "once succeeds" sh -c '[ "$(kubectl get aijob once -n team-a -o jsonpath={.status.phase})" = Succeeded ]'
+UID1=$(kubectl get aijob once -n team-a -o jsonpath={.metadata.uid})
+wait_for 20 "aiq_quota_used has bob (no UserQuota) with his running job's GPUs, alice too" sh -c '
+  [ "$(kubectl get aijob short -n team-a -o jsonpath={.status.phase})" = Running ] &&
+  m=$(curl -fsS http://127.0.0.1:'"$METRICS_PORT"'/metrics) &&
+  echo "$m" | grep -qx "aiq_quota_used{group=\"team\",user=\"bob\",resource=\"gpus\"} 2" &&
+  echo "$m" | grep -qx "aiq_quota_used{group=\"team\",user=\"bob\",resource=\"jobs\"} 1" &&
+  echo "$m" | grep -q "aiq_quota_used{group=\"team\",user=\"alice\",resource=\"gpus\"}"'
+check "rerun of a succeeded job creates run 2" sh -c '
+  kubectl aiq rerun once -n team-a >"$T/r" 2>&1 &&
+  grep -qx "aijob.aiq.dev/once rerun: run 2 created (run 1 ended Succeeded; its history is kept)" "$T/r" ||
+  { cat "$T/r"; exit 1; }'
+check "the new run is a new object with the same spec, labels and the run annotations" sh -c '
+  [ "$(kubectl get aijob once -n team-a -o jsonpath={.metadata.uid})" != "'"$UID1"'" ] &&
+  [ "$(kubectl get aijob once -n team-a -o jsonpath={.spec.replicas}/{.metadata.labels.app})" = 2/once ] &&
+  [ "$(kubectl get aijob once -n team-a -o jsonpath="{.metadata.annotations.aiq\.dev/run}")" = 2 ] &&
+  [ "$(kubectl get aijob once -n team-a -o jsonpath="{.metadata.annotations.aiq\.dev/rerun-of}")" = "'"$UID1"'" ]'
+wait_for 40 "the new run runs and succeeds in its own first attempt" sh -c '
+  [ "$(kubectl get aijob once -n team-a -o jsonpath={.status.phase}/{.status.attempts})" = Succeeded/1 ]'
+check "the store keeps both runs: two arrivals and two departures in the journal" sh -c '
+  curl -s "'"$OPURL"'/journal?job=team-a/once" >"$T/jr" &&
+  [ "$(grep -o "\"kind\":\"job_arrival\"" "$T/jr" | wc -l)" = 2 ] &&
+  [ "$(grep -o "\"kind\":\"job_departure\"" "$T/jr" | wc -l)" = 2 ] || { cat "$T/jr"; exit 1; }'
+check "a second rerun counts on: run 3" sh -c '
+  kubectl aiq rerun once -n team-a | grep -q "run 3 created (run 2 ended Succeeded"'
 e2e_done

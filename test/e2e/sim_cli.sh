@@ -32,12 +32,18 @@ check "run: table on stdout, progress on stderr, CSV written" sh -c '
     --csv "$1/m.csv" --util-csv "$1/u.csv" >"$1/run.out" 2>"$1/run.err" &&
   grep -q "^jobs  *300$" "$1/run.out" && grep -q "^finished  *300$" "$1/run.out" &&
   grep -q "srjf: 100%" "$1/run.err" && head -1 "$1/m.csv" | grep -q "^policy,jobs," &&
-  grep -q "^srjf,300,300,0,0," "$1/m.csv" && head -1 "$1/u.csv" | grep -q "^hour,gpu_utilisation$"' \
+  grep -q "^srjf,300,300,0,0," "$1/m.csv" && head -1 "$1/u.csv" | grep -q "^policy,hour,gpu_utilisation$" &&
+  sed -n 2p "$1/u.csv" | grep -q "^srjf,0,"' \
     "$SIM" "$T" "$P"
 check "compare: policies side by side" sh -c '
   "$0" compare --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --policy "$2/fifo.yaml" \
-    --policy "$2/fairshare.yaml" 2>/dev/null | head -1 | grep -q "^metric  *fifo  *fairshare$"' \
-    "$SIM" "$T" "$P"
+    --policy "$2/fairshare.yaml" --util-csv "$1/uc.csv" 2>/dev/null | head -1 |
+    grep -q "^metric  *fifo  *fairshare$"' "$SIM" "$T" "$P"
+check "compare --util-csv: one series per policy, one header" sh -c '
+  [ "$(grep -c "^policy,hour,gpu_utilisation$" "$1/uc.csv")" = 1 ] &&
+  n1=$(grep -c "^fifo,[0-9]*,[0-9.]*$" "$1/uc.csv") && n2=$(grep -c "^fairshare,[0-9]*,[0-9.]*$" "$1/uc.csv") &&
+  [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] && [ $((n1 + n2 + 1)) = "$(wc -l <"$1/uc.csv")" ] &&
+  grep -q "^fifo,0," "$1/uc.csv" && grep -q "^fairshare,0," "$1/uc.csv"' "$SIM" "$T"
 check "readers: Tiresias and Alibaba samples run" sh -c '
   "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 2x8xV100M32 \
     --policy "$2/tiresias-las.yaml" 2>/dev/null | grep -q "^finished  *4$" &&

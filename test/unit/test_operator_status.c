@@ -265,6 +265,7 @@ static void hash_mutate(struct opstatus *b, struct opst_place *pb, int f) {
     case 26: b->placement = NULL; break;
     case 27: b->node_failures = 1; break;
     case 28: b->preemptions = 1; break;
+    case 29: b->suspensions = 1; break;
     }
 }
 
@@ -280,7 +281,7 @@ TEST(status_hash_covers_every_field) {
     b.terms[5].value = 9;
     pb[0].gpus[3] = 7;
     CHECK(opstatus_hash(&b) == h);
-    for (int f = 0; f < 29; f++) {
+    for (int f = 0; f < 30; f++) {
         hash_base(&b, pb);
         hash_mutate(&b, pb, f);
         if (!CHECK(opstatus_hash(&b) != h))
@@ -296,7 +297,7 @@ TEST(status_material_hash_ignores_cycle_noise) {
     struct opst_place pa[2], pb[2];
     hash_base(&a, pa);
     uint64_t h = opstatus_material_hash(&a);
-    for (int f = 0; f < 29; f++) {
+    for (int f = 0; f < 30; f++) {
         hash_base(&b, pb);
         bool noise = f == 3 || (f >= 4 && f <= 8) || f == 10 || f == 11;
         hash_mutate(&b, pb, f);
@@ -401,6 +402,7 @@ TEST(status_preemption_conditions) {
     st.attempts = 1;
     st.preemptions = 1;
     st.node_failures = 2;
+    st.suspensions = 3;
     st.attained_gpu_hours = 0.5;
     uint64_t h0 = opstatus_hash(&st);
     snprintf(st.preempted.reason, sizeof st.preempted.reason, "Preempted");
@@ -408,7 +410,7 @@ TEST(status_preemption_conditions) {
     CHECK(opstatus_hash(&st) != h0);
     json_object *s1 = opstatus_to_json(&st, NULL, T0);
     CHECK(s1 != NULL);
-    CHECK(strstr(js(s1), "\"preemptions\":1,\"nodeFailures\":2,\"attainedGPUHours\":0.5") != NULL);
+    CHECK(strstr(js(s1), "\"preemptions\":1,\"nodeFailures\":2,\"suspensions\":3,\"attainedGPUHours\":0.5") != NULL);
     CHECK(strstr(js(s1), "currentReplicas") == NULL);
     CHECK_STR(cond(s1, "Preempted", "status"), "True");
     CHECK_STR(cond(s1, "Preempted", "reason"), "Preempted");
@@ -423,6 +425,7 @@ TEST(status_preemption_conditions) {
     opstatus_from_json(s2, &back, pl, 1);
     CHECK(back.preemptions == 1);
     CHECK(back.node_failures == 2);
+    CHECK(back.suspensions == 3);
     CHECK_STR(back.preempted.reason, "Preempted");
     CHECK_STR(back.preempted.message, "preempted by default/hi");
     /* Resized, then the Preempted condition cleared: kept as False. */

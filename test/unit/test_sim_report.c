@@ -178,10 +178,14 @@ TEST(tiny_trace_metrics) {
     f = open_memstream(&buf, &len);
     sim_metrics_table(f, names, &m, 1);
     sim_shares_table(f, &res);
-    sim_util_csv(f, &res);
+    sim_util_csv(f, "fifo", &res, true);
+    sim_util_csv(f, "srjf", &res, false);
     fclose(f);
     CHECK(strstr(buf, "gpu_util") != NULL && strstr(buf, "0.656") != NULL);
-    CHECK(strstr(buf, "0,0.3125\n1,1.0000\n") != NULL);
+    /* One header, then one series per policy. */
+    CHECK(strstr(buf, "policy,hour,gpu_utilisation\nfifo,0,0.3125\nfifo,1,1.0000\nsrjf,0,0.3125\n"
+                      "srjf,1,1.0000\n") != NULL);
+    CHECK(strstr(strstr(buf, "policy,hour") + 1, "policy,hour") == NULL);
     free(buf);
 out:
     sim_result_deinit(&res);
