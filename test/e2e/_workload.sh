@@ -406,12 +406,14 @@ wl_jobmap() {
 
 # wl_qjudge FILE: judges samples ("n group user M S P H Q" lines, n the
 # sample's number) key by key. The API view and the operator's move
-# while they are read, so one sample proves nothing either way; a key's
-# values are trusted once they held still: equal in 2 samples in a row
-# (about 0.5 s apart), M = S = P passes; equal in 5 in a row (2 s and
-# more, well past a cycle plus watch latency, so not a lag) and not
-# equal fails. A key that changes all the time stays undecided. Bounds
-# need no stillness: no sample may show H, P, M or S above the quota.
+# while they are read, so a sample where they differ proves nothing by
+# itself (a pod ended that the operator sees a cycle later). A key passes
+# at the first sample where the three, read from three independent
+# sources (the operator's /metrics, the API's status, the pod list),
+# are equal; it fails when they differ and stayed the same in 5 samples
+# in a row (2 s and more, well past a cycle plus watch latency, so not a
+# lag). A key that changes all the time stays undecided. Bounds need no
+# stillness: no sample may show H, P, M or S above the quota.
 # Exits 0 when every key passed, 1 on a failure, 2 while undecided.
 wl_qjudge() {
     awk '{ k = $2 " " $3; v = $4 " " $5 " " $6
@@ -419,7 +421,7 @@ wl_qjudge() {
                if (!over[k]++) { printf "%s %s over its quota %s at sample %d: M %s S %s P %s H %s\n", $2, $3, $8, $1, $4, $5, $6, $7; bad++ } }
            run[k] = (v == last[k]) ? run[k] + 1 : 1; last[k] = v; keys[k] = 1
            if ($4 != "-" && $5 != "-" && $6 != "-") {
-               if ($4 == $5 && $5 == $6 && run[k] >= 2 && !(k in okat)) okat[k] = $1 " (" $4 " GPUs)"
+               if ($4 == $5 && $5 == $6 && !(k in okat)) okat[k] = $1 " (" $4 " GPUs)"
                if (!($4 == $5 && $5 == $6) && run[k] >= 5 && !(k in wrong)) {
                    wrong[k] = 1; printf "%s %s still for %d samples: metrics %s, status %s, pods %s\n", $2, $3, run[k], $4, $5, $6; bad++ } } }
          END { und = 0
@@ -430,10 +432,12 @@ wl_qjudge() {
 
 # wl_quota_exact WHAT: after a (re)start: waits until the operator has
 # finished a cycle (aiq_cycle_seconds_count on its /metrics), then
-# samples until every key is judged (wl_qjudge), at most 20 s.
+# samples until every key is judged (wl_qjudge), at most 20 s. Returns 3
+# when the operator (OP_PID) ended before every key was judged.
 wl_quota_exact() {
     port=$(grep -o 'event=metrics_listening.*port=[0-9]*' "$T/op.log" 2>/dev/null | tail -1 | sed 's/.*port=//')
     for _ in $(seq 1 100); do
+        [ -n "${OP_PID:-}" ] && ! kill -0 "$OP_PID" 2>/dev/null && { echo "$1: the operator ended before a cycle"; return 3; }
         c=$(curl -sf --max-time 2 "http://127.0.0.1:$port/metrics" | sed -n 's/^aiq_cycle_seconds_count \([0-9]*\).*/\1/p')
         [ "${c:-0}" -ge 1 ] && break
         sleep 0.1
@@ -445,6 +449,8 @@ wl_quota_exact() {
         n=$((n + 1))
         wl_qsample | sed "s/^/$n /" >>"$T/qs.txt"
         wl_qjudge "$T/qs.txt" >"$T/qj.txt"; rc=$?
+        # An armed operator may end itself at its crash point meanwhile.
+        [ $rc = 2 ] && [ -n "${OP_PID:-}" ] && ! kill -0 "$OP_PID" 2>/dev/null && { rc=3; break; }
         [ $rc = 2 ] && [ "$(date +%s)" -lt $end ] && { sleep 0.3; continue; }
         break
     done

@@ -109,19 +109,34 @@ op_up_for() {
     case $nw in ""|kill:*) wl_op_up ;; *) export AIQ_CRASH_AT="$nw"; wl_op_up; unset AIQ_CRASH_AT ;; esac
 }
 # after_kill I [up]: the operator down since $td after kill I. Starts it
-# unarmed (unless "up": already running unarmed) and checks quota exactly
-# (an armed one could end itself in the middle of the check); then, for a
-# crash point next, stops it and starts it armed. Every outage goes to
-# outages.txt (wl_attempts_ok).
+# (unless "up": already running, unarmed) armed for the next kill as the
+# plan says, and checks quota exactly once it has finished a cycle. An
+# armed operator may reach its crash point in the middle of the check:
+# then that crash is the next kill (the loop counts it) and the check
+# is owed; it is done after that kill's restart, which comes first
+# (owed > 0: started unarmed, checked, stopped with SIGTERM, started
+# armed), so every kill is followed by a check before the next one but
+# the plan is not slowed down when the check is quick. Every outage goes
+# to outages.txt (wl_attempts_ok).
+owed=0; merged=0
 after_kill() {
+    armed=0
     if [ -z "${2:-}" ]; then
-        wl_op_up
+        if [ $owed = 0 ]; then
+            op_up_for $(($1 + 1))
+            [ -n "$(sed -n "$(($1 + 1))p" "$T/plan.txt" | awk '$1 != "kill"')" ] && armed=1
+        else wl_op_up; fi
         echo "$td $(date +%s.%N)" >>"$T/outages.txt"
     fi
-    if wl_quota_exact "after kill $1" >"$T/qx.out" 2>&1; then qok=$((qok + 1))
-    else bad "after kill $1: quota use exact"; sed 's/^/     /' "$T/qx.out" | tail -12; fi
+    wl_quota_exact "after kill $1" >"$T/qx.out" 2>&1; rc=$?
+    case $rc in
+        0) qok=$((qok + 1)); owed=0 ;;
+        3) owed=1; merged=$((merged + 1)); echo "after kill $1: crash point reached during the quota check; checked after the next kill" ;;
+        *) bad "after kill $1: quota use exact"; sed 's/^/     /' "$T/qx.out" | tail -12; owed=0 ;;
+    esac
+    [ $rc = 3 ] && return
     nw=$(sed -n "$(($1 + 1))p" "$T/plan.txt" | awk '{ print $1 }')
-    if [ -n "$nw" ] && [ "$nw" != kill ]; then
+    if [ $armed = 0 ] && [ -n "$nw" ] && [ "$nw" != kill ]; then
         td=$(date +%s.%N)
         kill "$OP_PID"; wait "$OP_PID" 2>/dev/null; OP_PID=""
         op_up_for $(($1 + 1))
@@ -168,7 +183,10 @@ while read -r what pass delay; do
     after_kill $i
 done <"$T/plan.txt"
 [ -n "$OP_PID" ] || wl_op_up
-check "crash run: quota use exact after each of the $kills kills ($qok checks)" test "$qok" -eq "$kills"
+# A check owed by the last kill is done now, by the operator just started.
+[ $owed = 1 ] && { wl_quota_exact "after the last kill" >"$T/qx.out" 2>&1 && qok=$((qok + 1)) || sed 's/^/     /' "$T/qx.out" | tail -12; }
+check "crash run: quota use exact after the kills ($qok checks, $kills kills; one owed during a crash point is done after the next)" \
+    test $((qok + merged)) -eq "$kills"
 wait_for $LIMIT "crash run: every job finished after $kills kills" wl_all_done "$N"
 echo "crash run took $(( $(date +%s) - t0 )) s"
 qwatch_stop "crash run"
