@@ -244,7 +244,7 @@ wl_op_up() {
     OP_PID=$!
     for _ in $(seq 1 200); do
         [ "$(cat "$T/op.log" 2>/dev/null | grep -c "event=ready")" -gt "$before" ] && return 0
-        kill -0 "$OP_PID" 2>/dev/null || return 0
+        wl_op_alive || return 0
         sleep 0.05
     done
     return 1
@@ -430,6 +430,16 @@ wl_qjudge() {
                exit bad ? 1 : (und ? 2 : 0) }' "$1"
 }
 
+# wl_op_alive: the operator (OP_PID) still runs. kill -0 is not enough:
+# an operator that ended at its crash point stays a zombie until the
+# suite waits for it, and kill -0 succeeds on a zombie.
+wl_op_alive() {
+    [ -n "${OP_PID:-}" ] || return 1
+    st=$(ps -o stat= -p "$OP_PID" 2>/dev/null) || return 1
+    case "$st" in Z*|"") return 1 ;; esac
+    return 0
+}
+
 # wl_quota_exact WHAT: after a (re)start: waits until the operator has
 # finished a cycle (aiq_cycle_seconds_count on its /metrics), then
 # samples until every key is judged (wl_qjudge), at most 20 s. Returns 3
@@ -437,7 +447,7 @@ wl_qjudge() {
 wl_quota_exact() {
     port=$(grep -o 'event=metrics_listening.*port=[0-9]*' "$T/op.log" 2>/dev/null | tail -1 | sed 's/.*port=//')
     for _ in $(seq 1 100); do
-        [ -n "${OP_PID:-}" ] && ! kill -0 "$OP_PID" 2>/dev/null && { echo "$1: the operator ended before a cycle"; return 3; }
+        [ -n "${OP_PID:-}" ] && ! wl_op_alive && { echo "$1: the operator ended before a cycle"; return 3; }
         c=$(curl -sf --max-time 2 "http://127.0.0.1:$port/metrics" | sed -n 's/^aiq_cycle_seconds_count \([0-9]*\).*/\1/p')
         [ "${c:-0}" -ge 1 ] && break
         sleep 0.1
@@ -450,7 +460,7 @@ wl_quota_exact() {
         wl_qsample | sed "s/^/$n /" >>"$T/qs.txt"
         wl_qjudge "$T/qs.txt" >"$T/qj.txt"; rc=$?
         # An armed operator may end itself at its crash point meanwhile.
-        [ $rc = 2 ] && [ -n "${OP_PID:-}" ] && ! kill -0 "$OP_PID" 2>/dev/null && { rc=3; break; }
+        [ $rc = 2 ] && [ -n "${OP_PID:-}" ] && ! wl_op_alive && { rc=3; break; }
         [ $rc = 2 ] && [ "$(date +%s)" -lt $end ] && { sleep 0.3; continue; }
         break
     done

@@ -148,8 +148,8 @@ while read -r what pass delay; do
     if [ "$what" != kill ]; then
         # Running armed since its start: it ends itself at the pass-th hit.
         w=0
-        while kill -0 "$OP_PID" 2>/dev/null && [ $w -lt 150 ]; do sleep 0.1; w=$((w + 1)); done
-        if kill -0 "$OP_PID" 2>/dev/null; then
+        while wl_op_alive && [ $w -lt 150 ]; do sleep 0.1; w=$((w + 1)); done
+        if wl_op_alive; then
             op_kill9; sig=$((sig + 1)); echo "kill $i: $what:$pass not reached in 15 s, SIGKILL"
             td=$(date +%s.%N)
         else
