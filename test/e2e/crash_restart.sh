@@ -11,8 +11,20 @@
 # show every job ended as its exit codes say, each Succeeded job owning
 # exactly its replicas' pods, started pods = replicas x attempts (no double
 # run), one admit decision and one counted attempt per attempt (journal),
-# usage equal to the attempts' sum, and per-user GPU-seconds within the
-# tolerance explained at the comparison below.
+# usage equal to the attempts' sum (in all and per user and group), and
+# per-user GPU-seconds within the tolerance explained at the comparison
+# below.
+#
+# The jobs run in the namespaces of two Groups whose quotas (28 GPUs in
+# all) are below the cluster's 32, with UserQuotas for their users
+# (wl_quota_table), and the operator runs without --ungrouped: quota
+# holds jobs back. After every kill the operator is started unarmed and,
+# once it has finished a cycle, its quota use (aiq_quota_used and the
+# Group/UserQuota status) must equal the GPUs the released pods hold, key
+# by key (wl_quota_exact); then, if the next kill is a crash point, it is
+# stopped (SIGTERM) and started armed. A background sampler checks that no
+# group or user ever holds more than its quota and that quota was reached.
+WL_NS="team-a team-b"; WL_OP_ARGS=""
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/_workload.sh"
 
@@ -23,15 +35,47 @@ N=${AIQ_JOBS:-$N}; K=${AIQ_KILLS:-$K}
 SCALE=10
 echo "crash_restart: $N jobs, $K kills, seed $SEED, time scale $SCALE"
 wl_nodes "$T/nodes.yaml"
-wl_gen "$N" "$SEED" >"$T/wl.yaml"
+wl_gen "$N" "$SEED" groups >"$T/wl.yaml"
+wl_jobmap "$T/wl.yaml"
+
+# qwatch_start / qwatch_stop LABEL: samples quota use every 0.5 s in the
+# background (wl_qsample) and judges all samples at the end: never over a
+# quota, no key still and unequal (wl_qjudge), and some key at its quota
+# (the quotas really held jobs back).
+qwatch_start() {
+    rm -f "$T/qstop" "$T/qw.txt"
+    # (Also ends when $T is gone: the suite exited without qwatch_stop.)
+    ( n=0; while [ ! -f "$T/qstop" ] && [ -d "$T" ]; do
+          n=$((n + 1)); wl_qsample bg 2>/dev/null | sed "s/^/$n /" >>"$T/qw.txt"; sleep 0.5
+      done ) &
+    QW_PID=$!
+}
+qwatch_ok() {
+    wl_qjudge "$T/qw.txt" >"$T/qwj.txt"
+    [ $? = 1 ] && { grep -v 'undecided\|equal at' "$T/qwj.txt"; return 1; }
+    echo "$(awk '{ print $1 }' "$T/qw.txt" | sort -u | wc -l) samples"
+    awk '$7 != "-" && $7 + 0 == $8 + 0 { print "at quota: " $2 " " $3 " holds " $7 " of " $8 " GPUs (sample " $1 ")"; hit = 1; exit }
+         END { exit !hit }' "$T/qw.txt"
+}
+qwatch_stop() {
+    touch "$T/qstop"; wait "$QW_PID"
+    check "$1: no group or user over its quota at any sample; quota reached" qwatch_ok
+    cat "$T/check.out"
+}
 
 # --- the clean run --------------------------------------------------------
 e2e_start --nodes "$T/nodes.yaml" --time-scale $SCALE
 wl_op_up || bad "operator ready"
+check "clean run: Groups and UserQuotas accepted" wl_groups_up
 t0=$(date +%s)
 check "clean run: workload applied" wl_apply "$T/wl.yaml"
+qwatch_start
+sleep 3
+check "clean run: quota use exact mid-run" wl_quota_exact "clean run"
 wait_for $LIMIT "clean run: every job finished" wl_all_done "$N"
 echo "clean run took $(( $(date +%s) - t0 )) s"
+qwatch_stop "clean run"
+check "clean run: quota use exact at the end (all 0)" wl_quota_exact "clean end"
 wl_check_end "$T/wl.yaml" "$T/op.db"
 wl_user_gpus "$T/op.db" >"$T/clean.gpus"
 wl_stop_all clean
@@ -53,22 +97,59 @@ read -r what pass delay <"$T/plan.txt"
 [ "$what" != kill ] && export AIQ_CRASH_AT="$what:$pass"
 wl_op_up || bad "operator ready"
 unset AIQ_CRASH_AT
+check "crash run: Groups and UserQuotas accepted" wl_groups_up
 t0=$(date +%s)
 check "crash run: workload applied" wl_apply "$T/wl.yaml"
-kills=0; self=0; sig=0; i=0
+qwatch_start
+kills=0; self=0; sig=0; i=0; qok=0
 # op_up_for LINE: starts the operator armed for plan line LINE when that
 # line names a crash point (so every kill is one the plan counts).
 op_up_for() {
     nw=$(sed -n "${1}p" "$T/plan.txt" | awk '{ print $1 ":" $2 }')
     case $nw in ""|kill:*) wl_op_up ;; *) export AIQ_CRASH_AT="$nw"; wl_op_up; unset AIQ_CRASH_AT ;; esac
 }
+# after_kill I [up]: the operator down since $td after kill I. Starts it
+# (unless "up": already running, unarmed) armed for the next kill as the
+# plan says, and checks quota exactly once it has finished a cycle. An
+# armed operator may reach its crash point in the middle of the check:
+# then that crash is the next kill (the loop counts it) and the check
+# is owed; it is done after that kill's restart, which comes first
+# (owed > 0: started unarmed, checked, stopped with SIGTERM, started
+# armed), so every kill is followed by a check before the next one but
+# the plan is not slowed down when the check is quick. Every outage goes
+# to outages.txt (wl_attempts_ok).
+owed=0; merged=0
+after_kill() {
+    armed=0
+    if [ -z "${2:-}" ]; then
+        if [ $owed = 0 ]; then
+            op_up_for $(($1 + 1))
+            [ -n "$(sed -n "$(($1 + 1))p" "$T/plan.txt" | awk '$1 != "kill"')" ] && armed=1
+        else wl_op_up; fi
+        echo "$td $(date +%s.%N)" >>"$T/outages.txt"
+    fi
+    wl_quota_exact "after kill $1" >"$T/qx.out" 2>&1; rc=$?
+    case $rc in
+        0) qok=$((qok + 1)); owed=0 ;;
+        3) owed=1; merged=$((merged + 1)); echo "after kill $1: crash point reached during the quota check; checked after the next kill" ;;
+        *) bad "after kill $1: quota use exact"; sed 's/^/     /' "$T/qx.out" | tail -12; owed=0 ;;
+    esac
+    [ $rc = 3 ] && return
+    nw=$(sed -n "$(($1 + 1))p" "$T/plan.txt" | awk '{ print $1 }')
+    if [ $armed = 0 ] && [ -n "$nw" ] && [ "$nw" != kill ]; then
+        td=$(date +%s.%N)
+        kill "$OP_PID"; wait "$OP_PID" 2>/dev/null; OP_PID=""
+        op_up_for $(($1 + 1))
+        echo "$td $(date +%s.%N)" >>"$T/outages.txt"
+    fi
+}
 while read -r what pass delay; do
     i=$((i + 1))
     if [ "$what" != kill ]; then
         # Running armed since its start: it ends itself at the pass-th hit.
         w=0
-        while kill -0 "$OP_PID" 2>/dev/null && [ $w -lt 150 ]; do sleep 0.1; w=$((w + 1)); done
-        if kill -0 "$OP_PID" 2>/dev/null; then
+        while wl_op_alive && [ $w -lt 150 ]; do sleep 0.1; w=$((w + 1)); done
+        if wl_op_alive; then
             op_kill9; sig=$((sig + 1)); echo "kill $i: $what:$pass not reached in 15 s, SIGKILL"
             td=$(date +%s.%N)
         else
@@ -94,20 +175,22 @@ while read -r what pass delay; do
         else bad "local cluster restart"; fi
         sleep 2
         echo "$td $(date +%s.%N)" >>"$T/outages.txt"
-        nw=$(sed -n "$((i + 1))p" "$T/plan.txt" | awk '{ print $1 }')
-        if [ -n "$nw" ] && [ "$nw" != kill ]; then
-            # The next kill is a crash point: the operator must be armed.
-            kill "$OP_PID"; wait "$OP_PID" 2>/dev/null; OP_PID=""
-            op_up_for $((i + 1))
-        fi
+        # The quota check after this kill runs once the cluster is back
+        # (the operator's view of it resumed or relisted).
+        after_kill $i up
         continue
     fi
-    op_up_for $((i + 1))
-    echo "$td $(date +%s.%N)" >>"$T/outages.txt"
+    after_kill $i
 done <"$T/plan.txt"
 [ -n "$OP_PID" ] || wl_op_up
+# A check owed by the last kill is done now, by the operator just started.
+[ $owed = 1 ] && { wl_quota_exact "after the last kill" >"$T/qx.out" 2>&1 && qok=$((qok + 1)) || sed 's/^/     /' "$T/qx.out" | tail -12; }
+check "crash run: quota use exact after the kills ($qok checks, $kills kills; one owed during a crash point is done after the next)" \
+    test $((qok + merged)) -eq "$kills"
 wait_for $LIMIT "crash run: every job finished after $kills kills" wl_all_done "$N"
 echo "crash run took $(( $(date +%s) - t0 )) s"
+qwatch_stop "crash run"
+check "crash run: quota use exact at the end (all 0)" wl_quota_exact "crash end"
 check "the kills happened ($self at crash points, $sig by SIGKILL)" \
     test $((self + sig)) -eq "$K" -a "$self" -ge 1
 # Every point the plan names must have been reached at least once (one
