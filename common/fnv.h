@@ -17,6 +17,18 @@ static inline uint64_t aiq_fnv(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
+/* The offset the in-memory hash tables (operator cache, user maps, the
+ * simulator's maps) have always started from: FNV's basis with its last
+ * digit missing. Kept so their layouts, and anything that iterates them,
+ * do not change; aiq_fnv over the string's bytes (no NUL) from it gives
+ * the values those tables had. */
+#define AIQ_FNV_TABLE_SEED 1469598103934665603ULL
+
+/* h continued over the bytes of s, without its NUL (table keys). */
+static inline uint64_t aiq_fnv_cstr(uint64_t h, const char *s) {
+    return aiq_fnv(h, s, strlen(s));
+}
+
 /* Continues h over s and its NUL, so "ab","c" and "a","bc" differ;
  * NULL hashes as "". */
 static inline uint64_t aiq_fnv_str(uint64_t h, const char *s) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
+
 struct opcache {
     struct opcache_obj **ent; /* dense; count used */
     size_t count, cap;
@@ -19,12 +21,7 @@ struct opcache {
 };
 
 static uint64_t cache__hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, s);
 }
 
 /* Creates the cache; see cache.h. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "operator/capgrace.h"
 #include "operator/crashpoint.h"
 #include "operator/kube_status.h"
@@ -28,12 +29,7 @@ struct cy_umap {
 };
 
 static uint64_t cy__hash2(int g, const char *u) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(g + 7);
-    for (; *u; u++) {
-        h ^= (unsigned char)*u;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED ^ (uint64_t)(g + 7), u);
 }
 
 /* Everything one cycle allocates. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "common/units.h"
 
 /* ---- reading a pod ----------------------------------------------------------- */
@@ -163,9 +164,7 @@ struct fpods {
 };
 
 static size_t fp__hash(const char *s, size_t nb) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    uint64_t h = aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, s);
     return (size_t)(h ^ (h >> 29)) & (nb - 1);
 }
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
+
 /* Names of the sources; see predict.h. */
 const char *pred_source_name(pred_source s) {
     switch (s) {
@@ -145,12 +147,7 @@ struct pred_hist {
 };
 
 static uint64_t hash__(const char *k) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *k; k++) {
-        h ^= (unsigned char)*k;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, k);
 }
 
 /* Creates a history; see predict.h. */

@@ -14,6 +14,7 @@
 
 #include <json-c/json.h>
 
+#include "common/fnv.h"
 #include "common/units.h"
 #include "simulator/sim_int.h"
 
@@ -27,12 +28,7 @@ struct umap {
 };
 
 static uint64_t h__(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, s);
 }
 
 static int umap_find(const struct umap *m, const struct sim_trace *tr, const char *uid) {

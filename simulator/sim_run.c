@@ -27,6 +27,7 @@
 
 #include <json-c/json.h>
 
+#include "common/fnv.h"
 #include "operator/predict.h"
 #include "policy/fairshare.h"
 #include "simulator/sim_int.h"
@@ -116,12 +117,7 @@ struct smap {
 };
 
 static uint64_t shash__(const char *s, int g) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(g + 2);
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED ^ (uint64_t)(g + 2), s);
 }
 
 /* Returns the index of (s, g), adding it; -1 on ENOMEM. maxn bounds n. */
