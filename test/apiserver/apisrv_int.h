@@ -282,6 +282,12 @@ void apisrv__pod_validate_create(json_object *pod, struct apisrv__st *st);
  * causes appended to st. */
 void apisrv__pod_validate_update(json_object *nw, json_object *old, struct apisrv__st *st);
 
+/* podsecurity.c (lock held): Pod Security Admission's enforce mode for a
+ * pod created in ns (four of the baseline checks; see the file). Returns
+ * 0, or -1 with the real server's 403 in st. */
+int apisrv__pod_security(apisrv *s, const char *ns, const char *name, json_object *pod,
+                         struct apisrv__st *st);
+
 /* ---- binding.c: the pods/binding subresource ------------------------------ */
 
 /* Binds pod ns/name as POST .../pods/NAME/binding does with the Binding

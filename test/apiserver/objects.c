@@ -370,6 +370,8 @@ int apisrv__create(apisrv *s, const struct apisrv__type *t, const char *ns,
     snprintf(vname, sizeof vname, "%s", name ? name : "");
     initial_status(t, obj);
     if (validate(s, t, obj, NULL, o, vname, st)) goto out_put;
+    if (!strcmp(t->key, "/pods") && ns && apisrv__pod_security(s, ns, vname, obj, st))
+        goto out_put;
     if (o && o->user &&
         apisrv__admit(s, t, "CREATE", ns, vname, NULL, obj, NULL, o->user, o->dry_run, st))
         goto out_put;

@@ -20,8 +20,8 @@
 # preconditions, garbage collection, namespace deletion, watches seeing
 # MODIFIED then DELETED, kubectl's view), a watch from a too-old
 # resourceVersion, JSON nesting depth, invalid UTF-8 in bodies, and the
-# AIJob name limit from the CRD schema, and the pod template guard's CEL
-# rules.
+# AIJob name limit from the CRD schema, the pod template guard's CEL
+# rules, and Pod Security Admission's baseline checks the local server has.
 #
 # Env: AIQ_BUILD (default build/san, falling back to build/rel), AIQ_SRC,
 # AIQ_REALCLUSTER (see _server.sh); E2E_KEEP=1 keeps the temp dir.
@@ -424,6 +424,23 @@ both "namespace: a name of 64 characters (its name label too)" s_ns "$(printf '%
 s_ns_ok() { call POST /api/v1/namespaces application/json '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"diff-ok"}}'
     rec '(.metadata.labels | to_entries | map("\(.key)=\(.value)") | join(",")), (.spec.finalizers | join(",")), .status.phase'; }
 both "namespace: created with its name label and the kubernetes finalizer" s_ns_ok
+
+# Pod Security Admission (enforce=baseline on the namespace): the four
+# baseline checks the local server has (test/apiserver/podsecurity.c), one
+# at a time and all at once (the real order and wording).
+s_ns_psa() { call POST /api/v1/namespaces application/json '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"diff-psa","labels":{"pod-security.kubernetes.io/enforce":"baseline"}}}'
+    rec '.metadata.labels["pod-security.kubernetes.io/enforce"]'; }
+both "namespace: diff-psa enforces baseline" s_ns_psa
+PSA=/api/v1/namespaces/diff-psa/pods
+s_psa() { call POST $PSA application/json "$(podjson "$1" "$2" '{}')"; recm '.details.kind // "-"'; }
+both "psa: a privileged container is refused" s_psa p-priv \
+    '{"schedulerName":"none","containers":[{"name":"w","image":"busybox","securityContext":{"privileged":true}}]}'
+both "psa: host namespaces" s_psa p-hostns '{"schedulerName":"none","hostNetwork":true,"hostIPC":true}'
+both "psa: a hostPath volume" s_psa p-hostpath \
+    '{"schedulerName":"none","volumes":[{"name":"root","hostPath":{"path":"/"}}]}'
+both "psa: everything at once, in the real order" s_psa p-all \
+    '{"schedulerName":"none","hostPID":true,"volumes":[{"name":"a","hostPath":{"path":"/a"}},{"name":"b","hostPath":{"path":"/b"}}],"initContainers":[{"name":"i","image":"busybox","securityContext":{"privileged":true}}],"containers":[{"name":"w","image":"busybox","ports":[{"containerPort":80,"hostPort":8080},{"containerPort":81,"hostPort":8081}],"securityContext":{"privileged":true}},{"name":"x","image":"busybox","ports":[{"containerPort":82,"hostPort":9000}]}]}'
+both "psa: a plain pod is admitted" s_psa p-plain '{"schedulerName":"none"}'
 
 # ---- 3. the binding subresource ------------------------------------------------------------
 # s_bind NAME BINDING-JSON [PATH-NAME]

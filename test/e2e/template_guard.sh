@@ -10,7 +10,7 @@
 # of it exists. A privileged template in a namespace labelled
 # pod-security.kubernetes.io/enforce=baseline is refused by Pod Security
 # Admission and the AIJob says so (Rejected, PodRefused, "PodSecurity").
-# servers: local real (the local server has no Pod Security Admission: the privileged probe is skipped there, with the reason)
+# servers: local real
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 5
@@ -105,22 +105,18 @@ kubectl delete aijob gpu8 pinned --wait=false >/dev/null 2>&1
 check "restore the CRD with the rules" kubectl apply -f "$ROOT/crds/aijobs.aiq.dev.yaml"
 
 # --- 3. Pod Security Admission on the group's namespace ---------------------
-if [ "${AIQ_API:-local}" = real ]; then
-    # The shipped namespaces: each enforces baseline.
-    check "examples/namespaces.yaml applies" kubectl apply -f "$ROOT/examples/namespaces.yaml"
-    job priv research 1 '{containers: [{name: w, image: busybox, securityContext: {privileged: true}}]}' >"$T/j.yaml"; apply
-    check "a privileged template is accepted as an AIJob (PSA judges pods)" [ "$APPLY_RC" = 0 ]
-    wait_for 30 "the privileged job is Rejected: PodRefused by PodSecurity (baseline)" sh -c '
-      [ "$(kubectl get aijob priv -n research -o jsonpath={.status.phase})" = Rejected ] &&
-      kubectl get aijob priv -n research -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}" | grep -qx PodRefused &&
-      kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q "PodSecurity \"baseline:latest\"" &&
-      kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q privileged'
-    check "no privileged pod exists" sh -c '[ -z "$(kubectl get pods -n research -o name)" ]'
-    job plain research 1 '{containers: [{name: w, image: busybox}]}' >"$T/j.yaml"; apply
-    wait_for 60 "a plain job in the same namespace runs to Succeeded" sh -c '
-      [ "$(kubectl get aijob plain -n research -o jsonpath={.status.phase})" = Succeeded ]'
-else
-    echo "skip the privileged-template probe: the local API server has no Pod Security Admission (run with AIQ_API=real)"
-fi
+# The shipped namespaces: each enforces baseline.
+check "examples/namespaces.yaml applies" kubectl apply -f "$ROOT/examples/namespaces.yaml"
+job priv research 1 '{containers: [{name: w, image: busybox, securityContext: {privileged: true}}]}' >"$T/j.yaml"; apply
+check "a privileged template is accepted as an AIJob (PSA judges pods)" [ "$APPLY_RC" = 0 ]
+wait_for 30 "the privileged job is Rejected: PodRefused by PodSecurity (baseline)" sh -c '
+  [ "$(kubectl get aijob priv -n research -o jsonpath={.status.phase})" = Rejected ] &&
+  kubectl get aijob priv -n research -o jsonpath="{.status.conditions[?(@.type==\"Rejected\")].reason}" | grep -qx PodRefused &&
+  kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q "PodSecurity \"baseline:latest\"" &&
+  kubectl get aijob priv -n research -o jsonpath={.status.message} | grep -q privileged'
+check "no privileged pod exists" sh -c '[ -z "$(kubectl get pods -n research -o name)" ]'
+job plain research 1 '{containers: [{name: w, image: busybox}]}' >"$T/j.yaml"; apply
+wait_for 60 "a plain job in the same namespace runs to Succeeded" sh -c '
+  [ "$(kubectl get aijob plain -n research -o jsonpath={.status.phase})" = Succeeded ]'
 
 e2e_done
