@@ -214,7 +214,7 @@ demo: deps
 SOAK_BUILD ?= build/san
 soak: deps
 	@$(MAKE) --no-print-directory $(JOBS) test-build
-	@AIQ_SOAK=1 AIQ_E2E_BUILD=$(SOAK_BUILD) ./test/run-tests.sh build/san
+	@AIQ_SOAK=1 AIQ_PROGRESS=$${AIQ_PROGRESS:-30} AIQ_E2E_BUILD=$(SOAK_BUILD) ./test/run-tests.sh build/san
 
 clean:
 	rm -rf build

@@ -12,6 +12,11 @@
 # control plane (aiq-realcluster); "none" runs it once without a server.
 # The line says why when a script runs on one server only.
 # AIQ_SERVERS="local" (or "real") runs only the scripts' runs on those.
+# AIQ_SUITES="crash_restart plugin" runs only those e2e scripts.
+# AIQ_PROGRESS=SECS (make soak sets 30) prints, every SECS while an e2e
+# suite runs, a line "... SUITE: running 5m30s[; what it does now]" (the
+# suite's own words, from lib.sh's progress); unset, the output is only
+# the result lines below.
 set -u
 BUILD=${1:-build/san}
 WHAT=${2:-all}
@@ -22,6 +27,32 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 P=0; F=0
 START=$(date +%s)
 LOG=$(mktemp -d /tmp/aiq-test.XXXXXX)
+
+# run_suite LABEL CMD...: runs CMD into $LOG/LABEL.out and returns its exit
+# status; with AIQ_PROGRESS, prints progress lines while it runs.
+run_suite() {
+    label=$1; shift
+    every=${AIQ_PROGRESS:-0}
+    case $every in ''|*[!0-9]*)
+        echo "AIQ_PROGRESS must be a whole number of seconds, got \"$every\"" >&2; exit 2 ;;
+    esac
+    if [ "$every" = 0 ]; then
+        "$@" >"$LOG/$label.out" 2>&1
+        return
+    fi
+    AIQ_PROGRESS_FILE="$LOG/$label.progress" "$@" >"$LOG/$label.out" 2>&1 &
+    pid=$!
+    s0=$(date +%s); next=$((s0 + every))
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        now=$(date +%s)
+        [ "$now" -ge "$next" ] && kill -0 "$pid" 2>/dev/null || continue
+        next=$((now + every)); el=$((now - s0))
+        what=$(tail -1 "$LOG/$label.progress" 2>/dev/null)
+        echo "... $label: running $((el / 60))m$((el % 60))s${what:+; $what}"
+    done
+    wait "$pid"
+}
 
 tally() { # $1 = name, $2 = output file, $3 = exit code, $4 = seconds taken
     line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
@@ -70,6 +101,9 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
         n=$(basename "$s" .sh)
         # lib.sh and _*.sh are sourced helpers, not tests.
         case "$n" in lib|_*) continue ;; esac
+        if [ -n "${AIQ_SUITES:-}" ]; then
+            case " $AIQ_SUITES " in *" $n "*) ;; *) continue ;; esac
+        fi
         servers=$(sed -n 's/^# servers: *\([a-z ]*\).*/\1/p' "$s" | head -1)
         for srv in ${servers:-local real}; do
             if [ "$srv" != none ] && [ -n "${AIQ_SERVERS:-}" ]; then
@@ -77,8 +111,8 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
             fi
             label=$n; [ "$srv" != none ] && label="$n[$srv]"
             t0=$(date +%s)
-            (cd "$ROOT" && AIQ_API=$srv AIQ_BUILD="$ROOT/${AIQ_E2E_BUILD:-$BUILD}" sh "$s") \
-                >"$LOG/$label.out" 2>&1
+            run_suite "$label" env -C "$ROOT" AIQ_API="$srv" \
+                AIQ_BUILD="$ROOT/${AIQ_E2E_BUILD:-$BUILD}" sh "$s"
             rc=$?
             tally "$label" "$LOG/$label.out" $rc $(( $(date +%s) - t0 ))
         done

@@ -31,6 +31,7 @@
 #include "common/version.h"
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/cli_headroom.h"
 #include "operator/cli_rank.h"
 #include "operator/cli_table.h"
 #include "operator/foreign.h"
@@ -61,6 +62,8 @@ struct opts {
 /* Everything read from the API for one command. */
 struct world {
     json_object *groups_list, *uqs_list, *jobs_list, *policies_list;
+    json_object *nodes_list; /* NULL when nodes cannot be read (nodes_err says why) */
+    char nodes_err[sizeof ((aiq_err *)0)->message];
     struct aiq_group *groups;
     json_object **group_status;
     int ngroups;
@@ -324,6 +327,7 @@ static void world_free(struct world *w) {
     json_object_put(w->uqs_list);
     json_object_put(w->jobs_list);
     json_object_put(w->policies_list);
+    json_object_put(w->nodes_list);
     memset(w, 0, sizeof *w);
 }
 
@@ -405,6 +409,8 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
             if (node_facts_read(json_object_array_get_idx(nit, i), &f) == 0)
                 w->cw.total_gpus += f.q.ngpus;
         }
+    } else {
+        snprintf(w->nodes_err, sizeof w->nodes_err, "%s", e.message);
     }
     w->cw.groups = w->groups;
     w->cw.group_status = w->group_status;
@@ -447,7 +453,7 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     }
     rc = 0;
 out:
-    json_object_put(nodes);
+    w->nodes_list = nodes; /* kept for explain's headroom; world_free drops it */
     if (rc)
         world_free(w);
     return rc;
@@ -938,6 +944,171 @@ static void explain_preemption(json_object *raw, json_object *doc) {
         printf("           (no Preempted condition: the status was rewritten since)\n");
 }
 
+/* The usable nodes of w as the queue sees them (node_facts, strings
+ * borrowed from w->nodes_list), with what admitted and running AIJobs
+ * hold per their status.placement taken off. Pods that are not aiq's are
+ * not counted (the operator counts them; explain says so). Returns the
+ * number of nodes in *out (caller frees), -1 on ENOMEM. */
+static int hr_nodes(const struct world *w, struct q_node **out) {
+    json_object *nit = items_of(w->nodes_list), *jit = items_of(w->jobs_list);
+    size_t nn = nit ? json_object_array_length(nit) : 0;
+    struct q_node *q = calloc(nn + 1, sizeof *q);
+    int n = 0;
+    if (!q)
+        return -1;
+    for (size_t i = 0; i < nn; i++) {
+        struct node_facts f;
+        if (node_facts_read(json_object_array_get_idx(nit, i), &f) == 0 && !f.excluded)
+            q[n++] = f.q;
+    }
+    for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
+        json_object *job = json_object_array_get_idx(jit, i), *st = jget(job, "status");
+        const char *ph = jstr(st, "phase");
+        json_object *pl = jget(st, "placement");
+        struct aiq_aijob aj;
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (!ph || (strcmp(ph, "Admitted") != 0 && strcmp(ph, "Running") != 0) || !pl ||
+            !json_object_is_type(pl, json_type_array) || aiq_aijob_from_json(job, &aj, &e) != AIQ_OK)
+            continue; /* holds nothing, or a job the operator would not run either */
+        const struct aiq_resources *r = &aj.spec.resources;
+        for (size_t k = 0; k < json_object_array_length(pl); k++) {
+            json_object *p = json_object_array_get_idx(pl, k), *gi = jget(p, "gpuIndexes");
+            const char *node = jstr(p, "node");
+            for (int x = 0; node && x < n; x++) {
+                if (strcmp(q[x].name, node) != 0)
+                    continue;
+                q[x].cpu_used += r->cpu_milli;
+                q[x].mem_used += r->memory_bytes;
+                for (size_t g = 0; gi && json_object_is_type(gi, json_type_array) &&
+                                   g < json_object_array_length(gi); g++) {
+                    int idx = json_object_get_int(json_object_array_get_idx(gi, g));
+                    if (idx < 0 || idx >= q[x].ngpus)
+                        continue;
+                    int64_t *u = &q[x].gpu_mem_used[idx], t = q[x].gpu_mem_total[idx];
+                    *u = r->gpus > 0 ? t : *u + (int64_t)jnum(p, "gpuMemoryMiB", 0);
+                    *u = *u > t ? t : *u;
+                }
+            }
+        }
+        aiq_aijob_deinit(&aj);
+    }
+    *out = q;
+    return n;
+}
+
+/* The group's or user's quota, use and budget from its object. */
+static void hr_owner(struct cli_hr_owner *ow, const char *label, const struct aiq_quota *q,
+                     const struct aiq_budget *b, json_object *status) {
+    json_object *u = jget(status, "usage");
+    ow->label = label;
+    ow->quota = *q;
+    ow->used = (struct aiq_quota){(int64_t)jnum(u, "gpus", 0), (int64_t)jnum(u, "gpuMemoryMiB", 0),
+                                  (int64_t)jnum(u, "cpu", 0), (int64_t)jnum(u, "memory", 0),
+                                  (int64_t)jnum(u, "jobs", 0)};
+    ow->budget_gpu_hours = b->gpu_hours;
+    ow->used_gpu_hours = jnum(u, "gpuHours", 0);
+}
+
+/* What a waiting job waits for when no resource row blocks it. */
+static const char *hr_other(const char *reason) {
+    static const struct { const char *reason, *text; } t[] = {
+        {"BehindHigherPriority", "its turn: a job ahead of it (higher level or score) cannot start yet"},
+        {"GroupConflict", "a Group hold: two Groups claim its namespace"},
+        {"NoGroup", "a Group hold: no Group takes its namespace"},
+        {"Suspended", "spec.suspend to be false"},
+        {"Preempting", "the jobs being stopped to make room for it"},
+        {"WaitingToBorrow", "quota its cohort can lend"},
+    };
+    for (size_t i = 0; reason && i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(reason, t[i].reason) == 0)
+            return t[i].text;
+    return NULL;
+}
+
+/* Headroom of job j (raw: its object): each resource it needs against
+ * what is free or left, into doc ("headroom", "blockedBy") when given,
+ * else printed with the Blocked line. */
+static void explain_headroom(const struct world *w, const struct cli_job *j, json_object *raw,
+                             int g, int uq, json_object *doc) {
+    struct aiq_aijob aj;
+    struct q_node *nodes = NULL;
+    struct cli_hr_row rows[CLI_HR_MAX_ROWS];
+    struct cli_hr_owner own[2];
+    char gl[AIQ_MAX_NAME + 8], ul[AIQ_MAX_NAME + 8], blk[512] = "";
+    int nown = 0, nrows = 0, nn = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    bool waiting = cli_job_waiting(j);
+    bool decoded = waiting && aiq_aijob_from_json(raw, &aj, &e) == AIQ_OK;
+    if (decoded) {
+        nn = w->nodes_list ? hr_nodes(w, &nodes) : 0;
+        struct cli_hr_ask a = {aj.spec.replicas, aj.spec.resources.gpus, aj.spec.resources.gpu_memory_mib,
+                               aj.spec.resources.cpu_milli, aj.spec.resources.memory_bytes,
+                               jnum(jget(raw, "status"), "predictedRuntime", 0) > 0
+                                   ? jnum(jget(raw, "status"), "predictedRuntime", 0)
+                                   : aj.spec.estimated_runtime_s,
+                               aj.spec.resources.gpu_model, aj.spec.domain};
+        snprintf(gl, sizeof gl, "group %s", j->group);
+        snprintf(ul, sizeof ul, "user %s", j->user);
+        if (g >= 0)
+            hr_owner(&own[nown++], gl, &w->groups[g].spec.quota, &w->groups[g].spec.budget,
+                     w->group_status[g]);
+        if (uq >= 0)
+            hr_owner(&own[nown++], ul, &w->uqs[uq].spec.quota, &w->uqs[uq].spec.budget,
+                     w->uq_status[uq]);
+        nrows = nn < 0 ? 0 : cli_headroom(nodes, nn, &a, own, nown, rows, CLI_HR_MAX_ROWS);
+        aiq_aijob_deinit(&aj);
+    }
+    free(nodes);
+    size_t bl = 0;
+    for (int i = 0; i < nrows; i++) {
+        int n = rows[i].blocks ? snprintf(blk + bl, sizeof blk - bl, "%s%s", bl ? ", " : "",
+                                          rows[i].resource) : 0;
+        bl = n > 0 && (size_t)n < sizeof blk - bl ? bl + (size_t)n : bl;
+    }
+    if (doc) {
+        json_object *arr = json_object_new_array();
+        for (int i = 0; i < nrows; i++) {
+            json_object *x = json_object_new_object();
+            add_str(x, "resource", rows[i].resource);
+            add_str(x, "need", rows[i].need);
+            add_str(x, "available", rows[i].avail);
+            json_object_object_add(x, "blocks", json_object_new_boolean(rows[i].blocks));
+            json_object_array_add(arr, x);
+        }
+        json_object_object_add(doc, "headroom", arr);
+        add_str(doc, "blockedBy", bl ? blk : NULL);
+        if (waiting && !decoded)
+            add_str(doc, "headroomError", e.message);
+        return;
+    }
+    if (!waiting) {
+        printf("%sBlocked:%s   nothing: not waiting (%s%s%s)\n", C_BOLD, C_OFF,
+               j->reason[0] ? j->reason : j->phase, j->message[0] ? ": " : "", j->message);
+        return;
+    }
+    printf("%sHeadroom:%s  what it needs against what is free or left%s\n", C_BOLD, C_OFF,
+           !w->nodes_list ? "" : " (free: nodes minus aiq's placements; other pods not counted)");
+    if (!w->nodes_list)
+        printf("           %s(nodes not readable: %s)%s\n", C_DIM, w->nodes_err, C_OFF);
+    if (!decoded)
+        printf("           %s(the job's spec does not decode: %s)%s\n", C_DIM, e.message, C_OFF);
+    int wr = 4;
+    for (int i = 0; i < nrows; i++)
+        wr = (int)strlen(rows[i].resource) > wr ? (int)strlen(rows[i].resource) : wr;
+    for (int i = 0; i < nrows; i++)
+        printf("  %-*s  need %s; %s%s%s%s\n", wr, rows[i].resource, rows[i].need, rows[i].avail,
+               rows[i].blocks ? C_YELLOW : "", rows[i].blocks ? "  <- blocks" : "", C_OFF);
+    const char *other = hr_other(j->reason);
+    if (bl)
+        printf("%sBlocked:%s   %sby %s%s", C_BOLD, C_OFF, C_YELLOW, blk, C_OFF);
+    else
+        printf("%sBlocked:%s   %snone of these; it waits for %s%s", C_BOLD, C_OFF, C_YELLOW,
+               other ? other : j->reason[0] ? j->reason : "the next cycle", C_OFF);
+    printf(" (%s%s%s)\n", j->reason[0] ? j->reason : "-", j->message[0] ? ": " : "", j->message);
+}
+
 static int cmd_explain(const struct opts *o, struct world *w) {
     const char *name = o->args[1];
     struct cli_job *j = NULL;
@@ -1055,6 +1226,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
             add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
         add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
         add_str(doc, "message", j->message[0] ? j->message : NULL);
+        explain_headroom(w, j, raw, g, uq, doc);
         time_text(b1, sizeof b1, j->eta);
         add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
         add_str(doc, "source", live_it ? "live" : "status");
@@ -1126,12 +1298,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sBudget:%s    group: %s\n", C_BOLD, C_OFF,
            g >= 0 ? budget_text(b1, sizeof b1, g_h, &w->groups[g].spec.budget) : "no group");
     printf("           user: %s\n", uq >= 0 ? budget_text(b2, sizeof b2, u_h, &w->uqs[uq].spec.budget) : "no budget");
-    if (cli_job_waiting(j))
-        printf("%sBlocked:%s   %s%s%s%s%s\n", C_BOLD, C_OFF, C_YELLOW, j->reason[0] ? j->reason : "-",
-               j->message[0] ? ": " : "", j->message, C_OFF);
-    else
-        printf("%sBlocked:%s   nothing: not waiting (%s%s%s)\n", C_BOLD, C_OFF,
-               j->reason[0] ? j->reason : j->phase, j->message[0] ? ": " : "", j->message);
+    explain_headroom(w, j, raw, g, uq, NULL);
     time_text(b1, sizeof b1, j->eta);
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
     explain_preemption(raw, NULL);

@@ -164,6 +164,7 @@ while read -r what pass delay; do
         td=$(date +%s.%N)
     fi
     kills=$((kills + 1))
+    progress "kill $kills of $K done ($self at crash points, $sig by SIGKILL)" # no kubectl here: it would lengthen the outage
     # Halfway, restart the local cluster under a live (unarmed) operator.
     if [ $i = $(( (K + 1) / 2 )) ]; then
         wl_op_up

@@ -63,6 +63,16 @@ trap 'exit 1' INT TERM
 ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
 
+# progress TEXT: what a long suite is doing now (e.g. "kill 12 of 50"),
+# for the runner's progress lines (test/run-tests.sh, AIQ_PROGRESS). One
+# line in $AIQ_PROGRESS_FILE, replaced each time; nothing without it.
+progress() {
+    [ -n "${AIQ_PROGRESS_FILE:-}" ] || return 0
+    # A lost progress line only makes the next report less precise.
+    printf '%s\n' "$*" >"$AIQ_PROGRESS_FILE.tmp" 2>/dev/null &&
+        mv "$AIQ_PROGRESS_FILE.tmp" "$AIQ_PROGRESS_FILE" 2>/dev/null || :
+}
+
 # check "what" cmd...: passes when cmd exits 0.
 check() {
     what=$1; shift
@@ -75,6 +85,7 @@ wait_for() {
     end=$(( $(date +%s) + secs ))
     while :; do
         if "$@" >"$T/check.out" 2>&1; then ok "$what"; return 0; fi
+        [ -n "${AIQ_PROGRESS_FILE:-}" ] && progress "waiting for $what: $(tail -1 "$T/check.out" | cut -c1-120)"
         if [ "$(date +%s)" -ge "$end" ]; then
             bad "$what (after ${secs}s)"; sed 's/^/     /' "$T/check.out" | tail -8; return 1
         fi

@@ -126,9 +126,18 @@ check "explain: quota headroom of group and user" sh -c '
   grep -q "^           user alice: 16 of 16 in use, 0 left$" "$T/x" &&
   grep -q "this job needs 2 GPUs" "$T/x"'
 check "explain: budget of the group" grep -qE '^Budget:    group: [0-9.e-]+ of 100 GPU-hours used per 7d' "$T/x"
-check "explain: what blocks it is the status reason and message" sh -c '
+check "explain: what blocks it names the resources, then the status reason and message" sh -c '
   r=$(kubectl get aijob long -n team-a -o jsonpath="{.status.conditions[?(@.type==\"Queued\")].reason}")
-  [ -n "$r" ] && grep -q "^Blocked:   $r: " "$T/x"'
+  [ -n "$r" ] && grep -q "^Blocked:   by GPUs, group team quota gpus, user alice quota gpus ($r: " "$T/x"'
+check "explain: headroom per resource in human units, blocking rows marked" sh -c '
+  grep -qE "^  GPUs +need 2 GPUs; 0 unused on 2 nodes; room for 0 of 1 replica  <- blocks$" "$T/x" &&
+  grep -qE "^  GPU memory +need 40 GiB per GPU; 0 unused GPUs with 40 GiB or more; room for 0 of 1 replica$" "$T/x" &&
+  grep -qE "^  cpu +need 1 core; [0-9.]+ cores free, at most [0-9.]+ cores on one node; room for 1 of 1 replica$" "$T/x" &&
+  grep -qE "^  memory +need 1 GiB; [0-9.]+ [GT]iB free, .*room for 1 of 1 replica$" "$T/x" &&
+  grep -qE "^  group team quota gpus +need 2 GPUs; 16 GPUs of 16 GPUs in use, 0 GPUs left  <- blocks$" "$T/x" &&
+  grep -qE "^  group team quota jobs +need 1 job; 1 job of 10 jobs in use, 9 jobs left$" "$T/x" &&
+  grep -qE "^  group team budget +need 20 GPU-hours \(runtime 10 h\); [0-9.e-]+ of 100 GPU-hours used" "$T/x" ||
+  { cat "$T/x"; exit 1; }'
 check "explain: ETA" grep -qE '^ETA:       20[0-9-]+T[0-9:]+Z \(in ' "$T/x"
 check "explain: journal unreachable is said clearly" \
     grep -q '^Journal:   not available: the operator at http://127.0.0.1:1 is not reachable' "$T/x"

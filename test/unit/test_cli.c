@@ -1,12 +1,14 @@
 /* test_cli.c -- the helpers behind `kubectl aiq` (operator/cli_table.c,
  * operator/cli_rank.c): kubectl-style column layout, age strings at each
  * boundary of kubectl's format, the YAML printer, factor vectors rebuilt
- * from API objects, and the what-if ranking under a compiled policy. */
+ * from API objects, the what-if ranking under a compiled policy, and
+ * explain's headroom rows (operator/cli_headroom.c) in human units. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "operator/cli_headroom.h"
 #include "operator/cli_rank.h"
 #include "operator/cli_table.h"
 #include "operator/manifest.h"
@@ -305,4 +307,136 @@ TEST(fairshare_from_status_usage) {
     CHECK_DBL(fg, 1, 0);
     CHECK_DBL(fu, 1, 0);
     fixture_deinit(&fx);
+}
+
+TEST(human_units) {
+    char b[48];
+    CHECK_STR(cli_mib_text(b, sizeof b, 512), "512 MiB");
+    CHECK_STR(cli_mib_text(b, sizeof b, 40960), "40 GiB");
+    CHECK_STR(cli_mib_text(b, sizeof b, 152320), "148.8 GiB");
+    CHECK_STR(cli_bytes_text(b, sizeof b, 1073741824), "1 GiB");
+    CHECK_STR(cli_bytes_text(b, sizeof b, 1536), "1.5 KiB");
+    CHECK_STR(cli_bytes_text(b, sizeof b, 12), "12 B");
+    CHECK_STR(cli_cores_text(b, sizeof b, 1000), "1 core");
+    CHECK_STR(cli_cores_text(b, sizeof b, 500), "0.5 cores");
+    CHECK_STR(cli_cores_text(b, sizeof b, 16000), "16 cores");
+}
+
+/* Two 4-GPU nodes of 80 GiB GPUs, 8 cores and 16 GiB each; node a has
+ * GPUs 0-2 taken, 7 cores and 15 GiB used. */
+static void hr_fixture(struct q_node n[2]) {
+    memset(n, 0, 2 * sizeof *n);
+    for (int i = 0; i < 2; i++) {
+        n[i].name = i ? "b" : "a";
+        n[i].ngpus = 4;
+        n[i].schedulable = true;
+        n[i].cpu_alloc = 8000;
+        n[i].mem_alloc = 16ll << 30;
+        for (int g = 0; g < 4; g++)
+            n[i].gpu_mem_total[g] = 81920;
+    }
+    for (int g = 0; g < 3; g++)
+        n[0].gpu_mem_used[g] = 81920;
+    n[0].cpu_used = 7000;
+    n[0].mem_used = 15ll << 30;
+}
+
+static const struct cli_hr_row *hr_find(const struct cli_hr_row *r, int n, const char *res) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(r[i].resource, res) == 0)
+            return &r[i];
+    return NULL;
+}
+
+TEST(headroom_names_the_resource_that_blocks) {
+    struct q_node n[2];
+    struct cli_hr_row rows[CLI_HR_MAX_ROWS];
+    hr_fixture(n);
+    /* 2 replicas x (2 GPUs of 40 GiB, 5 cores, 1 GiB): b holds both
+     * replicas' GPUs, but 5 cores fit only once (1 core free on a, 8 on b). */
+    struct cli_hr_ask a = {2, 2, 40960, 5000, 1ll << 30, 7200, NULL, NULL};
+    int k = cli_headroom(n, 2, &a, NULL, 0, rows, CLI_HR_MAX_ROWS);
+    CHECK_INT(k, 4);
+    const struct cli_hr_row *r = hr_find(rows, k, "GPUs");
+    CHECK(r && !r->blocks);
+    CHECK_STR(r->need, "4 GPUs (2 replicas x 2 GPUs)");
+    CHECK_STR(r->avail, "5 unused on 2 nodes; room for 2 of 2 replicas");
+    r = hr_find(rows, k, "GPU memory");
+    CHECK(r && !r->blocks);
+    CHECK_STR(r->need, "40 GiB per GPU");
+    r = hr_find(rows, k, "cpu");
+    CHECK(r && r->blocks);
+    CHECK_STR(r->need, "10 cores (2 replicas x 5 cores)");
+    CHECK_STR(r->avail, "9 cores free, at most 8 cores on one node; room for 1 of 2 replicas");
+    r = hr_find(rows, k, "memory");
+    CHECK(r && !r->blocks);
+    CHECK_STR(r->need, "2 GiB (2 replicas x 1 GiB)");
+    CHECK_STR(r->avail, "17 GiB free, at most 16 GiB on one node; room for 2 of 2 replicas");
+}
+
+TEST(headroom_gpu_memory_of_a_shared_job_and_the_together_row) {
+    struct q_node n[2];
+    struct cli_hr_row rows[CLI_HR_MAX_ROWS];
+    hr_fixture(n);
+    /* b's GPUs are all 3/4 used: 20 GiB free each; a's last GPU is free. */
+    for (int g = 0; g < 4; g++)
+        n[1].gpu_mem_used[g] = 61440;
+    struct cli_hr_ask a = {1, 0, 30720, 0, 0, 0, NULL, NULL};
+    int k = cli_headroom(n, 2, &a, NULL, 0, rows, CLI_HR_MAX_ROWS);
+    CHECK_INT(k, 1);
+    CHECK_STR(rows[0].resource, "GPU memory");
+    CHECK_STR(rows[0].need, "30 GiB on a shared GPU");
+    CHECK_STR(rows[0].avail, "most free on one GPU 80 GiB; room for 1 of 1 replica");
+    CHECK(!rows[0].blocks);
+    /* 2 cores as well: a's GPU has the memory, b the cores -> together */
+    a.cpu_milli = 2000;
+    k = cli_headroom(n, 2, &a, NULL, 0, rows, CLI_HR_MAX_ROWS);
+    const struct cli_hr_row *r = hr_find(rows, k, "together");
+    CHECK(r && r->blocks);
+    CHECK(!hr_find(rows, k, "cpu")->blocks && !hr_find(rows, k, "GPU memory")->blocks);
+    /* a domain that no node has: nothing fits */
+    a.domain = "west";
+    k = cli_headroom(n, 2, &a, NULL, 0, rows, CLI_HR_MAX_ROWS);
+    CHECK(hr_find(rows, k, "GPU memory")->blocks && hr_find(rows, k, "cpu")->blocks);
+}
+
+TEST(headroom_quota_and_budget_rows) {
+    struct cli_hr_row rows[CLI_HR_MAX_ROWS];
+    struct cli_hr_owner o[2];
+    memset(o, 0, sizeof o);
+    o[0].label = "group team";
+    aiq_quota_unlimited(&o[0].quota);
+    o[0].quota.gpus = 16;
+    o[0].quota.cpu_milli = 8000;
+    o[0].used.gpus = 12;
+    o[0].used.cpu_milli = 7500;
+    o[0].budget_gpu_hours = 100;
+    o[0].used_gpu_hours = 99;
+    o[1].label = "user alice";
+    aiq_quota_unlimited(&o[1].quota);
+    o[1].quota.memory_bytes = 4ll << 30;
+    o[1].used.memory_bytes = 1ll << 30;
+    o[1].budget_gpu_hours = -1;
+    struct cli_hr_ask a = {2, 2, 0, 500, 1ll << 30, 1800, NULL, NULL};
+    int k = cli_headroom(NULL, 0, &a, o, 2, rows, CLI_HR_MAX_ROWS);
+    const struct cli_hr_row *r = hr_find(rows, k, "group team quota gpus");
+    CHECK(r && !r->blocks);
+    CHECK_STR(r->need, "4 GPUs");
+    CHECK_STR(r->avail, "12 GPUs of 16 GPUs in use, 4 GPUs left");
+    r = hr_find(rows, k, "group team quota cpu");
+    CHECK(r && r->blocks);
+    CHECK_STR(r->avail, "7.5 cores of 8 cores in use, 0.5 cores left");
+    CHECK(!hr_find(rows, k, "group team quota memory")); /* unlimited: no row */
+    r = hr_find(rows, k, "group team budget");
+    CHECK(r && r->blocks);
+    CHECK_STR(r->need, "2 GPU-hours (runtime 0.5 h)");
+    CHECK_STR(r->avail, "99 of 100 GPU-hours used, 1 left");
+    r = hr_find(rows, k, "user alice quota memory");
+    CHECK(r && !r->blocks);
+    CHECK_STR(r->avail, "1 GiB of 4 GiB in use, 3 GiB left");
+    CHECK(!hr_find(rows, k, "user alice budget"));
+    /* no nodes: the GPU row blocks with nothing free */
+    r = hr_find(rows, k, "GPUs");
+    CHECK(r && r->blocks);
+    CHECK_STR(r->avail, "0 unused on 0 nodes; room for 0 of 2 replicas");
 }
