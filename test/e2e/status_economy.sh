@@ -123,7 +123,12 @@ else
     mv "$T/op.log" "$T/op3.log"
     op_start --metrics-addr 0.0.0.0:0 --api-remote
     PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
-    check "with --api-remote /queue answers from $IP" sh -c "curl -fsS 'http://$IP:$PORT/queue' | grep -q QueueView"
+    # Remote callers then need a Kubernetes token and RBAC (api_auth.sh
+    # checks the whole flow); without one, 401 saying so.
+    check "with --api-remote, /queue from $IP without a token is 401, saying a token is needed" sh -c "
+      [ \"\$(curl -s -o '$T/r2.json' -w '%{http_code}' 'http://$IP:$PORT/queue')\" = 401 ] &&
+      grep -q 'no bearer token' '$T/r2.json'"
+    check "... and loopback still answers without one" sh -c "curl -fsS 'http://127.0.0.1:$PORT/queue' | grep -q QueueView"
     op_kill9
 fi
 e2e_done
