@@ -12,6 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
+#include "operator/pod_lean.h"
 #include "operator/pods.h"
 #include "operator/release_exec.h"
 
@@ -841,6 +842,9 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         if (!s->cache[k])
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
+    /* A pod is kept as the few fields the operator reads (pod_lean.h):
+     * most of the cache at a long queue is gated pods. */
+    opcache_set_lean(s->cache[OPK_POD], pod_lean);
     s->foreign = fpods_create();
     if (!s->foreign)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
