@@ -18,6 +18,7 @@ struct opcache {
     uint64_t seq;
     void (*free_parsed)(void *);
     void (*free_ext)(void *);
+    json_object *(*lean)(json_object *raw); /* NULL: keep raw */
 };
 
 static uint64_t cache__hash(const char *s) {
@@ -50,6 +51,10 @@ static void cache__free_obj(opcache *c, struct opcache_obj *o) {
     if (o->ext && c->free_ext)
         c->free_ext(o->ext);
     free(o);
+}
+
+void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {
+    c->lean = lean;
 }
 
 /* Frees the cache; see cache.h. */
@@ -135,12 +140,23 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
                       "metadata.name: missing, or namespace/name too long");
         return NULL;
     }
-    /* Nothing in the operator reads managedFields, and on a real API
-     * server they are a large part of every object (server-side apply
-     * bookkeeping): the cache does not keep them. */
-    json_object *md = NULL;
-    if (json_object_object_get_ex(raw, "metadata", &md) && json_object_is_type(md, json_type_object))
-        json_object_object_del(md, "managedFields");
+    if (c->lean) {
+        json_object *l = c->lean(raw);
+        json_object_put(raw);
+        raw = l;
+        if (!raw) {
+            aiq_err_set(err, AIQ_ENOMEM, "out of memory keeping the lean copy of %s", key);
+            return NULL;
+        }
+    } else {
+        /* Nothing in the operator reads managedFields, and on a real API
+         * server they are a large part of every object (server-side apply
+         * bookkeeping): the cache does not keep them. */
+        json_object *md = NULL;
+        if (json_object_object_get_ex(raw, "metadata", &md) &&
+            json_object_is_type(md, json_type_object))
+            json_object_object_del(md, "managedFields");
+    }
     long s = cache__find(c, key);
     if (s >= 0) {
         struct opcache_obj *o = c->ent[c->slots[s]];

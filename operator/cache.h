@@ -39,6 +39,13 @@ typedef struct opcache opcache;
  * entry's parsed struct and state. NULL on ENOMEM. */
 opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *));
 
+/* Makes every later put keep lean(raw) instead of raw: lean (borrows
+ * raw) returns a new object holding what the operator reads of it, or
+ * NULL on ENOMEM (the put then fails with AIQ_ENOMEM). raw itself is
+ * never changed, so a caller may put a reference to an object it still
+ * uses (see pod_lean.h for the pods'). */
+void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw));
+
 /* Frees c and every entry. NULL is a no-op. */
 void opcache_free(opcache *c);
 
@@ -51,11 +58,12 @@ int opcache_key(char *buf, size_t cap, json_object *obj);
 struct opcache_obj *opcache_get(opcache *c, const char *key);
 
 /* Inserts or replaces the object under its key; takes ownership of raw
- * (also on failure) and drops its metadata.managedFields, which nothing
- * in the operator reads. A replaced entry's parsed struct is freed (the
+ * (also on failure) and keeps its lean copy when the cache has a lean
+ * function, else raw without metadata.managedFields, which nothing in
+ * the operator reads. A replaced entry's parsed struct is freed (the
  * caller re-parses) and its ext state kept. Returns the entry, or NULL
  * with err set (AIQ_EINVAL for an object without a usable name,
- * AIQ_ENOMEM). */
+ * AIQ_ENOMEM, also when the lean copy fails). */
 struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err);
 
 /* Removes and frees the entry of key. Returns 1 if it existed, else 0. */

@@ -878,6 +878,26 @@ static void job__record(struct server *s, struct opcache_obj *o,
         js->attained_gpu_s = sj.gpu_seconds;
 }
 
+/* The AIJob's spec as JSON text in buf (cap bytes), with the template,
+ * which the cache keeps only as a string (srv__drop_template), back as
+ * its last member. Returns buf, or "null" when the object has no spec or
+ * the text does not fit. */
+static const char *job__spec_text(json_object *raw, const struct aiq_aijob *j, char *buf,
+                                  size_t cap) {
+    json_object *spec = NULL;
+    if (!json_object_object_get_ex(raw, "spec", &spec))
+        return "null";
+    const char *txt = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+    size_t n = txt ? strlen(txt) : 0;
+    if (n < 2 || txt[n - 1] != '}')
+        return "null";
+    const char *tj = j->spec.template_json;
+    int w = tj ? snprintf(buf, cap, "%.*s%s\"template\":%s}", (int)(n - 1), txt,
+                          n > 2 ? "," : "", tj)
+               : snprintf(buf, cap, "%s", txt);
+    return (w < 0 || (size_t)w >= cap) ? "null" : buf;
+}
+
 /* Journals the job's arrival once it is in the queue (or past it): the
  * spec, plus "created" (metadata.creationTimestamp) and "queued" (the
  * queue entry the cycle counts wait.hours from), both unix seconds printed
@@ -891,17 +911,13 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
                                   js->st.phase == AIQ_PHASE_PENDING ||
                                   js->st.phase == AIQ_PHASE_SUSPENDED))
         return;
-    json_object *spec = NULL;
-    json_object_object_get_ex(o->raw, "spec", &spec);
-    const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN)
-                           : NULL;
-    char payload[STORE_MAX_JSON];
+    char spec[STORE_MAX_JSON - 600], payload[STORE_MAX_JSON];
     double queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
     snprintf(payload, sizeof payload,
              "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
-             (txt && strlen(txt) < STORE_MAX_JSON - 600) ? txt : "null");
+             job__spec_text(o->raw, j, spec, sizeof spec));
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
                   "journal_event");
     js->journaled = true;

@@ -12,6 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
+#include "operator/pod_lean.h"
 #include "operator/pods.h"
 #include "operator/release_exec.h"
 
@@ -67,6 +68,19 @@ static void srv__free_ext(void *p) {
     free(x);
 }
 
+/* Drops spec.template from a parsed AIJob's cached JSON: the parse
+ * keeps it as one compact string (spec.template_json, what pods_build
+ * reads), while the tree costs a json-c hash table per object and its
+ * own serialized copy. Anything that needs the template reads the string
+ * (job__journal_arrival puts it back into the journaled spec). The object
+ * is the cache's own (opcache_put took it). */
+static void srv__drop_template(json_object *raw, const struct aiq_aijob *j) {
+    json_object *spec = NULL;
+    if (j->spec.template_json && json_object_object_get_ex(raw, "spec", &spec) &&
+        json_object_is_type(spec, json_type_object))
+        json_object_object_del(spec, "template");
+}
+
 /* Parses o->raw into its kind's struct; sets parse_ok / perr. */
 static void srv__parse(opkind k, struct opcache_obj *o) {
     size_t sz = 0;
@@ -95,6 +109,8 @@ static void srv__parse(opkind k, struct opcache_obj *o) {
     /* The struct is zeroed on error, so parsed is always safe to free. */
     o->parsed = p;
     o->parse_ok = rc == AIQ_OK;
+    if (k == OPK_AIJOB && o->parse_ok)
+        srv__drop_template(o->raw, p);
 }
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -841,6 +857,9 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         if (!s->cache[k])
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
+    /* A pod is kept as the few fields the operator reads (pod_lean.h):
+     * most of the cache at a long queue is gated pods. */
+    opcache_set_lean(s->cache[OPK_POD], pod_lean);
     s->foreign = fpods_create();
     if (!s->foreign)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");

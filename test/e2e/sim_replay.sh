@@ -89,6 +89,10 @@ check "the journal carries created/queued per arrival and each node's cpu and me
   [ "$(grep "\"kind\":\"job_arrival\"" "$T/j2.jsonl" | grep "\"created\":[0-9]" | grep -c "\"queued\":[0-9]")" = 4 ] &&
   grep "\"kind\":\"node\"" "$T/j2.jsonl" | grep -q "\"cpu_milli\":[1-9][0-9]*,\"memory_bytes\":[1-9]" &&
   [ "$(grep -c "\"kind\":\"job_start\"" "$T/j2.jsonl")" = 4 ]' "$SIM"
+# The operator's cache keeps an AIJob's template only as a string; each
+# arrival still journals the whole spec, template included.
+check "each arrival journals the spec with its pod template" sh -c '
+  [ "$(grep "\"kind\":\"job_arrival\"" "$T/j2.jsonl" | grep "\"template\":" | grep -c "busybox")" = 4 ]'
 check "replay under fifo reproduces every decision, scores included" sh -c '
   "$0" replay --db "$T/op2.db" --policies-dir "$1/examples/policies" >"$T/r2.out" 2>"$T/r2.err"; rc=$?
   cat "$T/r2.out" "$T/r2.err"; [ $rc = 0 ] && grep -q "^replay: exact: [1-9][0-9]* decisions" "$T/r2.out" &&
