@@ -234,6 +234,10 @@ static struct sim_trace *load_trace(const struct opts *o) {
         fprintf(stderr, "aiq-sim: %s\n", e.message);
         bad = 1;
     }
+    if (!bad && strcmp(o->format, "tiresias") == 0 && sim_tiresias_fit_nodes(tr, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", e.message);
+        bad = 1;
+    }
     if (!bad && tr->njobs == 0) {
         fprintf(stderr, "aiq-sim: %s: no jobs\n", o->trace);
         bad = 1;

@@ -49,6 +49,9 @@ check "readers: Tiresias and Alibaba samples run" sh -c '
     --policy "$2/tiresias-las.yaml" 2>/dev/null | grep -q "^finished  *4$" &&
   "$0" run --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
     --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *4$"' "$SIM" "$F" "$P"
+check "Tiresias: 16- and 12-GPU jobs run as gangs on 4-GPU machines" sh -c '
+  "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 4x4xV100M32 \
+    --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *4$"' "$SIM" "$F" "$P"
 check "a bad line names file:line:column, column and value (exit 1)" sh -c '
   "$0" run --trace "$1/bad.csv" --policy "$2/fifo.yaml" >/dev/null 2>"$3/e"; rc=$?
   [ $rc = 1 ] && grep -q "bad.csv:3:16: column .gpus.: expected an integer 0..16, got .eight." "$3/e"' \

@@ -157,6 +157,42 @@ TEST(tiresias_maps_gangs) {
     sim_trace_free(tr);
 }
 
+/* On 4-GPU machines every gang is refitted: 16 = 4 x 4, 4 = 1 x 4, 12 =
+ * 3 x 4; on 8-GPU machines 12 = 2 x 6; without GPUs an error. */
+TEST(tiresias_gangs_fit_the_machines) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("tiresias.csv", sim_read_tiresias, NULL, AIQ_OK, &e);
+    if (!CHECK_INT(tr->njobs, 4)) {
+        sim_trace_free(tr);
+        return;
+    }
+    aiq_err_clear(&e);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "no GPUs") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "3x4xV100M32", &e), AIQ_OK);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_OK);
+    CHECK_INT(tr->jobs[0].replicas, 1);
+    CHECK_INT(tr->jobs[0].gpus, 1);
+    CHECK_INT(tr->jobs[1].replicas, 4);
+    CHECK_INT(tr->jobs[1].gpus, 4);
+    CHECK_INT(tr->jobs[2].replicas, 1);
+    CHECK_INT(tr->jobs[2].gpus, 4);
+    CHECK_INT(tr->jobs[3].replicas, 3);
+    CHECK_INT(tr->jobs[3].gpus, 4);
+    CHECK_INT(tr->jobs[3].cpu_milli, 4000); /* per replica */
+    sim_trace_free(tr);
+    tr = read_fixture("tiresias.csv", sim_read_tiresias, NULL, AIQ_OK, &e);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "2x8xV100M32", &e), AIQ_OK);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_OK);
+    CHECK_INT(tr->jobs[1].replicas, 2);
+    CHECK_INT(tr->jobs[1].gpus, 8);
+    CHECK_INT(tr->jobs[3].replicas, 2);
+    CHECK_INT(tr->jobs[3].gpus, 6);
+    sim_trace_free(tr);
+}
+
 TEST(tiresias_rejects_missing_columns) {
     char text[] = "job_id,submit_time,duration\n1,0,10\n";
     FILE *f = fmemopen(text, strlen(text), "r");
