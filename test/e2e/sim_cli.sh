@@ -44,11 +44,11 @@ check "compare --util-csv: one series per policy, one header" sh -c '
   n1=$(grep -c "^fifo,[0-9]*,[0-9.]*$" "$1/uc.csv") && n2=$(grep -c "^fairshare,[0-9]*,[0-9.]*$" "$1/uc.csv") &&
   [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] && [ $((n1 + n2 + 1)) = "$(wc -l <"$1/uc.csv")" ] &&
   grep -q "^fifo,0," "$1/uc.csv" && grep -q "^fairshare,0," "$1/uc.csv"' "$SIM" "$T"
-check "readers: Tiresias and Alibaba samples run" sh -c '
+check "readers: Tiresias and Alibaba samples run (the CPU-only pod too)" sh -c '
   "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 2x8xV100M32 \
     --policy "$2/tiresias-las.yaml" 2>/dev/null | grep -q "^finished  *4$" &&
   "$0" run --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
-    --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *4$"' "$SIM" "$F" "$P"
+    --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *5$"' "$SIM" "$F" "$P"
 check "Tiresias: 16- and 12-GPU jobs run as gangs on 4-GPU machines" sh -c '
   "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 4x4xV100M32 \
     --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *4$"' "$SIM" "$F" "$P"
