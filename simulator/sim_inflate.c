@@ -93,7 +93,7 @@ static void write_places(FILE *f, const char *pre, long seq, const struct sim_jo
         const struct q_node *nd = &nodes[p[r].node];
         char idx[Q_MAX_GPUS * 3 + 1];
         size_t o = 0;
-        double share = 1;
+        double share = j->gpus > 0 ? 1 : 0; /* a CPU-only task holds no GPU */
         idx[0] = '\0';
         for (int g = 0; g < nd->ngpus && o < sizeof idx; g++) {
             if (!((p[r].gpu_mask >> g) & 1u))

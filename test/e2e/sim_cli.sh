@@ -90,6 +90,11 @@ check "inflate: same seed, same placements; usage errors exit 2" sh -c '
   grep -q "placement: expected binpack and/or spread separated by .,., got .firstfit." "$1/e1" &&
   { "$0" inflate --trace "$1/a.csv" --seed 3 2>/dev/null; [ $? = 2 ]; }' "$SIM" "$T"
 
+check "inflate on the Alibaba sample: the CPU-only pod is placed on the CPU node, share 0" sh -c '
+  "$0" inflate --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
+    --placement binpack --placements-csv - 2>/dev/null |
+    grep -q "^binpack,0,5,openb-pod-0004,0,placed,openb-node-0001,,0.0000,0$"' "$SIM" "$F"
+
 # Every binary says which release and commit it is (issue 18).
 for b in aiq-operator aiq-apiserver aiq-sim kubectl-aiq aiq-journal; do
     check "$b --version names the release and the commit" sh -c '
