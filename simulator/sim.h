@@ -154,6 +154,61 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res,
 /* Frees what res holds and zeroes it; a zeroed res is a no-op. */
 void sim_result_deinit(struct sim_result *res);
 
+/* ---- the inflation protocol (sim_inflate.c) ---------------------------- */
+
+#define SIM_INFLATE_MAX_POINTS 64
+
+/* The FGD paper's protocol (docs/simulator.md, "Inflation"): tasks arrive
+ * one by one, nothing departs, each is placed at once or dropped. */
+struct sim_inflate_config {
+    const struct sim_trace *trace;  /* the tasks, in arrival order (borrowed) */
+    const struct sim_node *nodes;   /* the cluster (borrowed) */
+    int nnodes;
+    aiq_placement placement;        /* the queue core's placement */
+    bool sample;                    /* draw tasks uniformly at random, with
+                                       replacement, from `seed` (else trace
+                                       order, ending with the trace) */
+    uint64_t seed;
+    double from, to, step;          /* report points, as fractions of the
+                                       cluster's GPUs: 0.5, 1.3, 0.1 */
+    FILE *placements;               /* optional: one CSV row per replica
+                                       placed or task dropped, after
+                                       SIM_INFLATE_CSV_HEADER) */
+    void (*progress)(void *ctx, double done_fraction);
+    void *progress_ctx;
+};
+
+/* One report point: the first moment the arrived GPU demand reached
+ * `target` x the cluster's GPUs. */
+struct sim_inflate_point {
+    double target;       /* the step, e.g. 0.5 */
+    double arrived;      /* arrived GPU demand / cluster GPUs (>= target) */
+    double unalloc;      /* GPUs not allocated / cluster GPUs, 0..1 */
+    long tasks, placed, dropped;  /* counts so far */
+};
+
+struct sim_inflate_result {
+    double total_gpus;
+    int nsteps;                      /* points asked for */
+    int npoints;                     /* points reached (fewer: trace ended) */
+    struct sim_inflate_point pt[SIM_INFLATE_MAX_POINTS];
+    long tasks, placed, dropped;     /* at the end */
+    double arrived, unalloc;         /* at the end, as in a point */
+};
+
+/* Fills cfg with defaults: binpack, trace order, points 0.5..1.3 by 0.1. */
+void sim_inflate_config_init(struct sim_inflate_config *cfg);
+
+/* The header line of the placements CSV. */
+#define SIM_INFLATE_CSV_HEADER "placement,seed,seq,job,replica,outcome,node,gpus,gpu_share,gpu_mem_mib\n"
+
+/* Runs the protocol and fills *res (caller-owned, nothing to free).
+ * Returns AIQ_OK; AIQ_EINVAL naming the field (no tasks, no GPU demand in
+ * the trace, a cluster without GPUs, bad steps); AIQ_ENOMEM. Write errors
+ * on cfg->placements are left in the stream for the caller (ferror). */
+aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_result *res,
+                   aiq_err *err);
+
 /* ---- metrics (sim_report.c) -------------------------------------------- */
 
 struct sim_metrics {

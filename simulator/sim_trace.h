@@ -115,6 +115,15 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
 aiq_rc sim_read_tiresias(FILE *f, const char *path, struct sim_trace *tr,
                          aiq_err *err);
 
+/* Fits a Tiresias trace's gangs to the cluster in tr->nodes (call once the
+ * nodes are known): a job of G GPUs becomes G/d replicas of d GPUs, d the
+ * largest divisor of G that is at most the biggest machine's GPUs (8 GPUs
+ * on 4-GPU machines: 2 x 4; 12 on 8-GPU machines: 2 x 6; 7 on 4: 7 x 1).
+ * CPU and memory stay per replica. AIQ_EINVAL when the cluster has no GPUs
+ * or a gang would pass 1024 replicas (naming the job); tr is then
+ * partly refitted. */
+aiq_rc sim_tiresias_fit_nodes(struct sim_trace *tr, aiq_err *err);
+
 /* Alibaba cluster-trace-gpu-v2023: the pod list
  * (name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
  * creation_time,deletion_time,scheduled_time) and, when nodes is not

@@ -5,8 +5,9 @@
  *
  * Mapping: a pod is a one-replica job submitted at creation_time that runs
  * deletion_time - scheduled_time seconds; pods never scheduled (empty
- * scheduled_time), never deleted (empty deletion_time) or without GPUs are
- * skipped (the trace is about GPU sharing).
+ * scheduled_time) or never deleted (empty deletion_time) are skipped.
+ * CPU-only pods (num_gpu 0) are kept with their CPU and memory, and so are
+ * CPU-only nodes: such pods compete with GPU pods for GPU nodes' CPUs.
  * The qos class (LS, BE, ...) stands in for both group and user, since the
  * trace names neither. A fractional GPU (num_gpu 1, gpu_milli < 1000)
  * becomes a GPU-memory share: gpu_milli/1000 of the GPU model's memory
@@ -56,13 +57,12 @@ aiq_rc sim_read_alibaba_nodes(FILE *f, const char *path, struct sim_trace *tr,
                                err)) ||
             (rc = sim__get_i64(row, igpu, "gpu", 0, 16, 0, &gpus, path, line, err)))
             goto out_free;
-        if (gpus == 0)
-            continue; /* CPU-only nodes run no job of ours */
+        /* CPU-only nodes are kept: the trace's CPU-only pods run there. */
         const char *model = sim__get_str(row, imod, NULL);
         if (model && strcmp(model, "nan") == 0)
             model = NULL;
         struct sim_node n = {(char *)sim__get_str(row, isn, "node"), (char *)model, (int)gpus,
-                             model_mib__(model), cpu, mem * 1048576};
+                             gpus > 0 ? model_mib__(model) : 0, cpu, mem * 1048576};
         if ((rc = sim_trace_add_node(tr, &n, err)) != AIQ_OK)
             goto out_free;
     }
@@ -157,7 +157,7 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
             goto out_free;
         /* An empty scheduled_time: never scheduled; an empty
          * deletion_time: still running when the trace ends. */
-        if (ngpu == 0 || sched < 0 || deleted <= sched)
+        if (sched < 0 || deleted <= sched)
             continue;
         char one[64];
         struct sim_job j;
@@ -169,7 +169,10 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
         j.cpu_milli = cpu;
         j.mem_bytes = mem * 1048576;
         int64_t mib = spec_mib__(sim__get_str(row, ispec, NULL), tr, one, sizeof one);
-        if (ngpu == 1 && milli > 0 && milli < 1000) {
+        if (ngpu == 0) {
+            j.gpus = 0; /* CPU-only: CPU and memory, no GPU */
+            one[0] = '\0';
+        } else if (ngpu == 1 && milli > 0 && milli < 1000) {
             j.gpus = 0;
             j.gpu_mem_mib = mib * milli / 1000;
         } else {

@@ -4,7 +4,9 @@
  * job belongs to user "tiresias" in group "default", the model name is
  * kept (the predictor groups by it), and a job of more than 8 GPUs becomes
  * a gang of 8-GPU replicas (of 1-GPU replicas when not a multiple of 8),
- * as Tiresias places such jobs over several 8-GPU machines. */
+ * as Tiresias places such jobs over several 8-GPU machines;
+ * sim_tiresias_fit_nodes then refits every gang to the cluster's
+ * machines (8 GPUs on 4-GPU machines: 2 x 4). */
 #include "simulator/sim_trace.h"
 
 #include <stdlib.h>
@@ -76,4 +78,38 @@ out_free:
     free(row);
     free(hdr);
     return rc;
+}
+
+/* Largest divisor of g that is at most m (1 when none bigger). */
+static int64_t divisor_upto__(int64_t g, int64_t m) {
+    for (int64_t d = m < g ? m : g; d > 1; d--)
+        if (g % d == 0)
+            return d;
+    return 1;
+}
+
+/* Splits Tiresias jobs to fit the cluster's machines; see sim_trace.h. */
+aiq_rc sim_tiresias_fit_nodes(struct sim_trace *tr, aiq_err *err) {
+    int64_t m = 0;
+    for (int i = 0; i < tr->nnodes; i++)
+        if (tr->nodes[i].gpus > m)
+            m = tr->nodes[i].gpus;
+    if (m == 0)
+        return aiq_err_field(err, AIQ_EINVAL, "nodes", "tiresias: the cluster (%d nodes) has "
+                             "no GPUs to fit the jobs' gangs to", tr->nnodes);
+    for (int i = 0; i < tr->njobs; i++) {
+        struct sim_job *j = &tr->jobs[i];
+        int64_t g = (int64_t)j->replicas * j->gpus;
+        if (g == 0)
+            continue;
+        int64_t per = divisor_upto__(g, m);
+        if (g / per > 1024)
+            return aiq_err_field(err, AIQ_EINVAL, "num_gpu", "tiresias: job '%s': %lld GPUs "
+                                 "on machines of at most %lld need a gang of %lld replicas "
+                                 "(at most 1024)", j->id, (long long)g, (long long)m,
+                                 (long long)(g / per));
+        j->gpus = (int)per;
+        j->replicas = (int)(g / per);
+    }
+    return AIQ_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/version.h"
 #include "operator/manifest.h"
@@ -28,18 +29,23 @@ static void usage(FILE *out) {
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
-          "  aiq-sim export --db operator.db [--out FILE]\n", out);
+          "  aiq-sim export --db operator.db [--out FILE]\n"
+          "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
+          "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
+          "              [--placements-csv OUT] [--csv OUT]\n"
+          "  run, compare and inflate take --progress (also on when stderr is a terminal)\n",
+          out);
 }
 
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
-        *jsonl, *out, *policies_dir;
+        *jsonl, *out, *policies_dir, *placement, *placements_csv;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
     int jobs, groups, users, max_gpus;
     double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac;
-    int no_predict, shares, tiresias;
+    int no_predict, shares, tiresias, sample, runs, progress, seed_set;
 };
 
 static int num(const char *flag, const char *v, double lo, double hi, double *out) {
@@ -71,7 +77,8 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--trace", trace) STR("--format", format) STR("--nodes", nodes)
         STR("--nodes-spec", nodes_spec) STR("--csv", csv) STR("--util-csv", util_csv)
         STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
-        STR("--policies-dir", policies_dir)
+        STR("--policies-dir", policies_dir) STR("--placement", placement)
+        STR("--placements-csv", placements_csv)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -83,6 +90,7 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--seed") == 0) {
             if (num(a, v, 0, 9e15, &d)) return -2;
             o->seed = (long long)d;
+            o->seed_set = 1;
             i++;
         } else if (strcmp(a, "--jobs") == 0) {
             if (num(a, v, 1, SIM_MAX_JOBS, &d)) return -2;
@@ -118,6 +126,14 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--elastic-frac") == 0) {
             if (num(a, v, 0, 1, &o->elastic_frac)) return -2;
             i++;
+        } else if (strcmp(a, "--runs") == 0) {
+            if (num(a, v, 1, 1000, &d)) return -2;
+            o->runs = (int)d;
+            i++;
+        } else if (strcmp(a, "--sample") == 0) {
+            o->sample = 1;
+        } else if (strcmp(a, "--progress") == 0) {
+            o->progress = 1;
         } else if (strcmp(a, "--tiresias") == 0) {
             o->tiresias = 1;
         } else if (strcmp(a, "--no-predict") == 0) {
@@ -218,6 +234,10 @@ static struct sim_trace *load_trace(const struct opts *o) {
         fprintf(stderr, "aiq-sim: %s\n", e.message);
         bad = 1;
     }
+    if (!bad && strcmp(o->format, "tiresias") == 0 && sim_tiresias_fit_nodes(tr, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s\n", e.message);
+        bad = 1;
+    }
     if (!bad && tr->njobs == 0) {
         fprintf(stderr, "aiq-sim: %s: no jobs\n", o->trace);
         bad = 1;
@@ -230,18 +250,39 @@ static struct sim_trace *load_trace(const struct opts *o) {
     return tr;
 }
 
+/* Progress on stderr: percent done, time elapsed and an estimate of the
+ * time left (elapsed x left / done), at most once a second. Only when
+ * asked (--progress) or when stderr is a terminal, so logs and test
+ * output stay clean. */
 struct prog {
     const char *what;
-    time_t last;
+    bool on;
+    time_t start, last;
 };
+
+static void prog_init(struct prog *p, const char *what, const struct opts *o) {
+    p->what = what;
+    p->on = o->progress || isatty(STDERR_FILENO);
+    p->start = time(NULL);
+    p->last = 0;
+}
 
 static void progress(void *ctx, double f) {
     struct prog *p = ctx;
     time_t now = time(NULL);
-    if (f < 1.0 && now == p->last)
+    if (!p->on || (f < 1.0 && now == p->last))
         return;
     p->last = now;
-    fprintf(stderr, "\r%s: %3.0f%%%s", p->what, f * 100, f >= 1.0 ? "\n" : "");
+    double el = difftime(now, p->start);
+    if (f >= 1.0) {
+        fprintf(stderr, "\r%s: 100%% in %.0f s          \n", p->what, el);
+        return;
+    }
+    if (f > 0.001)
+        fprintf(stderr, "\r%s: %3.0f%%, %.0f s elapsed, about %.0f s left ", p->what,
+                f * 100, el, el * (1 - f) / f);
+    else
+        fprintf(stderr, "\r%s: %3.0f%%, %.0f s elapsed ", p->what, f * 100, el);
 }
 
 static int write_to(const char *path, void (*fn)(FILE *, const void *), const void *arg) {
@@ -336,7 +377,8 @@ static int cmd_run(const struct opts *o, int compare) {
     for (int k = 0; k < o->npolicy; k++) {
         struct sim_config cfg;
         struct sim_result res;
-        struct prog pg = {names[k], 0};
+        struct prog pg;
+        prog_init(&pg, names[k], o);
         aiq_err e;
         aiq_err_clear(&e);
         sim_config_init(&cfg);
@@ -555,6 +597,141 @@ out:
     return rc;
 }
 
+/* The placements named by --placement ("binpack,spread"); returns how
+ * many, or -1 after naming the bad one. */
+static int parse_placements(const char *v, aiq_placement *pl, const char **names) {
+    int n = 0;
+    const char *p = v ? v : "binpack,spread";
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == 7 && strncmp(p, "binpack", 7) == 0 && n < 2) {
+            pl[n] = AIQ_PLACE_BINPACK;
+            names[n++] = "binpack";
+        } else if (len == 6 && strncmp(p, "spread", 6) == 0 && n < 2) {
+            pl[n] = AIQ_PLACE_SPREAD;
+            names[n++] = "spread";
+        } else {
+            fprintf(stderr, "aiq-sim: --placement: expected binpack and/or spread separated "
+                    "by ',', got '%s'\n", v);
+            return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        fprintf(stderr, "aiq-sim: --placement: empty\n");
+    return n > 0 ? n : -1;
+}
+
+/* One line of --csv per run and point. */
+static void inflate_csv_rows(FILE *f, const char *pl, unsigned long long seed,
+                             const struct sim_inflate_result *r) {
+    for (int k = 0; k < r->npoints; k++) {
+        const struct sim_inflate_point *pt = &r->pt[k];
+        fprintf(f, "%s,%llu,%.0f,%.4f,%.3f,%ld,%ld,%ld\n", pl, seed, pt->target * 100,
+                pt->arrived * 100, pt->unalloc * 100, pt->tasks, pt->placed, pt->dropped);
+    }
+}
+
+/* The table: one row per step, one column per placement (mean
+ * unallocated GPU % over the runs that reached the step). */
+static void inflate_table(int nsteps, int npl, const char **plname,
+                          double (*sum)[SIM_INFLATE_MAX_POINTS],
+                          int (*cnt)[SIM_INFLATE_MAX_POINTS], double from, double step) {
+    printf("%-8s", "arrived");
+    for (int p = 0; p < npl; p++)
+        printf("  %12s", plname[p]);
+    putchar('\n');
+    for (int k = 0; k < nsteps; k++) {
+        printf("%6.0f%% ", (from + step * k) * 100);
+        for (int p = 0; p < npl; p++) {
+            if (cnt[p][k] > 0)
+                printf("  %11.2f%%", sum[p][k] / cnt[p][k] * 100);
+            else
+                printf("  %12s", "-");
+        }
+        putchar('\n');
+    }
+}
+
+/* inflate: the FGD paper's protocol, per placement and seed. */
+static int cmd_inflate(const struct opts *o) {
+    int rc = 1;
+    aiq_placement pl[2];
+    const char *plname[2];
+    double sum[2][SIM_INFLATE_MAX_POINTS] = {{0}};
+    int cnt[2][SIM_INFLATE_MAX_POINTS] = {{0}};
+    FILE *pf = NULL, *cf = NULL;
+    int npl = parse_placements(o->placement, pl, plname);
+    if (npl < 0)
+        return 2;
+    if ((o->runs > 0 || o->seed_set) && !o->sample) {
+        fprintf(stderr, "aiq-sim: --seed and --runs choose the sample: add --sample\n");
+        return 2;
+    }
+    struct sim_trace *tr = load_trace(o);
+    if (!tr)
+        return 1;
+    int runs = o->sample ? (o->runs > 0 ? o->runs : 1) : 1;
+    unsigned long long seed0 = o->seed_set ? (unsigned long long)o->seed : 1;
+    if (o->placements_csv && !(pf = util_open(o->placements_csv)))
+        goto out;
+    if (o->csv && !(cf = util_open(o->csv)))
+        goto out;
+    if (pf)
+        fputs(SIM_INFLATE_CSV_HEADER, pf);
+    if (cf)
+        fputs("placement,seed,arrived_target_pct,arrived_pct,unallocated_gpu_pct,tasks,placed,"
+              "dropped\n", cf);
+    struct sim_inflate_config cfg;
+    sim_inflate_config_init(&cfg);
+    int nsteps = 0;
+    for (int p = 0; p < npl; p++)
+        for (int s = 0; s < runs; s++) {
+            struct sim_inflate_result res;
+            char what[64];
+            struct prog pg;
+            aiq_err e;
+            aiq_err_clear(&e);
+            snprintf(what, sizeof what, "%s seed %llu", plname[p], seed0 + (unsigned)s);
+            prog_init(&pg, what, o);
+            cfg.trace = tr;
+            cfg.nodes = tr->nodes;
+            cfg.nnodes = tr->nnodes;
+            cfg.placement = pl[p];
+            cfg.sample = o->sample;
+            cfg.seed = seed0 + (unsigned)s;
+            cfg.placements = pf;
+            cfg.progress = progress;
+            cfg.progress_ctx = &pg;
+            if (sim_inflate(&cfg, &res, &e) != AIQ_OK) {
+                fprintf(stderr, "aiq-sim: %s\n", e.message);
+                goto out;
+            }
+            nsteps = res.nsteps;
+            for (int k = 0; k < res.npoints; k++) {
+                sum[p][k] += res.pt[k].unalloc;
+                cnt[p][k]++;
+            }
+            if (cf)
+                inflate_csv_rows(cf, plname[p], o->sample ? cfg.seed : 0, &res);
+        }
+    if (o->sample)
+        printf("inflation: %d tasks sampled with replacement, seeds %llu..%llu (mean), "
+               "%d nodes\n", tr->njobs, seed0, seed0 + (unsigned)runs - 1, tr->nnodes);
+    else
+        printf("inflation: %d tasks in trace order, %d nodes\n", tr->njobs, tr->nnodes);
+    puts("unallocated GPU % (GPU capacity not allocated / all GPUs) by GPU demand arrived:");
+    inflate_table(nsteps, npl, plname, sum, cnt, cfg.from, cfg.step);
+    rc = 0;
+out:;
+    FILE *a = pf, *b = cf;
+    pf = cf = NULL;
+    if (util_close(a, o->placements_csv) != 0 || util_close(b, o->csv) != 0)
+        rc = 1;
+    sim_trace_free(tr);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     struct opts o;
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -578,6 +755,8 @@ int main(int argc, char **argv) {
         return cmd_replay(&o);
     if (strcmp(o.cmd, "export") == 0)
         return cmd_export(&o);
+    if (strcmp(o.cmd, "inflate") == 0)
+        return cmd_inflate(&o);
     fprintf(stderr, "aiq-sim: unknown command '%s'\n", o.cmd);
     usage(stderr);
     return 2;

@@ -27,11 +27,11 @@ check "gen: same seed, same trace; another seed, another" sh -c '
   "$0" gen --seed 9 --jobs 300 --out "$1/a.csv" && "$0" gen --seed 9 --jobs 300 --out "$1/b.csv" &&
   "$0" gen --seed 10 --jobs 300 --out "$1/c.csv" && cmp -s "$1/a.csv" "$1/b.csv" &&
   ! cmp -s "$1/a.csv" "$1/c.csv" && [ "$(wc -l <"$1/a.csv")" = 301 ]' "$SIM" "$T"
-check "run: table on stdout, progress on stderr, CSV written" sh -c '
-  "$0" run --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --policy "$2/srjf.yaml" \
+check "run: table on stdout, --progress on stderr, CSV written" sh -c '
+  "$0" run --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --policy "$2/srjf.yaml" --progress \
     --csv "$1/m.csv" --util-csv "$1/u.csv" >"$1/run.out" 2>"$1/run.err" &&
   grep -q "^jobs  *300$" "$1/run.out" && grep -q "^finished  *300$" "$1/run.out" &&
-  grep -q "srjf: 100%" "$1/run.err" && head -1 "$1/m.csv" | grep -q "^policy,jobs," &&
+  grep -q "srjf: 100% in [0-9]* s" "$1/run.err" && head -1 "$1/m.csv" | grep -q "^policy,jobs," &&
   grep -q "^srjf,300,300,0,0," "$1/m.csv" && head -1 "$1/u.csv" | grep -q "^policy,hour,gpu_utilisation$" &&
   sed -n 2p "$1/u.csv" | grep -q "^srjf,0,"' \
     "$SIM" "$T" "$P"
@@ -44,10 +44,13 @@ check "compare --util-csv: one series per policy, one header" sh -c '
   n1=$(grep -c "^fifo,[0-9]*,[0-9.]*$" "$1/uc.csv") && n2=$(grep -c "^fairshare,[0-9]*,[0-9.]*$" "$1/uc.csv") &&
   [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] && [ $((n1 + n2 + 1)) = "$(wc -l <"$1/uc.csv")" ] &&
   grep -q "^fifo,0," "$1/uc.csv" && grep -q "^fairshare,0," "$1/uc.csv"' "$SIM" "$T"
-check "readers: Tiresias and Alibaba samples run" sh -c '
+check "readers: Tiresias and Alibaba samples run (the CPU-only pod too)" sh -c '
   "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 2x8xV100M32 \
     --policy "$2/tiresias-las.yaml" 2>/dev/null | grep -q "^finished  *4$" &&
   "$0" run --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
+    --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *5$"' "$SIM" "$F" "$P"
+check "Tiresias: 16- and 12-GPU jobs run as gangs on 4-GPU machines" sh -c '
+  "$0" run --format tiresias --trace "$1/tiresias.csv" --nodes-spec 4x4xV100M32 \
     --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^finished  *4$"' "$SIM" "$F" "$P"
 check "a bad line names file:line:column, column and value (exit 1)" sh -c '
   "$0" run --trace "$1/bad.csv" --policy "$2/fifo.yaml" >/dev/null 2>"$3/e"; rc=$?
@@ -60,6 +63,37 @@ check "run --journal, then replay: exact" sh -c '
     --journal "$1/j.db" >/dev/null 2>&1 &&
   "$0" replay --db "$1/j.db" --policies-dir "$2" 2>/dev/null | grep -q "^replay: exact:"' \
     "$SIM" "$T" "$P"
+
+check "no progress on stderr without --progress when it is no terminal" sh -c '
+  "$0" run --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --policy "$2/fifo.yaml" \
+    >/dev/null 2>"$1/np.err" && ! grep -q "%" "$1/np.err"' "$SIM" "$T" "$P"
+
+# The inflation protocol (FGD): arrivals only, nothing departs.
+check "inflate: table per placement, 50%..130%, binpack leaves fewer GPUs unallocated" sh -c '
+  "$0" inflate --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --sample --seed 5 --runs 2 \
+    --csv "$1/inf.csv" --placements-csv "$1/pl.csv" >"$1/inf.out" 2>/dev/null &&
+  grep -q "seeds 5..6 (mean)" "$1/inf.out" &&
+  grep -q "^arrived  *binpack  *spread$" "$1/inf.out" &&
+  [ "$(grep -c "^ *[0-9]*% *[0-9.]*% *[0-9.]*%$" "$1/inf.out")" = 9 ] &&
+  b=$(grep "^ *130%" "$1/inf.out" | awk "{print \$2}" | tr -d %) &&
+  s=$(grep "^ *130%" "$1/inf.out" | awk "{print \$3}" | tr -d %) &&
+  awk -v b="$b" -v s="$s" "BEGIN{exit !(b < s)}" &&
+  head -1 "$1/inf.csv" | grep -q "^placement,seed,arrived_target_pct,arrived_pct,unallocated_gpu_pct," &&
+  [ "$(grep -c "^binpack,5," "$1/inf.csv")" = 9 ] && [ "$(grep -c "^spread,6," "$1/inf.csv")" = 9 ] &&
+  head -1 "$1/pl.csv" | grep -q "^placement,seed,seq,job,replica,outcome,node,gpus,gpu_share,gpu_mem_mib$" &&
+  grep -q "^binpack,5,1,job-[0-9]*,0,placed,node-[0-9]*,[0-9|]*,1.0000,40960$" "$1/pl.csv" &&
+  grep -q "^spread,6,[0-9]*,job-[0-9]*,,dropped:capacity,,,,$" "$1/pl.csv"' "$SIM" "$T"
+check "inflate: same seed, same placements; usage errors exit 2" sh -c '
+  "$0" inflate --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --sample --seed 5 --runs 2 \
+    --placements-csv "$1/pl2.csv" >/dev/null 2>&1 && cmp -s "$1/pl.csv" "$1/pl2.csv" &&
+  { "$0" inflate --trace "$1/a.csv" --placement firstfit 2>"$1/e1"; [ $? = 2 ]; } &&
+  grep -q "placement: expected binpack and/or spread separated by .,., got .firstfit." "$1/e1" &&
+  { "$0" inflate --trace "$1/a.csv" --seed 3 2>/dev/null; [ $? = 2 ]; }' "$SIM" "$T"
+
+check "inflate on the Alibaba sample: the CPU-only pod is placed on the CPU node, share 0" sh -c '
+  "$0" inflate --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
+    --placement binpack --placements-csv - 2>/dev/null |
+    grep -q "^binpack,0,5,openb-pod-0004,0,placed,openb-node-0001,,0.0000,0$"' "$SIM" "$F"
 
 # Every binary says which release and commit it is (issue 18).
 for b in aiq-operator aiq-apiserver aiq-sim kubectl-aiq aiq-journal; do

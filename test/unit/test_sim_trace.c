@@ -157,6 +157,42 @@ TEST(tiresias_maps_gangs) {
     sim_trace_free(tr);
 }
 
+/* On 4-GPU machines every gang is refitted: 16 = 4 x 4, 4 = 1 x 4, 12 =
+ * 3 x 4; on 8-GPU machines 12 = 2 x 6; without GPUs an error. */
+TEST(tiresias_gangs_fit_the_machines) {
+    aiq_err e;
+    struct sim_trace *tr = read_fixture("tiresias.csv", sim_read_tiresias, NULL, AIQ_OK, &e);
+    if (!CHECK_INT(tr->njobs, 4)) {
+        sim_trace_free(tr);
+        return;
+    }
+    aiq_err_clear(&e);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "no GPUs") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "3x4xV100M32", &e), AIQ_OK);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_OK);
+    CHECK_INT(tr->jobs[0].replicas, 1);
+    CHECK_INT(tr->jobs[0].gpus, 1);
+    CHECK_INT(tr->jobs[1].replicas, 4);
+    CHECK_INT(tr->jobs[1].gpus, 4);
+    CHECK_INT(tr->jobs[2].replicas, 1);
+    CHECK_INT(tr->jobs[2].gpus, 4);
+    CHECK_INT(tr->jobs[3].replicas, 3);
+    CHECK_INT(tr->jobs[3].gpus, 4);
+    CHECK_INT(tr->jobs[3].cpu_milli, 4000); /* per replica */
+    sim_trace_free(tr);
+    tr = read_fixture("tiresias.csv", sim_read_tiresias, NULL, AIQ_OK, &e);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "2x8xV100M32", &e), AIQ_OK);
+    CHECK_INT(sim_tiresias_fit_nodes(tr, &e), AIQ_OK);
+    CHECK_INT(tr->jobs[1].replicas, 2);
+    CHECK_INT(tr->jobs[1].gpus, 8);
+    CHECK_INT(tr->jobs[3].replicas, 2);
+    CHECK_INT(tr->jobs[3].gpus, 6);
+    sim_trace_free(tr);
+}
+
 TEST(tiresias_rejects_missing_columns) {
     char text[] = "job_id,submit_time,duration\n1,0,10\n";
     FILE *f = fmemopen(text, strlen(text), "r");
@@ -174,16 +210,21 @@ TEST(alibaba_nodes_and_pods) {
     struct sim_trace *tr =
         read_fixture("alibaba_nodes.csv", sim_read_alibaba_nodes, NULL, AIQ_OK, &e);
     read_fixture("alibaba_pods.csv", sim_read_alibaba_pods, tr, AIQ_OK, &e);
-    if (!CHECK_INT(tr->nnodes, 2) || !CHECK_INT(tr->njobs, 4)) {
+    if (!CHECK_INT(tr->nnodes, 3) || !CHECK_INT(tr->njobs, 5)) {
         sim_trace_free(tr);
         return;
     }
-    CHECK_STR(tr->nodes[0].name, "openb-node-0002"); /* the CPU-only node is left out */
-    CHECK_INT(tr->nodes[0].gpus, 8);
-    CHECK_INT(tr->nodes[0].gpu_mem_mib, 32768);
-    CHECK_INT(tr->nodes[0].cpu_milli, 96000);
-    CHECK_INT(tr->nodes[0].mem_bytes, 786432LL * 1048576);
-    CHECK_INT(tr->nodes[1].gpu_mem_mib, 16384);
+    CHECK_STR(tr->nodes[0].name, "openb-node-0001"); /* CPU-only nodes are kept */
+    CHECK_INT(tr->nodes[0].gpus, 0);
+    CHECK_INT(tr->nodes[0].gpu_mem_mib, 0);
+    CHECK(tr->nodes[0].gpu_model == NULL);
+    CHECK_INT(tr->nodes[0].cpu_milli, 32000);
+    CHECK_STR(tr->nodes[1].name, "openb-node-0002");
+    CHECK_INT(tr->nodes[1].gpus, 8);
+    CHECK_INT(tr->nodes[1].gpu_mem_mib, 32768);
+    CHECK_INT(tr->nodes[1].cpu_milli, 96000);
+    CHECK_INT(tr->nodes[1].mem_bytes, 786432LL * 1048576);
+    CHECK_INT(tr->nodes[2].gpu_mem_mib, 16384);
     /* pod 0: a whole GPU, scheduled at 0 */
     CHECK_STR(tr->jobs[0].id, "openb-pod-0000");
     CHECK_INT(tr->jobs[0].gpus, 1);
@@ -203,6 +244,14 @@ TEST(alibaba_nodes_and_pods) {
     CHECK_INT(tr->jobs[3].gpu_mem_mib, 4096);
     CHECK_STR(tr->jobs[3].gpu_model, "T4");
     CHECK_DBL(tr->jobs[3].duration_s, 990, 0);
+    /* pod 4: CPU-only, kept with its CPU and memory */
+    CHECK_STR(tr->jobs[4].id, "openb-pod-0004");
+    CHECK_INT(tr->jobs[4].gpus, 0);
+    CHECK_INT(tr->jobs[4].gpu_mem_mib, 0);
+    CHECK_INT(tr->jobs[4].cpu_milli, 2000);
+    CHECK_INT(tr->jobs[4].mem_bytes, 4096LL * 1048576);
+    CHECK(tr->jobs[4].gpu_model == NULL);
+    CHECK_DBL(tr->jobs[4].duration_s, 590, 0);
     sim_trace_free(tr);
 }
 
