@@ -100,8 +100,6 @@ SAN_PROGS := $(PROGS:%=build/san/%)
 SAN_TESTS := $(TEST_SRC:test/unit/%.c=build/san/test/%)
 DBG_TESTS := $(TEST_SRC:test/unit/%.c=build/dbg/test/%)
 
-all: deps-check $(REL_PROGS) $(REALCLUSTER)
-
 # ---- the real control plane (Go, test infrastructure) -------------------------
 # kube-apiserver, kube-scheduler, kube-controller-manager and etcd from the
 # Kubernetes Go modules, in one binary (test/realcluster). go builds
@@ -125,6 +123,10 @@ $(REALCLUSTER): $(REAL_SRC)
 		-o $(CURDIR)/$@ . && echo "built $@ in $$(( $$(date +%s) - t0 )) s"
 
 realcluster: $(REALCLUSTER)
+
+# After REALCLUSTER is defined: a rule's prerequisites are expanded when
+# make reads it, so above it `all` built no control plane.
+all: deps-check $(REL_PROGS) $(REALCLUSTER)
 
 # Re-run make once the dependencies are installed, so pkg-config flags are
 # evaluated with the libraries present.
