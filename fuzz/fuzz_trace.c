@@ -67,8 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check(j->gpus >= 0 && j->gpus <= 16);
         check(j->duration_s >= 0 && j->submit >= 0);
     }
+    /* CPU-only nodes (0 GPUs) are kept: CPU-only tasks run there. */
     for (int i = 0; i < tr->nnodes; i++)
-        check(tr->nodes[i].gpus >= 1 && tr->nodes[i].gpus <= 16);
+        check(tr->nodes[i].gpus >= 0 && tr->nodes[i].gpus <= 16);
     sim_trace_free(tr);
     fclose(f);
     return 0;
