@@ -261,9 +261,11 @@ int cli_headroom(const struct q_node *nodes, int nn, const struct cli_hr_ask *as
                  int max) {
     struct hr_out o = {rows, 0, max};
     struct hr_free f;
-    hr_free_of(nodes, nn, ask, &f);
-    hr_gpu_rows(&o, ask, &f);
-    hr_host_rows(&o, ask, &f);
+    if (nn >= 0) { /* nodes unknown: no capacity row can be right */
+        hr_free_of(nodes, nn, ask, &f);
+        hr_gpu_rows(&o, ask, &f);
+        hr_host_rows(&o, ask, &f);
+    }
     for (int i = 0; i < nown; i++)
         hr_owner_rows(&o, ask, &owners[i]);
     return o.n;

@@ -50,7 +50,9 @@ struct cli_hr_row {
 };
 
 /* Fills rows[0..max) for ask against nodes[0..nn) (free capacity: total
- * minus used; only schedulable nodes count) and owners[0..nown). Rows for
+ * minus used; only schedulable nodes count; nn < 0: the nodes are not
+ * known, e.g. not readable, and no capacity row is written) and
+ * owners[0..nown). Rows for
  * resources the job does not ask for, and unlimited quotas, are left out.
  * Returns the number of rows written. */
 int cli_headroom(const struct q_node *nodes, int nn, const struct cli_hr_ask *ask,

@@ -1042,7 +1042,8 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
     bool waiting = cli_job_waiting(j);
     bool decoded = waiting && aiq_aijob_from_json(raw, &aj, &e) == AIQ_OK;
     if (decoded) {
-        nn = w->nodes_list ? hr_nodes(w, &nodes) : 0;
+        bool known = w->nodes_list != NULL; /* else no capacity rows: unknown, not 0 */
+        nn = known ? hr_nodes(w, &nodes) : 0;
         struct cli_hr_ask a = {aj.spec.replicas, aj.spec.resources.gpus, aj.spec.resources.gpu_memory_mib,
                                aj.spec.resources.cpu_milli, aj.spec.resources.memory_bytes,
                                jnum(jget(raw, "status"), "predictedRuntime", 0) > 0
@@ -1057,7 +1058,9 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
         if (uq >= 0)
             hr_owner(&own[nown++], ul, &w->uqs[uq].spec.quota, &w->uqs[uq].spec.budget,
                      w->uq_status[uq]);
-        nrows = nn < 0 ? 0 : cli_headroom(nodes, nn, &a, own, nown, rows, CLI_HR_MAX_ROWS);
+        nrows = nn < 0 ? 0
+                       : cli_headroom(nodes, known ? nn : -1, &a, own, nown, rows,
+                                      CLI_HR_MAX_ROWS);
         aiq_aijob_deinit(&aj);
     }
     free(nodes);

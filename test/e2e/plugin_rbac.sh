@@ -70,10 +70,11 @@ check "queue as alice: her namespace from the context, her waiting job, no warni
 check "queue -A as alice fails with the server's Forbidden message" sh -c '
   ! kubectl aiq --context alice queue -A >/dev/null 2>"$T/e" &&
   grep -q "listing aijobs: .*forbidden" "$T/e"'
-check "explain as alice: her quota headroom from her namespace's UserQuota" sh -c '
+check "explain as alice: her quota headroom from her namespace's UserQuota; no capacity rows without node access" sh -c '
   kubectl aiq --context alice explain a2 --operator-url http://127.0.0.1:1 >"$T/x" 2>&1 &&
   grep -q "^           user alice: 8 of 8 in use, 0 left$" "$T/x" &&
-  grep -q "^Blocked:   QuotaFull: " "$T/x"'
+  grep -q "^Blocked:   by user alice quota gpus (QuotaFull: " "$T/x" &&
+  grep -q "nodes not readable" "$T/x" && ! grep -q "^  GPUs " "$T/x"'
 check "usage as alice: her group, from what she may read" sh -c '
   kubectl aiq --context alice usage --group vision >"$T/u" 2>&1 &&
   awk "\$1==\"alice\"{print \$2,\$3,\$4,\$NF}" "$T/u" | grep -qx "20 8 8 Accepted"'

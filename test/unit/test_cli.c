@@ -374,6 +374,17 @@ TEST(headroom_names_the_resource_that_blocks) {
     CHECK_STR(r->avail, "17 GiB free, at most 16 GiB on one node; room for 2 of 2 replicas");
 }
 
+/* Nodes not known (a user who may not read them): no capacity row at
+ * all, rather than "0 free" rows that claim to block. */
+TEST(headroom_without_nodes_has_no_capacity_rows) {
+    struct cli_hr_row rows[CLI_HR_MAX_ROWS];
+    struct cli_hr_ask a = {2, 2, 40960, 5000, 1ll << 30, 7200, NULL, NULL};
+    CHECK_INT(cli_headroom(NULL, -1, &a, NULL, 0, rows, CLI_HR_MAX_ROWS), 0);
+    /* Zero nodes known is different: nothing is free, and that blocks. */
+    int k = cli_headroom(NULL, 0, &a, NULL, 0, rows, CLI_HR_MAX_ROWS);
+    CHECK(k >= 1 && rows[0].blocks);
+}
+
 TEST(headroom_gpu_memory_of_a_shared_job_and_the_together_row) {
     struct q_node n[2];
     struct cli_hr_row rows[CLI_HR_MAX_ROWS];
