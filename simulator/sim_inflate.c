@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "queue/queue.h"
+#include "simulator/sim_int.h"
 
 /* Sets the protocol's defaults; see sim.h. */
 void sim_inflate_config_init(struct sim_inflate_config *cfg) {
@@ -64,18 +65,9 @@ static aiq_rc nodes_init(struct inflate *in, aiq_err *err) {
         return aiq_err_set(err, AIQ_ENOMEM, "inflate: out of memory");
     for (int k = 0; k < cfg->nnodes; k++) {
         const struct sim_node *s = &cfg->nodes[k];
-        struct q_node *q = &in->nodes[k];
-        if (s->gpus < 0 || s->gpus > Q_MAX_GPUS)
-            return aiq_err_field(err, AIQ_EINVAL, "nodes", "nodes[%d] (%s): gpus must be "
-                                 "0..%d, got %d", k, s->name, Q_MAX_GPUS, s->gpus);
-        q->name = s->name;
-        q->gpu_model = s->gpu_model;
-        q->ngpus = s->gpus;
-        for (int g = 0; g < s->gpus; g++)
-            q->gpu_mem_total[g] = s->gpu_mem_mib;
-        q->cpu_alloc = s->cpu_milli;
-        q->mem_alloc = s->mem_bytes;
-        q->schedulable = true;
+        aiq_rc rc = sim__q_node(s, k, &in->nodes[k], err);
+        if (rc != AIQ_OK)
+            return rc;
         in->total_gpus += s->gpus;
         mib += (double)s->gpus * (double)s->gpu_mem_mib;
     }

@@ -11,6 +11,11 @@
 const char *sim__reason_str(int reason, bool backfilled);
 int sim__reason_parse(const char *s, bool *backfilled);
 
+/* Fills the queue's node q from the trace's node s, nodes[k] of the
+ * config (q's strings borrow s's). AIQ_EINVAL naming the node when its
+ * GPU count is outside 0..Q_MAX_GPUS. */
+aiq_rc sim__q_node(const struct sim_node *s, int k, struct q_node *q, aiq_err *err);
+
 /* The journal's action text ("admit", "wait", "reject") and back (0 =
  * unknown). */
 const char *sim__action_str(int decision);

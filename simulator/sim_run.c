@@ -69,6 +69,22 @@ int sim__reason_parse(const char *s, bool *backfilled) {
     return -1;
 }
 
+/* See sim_int.h. */
+aiq_rc sim__q_node(const struct sim_node *s, int k, struct q_node *q, aiq_err *err) {
+    if (s->gpus < 0 || s->gpus > Q_MAX_GPUS)
+        return aiq_err_field(err, AIQ_EINVAL, "nodes", "nodes[%d] (%s): gpus must be "
+                             "0..%d, got %d", k, s->name, Q_MAX_GPUS, s->gpus);
+    q->name = s->name;
+    q->gpu_model = s->gpu_model;
+    q->ngpus = s->gpus;
+    for (int g = 0; g < s->gpus; g++)
+        q->gpu_mem_total[g] = s->gpu_mem_mib;
+    q->cpu_alloc = s->cpu_milli;
+    q->mem_alloc = s->mem_bytes;
+    q->schedulable = true;
+    return AIQ_OK;
+}
+
 /* Action text; see sim_int.h. */
 const char *sim__action_str(int decision) {
     switch (decision) {
@@ -964,20 +980,10 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     res->njobs = n;
     for (int k = 0; k < r->nn; k++) {
-        const struct sim_node *s = &cfg->nodes[k];
-        struct q_node *q = &r->nodes[k];
-        if (s->gpus < 0 || s->gpus > Q_MAX_GPUS)
-            return aiq_err_field(err, AIQ_EINVAL, "nodes", "nodes[%d] (%s): gpus must be "
-                                 "0..%d, got %d", k, s->name, Q_MAX_GPUS, s->gpus);
-        q->name = s->name;
-        q->gpu_model = s->gpu_model;
-        q->ngpus = s->gpus;
-        for (int g = 0; g < s->gpus; g++)
-            q->gpu_mem_total[g] = s->gpu_mem_mib;
-        q->cpu_alloc = s->cpu_milli;
-        q->mem_alloc = s->mem_bytes;
-        q->schedulable = true;
-        res->total_gpus += s->gpus;
+        aiq_rc rc = sim__q_node(&cfg->nodes[k], k, &r->nodes[k], err);
+        if (rc != AIQ_OK)
+            return rc;
+        res->total_gpus += cfg->nodes[k].gpus;
     }
     long long nplaces = 0;
     for (int i = 0; i < n; i++) {
