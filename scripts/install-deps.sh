@@ -3,6 +3,7 @@
 # that Go is there (it builds the real Kubernetes control plane the tests
 # run on, test/realcluster; Debian bookworm's golang-go is too old for the
 # Kubernetes 1.34 modules, so Go is not installed from apt here).
+# chromium renders aiq-sim's HTML report headless in test/e2e/sim_report.sh.
 # Idempotent: when everything is present it prints nothing and exits 0.
 set -eu
 
@@ -20,7 +21,7 @@ fi
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind cppcheck \
 libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev \
-sqlite3 curl openssl jq"
+sqlite3 curl openssl jq chromium"
 
 missing=""
 for p in $PKGS; do

@@ -12,6 +12,8 @@
  *                 and CSV
  *   sim_replay.c  the journal (store or JSON lines) back into a workload,
  *                 exact replay check, what-if under another policy
+ *   sim_html.c    the self-contained HTML report (sim_html.h), with
+ *                 inline SVG charts from sim_svg.c (sim_svg.h)
  *
  * All times inside a result are unix seconds (the trace's 0 is
  * cfg.epoch). docs/simulator.md defines every metric. */

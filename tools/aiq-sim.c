@@ -3,6 +3,7 @@
  * replay a decision journal (exact check or what-if) and export it as
  * JSON lines. docs/simulator.md is the manual. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "operator/policy_adapter.h"
 #include "operator/store.h"
 #include "simulator/sim.h"
+#include "simulator/sim_html.h"
 
 #define MAX_POLICIES 16
 
@@ -21,9 +23,10 @@ static void usage(FILE *out) {
     fputs("usage:\n"
           "  aiq-sim run --trace FILE [--format csv|tiresias|alibaba] [--nodes FILE]\n"
           "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
-          "              [--csv OUT] [--util-csv OUT] [--shares] [--journal DB]\n"
+          "              [--csv OUT] [--util-csv OUT] [--html OUT] [--shares] [--journal DB]\n"
           "              [--tick SECONDS] [--no-predict] [--preempt-grace SECONDS]\n"
           "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
+          "              [--html REPORT.html]\n"
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
@@ -32,14 +35,14 @@ static void usage(FILE *out) {
           "  aiq-sim export --db operator.db [--out FILE]\n"
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
           "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
-          "              [--placements-csv OUT] [--csv OUT]\n"
+          "              [--placements-csv OUT] [--csv OUT] [--html REPORT.html]\n"
           "  run, compare and inflate take --progress (also on when stderr is a terminal)\n",
           out);
 }
 
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
-        *jsonl, *out, *policies_dir, *placement, *placements_csv;
+        *jsonl, *out, *policies_dir, *placement, *placements_csv, *html;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
@@ -78,7 +81,7 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--nodes-spec", nodes_spec) STR("--csv", csv) STR("--util-csv", util_csv)
         STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
         STR("--policies-dir", policies_dir) STR("--placement", placement)
-        STR("--placements-csv", placements_csv)
+        STR("--placements-csv", placements_csv) STR("--html", html)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -334,6 +337,28 @@ static int util_close(FILE *f, const char *path) {
     return bad ? -1 : 0;
 }
 
+static void html_fn(FILE *f, const void *h) {
+    sim_html_write(f, h);
+}
+
+/* The --html report: created with a note naming the trace and cluster
+ * (NULL after naming the error). */
+static struct sim_html *html_open(const struct opts *o, const char *title,
+                                  const struct sim_trace *tr, int gpus) {
+    char note[1024];
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_html *h = sim_html_create(title);
+    snprintf(note, sizeof note, "Trace %s: %d jobs; cluster: %d nodes, %d GPUs.", o->trace,
+             tr->njobs, tr->nnodes, gpus);
+    if (!h || sim_html_set_note(h, note, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: --html: out of memory\n");
+        sim_html_free(h);
+        return NULL;
+    }
+    return h;
+}
+
 /* run and compare: one simulation per policy, a table side by side. */
 static int cmd_run(const struct opts *o, int compare) {
     int rc = 1;
@@ -344,6 +369,7 @@ static int cmd_run(const struct opts *o, int compare) {
     struct sim_metrics m[MAX_POLICIES];
     store *db = NULL;
     FILE *uf = NULL;
+    struct sim_html *html = NULL;
     if (o->npolicy < 1 || (!compare && o->npolicy > 1)) {
         fprintf(stderr, "aiq-sim: %s\n", compare ? "give --policy at least once"
                                                  : "run takes one --policy (use compare)");
@@ -374,6 +400,8 @@ static int cmd_run(const struct opts *o, int compare) {
     }
     if (o->util_csv && !(uf = util_open(o->util_csv)))
         goto out;
+    if (o->html && !(html = html_open(o, "aiq-sim: policies compared", tr, gpus)))
+        goto out;
     for (int k = 0; k < o->npolicy; k++) {
         struct sim_config cfg;
         struct sim_result res;
@@ -394,7 +422,8 @@ static int cmd_run(const struct opts *o, int compare) {
         cfg.progress = progress;
         cfg.progress_ctx = &pg;
         if (sim_run(&cfg, &res, &e) != AIQ_OK ||
-            sim_metrics_compute(tr, &res, &m[k], &e) != AIQ_OK) {
+            sim_metrics_compute(tr, &res, &m[k], &e) != AIQ_OK ||
+            (html && sim_html_add_run(html, names[k], tr, &res, &m[k], &e) != AIQ_OK)) {
             fprintf(stderr, "aiq-sim: %s: %s\n", names[k], e.message);
             sim_result_deinit(&res);
             goto out;
@@ -416,8 +445,11 @@ static int cmd_run(const struct opts *o, int compare) {
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;
+    if (html && write_to(o->html, html_fn, html) != 0)
+        goto out;
     rc = 0;
 out:
+    sim_html_free(html);
     if (uf)
         (void)util_close(uf, o->util_csv); /* already failing: rc says so */
     store_close(db);
@@ -653,6 +685,36 @@ static void inflate_table(int nsteps, int npl, const char **plname,
     }
 }
 
+/* The --html report of inflate: one curve per placement (the table's
+ * means; NAN where no run reached the step). */
+static int inflate_html(const struct opts *o, const struct sim_trace *tr, int nsteps, int npl,
+                        const char **plname, double (*sum)[SIM_INFLATE_MAX_POINTS],
+                        int (*cnt)[SIM_INFLATE_MAX_POINTS], double from, double step) {
+    int gpus = 0, rc = -1;
+    for (int k = 0; k < tr->nnodes; k++)
+        gpus += tr->nodes[k].gpus;
+    struct sim_html *h = html_open(o, "aiq-sim: inflation protocol", tr, gpus);
+    if (!h)
+        return -1;
+    for (int p = 0; p < npl; p++) {
+        double x[SIM_INFLATE_MAX_POINTS], y[SIM_INFLATE_MAX_POINTS];
+        aiq_err e;
+        aiq_err_clear(&e);
+        for (int k = 0; k < nsteps; k++) {
+            x[k] = (from + step * k) * 100;
+            y[k] = cnt[p][k] > 0 ? sum[p][k] / cnt[p][k] * 100 : NAN;
+        }
+        if (sim_html_add_inflate(h, plname[p], x, y, nsteps, &e) != AIQ_OK) {
+            fprintf(stderr, "aiq-sim: --html: %s\n", e.message);
+            goto out;
+        }
+    }
+    rc = write_to(o->html, html_fn, h);
+out:
+    sim_html_free(h);
+    return rc;
+}
+
 /* inflate: the FGD paper's protocol, per placement and seed. */
 static int cmd_inflate(const struct opts *o) {
     int rc = 1;
@@ -722,6 +784,8 @@ static int cmd_inflate(const struct opts *o) {
         printf("inflation: %d tasks in trace order, %d nodes\n", tr->njobs, tr->nnodes);
     puts("unallocated GPU % (GPU capacity not allocated / all GPUs) by GPU demand arrived:");
     inflate_table(nsteps, npl, plname, sum, cnt, cfg.from, cfg.step);
+    if (o->html && inflate_html(o, tr, nsteps, npl, plname, sum, cnt, cfg.from, cfg.step) != 0)
+        goto out;
     rc = 0;
 out:;
     FILE *a = pf, *b = cf;
