@@ -539,6 +539,40 @@ static void runs_section(FILE *out, const struct sim_html *h) {
     wait_bars(out, h, true);
 }
 
+/* The curves' values as a table: one row per step (labelled with the
+ * first curve's x there), one column per placement, "-" where a curve
+ * has no value. */
+static void inflate_table(FILE *out, const struct sim_html *h) {
+    int rows = 0;
+    fputs("<table class=\"inflate\">\n<tr><th>arrived (%)</th>", out);
+    for (int k = 0; k < h->ninfl; k++) {
+        fputs("<th>", out);
+        sim_svg_escape(out, h->infl[k].name, 0);
+        fputs(" (% unallocated)</th>", out);
+        rows = h->infl[k].n > rows ? h->infl[k].n : rows;
+    }
+    fputs("</tr>\n", out);
+    for (int i = 0; i < rows; i++) {
+        double x = NAN;
+        for (int k = 0; k < h->ninfl && !isfinite(x); k++)
+            if (i < h->infl[k].n)
+                x = h->infl[k].x[i];
+        if (isfinite(x))
+            fprintf(out, "<tr><td>%.0f</td>", x);
+        else
+            fputs("<tr><td>-</td>", out);
+        for (int k = 0; k < h->ninfl; k++) {
+            const struct hinfl *c = &h->infl[k];
+            if (i < c->n && isfinite(c->y[i]))
+                fprintf(out, "<td>%.2f</td>", c->y[i]);
+            else
+                fputs("<td>-</td>", out);
+        }
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
 static void inflate_section(FILE *out, const struct sim_html *h) {
     struct sim_svg_series s[SIM_HTML_MAX_RUNS];
     fputs("<h2 id=\"inflate\">Unallocated GPUs (inflation protocol)</h2>\n", out);
@@ -552,6 +586,7 @@ static void inflate_section(FILE *out, const struct sim_html *h) {
                   "per placement", .xlabel = "GPU demand arrived (% of the cluster's GPUs)",
                   .ylabel = "GPUs unallocated (%)", .y_from_zero = true, .markers = true,
                   .yfmt = "%.2f%%"}, s, h->ninfl);
+    inflate_table(out, h);
 }
 
 void sim_html_write(FILE *out, const struct sim_html *h) {

@@ -73,7 +73,7 @@ check "inflate --html: the unallocated-GPU curve per placement, 50..130% arrived
     --html "$1/i.html" >"$1/i.out" 2>/dev/null &&
   grep -q "^arrived  *binpack  *spread" "$1/i.out" && [ "$(grep -c "<svg " "$1/i.html")" = 1 ] &&
   grep -q "id=\"unalloc\"" "$1/i.html" && grep -q "<title>binpack: x 50, y " "$1/i.html" &&
-  grep -q ">spread</text>" "$1/i.html"' "$SIM" "$T"
+  grep -q ">spread</text>" "$1/i.html" && grep -q "<tr><td>100</td><td>[0-9.]*</td><td>[0-9.]*</td></tr>" "$1/i.html"' "$SIM" "$T"
 # Names from a trace are markup-free in the page: a group named like a
 # script element, a user with quotes and an ampersand.
 cat >"$T/h.csv" <<'EOF'

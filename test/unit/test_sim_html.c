@@ -572,6 +572,8 @@ TEST(report_inflate_curves) {
         CHECK(strstr(t, "binpack: x 60, y 2.50%</title>") != NULL);
         CHECK_INT(count(t, "<circle"), 5);              /* the NAN step is skipped */
         CHECK(strstr(t, "Summary") == NULL);            /* no runs, no run sections */
+        CHECK(strstr(t, "<tr><td>60</td><td>2.50</td><td>1.00</td></tr>") != NULL);
+        CHECK(strstr(t, "<tr><td>70</td><td>-</td><td>1.00</td></tr>") != NULL);
         free(t);
     }
     sim_html_free(h);
