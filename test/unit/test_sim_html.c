@@ -5,7 +5,8 @@
  * ranges (empty, all equal, negative, not finite); charts with one
  * point, all-equal values and no data; a hand-built run whose waits,
  * queue length and JCT CDF are checked through the tooltips and points;
- * a run without jobs; the run limit and a mismatched trace. */
+ * a run without jobs, a run of one job; the run limit and a mismatched
+ * trace. */
 #include "simulator/sim_html.h"
 #include "simulator/sim_svg.h"
 #include "test/unit/th.h"
@@ -577,4 +578,38 @@ TEST(report_inflate_curves) {
         free(t);
     }
     sim_html_free(h);
+}
+
+/* One job that waited 0 h and ran 1 h: every chart is drawn (nothing
+ * collapses to a zero-width axis or a NaN), the CDF is one step at 1 h. */
+TEST(report_one_job) {
+    struct fixture f;
+    aiq_err e;
+    aiq_err_clear(&e);
+    struct sim_html *h = sim_html_create("one");
+    if (!CHECK(h) || !CHECK(fixture_init(&f, "a") == 0))
+        goto out;
+    f.tr->njobs = 1;        /* the first job only; put back before freeing */
+    f.res.njobs = 1;
+    f.res.ngroups = f.res.nusers = 1;
+    f.jr[0].start = f.jr[0].submit;
+    f.jr[0].end = f.jr[0].submit + 3600;
+    f.res.t_end = f.jr[0].end;
+    f.res.nutil = 1;
+    CHECK_INT(sim_html_add_run(h, "p", f.tr, &f.res, &f.m, &e), AIQ_OK);
+    char *t = report(h);
+    if (CHECK(t)) {
+        CHECK_WELLFORMED(t);
+        CHECK(strstr(t, "no data") == NULL);
+        CHECK_INT(count(t, "<polyline"), 3);
+        CHECK_INT(count(t, "class=\"bar\""), 2);
+        /* x 0..1 h: (1 h, 0) then the step up to 1 */
+        CHECK(strstr(t, "points=\"580.0,310.0 580.0,310.0 580.0,44.0 \"") != NULL);
+        CHECK(strstr(t, "a / p: 0, p95 0</title>") != NULL);
+        free(t);
+    }
+    f.tr->njobs = 3;
+out:
+    sim_html_free(h);
+    sim_trace_free(f.tr);
 }
