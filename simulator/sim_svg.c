@@ -310,7 +310,7 @@ static void bar(FILE *out, const struct frame *f, const char *cat, const struct 
                 int k, int i, double x, double bw, const char *wname) {
     double v = s->value[i], top = py(f, v), base = py(f, f->y.lo > 0 ? f->y.lo : 0);
     double w = s->whisker ? s->whisker[i] : NAN;
-    fprintf(out, "<g class=\"bar\"><title>");
+    fputs("<g class=\"bar\"><title>", out);
     sim_svg_escape(out, cat, 0);
     fputs(" / ", out);
     sim_svg_escape(out, s->name, 0);

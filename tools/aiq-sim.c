@@ -337,12 +337,9 @@ static int util_close(FILE *f, const char *path) {
     return bad ? -1 : 0;
 }
 
-static void html_fn(FILE *f, const void *h) {
-    sim_html_write(f, h);
-}
-
 /* The --html report: created with a note naming the trace and cluster
- * (NULL after naming the error). */
+ * (NULL after naming the error). The file itself is opened with
+ * util_open before the runs, so a bad path fails before a long run. */
 static struct sim_html *html_open(const struct opts *o, const char *title,
                                   const struct sim_trace *tr, int gpus) {
     char note[1024];
@@ -368,7 +365,7 @@ static int cmd_run(const struct opts *o, int compare) {
     const char *np[MAX_POLICIES];
     struct sim_metrics m[MAX_POLICIES];
     store *db = NULL;
-    FILE *uf = NULL;
+    FILE *uf = NULL, *hf = NULL;
     struct sim_html *html = NULL;
     if (o->npolicy < 1 || (!compare && o->npolicy > 1)) {
         fprintf(stderr, "aiq-sim: %s\n", compare ? "give --policy at least once"
@@ -400,7 +397,9 @@ static int cmd_run(const struct opts *o, int compare) {
     }
     if (o->util_csv && !(uf = util_open(o->util_csv)))
         goto out;
-    if (o->html && !(html = html_open(o, "aiq-sim: policies compared", tr, gpus)))
+    if (o->html && (!(hf = util_open(o->html)) ||
+                    !(html = html_open(o, compare ? "aiq-sim: policies compared" : "aiq-sim: run",
+                                       tr, gpus))))
         goto out;
     for (int k = 0; k < o->npolicy; k++) {
         struct sim_config cfg;
@@ -445,10 +444,16 @@ static int cmd_run(const struct opts *o, int compare) {
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;
-    if (html && write_to(o->html, html_fn, html) != 0)
+    if (html)
+        sim_html_write(hf, html);
+    FILE *hfc = hf;
+    hf = NULL;
+    if (util_close(hfc, o->html) != 0)
         goto out;
     rc = 0;
 out:
+    if (hf)
+        (void)util_close(hf, o->html); /* already failing: rc says so */
     sim_html_free(html);
     if (uf)
         (void)util_close(uf, o->util_csv); /* already failing: rc says so */
@@ -687,8 +692,8 @@ static void inflate_table(int nsteps, int npl, const char **plname,
 
 /* The --html report of inflate: one curve per placement (the table's
  * means; NAN where no run reached the step). */
-static int inflate_html(const struct opts *o, const struct sim_trace *tr, int nsteps, int npl,
-                        const char **plname, double (*sum)[SIM_INFLATE_MAX_POINTS],
+static int inflate_html(const struct opts *o, FILE *hf, const struct sim_trace *tr, int nsteps,
+                        int npl, const char **plname, double (*sum)[SIM_INFLATE_MAX_POINTS],
                         int (*cnt)[SIM_INFLATE_MAX_POINTS], double from, double step) {
     int gpus = 0, rc = -1;
     for (int k = 0; k < tr->nnodes; k++)
@@ -709,7 +714,8 @@ static int inflate_html(const struct opts *o, const struct sim_trace *tr, int ns
             goto out;
         }
     }
-    rc = write_to(o->html, html_fn, h);
+    sim_html_write(hf, h);
+    rc = 0;
 out:
     sim_html_free(h);
     return rc;
@@ -722,7 +728,7 @@ static int cmd_inflate(const struct opts *o) {
     const char *plname[2];
     double sum[2][SIM_INFLATE_MAX_POINTS] = {{0}};
     int cnt[2][SIM_INFLATE_MAX_POINTS] = {{0}};
-    FILE *pf = NULL, *cf = NULL;
+    FILE *pf = NULL, *cf = NULL, *hf = NULL;
     int npl = parse_placements(o->placement, pl, plname);
     if (npl < 0)
         return 2;
@@ -738,6 +744,8 @@ static int cmd_inflate(const struct opts *o) {
     if (o->placements_csv && !(pf = util_open(o->placements_csv)))
         goto out;
     if (o->csv && !(cf = util_open(o->csv)))
+        goto out;
+    if (o->html && !(hf = util_open(o->html)))
         goto out;
     if (pf)
         fputs(SIM_INFLATE_CSV_HEADER, pf);
@@ -784,13 +792,17 @@ static int cmd_inflate(const struct opts *o) {
         printf("inflation: %d tasks in trace order, %d nodes\n", tr->njobs, tr->nnodes);
     puts("unallocated GPU % (GPU capacity not allocated / all GPUs) by GPU demand arrived:");
     inflate_table(nsteps, npl, plname, sum, cnt, cfg.from, cfg.step);
-    if (o->html && inflate_html(o, tr, nsteps, npl, plname, sum, cnt, cfg.from, cfg.step) != 0)
+    if (hf && inflate_html(o, hf, tr, nsteps, npl, plname, sum, cnt, cfg.from, cfg.step) != 0)
         goto out;
     rc = 0;
 out:;
     FILE *a = pf, *b = cf;
     pf = cf = NULL;
     if (util_close(a, o->placements_csv) != 0 || util_close(b, o->csv) != 0)
+        rc = 1;
+    FILE *c = hf;
+    hf = NULL;
+    if (util_close(c, o->html) != 0)
         rc = 1;
     sim_trace_free(tr);
     return rc;

@@ -64,10 +64,15 @@ check "the report is self-contained: five charts, no script, no link, no externa
   for id in jct-cdf gpu-util queue-len wait-groups wait-users; do grep -q "id=\"$id\"" "$f" || exit 1; done &&
   ! grep -qi "<script\|<link\|<iframe\|<img\|src=\|href=\|url(\|@import" "$f" &&
   [ "$(grep -o "https\?://[^\"]*" "$f" | sort -u)" = "http://www.w3.org/2000/svg" ]' "$T/r.html"
-check "compare --html to an unwritable path: an error naming it, exit 1" sh -c '
-  "$0" compare --trace "$1/t.csv" --nodes-spec 4x8xA100-80GB --policy "$2/fifo.yaml" \
-    --html "$1/no/such/dir/r.html" >/dev/null 2>"$1/e.err"; rc=$?
-  [ $rc = 1 ] && grep -q "no/such/dir/r.html: No such file or directory" "$1/e.err"' "$SIM" "$T" "$P"
+check "--html to an unwritable path: an error naming it before any run, exit 1" sh -c '
+  "$0" compare --trace "$1/t.csv" --nodes-spec 4x8xA100-80GB --policy "$2/fifo.yaml" --progress \
+    --html "$1/no/such/dir/r.html" >"$1/e.out" 2>"$1/e.err"; rc=$?
+  [ $rc = 1 ] && grep -q "no/such/dir/r.html: No such file or directory" "$1/e.err" &&
+  ! grep -q "fifo: " "$1/e.err" && [ ! -s "$1/e.out" ] &&
+  "$0" inflate --trace "$1/t.csv" --nodes-spec 4x8xA100-80GB --progress \
+    --html "$1/no/such/dir/i.html" >"$1/e.out" 2>"$1/e.err"; rc=$?
+  [ $rc = 1 ] && grep -q "no/such/dir/i.html: No such file or directory" "$1/e.err" &&
+  ! grep -q "binpack seed" "$1/e.err" && [ ! -s "$1/e.out" ]' "$SIM" "$T" "$P"
 check "inflate --html: the unallocated-GPU curve per placement, 50..130% arrived" sh -c '
   "$0" inflate --trace "$1/t.csv" --nodes-spec 4x8xA100-80GB --placement binpack,spread \
     --html "$1/i.html" >"$1/i.out" 2>/dev/null &&
