@@ -408,9 +408,11 @@ static const char style[] =
     "p.caption{font-size:13px;color:#444;max-width:780px}";
 
 static void head(FILE *out, const struct sim_html *h) {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "style-src 'unsafe-inline'\">\n<title>", out);
+    /* Also well-formed XML (XHTML): void elements self-closed, the XHTML
+     * namespace; test/e2e/sim_report.sh has Chromium parse it as XML. */
+    fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n"
+          "<head>\n<meta charset=\"utf-8\"/>\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'\"/>\n<title>", out);
     sim_svg_escape(out, h->title, 0);
     fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", style);
     sim_svg_escape(out, h->title, 0);

@@ -63,7 +63,7 @@ check "the report is self-contained: five charts, no script, no link, no externa
   f=$0; [ "$(grep -c "<svg " "$f")" = 5 ] &&
   for id in jct-cdf gpu-util queue-len wait-groups wait-users; do grep -q "id=\"$id\"" "$f" || exit 1; done &&
   ! grep -qi "<script\|<link\|<iframe\|<img\|src=\|href=\|url(\|@import" "$f" &&
-  [ "$(grep -o "https\?://[^\"]*" "$f" | sort -u)" = "http://www.w3.org/2000/svg" ]' "$T/r.html"
+  [ "$(grep -o "https\?://[^\"]*" "$f" | sort -u | tr "\n" " ")" = "http://www.w3.org/1999/xhtml http://www.w3.org/2000/svg " ]' "$T/r.html"
 check "--html to an unwritable path: an error naming it before any run, exit 1" sh -c '
   "$0" compare --trace "$1/t.csv" --nodes-spec 4x8xA100-80GB --policy "$2/fifo.yaml" --progress \
     --html "$1/no/such/dir/r.html" >"$1/e.out" 2>"$1/e.err"; rc=$?
@@ -122,6 +122,21 @@ t_inflate_names() {
         grep -q "&lt;script&gt;alert(1)&lt;/script&gt;" "$T/h.dom"
 }
 check "Chromium renders the inflate report and the escaped names without running anything" t_inflate_names
+# The same pages parsed as XML (XHTML) by Chromium: every report is
+# well-formed XML, and a page that is not shows a parsererror.
+printf '<?xml version="1.0"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><body><p>a<b></p></body></html>\n' >"$T/notxml.xhtml"
+t_xml() {
+    for f in r i h; do
+        cp "$T/$f.html" "$T/$f.xhtml" && chrome "$T/$f.xhtml" "$T/x$f" || return 1
+        if grep -q parsererror "$T/x$f.dom"; then
+            echo "$f.html is not well-formed XML:"; grep -o "<parsererror.*" "$T/x$f.dom" | head -c 400
+            return 1
+        fi
+    done
+    [ "$(grep -c "<svg " "$T/xr.dom")" = 5 ] && chrome "$T/notxml.xhtml" "$T/notxml" &&
+        grep -q parsererror "$T/notxml.dom"
+}
+check "Chromium's XML parser reads every report as well-formed XHTML (and flags a page that is not)" t_xml
 # A page that loads something or runs a broken script is caught: the
 # error check can fail.
 cat >"$T/bad.html" <<'EOF'
