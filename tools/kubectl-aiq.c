@@ -42,6 +42,7 @@
 #include "operator/pods.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
+#include "operator/util_view.h"
 #include "policy/fx.h"
 
 #define PATH_CAP 1024
@@ -1498,7 +1499,7 @@ static const char *nodes_mem(char *buf, size_t cap, const struct q_node *q) {
 }
 
 static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
-    json_object *nodes = NULL, *pods = NULL, *doc = NULL, *items = NULL;
+    json_object *nodes = NULL, *pods = NULL, *doc = NULL, *items = NULL, *udoc = NULL;
     struct node_use *use = NULL;
     cli_table *t = NULL;
     aiq_err e;
@@ -1525,8 +1526,17 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         nodes_count_pods(pods, use, nn);
     else
         fprintf(stderr, "warning: cannot list pods (%s): GPUs in use are not shown\n", e.message);
+    /* Live utilisation from the operator (GET /util); "?" when it cannot answer. */
+    aiq_err ue;
+    aiq_err_clear(&ue);
+    if (operator_get(o, "/util", &udoc, &ue) != AIQ_OK || !json_object_is_type(udoc, json_type_object)) {
+        json_object_put(udoc);
+        udoc = NULL;
+        fprintf(stderr, "note: utilisation not shown (UTIL ?): the operator at %s %s%s\n",
+                o->operator_url, ue.http_status ? "answered: " : "is not reachable: ", ue.message);
+    }
     static const char *const hdr[] = {"NODE", "GPUS", "GPU-MEM-MIB", "MODEL", "DOMAIN",
-                                      "AIQ", "OTHER", "STATUS"};
+                                      "AIQ", "OTHER", "UTIL", "STATUS"};
     if (o->out != OUT_TABLE) {
         doc = json_object_new_object();
         items = json_object_new_array();
@@ -1536,7 +1546,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
             goto out;
         }
         json_object_object_add(doc, "items", items);
-    } else if (!(t = cli_table_create(8, hdr))) {
+    } else if (!(t = cli_table_create(9, hdr))) {
         rc = fail("out of memory");
         goto out;
     }
@@ -1544,7 +1554,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         struct node_facts f;
         if (node_facts_read(json_object_array_get_idx(nit, i), &f) != 0)
             continue;
-        char gpus[64], mem[512], a[32], oth[32], status[400];
+        char gpus[64], mem[512], a[32], oth[32], status[400], util[160];
         const char *reason = nodex_name(f.excluded);
         if (f.excluded)
             snprintf(status, sizeof status, "%sExcluded: %s (%s)%s", C_RED, reason, f.message, C_OFF);
@@ -1573,6 +1583,10 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
                 add_num(it, "aiqGPUs", use[i].aiq);
                 add_num(it, "otherGPUs", use[i].other);
             }
+            json_object *un = util_view_node(udoc, f.q.name);
+            if (un)
+                json_object_object_add(it, "utilization", json_object_get(un));
+            add_str(it, "util", util_view_cell(udoc, f.q.name, f.q.ngpus, util, sizeof util));
             add_str(it, "status", f.excluded ? "Excluded" : f.q.schedulable ? "Ready" : "Cordoned");
             add_str(it, "reason", f.excluded ? reason : NULL);
             add_str(it, "message", f.excluded ? f.message : NULL);
@@ -1583,21 +1597,30 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         snprintf(model, sizeof model, "%s%s%s", f.q.gpu_model ? f.q.gpu_model : "-",
                  f.mig[0] ? " +mig " : "", f.mig);
         const char *row[] = {f.q.name, gpus, nodes_mem(mem, sizeof mem, &f.q), model,
-                             f.q.domain ? f.q.domain : "-", a, oth, status};
+                             f.q.domain ? f.q.domain : "-", a, oth,
+                             util_view_cell(udoc, f.q.name, f.q.ngpus, util, sizeof util), status};
         if (cli_table_add(t, row) != AIQ_OK) {
             rc = fail("out of memory");
             goto out;
         }
     }
+    if (doc && udoc) /* the source's state with the nodes */
+        json_object_object_add(doc, "utilizationSource", json_object_get(udoc));
     if (doc)
         emit(doc, o->out);
     else if (cli_table_rows(t) == 0)
         fputs("No nodes found.\n", stderr);
     else
         cli_table_print(t, stdout);
+    if (!doc && udoc) {
+        char line[700];
+        if (*util_view_summary(udoc, (double)time(NULL), line, sizeof line))
+            printf("%s\n", line);
+    }
     rc = 0;
 out:
     cli_table_free(t);
+    json_object_put(udoc);
     json_object_put(doc);
     free(use);
     json_object_put(pods);
