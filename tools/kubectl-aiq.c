@@ -6,7 +6,7 @@
  *   kubectl aiq explain JOB                            sprio + why it waits
  *   kubectl aiq usage [--group G]                      sshare
  *   kubectl aiq policy test FILE                       what a policy would do
- *   kubectl aiq nodes                                  sinfo: GPU facts, use, exclusions
+ *   kubectl aiq nodes                                  sinfo: GPU facts, use, utilisation, exclusions
  *   kubectl aiq rerun JOB                              a finished job again, as a new run
  *
  * Everything comes from the objects the operator writes (AIJob, Group,
@@ -95,7 +95,8 @@ static void usage(FILE *out) {
           "  policy test FILE                    compile a QueuePolicy locally and show how the\n"
           "                                      current queue would reorder under it\n"
           "  nodes                               every node's GPU facts as aiq reads them, the\n"
-          "                                      GPUs aiq's and other pods hold, and why a node\n"
+          "                                      GPUs aiq's and other pods hold, live GPU\n"
+          "                                      utilisation (from the operator), and why a node\n"
           "                                      is left out\n"
           "  rerun JOB                           run a finished job (Succeeded, Failed, Rejected)\n"
           "                                      again as a new run; its history is kept\n"
