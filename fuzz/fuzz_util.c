@@ -4,7 +4,9 @@
  * any bytes, and what it accepts holds its promises (a non-empty node
  * name, a GPU index below Q_MAX_GPUS, a finite value and time); merged
  * into a cache and filled into a node, utilisation stays within 0..1.
- * The first byte picks the node label (default order, or "Hostname").
+ * The first byte picks the node label (default order, or "Hostname"),
+ * or (bit 1) reads the rest as an Alnair node annotation value instead:
+ * oputil_alnair_value gives a finite percent >= 0 or nothing.
  * Seeds: fuzz/corpus/util/. */
 #include <math.h>
 #include <stdint.h>
@@ -19,6 +21,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1)
         return 0;
     const char *label = data[0] & 1 ? "Hostname" : NULL;
+    if (data[0] & 2) { /* the rest as an Alnair annotation value */
+        char *v = malloc(size);
+        double pct = -1;
+        const char *field = NULL;
+        if (!v)
+            return 0;
+        memcpy(v, data + 1, size - 1);
+        v[size - 1] = '\0';
+        if (oputil_alnair_value(v, &pct, &field) == 0 && (!(pct >= 0) || !isfinite(pct) || !field))
+            abort();
+        free(v);
+        return 0;
+    }
     struct oputil_sample *s = NULL;
     struct oputil_skips sk;
     size_t n = 0;
@@ -47,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int g = 0; g < Q_MAX_GPUS; g++)
             if (!(q.gpu_util[g] >= 0 && q.gpu_util[g] <= 1))
                 abort();
-        free(oputil_json(u, s[0].t, NULL));
+        free(oputil_json(u, false, s[0].t, NULL));
         oputil_free(u);
     }
     free(s);

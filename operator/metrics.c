@@ -80,6 +80,7 @@ struct opmetrics {
     int nnodex;
     long foreign_pods;
     oputil *util;              /* borrowed; NULL: /util says "none" */
+    bool util_alnair;          /* --util-alnair-annotations */
     bool util_on;              /* aiq_util_* rendered */
     struct opmetrics_util utilm;
 };
@@ -137,9 +138,10 @@ void opmetrics_set_vis(opmetrics *m, opvis *v) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void opmetrics_set_util(opmetrics *m, oputil *u) {
+void opmetrics_set_util(opmetrics *m, oputil *u, bool alnair) {
     pthread_mutex_lock(&m->mu);
     m->util = u;
+    m->util_alnair = alnair;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -450,18 +452,24 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                 "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
     opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                     "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
-    if (m->util_on) {
+    if (m->util_on)
+        opm__printf(&b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
+                        "last cycle (every GPU has a fresh sample, or an Alnair annotation).\n"
+                        "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
+                        "# HELP aiq_util_nodes_from_annotations Of those, nodes whose utilisation "
+                        "came from Alnair's node annotations (--util-alnair-annotations).\n"
+                        "# TYPE aiq_util_nodes_from_annotations gauge\n"
+                        "aiq_util_nodes_from_annotations %ld\n",
+                    m->utilm.nodes_known, m->utilm.nodes_annotated);
+    if (m->util_on && m->utilm.prom) {
         const struct opmetrics_util *u = &m->utilm;
         opm__printf(&b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
                         "source (--util-prometheus-url) succeeded, 0 when it failed.\n"
                         "# TYPE aiq_util_source_up gauge\naiq_util_source_up %d\n"
-                        "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
-                        "last cycle (every GPU has a fresh sample).\n"
-                        "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
                         "# HELP aiq_util_samples_stale GPUs of usable nodes whose last sample is "
                         "older than --util-stale-after (their node is placed without utilisation).\n"
                         "# TYPE aiq_util_samples_stale gauge\naiq_util_samples_stale %ld\n",
-                    u->up ? 1 : 0, u->nodes_known, u->samples_stale);
+                    u->up ? 1 : 0, u->samples_stale);
         opm__printf(&b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
                         "node or gpu label, value not a finite number).\n"
                         "# TYPE aiq_util_series_skipped gauge\naiq_util_series_skipped %ld\n"
@@ -574,11 +582,12 @@ static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
 static enum MHD_Result opm__util(struct MHD_Connection *c, opmetrics *m) {
     pthread_mutex_lock(&m->mu);
     oputil *u = m->util;
+    bool alnair = m->util_alnair;
     pthread_mutex_unlock(&m->mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     size_t len = 0;
-    char *body = oputil_json(u, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &len);
+    char *body = oputil_json(u, alnair, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &len);
     if (!body)
         return opm__json_error(c, 500, "out of memory");
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);

@@ -22,9 +22,12 @@
  *   aiq_foreign_pods                        gauge (non-aiq pods holding node capacity)
  *   aiq_store_healthy                       gauge (1, or 0 while a storage fault holds)
  *   aiq_store_failures_total{op}            counter (store calls that failed, by operation)
- * With a utilisation source (--util-prometheus-url, util_source.h):
- *   aiq_util_source_up                      gauge (1 the last fetch succeeded, 0 not)
+ * With a utilisation source (--util-prometheus-url or
+ * --util-alnair-annotations, util_source.h):
  *   aiq_util_nodes_known                    gauge (nodes placed with utilisation last cycle)
+ *   aiq_util_nodes_from_annotations         gauge (of those, known from Alnair's annotations)
+ * and with --util-prometheus-url:
+ *   aiq_util_source_up                      gauge (1 the last fetch succeeded, 0 not)
  *   aiq_util_samples_stale                  gauge (GPUs whose sample passed the staleness limit)
  *   aiq_util_series_skipped                 gauge (series of the last answer left out)
  *   aiq_util_fetch_failures_total           counter
@@ -140,14 +143,16 @@ void opmetrics_foreign_pods_set(opmetrics *m, long n);
 /* The utilisation source's state for the aiq_util_* series (rendered
  * only once set). */
 struct opmetrics_util {
+    bool prom;                 /* a Prometheus source is set (else only annotations) */
     bool up;
-    long nodes_known, samples_stale, series_skipped;
+    long nodes_known, nodes_annotated, samples_stale, series_skipped;
     unsigned long failures;
     double last_ok;
 };
 void opmetrics_util_set(opmetrics *m, const struct opmetrics_util *u);
-/* Sets the cache behind GET /util (borrowed; NULL: {"source":"none"}). */
-void opmetrics_set_util(opmetrics *m, oputil *u);
+/* Sets the cache behind GET /util (borrowed; NULL: {"source":"none"})
+ * and whether Alnair's annotations are read too. */
+void opmetrics_set_util(opmetrics *m, oputil *u, bool alnair);
 
 /* Renders the metrics text into a new NUL-terminated buffer (caller
  * frees) and its length in *len (may be NULL). NULL on ENOMEM. */

@@ -176,6 +176,7 @@ struct srv_flags {
     double util_interval_s;    /* --util-interval: 15 */
     double util_stale_s;       /* --util-stale-after: 60 */
     const char *util_node_label; /* --util-node-label (NULL: node, kubernetes_node, Hostname) */
+    bool util_alnair;          /* --util-alnair-annotations: Alnair profiler's node annotations */
 };
 
 struct server {
@@ -529,13 +530,15 @@ void capacity_others(struct server *s, struct q_node *nodes, int nnodes);
 /* ---- util_apply.c ---------------------------------------------------------- */
 
 /* With --util-prometheus-url: creates and starts s->util and hands it to
- * the metrics server for GET /util. Without: nothing. Errors name the flag
- * (util_source.h). */
+ * the metrics server for GET /util (with --util-alnair-annotations too).
+ * Without either: nothing. Errors name the flag (util_source.h). */
 aiq_rc util_start(struct server *s, aiq_err *err);
 
-/* Sets util_known / gpu_util of nodes[0..n) from s->util (all unknown
- * without it), logs util_source_down / util_source_up once per change of
- * state and sets the aiq_util_* metrics. */
+/* Sets util_known / gpu_util of nodes[0..n) from s->util, and for nodes
+ * it leaves unknown from Alnair's node annotations when
+ * --util-alnair-annotations (all unknown without a source); logs
+ * util_source_down / util_source_up once per change of state and sets the
+ * aiq_util_* metrics. */
 void util_apply(struct server *s, struct q_node *nodes, int n, double now);
 
 /* Applies one event of the foreign-pod watch to s->foreign. */

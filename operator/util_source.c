@@ -192,6 +192,38 @@ out_free:
     return rc;
 }
 
+/* ---- Alnair's node annotations ------------------------------------------- */
+
+/* The number after key in v ("'key': '12.5'" or "'key': 12.5"); 0 or -1. */
+static int ou__alnair_num(const char *v, const char *key, double *out) {
+    const char *p = strstr(v, key);
+    if (!p)
+        return -1;
+    p += strlen(key);
+    while (*p == ' ')
+        p++;
+    if (*p == '\'' || *p == '"')
+        p++;
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || errno == ERANGE || !isfinite(d) || d < 0)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* Reads one annotation value; see util_source.h. */
+int oputil_alnair_value(const char *v, double *pct, const char **field) {
+    static const char *const keys[] = {"'max_gpu_util':", "'max_mem_util':"};
+    for (size_t i = 0; v && i < sizeof keys / sizeof *keys; i++)
+        if (ou__alnair_num(v, keys[i], pct) == 0) {
+            *field = i == 0 ? "max_gpu_util" : "max_mem_util";
+            return 0;
+        }
+    return -1;
+}
+
 /* ---- cache ---------------------------------------------------------------- */
 
 struct ou_ent {
@@ -601,17 +633,16 @@ static json_object *ou__gpu_json(const oputil *u, const struct ou_ent *e, double
 }
 
 /* Builds the /util document; see util_source.h. */
-char *oputil_json(oputil *u, double now, size_t *len) {
+char *oputil_json(oputil *u, bool alnair, double now, size_t *len) {
     json_object *doc = json_object_new_object(), *nodes = NULL, *cur = NULL;
     char *text = NULL;
     if (!doc)
         return NULL;
-    if (!u) {
-        json_object_object_add(doc, "source", json_object_new_string("none"));
+    json_object_object_add(doc, "source", json_object_new_string(u ? "prometheus" : "none"));
+    json_object_object_add(doc, "alnairAnnotations", json_object_new_boolean(alnair));
+    if (!u)
         goto render;
-    }
     pthread_mutex_lock(&u->mu);
-    json_object_object_add(doc, "source", json_object_new_string("prometheus"));
     json_object_object_add(doc, "url", json_object_new_string(u->url));
     json_object_object_add(doc, "up", json_object_new_boolean(u->st.up));
     json_object_object_add(doc, "reason", json_object_new_string(u->st.reason));

@@ -72,6 +72,23 @@ aiq_rc oputil_parse(const char *body, size_t len, const char *node_label,
                     struct oputil_sample **out, size_t *n, struct oputil_skips *skips,
                     aiq_err *err);
 
+/* Alnair's profiler (github.com/CentaurusInfra/alnair, profiler/) writes
+ * one Node annotation per GPU, key "ai.centaurus.io/gpu-<index>", whose
+ * value is a Python str() of a dict, e.g.
+ *   {'mem_used': '4GB', 'mem_free': '8GB', 'process_cnt': 1,
+ *    'cyclic_pattern': False, 'max_mem_util': '34.0'}
+ * where max_mem_util is the maximum of DCGM_FI_DEV_MEM_COPY_UTIL (percent)
+ * over its last 2 minutes; versions that also write 'max_gpu_util' (the
+ * maximum of DCGM_FI_DEV_GPU_UTIL) are read by that field first. The value
+ * carries no sample time and is patched only when it changes. */
+#define OPUTIL_ALNAIR_PREFIX "ai.centaurus.io/gpu-"
+
+/* Reads the utilisation percent from one such annotation value: the
+ * number after 'max_gpu_util': (else 'max_mem_util':), quoted or not.
+ * Returns 0 with *pct (finite, >= 0) and *field set to the key used, or
+ * -1 when neither is there with a number. */
+int oputil_alnair_value(const char *v, double *pct, const char **field);
+
 typedef struct oputil oputil;
 
 struct oputil_opts {
@@ -131,11 +148,13 @@ void oputil_fill(oputil *u, struct q_node *nodes, int n, double now, long *known
 void oputil_stats(oputil *u, struct oputil_state *st);
 
 /* The cache as JSON for GET /util (caller frees *len bytes, NUL ended):
- * {"source":"prometheus","url":U,"up":B,"reason":R,"lastSuccess":T,
+ * {"source":"prometheus","alnairAnnotations":B,"url":U,"up":B,"reason":R,"lastSuccess":T,
  *  "staleAfterSeconds":S,"intervalSeconds":I,"fetches":N,"failures":N,
  *  "nodes":[{"name":N,"gpus":[{"gpu":G,"uuid":U,"util":0..1,
  *   "utilAgeSeconds":A,"fbUsedMiB":M,"stale":B}]}]}
- * u NULL gives {"source":"none"}. NULL on ENOMEM. */
-char *oputil_json(oputil *u, double now, size_t *len);
+ * u NULL gives {"source":"none","alnairAnnotations":B}. alnair: whether
+ * the operator also reads Alnair's annotations (--util-alnair-annotations).
+ * NULL on ENOMEM. */
+char *oputil_json(oputil *u, bool alnair, double now, size_t *len);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "operator/util_source.h"
+
 static json_object *uv__get(json_object *o, const char *k) {
     json_object *v = NULL;
     return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v)
@@ -50,14 +52,43 @@ static json_object *uv__gpu(json_object *n, int g) {
     return NULL;
 }
 
+/* The cell from the Node's Alnair annotations into buf, or NULL when a
+ * GPU has none. */
+static const char *uv__alnair(json_object *node_obj, int ngpus, char *buf, size_t cap) {
+    json_object *ann = uv__get(uv__get(node_obj, "metadata"), "annotations");
+    size_t len = 0;
+    for (int g = 0; ann && g < ngpus; g++) {
+        char key[64];
+        const char *field = NULL;
+        double pct = 0;
+        snprintf(key, sizeof key, "%s%d", OPUTIL_ALNAIR_PREFIX, g);
+        json_object *v = uv__get(ann, key);
+        if (!v || !json_object_is_type(v, json_type_string) ||
+            oputil_alnair_value(json_object_get_string(v), &pct, &field) != 0)
+            return NULL;
+        int w = snprintf(buf + len, len < cap ? cap - len : 0, "%s%.0f", g ? "," : "",
+                         pct > 100 ? 100 : pct);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (!ann || len + 1 >= cap)
+        return NULL;
+    snprintf(buf + len, cap - len, "%% ann");
+    return buf;
+}
+
 /* The UTIL cell; see util_view.h. */
-const char *util_view_cell(json_object *doc, const char *node, int ngpus, char *buf, size_t cap) {
+const char *util_view_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
+                           char *buf, size_t cap) {
     char age[16];
     size_t len = 0;
     double oldest = 0;
     bool stale = false, missing = false;
     json_object *n = util_view_node(doc, node);
+    json_object *al = uv__get(doc, "alnairAnnotations");
+    bool alnair = al && json_object_get_boolean(al);
     if (!doc || !n || ngpus <= 0) {
+        if (doc && alnair && ngpus > 0 && uv__alnair(node_obj, ngpus, buf, cap))
+            return buf;
         snprintf(buf, cap, "%s", doc ? "-" : "?");
         return buf;
     }
@@ -76,6 +107,8 @@ const char *util_view_cell(json_object *doc, const char *node, int ngpus, char *
         len += w > 0 ? (size_t)w : 0;
     }
     uv__age(age, sizeof age, oldest);
+    if ((stale || missing) && alnair && uv__alnair(node_obj, ngpus, buf, cap))
+        return buf; /* the operator falls back to the annotations the same way */
     if (stale)
         snprintf(buf, cap, "stale %s", age);
     else if (missing)

@@ -7,14 +7,17 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-/* The UTIL cell of node (ngpus GPUs) from a /util document into buf (cap
- * bytes) and returns buf: "35,100% 8s" (per GPU, the oldest sample's
- * age) when every GPU has a fresh sample, "stale 2m" when some sample is
- * older than the staleness limit (the node is placed without it),
- * "partial" when some GPU has no sample, "-" when the source has nothing
- * for the node or there is no source, "?" when doc is NULL (the operator
- * did not answer). */
-const char *util_view_cell(json_object *doc, const char *node, int ngpus, char *buf, size_t cap);
+/* The UTIL cell of node (ngpus GPUs; node_obj its Node object, may be
+ * NULL) from a /util document into buf (cap bytes) and returns buf:
+ * "35,100% 8s" (per GPU, the oldest sample's age) when every GPU has a
+ * fresh sample, "stale 2m" when some sample is older than the staleness
+ * limit (the node is placed without it), "partial" when some GPU has no
+ * sample; when the operator also reads Alnair's annotations and the
+ * Prometheus source has nothing fresh, "35,0% ann" from the Node's
+ * annotations; "-" when no source has anything for the node, "?" when doc
+ * is NULL (the operator did not answer). */
+const char *util_view_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
+                           char *buf, size_t cap);
 
 /* The node's entry of doc ({"name":..,"gpus":[..]}, borrowed), or NULL. */
 json_object *util_view_node(json_object *doc, const char *node);

@@ -1553,7 +1553,8 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
     }
     for (size_t i = 0; i < nn; i++) {
         struct node_facts f;
-        if (node_facts_read(json_object_array_get_idx(nit, i), &f) != 0)
+        json_object *nobj = json_object_array_get_idx(nit, i);
+        if (node_facts_read(nobj, &f) != 0)
             continue;
         char gpus[64], mem[512], a[32], oth[32], status[400], util[160];
         const char *reason = nodex_name(f.excluded);
@@ -1587,7 +1588,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
             json_object *un = util_view_node(udoc, f.q.name);
             if (un)
                 json_object_object_add(it, "utilization", json_object_get(un));
-            add_str(it, "util", util_view_cell(udoc, f.q.name, f.q.ngpus, util, sizeof util));
+            add_str(it, "util", util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util));
             add_str(it, "status", f.excluded ? "Excluded" : f.q.schedulable ? "Ready" : "Cordoned");
             add_str(it, "reason", f.excluded ? reason : NULL);
             add_str(it, "message", f.excluded ? f.message : NULL);
@@ -1599,7 +1600,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
                  f.mig[0] ? " +mig " : "", f.mig);
         const char *row[] = {f.q.name, gpus, nodes_mem(mem, sizeof mem, &f.q), model,
                              f.q.domain ? f.q.domain : "-", a, oth,
-                             util_view_cell(udoc, f.q.name, f.q.ngpus, util, sizeof util), status};
+                             util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util), status};
         if (cli_table_add(t, row) != AIQ_OK) {
             rc = fail("out of memory");
             goto out;

@@ -9,7 +9,9 @@
 # the source is killed, errs or answers garbage the operator says so once
 # per change (event=util_source_down reason=..., aiq_util_source_up 0,
 # the DOWN line of `kubectl aiq nodes`) and admission keeps working
-# without utilisation; when it is back, so is the utilisation.
+# without utilisation; with --util-alnair-annotations, a node annotated
+# the way Alnair's profiler does is known from its annotations meanwhile;
+# when the source is back, so is the utilisation, and it wins.
 . "$(dirname "$0")/lib.sh"
 export PATH="$BUILD:$PATH"
 PF_PID=""
@@ -34,7 +36,8 @@ pf_start
 check "the fake Prometheus listens (port $PP)" [ -n "$PP" ]
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
-op_start --util-prometheus-url "http://127.0.0.1:$PP/" --util-interval 1s --util-stale-after 4s
+op_start --util-prometheus-url "http://127.0.0.1:$PP/" --util-interval 1s --util-stale-after 4s \
+    --util-alnair-annotations
 PORT=$(sed -n 's/.*event=metrics_listening .*port=\([0-9]*\).*/\1/p' "$T/op.log" | head -1)
 OPURL=http://127.0.0.1:$PORT
 
@@ -102,12 +105,25 @@ check "the metric counts the failed fetches" sh -c '
 check "down is logged once, not per failed fetch" sh -c '
   [ "$(grep -c "event=util_source_down" "$0/op.log")" = 1 ]' "$T"
 
+# ---- Alnair's profiler annotations stand in while Prometheus is down ----------
+for g in 0 1 2 3 4 5 6 7; do
+    echo "ai.centaurus.io/gpu-$g={'mem_used': '4GB', 'mem_free': '76GB', 'process_cnt': 1, 'cyclic_pattern': False, 'max_mem_util': '$((g * 5)).0'}"
+done | xargs -d '\n' kubectl annotate node gpu-1 --overwrite >/dev/null
+wait_for 15 "gpu-1 is known from its annotations (aiq_util_nodes_from_annotations 1)" sh -c '
+  [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_nodes_from_annotations //p")" = 1 ] &&
+  [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_nodes_known //p")" = 1 ]' "$OPURL"
+check "kubectl aiq nodes: gpu-1 from annotations, gpu-0 still stale" sh -c '
+  kubectl aiq nodes --operator-url "$0" --no-color >"$1/nodes.out" 2>&1; cat "$1/nodes.out"
+  grep "^gpu-1 " "$1/nodes.out" | grep -q "0,5,10,15,20,25,30,35% ann" &&
+  grep "^gpu-0 " "$1/nodes.out" | grep -q "stale"' "$OPURL" "$T"
+
 # ---- back ---------------------------------------------------------------------
 pf_start "$PP"
-wait_for 20 "restarted: util_source_up logged, aiq_util_source_up 1, nodes_known 2" sh -c '
+wait_for 20 "restarted: util_source_up logged, aiq_util_source_up 1, nodes_known 2, fresh samples win over annotations" sh -c '
   grep -q "event=util_source_up .*nodes_known=2 nodes=2" "$1/op.log" &&
   [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_source_up //p")" = 1 ] &&
-  [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_nodes_known //p")" = 2 ]' "$OPURL" "$T"
+  [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_nodes_known //p")" = 2 ] &&
+  [ "$(curl -s "$0/metrics" | sed -n "s/^aiq_util_nodes_from_annotations //p")" = 0 ]' "$OPURL" "$T"
 
 # ---- errors and garbage ---------------------------------------------------------
 spec error 0

@@ -3,11 +3,13 @@
  * labels, NaN and infinities, huge input, not JSON), the cache's
  * staleness and fill rules, the flag checks, and a fetch from a
  * Prometheus that is not there. */
+#include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "operator/util_source.h"
+#include "operator/util_view.h"
 #include "test/unit/th.h"
 
 static const char good[] =
@@ -243,7 +245,7 @@ TEST(fill_known_stale_partial) {
     oputil_fill(u, &n[3], 1, 1040, &known, NULL);
     CHECK(!n[3].util_known);
     size_t len = 0;
-    char *j = oputil_json(u, 1040, &len);
+    char *j = oputil_json(u, false, 1040, &len);
     CHECK(j && strstr(j, "\"fbUsedMiB\":1234") && strstr(j, "\"name\":\"d\""));
     free(j);
     oputil_free(u);
@@ -268,12 +270,12 @@ TEST(state_and_json) {
     CHECK_INT(st.failures, 1);
     CHECK_DBL(st.last_ok, 100, 0);
     CHECK_STR(st.reason, "query X: Connection refused");
-    char *j = oputil_json(u, 120, NULL);
+    char *j = oputil_json(u, false, 120, NULL);
     CHECK(j && strstr(j, "\"up\":false") && strstr(j, "Connection refused") &&
           strstr(j, "\"url\":\"http:\\/\\/127.0.0.1:1\""));
     free(j);
-    j = oputil_json(NULL, 120, NULL);
-    CHECK(j && strcmp(j, "{\"source\":\"none\"}") == 0);
+    j = oputil_json(NULL, true, 120, NULL);
+    CHECK(j && strcmp(j, "{\"source\":\"none\",\"alnairAnnotations\":true}") == 0);
     free(j);
     oputil_free(u);
 }
@@ -323,4 +325,59 @@ TEST(fetch_unreachable) {
     oputil_fill(u, &n, 1, 1001, NULL, NULL);
     CHECK(n.util_known); /* the cached sample is still fresh */
     oputil_free(u);
+}
+
+/* Alnair's profiler writes a Python dict's str() per GPU annotation. */
+TEST(alnair_annotation_values) {
+    double pct = -1;
+    const char *field = NULL;
+    CHECK_INT(oputil_alnair_value("{'mem_used': '4GB', 'mem_free': '8GB', 'process_cnt': 1, "
+                                  "'cyclic_pattern': False, 'max_mem_util': '34.0'}",
+                                  &pct, &field), 0);
+    CHECK_DBL(pct, 34, 1e-9);
+    CHECK_STR(field, "max_mem_util");
+    CHECK_INT(oputil_alnair_value("{'max_mem_util': '5', 'max_gpu_util': 60}", &pct, &field), 0);
+    CHECK_DBL(pct, 60, 1e-9);
+    CHECK_STR(field, "max_gpu_util");
+    CHECK_INT(oputil_alnair_value("{'mem_used': '4GB'}", &pct, &field), -1);
+    CHECK_INT(oputil_alnair_value("{'max_mem_util': 'nan'}", &pct, &field), -1);
+    CHECK_INT(oputil_alnair_value("{'max_mem_util': '-3'}", &pct, &field), -1);
+    CHECK_INT(oputil_alnair_value("{'max_mem_util': ''}", &pct, &field), -1);
+    CHECK_INT(oputil_alnair_value(NULL, &pct, &field), -1);
+}
+
+/* The UTIL cell of kubectl aiq nodes (util_view.c) from a /util answer. */
+TEST(view_cells) {
+    json_object *doc = json_tokener_parse(
+        "{\"source\":\"prometheus\",\"alnairAnnotations\":true,\"up\":false,"
+        "\"url\":\"http://p:9090\",\"reason\":\"query X: refused\",\"lastSuccess\":100,"
+        "\"nodes\":[{\"name\":\"a\",\"gpus\":["
+        "{\"gpu\":0,\"util\":0.35,\"utilAgeSeconds\":3,\"stale\":false},"
+        "{\"gpu\":1,\"util\":1,\"utilAgeSeconds\":8.4,\"stale\":false}]},"
+        "{\"name\":\"b\",\"gpus\":[{\"gpu\":0,\"util\":0.1,\"utilAgeSeconds\":300,\"stale\":true}]},"
+        "{\"name\":\"c\",\"gpus\":[{\"gpu\":0,\"fbUsedMiB\":5,\"stale\":true}]}]}");
+    json_object *ann = json_tokener_parse(
+        "{\"metadata\":{\"annotations\":{\"ai.centaurus.io/gpu-0\":\"{'max_mem_util': '12.0'}\","
+        "\"ai.centaurus.io/gpu-1\":\"{'max_mem_util': '7'}\"}}}");
+    char buf[64], line[400];
+    if (!CHECK(doc && ann))
+        return;
+    CHECK_STR(util_view_cell(doc, "a", NULL, 2, buf, sizeof buf), "35,100% 8s");
+    CHECK_STR(util_view_cell(doc, "a", NULL, 3, buf, sizeof buf), "partial");
+    CHECK_STR(util_view_cell(doc, "b", NULL, 1, buf, sizeof buf), "stale 5m");
+    CHECK_STR(util_view_cell(doc, "c", NULL, 1, buf, sizeof buf), "partial");
+    CHECK_STR(util_view_cell(doc, "zz", NULL, 1, buf, sizeof buf), "-");
+    CHECK_STR(util_view_cell(NULL, "a", NULL, 2, buf, sizeof buf), "?");
+    /* annotations stand in where Prometheus has nothing fresh */
+    CHECK_STR(util_view_cell(doc, "zz", ann, 2, buf, sizeof buf), "12,7% ann");
+    CHECK_STR(util_view_cell(doc, "b", ann, 1, buf, sizeof buf), "12% ann");
+    CHECK_STR(util_view_cell(doc, "zz", ann, 3, buf, sizeof buf), "-"); /* gpu-2 has none */
+    CHECK(strstr(util_view_summary(doc, 160, line, sizeof line),
+                 "prometheus http://p:9090 DOWN (query X: refused), last answer 60s ago") != NULL);
+    json_object *none = json_tokener_parse("{\"source\":\"none\",\"alnairAnnotations\":false}");
+    CHECK_STR(util_view_summary(none, 160, line, sizeof line), "");
+    CHECK_STR(util_view_cell(none, "zz", ann, 2, buf, sizeof buf), "-");
+    json_object_put(none);
+    json_object_put(doc);
+    json_object_put(ann);
 }
