@@ -254,13 +254,6 @@ static int ou__ent_cmp(const void *a, const void *b) {
     return c ? c : (x->gpu > y->gpu) - (x->gpu < y->gpu);
 }
 
-static struct ou_ent *ou__find(oputil *u, const char *node, int gpu) {
-    struct ou_ent key;
-    snprintf(key.node, sizeof key.node, "%s", node);
-    key.gpu = gpu;
-    return u->nent ? bsearch(&key, u->ent, u->nent, sizeof *u->ent, ou__ent_cmp) : NULL;
-}
-
 static void ou__apply(struct ou_ent *e, const struct oputil_sample *s, bool is_util) {
     if (s->uuid[0])
         snprintf(e->uuid, sizeof e->uuid, "%s", s->uuid);
@@ -361,6 +354,20 @@ static bool ou__fresh(const oputil *u, const struct ou_ent *e, double now) {
     return e && e->has_util && now - e->util_t <= u->stale_s;
 }
 
+/* The index of the node's first entry (the lowest GPU), or nent. One
+ * search per node: its GPUs follow it in the sorted cache. */
+static size_t ou__first(const oputil *u, const char *node) {
+    size_t lo = 0, hi = u->nent;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(u->ent[mid].node, node) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < u->nent && strcmp(u->ent[lo].node, node) == 0 ? lo : u->nent;
+}
+
 /* Fills the nodes; see util_source.h. */
 void oputil_fill(oputil *u, struct q_node *nodes, int n, double now, long *known, long *stale) {
     long k = 0, st = 0;
@@ -369,8 +376,15 @@ void oputil_fill(oputil *u, struct q_node *nodes, int n, double now, long *known
         struct q_node *q = &nodes[i];
         bool all = q->ngpus > 0 && q->name;
         double util[Q_MAX_GPUS] = {0};
+        size_t at = q->name ? ou__first(u, q->name) : u->nent;
         for (int g = 0; q->name && g < q->ngpus && g < Q_MAX_GPUS; g++) {
-            const struct ou_ent *e = ou__find(u, q->name, g);
+            /* entries of one node are sorted by GPU: walk past lower ones */
+            while (at < u->nent && u->ent[at].gpu < g && strcmp(u->ent[at].node, q->name) == 0)
+                at++;
+            const struct ou_ent *e = at < u->nent && u->ent[at].gpu == g &&
+                                             strcmp(u->ent[at].node, q->name) == 0
+                                         ? &u->ent[at]
+                                         : NULL;
             if (e && e->has_util && !ou__fresh(u, e, now))
                 st++;
             if (!ou__fresh(u, e, now)) {
