@@ -268,7 +268,8 @@ static void ou__apply(struct ou_ent *e, const struct oputil_sample *s, bool is_u
     }
 }
 
-/* Sorts the tail appended after nsorted in, folding equal keys together. */
+/* Sorts the cache again after new entries were appended at its end,
+ * folding entries of the same (node, GPU) together (newest sample wins). */
 static void ou__resort(oputil *u) {
     qsort(u->ent, u->nent, sizeof *u->ent, ou__ent_cmp);
     size_t w = 0;
@@ -471,7 +472,9 @@ static int ou__get_query(oputil *u, const char *query, struct ou_buf *b, long *c
             snprintf(reason, cap, "query %s: %s", query, curl_easy_strerror(cc));
         goto out;
     }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+    /* A transfer that completed has a status; if curl cannot say, *code
+     * stays 0 and the caller reports "HTTP 0". */
+    (void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
     rc = 0;
 out:
     curl_free(q);
