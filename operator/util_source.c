@@ -303,9 +303,8 @@ int oputil__merge(oputil *u, const struct oputil_sample *s, size_t n, bool is_ut
     for (size_t i = 0; i < n; i++) {
         struct ou_ent *e = NULL;
         if (nsorted) {
-            struct ou_ent key;
+            struct ou_ent key = {.gpu = s[i].gpu}; /* only node and gpu are compared */
             snprintf(key.node, sizeof key.node, "%s", s[i].node);
-            key.gpu = s[i].gpu;
             e = bsearch(&key, u->ent, nsorted, sizeof *u->ent, ou__ent_cmp);
         }
         if (!e) {

@@ -179,6 +179,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "query");
     char msg[512];
     struct spec sp;
+    memset(&sp, 0, sizeof sp);
     if (spec_read(&sp, msg, sizeof msg) != 0) {
         json_object_put(sp.gpus);
         return reply(c, 500, msg);
