@@ -4,6 +4,7 @@
 #   common/ policy/ queue/      -> libaiqcore.a  (pure C, no I/O libraries)
 #   operator/*.c minus main.c, simulator/*.c -> libaiqop.a (curl, json-c, SQLite, libyaml)
 #   test/apiserver/*.c minus main.c -> libaiqapi.a (the local cluster)
+#   test/promfake/main.c        -> aiq-promfake, a fake Prometheus for tests
 #   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq)
 #   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
 #   fuzz/fuzz_*.c               -> one libFuzzer target each (clang)
@@ -40,8 +41,9 @@ TH_SRC   := test/unit/th.c
 
 # Programs: name -> main source.
 PROGS := $(if $(wildcard operator/main.c),aiq-operator) \
-	$(if $(wildcard test/apiserver/main.c),aiq-apiserver) $(patsubst tools/%.c,%,$(TOOL_SRC))
-main_of = $(if $(filter aiq-operator,$(1)),operator/main.c,$(if $(filter aiq-apiserver,$(1)),test/apiserver/main.c,tools/$(1).c))
+	$(if $(wildcard test/apiserver/main.c),aiq-apiserver) \
+	$(if $(wildcard test/promfake/main.c),aiq-promfake) $(patsubst tools/%.c,%,$(TOOL_SRC))
+main_of = $(if $(filter aiq-operator,$(1)),operator/main.c,$(if $(filter aiq-apiserver,$(1)),test/apiserver/main.c,$(if $(filter aiq-promfake,$(1)),test/promfake/main.c,tools/$(1).c)))
 
 VARIANT_CFLAGS_rel := -O2 -g
 VARIANT_CFLAGS_san := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all

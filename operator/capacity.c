@@ -1,6 +1,6 @@
 /* capacity.c -- the cluster's capacity for a queue cycle: the usable
- * nodes (node facts, the nodes left out counted per reason for
- * aiq_nodes_excluded), and what pods aiq does not account by placement
+ * nodes (node facts, their live utilisation, the nodes left out counted
+ * per reason for aiq_nodes_excluded), and what pods aiq does not account by placement
  * hold on them: foreign pods (the lean cache of foreign.h, fed by the
  * second pod watch through capacity_dispatch) and aiq's own pods whose
  * gang no longer holds a placement (torn down, still terminating). See
@@ -27,6 +27,7 @@ int capacity_nodes(struct server *s, struct q_node *out) {
     }
     for (int x = 1; x < NODEX__N; x++)
         opmetrics_nodes_excluded_set(s->metrics, nodex_name((nodex)x), excluded[x]);
+    util_apply(s, out, n, srv_now());
     return n;
 }
 

@@ -55,6 +55,16 @@ static void usage(FILE *f) {
             "                         (TokenReview) and whose RBAC allows it (SubjectAccessReview:\n"
             "                         list aijobs for /queue, get aijobs/journal for /journal);\n"
             "                         default: loopback only\n"
+            "  --util-prometheus-url URL  read live GPU utilisation (DCGM exporter metrics) from this\n"
+            "                         Prometheus; nodes without fresh samples are placed without it\n"
+            "                         (see docs/admin-guide.md \"Live GPU utilisation\"; default off)\n"
+            "  --util-interval DUR    how often to query it (default 15s)\n"
+            "  --util-stale-after DUR a sample older than this is unknown (default 60s)\n"
+            "  --util-node-label NAME the series label naming the node (default: node, else\n"
+            "                         kubernetes_node, else Hostname)\n"
+            "  --util-alnair-annotations  also read the GPU utilisation Alnair's profiler writes to\n"
+            "                         node annotations (ai.centaurus.io/gpu-N), for nodes the\n"
+            "                         Prometheus source has no fresh samples of\n"
             "  --version              print the release and the git commit, and exit\n");
 }
 
@@ -73,7 +83,8 @@ static double dur_flag(const char *name, const char *v) {
 int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_HELP, F_VERSION };
+           F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_UTIL_URL, F_UTIL_EVERY,
+           F_UTIL_STALE, F_UTIL_LABEL, F_UTIL_ALNAIR, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -96,6 +107,11 @@ int main(int argc, char **argv) {
         {"journal-retention", required_argument, 0, F_RETENTION},
         {"status-writes-per-s", required_argument, 0, F_WRITES},
         {"gpu-mechanism", required_argument, 0, F_GPU_MECH},
+        {"util-prometheus-url", required_argument, 0, F_UTIL_URL},
+        {"util-interval", required_argument, 0, F_UTIL_EVERY},
+        {"util-stale-after", required_argument, 0, F_UTIL_STALE},
+        {"util-node-label", required_argument, 0, F_UTIL_LABEL},
+        {"util-alnair-annotations", no_argument, 0, F_UTIL_ALNAIR},
         {"help", no_argument, 0, F_HELP},
         {"version", no_argument, 0, F_VERSION},
         {0, 0, 0, 0}};
@@ -129,6 +145,17 @@ int main(int argc, char **argv) {
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
         case F_NODELOST: fl->node_lost_s = dur_flag("node-lost-timeout", optarg); break;
         case F_APIREMOTE: fl->api_remote = true; break;
+        case F_UTIL_URL: fl->util_url = optarg; break;
+        case F_UTIL_ALNAIR: fl->util_alnair = true; break;
+        case F_UTIL_EVERY: fl->util_interval_s = dur_flag("util-interval", optarg); break;
+        case F_UTIL_STALE: fl->util_stale_s = dur_flag("util-stale-after", optarg); break;
+        case F_UTIL_LABEL:
+            if (!*optarg) {
+                fprintf(stderr, "aiq-operator: --util-node-label: expected a label name, got \"\"\n");
+                return 2;
+            }
+            fl->util_node_label = optarg;
+            break;
         case F_JMAX:
             fl->journal_max_mib = strtol(optarg, &end, 10);
             if (!*optarg || *end || fl->journal_max_mib < 0 || fl->journal_max_mib > 1048576) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define OPM_NAME 64
 
@@ -78,6 +79,10 @@ struct opmetrics {
     struct opm_named nodex[OPMETRICS_MAX_NODEX];
     int nnodex;
     long foreign_pods;
+    oputil *util;              /* borrowed; NULL: /util says "none" */
+    bool util_alnair;          /* --util-alnair-annotations */
+    bool util_on;              /* aiq_util_* rendered */
+    struct opmetrics_util utilm;
 };
 
 /* Creates the registry; see metrics.h. */
@@ -130,6 +135,20 @@ void opmetrics_set_api_remote(opmetrics *m, bool remote, opauth *auth) {
 void opmetrics_set_vis(opmetrics *m, opvis *v) {
     pthread_mutex_lock(&m->mu);
     m->vis = v;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_set_util(opmetrics *m, oputil *u, bool alnair) {
+    pthread_mutex_lock(&m->mu);
+    m->util = u;
+    m->util_alnair = alnair;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void opmetrics_util_set(opmetrics *m, const struct opmetrics_util *u) {
+    pthread_mutex_lock(&m->mu);
+    m->util_on = true;
+    m->utilm = *u;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -433,6 +452,37 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                 "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
     opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                     "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
+    if (m->util_on)
+        opm__printf(&b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
+                        "last cycle (every GPU has a fresh sample, or an Alnair annotation).\n"
+                        "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
+                        "# HELP aiq_util_nodes_from_annotations Of those, nodes whose utilisation "
+                        "came from Alnair's node annotations (--util-alnair-annotations).\n"
+                        "# TYPE aiq_util_nodes_from_annotations gauge\n"
+                        "aiq_util_nodes_from_annotations %ld\n",
+                    m->utilm.nodes_known, m->utilm.nodes_annotated);
+    if (m->util_on && m->utilm.prom) {
+        const struct opmetrics_util *u = &m->utilm;
+        opm__printf(&b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
+                        "source (--util-prometheus-url) succeeded, 0 when it failed.\n"
+                        "# TYPE aiq_util_source_up gauge\naiq_util_source_up %d\n"
+                        "# HELP aiq_util_samples_stale GPUs of usable nodes whose last sample is "
+                        "older than --util-stale-after (their node is placed without utilisation).\n"
+                        "# TYPE aiq_util_samples_stale gauge\naiq_util_samples_stale %ld\n",
+                    u->up ? 1 : 0, u->samples_stale);
+        opm__printf(&b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
+                        "node or gpu label, value not a finite number).\n"
+                        "# TYPE aiq_util_series_skipped gauge\naiq_util_series_skipped %ld\n"
+                        "# HELP aiq_util_fetch_failures_total Fetches from the utilisation source "
+                        "that failed (unreachable, HTTP error, error status, not the API's JSON).\n"
+                        "# TYPE aiq_util_fetch_failures_total counter\n"
+                        "aiq_util_fetch_failures_total %lu\n"
+                        "# HELP aiq_util_last_success_timestamp_seconds When the utilisation "
+                        "source last answered well (unix seconds; 0 never).\n"
+                        "# TYPE aiq_util_last_success_timestamp_seconds gauge\n"
+                        "aiq_util_last_success_timestamp_seconds %.3f\n",
+                    u->series_skipped, u->failures, u->last_ok);
+    }
     opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
     pthread_mutex_unlock(&m->mu);
@@ -523,6 +573,23 @@ static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
     aiq_rc rc = opapi_journal_query(api, job, uid, lim, &body, &len, &e);
     if (rc != AIQ_OK)
         return opm__json_error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
+    return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* GET /util: the utilisation cache (util_source.h). The cache has its
+ * own lock; m->util is set once at start and unset only after the HTTP
+ * thread stopped. */
+static enum MHD_Result opm__util(struct MHD_Connection *c, opmetrics *m) {
+    pthread_mutex_lock(&m->mu);
+    oputil *u = m->util;
+    bool alnair = m->util_alnair;
+    pthread_mutex_unlock(&m->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    size_t len = 0;
+    char *body = oputil_json(u, alnair, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &len);
+    if (!body)
+        return opm__json_error(c, 500, "out of memory");
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -624,7 +691,7 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
                           (char *)"not ready: waiting for the first list of every watch\n",
                           53, MHD_RESPMEM_PERSISTENT);
     }
-    if (strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0) {
+    if (strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0 || strcmp(url, "/util") == 0) {
         char why[600];
         int code = opm__api_allowed(m, c, strcmp(url, "/journal") == 0, why, sizeof why);
         if (code)
@@ -645,6 +712,8 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         if (vis)
             return opm__queue(c, vis, leader);
     }
+    if (strcmp(url, "/util") == 0)
+        return opm__util(c, m);
     return opm__reply(c, 404, "text/plain", (char *)"not found\n", 10,
                       MHD_RESPMEM_PERSISTENT);
 }

@@ -22,6 +22,16 @@
  *   aiq_foreign_pods                        gauge (non-aiq pods holding node capacity)
  *   aiq_store_healthy                       gauge (1, or 0 while a storage fault holds)
  *   aiq_store_failures_total{op}            counter (store calls that failed, by operation)
+ * With a utilisation source (--util-prometheus-url or
+ * --util-alnair-annotations, util_source.h):
+ *   aiq_util_nodes_known                    gauge (nodes placed with utilisation last cycle)
+ *   aiq_util_nodes_from_annotations         gauge (of those, known from Alnair's annotations)
+ * and with --util-prometheus-url:
+ *   aiq_util_source_up                      gauge (1 the last fetch succeeded, 0 not)
+ *   aiq_util_samples_stale                  gauge (GPUs whose sample passed the staleness limit)
+ *   aiq_util_series_skipped                 gauge (series of the last answer left out)
+ *   aiq_util_fetch_failures_total           counter
+ *   aiq_util_last_success_timestamp_seconds gauge (0 never)
  * /healthz answers 200 "ok" while the process runs; /readyz answers 200
  * once opmetrics_set_ready(m, true) was called (after the first full list
  * of every watch), 503 before. With an opapi handle set
@@ -31,7 +41,10 @@
  * (opmetrics_set_vis), GET /queue[?namespace=NS[&name=NAME]] answers the
  * live queue from the next cycle (see visibility.h): 200 with a
  * QueueView, 404 for a name not waiting, 503 when this replica is not the
- * leader or no cycle answered within 5 s. */
+ * leader or no cycle answered within 5 s
+ * With a utilisation source set (opmetrics_set_util), GET /util answers
+ * its cache as JSON (oputil_json; {"source":"none"} without one), with
+ * the same loopback / --api-remote rule as /queue. */
 #ifndef AIQ_OPERATOR_METRICS_H
 #define AIQ_OPERATOR_METRICS_H
 
@@ -41,6 +54,7 @@
 #include "common/aiq_err.h"
 #include "operator/http_api.h"
 #include "operator/api_auth.h"
+#include "operator/util_source.h"
 #include "operator/visibility.h"
 
 typedef struct opmetrics opmetrics;
@@ -125,6 +139,20 @@ void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
 void opmetrics_nodes_excluded_set(opmetrics *m, const char *reason, long n);
 /* Non-aiq pods counted against node capacity in the last cycle. */
 void opmetrics_foreign_pods_set(opmetrics *m, long n);
+
+/* The utilisation source's state for the aiq_util_* series (rendered
+ * only once set). */
+struct opmetrics_util {
+    bool prom;                 /* a Prometheus source is set (else only annotations) */
+    bool up;
+    long nodes_known, nodes_annotated, samples_stale, series_skipped;
+    unsigned long failures;
+    double last_ok;
+};
+void opmetrics_util_set(opmetrics *m, const struct opmetrics_util *u);
+/* Sets the cache behind GET /util (borrowed; NULL: {"source":"none"})
+ * and whether Alnair's annotations are read too. */
+void opmetrics_set_util(opmetrics *m, oputil *u, bool alnair);
 
 /* Renders the metrics text into a new NUL-terminated buffer (caller
  * frees) and its length in *len (may be NULL). NULL on ENOMEM. */

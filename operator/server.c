@@ -818,6 +818,8 @@ void srv_init(struct server *s) {
     s->flags.ungrouped = "wait";
     s->flags.journal_retention_s = 30 * 86400.0;
     s->flags.journal_max_mib = 512;
+    s->flags.util_interval_s = 15;
+    s->flags.util_stale_s = 60;
     s->log.level = OPLOG_INFO;
     s->leading = true;
 }
@@ -881,6 +883,9 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
             return err ? err->code : AIQ_ENOMEM;
     }
     opmetrics_set_api_remote(s->metrics, s->flags.api_remote, s->auth);
+    rc = util_start(s, err);
+    if (rc != AIQ_OK)
+        return rc;
     if (s->flags.metrics_addr && *s->flags.metrics_addr) {
         rc = opmetrics_listen(s->metrics, s->flags.metrics_addr, err);
         if (rc != AIQ_OK)
@@ -954,6 +959,8 @@ void srv_deinit(struct server *s) {
     s->api = NULL;
     opauth_free(s->auth); /* after the HTTP thread stopped */
     s->auth = NULL;
+    oputil_free(s->util); /* after the HTTP thread that serves /util */
+    s->util = NULL;
     kube_evq_free(s->evq);
     s->evq = NULL;
     for (int k = 0; k < OPK__N; k++) {

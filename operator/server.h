@@ -34,6 +34,7 @@
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/store.h"
+#include "operator/util_source.h"
 #include "queue/queue.h"
 
 typedef enum {
@@ -170,6 +171,12 @@ struct srv_flags {
     bool api_remote;           /* /journal and /queue for non-loopback clients too */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
     enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
+    /* Live utilisation (util_source.h); util_url NULL = off. */
+    const char *util_url;      /* --util-prometheus-url */
+    double util_interval_s;    /* --util-interval: 15 */
+    double util_stale_s;       /* --util-stale-after: 60 */
+    const char *util_node_label; /* --util-node-label (NULL: node, kubernetes_node, Hostname) */
+    bool util_alnair;          /* --util-alnair-annotations: Alnair profiler's node annotations */
 };
 
 struct server {
@@ -182,6 +189,8 @@ struct server {
     opapi *api;                /* read-only journal API behind /journal */
     opvis *vis;                /* the live queue behind /queue */
     opauth *auth;              /* --api-remote: token and RBAC checks (api_auth.h) */
+    oputil *util;              /* live GPU utilisation, or NULL (util_apply.c) */
+    int util_told;             /* state last logged: 0 none, 1 up, 2 down */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
@@ -508,7 +517,8 @@ int node_to_q(json_object *node, struct q_node *qn, nodex *why);
 /* ---- capacity.c ------------------------------------------------------------ */
 
 /* Fills out (room for every cached node) with the usable nodes, in cache
- * order, and sets aiq_nodes_excluded per reason. Returns how many. */
+ * order, with their live utilisation (util_apply), and sets
+ * aiq_nodes_excluded per reason. Returns how many. */
 int capacity_nodes(struct server *s, struct q_node *out);
 
 /* Counts against nodes (nnodes, sorted by name) what the cycle does not
@@ -516,6 +526,20 @@ int capacity_nodes(struct server *s, struct q_node *out);
  * own pods whose gang holds no placement (torn down, terminating). Sets
  * aiq_foreign_pods. */
 void capacity_others(struct server *s, struct q_node *nodes, int nnodes);
+
+/* ---- util_apply.c ---------------------------------------------------------- */
+
+/* With --util-prometheus-url: creates and starts s->util and hands it to
+ * the metrics server for GET /util (with --util-alnair-annotations too).
+ * Without either: nothing. Errors name the flag (util_source.h). */
+aiq_rc util_start(struct server *s, aiq_err *err);
+
+/* Sets util_known / gpu_util of nodes[0..n) from s->util, and for nodes
+ * it leaves unknown from Alnair's node annotations when
+ * --util-alnair-annotations (all unknown without a source); logs
+ * util_source_down / util_source_up once per change of state and sets the
+ * aiq_util_* metrics. */
+void util_apply(struct server *s, struct q_node *nodes, int n, double now);
 
 /* Applies one event of the foreign-pod watch to s->foreign. */
 void capacity_dispatch(struct server *s, struct kube_event *ev);

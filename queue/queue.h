@@ -50,6 +50,8 @@ struct q_node {
     int64_t cpu_alloc, cpu_used;        /* millicores */
     int64_t mem_alloc, mem_used;        /* bytes */
     bool schedulable;
+    bool util_known;
+    double gpu_util[Q_MAX_GPUS];  /* 0..1 busy per GPU, valid when util_known */
 };
 
 /* A group (Group object). quota fields -1 = unlimited; budget_gpu_hours < 0

@@ -6,7 +6,7 @@
  *   kubectl aiq explain JOB                            sprio + why it waits
  *   kubectl aiq usage [--group G]                      sshare
  *   kubectl aiq policy test FILE                       what a policy would do
- *   kubectl aiq nodes                                  sinfo: GPU facts, use, exclusions
+ *   kubectl aiq nodes                                  sinfo: GPU facts, use, utilisation, exclusions
  *   kubectl aiq rerun JOB                              a finished job again, as a new run
  *
  * Everything comes from the objects the operator writes (AIJob, Group,
@@ -42,6 +42,7 @@
 #include "operator/pods.h"
 #include "operator/policy_adapter.h"
 #include "operator/status.h"
+#include "operator/util_view.h"
 #include "policy/fx.h"
 
 #define PATH_CAP 1024
@@ -94,7 +95,8 @@ static void usage(FILE *out) {
           "  policy test FILE                    compile a QueuePolicy locally and show how the\n"
           "                                      current queue would reorder under it\n"
           "  nodes                               every node's GPU facts as aiq reads them, the\n"
-          "                                      GPUs aiq's and other pods hold, and why a node\n"
+          "                                      GPUs aiq's and other pods hold, live GPU\n"
+          "                                      utilisation (from the operator), and why a node\n"
           "                                      is left out\n"
           "  rerun JOB                           run a finished job (Succeeded, Failed, Rejected)\n"
           "                                      again as a new run; its history is kept\n"
@@ -1498,7 +1500,7 @@ static const char *nodes_mem(char *buf, size_t cap, const struct q_node *q) {
 }
 
 static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
-    json_object *nodes = NULL, *pods = NULL, *doc = NULL, *items = NULL;
+    json_object *nodes = NULL, *pods = NULL, *doc = NULL, *items = NULL, *udoc = NULL;
     struct node_use *use = NULL;
     cli_table *t = NULL;
     aiq_err e;
@@ -1525,8 +1527,17 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         nodes_count_pods(pods, use, nn);
     else
         fprintf(stderr, "warning: cannot list pods (%s): GPUs in use are not shown\n", e.message);
+    /* Live utilisation from the operator (GET /util); "?" when it cannot answer. */
+    aiq_err ue;
+    aiq_err_clear(&ue);
+    if (operator_get(o, "/util", &udoc, &ue) != AIQ_OK || !json_object_is_type(udoc, json_type_object)) {
+        json_object_put(udoc);
+        udoc = NULL;
+        fprintf(stderr, "note: utilisation not shown (UTIL ?): the operator at %s %s%s\n",
+                o->operator_url, ue.http_status ? "answered: " : "is not reachable: ", ue.message);
+    }
     static const char *const hdr[] = {"NODE", "GPUS", "GPU-MEM-MIB", "MODEL", "DOMAIN",
-                                      "AIQ", "OTHER", "STATUS"};
+                                      "AIQ", "OTHER", "UTIL", "STATUS"};
     if (o->out != OUT_TABLE) {
         doc = json_object_new_object();
         items = json_object_new_array();
@@ -1536,15 +1547,16 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
             goto out;
         }
         json_object_object_add(doc, "items", items);
-    } else if (!(t = cli_table_create(8, hdr))) {
+    } else if (!(t = cli_table_create(9, hdr))) {
         rc = fail("out of memory");
         goto out;
     }
     for (size_t i = 0; i < nn; i++) {
         struct node_facts f;
-        if (node_facts_read(json_object_array_get_idx(nit, i), &f) != 0)
+        json_object *nobj = json_object_array_get_idx(nit, i);
+        if (node_facts_read(nobj, &f) != 0)
             continue;
-        char gpus[64], mem[512], a[32], oth[32], status[400];
+        char gpus[64], mem[512], a[32], oth[32], status[400], util[160];
         const char *reason = nodex_name(f.excluded);
         if (f.excluded)
             snprintf(status, sizeof status, "%sExcluded: %s (%s)%s", C_RED, reason, f.message, C_OFF);
@@ -1573,6 +1585,10 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
                 add_num(it, "aiqGPUs", use[i].aiq);
                 add_num(it, "otherGPUs", use[i].other);
             }
+            json_object *un = util_view_node(udoc, f.q.name);
+            if (un)
+                json_object_object_add(it, "utilization", json_object_get(un));
+            add_str(it, "util", util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util));
             add_str(it, "status", f.excluded ? "Excluded" : f.q.schedulable ? "Ready" : "Cordoned");
             add_str(it, "reason", f.excluded ? reason : NULL);
             add_str(it, "message", f.excluded ? f.message : NULL);
@@ -1583,21 +1599,30 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         snprintf(model, sizeof model, "%s%s%s", f.q.gpu_model ? f.q.gpu_model : "-",
                  f.mig[0] ? " +mig " : "", f.mig);
         const char *row[] = {f.q.name, gpus, nodes_mem(mem, sizeof mem, &f.q), model,
-                             f.q.domain ? f.q.domain : "-", a, oth, status};
+                             f.q.domain ? f.q.domain : "-", a, oth,
+                             util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util), status};
         if (cli_table_add(t, row) != AIQ_OK) {
             rc = fail("out of memory");
             goto out;
         }
     }
+    if (doc && udoc) /* the source's state with the nodes */
+        json_object_object_add(doc, "utilizationSource", json_object_get(udoc));
     if (doc)
         emit(doc, o->out);
     else if (cli_table_rows(t) == 0)
         fputs("No nodes found.\n", stderr);
     else
         cli_table_print(t, stdout);
+    if (!doc && udoc) {
+        char line[700];
+        if (*util_view_summary(udoc, (double)time(NULL), line, sizeof line))
+            printf("%s\n", line);
+    }
     rc = 0;
 out:
     cli_table_free(t);
+    json_object_put(udoc);
     json_object_put(doc);
     free(use);
     json_object_put(pods);
