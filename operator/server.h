@@ -20,6 +20,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/api_aggr.h"
 #include "operator/gpu_mech.h"
 #include "operator/cache.h"
 #include "operator/foreign.h"
@@ -170,6 +171,7 @@ struct srv_flags {
     bool api_remote;           /* /journal and /queue for non-loopback clients too */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
     enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
+    struct opaggr_opts aggr;   /* --aggregated-addr etc.; addr NULL: off */
 };
 
 struct server {
@@ -182,6 +184,7 @@ struct server {
     opapi *api;                /* read-only journal API behind /journal */
     opvis *vis;                /* the live queue behind /queue */
     opauth *auth;              /* --api-remote: token and RBAC checks (api_auth.h) */
+    opaggr *aggr;              /* --aggregated-addr: query.aiq.dev over TLS (api_aggr.h) */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
