@@ -167,4 +167,31 @@ direct "kube-apiserver's own front-proxy pair is believed" 200 '"big"' \
     --cert "$PKI/front-proxy-client.crt" --key "$PKI/front-proxy-client.key"
 check "plain HTTP to the TLS port gets no answer" sh -c "
   ! curl -s -m 5 http://$ADDR:$PORT$G | grep -q big"
+# kubectl aiq without --operator-url goes through the API server with the
+# kubeconfig's credentials: alice's own kubeconfig.
+cp "$T/kubeconfig" "$T/alice.kubeconfig"
+KUSER=$(kubectl config view -o jsonpath='{.users[0].name}')
+KUBECONFIG=$T/alice.kubeconfig kubectl config set-credentials "$KUSER" --token=alice-demo-token >/dev/null
+AQ=$BUILD/kubectl-aiq
+check "kubectl aiq explain as alice: the journal and the live entry through the API server" sh -c '
+  KUBECONFIG=$T/alice.kubeconfig "$0" explain big -n team-vision >"$T/explain.out" 2>&1
+  tail -14 "$T/explain.out"
+  grep -q "^Journal:   [0-9]* recent entr" "$T/explain.out" && ! grep -q "not available" "$T/explain.out"' "$AQ"
+check "kubectl aiq queue as alice shows the live view" sh -c '
+  KUBECONFIG=$T/alice.kubeconfig "$0" queue -n team-vision >"$T/queue.out" 2>&1; cat "$T/queue.out"
+  grep -q big "$T/queue.out" && ! grep -q "Live view not available" "$T/queue.out"' "$AQ"
+kubectl delete endpointslice -n aiq-system aiq-operator-api-test >/dev/null || bad "delete the EndpointSlice"
+wait_for 60 "without endpoints the APIService turns unavailable" sh -c '
+  [ "$(kubectl get apiservice v1alpha1.query.aiq.dev -o jsonpath="{.status.conditions[?(@.type==\"Available\")].status}")" = False ]'
+check "kubectl aiq (admin) names the unavailable APIService and why" sh -c '
+  "$0" explain big -n team-vision >"$T/x.out" 2>&1; grep Journal "$T/x.out"
+  grep -q "APIService v1alpha1.query.aiq.dev is not available (EndpointsNotFound: cannot find endpointslices" "$T/x.out"' "$AQ"
+kubectl delete apiservice v1alpha1.query.aiq.dev >/dev/null || bad "delete the APIService"
+wait_for 30 "without the APIService kubectl aiq says it is not installed and how to set it up" sh -c '
+  "$0" explain big -n team-vision >"$T/x.out" 2>&1; grep Journal "$T/x.out"
+  grep -q "APIService v1alpha1.query.aiq.dev is not installed: apply crds/aggregated-api.yaml" "$T/x.out"' "$AQ"
+check "--operator-url still reaches the operator's own port" sh -c '
+  port=$(sed -n "s/.*event=metrics_listening .*port=\([0-9]*\).*/\1/p" "$T/op.log" | head -1)
+  "$0" explain big -n team-vision --operator-url "http://127.0.0.1:$port" >"$T/x.out" 2>&1
+  grep -q "^Journal:   [0-9]* recent entr" "$T/x.out"' "$AQ"
 e2e_done
