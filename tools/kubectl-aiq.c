@@ -936,7 +936,8 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
     } else if (!items) {
         printf("%sJournal:%s   %snot available%s: the operator at %s %s%s\n", C_BOLD, C_OFF, C_YELLOW,
                C_OFF, operator_where(o),
-               e.http_status ? "answered: " : "is not reachable: ",
+               !e.http_status ? "is not reachable: "
+               : o->operator_url ? "does not serve /journal: " : "answered: ",
                e.message[0] ? e.message : "no items in the answer");
         printf("           (kubectl describe shows the Events)\n");
     } else {
