@@ -52,6 +52,8 @@ enum out_fmt { OUT_TABLE = 0, OUT_JSON, OUT_YAML };
 struct opts {
     const char *kubeconfig, *context, *ns, *operator_url;
     const struct kube_config *kcfg; /* the loaded kubeconfig (credentials) */
+    struct kube_client *kc;         /* the API server's client: its credentials are
+                                       got once (an exec plugin runs once) */
     const char *level, *user, *group;
     bool all_ns, color;
     enum out_fmt out;
@@ -651,20 +653,18 @@ static aiq_rc operator_get(const struct opts *o, const char *api_path, const cha
                            json_object **out, aiq_err *e) {
     struct kube_client *kc = NULL;
     struct kube_client_opts ko = {.timeout_ms = 8000, .connect_timeout_ms = 1000,
-                                  .max_body = 64u << 20, .user_agent = "kubectl-aiq/0.1",
-                                  .may_prompt = 1};
+                                  .max_body = 64u << 20, .user_agent = "kubectl-aiq/0.1"};
     char path[2048];
     aiq_rc rc;
-    if (o->operator_url) {
-        rc = operator_client(o, &ko, &kc, e);
-        if (rc == AIQ_OK)
-            rc = kube_get(kc, http_path, out, e);
-    } else {
+    if (!o->operator_url) {
         snprintf(path, sizeof path, AGGR_API "%s", api_path);
-        rc = kube_client_create(o->kcfg, &ko, &kc, e);
-        if (rc == AIQ_OK && (rc = kube_get(kc, path, out, e)) != AIQ_OK)
-            aggr_diagnose(kc, e);
+        if ((rc = kube_get(o->kc, path, out, e)) != AIQ_OK)
+            aggr_diagnose(o->kc, e);
+        return rc;
     }
+    rc = operator_client(o, &ko, &kc, e);
+    if (rc == AIQ_OK)
+        rc = kube_get(kc, http_path, out, e);
     kube_client_free(kc);
     return rc;
 }
@@ -2064,6 +2064,7 @@ int main(int argc, char **argv) {
         print_err("connecting", &e);
         goto out;
     }
+    o.kc = kc;
     if (strcmp(cmd, "nodes") == 0 || strcmp(cmd, "rerun") == 0) {
         rc = cmd[0] == 'n' ? cmd_nodes(&o, kc) : cmd_rerun(&o, kc);
         goto out;

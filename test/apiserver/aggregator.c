@@ -8,7 +8,9 @@
  * aggregated resource (RBAC), as the real server does. Each second the
  * simulator thread checks every APIService (Service, port, endpoints,
  * then a GET of its discovery document as system:kube-aggregator) and
- * writes status.conditions Available with the real reasons.
+ * writes status.conditions Available with the real reasons; a new
+ * APIService is routed from that check on (within a second), so requests
+ * cost no lookup while there is none.
  *
  * The front-proxy CA and client pair are made with the openssl tool at
  * start when the server serves TLS (--tls); without it an aggregated
@@ -377,6 +379,10 @@ bool apisrv__aggr_route(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w
     if (n < 3) return false;
     snprintf(asname, sizeof asname, "%s.%s", seg[2], seg[1]);
     pthread_mutex_lock(&s->mu);
+    if (!s->aggr_any) { /* no APIService at the last check: no lookup per request */
+        pthread_mutex_unlock(&s->mu);
+        return false;
+    }
     json_object *as = apisrv__store_get(s, AGGR_KEY, NULL, asname);
     if (!as || !apisrv__obj_child(apisrv__obj_child(as, "spec"), "service")) {
         pthread_mutex_unlock(&s->mu);
@@ -522,6 +528,7 @@ void apisrv__aggr_tick(apisrv *s) {
     s->aggr_checked = now;
     pthread_mutex_lock(&s->mu);
     apisrv__store_scan(s, AGGR_KEY, NULL, NULL, NULL, aggr_name_row, &a);
+    s->aggr_any = a.n > 0;
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < a.n; i++) aggr_check(s, names[i]);
 }

@@ -103,6 +103,7 @@ struct apisrv {
     bool tls;
     char *fp_dir;                    /* front-proxy CA and client pair (aggregator.c), with --tls */
     double aggr_checked;             /* last APIService availability check (simulator thread) */
+    bool aggr_any;                   /* an APIService existed at that check (under mu) */
     struct apisrv_faults faults;
     unsigned rnd;                    /* fault-injection PRNG state */
     unsigned long long uid_seq;
