@@ -341,10 +341,12 @@ static char *opaggr__read(const char *flag, const char *path, aiq_err *e) {
         aiq_err_field(e, AIQ_EIO, flag, "%s: cannot open \"%.300s\"", flag, path);
         return NULL;
     }
-    char *buf = malloc(OPAGGR_MAX_PEM + 1);
+    char *buf = malloc(OPAGGR_MAX_PEM + 2); /* one byte past the cap tells "too large" */
     size_t n = buf ? fread(buf, 1, OPAGGR_MAX_PEM + 1, f) : 0;
     bool bad = ferror(f) != 0;
     fclose(f); /* read-only: nothing to lose on close */
+    if (buf)
+        buf[n] = '\0';
     if (!buf || bad || n == 0 || n > OPAGGR_MAX_PEM || !strstr(buf, "-----BEGIN ")) {
         if (buf)
             aiq_err_field(e, AIQ_EINVAL, flag, "%s: \"%.300s\" is %s", flag, path,
@@ -356,7 +358,6 @@ static char *opaggr__read(const char *flag, const char *path, aiq_err *e) {
         free(buf);
         return NULL;
     }
-    buf[n] = '\0';
     return buf;
 }
 
