@@ -14,8 +14,9 @@
  *
  * The front-proxy CA and client pair are made with the openssl tool at
  * start when the server serves TLS (--tls); without it an aggregated
- * request is 503 saying so. Not done: the aggregated groups are not added
- * to /apis discovery (kubectl api-resources does not list them). */
+ * request is 503 saying so. The APIResourceList an Available APIService
+ * answered is kept and merged into /apis discovery, legacy and v2, as the
+ * real aggregator does. */
 #include "test/apiserver/apisrv_int.h"
 
 #include <curl/curl.h>
@@ -471,6 +472,82 @@ static void aggr_set_available(apisrv *s, const char *name, bool up, const char 
     json_object_put(prev);
 }
 
+/* Keeps (list taken, NULL: forgets) the discovery document of APIService
+ * name, whose path is /apis/GROUP/VERSION (lock held). */
+static void aggr_remember(apisrv *s, const char *name, const char *path, json_object *list) {
+    char group[256] = "", version[64] = "";
+    const char *g = path + 6, *slash = strchr(g, '/');
+    if (!s->aggr_disc && !(s->aggr_disc = json_object_new_object())) {
+        json_object_put(list);
+        return;
+    }
+    json_object_object_del(s->aggr_disc, name);
+    if (!list || !slash || !json_object_is_type(list, json_type_object)) {
+        json_object_put(list);
+        return;
+    }
+    snprintf(group, sizeof group, "%.*s", (int)(slash - g), g);
+    snprintf(version, sizeof version, "%s", slash + 1);
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "group", json_object_new_string(group));
+    json_object_object_add(e, "version", json_object_new_string(version));
+    json_object_object_add(e, "list", list);
+    json_object_object_add(s->aggr_disc, name, e);
+}
+
+/* One APIResourceList entry as a v2 APIResourceDiscovery. */
+static json_object *aggr_v2_resource(json_object *r, const char *group, const char *version) {
+    json_object *o = json_object_new_object(), *k = json_object_new_object(), *v = NULL;
+    json_object_object_add(o, "resource", json_object_new_string(apisrv__str_at(r, "name") ?
+                                                                 apisrv__str_at(r, "name") : ""));
+    json_object_object_add(k, "group", json_object_new_string(group));
+    json_object_object_add(k, "version", json_object_new_string(version));
+    json_object_object_add(k, "kind", json_object_new_string(apisrv__str_at(r, "kind") ?
+                                                             apisrv__str_at(r, "kind") : ""));
+    json_object_object_add(o, "responseKind", k);
+    bool ns = json_object_object_get_ex(r, "namespaced", &v) && json_object_get_boolean(v);
+    json_object_object_add(o, "scope", json_object_new_string(ns ? "Namespaced" : "Cluster"));
+    json_object_object_add(o, "singularResource", json_object_new_string(""));
+    if (json_object_object_get_ex(r, "verbs", &v))
+        json_object_object_add(o, "verbs", json_object_get(v));
+    return o;
+}
+
+/* See apisrv_int.h. */
+void apisrv__aggr_discovery(apisrv *s, bool v2, json_object *groups) {
+    if (!s->aggr_disc) return;
+    json_object_object_foreach(s->aggr_disc, name, e) {
+        const char *group = apisrv__str_at(e, "group"), *version = apisrv__str_at(e, "version");
+        json_object *g = json_object_new_object(), *vers = json_object_new_array(),
+                    *ver = json_object_new_object(), *list = NULL, *res = NULL;
+        char gv[400];
+        (void)name;
+        snprintf(gv, sizeof gv, "%s/%s", group, version);
+        if (v2) {
+            json_object *md = json_object_new_object(), *out = json_object_new_array();
+            json_object_object_add(md, "name", json_object_new_string(group));
+            json_object_object_add(g, "metadata", md);
+            json_object_object_add(ver, "version", json_object_new_string(version));
+            if (json_object_object_get_ex(e, "list", &list) &&
+                json_object_object_get_ex(list, "resources", &res))
+                for (size_t i = 0; i < json_object_array_length(res); i++)
+                    json_object_array_add(out, aggr_v2_resource(json_object_array_get_idx(res, i),
+                                                                group, version));
+            json_object_object_add(ver, "resources", out);
+            json_object_object_add(ver, "freshness", json_object_new_string("Current"));
+            json_object_array_add(vers, ver);
+        } else {
+            json_object_object_add(g, "name", json_object_new_string(group));
+            json_object_object_add(ver, "groupVersion", json_object_new_string(gv));
+            json_object_object_add(ver, "version", json_object_new_string(version));
+            json_object_array_add(vers, json_object_get(ver));
+            json_object_object_add(g, "preferredVersion", ver);
+        }
+        json_object_object_add(g, "versions", vers);
+        json_object_array_add(groups, g);
+    }
+}
+
 /* Checks one APIService like kube-aggregator's availability controller. */
 static void aggr_check(apisrv *s, const char *name) {
     struct aggr_backend b;
@@ -512,10 +589,12 @@ static void aggr_check(apisrv *s, const char *name) {
                          b.addr, b.port, path, err);
         }
     }
+    json_object *list = !strcmp(reason, "Passed") && body.p ? json_tokener_parse(body.p) : NULL;
     free(body.p);
     if (service) free(b.ca.data);
     pthread_mutex_lock(&s->mu);
     aggr_set_available(s, name, !strcmp(reason, "Passed") || !strcmp(reason, "Local"), reason, msg);
+    aggr_remember(s, name, path, list);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -531,4 +610,20 @@ void apisrv__aggr_tick(apisrv *s) {
     s->aggr_any = a.n > 0;
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < a.n; i++) aggr_check(s, names[i]);
+    /* forget the discovery of APIServices that are gone */
+    pthread_mutex_lock(&s->mu);
+    for (bool again = s->aggr_disc != NULL; again;) {
+        again = false;
+        json_object_object_foreach(s->aggr_disc, key, val) {
+            bool kept = false;
+            (void)val;
+            for (int i = 0; i < a.n && !kept; i++) kept = !strcmp(names[i], key);
+            if (!kept) {
+                json_object_object_del(s->aggr_disc, key);
+                again = true; /* the iteration is invalid after a delete */
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
 }

@@ -104,6 +104,8 @@ struct apisrv {
     char *fp_dir;                    /* front-proxy CA and client pair (aggregator.c), with --tls */
     double aggr_checked;             /* last APIService availability check (simulator thread) */
     bool aggr_any;                   /* an APIService existed at that check (under mu) */
+    json_object *aggr_disc;          /* APIService name -> {group, version, list}: the
+                                        APIResourceList of each Available one (under mu) */
     struct apisrv_faults faults;
     unsigned rnd;                    /* fault-injection PRNG state */
     unsigned long long uid_seq;
@@ -431,6 +433,10 @@ bool apisrv__aggr_route(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w
 /* Simulator thread, each tick: at most once a second, checks every
  * APIService and writes its Available condition when it changed. */
 void apisrv__aggr_tick(apisrv *s);
+/* Discovery (lock held): appends to groups one APIGroup per Available
+ * APIService's group (legacy /apis), or, when v2, one APIGroupDiscovery
+ * to items (aggregated /apis). */
+void apisrv__aggr_discovery(apisrv *s, bool v2, json_object *groups);
 void apisrv__tls_free(apisrv *s);
 aiq_rc apisrv__write_kubeconfig(apisrv *s, const char *path, aiq_err *err);
 bool apisrv__fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);

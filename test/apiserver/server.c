@@ -289,6 +289,7 @@ void apisrv_stop(apisrv *s) {
     apisrv__store_close(s);
     apisrv__tls_free(s);
     apisrv__aggr_free(s);
+    json_object_put(s->aggr_disc);
     free(s->token);
     apisrv__tokens_free(s);
     free(s->nodes_file);
