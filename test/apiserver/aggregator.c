@@ -224,11 +224,12 @@ static size_t aggr_write(char *data, size_t size, size_t n, void *u) {
     return k;
 }
 
-/* GETs path (with its query) from b as user in groups; *code the status
- * (0 when the connection failed, err saying why), body malloc'd. */
+/* GETs path (with its query) from b as user in groups within timeout_ms;
+ * *code the status (0 when the connection failed, err saying why), body
+ * malloc'd. */
 static void aggr_get(apisrv *s, const struct aggr_backend *b, const char *path, const char *user,
-                     const char *const *groups, int ngroups, long *code, struct aggr_buf *body,
-                     char *ctype, size_t ccap, char *err, size_t ecap) {
+                     const char *const *groups, int ngroups, long timeout_ms, long *code,
+                     struct aggr_buf *body, char *ctype, size_t ccap, char *err, size_t ecap) {
     char url[4096], resolve[400], cl[300], clk[300], hdr[400];
     struct curl_slist *hs = NULL, *rs = NULL;
     struct curl_blob blob = {b->ca.data, b->ca.len, CURL_BLOB_NOCOPY};
@@ -264,8 +265,8 @@ static void aggr_get(apisrv *s, const struct aggr_backend *b, const char *path, 
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, aggr_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 3000 ? timeout_ms : 3000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     CURLcode rc = curl_easy_perform(c);
     if (rc == CURLE_OK) {
@@ -356,8 +357,8 @@ static void aggr_proxy(apisrv *s, struct apisrv__req *r, const struct aggr_backe
     }
     snprintf(path, sizeof path, "%s%s", r->url, qbuf);
     for (int i = 0; i < r->user.n_groups; i++) groups[i] = r->user.groups[i];
-    aggr_get(s, b, path, r->user.name, groups, r->user.n_groups, &code, &body, ctype, sizeof ctype,
-             err, sizeof err);
+    aggr_get(s, b, path, r->user.name, groups, r->user.n_groups, 10000L, &code, &body, ctype,
+             sizeof ctype, err, sizeof err);
     if (!code) {
         free(body.p);
         apisrv__resp_err(w, 503, "ServiceUnavailable", "error trying to reach service: %s", err);
@@ -576,7 +577,9 @@ static void aggr_check(apisrv *s, const char *name) {
         snprintf(msg, sizeof msg, "the local server runs without --tls: no front-proxy certificate");
     } else {
         const char *masters[] = {"system:masters"};
-        aggr_get(s, &b, path, "system:kube-aggregator", masters, 1, &code, &body, ctype,
+        /* short: the check runs on the simulator's thread, which must not
+         * stall behind a backend that does not answer */
+        aggr_get(s, &b, path, "system:kube-aggregator", masters, 1, 2000L, &code, &body, ctype,
                  sizeof ctype, err, sizeof err);
         if (code < 200 || code >= 300) {
             snprintf(reason, sizeof reason, "FailedDiscoveryCheck");
