@@ -8,7 +8,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential pkg-config ca-certificates \
       libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev \
-      libmicrohttpd-dev \
+      libmicrohttpd-dev libgnutls28-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

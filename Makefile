@@ -21,7 +21,7 @@ SHELL := /bin/sh
 JOBS := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
 CC ?= cc
 CLANG ?= clang
-PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd
+PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd gnutls
 
 DEPS_OK := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))

@@ -255,3 +255,21 @@ int opauth_check(opauth *a, const char *token, const char *verb, const char *sub
         opauth__remember(a, token, q, code, msg, now);
     return code;
 }
+
+int opauth_check_user(opauth *a, const char *user, const char *const *groups, size_t ngroups,
+                      const char *verb, const char *sub, const char *ns, char *msg, size_t cap) {
+    json_object *u = json_object_new_object(), *g = json_object_new_array();
+    if (!u || !g) {
+        json_object_put(u);
+        json_object_put(g);
+        snprintf(msg, cap, "out of memory");
+        return 503;
+    }
+    json_object_object_add(u, "username", json_object_new_string(user));
+    for (size_t i = 0; i < ngroups; i++)
+        json_object_array_add(g, json_object_new_string(groups[i]));
+    json_object_object_add(u, "groups", g);
+    int code = opauth__review_access(a, u, verb, sub, ns, msg, cap);
+    json_object_put(u);
+    return code;
+}

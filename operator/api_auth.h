@@ -34,4 +34,11 @@ void opauth_free(opauth *a);
 int opauth_check(opauth *a, const char *token, const char *verb, const char *sub,
                  const char *ns, char *msg, size_t cap);
 
+/* Whether user (member of the ngroups groups) may do verb on aijobs[/sub]
+ * in ns: one SubjectAccessReview, not cached (the aggregated API path,
+ * api_aggr.h, where kube-apiserver vouches for the identity). Returns
+ * 200, 403 or 503 with msg as opauth_check. */
+int opauth_check_user(opauth *a, const char *user, const char *const *groups, size_t ngroups,
+                      const char *verb, const char *sub, const char *ns, char *msg, size_t cap);
+
 #endif

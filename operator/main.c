@@ -65,6 +65,17 @@ static void usage(FILE *f) {
             "  --util-alnair-annotations  also read the GPU utilisation Alnair's profiler writes to\n"
             "                         node annotations (ai.centaurus.io/gpu-N), for nodes the\n"
             "                         Prometheus source has no fresh samples of\n"
+            "  --aggregated-addr H:P  serve the aggregated API query.aiq.dev/v1alpha1 (the queue and\n"
+            "                         the journal through kube-apiserver, an APIService) over TLS\n"
+            "                         here; needs the three files below (default: off)\n"
+            "  --aggregated-tls-cert PATH, --aggregated-tls-key PATH\n"
+            "                         its serving certificate and key (PEM), valid for the\n"
+            "                         Service's DNS name (aiq-operator.aiq-system.svc)\n"
+            "  --requestheader-client-ca-file PATH  the CA of kube-apiserver's front-proxy client\n"
+            "                         certificate (--proxy-client-cert-file); X-Remote-User and\n"
+            "                         X-Remote-Group are believed only from a client it signed\n"
+            "  --requestheader-allowed-names LIST  comma-separated CNs that client may have\n"
+            "                         (default: any the CA signed)\n"
             "  --version              print the release and the git commit, and exit\n");
 }
 
@@ -84,7 +95,8 @@ int main(int argc, char **argv) {
     enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
            F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_UTIL_URL, F_UTIL_EVERY,
-           F_UTIL_STALE, F_UTIL_LABEL, F_UTIL_ALNAIR, F_HELP, F_VERSION };
+           F_UTIL_STALE, F_UTIL_LABEL, F_UTIL_ALNAIR, F_AGGR_ADDR, F_AGGR_CERT, F_AGGR_KEY, F_RH_CA,
+           F_RH_NAMES, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -100,6 +112,11 @@ int main(int argc, char **argv) {
         {"ungrouped", required_argument, 0, F_UNGROUPED},
         {"journal-max-mib", required_argument, 0, F_JMAX},
         {"api-remote", no_argument, 0, F_APIREMOTE},
+        {"aggregated-addr", required_argument, 0, F_AGGR_ADDR},
+        {"aggregated-tls-cert", required_argument, 0, F_AGGR_CERT},
+        {"aggregated-tls-key", required_argument, 0, F_AGGR_KEY},
+        {"requestheader-client-ca-file", required_argument, 0, F_RH_CA},
+        {"requestheader-allowed-names", required_argument, 0, F_RH_NAMES},
         {"leader-elect", no_argument, 0, F_LEADER},
         {"namespace", required_argument, 0, F_NS},
         {"lease-name", required_argument, 0, F_LEASE},
@@ -156,6 +173,11 @@ int main(int argc, char **argv) {
             }
             fl->util_node_label = optarg;
             break;
+        case F_AGGR_ADDR: fl->aggr.addr = optarg; break;
+        case F_AGGR_CERT: fl->aggr.cert = optarg; break;
+        case F_AGGR_KEY: fl->aggr.key = optarg; break;
+        case F_RH_CA: fl->aggr.client_ca = optarg; break;
+        case F_RH_NAMES: fl->aggr.allowed_names = optarg; break;
         case F_JMAX:
             fl->journal_max_mib = strtol(optarg, &end, 10);
             if (!*optarg || *end || fl->journal_max_mib < 0 || fl->journal_max_mib > 1048576) {
@@ -198,6 +220,12 @@ int main(int argc, char **argv) {
         case F_VERSION: aiq_print_version("aiq-operator"); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (!fl->aggr.addr && (fl->aggr.cert || fl->aggr.key || fl->aggr.client_ca ||
+                           fl->aggr.allowed_names)) {
+        fprintf(stderr, "aiq-operator: --aggregated-tls-cert, --aggregated-tls-key and "
+                        "--requestheader-* need --aggregated-addr\n");
+        return 2;
     }
     if (optind < argc) {
         fprintf(stderr, "aiq-operator: unexpected argument \"%s\"\n", argv[optind]);

@@ -171,6 +171,14 @@ void opmetrics_set_leader(opmetrics *m, bool leader) {
     pthread_mutex_unlock(&m->mu);
 }
 
+/* Returns the leader flag; see metrics.h. */
+bool opmetrics_leader(opmetrics *m) {
+    pthread_mutex_lock(&m->mu);
+    bool leader = m->leader;
+    pthread_mutex_unlock(&m->mu);
+    return leader;
+}
+
 void opmetrics_pending_reset(opmetrics *m) {
     pthread_mutex_lock(&m->mu);
     m->npending = 0;

@@ -91,6 +91,8 @@ void opmetrics_set_store(opmetrics *m, bool healthy, const char *reason);
 /* aiq_store_failures_total{op}. */
 void opmetrics_store_failed_inc(opmetrics *m, const char *op);
 void opmetrics_set_leader(opmetrics *m, bool leader);
+/* The flag opmetrics_set_leader set last (any thread). */
+bool opmetrics_leader(opmetrics *m);
 
 /* Pending jobs per level: reset, then set each level's count (levels past
  * OPMETRICS_MAX_LEVELS are dropped; names are cut at 63 bytes). */

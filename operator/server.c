@@ -893,6 +893,13 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         OPLOG(&s->log, OPLOG_INFO, "metrics_listening", NULL, NULL, "port=%d",
               opmetrics_port(s->metrics));
     }
+    if (s->flags.aggr.addr) {
+        s->aggr = opaggr_start(&s->flags.aggr, s->kcfg, s->api, s->vis, s->metrics, err);
+        if (!s->aggr)
+            return err ? err->code : AIQ_ENOMEM;
+        OPLOG(&s->log, OPLOG_INFO, "aggregated_listening", NULL, NULL, "port=%d group=%s",
+              opaggr_port(s->aggr), OPAGGR_GROUP "/" OPAGGR_VERSION);
+    }
     leader_init(&s->lead, s->flags.identity, s->flags.lease_ns, s->flags.lease_name);
     s->leading = !s->flags.leader_elect;
     opmetrics_set_leader(s->metrics, s->leading);
@@ -950,7 +957,9 @@ void srv_deinit(struct server *s) {
     s->foreign_watch = NULL;
     if (s->kc && s->flags.leader_elect)
         leader_release(&s->lead, s->kc, srv_now(), NULL);
-    opvis_close(s->vis); /* wakes /queue waiters so the HTTP thread can stop */
+    opvis_close(s->vis); /* wakes /queue waiters so the HTTP threads can stop */
+    opaggr_free(s->aggr); /* its thread stops before the api and vis go */
+    s->aggr = NULL;
     opmetrics_free(s->metrics); /* stops the HTTP thread before the api goes */
     s->metrics = NULL;
     opvis_free(s->vis);

@@ -20,6 +20,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "operator/api_aggr.h"
 #include "operator/gpu_mech.h"
 #include "operator/cache.h"
 #include "operator/foreign.h"
@@ -177,6 +178,7 @@ struct srv_flags {
     double util_stale_s;       /* --util-stale-after: 60 */
     const char *util_node_label; /* --util-node-label (NULL: node, kubernetes_node, Hostname) */
     bool util_alnair;          /* --util-alnair-annotations: Alnair profiler's node annotations */
+    struct opaggr_opts aggr;   /* --aggregated-addr etc.; addr NULL: off */
 };
 
 struct server {
@@ -191,6 +193,7 @@ struct server {
     opauth *auth;              /* --api-remote: token and RBAC checks (api_auth.h) */
     oputil *util;              /* live GPU utilisation, or NULL (util_apply.c) */
     int util_told;             /* state last logged: 0 none, 1 up, 2 down */
+    opaggr *aggr;              /* --aggregated-addr: query.aiq.dev over TLS (api_aggr.h) */
     struct kube_evq *evq;
     struct kube_watch *watch[OPK__N];
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */

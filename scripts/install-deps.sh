@@ -20,7 +20,7 @@ if [ -z "$gominor" ] || [ "$gominor" -lt $GO_MIN ]; then
 fi
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind cppcheck \
-libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev \
+libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev \
 sqlite3 curl openssl jq chromium"
 
 missing=""

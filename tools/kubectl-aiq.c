@@ -53,6 +53,8 @@ enum out_fmt { OUT_TABLE = 0, OUT_JSON, OUT_YAML };
 struct opts {
     const char *kubeconfig, *context, *ns, *operator_url;
     const struct kube_config *kcfg; /* the loaded kubeconfig (credentials) */
+    struct kube_client *kc;         /* the API server's client: its credentials are
+                                       got once (an exec plugin runs once) */
     const char *level, *user, *group;
     bool all_ns, color;
     enum out_fmt out;
@@ -107,9 +109,11 @@ static void usage(FILE *out) {
           "  -n, --namespace NS    namespace (default: the context's, else default)\n"
           "  -A, --all-namespaces  every namespace\n"
           "  -o, --output FMT      json or yaml instead of a table\n"
-          "  --operator-url URL    the operator's HTTP endpoint (default http://127.0.0.1:8080, a\n"
+          "  --operator-url URL    the operator's HTTP endpoint (e.g. http://127.0.0.1:8080, a\n"
           "                        port-forward; to another host the kubeconfig's credentials are\n"
-          "                        sent, and the operator runs with --api-remote)\n"
+          "                        sent, and the operator runs with --api-remote). Default: through\n"
+          "                        the API server, the aggregated API query.aiq.dev (APIService\n"
+          "                        v1alpha1.query.aiq.dev, docs/admin-guide.md)\n"
           "  --no-color            no colours even on a terminal (NO_COLOR does the same)\n",
           out);
 }
@@ -595,15 +599,74 @@ static aiq_rc operator_client(const struct opts *o, const struct kube_client_opt
     return kube_client_create(&cfg, ko, kc, e);
 }
 
-/* GETs path from the operator's HTTP endpoint (--operator-url); *out is
- * the answer, also for an error status that carries a JSON body. */
-static aiq_rc operator_get(const struct opts *o, const char *path, json_object **out, aiq_err *e) {
+#define AGGR_API "/apis/query.aiq.dev/v1alpha1"
+#define AGGR_APISERVICE "v1alpha1.query.aiq.dev"
+
+/* Where the operator is asked, for messages. */
+static const char *operator_where(const struct opts *o) {
+    return o->operator_url ? o->operator_url : "the API server (APIService " AGGR_APISERVICE ")";
+}
+
+/* After a failed request through the API server: says in e why, when the
+ * APIService is missing or not Available (kc: the API server's client). */
+static void aggr_diagnose(struct kube_client *kc, aiq_err *e) {
+    json_object *as = NULL;
+    aiq_err ae;
+    aiq_err_clear(&ae);
+    if (e->http_status != 404 && e->http_status != 503)
+        return; /* a refusal or the operator's own answer: its message says it */
+    if (kube_get(kc, "/apis/apiregistration.k8s.io/v1/apiservices/" AGGR_APISERVICE, &as, &ae) !=
+        AIQ_OK) {
+        if (ae.http_status == 404)
+            snprintf(e->message, sizeof e->message,
+                     "the APIService " AGGR_APISERVICE " is not installed: apply "
+                     "crds/aggregated-api.yaml and run the operator with --aggregated-addr "
+                     "(docs/admin-guide.md \"The aggregated API\"), or pass --operator-url");
+        else if (e->http_status == 404) /* cannot read APIServices: say what it may be */
+            snprintf(e->message, sizeof e->message,
+                     "%.300s (is the APIService " AGGR_APISERVICE " installed? "
+                     "docs/admin-guide.md \"The aggregated API\")", ae.message);
+        return;
+    }
+    json_object *conds = jget(jget(as, "status"), "conditions");
+    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (jstr(c, "type") && strcmp(jstr(c, "type"), "Available") == 0 && jstr(c, "status") &&
+            strcmp(jstr(c, "status"), "True") != 0) {
+            char was[200];
+            snprintf(was, sizeof was, "%.199s", e->message);
+            snprintf(e->message, sizeof e->message,
+                     "the APIService " AGGR_APISERVICE " is not available (%.80s: %.300s); "
+                     "check the operator's --aggregated-addr, its Service and caBundle "
+                     "(kubectl get apiservice " AGGR_APISERVICE " -o yaml); the API server "
+                     "said: %.200s",
+                     jstr(c, "reason") ? jstr(c, "reason") : "?",
+                     jstr(c, "message") ? jstr(c, "message") : "", was);
+        }
+    }
+    json_object_put(as);
+}
+
+/* GETs from the operator: api_path (under AGGR_API) through the API
+ * server with the kubeconfig's credentials, or http_path from
+ * --operator-url when it is set. *out is the answer, also for an error
+ * status that carries a JSON body. */
+static aiq_rc operator_get(const struct opts *o, const char *api_path, const char *http_path,
+                           json_object **out, aiq_err *e) {
     struct kube_client *kc = NULL;
     struct kube_client_opts ko = {.timeout_ms = 8000, .connect_timeout_ms = 1000,
                                   .max_body = 64u << 20, .user_agent = "kubectl-aiq/0.1"};
-    aiq_rc rc = operator_client(o, &ko, &kc, e);
+    char path[2048];
+    aiq_rc rc;
+    if (!o->operator_url) {
+        snprintf(path, sizeof path, AGGR_API "%s", api_path);
+        if ((rc = kube_get(o->kc, path, out, e)) != AIQ_OK)
+            aggr_diagnose(o->kc, e);
+        return rc;
+    }
+    rc = operator_client(o, &ko, &kc, e);
     if (rc == AIQ_OK)
-        rc = kube_get(kc, path, out, e);
+        rc = kube_get(kc, http_path, out, e);
     kube_client_free(kc);
     return rc;
 }
@@ -613,13 +676,19 @@ static aiq_rc operator_get(const struct opts *o, const char *path, json_object *
  * name. NULL with e set when the operator cannot answer. */
 static json_object *live_queue(const struct opts *o, const char *ns, const char *name, aiq_err *e) {
     char path[3 * 2 * (AIQ_MAX_NAME + 1) + 64], nesc[3 * (AIQ_MAX_NAME + 1)] = "",
-        jesc[3 * (AIQ_MAX_NAME + 1)] = "";
+        jesc[3 * (AIQ_MAX_NAME + 1)] = "", api[2 * (AIQ_MAX_NAME + 1) + 64];
     json_object *doc = NULL;
     if ((ns && kube_query_escape(nesc, sizeof nesc, ns, e) != AIQ_OK) ||
         (name && kube_query_escape(jesc, sizeof jesc, name, e) != AIQ_OK))
         return NULL;
     snprintf(path, sizeof path, "/queue?namespace=%s%s%s", nesc, name ? "&name=" : "", jesc);
-    if (operator_get(o, path, &doc, e) != AIQ_OK || !items_of(doc)) {
+    /* ns and name are Kubernetes names (from the API server): path-safe */
+    if (ns && *ns)
+        snprintf(api, sizeof api, "/namespaces/%s/queues%s%s", ns, name ? "/" : "",
+                 name ? name : "");
+    else
+        snprintf(api, sizeof api, "/queues");
+    if (operator_get(o, api, path, &doc, e) != AIQ_OK || !items_of(doc)) {
         json_object_put(doc);
         if (!e->message[0])
             snprintf(e->message, sizeof e->message, "no items in the answer");
@@ -658,8 +727,8 @@ static int live_overlay(const struct opts *o, struct cli_job *v, int n, bool qui
         if (!quiet)
             printf("%sLive view not available%s: the operator at %s %s%s\n"
                    "  showing the statuses as last written: positions within 10%% beyond the\n"
-                   "  first 10, scores as of the last write (pass --operator-url to reach it)\n",
-                   C_YELLOW, C_OFF, o->operator_url,
+                   "  first 10, scores as of the last write\n",
+                   C_YELLOW, C_OFF, operator_where(o),
                    e.http_status ? "answered: " : "is not reachable: ", e.message);
         return -1;
     }
@@ -845,23 +914,20 @@ static uint64_t factors_used(const char *src) {
 /* Asks the operator for the journal of a job: GET URL/journal?job=NS/NAME.
  * Prints what it got or why it could not. */
 static void print_journal(const struct opts *o, const struct cli_job *j, json_object *out_doc) {
-    struct kube_client *kc = NULL;
     char key[2 * AIQ_MAX_NAME + 2], esc[3 * sizeof key], uesc[3 * sizeof j->uid];
-    char path[sizeof esc + sizeof uesc + 64];
+    char path[sizeof esc + sizeof uesc + 64], api[sizeof key + sizeof uesc + 64];
     json_object *resp = NULL;
     aiq_err e;
     aiq_err_clear(&e);
     snprintf(key, sizeof key, "%s/%s", j->ns, j->name);
-    struct kube_client_opts ko = {.timeout_ms = 3000, .connect_timeout_ms = 1000,
-                                  .max_body = 4u << 20, .user_agent = "kubectl-aiq/0.1"};
-    aiq_rc rc = operator_client(o, &ko, &kc, &e);
-    if (rc == AIQ_OK)
-        rc = kube_query_escape(esc, sizeof esc, key, &e);
+    aiq_rc rc = kube_query_escape(esc, sizeof esc, key, &e);
     if (rc == AIQ_OK)
         rc = kube_query_escape(uesc, sizeof uesc, j->uid, &e);
     if (rc == AIQ_OK) {
         snprintf(path, sizeof path, "/journal?job=%s&uid=%s&limit=10", esc, uesc);
-        rc = kube_get(kc, path, &resp, &e);
+        snprintf(api, sizeof api, "/namespaces/%s/journals/%s?uid=%s&limit=10", j->ns, j->name,
+                 uesc);
+        rc = operator_get(o, api, path, &resp, &e);
     }
     json_object *items = rc == AIQ_OK ? items_of(resp) : NULL;
     if (out_doc) {
@@ -871,10 +937,11 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
             add_str(out_doc, "journalError", e.message[0] ? e.message : "no items in the answer");
     } else if (!items) {
         printf("%sJournal:%s   %snot available%s: the operator at %s %s%s\n", C_BOLD, C_OFF, C_YELLOW,
-               C_OFF, o->operator_url,
-               e.http_status ? "does not serve /journal: " : "is not reachable: ",
+               C_OFF, operator_where(o),
+               !e.http_status ? "is not reachable: "
+               : o->operator_url ? "does not serve /journal: " : "answered: ",
                e.message[0] ? e.message : "no items in the answer");
-        printf("           (pass --operator-url to reach it; kubectl describe shows the Events)\n");
+        printf("           (kubectl describe shows the Events)\n");
     } else {
         size_t n = json_object_array_length(items);
         printf("%sJournal:%s   %zu recent entr%s\n", C_BOLD, C_OFF, n, n == 1 ? "y" : "ies");
@@ -893,7 +960,6 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
         }
     }
     json_object_put(resp);
-    kube_client_free(kc);
 }
 
 /* Preemption and resizing from the job's status: status.preemptions,
@@ -1982,7 +2048,6 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     memset(&w, 0, sizeof w);
     o.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    o.operator_url = "http://127.0.0.1:8080";
     if (parse_flags(argc, argv, &o))
         return 1;
     if (o.nargs == 0) {
@@ -2024,6 +2089,7 @@ int main(int argc, char **argv) {
         print_err("connecting", &e);
         goto out;
     }
+    o.kc = kc;
     if (strcmp(cmd, "nodes") == 0 || strcmp(cmd, "rerun") == 0) {
         rc = cmd[0] == 'n' ? cmd_nodes(&o, kc) : cmd_rerun(&o, kc);
         goto out;

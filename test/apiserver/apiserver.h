@@ -122,4 +122,9 @@ aiq_rc apisrv_sim_start(apisrv *s, aiq_err *err);
 /* The current global resourceVersion (last one handed out). */
 long long apisrv_resource_version(apisrv *s);
 
+/* The directory of the front-proxy CA and client pair
+ * (front-proxy-ca.crt/.key, front-proxy-client.crt/.key) when serving
+ * TLS, else NULL. */
+const char *apisrv_front_proxy_dir(const apisrv *s);
+
 #endif

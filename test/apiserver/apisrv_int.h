@@ -101,6 +101,11 @@ struct apisrv {
     bool authz_rbac;                 /* --authz=rbac */
     char *tls_dir, *tls_cert, *tls_key;
     bool tls;
+    char *fp_dir;                    /* front-proxy CA and client pair (aggregator.c), with --tls */
+    double aggr_checked;             /* last APIService availability check (simulator thread) */
+    bool aggr_any;                   /* an APIService existed at that check (under mu) */
+    json_object *aggr_disc;          /* APIService name -> {group, version, list}: the
+                                        APIResourceList of each Available one (under mu) */
     struct apisrv_faults faults;
     unsigned rnd;                    /* fault-injection PRNG state */
     unsigned long long uid_seq;
@@ -410,6 +415,28 @@ bool apisrv__reviews(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
 /* True when u is in group g. */
 bool apisrv__user_in(const struct apisrv__user *u, const char *g);
 aiq_rc apisrv__tls_make_cert(apisrv *s, aiq_err *err);
+/* Runs a tool (argv[0] on PATH) with stdout and stderr to /dev/null;
+ * returns its exit status, -1 when it could not run. */
+int apisrv__run_tool(char *const argv[]);
+
+/* ---- aggregator.c: APIServices ------------------------------------------ */
+
+#define APISRV__FRONT_PROXY_CN "front-proxy-client"
+/* Makes the front-proxy CA and client pair (openssl) in a temp dir,
+ * s->fp_dir. On failure fills err; apisrv__aggr_free removes what was made. */
+aiq_rc apisrv__aggr_init(apisrv *s, aiq_err *err);
+void apisrv__aggr_free(apisrv *s);
+/* Proxies r when its path is under a registered APIService with a
+ * service (authorizing it first); returns false when it is not (lock not
+ * held on entry or exit). */
+bool apisrv__aggr_route(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
+/* Simulator thread, each tick: at most once a second, checks every
+ * APIService and writes its Available condition when it changed. */
+void apisrv__aggr_tick(apisrv *s);
+/* Discovery (lock held): appends to groups one APIGroup per Available
+ * APIService's group (legacy /apis), or, when v2, one APIGroupDiscovery
+ * to items (aggregated /apis). */
+void apisrv__aggr_discovery(apisrv *s, bool v2, json_object *groups);
 void apisrv__tls_free(apisrv *s);
 aiq_rc apisrv__write_kubeconfig(apisrv *s, const char *path, aiq_err *err);
 bool apisrv__fault(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);

@@ -244,7 +244,7 @@ out_unauthorized:
     return -1;
 }
 
-static int auth_run(char *const argv[]) {
+int apisrv__run_tool(char *const argv[]) {
     pid_t pid;
     int st = 0;
     posix_spawn_file_actions_t fa;
@@ -287,7 +287,7 @@ aiq_rc apisrv__tls_make_cert(apisrv *s, aiq_err *err) {
                     "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
                     "-out", crt, "-days", "30", "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", NULL};
-    if (auth_run(argv) != 0)
+    if (apisrv__run_tool(argv) != 0)
         return aiq_err_set(err, AIQ_EIO, "openssl could not make a certificate (is the openssl tool installed?)");
     s->tls_key = auth_slurp(key, 64 * 1024);
     s->tls_cert = auth_slurp(crt, 64 * 1024);

@@ -136,6 +136,7 @@ static void disc_send_aggregated(apisrv *s, bool core, struct apisrv__resp *w) {
     json_object_object_add(o, "apiVersion", json_object_new_string("apidiscovery.k8s.io/v2"));
     json_object_object_add(o, "metadata", json_object_new_object());
     disc_aggregated(s, core, items);
+    if (!core) apisrv__aggr_discovery(s, true, items);
     json_object_object_add(o, "items", items);
     apisrv__resp_json(w, 200, o);
     w->ctype = DISC_AGG_CTYPE;
@@ -174,6 +175,7 @@ static json_object *disc_group_list(apisrv *s) {
         json_object_object_add(g, "preferredVersion", pref);
         json_object_array_add(groups, g);
     }
+    apisrv__aggr_discovery(s, false, groups);
     json_object_object_add(o, "groups", groups);
     return o;
 }

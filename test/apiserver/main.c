@@ -108,8 +108,13 @@ int main(int argc, char **argv) {
         apisrv_stop(s);
         return 1;
     }
-    printf("aiq-apiserver listening on %s://127.0.0.1:%d kubeconfig=%s\n",
-           cfg.tls ? "https" : "http", apisrv_port(s), kubeconfig);
+    if (apisrv_front_proxy_dir(s))
+        printf("aiq-apiserver listening on %s://127.0.0.1:%d kubeconfig=%s "
+               "front-proxy-ca=%s/front-proxy-ca.crt\n", cfg.tls ? "https" : "http",
+               apisrv_port(s), kubeconfig, apisrv_front_proxy_dir(s));
+    else
+        printf("aiq-apiserver listening on %s://127.0.0.1:%d kubeconfig=%s\n",
+               cfg.tls ? "https" : "http", apisrv_port(s), kubeconfig);
     fflush(stdout);
     sigwait(&set, &sig);
     apisrv_stop(s);

@@ -38,6 +38,7 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
         apisrv__resp_text(w, 200, "text/plain", "ok");
         return;
     }
+    if (apisrv__aggr_route(s, r, w)) return;
     pthread_mutex_lock(&s->mu);
     if (apisrv__discovery(s, r, w)) goto out_unlock;
     if (apisrv__reviews(s, r, w)) goto out_unlock;

@@ -225,6 +225,7 @@ apisrv *apisrv_start(const struct apisrv_config *cfg, aiq_err *err) {
                        NULL, server_sync_crd_row, s);
     server_default_namespaces(s);
     if (s->tls && apisrv__tls_make_cert(s, err) != AIQ_OK) goto out_fail;
+    if (s->tls && apisrv__aggr_init(s, err) != AIQ_OK) goto out_fail;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)cfg->port);
@@ -259,6 +260,11 @@ out_fail:
 }
 
 /* See apiserver.h. */
+const char *apisrv_front_proxy_dir(const apisrv *s) {
+    return s ? s->fp_dir : NULL;
+}
+
+/* See apiserver.h. */
 int apisrv_port(const apisrv *s) {
     return s ? s->port : 0;
 }
@@ -282,6 +288,8 @@ void apisrv_stop(apisrv *s) {
     apisrv__types_free(s);
     apisrv__store_close(s);
     apisrv__tls_free(s);
+    apisrv__aggr_free(s);
+    json_object_put(s->aggr_disc);
     free(s->token);
     apisrv__tokens_free(s);
     free(s->nodes_file);

@@ -27,6 +27,7 @@ static void *simloop_run(void *arg) {
         pthread_mutex_unlock(&l->mu);
         double t0 = apisrv__now();
         sim_tick(s, t0, s->time_scale);
+        apisrv__aggr_tick(s);
         long pause_ns = (long)((apisrv__now() - t0) * 3e9);
         if (pause_ns < 100 * 1000000L) pause_ns = 100 * 1000000L;
         if (pause_ns > 2000 * 1000000L) pause_ns = 2000 * 1000000L;

@@ -42,6 +42,11 @@ static const struct types_builtin types_builtins[] = {
      "ValidatingAdmissionPolicy", "validatingadmissionpolicy", false, true, {NULL}, {NULL}},
     {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
      "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybinding", false, false, {NULL}, {NULL}},
+    /* APIServices route aggregated APIs (aggregator.c) to the ready
+     * addresses of their Service's EndpointSlices, written by hand or by
+     * a test: no endpoint controller runs here */
+    {"apiregistration.k8s.io", "v1", "apiservices", "APIService", "apiservice", false, true, {NULL}, {"api-extensions"}},
+    {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "endpointslice", true, false, {NULL}, {NULL}},
     {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "priorityclass", false, false, {"pc"}, {NULL}},
 };
 

@@ -152,7 +152,8 @@ check "explain: an operator URL without /journal is named as such" sh -c '
   grep -q "does not serve /journal"'
 kill "$WWW_PID" 2>/dev/null; wait "$WWW_PID" 2>/dev/null
 # The journal from the operator itself: /journal on its metrics address,
-# which is kubectl aiq explain's default --operator-url.
+# at --operator-url (the default route, the aggregated API, is in
+# api_aggregated.sh).
 OPURL="http://127.0.0.1:$METRICS_PORT"
 check "the operator's metrics address answers /journal with the job's decisions" sh -c '
   curl -s "'"$OPURL"'/journal?job=team-a/long" >"$T/jcurl" &&

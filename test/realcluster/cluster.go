@@ -199,7 +199,7 @@ func startEtcd(dir string, p *ports) (*embed.Etcd, error) {
 	}
 }
 
-func apiserverArgs(cfg *config, st string, p *ports, k *pki) []string {
+func apiserverArgs(cfg *config, st string, p *ports, k *pki, fp *frontProxy) []string {
 	authz := "Node,RBAC"
 	if cfg.authzNone {
 		authz = "AlwaysAllow"
@@ -226,6 +226,19 @@ func apiserverArgs(cfg *config, st string, p *ports, k *pki) []string {
 		"--cert-dir=" + filepath.Join(st, "certs"),
 		"--profiling=false",
 		fmt.Sprintf("--v=%d", cfg.verbose),
+		// The aggregation layer, as kubeadm sets it up: APIServices are
+		// proxied with the front-proxy client certificate and the
+		// caller's identity in X-Remote-* headers, to the endpoint of
+		// the Service (EndpointSlices) rather than its cluster IP: no
+		// kube-proxy runs here.
+		"--requestheader-client-ca-file=" + fp.caCert,
+		"--requestheader-allowed-names=" + frontProxyCN,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + fp.clientCert,
+		"--proxy-client-key-file=" + fp.clientKey,
+		"--enable-aggregator-routing=true",
 	}
 	if cfg.dumpRequest {
 		pol := filepath.Join(st, "audit-policy.yaml")
@@ -366,6 +379,10 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err != nil {
 		return fmt.Errorf("keys: %v", err)
 	}
+	fp, err := makeFrontProxy(filepath.Join(st, "pki"))
+	if err != nil {
+		return fmt.Errorf("front-proxy keys: %v", err)
+	}
 	p, err := loadPorts(filepath.Join(st, "ports.json"), cfg.port)
 	if err != nil {
 		return err
@@ -394,7 +411,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 	apiErr := make(chan error, 1)
 	go func() {
 		cmd := apiserverapp.NewAPIServerCommand()
-		cmd.SetArgs(apiserverArgs(cfg, st, p, k))
+		cmd.SetArgs(apiserverArgs(cfg, st, p, k, fp))
 		cmd.SilenceUsage = true
 		apiErr <- cmd.ExecuteContext(apiCtx)
 	}()
@@ -465,8 +482,8 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err := writeKubeconfig(kcAdmin, server, k.caPEM, "admin", id.Admin); err != nil {
 		return err
 	}
-	fmt.Printf("aiq-realcluster listening on %s kubeconfig=%s state=%s nodes=%d (%.1fs)\n",
-		server, kcAdmin, st, len(nodes), time.Since(t0).Seconds())
+	fmt.Printf("aiq-realcluster listening on %s kubeconfig=%s state=%s nodes=%d front-proxy-ca=%s (%.1fs)\n",
+		server, kcAdmin, st, len(nodes), fp.caCert, time.Since(t0).Seconds())
 
 	select {
 	case <-ctx.Done():

@@ -36,7 +36,10 @@ The real kube-apiserver, kube-scheduler, kube-controller-manager (garbage
 collector, namespace, service-account, node-lifecycle, taint-eviction,
 pod-gc, resource-claim, cluster-role-aggregation controllers) and etcd on
 127.0.0.1, with fake GPU nodes and a kubelet stand-in. Always HTTPS with
-token authentication; RBAC unless --authz=none.
+token authentication; RBAC unless --authz=none. The aggregation layer is
+on: the front-proxy CA and client pair are <state>/pki/front-proxy-*
+(the listening line names the CA an aggregated API server trusts), and
+APIServices are proxied to their Service's EndpointSlice addresses.
   --db DIR         state directory (etcd data, keys); kept after exit. Default: a temp dir removed at exit
   --port N         kube-apiserver secure port on 127.0.0.1 (0 = any free port)
   --kubeconfig P   write the admin kubeconfig here (default ./aiq-kubeconfig)

@@ -182,3 +182,90 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// frontProxy is the aggregation layer's key material: a CA of its own
+// (kube-apiserver's --requestheader-client-ca-file, which an aggregated
+// API server such as aiq-operator trusts) and the client certificate
+// kube-apiserver presents when it proxies to one (--proxy-client-*).
+// Files live beside the cluster's in <state>/pki and are reused.
+type frontProxy struct {
+	caCert, caKey         string
+	clientCert, clientKey string
+}
+
+// frontProxyCN is the proxy client certificate's CN, the one name in
+// --requestheader-allowed-names.
+const frontProxyCN = "front-proxy-client"
+
+// makeFrontProxy creates (or reuses) the front-proxy CA and client pair.
+func makeFrontProxy(dir string) (*frontProxy, error) {
+	f := &frontProxy{
+		caCert: filepath.Join(dir, "front-proxy-ca.crt"), caKey: filepath.Join(dir, "front-proxy-ca.key"),
+		clientCert: filepath.Join(dir, "front-proxy-client.crt"), clientKey: filepath.Join(dir, "front-proxy-client.key"),
+	}
+	all := []string{f.caCert, f.caKey, f.clientCert, f.clientKey}
+	have := 0
+	for _, p := range all {
+		if exists(p) {
+			have++
+		}
+	}
+	if have == len(all) {
+		return f, nil
+	}
+	if have != 0 {
+		return nil, fmt.Errorf("%s holds %d of the %d front-proxy key files: remove them to start afresh", dir, have, len(all))
+	}
+	caKey, caDER, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "aiq-realcluster-front-proxy-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caCertDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caCertDER)
+	if err != nil {
+		return nil, err
+	}
+	clKey, clDER, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	clTmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: frontProxyCN},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clCertDER, err := x509.CreateCertificate(rand.Reader, clTmpl, ca, &clKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range []struct {
+		path, typ string
+		der       []byte
+	}{
+		{f.caKey, "EC PRIVATE KEY", caDER},
+		{f.caCert, "CERTIFICATE", caCertDER},
+		{f.clientKey, "EC PRIVATE KEY", clDER},
+		{f.clientCert, "CERTIFICATE", clCertDER},
+	} {
+		if err := writePEM(w.path, w.typ, w.der); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}

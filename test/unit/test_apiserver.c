@@ -5,7 +5,8 @@
  * scheduling-gate rules, status subresource and generation rules, dryRun,
  * Table output, 415 for strategic patches on custom resources,
  * finalizers and owner-reference garbage collection, list paging and
- * selectors, bearer tokens, and the in-process object API. */
+ * selectors, bearer tokens, the in-process object API, and APIService
+ * availability with the aggregator's reasons. */
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -1242,5 +1243,76 @@ TEST(apiserver_namespace_defaults_and_delete_options) {
     json_object_put(o);
     CHECK_INT(req(s, "DELETE", "/api/v1/namespaces/default/pods/none?propagationPolicy=Orphan", NULL, NULL,
                   NULL, NULL, NULL), 404);
+    apisrv_stop(s);
+}
+
+/* The Available condition of APIService name, polled until its reason
+ * is want or 5 s pass; returns the last reason and message in buf. */
+static bool apiservice_reason(apisrv *s, const char *name, const char *want, char *buf,
+                              size_t cap) {
+    char path[256];
+    snprintf(path, sizeof path, "/apis/apiregistration.k8s.io/v1/apiservices/%s", name);
+    for (int i = 0; i < 50; i++) {
+        json_object *o = NULL;
+        reqj(s, "GET", path, NULL, NULL, &o);
+        snprintf(buf, cap, "%s: %s", at(o, "status.conditions.0.reason"),
+                 at(o, "status.conditions.0.message"));
+        bool ok = !strcmp(at(o, "status.conditions.0.reason"), want);
+        json_object_put(o);
+        if (ok) return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+TEST(apiserver_apiservice_availability_like_the_aggregator) {
+    apisrv *s = start(0, NULL);
+    aiq_err err;
+    aiq_err_clear(&err);
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_INT(apisrv_sim_start(s, &err), AIQ_OK); /* its thread checks APIServices */
+    char msg[1024];
+    CHECK_INT(req(s, "POST", "/apis/apiregistration.k8s.io/v1/apiservices", NULL,
+                  "{\"apiVersion\":\"apiregistration.k8s.io/v1\",\"kind\":\"APIService\","
+                  "\"metadata\":{\"name\":\"v1.q.test\"},\"spec\":{\"group\":\"q.test\","
+                  "\"version\":\"v1\",\"service\":{\"namespace\":\"default\",\"name\":\"q\","
+                  "\"port\":443},\"groupPriorityMinimum\":1,\"versionPriority\":1}}",
+                  NULL, NULL, NULL), 201);
+    CHECK(apiservice_reason(s, "v1.q.test", "ServiceNotFound", msg, sizeof msg));
+    CHECK(strstr(msg, "service/q in \"default\" is not present") != NULL);
+    CHECK_INT(req(s, "POST", "/api/v1/namespaces/default/services", NULL,
+                  "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"q\"},"
+                  "\"spec\":{\"ports\":[{\"name\":\"web\",\"port\":80}]}}", NULL, NULL, NULL), 201);
+    CHECK(apiservice_reason(s, "v1.q.test", "ServicePortError", msg, sizeof msg));
+    CHECK(strstr(msg, "is not listening on port 443") != NULL);
+    CHECK_INT(req(s, "PUT", "/api/v1/namespaces/default/services/q", NULL,
+                  "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"q\"},"
+                  "\"spec\":{\"ports\":[{\"name\":\"https\",\"port\":443}]}}", NULL, NULL, NULL), 200);
+    CHECK(apiservice_reason(s, "v1.q.test", "EndpointsNotFound", msg, sizeof msg));
+    CHECK_INT(req(s, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", NULL,
+                  "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":"
+                  "{\"name\":\"q-1\",\"labels\":{\"kubernetes.io/service-name\":\"q\"}},"
+                  "\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"https\",\"port\":1}],"
+                  "\"endpoints\":[{\"addresses\":[\"192.0.2.9\"],\"conditions\":{\"ready\":false}}]}",
+                  NULL, NULL, NULL), 201);
+    CHECK(apiservice_reason(s, "v1.q.test", "MissingEndpoints", msg, sizeof msg));
+    CHECK(strstr(msg, "have no addresses with port name \"https\"") != NULL);
+    CHECK_INT(req(s, "PUT", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/q-1", NULL,
+                  "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":"
+                  "{\"name\":\"q-1\",\"labels\":{\"kubernetes.io/service-name\":\"q\"}},"
+                  "\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"https\",\"port\":1}],"
+                  "\"endpoints\":[{\"addresses\":[\"192.0.2.9\"],\"conditions\":{\"ready\":true}}]}",
+                  NULL, NULL, NULL), 200);
+    /* reachable on paper, but this server has no --tls: no front-proxy pair */
+    CHECK(apiservice_reason(s, "v1.q.test", "FailedDiscoveryCheck", msg, sizeof msg));
+    CHECK(strstr(msg, "without --tls") != NULL);
+    char *body = NULL;
+    CHECK_INT(req(s, "GET", "/apis/q.test/v1/namespaces/default/things", NULL, NULL, NULL, NULL,
+                  &body), 503);
+    CHECK(strstr(body, "only when it serves TLS (--tls)") != NULL);
+    free(body);
+    CHECK_INT(req(s, "POST", "/apis/q.test/v1/namespaces/default/things", NULL, "{}", NULL, NULL,
+                  NULL), 405);
     apisrv_stop(s);
 }
