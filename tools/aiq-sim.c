@@ -34,7 +34,8 @@ static void usage(FILE *out) {
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
           "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
           "              [--placements-csv OUT] [--csv OUT]\n"
-          "  aiq-sim tune --policy POLICY.yaml (--trace FILE [--format ...] | --journal DB|JSONL)\n"
+          "  aiq-sim tune (--policy POLICY.yaml --trace FILE [--format ...] |\n"
+          "              --journal DB|JSONL [--policy P.yaml | --policies-dir DIR])\n"
           "              --objective 'mean_jct + 0.5*p95_wait' [--seed N] [--budget RUNS]\n"
           "              [--holdout FRACTION] [--name NAME] [--out TUNED.yaml]\n"
           "  run, compare, inflate and tune take --progress (also on when stderr is a terminal)\n",
@@ -825,18 +826,26 @@ static int cmd_tune(const struct opts *o) {
     aiq_err_clear(&e);
     memset(&j, 0, sizeof j);
     memset(&res, 0, sizeof res);
-    if (o->npolicy != 1 || !o->objective || !o->trace == !o->journal) {
-        fprintf(stderr, "aiq-sim: tune needs one --policy, --objective EXPR and --trace FILE or "
-                "--journal FILE\n");
+    char path[1024];
+    if (o->npolicy > 1 || (o->npolicy == 0 && !o->journal) || !o->objective ||
+        !o->trace == !o->journal) {
+        fprintf(stderr, "aiq-sim: tune needs --objective EXPR, --trace FILE and one --policy, "
+                "or --journal FILE (its policy from --policies-dir unless --policy)\n");
         return 2;
     }
-    const struct aiq_policy *pol = tune_policy(o->policy[0], &ms, &nm);
+    if (o->journal && tune_journal(o->journal, &j) != 0)
+        goto out;
+    if (o->npolicy == 0 && (!j.policy[0] || strcmp(j.policy, "default") == 0)) {
+        fprintf(stderr, "aiq-sim: tune: the journal ran the built-in policy, which has no "
+                "constants: give --policy\n");
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
+    const struct aiq_policy *pol = tune_policy(o->npolicy ? o->policy[0] : path, &ms, &nm);
     if (!pol)
         goto out;
     sim_tune_config_init(&cfg);
     if (o->journal) {
-        if (tune_journal(o->journal, &j) != 0)
-            goto out;
         cfg.trace = j.trace;
         cfg.epoch = j.epoch;
         cfg.tick_s = j.tick_s;
