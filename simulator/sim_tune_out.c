@@ -168,6 +168,28 @@ static void yaml_header(FILE *out, const struct aiq_policy *orig,
     print_params(out, res, "#");
 }
 
+/* The measured comparison as annotations, for `kubectl aiq policy test`
+ * and `kubectl get -o yaml`: aiq.dev/tuned-by (objective, seed, runs,
+ * source policy) and aiq.dev/tuned-result (both parts, what got worse). */
+static void yaml_annotations(FILE *out, const struct aiq_policy *orig,
+                             const struct sim_tune_config *cfg,
+                             const struct sim_tune_result *res) {
+    char by[1200], result[1200], c[32], worse[512];
+    snprintf(by, sizeof by, "aiq-sim tune from QueuePolicy %s: objective %s, seed %llu, %d runs",
+             orig->meta.name ? orig->meta.name : "", cfg->objective,
+             (unsigned long long)cfg->seed, res->runs);
+    change(c, sizeof c, res->hold_before, res->hold_after);
+    worse_list(worse, sizeof worse, res);
+    snprintf(result, sizeof result, "held-out part (last %d jobs): objective %.4f -> %.4f (%s); "
+             "search part (first %d jobs): %.4f -> %.4f; worse on the held-out part: %s",
+             res->hold_jobs, res->hold_before, res->hold_after, c, res->train_jobs,
+             res->train_before, res->train_after, worse[0] ? worse : "nothing");
+    fputs("\n  annotations:\n    aiq.dev/tuned-by: ", out);
+    yq(out, by);
+    fputs("\n    aiq.dev/tuned-result: ", out);
+    yq(out, result);
+}
+
 /* Writes the YAML; see sim_tune.h. */
 void sim_tune_yaml(FILE *out, const struct aiq_policy *orig, const char *name,
                    const struct sim_tune_config *cfg, const struct sim_tune_result *res) {
@@ -175,6 +197,7 @@ void sim_tune_yaml(FILE *out, const struct aiq_policy *orig, const char *name,
     yaml_header(out, orig, cfg, res);
     fputs("apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata:\n  name: ", out);
     yq(out, name);
+    yaml_annotations(out, orig, cfg, res);
     fputs("\nspec:\n  formula: ", out);
     yq(out, res->formula ? res->formula : s->formula);
     fputs("\n  levels:\n", out);

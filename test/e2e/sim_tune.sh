@@ -7,8 +7,9 @@
 # YAML byte for byte, a trace gives what its journal gives, and a bad
 # objective is refused naming the token with a caret. The tuned policy is
 # applied with kubectl to the server (local and real): the CRD's schema
-# takes it, it reads back with the tuned formula, and the operator
-# compiles it (status.compiled).
+# takes it, it reads back with the tuned formula, the operator compiles
+# it (status.compiled), and `kubectl aiq policy test` shows the measured
+# comparison (the aiq.dev/tuned-* annotations) beside its reordering.
 . "$(dirname "$0")/lib.sh"
 
 SIM=$BUILD/aiq-sim
@@ -73,6 +74,16 @@ check "it reads back with the tuned formula and threshold" sh -c '
   grep -q "when: \"$w\"" "$0/tuned.yaml"' "$T"
 wait_for 20 "the operator compiles it" sh -c '
   [ "$(kubectl get queuepolicy srjf-tuned -o jsonpath={.status.compiled})" = true ]'
+check "the measured comparison travels as annotations" sh -c '
+  kubectl get queuepolicy srjf-tuned -o "jsonpath={.metadata.annotations.aiq\.dev/tuned-result}" |
+    grep -q "^held-out part (last 120 jobs): objective [0-9.]* -> [0-9.]* (-[0-9.]*%); search part"'
+check "kubectl aiq policy test shows the same comparison beside the reordering" sh -c '
+  PATH="$1:$PATH" kubectl aiq policy test "$0/tuned.yaml" >"$0/pt" 2>&1 &&
+  grep -q "^QueuePolicy srjf-tuned compiles" "$0/pt" &&
+  grep -q "^Tuned by aiq-sim tune from QueuePolicy srjf: objective mean_jct + 0.5\*p95_wait, seed 3, 30 runs$" "$0/pt" &&
+  grep -q "^Measured: held-out part (last 120 jobs): objective " "$0/pt" &&
+  PATH="$1:$PATH" kubectl aiq policy test "$0/tuned.yaml" -o json | grep -q "\"tunedResult\": \"held-out part"' \
+    "$T" "$BUILD"
 check "a server-side dry run of the same file is unchanged" sh -c '
   kubectl apply --server-side --dry-run=server -f "$0/tuned.yaml" >/dev/null' "$T"
 e2e_done

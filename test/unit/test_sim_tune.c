@@ -274,6 +274,9 @@ TEST(search_yaml_reads_back) {
     CHECK_INT(p->spec.backfill, AIQ_BACKFILL_EASY);
     CHECK(!p->spec.active);
     CHECK(strstr(buf, "# Tuned by aiq-sim tune from QueuePolicy srjf-ish") != NULL);
+    CHECK(strstr(buf, "    aiq.dev/tuned-by: \"aiq-sim tune from QueuePolicy srjf-ish: objective "
+                      "mean_jct + 0.5*p95_wait, seed 5, 14 runs\"\n") != NULL);
+    CHECK(strstr(buf, "    aiq.dev/tuned-result: \"held-out part (last 36 jobs): objective ") != NULL);
     aiq_err_clear(&e);
     CHECK_INT(aiq_policy_validate(p, &e), AIQ_OK);
 out:
