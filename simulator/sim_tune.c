@@ -54,7 +54,7 @@ const char *sim_tune_metric_doc(int i) {
 
 /* Compiles an objective; see sim_tune.h. */
 fx_prog *sim_objective_compile(const char *src, aiq_err *err) {
-    static const char *names[NMETRICS];
+    const char *names[NMETRICS]; /* read only while compiling */
     for (int i = 0; i < NMETRICS; i++)
         names[i] = metrics[i].name;
     aiq_err e;

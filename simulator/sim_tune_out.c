@@ -125,6 +125,30 @@ static void yq(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+/* A multi-line text as a YAML literal block (indent spaces in front of
+ * each line), as the presets write their formulas; a text a block cannot
+ * carry exactly (a control byte, a tab, a first line that starts with a
+ * space, blank lines at the end) goes double-quoted. */
+static void ytext(FILE *out, const char *s, int indent) {
+    size_t n = strlen(s);
+    bool block = strchr(s, '\n') != NULL && s[0] != ' ' && s[0] != '\n' &&
+                 !(n >= 2 && s[n - 1] == '\n' && s[n - 2] == '\n');
+    for (const unsigned char *p = (const unsigned char *)s; block && *p; p++)
+        block = *p == '\n' || (*p >= 0x20 && *p < 0x7f);
+    if (!block) {
+        yq(out, s);
+        return;
+    }
+    fputs(s[n - 1] == '\n' ? "|" : "|-", out);
+    for (const char *p = s; *p;) {
+        size_t len = strcspn(p, "\n");
+        fputc('\n', out);
+        if (len > 0)
+            fprintf(out, "%*s%.*s", indent, "", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+}
+
 /* A duration the CRD's pattern accepts: whole hours, minutes or seconds
  * ("48h", "90m", "45s"). */
 static void ydur(FILE *out, double s) {
@@ -199,7 +223,7 @@ void sim_tune_yaml(FILE *out, const struct aiq_policy *orig, const char *name,
     yq(out, name);
     yaml_annotations(out, orig, cfg, res);
     fputs("\nspec:\n  formula: ", out);
-    yq(out, res->formula ? res->formula : s->formula);
+    ytext(out, res->formula ? res->formula : s->formula, 4);
     fputs("\n  levels:\n", out);
     for (int i = 0; i < s->nlevels; i++) {
         fputs("    - name: ", out);
