@@ -221,6 +221,7 @@ static aiq_rc apply(const struct space *sp, const double *v, struct sim_tune_res
             return aiq_err_set(err, n < 0 ? AIQ_EINVAL : AIQ_ENOMEM,
                                n < 0 ? "tune: a constant left its range" : "tune: out of memory");
         }
+        /* The same call as the sizing one above, which succeeded. */
         (void)fx_subst_literals(f->src, f->lit, val, f->nlit, buf, (size_t)n + 1);
         char **slot = f->level < 0 ? &res->formula : &res->when[f->level];
         free(*slot);

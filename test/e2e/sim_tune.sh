@@ -58,6 +58,12 @@ check "a bad objective names the token, with a caret (exit 1)" sh -c '
   [ $rc = 1 ] &&
   grep -q "^aiq-sim: --objective: objective: 1:16: unknown metric .p95_wiat.; did you mean .p95_wait.?$" "$1/bad" &&
   grep -q "^               ^$" "$1/bad"' "$SIM" "$T" "$P"
+check "--name names the policy; a name the API server would refuse is refused first" sh -c '
+  "$0" tune --trace "$1/t.csv" --policy "$2/srjf.yaml" --objective mean_jct --budget 3 \
+    --name srjf-v2 2>/dev/null | grep -q "^  name: \"srjf-v2\"$" &&
+  ! "$0" tune --trace "$1/t.csv" --policy "$2/srjf.yaml" --objective mean_jct --budget 3 \
+    --name Bad_Name >/dev/null 2>"$1/e" &&
+  grep -q "^aiq-sim: --name: .Bad_Name. is not a valid object name" "$1/e"' "$SIM" "$T" "$P"
 check "a policy without constants to tune is refused naming it (exit 1)" sh -c '
   "$0" tune --trace "$1/t.csv" --policy "$2/fifo.yaml" --objective mean_jct >/dev/null 2>"$1/e"
   [ $? = 1 ] && grep -q "policy .fifo. has no nonzero numbers" "$1/e"' "$SIM" "$T" "$P"
