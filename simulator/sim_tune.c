@@ -100,7 +100,49 @@ struct space {
     struct field f[AIQ_MAX_LEVELS + 1];
     int nf;
     int starv;               /* parameter index of starvation.after, -1 */
+    const char *fixed;       /* cfg->fixed */
+    uint64_t fixed_used;     /* bit i: entry i of fixed matched */
 };
+
+#define MAX_FIXED 64
+
+/* True when the constant of field `where` at line:col (0:0 for
+ * starvation.after) is one --fixed keeps: the entry "where@line:col" or
+ * the whole field "where". Marks the entries that match. */
+static bool is_fixed(struct space *sp, const char *where, int line, int col) {
+    char at[64];
+    bool hit = false;
+    snprintf(at, sizeof at, "%s@%d:%d", where, line, col);
+    int i = 0;
+    for (const char *p = sp->fixed; p && *p && i < MAX_FIXED; i++) {
+        size_t len = strcspn(p, ",");
+        if ((len == strlen(where) && strncmp(p, where, len) == 0) ||
+            (line > 0 && len == strlen(at) && strncmp(p, at, len) == 0)) {
+            hit = true;
+            sp->fixed_used |= 1ull << i;
+        }
+        p += len + (p[len] == ',');
+    }
+    return hit;
+}
+
+/* AIQ_EINVAL naming the first --fixed entry that matched nothing. */
+static aiq_rc check_fixed(const struct space *sp, aiq_err *err) {
+    int i = 0;
+    for (const char *p = sp->fixed; p && *p; i++) {
+        size_t len = strcspn(p, ",");
+        if (i >= MAX_FIXED)
+            return aiq_err_field(err, AIQ_EINVAL, "fixed", "fixed: more than %d entries",
+                                 MAX_FIXED);
+        if (!(sp->fixed_used & (1ull << i)))
+            return aiq_err_field(err, AIQ_EINVAL, "fixed",
+                                 "fixed: '%.*s' names no nonzero constant of the policy (write "
+                                 "FIELD@LINE:COL as the report prints them, or a whole field)",
+                                 (int)(len < 200 ? len : 200), p);
+        p += len + (p[len] == ',');
+    }
+    return AIQ_OK;
+}
 
 /* line:col of byte off in src. */
 static void line_col(const char *src, unsigned off, int *line, int *col) {
@@ -118,18 +160,21 @@ static void line_col(const char *src, unsigned off, int *line, int *col) {
 
 /* Adds a parameter for literal l of f; the range is x1/8..x8 of the
  * value, x1/2..x2 for an exponent. */
-static aiq_rc add_param(struct sim_tune_result *res, struct field *f, int k, const char *where,
-                        aiq_err *err) {
+static aiq_rc add_param(struct space *sp, struct sim_tune_result *res, struct field *f, int k,
+                        const char *where, aiq_err *err) {
     const fx_literal *l = &f->lit[k];
+    int line, col;
     f->param[k] = -1;
-    if (l->value == 0)
-        return AIQ_OK; /* a zero has no scale to search */
+    line_col(f->src, l->start, &line, &col);
+    if (l->value == 0 || is_fixed(sp, where, line, col))
+        return AIQ_OK; /* a zero has no scale to search; --fixed keeps it */
     if (res->nparams == SIM_TUNE_MAX_PARAMS)
         return aiq_err_field(err, AIQ_EINVAL, where, "%s: more than %d constants to tune",
                              where, SIM_TUNE_MAX_PARAMS);
     struct sim_tune_param *p = &res->param[res->nparams];
     snprintf(p->where, sizeof p->where, "%s", where);
-    line_col(f->src, l->start, &p->line, &p->col);
+    p->line = line;
+    p->col = col;
     snprintf(p->text, sizeof p->text, "%.*s", (int)(l->len < 39 ? l->len : 39),
              f->src + l->start);
     p->duration = l->duration;
@@ -164,7 +209,7 @@ static aiq_rc scan_field(struct space *sp, struct sim_tune_result *res, const ch
     f->nlit = n;
     sp->nf++;
     for (int k = 0; k < n; k++) {
-        aiq_rc rc = add_param(res, f, k, where, err);
+        aiq_rc rc = add_param(sp, res, f, k, where, err);
         if (rc != AIQ_OK)
             return rc;
     }
@@ -174,11 +219,12 @@ static aiq_rc scan_field(struct space *sp, struct sim_tune_result *res, const ch
 /* The search space of a policy: formula, the levels' whens (the last
  * level's is ignored by the queue, so it is not searched) and the
  * starvation time. */
-static aiq_rc find_space(const struct aiq_policy *pol, struct space *sp,
+static aiq_rc find_space(const struct aiq_policy *pol, const char *fixed, struct space *sp,
                          struct sim_tune_result *res, aiq_err *err) {
     aiq_rc rc;
     memset(sp, 0, sizeof *sp);
     sp->starv = -1;
+    sp->fixed = fixed;
     if ((rc = scan_field(sp, res, pol->spec.formula ? pol->spec.formula : "job.priority", -1,
                          err)) != AIQ_OK)
         return rc;
@@ -186,7 +232,8 @@ static aiq_rc find_space(const struct aiq_policy *pol, struct space *sp,
         if (pol->spec.levels[i].when &&
             (rc = scan_field(sp, res, pol->spec.levels[i].when, i, err)) != AIQ_OK)
             return rc;
-    if (pol->spec.starvation_after_s > 0 && res->nparams < SIM_TUNE_MAX_PARAMS) {
+    if (pol->spec.starvation_after_s > 0 && !is_fixed(sp, "spec.starvation.after", 0, 0) &&
+        res->nparams < SIM_TUNE_MAX_PARAMS) {
         struct sim_tune_param *p = &res->param[res->nparams];
         snprintf(p->where, sizeof p->where, "spec.starvation.after");
         double h = pol->spec.starvation_after_s / 3600;
@@ -197,10 +244,12 @@ static aiq_rc find_space(const struct aiq_policy *pol, struct space *sp,
         p->hi = h * 8;
         sp->starv = res->nparams++;
     }
+    if ((rc = check_fixed(sp, err)) != AIQ_OK)
+        return rc;
     if (res->nparams == 0)
         return aiq_err_field(err, AIQ_EINVAL, "spec.formula",
                              "policy '%s' has no nonzero numbers in spec.formula, the levels' "
-                             "when or spec.starvation.after: nothing to tune",
+                             "when or spec.starvation.after that are not fixed: nothing to tune",
                              pol->meta.name ? pol->meta.name : "");
     return AIQ_OK;
 }
@@ -516,7 +565,7 @@ aiq_rc sim_tune(const struct sim_tune_config *cfg, struct sim_tune_result *res, 
         rc = aiq_err_set(err, AIQ_ENOMEM, "tune: out of memory");
         goto out;
     }
-    if ((rc = find_space(cfg->policy, sp, res, err)) != AIQ_OK)
+    if ((rc = find_space(cfg->policy, cfg->fixed, sp, res, err)) != AIQ_OK)
         goto out;
     int n = cfg->trace->njobs, nh = (int)ceil(n * cfg->holdout);
     if ((rc = part(cfg->trace, 0, n - nh, &train, err)) != AIQ_OK ||

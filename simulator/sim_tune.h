@@ -32,6 +32,10 @@ struct sim_tune_config {
     double holdout;                  /* fraction of the jobs, the latest
                                         submitted, kept for validation,
                                         0.05..0.9 */
+    /* Constants to keep as written, comma-separated, as the report names
+     * them: "spec.formula@3:51" (one literal), or a whole field
+     * ("spec.levels[0].when", "spec.starvation.after"). NULL = none. */
+    const char *fixed;
     double epoch, tick_s, preempt_grace_s; /* as in struct sim_config */
     bool predict;
     /* Progress: the fraction of the budget used. */
@@ -87,7 +91,8 @@ double sim_objective_eval(const fx_prog *obj, const struct sim_metrics *m);
 /* Runs the search and the validation. res is caller-owned (release with
  * sim_tune_result_deinit, also after an error). Returns AIQ_OK;
  * AIQ_EPARSE for a bad objective (err->field "objective"); AIQ_EINVAL
- * naming the field for a policy without constants to tune, a budget or
+ * naming the field for a policy without constants to tune, a --fixed
+ * entry that names no constant (err->field "fixed"), a budget or
  * hold-out out of range, a workload too small to split; AIQ_ENOMEM; the
  * simulator's errors. */
 aiq_rc sim_tune(const struct sim_tune_config *cfg, struct sim_tune_result *res, aiq_err *err);

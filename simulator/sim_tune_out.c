@@ -64,7 +64,7 @@ static void print_params(FILE *out, const struct sim_tune_result *res, const cha
         const struct sim_tune_param *p = &res->param[i];
         char at[48] = "";
         if (p->line > 0)
-            snprintf(at, sizeof at, " at %d:%d", p->line, p->col);
+            snprintf(at, sizeof at, "@%d:%d", p->line, p->col);
         const char *u = p->duration ? "h" : "";
         fprintf(out, "%s  %s%s: %s -> %.6g%s (searched %.6g%s..%.6g%s)\n", pre, p->where, at,
                 p->text, p->after, u, p->lo, u, p->hi, u);
@@ -81,6 +81,8 @@ void sim_tune_report(FILE *out, const struct sim_tune_config *cfg,
             "%.1f h)\n", res->train_jobs, res->hold_jobs, res->split_t / 3600);
     fputs("constants:\n", out);
     print_params(out, res, "");
+    if (cfg->fixed)
+        fprintf(out, "  kept as written (--fixed): %s\n", cfg->fixed);
     fprintf(out, "%-14s %13s %13s %9s\n", "objective", "before", "after", "change");
     change(c, sizeof c, res->train_before, res->train_after);
     fprintf(out, "%-14s %13.4f %13.4f %9s\n", "search part", res->train_before,
@@ -190,6 +192,8 @@ static void yaml_header(FILE *out, const struct aiq_policy *orig,
     fprintf(out, "# Worse on the held-out part: %s.\n# Constants:\n",
             worse[0] ? worse : "nothing");
     print_params(out, res, "#");
+    if (cfg->fixed)
+        fprintf(out, "#  kept as written (--fixed): %s\n", cfg->fixed);
 }
 
 /* The measured comparison as annotations, for `kubectl aiq policy test`

@@ -37,14 +37,15 @@ static void usage(FILE *out) {
           "  aiq-sim tune (--policy POLICY.yaml --trace FILE [--format ...] |\n"
           "              --journal DB|JSONL [--policy P.yaml | --policies-dir DIR])\n"
           "              --objective 'mean_jct + 0.5*p95_wait' [--seed N] [--budget RUNS]\n"
-          "              [--holdout FRACTION] [--name NAME] [--out TUNED.yaml]\n"
+          "              [--holdout FRACTION] [--fixed FIELD@LINE:COL,...] [--name NAME]\n"
+          "              [--out TUNED.yaml]\n"
           "  run, compare, inflate and tune take --progress (also on when stderr is a terminal)\n",
           out);
 }
 
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
-        *jsonl, *out, *policies_dir, *placement, *placements_csv, *objective, *name;
+        *jsonl, *out, *policies_dir, *placement, *placements_csv, *objective, *name, *fixed;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
@@ -85,6 +86,7 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
         STR("--policies-dir", policies_dir) STR("--placement", placement)
         STR("--placements-csv", placements_csv) STR("--objective", objective) STR("--name", name)
+        STR("--fixed", fixed)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -861,6 +863,7 @@ static int cmd_tune(const struct opts *o) {
     cfg.nnodes = cfg.trace->nnodes;
     cfg.policy = pol;
     cfg.objective = o->objective;
+    cfg.fixed = o->fixed;
     cfg.preempt_grace_s = o->grace;
     if (o->seed_set)
         cfg.seed = (uint64_t)o->seed;

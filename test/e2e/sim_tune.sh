@@ -25,8 +25,8 @@ check "tune on the journal (its policy from --policies-dir) writes a YAML and re
     --progress --out "$1/tuned.yaml" >"$1/report" 2>"$1/err" &&
   grep -q "^tune: objective mean_jct + 0.5\*p95_wait (lower is better), seed 3, 30 runs$" "$1/report" &&
   grep -q "^split: search on the first 280 jobs, validated on the last 120" "$1/report" &&
-  grep -q "^  spec.formula at 1:59: 24h -> " "$1/report" &&
-  grep -q "^  spec.levels\[0\].when at 1:15: 48h -> " "$1/report" &&
+  grep -q "^  spec.formula@1:59: 24h -> " "$1/report" &&
+  grep -q "^  spec.levels\[0\].when@1:15: 48h -> " "$1/report" &&
   grep -q "^trade-offs: " "$1/report" && grep -q "tune: 100% in [0-9]* s" "$1/err" &&
   grep -q "wrote QueuePolicy srjf-tuned to" "$1/err"' "$SIM" "$T" "$P" "$OBJ"
 # "search part   68.03   54.06   -20.5%": after < before on both parts.
@@ -64,6 +64,16 @@ check "--name names the policy; a name the API server would refuse is refused fi
   ! "$0" tune --trace "$1/t.csv" --policy "$2/srjf.yaml" --objective mean_jct --budget 3 \
     --name Bad_Name >/dev/null 2>"$1/e" &&
   grep -q "^aiq-sim: --name: .Bad_Name. is not a valid object name" "$1/e"' "$SIM" "$T" "$P"
+check "--fixed keeps a constant as written; an entry that names none is refused" sh -c '
+  "$0" tune --trace "$1/t.csv" --policy "$2/srjf.yaml" --objective mean_jct --budget 3 \
+    --fixed "spec.formula@1:59,spec.starvation.after" >"$1/fx" 2>/dev/null &&
+  ! grep -q "^  spec.formula@1:59" "$1/fx" && ! grep -q "^  spec.starvation.after" "$1/fx" &&
+  grep -q "^  spec.formula@2:18: 1000000 -> " "$1/fx" &&
+  grep -q "^  kept as written (--fixed): spec.formula@1:59,spec.starvation.after$" "$1/fx" &&
+  grep -q "runtime.predicted_hours : 24h)" "$1/fx" &&
+  ! "$0" tune --trace "$1/t.csv" --policy "$2/srjf.yaml" --objective mean_jct --budget 3 \
+    --fixed spec.formula@9:9 >/dev/null 2>"$1/e" &&
+  grep -q "^aiq-sim: tune: fixed: .spec.formula@9:9. names no nonzero constant" "$1/e"' "$SIM" "$T" "$P"
 check "a policy without constants to tune is refused naming it (exit 1)" sh -c '
   "$0" tune --trace "$1/t.csv" --policy "$2/fifo.yaml" --objective mean_jct >/dev/null 2>"$1/e"
   [ $? = 1 ] && grep -q "policy .fifo. has no nonzero numbers" "$1/e"' "$SIM" "$T" "$P"

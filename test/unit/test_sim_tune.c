@@ -286,6 +286,40 @@ out:
     teardown(&fx);
 }
 
+TEST(search_fixed_keeps_constants) {
+    struct fixture fx;
+    struct sim_tune_result r;
+    aiq_err e;
+    memset(&r, 0, sizeof r);
+    if (!setup(&fx, policy_yaml))
+        goto out;
+    /* 1000 is at 1:79 of the formula; the when and starvation as fields */
+    fx.cfg.fixed = "spec.formula@1:79,spec.levels[0].when,spec.starvation.after";
+    fx.cfg.budget = 6;
+    aiq_err_clear(&e);
+    if (!CHECK_INT(sim_tune(&fx.cfg, &r, &e), AIQ_OK))
+        goto out;
+    CHECK_INT(r.nparams, 1);
+    CHECK_STR(r.param[0].text, "24h");
+    CHECK(strstr(r.formula, "wait.hours / 1000") != NULL);
+    CHECK_STR(r.when[0], "wait.hours >= 12h");
+    CHECK_DBL(r.starvation_after_s, 0, 0); /* not searched: the policy's stays */
+    sim_tune_result_deinit(&r);
+    fx.cfg.fixed = "spec.formula@1:80";
+    aiq_err_clear(&e);
+    CHECK_INT(sim_tune(&fx.cfg, &r, &e), AIQ_EINVAL);
+    CHECK_STR(e.field, "fixed");
+    CHECK(strstr(e.message, "fixed: 'spec.formula@1:80' names no nonzero constant") != NULL);
+    sim_tune_result_deinit(&r);
+    fx.cfg.fixed = "spec.formula,spec.levels[0].when,spec.starvation.after";
+    aiq_err_clear(&e);
+    CHECK_INT(sim_tune(&fx.cfg, &r, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "that are not fixed: nothing to tune") != NULL);
+out:
+    sim_tune_result_deinit(&r);
+    teardown(&fx);
+}
+
 TEST(search_errors_name_the_field) {
     struct fixture fx;
     struct sim_tune_result r;
