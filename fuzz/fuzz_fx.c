@@ -4,18 +4,42 @@
  * explain and dump; on failure format the error with its caret.
  * Aborts when a result is NaN or infinite, a predicate is not 0/1, an
  * explain label is not terminated, a parse error has no position, or
- * fx_eval_checked / fx_nonfinite_term disagree with fx_eval. */
+ * fx_eval_checked / fx_nonfinite_term disagree with fx_eval, or the
+ * literals aiq-sim tune rewrites (fx_literals, fx_subst_literals) do not
+ * come back as many after a rewrite. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model.h"
 #include "policy/fx.h"
 
 #define FUZZ_MAX_INPUT 8192 /* past AIQ_MAX_FORMULA, to hit the size check */
 
 static void check(int ok) {
     if (!ok) abort();
+}
+
+/* aiq-sim tune's view of a formula that compiled: its literals are
+ * found, each >= 0 and inside the text in order, and writing them back
+ * doubled keeps as many literals (or is refused: a value too long to
+ * write). */
+static void literals(const char *src) {
+    fx_literal l[64];
+    double v[64];
+    char buf[2 * FUZZ_MAX_INPUT];
+    int n = fx_literals(src, l, 64, NULL);
+    check(n >= 0);
+    if (n > 64) return;
+    for (int i = 0; i < n; i++) {
+        check(l[i].value >= 0 && l[i].len > 0 && l[i].start + l[i].len <= strlen(src));
+        check(i == 0 || l[i].start >= l[i - 1].start + l[i - 1].len);
+        v[i] = l[i].value * 2;
+    }
+    int k = fx_subst_literals(src, l, v, n, buf, sizeof buf);
+    if (k < 0 || (size_t)k >= sizeof buf) return;
+    check(fx_literals(buf, NULL, 0, NULL) == n || strlen(buf) > AIQ_MAX_FORMULA);
 }
 
 static void exercise(const char *src, fx_mode mode) {
@@ -60,6 +84,8 @@ static void exercise(const char *src, fx_mode mode) {
     int n = fx_dump(p, buf, sizeof buf);
     check(n >= 0);
     fx_free(p);
+    if (mode == FX_EXPR)
+        literals(src);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

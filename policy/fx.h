@@ -52,6 +52,46 @@ typedef enum {
  * first error. Use fx_format_error() for the caret display. */
 fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err);
 
+/* As fx_compile, but a bare name is looked up in names[0..nnames)
+ * (borrowed; must outlive nothing, the program keeps indexes only)
+ * instead of the job factors, and is evaluated from values[i] of that
+ * table: fx_eval(p, values) with nnames doubles. noun is what the names
+ * are called in errors ("unknown metric 'x'; did you mean ..."). Used for
+ * aiq-sim tune's objective over run metrics. fx_dump and fx_explain's
+ * labels name job factors, so they are not meant for such programs.
+ * AIQ_EINVAL when the table is empty or has more than 65535 names. */
+fx_prog *fx_compile_names(const char *src, fx_mode mode, const char *const *names,
+                          int nnames, const char *noun, aiq_err *err);
+
+/* One numeric literal of a formula's source, as the tokenizer reads it:
+ * "0.5", "1e-3", "48h", "1h30m". The literal never includes a sign: a
+ * minus in front is a separate operator, recorded in `negated`. */
+typedef struct {
+    unsigned start, len;   /* byte range in the source */
+    double value;          /* as written (durations in hours), >= 0 */
+    int duration;          /* 1 for a duration literal (`48h`) */
+    int negated;           /* a unary minus stands right before it */
+    int exponent;          /* it is (the start of) the right side of '^' */
+} fx_literal;
+
+/* Lists the numeric literals of src in source order into out (up to max;
+ * out may be NULL when max is 0; true/false are not numbers). Returns how
+ * many src has, or -1 with err (AIQ_EPARSE, "line:col: ..." naming the
+ * bad token) when src does not tokenize. */
+int fx_literals(const char *src, fx_literal *out, int max, aiq_err *err);
+
+/* Writes src with literal i (lits[i] from fx_literals on this src, in
+ * source order) replaced by values[i]: a plain literal in the shortest
+ * %g form that reads back (at most 6 significant digits are asked for,
+ * so "0.333333"), a duration in hours with an 'h' ("36h", "1.5h"). The
+ * sign and everything else of the text are kept, so "-0.5 * x" with 0.75
+ * becomes "-0.75 * x". values must be finite and >= 0. Writes at most cap
+ * bytes (NUL-terminated when cap > 0); returns the full length (snprintf
+ * style), or -1 when a value is negative or not finite or the literals
+ * are not ascending ranges inside src. */
+int fx_subst_literals(const char *src, const fx_literal *lits, const double *values, int n,
+                      char *buf, size_t cap);
+
 /* Frees p. fx_free(NULL) does nothing. */
 void fx_free(fx_prog *p);
 

@@ -455,6 +455,23 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
  * errors as fx_compile. */
 fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
                           aiq_err *err) {
+    return fx__compile_table(src, mode, opts, NULL, 0, "factor", err);
+}
+
+/* Compiles against another name table; see fx.h (fx_compile_names). */
+fx_prog *fx_compile_names(const char *src, fx_mode mode, const char *const *names,
+                          int nnames, const char *noun, aiq_err *err) {
+    if (!names || nnames < 1 || nnames > 65535) {
+        aiq_err_set(err, AIQ_EINVAL, "fx_compile_names: need 1..65535 names, got %d", nnames);
+        return NULL;
+    }
+    return fx__compile_table(src, mode, 0, names, nnames, noun ? noun : "name", err);
+}
+
+/* The compiler proper; see fx_int.h. */
+fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
+                           const char *const *names, int nnames,
+                           const char *noun, aiq_err *err) {
     fx_prog *p = NULL;
     fx_parse_ctx ctx;
     fx_gen g;
@@ -465,6 +482,9 @@ fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
     g.lin = -1;
     g.nofuse = (opts & FX__NOFUSE) != 0;
     ctx.err = err;
+    ctx.names = names;
+    ctx.nnames = nnames;
+    ctx.noun = noun;
     if (!src) {
         aiq_err_set(err, AIQ_EINVAL, "formula is missing");
         goto out;

@@ -106,6 +106,12 @@ typedef struct {
     int depth;
     int failed;
     aiq_err *err;
+    /* The names a bare identifier may be (fx_compile_names): NULL = the
+     * job factors of fx_factors.def; noun says what they are in
+     * messages ("factor", "metric"). */
+    const char *const *names;
+    int nnames;
+    const char *noun;
 } fx_parse_ctx;
 
 /* fx_tokenize.c: reads the token at ctx->pos into ctx->tok and advances.
@@ -144,6 +150,11 @@ struct fx_prog {
 #define FX__NOFUSE 1u
 fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
                           aiq_err *err);
+/* The same against another name table (fx_compile_names; names NULL =
+ * the job factors). */
+fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
+                           const char *const *names, int nnames,
+                           const char *noun, aiq_err *err);
 
 /* fx_vm.c: fills the dispatch index h of every instruction of code[0..n)
  * (done once, when compilation ends). */

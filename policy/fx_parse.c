@@ -69,9 +69,15 @@ static int fx_func_index(const char *s, uint32_t n) {
     return -1;
 }
 
-static int fx_factor_index_n(const char *s, uint32_t n) {
-    for (int i = 0; i < FX_NFACTORS; i++) {
-        const char *name = fx_factor_name(i);
+/* The name of entry i of the context's name table. */
+static const char *fx_name_at(const fx_parse_ctx *ctx, int i) {
+    return ctx->names ? ctx->names[i] : fx_factor_name(i);
+}
+
+static int fx_factor_index_n(const fx_parse_ctx *ctx, const char *s, uint32_t n) {
+    int count = ctx->names ? ctx->nnames : FX_NFACTORS;
+    for (int i = 0; i < count; i++) {
+        const char *name = fx_name_at(ctx, i);
         if (strlen(name) == n && memcmp(name, s, n) == 0) return i;
     }
     return -1;
@@ -103,13 +109,14 @@ static int fx_distance(const char *a, uint32_t an, const char *b) {
 
 /* The closest known name at most a third of the name's length of edits
  * away (at least 1 edit), or NULL. */
-static const char *fx_suggest(const char *s, uint32_t n, int functions) {
+static const char *fx_suggest(const fx_parse_ctx *ctx, const char *s, uint32_t n,
+                              int functions) {
     const char *best = NULL;
     int bestd = (int)(n / 3) > 1 ? (int)(n / 3) : 1;
     bestd++;
-    int count = functions ? FX_NFUNCS : FX_NFACTORS;
+    int count = functions ? FX_NFUNCS : ctx->names ? ctx->nnames : FX_NFACTORS;
     for (int i = 0; i < count; i++) {
-        const char *name = functions ? fx_funcs[i].name : fx_factor_name(i);
+        const char *name = functions ? fx_funcs[i].name : fx_name_at(ctx, i);
         int d = fx_distance(s, n, name);
         if (d < bestd) { bestd = d; best = name; }
     }
@@ -168,10 +175,10 @@ static int fx_call(fx_parse_ctx *ctx, fx_tok name) {
     if (fi < 0) {
         char txt[64];
         fx__tok_text(ctx, &name, txt, sizeof txt);
-        if (fx_factor_index_n(s, name.len) >= 0)
+        if (fx_factor_index_n(ctx, s, name.len) >= 0)
             return fx__error(ctx, AIQ_EPARSE, name.start,
-                             "%s is a factor, not a function", txt);
-        const char *sug = fx_suggest(s, name.len, 1);
+                             "%s is a %s, not a function", txt, ctx->noun);
+        const char *sug = fx_suggest(ctx, s, name.len, 1);
         if (sug)
             return fx__error(ctx, AIQ_EPARSE, name.start,
                              "unknown function %s; did you mean '%s'?", txt, sug);
@@ -234,7 +241,7 @@ static int fx_primary(fx_parse_ctx *ctx) {
         fx__next(ctx);
         if (ctx->tok.type == FX_T_LPAREN) return fx_call(ctx, t);
         const char *s = ctx->src + t.start;
-        int fi = fx_factor_index_n(s, t.len);
+        int fi = fx_factor_index_n(ctx, s, t.len);
         if (fi < 0) {
             char txt[64];
             fx__tok_text(ctx, &t, txt, sizeof txt);
@@ -242,11 +249,11 @@ static int fx_primary(fx_parse_ctx *ctx) {
                 return fx__error(ctx, AIQ_EPARSE, t.start,
                                  "%s is a function; call it as %.*s(...)", txt,
                                  (int)t.len, s);
-            const char *sug = fx_suggest(s, t.len, 0);
+            const char *sug = fx_suggest(ctx, s, t.len, 0);
             if (sug)
                 return fx__error(ctx, AIQ_EPARSE, t.start,
-                                 "unknown factor %s; did you mean '%s'?", txt, sug);
-            return fx__error(ctx, AIQ_EPARSE, t.start, "unknown factor %s", txt);
+                                 "unknown %s %s; did you mean '%s'?", ctx->noun, txt, sug);
+            return fx__error(ctx, AIQ_EPARSE, t.start, "unknown %s %s", ctx->noun, txt);
         }
         int n = fx_node_new(ctx, FX_N_FACTOR, t.start, t.start + t.len);
         if (n < 0) return -1;

@@ -16,6 +16,7 @@
 #include "operator/store.h"
 #include "simulator/sim.h"
 #include "simulator/sim_html.h"
+#include "simulator/sim_tune.h"
 
 #define MAX_POLICIES 16
 
@@ -36,17 +37,24 @@ static void usage(FILE *out) {
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
           "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
           "              [--placements-csv OUT] [--csv OUT] [--html REPORT.html]\n"
-          "  run, compare and inflate take --progress (also on when stderr is a terminal)\n",
+          "  aiq-sim tune (--policy POLICY.yaml --trace FILE [--format ...] |\n"
+          "              --journal DB|JSONL [--policy P.yaml | --policies-dir DIR])\n"
+          "              --objective 'mean_jct + 0.5*p95_wait' [--seed N] [--budget RUNS]\n"
+          "              [--holdout FRACTION] [--fixed FIELD@LINE:COL,...] [--name NAME]\n"
+          "              [--out TUNED.yaml]\n"
+          "  run, compare, inflate and tune take --progress (also on when stderr is a terminal)\n",
           out);
 }
 
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
-        *jsonl, *out, *policies_dir, *placement, *placements_csv, *html;
+        *jsonl, *out, *policies_dir, *placement, *placements_csv, *html, *objective, *name,
+        *fixed;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
-    int jobs, groups, users, max_gpus;
+    int jobs, groups, users, max_gpus, budget;
+    double holdout;
     double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac;
     int no_predict, shares, tiresias, sample, runs, progress, seed_set;
 };
@@ -82,6 +90,8 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
         STR("--policies-dir", policies_dir) STR("--placement", placement)
         STR("--placements-csv", placements_csv) STR("--html", html)
+        STR("--objective", objective) STR("--name", name)
+        STR("--fixed", fixed)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -132,6 +142,13 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--runs") == 0) {
             if (num(a, v, 1, 1000, &d)) return -2;
             o->runs = (int)d;
+            i++;
+        } else if (strcmp(a, "--budget") == 0) {
+            if (num(a, v, 2, 100000, &d)) return -2;
+            o->budget = (int)d;
+            i++;
+        } else if (strcmp(a, "--holdout") == 0) {
+            if (num(a, v, 0.05, 0.9, &o->holdout)) return -2;
             i++;
         } else if (strcmp(a, "--sample") == 0) {
             o->sample = 1;
@@ -808,6 +825,165 @@ out:;
     return rc;
 }
 
+/* ---- tune (simulator/sim_tune.c does the work) ---------------------------- */
+
+/* Reads a journal for tune: a SQLite store (by its header) or JSON lines. */
+static int tune_journal(const char *path, struct sim_journal *j) {
+    char head[16] = {0};
+    aiq_err e;
+    aiq_err_clear(&e);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "aiq-sim: --journal: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t got = fread(head, 1, sizeof head, f);
+    aiq_rc r;
+    if (got == sizeof head && memcmp(head, "SQLite format 3", 16) == 0) {
+        fclose(f);
+        store *db = store_open(path, NULL, &e);
+        if (!db) {
+            fprintf(stderr, "aiq-sim: --journal: %s: %s\n", path, e.message);
+            return -1;
+        }
+        r = sim_journal_read_store(db, j, &e);
+        store_close(db);
+    } else {
+        rewind(f);
+        r = sim_journal_read_jsonl(f, path, j, &e);
+        fclose(f);
+    }
+    if (r != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: --journal: %s\n", e.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first QueuePolicy of a file, parsed (not compiled): *ms holds it. */
+static const struct aiq_policy *tune_policy(const char *path, struct aiq_manifest **ms, int *n) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (aiq_manifest_parse_file(path, ms, n, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, e.line, e.message);
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++) {
+        if ((*ms)[i].kind != AIQ_KIND_QUEUEPOLICY)
+            continue;
+        if ((*ms)[i].rc != AIQ_OK) {
+            fprintf(stderr, "aiq-sim: %s:%d: %s\n", path, (*ms)[i].line, (*ms)[i].err.message);
+            return NULL;
+        }
+        return &(*ms)[i].u.policy;
+    }
+    fprintf(stderr, "aiq-sim: %s: no QueuePolicy in the file\n", path);
+    return NULL;
+}
+
+struct tunearg {
+    const struct aiq_policy *pol;
+    const char *name;
+    const struct sim_tune_config *cfg;
+    const struct sim_tune_result *res;
+};
+
+static void tune_yaml_fn(FILE *f, const void *a) {
+    const struct tunearg *t = a;
+    sim_tune_yaml(f, t->pol, t->name, t->cfg, t->res);
+}
+
+static int cmd_tune(const struct opts *o) {
+    int rc = 1, nm = 0;
+    struct aiq_manifest *ms = NULL;
+    struct sim_trace *tr = NULL;
+    struct sim_journal j;
+    struct sim_tune_config cfg;
+    struct sim_tune_result res;
+    struct prog pg;
+    char name[AIQ_MAX_NAME + 1];
+    aiq_err e;
+    aiq_err_clear(&e);
+    memset(&j, 0, sizeof j);
+    memset(&res, 0, sizeof res);
+    char path[1024];
+    if (o->npolicy > 1 || (o->npolicy == 0 && !o->journal) || !o->objective ||
+        !o->trace == !o->journal) {
+        fprintf(stderr, "aiq-sim: tune needs --objective EXPR, --trace FILE and one --policy, "
+                "or --journal FILE (its policy from --policies-dir unless --policy)\n");
+        return 2;
+    }
+    if (o->journal && tune_journal(o->journal, &j) != 0)
+        goto out;
+    if (o->npolicy == 0 && (!j.policy[0] || strcmp(j.policy, "default") == 0)) {
+        fprintf(stderr, "aiq-sim: tune: the journal ran the built-in policy, which has no "
+                "constants: give --policy\n");
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
+    const struct aiq_policy *pol = tune_policy(o->npolicy ? o->policy[0] : path, &ms, &nm);
+    if (!pol)
+        goto out;
+    sim_tune_config_init(&cfg);
+    if (o->journal) {
+        cfg.trace = j.trace;
+        cfg.epoch = j.epoch;
+        cfg.tick_s = j.tick_s;
+        cfg.predict = j.predict;
+    } else {
+        if (!(tr = load_trace(o)))
+            goto out;
+        cfg.trace = tr;
+        cfg.tick_s = o->tick;
+        cfg.predict = !o->no_predict;
+    }
+    cfg.nodes = cfg.trace->nodes;
+    cfg.nnodes = cfg.trace->nnodes;
+    cfg.policy = pol;
+    cfg.objective = o->objective;
+    cfg.fixed = o->fixed;
+    cfg.preempt_grace_s = o->grace;
+    if (o->seed_set)
+        cfg.seed = (uint64_t)o->seed;
+    if (o->budget)
+        cfg.budget = o->budget;
+    if (o->holdout > 0)
+        cfg.holdout = o->holdout;
+    prog_init(&pg, "tune", o);
+    cfg.progress = progress;
+    cfg.progress_ctx = &pg;
+    snprintf(name, sizeof name, "%.*s-tuned", AIQ_MAX_NAME - 6, pol->meta.name);
+    if (o->name && !aiq_is_dns_subdomain(o->name)) {
+        fprintf(stderr, "aiq-sim: --name: '%s' is not a valid object name (lower-case "
+                "letters, digits, '-' and '.')\n", o->name);
+        goto out;
+    }
+    if (sim_tune(&cfg, &res, &e) != AIQ_OK) {
+        if (strcmp(e.field, "objective") == 0 && e.line > 0) {
+            char buf[1024];
+            fx_format_error(o->objective, &e, buf, sizeof buf);
+            fprintf(stderr, "aiq-sim: --objective: %s\n", buf);
+        } else {
+            fprintf(stderr, "aiq-sim: tune: %s\n", e.message);
+        }
+        goto out;
+    }
+    sim_tune_report(stdout, &cfg, &res);
+    struct tunearg ta = {pol, o->name ? o->name : name, &cfg, &res};
+    fflush(stdout);
+    if (write_to(o->out ? o->out : "-", tune_yaml_fn, &ta) != 0)
+        goto out;
+    if (o->out)
+        fprintf(stderr, "aiq-sim: wrote QueuePolicy %s to %s\n", ta.name, o->out);
+    rc = 0;
+out:
+    sim_tune_result_deinit(&res);
+    sim_trace_free(tr);
+    sim_journal_deinit(&j);
+    aiq_manifests_free(ms, nm);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     struct opts o;
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -833,6 +1009,8 @@ int main(int argc, char **argv) {
         return cmd_export(&o);
     if (strcmp(o.cmd, "inflate") == 0)
         return cmd_inflate(&o);
+    if (strcmp(o.cmd, "tune") == 0)
+        return cmd_tune(&o);
     fprintf(stderr, "aiq-sim: unknown command '%s'\n", o.cmd);
     usage(stderr);
     return 2;

@@ -1721,6 +1721,41 @@ static void print_policy_error(const char *file, const struct aiq_manifest *m,
     }
 }
 
+/* What `aiq-sim tune` measured for the first QueuePolicy of file: its
+ * aiq.dev/tuned-by and aiq.dev/tuned-result annotations, copied into by
+ * and result ("" when absent). The file already decoded as manifests, so
+ * a read or parse failure here only means there is no note to show. */
+static void tuned_note(const char *file, char *by, size_t bcap, char *result, size_t rcap) {
+    json_object **docs = NULL;
+    int nd = 0;
+    size_t len = 0;
+    char *text = NULL;
+    by[0] = result[0] = '\0';
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return;
+    text = malloc(AIQ_MAX_FILE + 1);
+    if (text)
+        len = fread(text, 1, AIQ_MAX_FILE, f);
+    fclose(f);
+    if (!text || aiq_yaml_to_json(text, len, &docs, &nd, NULL) != AIQ_OK) {
+        free(text);
+        return;
+    }
+    for (int i = 0; i < nd; i++) {
+        const char *k = jstr(docs[i], "kind");
+        if (!k || strcmp(k, "QueuePolicy") != 0)
+            continue;
+        json_object *an = jget(jget(docs[i], "metadata"), "annotations");
+        const char *b = jstr(an, "aiq.dev/tuned-by"), *r = jstr(an, "aiq.dev/tuned-result");
+        snprintf(by, bcap, "%s", b ? b : "");
+        snprintf(result, rcap, "%s", r ? r : "");
+        break;
+    }
+    aiq_json_docs_free(docs, nd);
+    free(text);
+}
+
 static int cmd_policy_test(const struct opts *o, struct world *w, const char *file) {
     struct aiq_manifest *ms = NULL;
     int nm = 0, rc = 1;
@@ -1754,6 +1789,8 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         print_policy_error(file, pm, pol, &e);
         goto out;
     }
+    char tuned_by[512], tuned_res[1024];
+    tuned_note(file, tuned_by, sizeof tuned_by, tuned_res, sizeof tuned_res);
     /* Old order: the operator's positions; new order: this policy. */
     int n = 0;
     v = calloc((size_t)w->njobs + 1, sizeof *v);
@@ -1787,6 +1824,10 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
         add_str(doc, "policy", pol->meta.name);
         json_object_object_add(doc, "compiled", json_object_new_boolean(1));
         add_str(doc, "currentPolicy", policy_name(w));
+        if (tuned_by[0]) {
+            add_str(doc, "tunedBy", tuned_by);
+            add_str(doc, "tunedResult", tuned_res);
+        }
         for (int i = 0; i < n; i++) {
             json_object *it = json_object_new_object();
             add_str(it, "namespace", v[i].ns);
@@ -1817,6 +1858,8 @@ static int cmd_policy_test(const struct opts *o, struct world *w, const char *fi
     for (int i = 0; i < pol->spec.nlevels; i++)
         printf("%s%s", i ? ", " : " (", pol->spec.levels[i].name);
     printf(")\n");
+    if (tuned_by[0])
+        printf("Tuned by %s\nMeasured: %s\n", tuned_by, tuned_res[0] ? tuned_res : "(no result)");
     if (n == 0) {
         printf("No jobs waiting: nothing to reorder.\n");
         rc = 0;
