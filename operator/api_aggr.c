@@ -47,7 +47,7 @@ static const char *opaggr__seg(const char *p, char *out, size_t cap) {
 
 int opaggr_parse_path(const char *url, struct opaggr_route *r, char *msg, size_t cap) {
     static const char *paths = "the paths are /apis/" OPAGGR_GROUP "[/" OPAGGR_VERSION
-                               "[/queues | /namespaces/NS/queues[/NAME] | "
+                               "[/queues | /utilisations | /namespaces/NS/queues[/NAME] | "
                                "/namespaces/NS/journals/NAME]]";
     memset(r, 0, sizeof *r);
     const char *v = OPAGGR_PREFIX "/" OPAGGR_VERSION;
@@ -64,6 +64,10 @@ int opaggr_parse_path(const char *url, struct opaggr_route *r, char *msg, size_t
     }
     if (strcmp(p, "/queues") == 0) {
         r->kind = OPAGGR_QUEUE;
+        return 0;
+    }
+    if (strcmp(p, "/utilisations") == 0) {
+        r->kind = OPAGGR_UTIL;
         return 0;
     }
     char res[16];
@@ -218,12 +222,14 @@ static enum MHD_Result opaggr__status(struct MHD_Connection *c, unsigned code, c
 
 static json_object *opaggr__resource(const char *name, const char *kind) {
     json_object *r = json_object_new_object(), *verbs = json_object_new_array();
+    bool util = strcmp(name, "utilisations") == 0; /* cluster-wide, list only */
     json_object_object_add(r, "name", json_object_new_string(name));
     json_object_object_add(r, "singularName", json_object_new_string(""));
-    json_object_object_add(r, "namespaced", json_object_new_boolean(1));
+    json_object_object_add(r, "namespaced", json_object_new_boolean(!util));
     json_object_object_add(r, "kind", json_object_new_string(kind));
-    json_object_array_add(verbs, json_object_new_string("get"));
-    if (strcmp(name, "queues") == 0)
+    if (!util)
+        json_object_array_add(verbs, json_object_new_string("get"));
+    if (util || strcmp(name, "queues") == 0)
         json_object_array_add(verbs, json_object_new_string("list"));
     json_object_object_add(r, "verbs", verbs);
     return r;
@@ -235,6 +241,7 @@ static json_object *opaggr__discovery(enum opaggr_kind kind) {
         json_object *res = json_object_new_array();
         json_object_array_add(res, opaggr__resource("queues", "Queue"));
         json_object_array_add(res, opaggr__resource("journals", "Journal"));
+        json_object_array_add(res, opaggr__resource("utilisations", "Utilisation"));
         json_object_object_add(o, "kind", json_object_new_string("APIResourceList"));
         json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
         json_object_object_add(o, "groupVersion",
@@ -282,6 +289,11 @@ static enum MHD_Result opaggr__data(opaggr *a, struct MHD_Connection *c,
             return opaggr__status(c, 503, "this replica is not the leader: it runs no queue cycles");
         int code = opvis_ask(a->vis, r->ns, r->name[0] ? r->name : NULL, 5.0, &body, &len);
         return body ? opaggr__reply(c, (unsigned)code, body, len) : MHD_NO;
+    }
+    if (r->kind == OPAGGR_UTIL) {
+        if (!(body = opmetrics_util_json(a->m, &len)))
+            return opaggr__status(c, 500, "out of memory");
+        return opaggr__reply(c, 200, body, len);
     }
     char job[2 * sizeof r->ns];
     snprintf(job, sizeof job, "%s/%s", r->ns, r->name);

@@ -62,7 +62,7 @@ int opaggr_port(const opaggr *a);
 /* ---- the pure parts, exposed for the unit tests --------------------- */
 
 /* What a request asks for. */
-enum opaggr_kind { OPAGGR_GROUP_DOC, OPAGGR_RESOURCES, OPAGGR_QUEUE, OPAGGR_JOURNAL };
+enum opaggr_kind { OPAGGR_GROUP_DOC, OPAGGR_RESOURCES, OPAGGR_QUEUE, OPAGGR_JOURNAL, OPAGGR_UTIL };
 
 struct opaggr_route {
     enum opaggr_kind kind;

@@ -587,15 +587,19 @@ static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
 /* GET /util: the utilisation cache (util_source.h). The cache has its
  * own lock; m->util is set once at start and unset only after the HTTP
  * thread stopped. */
-static enum MHD_Result opm__util(struct MHD_Connection *c, opmetrics *m) {
+char *opmetrics_util_json(opmetrics *m, size_t *len) {
     pthread_mutex_lock(&m->mu);
     oputil *u = m->util;
     bool alnair = m->util_alnair;
     pthread_mutex_unlock(&m->mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    return oputil_json(u, alnair, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, len);
+}
+
+static enum MHD_Result opm__util(struct MHD_Connection *c, opmetrics *m) {
     size_t len = 0;
-    char *body = oputil_json(u, alnair, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &len);
+    char *body = opmetrics_util_json(m, &len);
     if (!body)
         return opm__json_error(c, 500, "out of memory");
     return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);

@@ -152,6 +152,11 @@ struct opmetrics_util {
     double last_ok;
 };
 void opmetrics_util_set(opmetrics *m, const struct opmetrics_util *u);
+
+/* GET /util's answer (util_view.c's JSON: every node's live utilisation
+ * and the source's state) as a new string of *len bytes; NULL when out of
+ * memory. Served by the metrics server and the aggregated API. */
+char *opmetrics_util_json(opmetrics *m, size_t *len);
 /* Sets the cache behind GET /util (borrowed; NULL: {"source":"none"})
  * and whether Alnair's annotations are read too. */
 void opmetrics_set_util(opmetrics *m, oputil *u, bool alnair);

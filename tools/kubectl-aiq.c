@@ -1596,11 +1596,14 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
     /* Live utilisation from the operator (GET /util); "?" when it cannot answer. */
     aiq_err ue;
     aiq_err_clear(&ue);
-    if (operator_get(o, "/util", &udoc, &ue) != AIQ_OK || !json_object_is_type(udoc, json_type_object)) {
+    if (operator_get(o, "/utilisations", "/util", &udoc, &ue) != AIQ_OK ||
+        !json_object_is_type(udoc, json_type_object)) {
         json_object_put(udoc);
         udoc = NULL;
-        fprintf(stderr, "note: utilisation not shown (UTIL ?): the operator at %s %s%s\n",
-                o->operator_url, ue.http_status ? "answered: " : "is not reachable: ", ue.message);
+        fprintf(stderr, "note: utilisation not shown (UTIL ?): the operator %s%s %s%s\n",
+                o->operator_url ? "at " : "through the API server",
+                o->operator_url ? o->operator_url : "",
+                ue.http_status ? "answered: " : "is not reachable: ", ue.message);
     }
     static const char *const hdr[] = {"NODE", "GPUS", "GPU-MEM-MIB", "MODEL", "DOMAIN",
                                       "AIQ", "OTHER", "UTIL", "STATUS"};

@@ -111,6 +111,10 @@ expect "bob (team-nlp) may not read team-vision's journal: Forbidden" bob-demo-t
     "$G/namespaces/team-vision/journals/big" fail 'Forbidden'
 expect "alice may not read the cluster-wide queue" alice-demo-token "$G/queues" fail 'Forbidden'
 expect "an aiq admin reads the cluster-wide queue" admin-demo-token "$G/queues" ok '"big"'
+expect "an aiq admin reads live GPU utilisation (source off here) through the API server" \
+    admin-demo-token "$G/utilisations" ok '"source":"none"'
+expect "alice may not read cluster-wide utilisation: Forbidden" alice-demo-token \
+    "$G/utilisations" fail 'Forbidden'
 
 # eve given queues.query.aiq.dev but not aijobs: the API server lets her
 # through, the operator's own check refuses her.

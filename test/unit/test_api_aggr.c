@@ -61,8 +61,14 @@ TEST(paths_map_to_discovery_queue_and_journal) {
     CHECK_INT(r.kind, OPAGGR_JOURNAL);
     CHECK_STR(r.ns, "t");
     CHECK_STR(r.name, "j1");
+    CHECK_INT(opaggr_parse_path("/apis/query.aiq.dev/v1alpha1/utilisations", &r, msg, sizeof msg),
+              0);
+    CHECK_INT(r.kind, OPAGGR_UTIL);
+    CHECK_STR(r.ns, "");
     const char *bad[] = {"/", "/apis", "/apis/query.aiq.devx", "/apis/query.aiq.dev/v1",
                          "/apis/query.aiq.dev/v1alpha1/journals",
+                         "/apis/query.aiq.dev/v1alpha1/utilisations/n1",
+                         "/apis/query.aiq.dev/v1alpha1/namespaces/t/utilisations",
                          "/apis/query.aiq.dev/v1alpha1/namespaces/t/journals",
                          "/apis/query.aiq.dev/v1alpha1/namespaces/t/journals/",
                          "/apis/query.aiq.dev/v1alpha1/namespaces//queues",
