@@ -696,6 +696,7 @@ static aiq_rc arrive(struct run *r, int i, double t, aiq_err *err) {
         struct pred_result pr;
         pred_hist_predict(r->ph, &q, &pr);
         r->res->jobs[i].pred_s = pr.runtime_s;
+        r->res->jobs[i].pred_samples = pr.samples;
     }
     return r->cfg->journal ? jr_arrival(r, i, t, err) : AIQ_OK;
 }

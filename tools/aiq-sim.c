@@ -413,6 +413,8 @@ static int cmd_run(const struct opts *o, int compare) {
     if (util_close(ufc, o->util_csv) != 0)
         goto out;
     sim_metrics_table(stdout, np, m, o->npolicy);
+    putchar('\n');
+    sim_goals_table(stdout, np, m, o->npolicy);
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;
