@@ -597,7 +597,8 @@ static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
     s->terminating = false;
     s->ver++;
     double ran = s->run_wall, gpu_s = s->attained_s;
-    if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task, j->estimate_s,
+    if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task,
+                               j->replicas * j->gpus, j->estimate_s,
                                ran) != AIQ_OK)
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     if (r->cfg->journal) {
@@ -692,7 +693,8 @@ static aiq_rc arrive(struct run *r, int i, double t, aiq_err *err) {
     r->npending++;
     r->res->jobs[i].submit = t;
     if (r->ph) {
-        struct pred_query q = {j->user, j->group, j->model, j->task, j->estimate_s};
+        struct pred_query q = {j->user, j->group, j->model, j->task, j->estimate_s,
+                               j->replicas * j->gpus};
         struct pred_result pr;
         pred_hist_predict(r->ph, &q, &pr);
         r->res->jobs[i].pred_s = pr.runtime_s;
