@@ -353,7 +353,11 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
             r->eta = sq;
             continue;
         }
-        while (free_ < need && st->rb_size > 0) {
+        /* The walk found no place for it now: fragmentation or a domain
+         * may hide that from the whole-GPU count, so it starts no earlier
+         * than the first end after now. */
+        bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED;
+        while ((free_ < need || (later && t <= in->now)) && st->rb_size > 0) {
             q__ev e;
             if (rpop(st, &e)) {
                 rc = -1;
