@@ -29,7 +29,8 @@ static int owner(const struct q_input *in, int user, int group, int scope) {
 /* ---- owners' heaps of job ends ------------------------------------------
  * A binary min-heap per owner, its array kept across cycles. */
 
-static int oh_push(q_state *st, int s, int o, double t, const q__res *need) {
+/* Adds an event at t that changes owner o's usage by sign x need. */
+static int oh_push(q_state *st, int s, int o, double t, const q__res *need, int sign) {
     q__oheap *h = &st->eh[s][o];
     if (Q_GROW(st, h->h, h->cap, (size_t)h->n + 1)) return -1;
     int i = h->n++;
@@ -37,7 +38,8 @@ static int oh_push(q_state *st, int s, int o, double t, const q__res *need) {
         h->h[i] = h->h[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    h->h[i] = (q__oend){t, *need};
+    h->h[i].t = t;
+    for (int r = 0; r < Q__NRES; r++) h->h[i].need.v[r] = sign * need->v[r];
     return 0;
 }
 
@@ -77,24 +79,71 @@ static bool over_limit(const struct q_input *in, const q__res *inu, int s, int o
     return false;
 }
 
-/* When owner o of scope s has room for need: its jobs' ends are popped
- * (they are over by then) until it does. Its usage is that of time
- * eclk (the last end popped), so no job of its starts before that: the
- * owner's jobs start in queue order. Returns that time (at least t), or
- * 0 when no predicted end frees enough. */
-static double owner_room(q_state *st, const struct q_input *in, int s, int o,
-                         const q__res *need, bool nominal, double t) {
-    q__res *inu = &st->einu[s][o];
-    if (st->eclk[s][o] > t) t = st->eclk[s][o];
+/* Brings owner o's usage to time t (t never goes back: it is the
+ * capacity clock): the events up to t are applied and dropped. */
+static void owner_advance(q_state *st, int s, int o, double t) {
     q__oheap *h = &st->eh[s][o];
-    while (over_limit(in, inu, s, o, need, nominal)) {
-        if (h->n == 0) return 0;
+    q__res *inu = &st->einu[s][o];
+    while (h->n > 0 && h->h[0].t <= t) {
         q__oend e = oh_pop(h);
-        for (int r = 0; r < Q__NRES; r++) inu->v[r] -= e.need.v[r];
-        if (e.t > t) t = e.t;
+        for (int r = 0; r < Q__NRES; r++) inu->v[r] += e.need.v[r];
     }
     st->eclk[s][o] = t;
-    return t;
+}
+
+/* Index heap over owner o's events by time, to visit them in order
+ * without removing them (the k smallest of a binary heap in O(k log k)). */
+static void aux_push(int32_t *a, int *n, const q__oend *ev, int32_t idx) {
+    int i = (*n)++;
+    while (i > 0 && ev[a[(i - 1) / 2]].t > ev[idx].t) {
+        a[i] = a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    a[i] = idx;
+}
+
+static int32_t aux_pop(int32_t *a, int *n, const q__oend *ev) {
+    int32_t top = a[0], last = a[--*n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && ev[a[c + 1]].t < ev[a[c]].t) c++;
+        if (ev[a[c]].t >= ev[last].t) break;
+        a[i] = a[c];
+        i = c;
+    }
+    if (*n > 0) a[i] = last;
+    return top;
+}
+
+/* The earliest time >= t at which owner o of scope s has room for need:
+ * its usage at t, then its events (ends, and the starts of its jobs
+ * already placed later) in time order until it fits; the events stay.
+ * Returns 0 when none frees enough, -1 out of memory. */
+static double owner_room(q_state *st, const struct q_input *in, int s, int o,
+                         const q__res *need, bool nominal, double t) {
+    owner_advance(st, s, o, t);
+    q__res u = st->einu[s][o];
+    if (!over_limit(in, &u, s, o, need, nominal)) return t;
+    const q__oheap *h = &st->eh[s][o];
+    if (h->n == 0) return 0;
+    if (Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)h->n + 1)) return -1;
+    int32_t *a = st->tmp1;
+    int na = 0;
+    aux_push(a, &na, h->h, 0);
+    while (na > 0) {
+        double at = h->h[a[0]].t;
+        /* every event at that time (an end and a start may tie) */
+        while (na > 0 && h->h[a[0]].t == at) {
+            int32_t i = aux_pop(a, &na, h->h);
+            for (int r = 0; r < Q__NRES; r++) u.v[r] += h->h[i].need.v[r];
+            if (2 * i + 1 < h->n) aux_push(a, &na, h->h, 2 * i + 1);
+            if (2 * i + 2 < h->n) aux_push(a, &na, h->h, 2 * i + 2);
+        }
+        if (!over_limit(in, &u, s, o, need, nominal)) return at > t ? at : t;
+    }
+    return 0;
 }
 
 /* Budget: the start (>= s0) at which owner o can pay `cost` GPU-hours, and
@@ -156,15 +205,15 @@ static int owners_begin(q_state *st, const struct q_input *in) {
             if (e <= 0 || o < 0 || !(st->elim[s][o] & 1)) continue;
             q__res need;
             q__need(j, &need);
-            if (oh_push(st, s, o, e, &need)) return -1;
+            if (oh_push(st, s, o, e, &need, -1)) return -1;
         }
     }
     return 0;
 }
 
 /* The earliest start quota and budgets allow job o (order record) at or
- * after t, popping the owners' ends that are over by then; 0 when
- * unknown. *post[s]: the owner of scope s pays from the next window. */
+ * after t (the capacity clock); 0 when unknown, -1 out of memory.
+ * *post[s]: the owner of scope s pays from the next window. */
 static double owners_start(q_state *st, const struct q_input *in, const q__orec *o,
                            bool nominal, double t, bool post[2]) {
     post[0] = post[1] = false;
@@ -175,8 +224,8 @@ static double owners_start(q_state *st, const struct q_input *in, const q__orec 
     for (int s = 0; s < 2; s++) {
         int w = owner(in, o->user, o->group, s);
         if (w < 0 || !(st->elim[s][w] & 1)) continue;
-        double q = owner_room(st, in, s, w, &need, nominal && s == 1, start);
-        if (q <= 0) return 0;
+        double q = owner_room(st, in, s, w, &need, nominal && s == 1, t);
+        if (q <= 0) return q;
         if (q > start) start = q;
     }
     double cost = q__rec_gpu_hours(o);
@@ -202,8 +251,13 @@ static int owners_take(q_state *st, const struct q_input *in, const q__orec *o,
         int w = owner(in, o->user, o->group, s);
         if (w < 0) continue;
         if (st->elim[s][w] & 1) {
-            for (int r = 0; r < Q__NRES; r++) st->einu[s][w].v[r] += need.v[r];
-            if (o->pred > 0 && oh_push(st, s, w, start + o->pred, &need)) return -1;
+            /* Usage is that of the owner's clock: a later start is an
+             * event. */
+            if (start <= st->eclk[s][w])
+                for (int r = 0; r < Q__NRES; r++) st->einu[s][w].v[r] += need.v[r];
+            else if (oh_push(st, s, w, start, &need, 1))
+                return -1;
+            if (o->pred > 0 && oh_push(st, s, w, start + o->pred, &need, -1)) return -1;
         }
         if (st->elim[s][w] & 2) st->ebud[s][2 * (size_t)w + (post[s] ? 1 : 0)] += q__rec_gpu_hours(o);
     }
@@ -332,7 +386,11 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
          * room. */
         bool post[2];
         double sq = owners_start(st, in, o, why == Q_R_BORROW, t, post);
-        if (sq <= 0) continue;
+        if (sq < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (sq == 0) continue;
         if (sq > t) {
             /* It takes its GPUs when its owners have room: an event that
              * takes them then (capacity is not checked again at that

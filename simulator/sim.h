@@ -71,6 +71,9 @@ struct sim_config {
     /* A preempted job, or the replicas a shrink stops, keep their GPUs
      * this long after the decision (the pods' graceful termination). */
     double preempt_grace_s;
+    /* > 0: every group's concurrent GPU quota (no borrowing), so quota
+     * waits and their ETAs take part; 0 = unlimited. */
+    int64_t group_quota_gpus;
     /* Progress (stderr in aiq-sim): called about every 2% of jobs. */
     void (*progress)(void *ctx, double done_fraction);
     void *progress_ctx;

@@ -1043,6 +1043,8 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
         struct q_group *q = &r->groups[g];
         q->name = r->gmap.k1[g];
         aiq_quota_unlimited(&q->quota);
+        if (r->cfg->group_quota_gpus > 0)
+            q->quota.gpus = r->cfg->group_quota_gpus;
         q->budget_gpu_hours = -1;
         q->fairshare = 1;
         r->fsg[g].shares = 1;

@@ -23,6 +23,7 @@ static void usage(FILE *out) {
           "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
           "              [--csv OUT] [--util-csv OUT] [--shares] [--journal DB]\n"
           "              [--tick SECONDS] [--no-predict] [--preempt-grace SECONDS]\n"
+          "              [--group-quota GPUS]\n"
           "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
@@ -44,7 +45,7 @@ struct opts {
     int npolicy;
     long long seed;
     int jobs, groups, users, max_gpus;
-    double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac;
+    double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac, group_quota;
     int no_predict, shares, tiresias, sample, runs, progress, seed_set;
 };
 
@@ -103,6 +104,9 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--users") == 0) {
             if (num(a, v, 1, 256, &d)) return -2;
             o->users = (int)d;
+            i++;
+        } else if (strcmp(a, "--group-quota") == 0) {
+            if (num(a, v, 1, 1e9, &o->group_quota)) return -2;
             i++;
         } else if (strcmp(a, "--tick") == 0) {
             if (num(a, v, 0, 86400, &o->tick)) return -2;
@@ -388,6 +392,7 @@ static int cmd_run(const struct opts *o, int compare) {
         cfg.policy = pol[k];
         cfg.policy_name = names[k];
         cfg.tick_s = o->tick;
+        cfg.group_quota_gpus = (int64_t)o->group_quota;
         cfg.predict = !o->no_predict;
         cfg.preempt_grace_s = o->grace;
         cfg.journal = db;
