@@ -26,25 +26,41 @@ static int owner(const struct q_input *in, int user, int group, int scope) {
     return o >= 0 && o < n ? o : -1;
 }
 
-/* ---- owners' heaps of job ends ------------------------------------------
- * A binary min-heap per owner, its array kept across cycles. */
+/* ---- owners' events -----------------------------------------------------
+ * Per owner, events are appended unsorted (O(1)); only an owner whose
+ * usage could pass a limit (usage plus every unapplied start) has them
+ * sorted into its binary min-heap. Owners far from their limits, most of
+ * them, never pay for the heap. */
 
 /* Adds an event at t that changes owner o's usage by sign x need. */
 static int oh_push(q_state *st, int s, int o, double t, const q__res *need, int sign) {
     q__oheap *h = &st->eh[s][o];
-    if (Q_GROW(st, h->h, h->cap, (size_t)h->n + 1)) return -1;
-    int i = h->n++;
-    while (i > 0 && h->h[(i - 1) / 2].t > t) {
-        h->h[i] = h->h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->h[i].t = t;
-    for (int r = 0; r < Q__NRES; r++) h->h[i].need.v[r] = sign * need->v[r];
+    if (Q_GROW(st, h->h, h->cap, (size_t)h->m + 1)) return -1;
+    q__oend *e = &h->h[h->m++];
+    e->t = t;
+    for (int r = 0; r < Q__NRES; r++) e->need.v[r] = sign * need->v[r];
+    if (sign > 0)
+        for (int r = 0; r < Q__NRES; r++) h->pos.v[r] += need->v[r];
     return 0;
 }
 
+/* Sorts the appended events into the heap. */
+static void oh_settle(q__oheap *h) {
+    for (; h->n < h->m; h->n++) {
+        q__oend x = h->h[h->n];
+        int i = h->n;
+        while (i > 0 && h->h[(i - 1) / 2].t > x.t) {
+            h->h[i] = h->h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h->h[i] = x;
+    }
+}
+
+/* Pops the earliest event (the heap is settled: n == m). */
 static q__oend oh_pop(q__oheap *h) {
     q__oend top = h->h[0], last = h->h[--h->n];
+    h->m = h->n;
     int i = 0;
     for (;;) {
         int c = 2 * i + 1;
@@ -55,6 +71,10 @@ static q__oend oh_pop(q__oheap *h) {
         i = c;
     }
     if (h->n > 0) h->h[i] = last;
+    bool start = false; /* a start adds (jobs: 1), an end frees */
+    for (int r = 0; r < Q__NRES; r++) start |= top.need.v[r] > 0;
+    if (start)
+        for (int r = 0; r < Q__NRES; r++) h->pos.v[r] -= top.need.v[r];
     return top;
 }
 
@@ -70,10 +90,11 @@ static int64_t olimit(const struct q_input *in, int s, int o, int r, bool nomina
     return b < 0 || q > INT64_MAX - b ? -1 : q + b;
 }
 
-static bool over_limit(const struct q_input *in, const q__res *inu, int s, int o,
-                       const q__res *need, bool nominal) {
+static bool over_limit(const q_state *st, const struct q_input *in, const q__res *inu,
+                       int s, int o, const q__res *need, bool nominal) {
+    const q__res *lv = &st->elimv[s][o];
     for (int r = 0; r < Q__NRES; r++) {
-        int64_t lim = olimit(in, s, o, r, nominal);
+        int64_t lim = nominal ? olimit(in, s, o, r, true) : lv->v[r];
         if (lim >= 0 && inu->v[r] + need->v[r] > lim) return true;
     }
     return false;
@@ -84,6 +105,7 @@ static bool over_limit(const struct q_input *in, const q__res *inu, int s, int o
 static void owner_advance(q_state *st, int s, int o, double t) {
     q__oheap *h = &st->eh[s][o];
     q__res *inu = &st->einu[s][o];
+    oh_settle(h);
     while (h->n > 0 && h->h[0].t <= t) {
         q__oend e = oh_pop(h);
         for (int r = 0; r < Q__NRES; r++) inu->v[r] += e.need.v[r];
@@ -123,10 +145,13 @@ static int32_t aux_pop(int32_t *a, int *n, const q__oend *ev) {
  * Returns 0 when none frees enough, -1 out of memory. */
 static double owner_room(q_state *st, const struct q_input *in, int s, int o,
                          const q__res *need, bool nominal, double t) {
-    owner_advance(st, s, o, t);
-    q__res u = st->einu[s][o];
-    if (!over_limit(in, &u, s, o, need, nominal)) return t;
     const q__oheap *h = &st->eh[s][o];
+    q__res u = st->einu[s][o];
+    for (int r = 0; r < Q__NRES; r++) u.v[r] += h->pos.v[r];
+    if (!over_limit(st, in, &u, s, o, need, nominal)) return t; /* fits whenever */
+    owner_advance(st, s, o, t);
+    u = st->einu[s][o];
+    if (!over_limit(st, in, &u, s, o, need, nominal)) return t;
     if (h->n == 0) return 0;
     if (Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)h->n + 1)) return -1;
     int32_t *a = st->tmp1;
@@ -141,7 +166,7 @@ static double owner_room(q_state *st, const struct q_input *in, int s, int o,
             if (2 * i + 1 < h->n) aux_push(a, &na, h->h, 2 * i + 1);
             if (2 * i + 2 < h->n) aux_push(a, &na, h->h, 2 * i + 2);
         }
-        if (!over_limit(in, &u, s, o, need, nominal)) return at > t ? at : t;
+        if (!over_limit(st, in, &u, s, o, need, nominal)) return at > t ? at : t;
     }
     return 0;
 }
@@ -179,21 +204,26 @@ static int owners_begin(q_state *st, const struct q_input *in) {
             Q_GROW(st, st->ebud[s], st->cap_ebud[s], 2 * (size_t)no + 2) ||
             Q_GROW(st, st->eclk[s], st->cap_eclk[s], (size_t)no + 1) ||
             Q_GROW(st, st->elim[s], st->cap_elim[s], (size_t)no + 1) ||
+            Q_GROW(st, st->elimv[s], st->cap_elimv[s], (size_t)no + 1) ||
             Q_GROW(st, st->eh[s], st->cap_eh[s], (size_t)no + 1))
             return -1;
         for (; st->neh[s] < (int)st->cap_eh[s]; st->neh[s]++)
-            st->eh[s][st->neh[s]] = (q__oheap){NULL, 0, 0};
+            st->eh[s][st->neh[s]] = (q__oheap){NULL, 0, 0, 0, {{0}}};
         memcpy(st->einu[s], s ? st->gin : st->uin, (size_t)no * sizeof(q__res));
         for (int o = 0; o < no; o++) {
             const struct aiq_quota *q = s ? &in->groups[o].quota : &in->users[o].quota;
             double b = s ? in->groups[o].budget_gpu_hours : in->users[o].budget_gpu_hours;
             double used = s ? in->groups[o].used_gpu_hours : in->users[o].used_gpu_hours;
             bool lim = false;
-            for (int r = 0; r < Q__NRES; r++) lim |= q__lim_of(q, r) >= 0;
+            for (int r = 0; r < Q__NRES; r++) {
+                lim |= q__lim_of(q, r) >= 0;
+                st->elimv[s][o].v[r] = olimit(in, s, o, r, false);
+            }
             st->elim[s][o] = (uint8_t)((lim ? 1 : 0) | (b >= 0 ? 2 : 0));
             st->ebud[s][2 * (size_t)o] = used + (s ? st->gbud[o] : st->ubud[o]);
             st->ebud[s][2 * (size_t)o + 1] = 0;
-            st->eh[s][o].n = 0;
+            st->eh[s][o].n = st->eh[s][o].m = 0;
+            memset(&st->eh[s][o].pos, 0, sizeof st->eh[s][o].pos);
             st->eclk[s][o] = in->now;
         }
         for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
@@ -228,10 +258,11 @@ static double owners_start(q_state *st, const struct q_input *in, const q__orec 
         if (q <= 0) return q;
         if (q > start) start = q;
     }
-    double cost = q__rec_gpu_hours(o);
+    double cost = -1;
     for (int s = 0; s < 2; s++) {
         int w = owner(in, o->user, o->group, s);
         if (w < 0 || !(st->elim[s][w] & 2)) continue;
+        if (cost < 0) cost = q__rec_gpu_hours(o);
         double b = owner_budget(st, in, s, w, cost, start, &post[s]);
         if (b <= 0) return 0;
         if (b > start) start = b;
@@ -251,8 +282,8 @@ static int owners_take(q_state *st, const struct q_input *in, const q__orec *o,
         int w = owner(in, o->user, o->group, s);
         if (w < 0) continue;
         if (st->elim[s][w] & 1) {
-            /* Usage is that of the owner's clock: a later start is an
-             * event. */
+            /* Usage is that of the owner's clock (it moves only when the
+             * owner is checked); a later start is an event. */
             if (start <= st->eclk[s][w])
                 for (int r = 0; r < Q__NRES; r++) st->einu[s][w].v[r] += need.v[r];
             else if (oh_push(st, s, w, start, &need, 1))

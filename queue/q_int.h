@@ -25,11 +25,12 @@ typedef struct q__ev {
     uint64_t aux2;
 } q__ev;
 
-/* An owner's binary heap of its jobs' ends in the estimate (eta.c), with
- * what each end frees (kept in the entry: a job's record would be a cache
- * miss per end); the array is kept across cycles. */
+/* An owner's events in the estimate (eta.c): time and usage change (a
+ * start adds, an end frees; kept in the entry: a job's record would be a
+ * cache miss per event). h[0..n) is a binary min-heap, h[n..m) events not
+ * yet sorted in; pos sums the unapplied starts. Kept across cycles. */
 typedef struct q__oend { double t; q__res need; } q__oend;
-typedef struct q__oheap { q__oend *h; size_t cap; int n; } q__oheap;
+typedef struct q__oheap { q__oend *h; size_t cap; int n, m; q__res pos; } q__oheap;
 
 /* Working copy of one node for this cycle. Bucket lists hold the
  * schedulable nodes of a domain by their count of wholly free GPUs. */
@@ -220,6 +221,7 @@ struct q_state {
     double *ebud[2]; size_t cap_ebud[2];   /* 2 per owner: pre, post */
     double *eclk[2]; size_t cap_eclk[2];   /* the owner's usage is as of */
     uint8_t *elim[2]; size_t cap_elim[2];  /* bit 0 quota, bit 1 budget */
+    q__res *elimv[2]; size_t cap_elimv[2]; /* limits, borrowing in; -1 none */
     q__oheap *eh[2]; size_t cap_eh[2]; int neh[2]; /* per owner, kept */
     bool eta_q;
     /* radix heap for the estimate (eta.c): 65 buckets of events */

@@ -232,7 +232,7 @@ void q_state_free(q_state *st) {
                     st->tmp3, st->otab, st->kfit, st->touched, st->dsum,
                     st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->einu[0], st->einu[1],
                     st->ebud[0], st->ebud[1], st->eclk[0], st->eclk[1],
-                    st->elim[0], st->elim[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
+                    st->elim[0], st->elim[1], st->elimv[0], st->elimv[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
                     st->ugpu0, st->ggpu0, st->ubud0, st->gbud0, st->rinf, st->uadj,
                     st->gadj, st->ccap, st->cnow, st->csoon, st->gguar, st->cand,
                     st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj, st->gpend};
