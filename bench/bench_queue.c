@@ -29,7 +29,9 @@
  * q_input.lazy_eta, which the operator does not set),
  * core_q_cycle_incr_eager_ms_100k_5k (estimates every job) and
  * core_q_state_peak_bytes_per_job_100k_5k (the q_state's peak bytes, not
- * the operator's memory: see <server>_e2e_rss_kib_per_job_*).
+ * the operator's memory: see <server>_e2e_rss_kib_per_job_*) and
+ * core_q_eta_all_ms_100k_5k (the eta_all column: every waiting job's
+ * estimate after a lazy cycle, the simulation with the 20 groups' quotas).
  * Then the preemption micro-benchmark (issue 16): a full cycle at 10k x
  * 1k with preemption of lower levels on, and the same cycle with it off
  * (microbench_cycle_preempt_ms_10k_1k, microbench_cycle_nopreempt_ms_10k_1k). */
@@ -300,7 +302,7 @@ static double median(double *v, int n) {
 int main(void) {
     static const int J[] = {1000, 10000, 100000};
     static const int N[] = {100, 1000, 5000};
-    double full_key = 0, incr_key = 0, eager_key = 0, bpj_key = 0;
+    double full_key = 0, incr_key = 0, eager_key = 0, bpj_key = 0, etaall_key = 0;
     q_scorer sc = {NULL, b_score, b_level};
     printf("core q_cycle_run, micro-benchmark (the queue core in process with a C scorer, not the\n"
            "operator's cycle: see bench_operator_e2e): EASY backfill, binpack, ~90%% busy cluster,\n"
@@ -397,6 +399,7 @@ int main(void) {
                 incr_key = lm;
                 eager_key = im;
                 bpj_key = ppj;
+                etaall_key = em;
             }
             destroy(&c);
         }
@@ -453,6 +456,7 @@ int main(void) {
     printf("core_q_cycle_incr_lazy_ms_100k_5k=%.2f\n", incr_key);
     printf("core_q_cycle_incr_eager_ms_100k_5k=%.2f\n", eager_key);
     printf("core_q_state_peak_bytes_per_job_100k_5k=%.0f\n", bpj_key);
+    printf("core_q_eta_all_ms_100k_5k=%.2f\n", etaall_key);
     if (start == 0) {
         printf("microbench_cycle_preempt_ms_10k_1k=%.2f\n", pre_ms);
         printf("microbench_cycle_nopreempt_ms_10k_1k=%.2f\n", nopre_ms);

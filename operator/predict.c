@@ -1,7 +1,8 @@
 /* predict.c -- runtime prediction (method in predict.h): the combination
  * rule on collected samples, the store-backed predictor (SQLite history)
- * and the in-memory history (rings of the last PRED_WINDOW runs per user
- * and model, user and task, user, and group, in a hash table). */
+ * and the in-memory history (rings of the last PRED_WINDOW runs per user,
+ * model and size, user and model, user and task, user, group, and of
+ * everyone, in a hash table). */
 #include "operator/predict.h"
 
 #include <math.h>
@@ -17,6 +18,8 @@ const char *pred_source_name(pred_source s) {
     case PRED_USER_MODEL: return "user+model";
     case PRED_USER_ESTIMATE: return "estimate";
     case PRED_GROUP: return "group";
+    case PRED_USER_MODEL_SIZE: return "user+model+size";
+    case PRED_GLOBAL: return "global";
     default: return "none";
     }
 }
@@ -36,38 +39,48 @@ static int cap__(int n) {
     return n > PRED_WINDOW ? PRED_WINDOW : n;
 }
 
+/* The median of v[0..n) as *out when n has enough samples. */
+static bool enough__(double *v, int n, double *out) {
+    n = cap__(n);
+    if (n < PRED_MIN_SAMPLES)
+        return false;
+    *out = median__(v, n);
+    return true;
+}
+
 /* Combines samples; see predict.h. */
 void pred_combine(struct pred_samples *s, double estimate_s,
                   struct pred_result *out) {
     memset(out, 0, sizeof *out);
     out->factor = 1;
-    int ns = cap__(s->nsame), nsr = cap__(s->nsame_ratio), nur = cap__(s->nuser_ratio),
-        ng = cap__(s->ngroup);
     if (estimate_s > 0) {
         double f = 1;
-        if (nsr >= PRED_MIN_SAMPLES) {
-            f = median__(s->same_ratio, nsr);
-            out->samples = nsr;
-        } else if (nur >= PRED_MIN_SAMPLES) {
-            f = median__(s->user_ratio, nur);
-            out->samples = nur;
-        }
+        if (enough__(s->size_ratio, s->nsize_ratio, &f))
+            out->samples = cap__(s->nsize_ratio);
+        else if (enough__(s->same_ratio, s->nsame_ratio, &f))
+            out->samples = cap__(s->nsame_ratio);
+        else if (enough__(s->user_ratio, s->nuser_ratio, &f))
+            out->samples = cap__(s->nuser_ratio);
         f = f < 0.05 ? 0.05 : f > 20 ? 20 : f;
         out->factor = f;
         out->runtime_s = estimate_s * f;
         out->source = PRED_USER_ESTIMATE;
         return;
     }
-    if (ns >= PRED_MIN_SAMPLES) {
-        out->runtime_s = median__(s->same, ns);
-        out->source = PRED_USER_MODEL;
-        out->samples = ns;
-        return;
-    }
-    if (ng >= PRED_MIN_SAMPLES) {
-        out->runtime_s = median__(s->group, ng);
-        out->source = PRED_GROUP;
-        out->samples = ng;
+    const struct {
+        double *v;
+        int n;
+        pred_source src;
+    } chain[] = {{s->size, s->nsize, PRED_USER_MODEL_SIZE},
+                 {s->same, s->nsame, PRED_USER_MODEL},
+                 {s->group, s->ngroup, PRED_GROUP},
+                 {s->global, s->nglobal, PRED_GLOBAL}};
+    for (size_t k = 0; k < sizeof chain / sizeof chain[0]; k++) {
+        if (enough__(chain[k].v, chain[k].n, &out->runtime_s)) {
+            out->source = chain[k].src;
+            out->samples = cap__(chain[k].n);
+            return;
+        }
     }
 }
 
@@ -77,10 +90,13 @@ struct collect {
     double act[PRED_WINDOW], ratio[PRED_WINDOW];
     int nact, nratio;
     bool only_ratio;  /* stop once PRED_WINDOW ratios are in */
+    int size;         /* > 0: only runs of this many GPUs in all */
 };
 
 static int collect_cb__(const struct store_history_row *r, void *ctx) {
     struct collect *c = ctx;
+    if (c->size > 0 && (int64_t)r->gpus * r->replicas != c->size)
+        return 0;
     if (!c->only_ratio && c->nact < PRED_WINDOW)
         c->act[c->nact++] = r->actual_runtime_s;
     if (r->estimated_runtime_s > 0 && c->nratio < PRED_WINDOW)
@@ -96,12 +112,21 @@ static bool set__(const char *s) {
 aiq_rc predict_runtime(store *s, const struct pred_query *q,
                        struct pred_result *out, aiq_err *err) {
     aiq_rc rc = AIQ_OK;
-    struct collect same, user, grp;
+    struct collect same, user, grp, size, all;
     memset(&same, 0, sizeof same);
     memset(&user, 0, sizeof user);
     memset(&grp, 0, sizeof grp);
+    memset(&size, 0, sizeof size);
+    memset(&all, 0, sizeof all);
     user.only_ratio = true;
     memset(out, 0, sizeof *out);
+    if (set__(q->user) && set__(q->model) && q->size > 0) {
+        /* The same size among the user's recent runs of the model. */
+        struct store_history_query sq = {q->user, NULL, q->model, NULL, 5 * PRED_WINDOW};
+        size.size = q->size;
+        if ((rc = store_runtime_history(s, &sq, collect_cb__, &size, err)) != AIQ_OK)
+            goto out_fail;
+    }
     if (set__(q->user) && set__(q->model)) {
         struct store_history_query hq = {q->user, NULL, q->model, NULL, PRED_WINDOW};
         if ((rc = store_runtime_history(s, &hq, collect_cb__, &same, err)) != AIQ_OK)
@@ -124,8 +149,16 @@ aiq_rc predict_runtime(store *s, const struct pred_query *q,
         if ((rc = store_runtime_history(s, &gq, collect_cb__, &grp, err)) != AIQ_OK)
             goto out_fail;
     }
+    if (q->estimate_s <= 0 && same.nact < PRED_MIN_SAMPLES && grp.nact < PRED_MIN_SAMPLES &&
+        size.nact < PRED_MIN_SAMPLES) {
+        struct store_history_query aq = {NULL, NULL, NULL, NULL, PRED_WINDOW};
+        if ((rc = store_runtime_history(s, &aq, collect_cb__, &all, err)) != AIQ_OK)
+            goto out_fail;
+    }
     struct pred_samples ps = {same.act, same.nact, same.ratio, same.nratio,
-                              user.ratio, user.nratio, grp.act, grp.nact};
+                              user.ratio, user.nratio, grp.act, grp.nact,
+                              size.act, size.nact, size.ratio, size.nratio,
+                              all.act, all.nact};
     pred_combine(&ps, q->estimate_s, out);
     return AIQ_OK;
 out_fail:
@@ -229,14 +262,26 @@ static bool key__(char *buf, size_t cap, char kind, const char *a, const char *b
     return n > 0 && (size_t)n < cap;
 }
 
+/* Builds "s\x1fuser\x1fmodel\x1fsize" into buf; false when it does not fit. */
+static bool size_key__(char *buf, size_t cap, const char *user, const char *model, int size) {
+    int n = snprintf(buf, cap, "s\x1f%s\x1f%s\x1f%d", user, model, size);
+    return n > 0 && (size_t)n < cap;
+}
+
 /* Records a run; see predict.h. */
 aiq_rc pred_hist_add(pred_hist *h, const char *user, const char *group,
-                     const char *model, const char *task, double estimate_s,
-                     double actual_s) {
+                     const char *model, const char *task, int size,
+                     double estimate_s, double actual_s) {
     aiq_rc rc = AIQ_OK;
     char key[600];
     if (!(actual_s > 0))
         return AIQ_OK;
+    if (set__(user) && set__(model) && size > 0 &&
+        size_key__(key, sizeof key, user, model, size) &&
+        (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
+    if (key__(key, sizeof key, '*', NULL, NULL) && (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
+        return rc;
     if (set__(user) && set__(model) && key__(key, sizeof key, 'm', user, model) &&
         (rc = push__(h, key, estimate_s, actual_s)) != AIQ_OK)
         return rc;
@@ -273,9 +318,18 @@ static int take__(const struct ring *r, double *v, bool ratio) {
 void pred_hist_predict(const pred_hist *h, const struct pred_query *q,
                        struct pred_result *out) {
     double same[PRED_WINDOW], sr[PRED_WINDOW], ur[PRED_WINDOW], grp[PRED_WINDOW];
-    struct pred_samples ps = {same, 0, sr, 0, ur, 0, grp, 0};
+    double sz[PRED_WINDOW], szr[PRED_WINDOW], all[PRED_WINDOW];
+    struct pred_samples ps = {same, 0, sr, 0, ur, 0, grp, 0, sz, 0, szr, 0, all, 0};
     char key[600];
     const struct ring *r = NULL;
+    if (set__(q->user) && set__(q->model) && q->size > 0 &&
+        size_key__(key, sizeof key, q->user, q->model, q->size)) {
+        const struct ring *rs = find__(h, key);
+        ps.nsize = take__(rs, sz, false);
+        ps.nsize_ratio = take__(rs, szr, true);
+    }
+    if (key__(key, sizeof key, '*', NULL, NULL))
+        ps.nglobal = take__(find__(h, key), all, false);
     if (set__(q->user) && set__(q->model) && key__(key, sizeof key, 'm', q->user, q->model))
         r = find__(h, key);
     if ((!r || r->n < PRED_MIN_SAMPLES) && set__(q->user) && set__(q->task) &&

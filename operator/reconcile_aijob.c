@@ -862,10 +862,12 @@ static void job__record(struct server *s, struct opcache_obj *o,
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=upsert_job msg=\"%s\"",
               e.message);
     js->recorded_gen = gen;
-    /* Runtime from history (same user and model, the user's estimate
-     * corrected, else the group's), once per spec change. */
+    /* Runtime from history (same user, model and size, the user's
+     * estimate corrected, else the group's, else everyone's), once per
+     * spec change. */
     struct pred_query pq = {j->spec.user, js->st.group, j->spec.model_name, j->spec.task_type,
-                            j->spec.estimated_runtime_s};
+                            j->spec.estimated_runtime_s,
+                            j->spec.replicas * j->spec.resources.gpus};
     struct pred_result pr;
     if (predict_runtime(s->db, &pq, &pr, NULL) == AIQ_OK && pr.runtime_s > 0) {
         js->predicted_s = pr.runtime_s;

@@ -1,11 +1,16 @@
 /* eta.c -- estimated start times, like `squeue --start`: an event
- * simulation over whole-GPU capacity in queue order, driven by the running
- * and just-admitted jobs' predicted ends; quota waits end when enough of
- * the user's or group's own jobs end (prefix sums per owner); budget waits
- * end with the budget window. Estimates only: fragmentation, domains and
- * backfill are not simulated (see docs/queue.md). The pass can stop and
- * resume: with q_input.lazy_eta the cycle skips it and q_eta() runs it
- * only as far as the job asked for. */
+ * simulation of the queue ahead in queue order. Capacity is whole GPUs,
+ * freed by the running and just-admitted jobs' predicted ends and taken
+ * and freed again by the jobs ahead as the simulation starts them. Each
+ * user and group with a concurrent quota or a GPU-hour budget has its own
+ * usage in the simulation: a job starts no earlier than its owners have
+ * room (their own jobs' ends, ahead of it included, free it), and no
+ * earlier than the end of the budget window when the budget left cannot
+ * pay for its planned GPU-hours. A job held only by quota or budget does
+ * not hold up the jobs behind it (the queue passes it too). Estimates
+ * only: fragmentation, domains and backfill are not simulated (see
+ * docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
+ * cycle skips it and q_eta() runs it only as far as the job asked for. */
 #include "queue/q_int.h"
 
 #include <string.h>
@@ -15,89 +20,279 @@ static int64_t units(const struct q_job *j) {
     return u * q__size(j);
 }
 
-typedef struct {
-    const struct q_input *in;
-    const double *end;
-    int scope;
-} rel_ctx;
-
-static int owner(const struct q_input *in, int j, int scope) {
-    const struct q_job *job = &in->jobs[j];
-    int o = scope ? job->group : job->user;
+static int owner(const struct q_input *in, int user, int group, int scope) {
+    int o = scope ? group : user;
     int n = scope ? in->ngroups : in->nusers;
     return o >= 0 && o < n ? o : -1;
 }
 
-static int rel_cmp(const void *vctx, int32_t x, int32_t y) {
-    const rel_ctx *c = vctx;
-    int ox = owner(c->in, x, c->scope), oy = owner(c->in, y, c->scope);
-    if (ox != oy) return ox < oy ? -1 : 1;
-    if (c->end[x] != c->end[y]) return c->end[x] < c->end[y] ? -1 : 1;
-    return x < y ? -1 : (x > y);
+/* ---- owners' events -----------------------------------------------------
+ * Per owner, events are appended unsorted (O(1)); only an owner whose
+ * usage could pass a limit (usage plus every unapplied start) has them
+ * sorted into its binary min-heap. Owners far from their limits, most of
+ * them, never pay for the heap. */
+
+/* Adds an event at t that changes owner o's usage by sign x need. */
+static int oh_push(q_state *st, int s, int o, double t, const q__res *need, int sign) {
+    q__oheap *h = &st->eh[s][o];
+    if (Q_GROW(st, h->h, h->cap, (size_t)h->m + 1)) return -1;
+    q__oend *e = &h->h[h->m++];
+    e->t = t;
+    for (int r = 0; r < Q__NRES; r++) e->need.v[r] = sign * need->v[r];
+    if (sign > 0)
+        for (int r = 0; r < Q__NRES; r++) h->pos.v[r] += need->v[r];
+    return 0;
 }
 
-/* Builds, per scope, the releasing jobs sorted by (owner, end) with
- * per-owner prefix sums of each quota resource. end[] is indexed by job and
- * lives in tmp scratch (doubles in rel_end[scope] by job index). */
-static int build_release(q_state *st, const struct q_input *in) {
-    int n = in->njobs;
+/* Sorts the appended events into the heap. */
+static void oh_settle(q__oheap *h) {
+    for (; h->n < h->m; h->n++) {
+        q__oend x = h->h[h->n];
+        int i = h->n;
+        while (i > 0 && h->h[(i - 1) / 2].t > x.t) {
+            h->h[i] = h->h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h->h[i] = x;
+    }
+}
+
+/* Pops the earliest event (the heap is settled: n == m). */
+static q__oend oh_pop(q__oheap *h) {
+    q__oend top = h->h[0], last = h->h[--h->n];
+    h->m = h->n;
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->h[c + 1].t < h->h[c].t) c++;
+        if (h->h[c].t >= last.t) break;
+        h->h[i] = h->h[c];
+        i = c;
+    }
+    if (h->n > 0) h->h[i] = last;
+    bool start = false; /* a start adds (jobs: 1), an end frees */
+    for (int r = 0; r < Q__NRES; r++) start |= top.need.v[r] > 0;
+    if (start)
+        for (int r = 0; r < Q__NRES; r++) h->pos.v[r] -= top.need.v[r];
+    return top;
+}
+
+/* The concurrent limit of owner o in scope s for resource r. A group in a
+ * cohort may borrow up to its borrowing limit (unless the job may not
+ * borrow, or it waits for its cohort to lend: then only its own quota). */
+static int64_t olimit(const struct q_input *in, int s, int o, int r, bool nominal) {
+    if (!s) return q__lim_of(&in->users[o].quota, r);
+    const struct q_group *g = &in->groups[o];
+    int64_t q = q__lim_of(&g->quota, r);
+    if (nominal || g->cohort <= 0 || r == Q_RES_JOBS || q < 0) return q;
+    int64_t b = q__lim_of(&g->borrowing_limit, r);
+    return b < 0 || q > INT64_MAX - b ? -1 : q + b;
+}
+
+static bool over_limit(const q_state *st, const struct q_input *in, const q__res *inu,
+                       int s, int o, const q__res *need, bool nominal) {
+    const q__res *lv = &st->elimv[s][o];
+    for (int r = 0; r < Q__NRES; r++) {
+        int64_t lim = nominal ? olimit(in, s, o, r, true) : lv->v[r];
+        if (lim >= 0 && inu->v[r] + need->v[r] > lim) return true;
+    }
+    return false;
+}
+
+/* Brings owner o's usage to time t (t never goes back: it is the
+ * capacity clock): the events up to t are applied and dropped. */
+static void owner_advance(q_state *st, int s, int o, double t) {
+    q__oheap *h = &st->eh[s][o];
+    q__res *inu = &st->einu[s][o];
+    oh_settle(h);
+    while (h->n > 0 && h->h[0].t <= t) {
+        q__oend e = oh_pop(h);
+        for (int r = 0; r < Q__NRES; r++) inu->v[r] += e.need.v[r];
+    }
+    st->eclk[s][o] = t;
+}
+
+/* Index heap over owner o's events by time, to visit them in order
+ * without removing them (the k smallest of a binary heap in O(k log k)). */
+static void aux_push(int32_t *a, int *n, const q__oend *ev, int32_t idx) {
+    int i = (*n)++;
+    while (i > 0 && ev[a[(i - 1) / 2]].t > ev[idx].t) {
+        a[i] = a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    a[i] = idx;
+}
+
+static int32_t aux_pop(int32_t *a, int *n, const q__oend *ev) {
+    int32_t top = a[0], last = a[--*n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && ev[a[c + 1]].t < ev[a[c]].t) c++;
+        if (ev[a[c]].t >= ev[last].t) break;
+        a[i] = a[c];
+        i = c;
+    }
+    if (*n > 0) a[i] = last;
+    return top;
+}
+
+/* The earliest time >= t at which owner o of scope s has room for need:
+ * its usage at t, then its events (ends, and the starts of its jobs
+ * already placed later) in time order until it fits; the events stay.
+ * Returns 0 when none frees enough, -1 out of memory. */
+static double owner_room(q_state *st, const struct q_input *in, int s, int o,
+                         const q__res *need, bool nominal, double t) {
+    const q__oheap *h = &st->eh[s][o];
+    q__res u = st->einu[s][o];
+    for (int r = 0; r < Q__NRES; r++) u.v[r] += h->pos.v[r];
+    if (!over_limit(st, in, &u, s, o, need, nominal)) return t; /* fits whenever */
+    owner_advance(st, s, o, t);
+    u = st->einu[s][o];
+    if (!over_limit(st, in, &u, s, o, need, nominal)) return t;
+    if (h->n == 0) return 0;
+    if (Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)h->n + 1)) return -1;
+    int32_t *a = st->tmp1;
+    int na = 0;
+    aux_push(a, &na, h->h, 0);
+    while (na > 0) {
+        double at = h->h[a[0]].t;
+        /* every event at that time (an end and a start may tie) */
+        while (na > 0 && h->h[a[0]].t == at) {
+            int32_t i = aux_pop(a, &na, h->h);
+            for (int r = 0; r < Q__NRES; r++) u.v[r] += h->h[i].need.v[r];
+            if (2 * i + 1 < h->n) aux_push(a, &na, h->h, 2 * i + 1);
+            if (2 * i + 2 < h->n) aux_push(a, &na, h->h, 2 * i + 2);
+        }
+        if (!over_limit(st, in, &u, s, o, need, nominal)) return at > t ? at : t;
+    }
+    return 0;
+}
+
+/* Budget: the start (>= s0) at which owner o can pay `cost` GPU-hours, and
+ * which window pays (*post: the next one, after window_end). 0 when
+ * neither can. The next window's length is unknown: only one is
+ * simulated, and it starts with nothing used. */
+static double owner_budget(const q_state *st, const struct q_input *in, int s, int o,
+                           double cost, double s0, bool *post) {
+    double b = s ? in->groups[o].budget_gpu_hours : in->users[o].budget_gpu_hours;
+    double wend = s ? in->groups[o].window_end : in->users[o].window_end;
+    const double *eb = &st->ebud[s][2 * (size_t)o];
+    bool next = wend > in->now;
+    *post = next && s0 >= wend;
+    if (!*post && eb[0] + cost <= b + 1e-9) return s0;
+    if (!next || eb[1] + cost > b + 1e-9) return 0;
+    *post = true;
+    return s0 > wend ? s0 : wend;
+}
+
+/* Owners with a limit get their start-of-estimate usage (running and
+ * admitted jobs, after the walk) and their jobs' ends. */
+static int owners_begin(q_state *st, const struct q_input *in) {
+    st->eta_q = false;
     for (int s = 0; s < 2; s++) {
         int no = s ? in->ngroups : in->nusers;
-        if (Q_GROW(st, st->rel[s], st->cap_rel[s], (size_t)n + 1) ||
-            Q_GROW(st, st->rel_end[s], st->cap_rel_end[s], (size_t)n + 1) ||
-            Q_GROW(st, st->seg[s], st->cap_seg[s], (size_t)no + 2) ||
-            Q_GROW(st, st->pfx[s], st->cap_pfx[s], (size_t)n * Q__NRES + 1) ||
-            Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)n + 1))
+        const uint8_t *open = s ? st->gopen : st->uopen;
+        for (int o = 0; o < no && !st->eta_q; o++) st->eta_q = !open[o];
+    }
+    if (!st->eta_q) return 0;
+    for (int s = 0; s < 2; s++) {
+        int no = s ? in->ngroups : in->nusers;
+        if (Q_GROW(st, st->einu[s], st->cap_einu[s], (size_t)no + 1) ||
+            Q_GROW(st, st->ebud[s], st->cap_ebud[s], 2 * (size_t)no + 2) ||
+            Q_GROW(st, st->eclk[s], st->cap_eclk[s], (size_t)no + 1) ||
+            Q_GROW(st, st->elim[s], st->cap_elim[s], (size_t)no + 1) ||
+            Q_GROW(st, st->elimv[s], st->cap_elimv[s], (size_t)no + 1) ||
+            Q_GROW(st, st->eh[s], st->cap_eh[s], (size_t)no + 1))
             return -1;
-        double *end = st->rel_end[s];
-        int nr = 0;
+        for (; st->neh[s] < (int)st->cap_eh[s]; st->neh[s]++)
+            st->eh[s][st->neh[s]] = (q__oheap){NULL, 0, 0, 0, {{0}}};
+        memcpy(st->einu[s], s ? st->gin : st->uin, (size_t)no * sizeof(q__res));
+        for (int o = 0; o < no; o++) {
+            const struct aiq_quota *q = s ? &in->groups[o].quota : &in->users[o].quota;
+            double b = s ? in->groups[o].budget_gpu_hours : in->users[o].budget_gpu_hours;
+            double used = s ? in->groups[o].used_gpu_hours : in->users[o].used_gpu_hours;
+            bool lim = false;
+            for (int r = 0; r < Q__NRES; r++) {
+                lim |= q__lim_of(q, r) >= 0;
+                st->elimv[s][o].v[r] = olimit(in, s, o, r, false);
+            }
+            st->elim[s][o] = (uint8_t)((lim ? 1 : 0) | (b >= 0 ? 2 : 0));
+            st->ebud[s][2 * (size_t)o] = used + (s ? st->gbud[o] : st->ubud[o]);
+            st->ebud[s][2 * (size_t)o + 1] = 0;
+            st->eh[s][o].n = st->eh[s][o].m = 0;
+            memset(&st->eh[s][o].pos, 0, sizeof st->eh[s][o].pos);
+            st->eclk[s][o] = in->now;
+        }
         for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
             int i = k < st->nrunl ? st->runl[k] : st->ord[st->admitted[k - st->nrunl]].slot;
             const struct q_job *j = &in->jobs[i];
             double e = j->state == Q_JOB_RUNNING ? j->end_time
                        : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
-            end[i] = e;
-            if (e > 0 && owner(in, i, s) >= 0) st->rel[s][nr++] = i;
-        }
-        rel_ctx c = {in, end, s};
-        q__msort(st->rel[s], nr, st->tmp2, rel_cmp, &c);
-        for (int o = 0; o <= no; o++) st->seg[s][o] = nr;
-        for (int k = nr - 1; k >= 0; k--) st->seg[s][owner(in, st->rel[s][k], s)] = k;
-        for (int o = no - 1; o >= 0; o--)
-            if (st->seg[s][o] > st->seg[s][o + 1]) st->seg[s][o] = st->seg[s][o + 1];
-        int prev = -1;
-        for (int k = 0; k < nr; k++) {
-            int j = st->rel[s][k], o = owner(in, j, s);
+            int o = owner(in, j->user, j->group, s);
+            if (e <= 0 || o < 0 || !(st->elim[s][o] & 1)) continue;
             q__res need;
-            q__need(&in->jobs[j], &need);
-            for (int r = 0; r < Q__NRES; r++) {
-                int64_t base = o == prev ? st->pfx[s][(size_t)(k - 1) * Q__NRES + r] : 0;
-                st->pfx[s][(size_t)k * Q__NRES + r] = base + need.v[r];
-            }
-            prev = o;
+            q__need(j, &need);
+            if (oh_push(st, s, o, e, &need, -1)) return -1;
         }
-        st->nrel = nr;
     }
     return 0;
 }
 
-/* When enough of the owner's jobs have ended for job j's quota wait to
- * clear; 0 when no predicted end frees enough. */
-static double quota_eta(const q_state *st, const struct q_input *in, int j,
-                        const struct q_result *r) {
-    int s = r->group_scope ? 1 : 0;
-    int o = owner(in, j, s);
-    if (o < 0) return 0;
-    int64_t shortfall = r->inuse + r->need - r->limit;
-    int lo = st->seg[s][o], hi = st->seg[s][o + 1];
-    /* first k in [lo, hi) with prefix >= shortfall (prefixes grow) */
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (st->pfx[s][(size_t)mid * Q__NRES + r->res] >= shortfall) hi = mid;
-        else lo = mid + 1;
+/* The earliest start quota and budgets allow job o (order record) at or
+ * after t (the capacity clock); 0 when unknown, -1 out of memory.
+ * *post[s]: the owner of scope s pays from the next window. */
+static double owners_start(q_state *st, const struct q_input *in, const q__orec *o,
+                           bool nominal, double t, bool post[2]) {
+    post[0] = post[1] = false;
+    if (!st->eta_q) return t;
+    q__res need;
+    q__need_rec(o, &need);
+    double start = t;
+    for (int s = 0; s < 2; s++) {
+        int w = owner(in, o->user, o->group, s);
+        if (w < 0 || !(st->elim[s][w] & 1)) continue;
+        double q = owner_room(st, in, s, w, &need, nominal && s == 1, t);
+        if (q <= 0) return q;
+        if (q > start) start = q;
     }
-    if (lo >= st->seg[s][o + 1]) return 0;
-    return st->rel_end[s][st->rel[s][lo]];
+    double cost = -1;
+    for (int s = 0; s < 2; s++) {
+        int w = owner(in, o->user, o->group, s);
+        if (w < 0 || !(st->elim[s][w] & 2)) continue;
+        if (cost < 0) cost = q__rec_gpu_hours(o);
+        double b = owner_budget(st, in, s, w, cost, start, &post[s]);
+        if (b <= 0) return 0;
+        if (b > start) start = b;
+    }
+    return start;
+}
+
+/* Job o (job index j) starts at `start` in the estimate: it holds its
+ * owners' quota until start + its planned runtime and charges their
+ * budget. Returns 0, or -1 out of memory. */
+static int owners_take(q_state *st, const struct q_input *in, const q__orec *o,
+                       int j, double start, const bool post[2]) {
+    if (!st->eta_q) return 0;
+    q__res need;
+    q__need_rec(o, &need);
+    for (int s = 0; s < 2; s++) {
+        int w = owner(in, o->user, o->group, s);
+        if (w < 0) continue;
+        if (st->elim[s][w] & 1) {
+            /* Usage is that of the owner's clock (it moves only when the
+             * owner is checked); a later start is an event. */
+            if (start <= st->eclk[s][w])
+                for (int r = 0; r < Q__NRES; r++) st->einu[s][w].v[r] += need.v[r];
+            else if (oh_push(st, s, w, start, &need, 1))
+                return -1;
+            if (o->pred > 0 && oh_push(st, s, w, start + o->pred, &need, -1)) return -1;
+        }
+        if (st->elim[s][w] & 2) st->ebud[s][2 * (size_t)w + (post[s] ? 1 : 0)] += q__rec_gpu_hours(o);
+    }
+    return 0;
 }
 
 /* ---- radix heap --------------------------------------------------------
@@ -161,7 +356,7 @@ static void rreset(q_state *st) {
 /* Loads the events (running and just-admitted jobs' ends) and the
  * capacity; the pass starts at order index 0. */
 static int eta_begin(q_state *st, const struct q_input *in) {
-    if (st->any_quota_wait && build_release(st, in)) return -1;
+    if (owners_begin(st, in)) return -1;
     rreset(st);
     int64_t total = 0, free_ = 0;
     for (int i = 0; i < st->ns.nn; i++) {
@@ -202,34 +397,56 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
         if (st->dw[2 * k] != Q_DEC_WAIT || why == Q_R_SUSPENDED) continue;
         int j = o->slot;
         struct q_result *r = lazy ? &st->res[j] : &st->rseq[k];
-        if (why == Q_R_QUOTA) {
-            double q = quota_eta(st, in, j, r);
-            r->eta = q > 0 ? (q > t ? q : t) : 0;
-            continue;
-        }
-        if (why == Q_R_BUDGET) {
-            r->eta = r->t > in->now ? (r->t > t ? r->t : t) : 0;
-            continue;
-        }
+        r->eta = 0;
         /* Room is being made for it: it starts once the jobs it waits for
-         * are gone (a grace period the queue does not know). Waiting for
-         * a cohort to have quota to lend: unknown. Neither takes part in
-         * the capacity simulation. */
+         * are gone (a grace period the queue does not know); it does not
+         * take part in the simulation. */
         if (why == Q_R_PREEMPTING) {
             r->eta = t;
             continue;
         }
-        if (why == Q_R_BORROW) {
-            r->eta = 0;
-            continue;
-        }
-        int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
         if (stuck) continue;
+        int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
         if (need > total) {
             stuck = strict;
             continue;
         }
-        while (free_ < need && st->rb_size > 0) {
+        /* Quota and budget first: a job they hold does not hold the
+         * capacity clock (the queue passes it). Waiting for its cohort to
+         * lend: it starts at the latest once its group's own quota has
+         * room. */
+        bool post[2];
+        double sq = owners_start(st, in, o, why == Q_R_BORROW, t, post);
+        if (sq < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (sq == 0) continue;
+        if (sq > t) {
+            /* It takes its GPUs when its owners have room: an event that
+             * takes them then (capacity is not checked again at that
+             * time: an estimate). */
+            if (need > 0 && rpush(st, (q__ev){sq, j, (int32_t)-need, 0}, rkey(sq, in->now))) {
+                rc = -1;
+                goto out;
+            }
+            if (need > 0 && o->pred > 0 &&
+                rpush(st, (q__ev){sq + o->pred, j, (int32_t)need, 0}, rkey(sq + o->pred, in->now))) {
+                rc = -1;
+                goto out;
+            }
+            if (owners_take(st, in, o, j, sq, post)) {
+                rc = -1;
+                goto out;
+            }
+            r->eta = sq;
+            continue;
+        }
+        /* The walk found no place for it now: fragmentation or a domain
+         * may hide that from the whole-GPU count, so it starts no earlier
+         * than the first end after now. */
+        bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED;
+        while ((free_ < need || (later && t <= in->now)) && st->rb_size > 0) {
             q__ev e;
             if (rpop(st, &e)) {
                 rc = -1;
@@ -247,6 +464,10 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
         t = start;
         r->eta = start;
         free_ -= need;
+        if (owners_take(st, in, o, j, start, post)) {
+            rc = -1;
+            goto out;
+        }
         if (o->pred > 0 && need > 0 &&
             rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now))) {
             rc = -1;

@@ -25,6 +25,13 @@ typedef struct q__ev {
     uint64_t aux2;
 } q__ev;
 
+/* An owner's events in the estimate (eta.c): time and usage change (a
+ * start adds, an end frees; kept in the entry: a job's record would be a
+ * cache miss per event). h[0..n) is a binary min-heap, h[n..m) events not
+ * yet sorted in; pos sums the unapplied starts. Kept across cycles. */
+typedef struct q__oend { double t; q__res need; } q__oend;
+typedef struct q__oheap { q__oend *h; size_t cap; int n, m; q__res pos; } q__oheap;
+
 /* Working copy of one node for this cycle. Bucket lists hold the
  * schedulable nodes of a domain by their count of wholly free GPUs. */
 typedef struct q__node {
@@ -206,12 +213,17 @@ struct q_state {
     q__memo_key *memo; size_t cap_memo; int nmemo;
     uint32_t epoch;     /* bumped by every admission in the walk */
     uint64_t fit_key;   /* node shapes + input generation of this cycle */
-    /* quota ETA: releasing jobs by (owner, end), per scope */
-    int64_t *pfx[2]; size_t cap_pfx[2];
-    int32_t *rel[2]; size_t cap_rel[2];
-    double *rel_end[2]; size_t cap_rel_end[2];
-    int32_t *seg[2]; size_t cap_seg[2];
-    int nrel;
+    /* The estimate's owners (eta.c), per scope (0 user, 1 group): usage
+     * as the simulation goes, GPU-hours charged before and after the
+     * budget window ends, and a leftist heap of the owner's jobs' ends
+     * (roots into a pool of nodes). eta_q: some owner has a limit. */
+    q__res *einu[2]; size_t cap_einu[2];
+    double *ebud[2]; size_t cap_ebud[2];   /* 2 per owner: pre, post */
+    double *eclk[2]; size_t cap_eclk[2];   /* the owner's usage is as of */
+    uint8_t *elim[2]; size_t cap_elim[2];  /* bit 0 quota, bit 1 budget */
+    q__res *elimv[2]; size_t cap_elimv[2]; /* limits, borrowing in; -1 none */
+    q__oheap *eh[2]; size_t cap_eh[2]; int neh[2]; /* per owner, kept */
+    bool eta_q;
     /* radix heap for the estimate (eta.c): 65 buckets of events */
     q__ev *rb[65]; size_t cap_rb[65]; int nrb[65];
     uint64_t rb_last; int rb_size;
@@ -317,6 +329,8 @@ double q__rec_gpu_hours(const q__orec *o);
 double q__pred_runtime(const struct q_job *j);
 /* Uses st->runl (the running jobs). */
 int q__quota_init(q_state *st, const struct q_input *in);
+/* Limit of resource r (q_res) in q; -1 = unlimited. */
+int64_t q__lim_of(const struct aiq_quota *q, int r);
 /* Quota/budget check for pending job o plus `extra` (the reserved job's
  * need when it shares the user or group; NULL otherwise) and extra_hours.
  * Returns 0 when it fits, else fills res (Q_R_QUOTA or Q_R_BUDGET) and

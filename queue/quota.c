@@ -57,7 +57,7 @@ double q__pred_runtime(const struct q_job *j) {
     return j->est_runtime_s > 0 ? j->est_runtime_s : 0;
 }
 
-static int64_t lim_of(const struct aiq_quota *q, int r) {
+int64_t q__lim_of(const struct aiq_quota *q, int r) {
     switch (r) {
     case Q_RES_GPUS: return q->gpus;
     case Q_RES_GPU_MEM: return q->gpu_memory_mib;
@@ -70,7 +70,7 @@ static int64_t lim_of(const struct aiq_quota *q, int r) {
 /* No concurrent limit at all (every field < 0). */
 static bool unlimited(const struct aiq_quota *q) {
     for (int r = 0; r < Q__NRES; r++)
-        if (lim_of(q, r) >= 0) return false;
+        if (q__lim_of(q, r) >= 0) return false;
     return true;
 }
 
@@ -141,12 +141,12 @@ static int cohort_init(q_state *st, const struct q_input *in) {
         const struct q_group *gr = &in->groups[g];
         int c = gr->cohort > 0 && gr->cohort < st->ncoh ? gr->cohort : 0;
         for (int r = 0; r < Q__NRES; r++) {
-            int64_t q = lim_of(&gr->quota, r);
+            int64_t q = q__lim_of(&gr->quota, r);
             if (c == 0 || q < 0 || r == Q_RES_JOBS) {
                 st->gguar[g].v[r] = -1;
                 continue;
             }
-            int64_t ll = lim_of(&gr->lending_limit, r);
+            int64_t ll = q__lim_of(&gr->lending_limit, r);
             int64_t lend = ll < 0 || ll > q ? q : ll;
             st->gguar[g].v[r] = q - lend;
             st->ccap[c].v[r] = sat_add(st->ccap[c].v[r], lend);
@@ -209,7 +209,7 @@ static int over(const struct aiq_quota *q, const q__res *inuse,
                 const q__res *need, const q__res *extra, struct q_result *res,
                 int scope) {
     for (int r = 0; r < Q__NRES; r++) {
-        int64_t lim = lim_of(q, r);
+        int64_t lim = q__lim_of(q, r);
         if (lim < 0) continue;
         int64_t x = extra ? extra->v[r] : 0;
         if (inuse->v[r] + need->v[r] + x > lim) {
@@ -255,7 +255,7 @@ bool q__pend_wants(const q_state *st, const struct q_input *in, const q__orec *o
     bool any = false;
     for (int r = 0; r < Q__NRES; r++) {
         if (!pooled(st, g, r)) continue;
-        if (need.v[r] > lim_of(&in->groups[g].quota, r)) return false;
+        if (need.v[r] > q__lim_of(&in->groups[g].quota, r)) return false;
         any |= need.v[r] > 0;
     }
     return any;
@@ -275,7 +275,7 @@ static int64_t held_by_others(const q_state *st, const struct q_input *in, int g
         if (h == g || cohort_of(st, in, h) != c || !pooled(st, h, r) || st->gpend[h].v[r] <= 0)
             continue;
         int64_t u = st->gin[h].v[r] - (soon && st->soon_on ? st->gadj[h].v[r] : 0);
-        int64_t room = lim_of(&in->groups[h].quota, r) - u;
+        int64_t room = q__lim_of(&in->groups[h].quota, r) - u;
         if (room <= 0) continue;
         int64_t e = st->gpend[h].v[r] < room ? st->gpend[h].v[r] : room;
         int64_t guar = st->gguar[h].v[r];
@@ -296,12 +296,12 @@ static int cohort_over(const q_state *st, const struct q_input *in, int g,
     const struct q_group *gr = &in->groups[g];
     int c = cohort_of(st, in, g);
     for (int r = 0; r < Q__NRES; r++) {
-        int64_t q = lim_of(&gr->quota, r);
+        int64_t q = q__lim_of(&gr->quota, r);
         if (q < 0) continue;
         int64_t x = extra ? extra->v[r] : 0, u = inuse->v[r] + x;
         int64_t lim = q;
         if (pooled(st, g, r)) {
-            int64_t bl = lim_of(&gr->borrowing_limit, r);
+            int64_t bl = q__lim_of(&gr->borrowing_limit, r);
             lim = bl < 0 ? INT64_MAX : sat_add(q, bl);
             if (np && np->v[r] + need->v[r] > q) {
                 res->reason = Q_R_QUOTA;
@@ -391,7 +391,7 @@ int q__quota_check(q_state *st, const struct q_input *in, const q__orec *job,
 static int too_big(const struct aiq_quota *q, const q__res *need,
                    struct q_result *res, int scope) {
     for (int r = 0; r < Q__NRES; r++) {
-        int64_t lim = lim_of(q, r);
+        int64_t lim = q__lim_of(q, r);
         if (lim >= 0 && need->v[r] > lim) {
             res->reason = Q_R_OVER_QUOTA;
             res->group_scope = (uint8_t)scope;
@@ -421,7 +421,7 @@ int q__quota_reject(const q_state *st, const struct q_input *in, const q__orec *
             int64_t *f[] = {&q.gpus, &q.gpu_memory_mib, &q.cpu_milli, &q.memory_bytes};
             for (int r = 0; r < 4; r++) {
                 if (*f[r] < 0 || !pooled(st, job->group, r)) continue;
-                int64_t b = lim_of(bl, r);
+                int64_t b = q__lim_of(bl, r);
                 *f[r] = b < 0 || *f[r] > INT64_MAX - b ? -1 : *f[r] + b;
             }
         }
@@ -556,7 +556,7 @@ int q__within_nominal(const q_state *st, const struct q_input *in, int g,
     for (int r = 0; r < Q__NRES; r++) {
         if (!pooled(st, g, r)) continue;
         int64_t u = st->gin[g].v[r] - (st->soon_on ? st->gadj[g].v[r] : 0);
-        if (u + need->v[r] > lim_of(&in->groups[g].quota, r)) return 0;
+        if (u + need->v[r] > q__lim_of(&in->groups[g].quota, r)) return 0;
     }
     return 1;
 }
@@ -566,7 +566,7 @@ int q__borrowing(const q_state *st, const struct q_input *in, int g) {
     for (int r = 0; r < Q__NRES; r++) {
         if (!pooled(st, g, r)) continue;
         int64_t u = st->gin[g].v[r] - (st->soon_on ? st->gadj[g].v[r] : 0);
-        if (u > lim_of(&in->groups[g].quota, r)) return 1;
+        if (u > q__lim_of(&in->groups[g].quota, r)) return 1;
     }
     return 0;
 }

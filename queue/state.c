@@ -230,15 +230,19 @@ void q_state_free(q_state *st) {
     void *arrs[] = {st->shapes, st->shape_tab, st->uin, st->gin, st->ubud,
                     st->gbud, st->res_raw, st->places, st->tmp1, st->tmp2,
                     st->tmp3, st->otab, st->kfit, st->touched, st->dsum,
-                    st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->pfx[0], st->pfx[1],
-                    st->rel[0], st->rel[1], st->rel_end[0], st->rel_end[1],
-                    st->seg[0], st->seg[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
+                    st->doms_try, st->heap, st->admitted, st->rseq, st->runl, st->memo, st->einu[0], st->einu[1],
+                    st->ebud[0], st->ebud[1], st->eclk[0], st->eclk[1],
+                    st->elim[0], st->elim[1], st->elimv[0], st->elimv[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
                     st->ugpu0, st->ggpu0, st->ubud0, st->gbud0, st->rinf, st->uadj,
                     st->gadj, st->ccap, st->cnow, st->csoon, st->gguar, st->cand,
                     st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj, st->gpend};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
     for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);
+    for (int s = 0; s < 2; s++) {
+        for (int o = 0; o < st->neh[s]; o++) q__free(st, st->eh[s][o].h);
+        q__free(st, st->eh[s]);
+    }
     struct q_alloc a = st->a;
     a.free(a.ctx, (unsigned char *)st - Q_HDR, sizeof *st + Q_HDR);
 }

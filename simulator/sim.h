@@ -73,6 +73,9 @@ struct sim_config {
     /* A preempted job, or the replicas a shrink stops, keep their GPUs
      * this long after the decision (the pods' graceful termination). */
     double preempt_grace_s;
+    /* > 0: every group's concurrent GPU quota (no borrowing), so quota
+     * waits and their ETAs take part; 0 = unlimited. */
+    int64_t group_quota_gpus;
     /* Progress (stderr in aiq-sim): called about every 2% of jobs. */
     void (*progress)(void *ctx, double done_fraction);
     void *progress_ctx;
@@ -93,6 +96,7 @@ struct sim_jobres {
     double eta;                  /* predicted start at submission, 0 = unknown */
     bool waited;                 /* not admitted in its first cycle */
     double pred_s;               /* runtime predicted at submission, 0 = none */
+    int pred_samples;            /* history runs that prediction used, 0 = none */
     double gpus;                 /* GPUs held when it first started */
     sim_jstate state;
     uint8_t reject_reason;       /* q_reason when rejected */
@@ -230,6 +234,13 @@ struct sim_metrics {
     int pred_n;
     double pred_all_mape;
     int pred_all_n;
+    /* Issue 17's goals, as medians: |ETA - start| / wait over the jobs
+     * that waited and got an ETA (eta_n); the share of the jobs that
+     * waited that got one; |prediction - actual| / actual over the jobs
+     * whose prediction used history (pred_hist_n). */
+    double eta_err_p50, eta_known;
+    double pred_err_p50;
+    int pred_hist_n;
     int preemptions, shrinks, grows;
     double lost_gpu_h;          /* GPU-hours of work preemption threw away */
 };
@@ -263,6 +274,13 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
 
 /* Prints the metrics of one or more runs side by side (one column per
  * run, named by names[i]) as a table, or as CSV (one row per run). */
+/* Prints issue 17's goals per run: the ETA's median error as a share of
+ * the wait (goal <= 20%) and the runtime prediction's median error where
+ * history exists (goal <= 50%), each with "met" or "not met" ("n/a"
+ * without jobs to measure). */
+void sim_goals_table(FILE *out, const char *const *names,
+                     const struct sim_metrics *m, int n);
+
 void sim_metrics_table(FILE *out, const char *const *names,
                        const struct sim_metrics *m, int n);
 void sim_metrics_csv(FILE *out, const char *const *names,

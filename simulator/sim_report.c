@@ -83,7 +83,10 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
     double *jct = malloc((size_t)(n ? n : 1) * sizeof *jct);
     double *wait = malloc((size_t)(n ? n : 1) * sizeof *wait);
     double *x = malloc((size_t)(res->nusers + res->ngroups + 1) * sizeof *x);
-    if (!jct || !wait || !x) {
+    double *etae = malloc((size_t)(n ? n : 1) * sizeof *etae);
+    double *prede = malloc((size_t)(n ? n : 1) * sizeof *prede);
+    int nwaited = 0;
+    if (!jct || !wait || !x || !etae || !prede) {
         rc = aiq_err_set(err, AIQ_ENOMEM, "metrics: out of memory");
         goto out_free;
     }
@@ -104,11 +107,15 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
         sj += jct[m->ndone];
         sw += wait[m->ndone];
         m->ndone++;
-        if (j->waited && j->eta > 0) {
+        double waited_s = j->start - j->submit;
+        nwaited += j->waited && waited_s > 0;
+        if (j->waited && j->eta > 0 && waited_s > 0) {
             se += fabs(j->eta - j->start) / 3600.0;
-            m->eta_n++;
+            etae[m->eta_n++] = fabs(j->eta - j->start) / waited_s;
         }
         double actual = j->end - j->start;
+        if (actual > 0 && j->pred_s > 0 && j->pred_samples > 0)
+            prede[m->pred_hist_n++] = fabs(j->pred_s - actual) / actual;
         if (actual > 0 && j->pred_s > 0) {
             spa += fabs(j->pred_s - actual) / actual;
             m->pred_all_n++;
@@ -131,6 +138,9 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
         m->wait_p99 = sim_percentile(wait, m->ndone, 99);
     }
     m->eta_mae_h = m->eta_n ? se / m->eta_n : 0;
+    m->eta_err_p50 = sim_percentile(etae, m->eta_n, 50);
+    m->eta_known = nwaited ? (double)m->eta_n / nwaited : 0;
+    m->pred_err_p50 = sim_percentile(prede, m->pred_hist_n, 50);
     m->pred_mape = m->pred_n ? sp / m->pred_n : 0;
     m->est_mape = m->pred_n ? sest / m->pred_n : 0;
     m->pred_all_mape = m->pred_all_n ? spa / m->pred_all_n : 0;
@@ -154,6 +164,8 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
         x[u] = tot > 0 && res->user_ent[u] > 0 ? res->user_cont_s[u] / tot / res->user_ent[u] : 0;
     m->jain_users = sim_jain(x, res->nusers);
 out_free:
+    free(etae);
+    free(prede);
     free(jct);
     free(wait);
     free(x);
@@ -179,9 +191,11 @@ static const struct col cols[] = {
     D(makespan_h, "makespan_h", "%.1f"), D(util_avg, "gpu_util", "%.3f"),
     D(jain_groups, "jain_groups", "%.3f"), D(jain_users, "jain_users", "%.3f"),
     D(frag_avg, "frag_unusable", "%.3f"), D(eta_mae_h, "eta_mae_h", "%.2f"),
-    I(eta_n, "eta_jobs"),      D(pred_mape, "pred_mape", "%.3f"),
+    I(eta_n, "eta_jobs"),      D(eta_err_p50, "eta_err_p50", "%.3f"),
+    D(eta_known, "eta_known", "%.3f"), D(pred_mape, "pred_mape", "%.3f"),
     D(est_mape, "estimate_mape", "%.3f"), I(pred_n, "pred_est_jobs"),
     D(pred_all_mape, "pred_mape_all", "%.3f"), I(pred_all_n, "pred_jobs"),
+    D(pred_err_p50, "pred_err_p50", "%.3f"), I(pred_hist_n, "pred_hist_jobs"),
     I(preemptions, "preemptions"), I(shrinks, "shrinks"), I(grows, "grows"),
     D(lost_gpu_h, "lost_gpu_h", "%.1f"),
 };
@@ -211,6 +225,24 @@ void sim_metrics_table(FILE *out, const char *const *names,
         }
         fputc('\n', out);
     }
+}
+
+static const char *verdict(double v, int n, double goal) {
+    return n == 0 ? "n/a" : v <= goal ? "met" : "not met";
+}
+
+/* Prints the goals of issue 17; see sim.h. */
+void sim_goals_table(FILE *out, const char *const *names,
+                     const struct sim_metrics *m, int n) {
+    fprintf(out, "goals (issue 17): ETA median |ETA - start| / wait <= 20%%; runtime prediction "
+                 "median |pred - actual| / actual <= 50%% where history exists\n");
+    fprintf(out, "%-16s %9s %8s %9s %-8s %9s %8s %-8s\n", "policy", "eta_err", "eta_jobs",
+            "eta_known", "goal", "pred_err", "jobs", "goal");
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%-16.16s %8.1f%% %8d %8.1f%% %-8s %8.1f%% %8d %-8s\n", names[k],
+                100 * m[k].eta_err_p50, m[k].eta_n, 100 * m[k].eta_known,
+                verdict(m[k].eta_err_p50, m[k].eta_n, 0.20), 100 * m[k].pred_err_p50,
+                m[k].pred_hist_n, verdict(m[k].pred_err_p50, m[k].pred_hist_n, 0.50));
 }
 
 /* Prints runs as CSV; see sim.h. */

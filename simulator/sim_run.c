@@ -597,7 +597,8 @@ static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
     s->terminating = false;
     s->ver++;
     double ran = s->run_wall, gpu_s = s->attained_s;
-    if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task, j->estimate_s,
+    if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task,
+                               j->replicas * j->gpus, j->estimate_s,
                                ran) != AIQ_OK)
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     if (r->cfg->journal) {
@@ -692,10 +693,12 @@ static aiq_rc arrive(struct run *r, int i, double t, aiq_err *err) {
     r->npending++;
     r->res->jobs[i].submit = t;
     if (r->ph) {
-        struct pred_query q = {j->user, j->group, j->model, j->task, j->estimate_s};
+        struct pred_query q = {j->user, j->group, j->model, j->task, j->estimate_s,
+                               j->replicas * j->gpus};
         struct pred_result pr;
         pred_hist_predict(r->ph, &q, &pr);
         r->res->jobs[i].pred_s = pr.runtime_s;
+        r->res->jobs[i].pred_samples = pr.samples;
     }
     return r->cfg->journal ? jr_arrival(r, i, t, err) : AIQ_OK;
 }
@@ -1040,6 +1043,8 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
         struct q_group *q = &r->groups[g];
         q->name = r->gmap.k1[g];
         aiq_quota_unlimited(&q->quota);
+        if (r->cfg->group_quota_gpus > 0)
+            q->quota.gpus = r->cfg->group_quota_gpus;
         q->budget_gpu_hours = -1;
         q->fairshare = 1;
         r->fsg[g].shares = 1;

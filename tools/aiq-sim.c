@@ -26,6 +26,7 @@ static void usage(FILE *out) {
           "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
           "              [--csv OUT] [--util-csv OUT] [--html OUT] [--shares] [--journal DB]\n"
           "              [--tick SECONDS] [--no-predict] [--preempt-grace SECONDS]\n"
+          "              [--group-quota GPUS]\n"
           "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
           "              [--html REPORT.html]\n"
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
@@ -55,7 +56,7 @@ struct opts {
     long long seed;
     int jobs, groups, users, max_gpus, budget;
     double holdout;
-    double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac;
+    double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac, group_quota;
     int no_predict, shares, tiresias, sample, runs, progress, seed_set;
 };
 
@@ -116,6 +117,9 @@ static int parse(int argc, char **argv, struct opts *o) {
         } else if (strcmp(a, "--users") == 0) {
             if (num(a, v, 1, 256, &d)) return -2;
             o->users = (int)d;
+            i++;
+        } else if (strcmp(a, "--group-quota") == 0) {
+            if (num(a, v, 1, 1e9, &o->group_quota)) return -2;
             i++;
         } else if (strcmp(a, "--tick") == 0) {
             if (num(a, v, 0, 86400, &o->tick)) return -2;
@@ -432,6 +436,7 @@ static int cmd_run(const struct opts *o, int compare) {
         cfg.policy = pol[k];
         cfg.policy_name = names[k];
         cfg.tick_s = o->tick;
+        cfg.group_quota_gpus = (int64_t)o->group_quota;
         cfg.predict = !o->no_predict;
         cfg.preempt_grace_s = o->grace;
         cfg.journal = db;
@@ -458,6 +463,8 @@ static int cmd_run(const struct opts *o, int compare) {
     if (util_close(ufc, o->util_csv) != 0)
         goto out;
     sim_metrics_table(stdout, np, m, o->npolicy);
+    putchar('\n');
+    sim_goals_table(stdout, np, m, o->npolicy);
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;

@@ -157,12 +157,17 @@ TEST(tiny_trace_metrics) {
     CHECK_INT(m.eta_n, 1);
     CHECK_DBL(res.jobs[1].eta, 3600, 0);
     CHECK_DBL(m.eta_mae_h, 0, 0);
+    CHECK_DBL(m.eta_err_p50, 0, 0);
+    CHECK_DBL(m.eta_known, 1, 0);
     /* Predictions: no history yet, so each is the estimate: A exact, B
      * twice too long. */
     CHECK_DBL(res.jobs[1].pred_s, 7200, 0);
     CHECK_INT(m.pred_n, 2);
     CHECK_DBL(m.pred_mape, 0.5, 1e-12);
     CHECK_DBL(m.est_mape, 0.5, 1e-12);
+    /* Neither prediction used history: none counts for the goal. */
+    CHECK_INT(m.pred_hist_n, 0);
+    CHECK_DBL(m.pred_err_p50, 0, 0);
 
     /* Table and CSV carry the numbers. */
     char *buf = NULL;
@@ -177,11 +182,13 @@ TEST(tiny_trace_metrics) {
     buf = NULL;
     f = open_memstream(&buf, &len);
     sim_metrics_table(f, names, &m, 1);
+    sim_goals_table(f, names, &m, 1);
     sim_shares_table(f, &res);
     sim_util_csv(f, "fifo", &res, true);
     sim_util_csv(f, "srjf", &res, false);
     fclose(f);
     CHECK(strstr(buf, "gpu_util") != NULL && strstr(buf, "0.656") != NULL);
+    CHECK(strstr(buf, "fifo                  0.0%        1    100.0% met           0.0%        0 n/a") != NULL);
     /* One header, then one series per policy. */
     CHECK(strstr(buf, "policy,hour,gpu_utilisation\nfifo,0,0.3125\nfifo,1,1.0000\nsrjf,0,0.3125\n"
                       "srjf,1,1.0000\n") != NULL);
@@ -191,6 +198,28 @@ out:
     sim_result_deinit(&res);
     sim_trace_free(tr);
     oppolicy_free(pol);
+}
+
+/* The goal verdicts at, above and without measurements. */
+TEST(goals_table_verdicts) {
+    struct sim_metrics m[2];
+    memset(m, 0, sizeof m);
+    m[0].eta_err_p50 = 0.20;
+    m[0].eta_n = 5;
+    m[0].eta_known = 0.5;
+    m[0].pred_err_p50 = 0.51;
+    m[0].pred_hist_n = 9;
+    m[1].eta_err_p50 = 0.35;
+    m[1].eta_n = 4;
+    const char *names[2] = {"a", "b"};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sim_goals_table(f, names, m, 2);
+    fclose(f);
+    CHECK(strstr(buf, "\na                    20.0%        5     50.0% met          51.0%        9 not met") != NULL);
+    CHECK(strstr(buf, "\nb                    35.0%        4      0.0% not met       0.0%        0 n/a") != NULL);
+    free(buf);
 }
 
 TEST(run_input_errors) {
