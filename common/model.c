@@ -367,9 +367,10 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
     if (s->backfill != AIQ_BACKFILL_NONE && s->backfill != AIQ_BACKFILL_EASY)
         return aiq_field_err(err, "spec.backfill", "must be None or Easy, got %d",
                              (int)s->backfill);
-    if (s->placement != AIQ_PLACE_BINPACK && s->placement != AIQ_PLACE_SPREAD)
+    if (s->placement != AIQ_PLACE_BINPACK && s->placement != AIQ_PLACE_SPREAD &&
+        s->placement != AIQ_PLACE_FGD)
         return aiq_field_err(err, "spec.placement",
-                             "must be binpack or spread, got %d", (int)s->placement);
+                             "must be binpack, spread or fgd, got %d", (int)s->placement);
     if (!isfinite(s->starvation_after_s) || s->starvation_after_s < 0)
         return aiq_field_err(err, "spec.starvation.after", "must be >= 0, got %s",
                              aiq_duration_format(s->starvation_after_s, d, sizeof d));

@@ -128,7 +128,7 @@ struct aiq_aijob {
 
 /* ---- QueuePolicy ------------------------------------------------------- */
 
-typedef enum { AIQ_PLACE_BINPACK = 0, AIQ_PLACE_SPREAD } aiq_placement;
+typedef enum { AIQ_PLACE_BINPACK = 0, AIQ_PLACE_SPREAD, AIQ_PLACE_FGD } aiq_placement;
 typedef enum { AIQ_BACKFILL_NONE = 0, AIQ_BACKFILL_EASY } aiq_backfill;
 
 struct aiq_level {

@@ -556,7 +556,7 @@ static aiq_rc opt_enum(json_object *obj, const char *key, const char *const *nam
 static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
                                  aiq_err *err) {
     static const char *const backfills[] = {"None", "Easy", NULL};
-    static const char *const placements[] = {"binpack", "spread", NULL};
+    static const char *const placements[] = {"binpack", "spread", "fgd", NULL};
     char path[PATH_CAP], lp[PATH_CAP];
     json_object *o, *list;
     int n = 0, e = 0;

@@ -27,11 +27,12 @@ static void usage(FILE *out) {
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
+          "              [--fgd-mix whole|multi|share]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n"
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
-          "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
+          "              [--placement binpack,spread,fgd] [--sample --seed N [--runs K]]\n"
           "              [--placements-csv OUT] [--csv OUT]\n"
           "  run, compare and inflate take --progress (also on when stderr is a terminal)\n",
           out);
@@ -39,7 +40,7 @@ static void usage(FILE *out) {
 
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
-        *jsonl, *out, *policies_dir, *placement, *placements_csv;
+        *jsonl, *out, *policies_dir, *placement, *placements_csv, *fgd_mix;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
@@ -78,7 +79,7 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--nodes-spec", nodes_spec) STR("--csv", csv) STR("--util-csv", util_csv)
         STR("--journal", journal) STR("--db", db) STR("--jsonl", jsonl) STR("--out", out)
         STR("--policies-dir", policies_dir) STR("--placement", placement)
-        STR("--placements-csv", placements_csv)
+        STR("--placements-csv", placements_csv) STR("--fgd-mix", fgd_mix)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -435,6 +436,17 @@ static int cmd_gen(const struct opts *o) {
                              .elastic_frac = o->elastic_frac};
     aiq_err e;
     aiq_err_clear(&e);
+    if (o->fgd_mix) {
+        static const char *const mixes[] = {"whole", "multi", "share"};
+        for (int k = 0; k < 3; k++)
+            if (strcmp(o->fgd_mix, mixes[k]) == 0)
+                g.fgd_mix = SIM_MIX_WHOLE + k;
+        if (g.fgd_mix == SIM_MIX_NONE) {
+            fprintf(stderr, "aiq-sim: --fgd-mix: expected whole, multi or share, got '%s'\n",
+                    o->fgd_mix);
+            return 2;
+        }
+    }
     if (!o->out || o->jobs < 1) {
         fprintf(stderr, "aiq-sim: gen needs --jobs N and --out FILE\n");
         return 2;
@@ -601,18 +613,21 @@ out:
  * many, or -1 after naming the bad one. */
 static int parse_placements(const char *v, aiq_placement *pl, const char **names) {
     int n = 0;
-    const char *p = v ? v : "binpack,spread";
+    const char *p = v ? v : "binpack,spread,fgd";
     while (*p) {
         size_t len = strcspn(p, ",");
-        if (len == 7 && strncmp(p, "binpack", 7) == 0 && n < 2) {
+        if (len == 7 && strncmp(p, "binpack", 7) == 0 && n < 3) {
             pl[n] = AIQ_PLACE_BINPACK;
             names[n++] = "binpack";
-        } else if (len == 6 && strncmp(p, "spread", 6) == 0 && n < 2) {
+        } else if (len == 6 && strncmp(p, "spread", 6) == 0 && n < 3) {
             pl[n] = AIQ_PLACE_SPREAD;
             names[n++] = "spread";
+        } else if (len == 3 && strncmp(p, "fgd", 3) == 0 && n < 3) {
+            pl[n] = AIQ_PLACE_FGD;
+            names[n++] = "fgd";
         } else {
-            fprintf(stderr, "aiq-sim: --placement: expected binpack and/or spread separated "
-                    "by ',', got '%s'\n", v);
+            fprintf(stderr, "aiq-sim: --placement: expected binpack, spread and/or fgd (at "
+                    "most three) separated by ',', got '%s'\n", v);
             return -1;
         }
         p += len + (p[len] == ',');
@@ -656,10 +671,10 @@ static void inflate_table(int nsteps, int npl, const char **plname,
 /* inflate: the FGD paper's protocol, per placement and seed. */
 static int cmd_inflate(const struct opts *o) {
     int rc = 1;
-    aiq_placement pl[2];
-    const char *plname[2];
-    double sum[2][SIM_INFLATE_MAX_POINTS] = {{0}};
-    int cnt[2][SIM_INFLATE_MAX_POINTS] = {{0}};
+    aiq_placement pl[3];
+    const char *plname[3];
+    double sum[3][SIM_INFLATE_MAX_POINTS] = {{0}};
+    int cnt[3][SIM_INFLATE_MAX_POINTS] = {{0}};
     FILE *pf = NULL, *cf = NULL;
     int npl = parse_placements(o->placement, pl, plname);
     if (npl < 0)

@@ -212,7 +212,7 @@ static void gen(world *w) {
     in->policy.nlevels = 1 + rnd(3);
     in->policy.level_names = lvnames;
     in->policy.backfill = chance(50) ? AIQ_BACKFILL_EASY : AIQ_BACKFILL_NONE;
-    in->policy.placement = chance(50) ? AIQ_PLACE_SPREAD : AIQ_PLACE_BINPACK;
+    in->policy.placement = (aiq_placement)rnd(3); /* binpack, spread or fgd */
     in->policy.starvation_after_s = chance(30) ? 3600 * (1 + rnd(4)) : 0;
     in->policy.promote_to = 0;
 }
