@@ -51,6 +51,7 @@ void aiq_policy_deinit(struct aiq_policy *p) {
     if (!p) return;
     aiq_meta_deinit(&p->meta);
     free(p->spec.formula);
+    free(p->spec.placement_score);
     for (int i = 0; i < p->spec.nlevels; i++) {
         free(p->spec.levels[i].name);
         free(p->spec.levels[i].when);
@@ -333,6 +334,8 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
 
     if ((rc = check_meta(err, &p->meta))) return rc;
     if ((rc = check_str(err, "spec.formula", s->formula, true, AIQ_MAX_FORMULA)))
+        return rc;
+    if ((rc = check_str(err, "spec.placementScore", s->placement_score, false, AIQ_MAX_FORMULA)))
         return rc;
     if (s->nlevels < 1 || !s->levels)
         return aiq_field_err(err, "spec.levels", "must have at least 1 level");

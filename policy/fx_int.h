@@ -106,6 +106,7 @@ typedef struct {
     int depth;
     int failed;
     aiq_err *err;
+    int place;        /* names are placement factors (fx_compile_placement) */
 } fx_parse_ctx;
 
 /* fx_tokenize.c: reads the token at ctx->pos into ctx->tok and advances.
@@ -136,12 +137,14 @@ struct fx_prog {
     int nterms;
     fx_term_code *terms;
     int max_stack;
+    int place;         /* factors are placement factors (for fx_dump) */
 };
 
 /* fx_compile.c: fx_compile with options. FX__NOFUSE compiles to plain
  * stack code: no constant folding, no superinstructions, no peephole; the
  * tests compare it with the optimised code bit for bit. */
 #define FX__NOFUSE 1u
+#define FX__PLACE 2u   /* placement factors (fx_compile_placement) */
 fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
                           aiq_err *err);
 

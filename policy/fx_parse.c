@@ -69,9 +69,14 @@ static int fx_func_index(const char *s, uint32_t n) {
     return -1;
 }
 
-static int fx_factor_index_n(const char *s, uint32_t n) {
-    for (int i = 0; i < FX_NFACTORS; i++) {
-        const char *name = fx_factor_name(i);
+/* The name of factor i of the context's table (job or placement). */
+static const char *fx_fname(const fx_parse_ctx *ctx, int i) {
+    return ctx->place ? fx_pfactor_name(i) : fx_factor_name(i);
+}
+
+static int fx_factor_index_n(const fx_parse_ctx *ctx, const char *s, uint32_t n) {
+    for (int i = 0; i < (ctx->place ? FX_NPFACTORS : FX_NFACTORS); i++) {
+        const char *name = fx_fname(ctx, i);
         if (strlen(name) == n && memcmp(name, s, n) == 0) return i;
     }
     return -1;
@@ -103,13 +108,14 @@ static int fx_distance(const char *a, uint32_t an, const char *b) {
 
 /* The closest known name at most a third of the name's length of edits
  * away (at least 1 edit), or NULL. */
-static const char *fx_suggest(const char *s, uint32_t n, int functions) {
+static const char *fx_suggest(const fx_parse_ctx *ctx, const char *s, uint32_t n,
+                              int functions) {
     const char *best = NULL;
     int bestd = (int)(n / 3) > 1 ? (int)(n / 3) : 1;
     bestd++;
-    int count = functions ? FX_NFUNCS : FX_NFACTORS;
+    int count = functions ? FX_NFUNCS : ctx->place ? FX_NPFACTORS : FX_NFACTORS;
     for (int i = 0; i < count; i++) {
-        const char *name = functions ? fx_funcs[i].name : fx_factor_name(i);
+        const char *name = functions ? fx_funcs[i].name : fx_fname(ctx, i);
         int d = fx_distance(s, n, name);
         if (d < bestd) { bestd = d; best = name; }
     }
@@ -168,10 +174,10 @@ static int fx_call(fx_parse_ctx *ctx, fx_tok name) {
     if (fi < 0) {
         char txt[64];
         fx__tok_text(ctx, &name, txt, sizeof txt);
-        if (fx_factor_index_n(s, name.len) >= 0)
+        if (fx_factor_index_n(ctx, s, name.len) >= 0)
             return fx__error(ctx, AIQ_EPARSE, name.start,
                              "%s is a factor, not a function", txt);
-        const char *sug = fx_suggest(s, name.len, 1);
+        const char *sug = fx_suggest(ctx, s, name.len, 1);
         if (sug)
             return fx__error(ctx, AIQ_EPARSE, name.start,
                              "unknown function %s; did you mean '%s'?", txt, sug);
@@ -234,7 +240,7 @@ static int fx_primary(fx_parse_ctx *ctx) {
         fx__next(ctx);
         if (ctx->tok.type == FX_T_LPAREN) return fx_call(ctx, t);
         const char *s = ctx->src + t.start;
-        int fi = fx_factor_index_n(s, t.len);
+        int fi = fx_factor_index_n(ctx, s, t.len);
         if (fi < 0) {
             char txt[64];
             fx__tok_text(ctx, &t, txt, sizeof txt);
@@ -242,7 +248,17 @@ static int fx_primary(fx_parse_ctx *ctx) {
                 return fx__error(ctx, AIQ_EPARSE, t.start,
                                  "%s is a function; call it as %.*s(...)", txt,
                                  (int)t.len, s);
-            const char *sug = fx_suggest(s, t.len, 0);
+            fx_parse_ctx other = *ctx;
+            other.place = !ctx->place;
+            if (fx_factor_index_n(&other, s, t.len) >= 0)
+                return fx__error(ctx, AIQ_EPARSE, t.start,
+                                 ctx->place ? "%s is a job factor; a placement score uses "
+                                              "placement factors (node.*, gpu.*, frag.*, "
+                                              "gang.*, util.*)"
+                                            : "%s is a placement factor; it is only known in "
+                                              "a placement score",
+                                 txt);
+            const char *sug = fx_suggest(ctx, s, t.len, 0);
             if (sug)
                 return fx__error(ctx, AIQ_EPARSE, t.start,
                                  "unknown factor %s; did you mean '%s'?", txt, sug);

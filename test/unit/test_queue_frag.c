@@ -61,11 +61,17 @@ TEST(frag_cpu_only_and_empty) {
 
 /* One cycle with a single pending share of `share` MiB on nodes a (half
  * used) and b (free); returns the node it lands on, or -1. */
+static const q_placer *g_placer; /* the next place_one's placer */
+static int g_errors;               /* its nplace_score_errors */
+
 static int place_one(aiq_placement pl, const struct q_task_class *w, int nw, int64_t share,
                      aiq_rc *rc_out, aiq_err *e) {
     static const char *const lv[] = {"l"};
     int64_t half[1] = {500};
     struct q_node nodes[2] = {node("a", 1, half), node("b", 1, NULL)};
+    nodes[0].util_known = nodes[1].util_known = true;
+    nodes[0].gpu_util[0] = 0.9; /* a is busy, b nearly idle */
+    nodes[1].gpu_util[0] = 0.1;
     struct q_job j;
     memset(&j, 0, sizeof j);
     j.key = "ns/j";
@@ -88,12 +94,14 @@ static int place_one(aiq_placement pl, const struct q_task_class *w, int nw, int
     in.gen = 1;
     in.workload = w;
     in.nworkload = nw;
+    in.placer = g_placer;
     q_state *st = q_state_create(NULL);
     q_output out;
     int node_ix = -1;
     *rc_out = q_cycle_run(st, &in, NULL, &out, e);
     if (*rc_out == AIQ_OK && out.res[0].decision == Q_DEC_ADMIT)
         node_ix = out.places[out.res[0].place_off].node;
+    g_errors = *rc_out == AIQ_OK ? out.nplace_score_errors : -1;
     q_state_free(st);
     return node_ix;
 }
@@ -133,4 +141,47 @@ TEST(fgd_workload_errors_name_the_field) {
     /* binpack never reads the workload */
     aiq_err_clear(&e);
     CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, Q_MAX_CLASSES + 1, 200, &rc, &e), 0);
+}
+
+/* Placers over the placement factors, as a compiled placementScore would
+ * be (policy/ is not linked into the queue's tests on purpose). */
+static int by_least_free_after(void *ctx, const double *pf, double *s) {
+    (void)ctx;
+    *s = -pf[Q_PF_GPU_MEM_FREE_AFTER];
+    return 0;
+}
+static int by_idle(void *ctx, const double *pf, double *s) {
+    (void)ctx;
+    *s = pf[Q_PF_UTIL_KNOWN] ? -pf[Q_PF_GPU_UTIL] : 0;
+    return 0;
+}
+static int by_frag(void *ctx, const double *pf, double *s) {
+    (void)ctx;
+    *s = -pf[Q_PF_FRAG_DELTA];
+    return 0;
+}
+static int failing(void *ctx, const double *pf, double *s) {
+    (void)ctx;
+    (void)pf;
+    *s = 0;
+    return -1;
+}
+
+TEST(placer_ranks_the_candidates) {
+    aiq_err e;
+    aiq_rc rc;
+    aiq_err_clear(&e);
+    struct q_task_class w = {0, 500, 0, 0, 1};
+    q_placer p = {NULL, by_least_free_after};
+    g_placer = &p; /* a: 300 MiB left, b: 800 */
+    CHECK_INT(place_one(AIQ_PLACE_SPREAD, &w, 1, 200, &rc, &e), 0);
+    CHECK_INT(g_errors, 0);
+    p.score = by_idle; /* a busy 0.9, b 0.1 */
+    CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, 1, 200, &rc, &e), 1);
+    p.score = by_frag; /* as fgd: b */
+    CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, 1, 200, &rc, &e), 1);
+    p.score = failing; /* every candidate fails: still placed, counted */
+    CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, 1, 200, &rc, &e), 0);
+    CHECK_INT(g_errors, 2);
+    g_placer = NULL;
 }
