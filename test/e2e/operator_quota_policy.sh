@@ -144,7 +144,8 @@ sed 's/^  name: spread$/  name: place/; s/^  backfill: Easy$/  backfill: Easy\n 
     "$ROOT/examples/policies/spread.yaml" | kubectl apply -f - >/dev/null
 wait_for 10 "a policy with a placement score is accepted and compiled" sh -c '
   [ "$(kubectl get queuepolicy place -o jsonpath={.status.compiled}/{.status.active})" = true/true ] &&
-  kubectl get queuepolicy place -o jsonpath={.spec.placementScore} | grep -q gang.same_node'
+  kubectl get queuepolicy place -o jsonpath={.spec.placementScore} | grep -q gang.same_node &&
+  kubectl get queuepolicy place -o wide | grep -q "gang.same_node"'
 job default apart 0 2 1 10m | kubectl apply -f - >/dev/null
 wait_for 20 "the spread score places the gang's replicas on different nodes" sh -c '
   [ "$(kubectl get aijob apart -o jsonpath={.status.phase})" = Running ] &&
