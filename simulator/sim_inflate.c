@@ -156,6 +156,7 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
     qi.policy.nlevels = 1;
     qi.policy.level_names = level_names;
     qi.policy.placement = in->cfg->placement;
+    qi.placer = in->cfg->placer;
     qi.workload = in->wl;
     qi.nworkload = in->nwl;
     qi.gen = 1;
@@ -251,7 +252,8 @@ aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_resu
     in.cfg = cfg;
     in.res = res;
     snprintf(in.pre, sizeof in.pre, "%s,%llu,",
-             cfg->placement == AIQ_PLACE_SPREAD ? "spread"
+             cfg->label                         ? cfg->label
+             : cfg->placement == AIQ_PLACE_SPREAD ? "spread"
              : cfg->placement == AIQ_PLACE_FGD  ? "fgd"
                                                 : "binpack",
              cfg->sample ? (unsigned long long)cfg->seed : 0ULL);

@@ -32,7 +32,8 @@ static void usage(FILE *out) {
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n"
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
-          "              [--placement binpack,spread,fgd] [--sample --seed N [--runs K]]\n"
+          "              [--placement binpack,spread,fgd] [--policy P.yaml ...]\n"
+          "              [--sample --seed N [--runs K]]\n"
           "              [--placements-csv OUT] [--csv OUT]\n"
           "  run, compare and inflate take --progress (also on when stderr is a terminal)\n",
           out);
@@ -671,21 +672,43 @@ static void inflate_table(int nsteps, int npl, const char **plname,
 /* inflate: the FGD paper's protocol, per placement and seed. */
 static int cmd_inflate(const struct opts *o) {
     int rc = 1;
-    aiq_placement pl[3];
-    const char *plname[3];
-    double sum[3][SIM_INFLATE_MAX_POINTS] = {{0}};
-    int cnt[3][SIM_INFLATE_MAX_POINTS] = {{0}};
+    /* columns: the placements named, then one per --policy (its placement
+     * keyword, or its placementScore when it has one) */
+    aiq_placement pl[3 + MAX_POLICIES];
+    const char *plname[3 + MAX_POLICIES];
+    const q_placer *placer[3 + MAX_POLICIES] = {NULL};
+    oppolicy *pol[MAX_POLICIES] = {NULL};
+    char polname[MAX_POLICIES][AIQ_MAX_NAME + 1];
+    static double sum[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+    static int cnt[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+    memset(sum, 0, sizeof sum);
+    memset(cnt, 0, sizeof cnt);
     FILE *pf = NULL, *cf = NULL;
-    int npl = parse_placements(o->placement, pl, plname);
+    int npl = o->placement || o->npolicy == 0 ? parse_placements(o->placement, pl, plname) : 0;
     if (npl < 0)
         return 2;
     if ((o->runs > 0 || o->seed_set) && !o->sample) {
         fprintf(stderr, "aiq-sim: --seed and --runs choose the sample: add --sample\n");
         return 2;
     }
+    for (int k = 0; k < o->npolicy; k++) {
+        if (!(pol[k] = load_policy(o->policy[k], polname[k], sizeof polname[k]))) {
+            for (int x = 0; x < k; x++)
+                oppolicy_free(pol[x]);
+            return 1;
+        }
+        struct q_policy qp;
+        oppolicy_qpolicy(pol[k], &qp);
+        pl[npl] = qp.placement;
+        placer[npl] = oppolicy_placer(pol[k]);
+        plname[npl++] = polname[k];
+    }
     struct sim_trace *tr = load_trace(o);
-    if (!tr)
+    if (!tr) {
+        for (int k = 0; k < o->npolicy; k++)
+            oppolicy_free(pol[k]);
         return 1;
+    }
     int runs = o->sample ? (o->runs > 0 ? o->runs : 1) : 1;
     unsigned long long seed0 = o->seed_set ? (unsigned long long)o->seed : 1;
     if (o->placements_csv && !(pf = util_open(o->placements_csv)))
@@ -713,6 +736,8 @@ static int cmd_inflate(const struct opts *o) {
             cfg.nodes = tr->nodes;
             cfg.nnodes = tr->nnodes;
             cfg.placement = pl[p];
+            cfg.placer = placer[p];
+            cfg.label = plname[p];
             cfg.sample = o->sample;
             cfg.seed = seed0 + (unsigned)s;
             cfg.placements = pf;
@@ -744,6 +769,8 @@ out:;
     if (util_close(a, o->placements_csv) != 0 || util_close(b, o->csv) != 0)
         rc = 1;
     sim_trace_free(tr);
+    for (int k = 0; k < o->npolicy; k++)
+        oppolicy_free(pol[k]);
     return rc;
 }
 

@@ -99,6 +99,13 @@ check "gen --fgd-mix share: shares and CPU-only tasks only; inflate reads it on 
     >"$1/fs.out" 2>/dev/null && grep -q "^arrived  *fgd$" "$1/fs.out" &&
   { "$0" gen --seed 3 --jobs 3 --fgd-mix most --out "$1/x.csv" 2>"$1/e2"; [ $? = 2 ]; } &&
   grep -q "fgd-mix: expected whole, multi or share" "$1/e2"' "$SIM" "$T"
+check "inflate --policy: the fgd preset's placement score places exactly as placement: fgd" sh -c '
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96 --sample --seed 2 --placement fgd \
+    --placements-csv "$1/f1.csv" >/dev/null 2>&1 &&
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96 --sample --seed 2 \
+    --policy "$2/fgd.yaml" --placements-csv "$1/f2.csv" >"$1/f2.out" 2>&1 &&
+  grep -q "^arrived  *fgd$" "$1/f2.out" && [ "$(wc -l <"$1/f1.csv")" -gt 50 ] &&
+  cmp -s "$1/f1.csv" "$1/f2.csv"' "$SIM" "$T" "$P"
 check "inflate on the Alibaba sample: the CPU-only pod is placed on the CPU node, share 0" sh -c '
   "$0" inflate --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
     --placement binpack --placements-csv - 2>/dev/null |
