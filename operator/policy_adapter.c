@@ -49,6 +49,8 @@ static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
                             aiq_err *err) {
     aiq_err e;
     aiq_err_clear(&e);
+    /* The field says which factor table: spec.placementScore names the
+     * placement factors, every other field the job factors. */
     fx_prog *prog = strcmp(field, "spec.placementScore") == 0 ? fx_compile_placement(src, &e)
                                                                : fx_compile(src, mode, &e);
     if (!prog && err) {
