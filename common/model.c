@@ -51,6 +51,7 @@ void aiq_policy_deinit(struct aiq_policy *p) {
     if (!p) return;
     aiq_meta_deinit(&p->meta);
     free(p->spec.formula);
+    free(p->spec.placement_score);
     for (int i = 0; i < p->spec.nlevels; i++) {
         free(p->spec.levels[i].name);
         free(p->spec.levels[i].when);
@@ -334,6 +335,8 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
     if ((rc = check_meta(err, &p->meta))) return rc;
     if ((rc = check_str(err, "spec.formula", s->formula, true, AIQ_MAX_FORMULA)))
         return rc;
+    if ((rc = check_str(err, "spec.placementScore", s->placement_score, false, AIQ_MAX_FORMULA)))
+        return rc;
     if (s->nlevels < 1 || !s->levels)
         return aiq_field_err(err, "spec.levels", "must have at least 1 level");
     if (s->nlevels > AIQ_MAX_LEVELS)
@@ -367,9 +370,10 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
     if (s->backfill != AIQ_BACKFILL_NONE && s->backfill != AIQ_BACKFILL_EASY)
         return aiq_field_err(err, "spec.backfill", "must be None or Easy, got %d",
                              (int)s->backfill);
-    if (s->placement != AIQ_PLACE_BINPACK && s->placement != AIQ_PLACE_SPREAD)
+    if (s->placement != AIQ_PLACE_BINPACK && s->placement != AIQ_PLACE_SPREAD &&
+        s->placement != AIQ_PLACE_FGD)
         return aiq_field_err(err, "spec.placement",
-                             "must be binpack or spread, got %d", (int)s->placement);
+                             "must be binpack, spread or fgd, got %d", (int)s->placement);
     if (!isfinite(s->starvation_after_s) || s->starvation_after_s < 0)
         return aiq_field_err(err, "spec.starvation.after", "must be >= 0, got %s",
                              aiq_duration_format(s->starvation_after_s, d, sizeof d));

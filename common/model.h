@@ -128,7 +128,7 @@ struct aiq_aijob {
 
 /* ---- QueuePolicy ------------------------------------------------------- */
 
-typedef enum { AIQ_PLACE_BINPACK = 0, AIQ_PLACE_SPREAD } aiq_placement;
+typedef enum { AIQ_PLACE_BINPACK = 0, AIQ_PLACE_SPREAD, AIQ_PLACE_FGD } aiq_placement;
 typedef enum { AIQ_BACKFILL_NONE = 0, AIQ_BACKFILL_EASY } aiq_backfill;
 
 struct aiq_level {
@@ -142,6 +142,9 @@ struct aiq_policy_spec {
     int nlevels;
     aiq_backfill backfill;
     aiq_placement placement;
+    /* spec.placementScore: a placement score over the placement factors
+     * (policy/fx_place_factors.def), highest wins; NULL = `placement`. */
+    char *placement_score;
     double starvation_after_s; /* 0 = no starvation rule */
     char *starvation_promote_to; /* level name; NULL = the first level */
     double fairshare_half_life_s; /* usage decay half-life, default 7 days */

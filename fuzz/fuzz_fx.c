@@ -1,5 +1,6 @@
 /* fuzz_fx.c -- libFuzzer target for the expression language: compile
- * arbitrary bytes as a formula and as a predicate; on success evaluate
+ * arbitrary bytes as a formula, as a predicate and as a placement score
+ * (placement factors); on success evaluate
  * with ordinary, zero, negative, huge and non-finite factor values,
  * explain and dump; on failure format the error with its caret.
  * Aborts when a result is NaN or infinite, a predicate is not 0/1, an
@@ -42,10 +43,10 @@ static void literals(const char *src) {
     check(fx_literals(buf, NULL, 0, NULL) == n || strlen(buf) > AIQ_MAX_FORMULA);
 }
 
-static void exercise(const char *src, fx_mode mode) {
+static void exercise(const char *src, fx_mode mode, int place) {
     aiq_err err;
     aiq_err_clear(&err);
-    fx_prog *p = fx_compile(src, mode, &err);
+    fx_prog *p = place ? fx_compile_placement(src, &err) : fx_compile(src, mode, &err);
     char buf[2048];
     if (!p) {
         check(err.code != AIQ_OK && err.message[0] != '\0');
@@ -95,8 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!src) return 0;
     memcpy(src, data, size);
     src[size] = '\0'; /* an embedded NUL just ends the formula early */
-    exercise(src, FX_EXPR);
-    exercise(src, FX_PREDICATE);
+    exercise(src, FX_EXPR, 0);
+    exercise(src, FX_PREDICATE, 0);
+    exercise(src, FX_EXPR, 1); /* f[] is longer than FX_NPFACTORS: fine */
     free(src);
     return 0;
 }

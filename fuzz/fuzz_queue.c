@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     in.policy.nlevels = (int)(take(&s, 1) % 4);
     in.policy.level_names = lv;
     in.policy.backfill = (take(&s, 1) & 1) ? AIQ_BACKFILL_EASY : AIQ_BACKFILL_NONE;
-    in.policy.placement = (take(&s, 1) & 1) ? AIQ_PLACE_SPREAD : AIQ_PLACE_BINPACK;
+    in.policy.placement = (aiq_placement)(take(&s, 1) % 3); /* binpack, spread, fgd */
     in.policy.starvation_after_s = (double)num(&s, 10000);
     in.policy.promote_to = (int)(num(&s, 3) - 1);
     in.policy.rescore_interval_s = (double)num(&s, 600);

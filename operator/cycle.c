@@ -694,6 +694,7 @@ void cycle_run(struct server *s, double now) {
     in.jobs = c.jobs;
     in.njobs = c.njobs;
     oppolicy_qpolicy(pol, &in.policy);
+    in.placer = oppolicy_placer(pol);
     in.gen = s->policy_gen;
     /* The operator carries out preemptions and resizes (actions.c) and
      * passes jobs being stopped back as terminating / stopping. */

@@ -521,7 +521,7 @@ out_deinit:
 /* ---- QueuePolicy ------------------------------------------------------ */
 
 static const char *const policy_fields[] = {"formula", "levels", "backfill",
-                                            "placement", "starvation", "fairShare",
+                                            "placement", "placementScore", "starvation", "fairShare",
                                             "active", "preemption", "elastic", NULL};
 static const char *const preemption_fields[] = {"lowerLevels", "withinLevel", "reclaimBorrowed",
                                                 "minRuntime", "maxJobMinRuntime",
@@ -556,7 +556,7 @@ static aiq_rc opt_enum(json_object *obj, const char *key, const char *const *nam
 static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
                                  aiq_err *err) {
     static const char *const backfills[] = {"None", "Easy", NULL};
-    static const char *const placements[] = {"binpack", "spread", NULL};
+    static const char *const placements[] = {"binpack", "spread", "fgd", NULL};
     char path[PATH_CAP], lp[PATH_CAP];
     json_object *o, *list;
     int n = 0, e = 0;
@@ -590,6 +590,12 @@ static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
     e = (int)s->placement;
     if ((rc = opt_enum(spec, "placement", placements, &e, err))) return rc;
     s->placement = (aiq_placement)e;
+    if ((rc = opt_str(spec, "spec", "placementScore", AIQ_MAX_FORMULA, &s->placement_score, err)))
+        return rc;
+    if (s->placement_score && !*s->placement_score) {
+        free(s->placement_score); /* "" is the same as none */
+        s->placement_score = NULL;
+    }
     if ((rc = opt_object(spec, "spec", "starvation", starvation_fields, &o, path, err)))
         return rc;
     if (o) {

@@ -155,6 +155,7 @@ int node_facts_read(json_object *node, struct node_facts *f) {
         return -1;
     q->name = json_object_get_string(n);
     q->domain = nf__str(node, "labels", NODEFACTS_LABEL_DOMAIN);
+    q->topology = nf__str(node, "labels", NODEFACTS_LABEL_TOPOLOGY);
     q->gpu_model = nf__str(node, "labels", NODEFACTS_LABEL_GPU_PRODUCT);
     const char *strat = nf__str(node, "labels", NODEFACTS_LABEL_MIG_STRATEGY);
     f->mig_single = strat && strcmp(strat, "single") == 0;

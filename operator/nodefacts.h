@@ -21,6 +21,7 @@
  *               nvidia.com/gpu.memory (MiB, the same for every GPU, as
  *               GPU feature discovery publishes it)
  *   model       label nvidia.com/gpu.product; pool: label aiq.dev/domain
+ *   topology    label aiq.dev/topology (placement factor gang.same_topology)
  *   cpu, memory status.allocatable (else capacity)
  *   schedulable !spec.unschedulable, and not NotReady (node_ready)
  * A node whose facts are missing or inconsistent is excluded with a
@@ -40,6 +41,7 @@
 #define NODEFACTS_LABEL_REPLICAS "nvidia.com/gpu.replicas"
 #define NODEFACTS_LABEL_MIG_STRATEGY "nvidia.com/mig.strategy"
 #define NODEFACTS_LABEL_DOMAIN "aiq.dev/domain"
+#define NODEFACTS_LABEL_TOPOLOGY "aiq.dev/topology" /* NVLink block, NUMA or rack */
 #define NODEFACTS_RES_GPU "nvidia.com/gpu"
 #define NODEFACTS_RES_MIG_PREFIX "nvidia.com/mig-"
 

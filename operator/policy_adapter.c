@@ -15,6 +15,8 @@ struct oppolicy {
     int nlevels;
     aiq_backfill backfill;
     aiq_placement placement;
+    fx_prog *place_score;               /* spec.placementScore, or NULL */
+    q_placer placer;
     double starvation_after_s;
     int promote_to;
     double half_life_s;
@@ -34,6 +36,7 @@ void oppolicy_free(oppolicy *p) {
     if (!p)
         return;
     fx_free(p->formula);
+    fx_free(p->place_score);
     for (int i = 0; i < AIQ_MAX_LEVELS; i++) {
         fx_free(p->when[i]);
         free(p->level_names[i]);
@@ -46,7 +49,10 @@ static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
                             aiq_err *err) {
     aiq_err e;
     aiq_err_clear(&e);
-    fx_prog *prog = fx_compile(src, mode, &e);
+    /* The field says which factor table: spec.placementScore names the
+     * placement factors, every other field the job factors. */
+    fx_prog *prog = strcmp(field, "spec.placementScore") == 0 ? fx_compile_placement(src, &e)
+                                                               : fx_compile(src, mode, &e);
     if (!prog && err) {
         aiq_err saved = e;
         aiq_err_clear(err);
@@ -57,6 +63,13 @@ static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
         err->col = saved.col;
     }
     return prog;
+}
+
+/* q_placer over a compiled placement score (never fails: fx_eval's
+ * result is finite). */
+static int pa__place_score(void *ctx, const double *pf, double *score) {
+    *score = fx_eval(ctx, pf);
+    return 0;
 }
 
 /* Compiles a QueuePolicy; see policy_adapter.h. */
@@ -101,6 +114,13 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
     }
     op->backfill = p->spec.backfill;
     op->placement = p->spec.placement;
+    if (p->spec.placement_score) {
+        op->place_score = pa__compile(p->spec.placement_score, FX_EXPR, "spec.placementScore", err);
+        if (!op->place_score)
+            goto fail;
+        op->placer.ctx = op->place_score;
+        op->placer.score = pa__place_score;
+    }
     op->starvation_after_s = p->spec.starvation_after_s;
     op->half_life_s = p->spec.fairshare_half_life_s > 0
                           ? p->spec.fairshare_half_life_s : 7 * 86400.0;
@@ -219,4 +239,9 @@ double oppolicy_half_life(const oppolicy *p) {
 
 const char *oppolicy_name(const oppolicy *p) {
     return p->name;
+}
+
+/* The placement score as the queue's placer, or NULL; see policy_adapter.h. */
+const q_placer *oppolicy_placer(const oppolicy *p) {
+    return p && p->place_score ? &p->placer : NULL;
 }

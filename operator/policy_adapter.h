@@ -40,6 +40,10 @@ void oppolicy_scorer(oppolicy *p, q_scorer *sc);
  * (names borrowed from p). */
 void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp);
 
+/* p's spec.placementScore as the queue's placer (q_input.placer), or NULL
+ * when the policy has none (p must outlive its use). */
+const q_placer *oppolicy_placer(const oppolicy *p);
+
 /* Explains the score for factors f as up to max terms (label and value).
  * Returns how many were written. */
 int oppolicy_explain(const oppolicy *p, const double *f,

@@ -27,6 +27,15 @@ enum {
     FX_NFACTORS
 };
 
+/* Placement factor indexes: FX_PF_NODE_GPUS, ..., and FX_NPFACTORS
+ * (policy/fx_place_factors.def; queue.h has the same as Q_PF_). */
+enum {
+#define FX_PFACTOR(id, name, unit, doc) FX_PF_##id,
+#include "policy/fx_place_factors.def"
+#undef FX_PFACTOR
+    FX_NPFACTORS
+};
+
 /* Limits on hostile input. A formula longer than AIQ_MAX_FORMULA bytes
  * (common/model.h) is rejected before it is tokenized. */
 #define FX_MAX_DEPTH 64      /* nesting of parentheses / operators */
@@ -91,6 +100,12 @@ int fx_literals(const char *src, fx_literal *out, int max, aiq_err *err);
  * are not ascending ranges inside src. */
 int fx_subst_literals(const char *src, const fx_literal *lits, const double *values, int n,
                       char *buf, size_t cap);
+/* Compiles a placement score (QueuePolicy.spec.placementScore): the same
+ * language and errors as fx_compile in FX_EXPR mode, but the names are the
+ * placement factors (fx_place_factors.def: node.free_gpus, frag.delta,
+ * ...) instead of the job factors. Evaluate it with fx_eval on a
+ * `double f[FX_NPFACTORS]`. */
+fx_prog *fx_compile_placement(const char *src, aiq_err *err);
 
 /* Frees p. fx_free(NULL) does nothing. */
 void fx_free(fx_prog *p);
@@ -158,5 +173,11 @@ int fx_factor_index(const char *name);
 const char *fx_factor_name(int i);
 const char *fx_factor_unit(int i);
 const char *fx_factor_doc(int i);
+
+/* The same for the placement factors (FX_PF_ indexes). */
+int fx_pfactor_index(const char *name);
+const char *fx_pfactor_name(int i);
+const char *fx_pfactor_unit(int i);
+const char *fx_pfactor_doc(int i);
 
 #endif

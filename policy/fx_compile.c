@@ -451,6 +451,11 @@ fx_prog *fx_compile(const char *src, fx_mode mode, aiq_err *err) {
     return fx__compile_opts(src, mode, 0, err);
 }
 
+/* Compiles a placement score; see fx.h. */
+fx_prog *fx_compile_placement(const char *src, aiq_err *err) {
+    return fx__compile_opts(src, FX_EXPR, FX__PLACE, err);
+}
+
 /* fx_compile with options (FX__NOFUSE); see fx_int.h. Same ownership and
  * errors as fx_compile. */
 fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
@@ -485,6 +490,7 @@ fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
     ctx.names = names;
     ctx.nnames = nnames;
     ctx.noun = noun;
+    ctx.place = (opts & FX__PLACE) != 0;
     if (!src) {
         aiq_err_set(err, AIQ_EINVAL, "formula is missing");
         goto out;
@@ -568,6 +574,7 @@ fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
     p = calloc(1, sizeof *p);
     if (!p) goto nomem;
     p->mode = mode;
+    p->place = ctx.place;
     p->terms = calloc((size_t)nrefs, sizeof *p->terms);
     if (!p->terms) goto nomem;
     p->nterms = nrefs;

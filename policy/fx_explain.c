@@ -59,7 +59,7 @@ static void fx_dump_range(const fx_prog *p, uint32_t from, uint32_t to,
         unsigned fl = fx__op_flags[in->op];
         fx_out(buf, cap, o, "%04u %-6s", pc, fx__op_names[in->op]);
         if ((fl & FX_OPF_F) || (in->m & FX_M_INF))
-            fx_out(buf, cap, o, " %s", fx_factor_name(in->a));
+            fx_out(buf, cap, o, " %s", p->place ? fx_pfactor_name(in->a) : fx_factor_name(in->a));
         if (fl & FX_OPF_K) fx_num(buf, cap, o, in->k);
         if (fl & FX_OPF_K2) fx_num(buf, cap, o, in->k2);
         if (fl & FX_OPF_K3) fx_num(buf, cap, o, in->k3);

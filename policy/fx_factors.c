@@ -1,5 +1,6 @@
 /* fx_factors.c -- names, units and docs of the expression language's
- * factors, from the X-macro list in fx_factors.def. */
+ * factors, from the X-macro lists in fx_factors.def (job factors) and
+ * fx_place_factors.def (placement factors). */
 #include <string.h>
 
 #include "policy/fx.h"
@@ -33,4 +34,35 @@ const char *fx_factor_unit(int i) {
 /* Static one-line description of factor i, NULL when out of range. */
 const char *fx_factor_doc(int i) {
     return i >= 0 && i < FX_NFACTORS ? fx_factor_tab[i].doc : NULL;
+}
+
+static const struct {
+    const char *name, *unit, *doc;
+} fx_pfactor_tab[FX_NPFACTORS] = {
+#define FX_PFACTOR(id, name, unit, doc) [FX_PF_##id] = {name, unit, doc},
+#include "policy/fx_place_factors.def"
+#undef FX_PFACTOR
+};
+
+/* Returns the FX_PF_ index of name, or -1 (also for NULL). */
+int fx_pfactor_index(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < FX_NPFACTORS; i++)
+        if (strcmp(fx_pfactor_tab[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Static name of placement factor i, NULL when out of range. */
+const char *fx_pfactor_name(int i) {
+    return i >= 0 && i < FX_NPFACTORS ? fx_pfactor_tab[i].name : NULL;
+}
+
+/* Static unit of placement factor i, NULL when out of range. */
+const char *fx_pfactor_unit(int i) {
+    return i >= 0 && i < FX_NPFACTORS ? fx_pfactor_tab[i].unit : NULL;
+}
+
+/* Static description of placement factor i, NULL when out of range. */
+const char *fx_pfactor_doc(int i) {
+    return i >= 0 && i < FX_NPFACTORS ? fx_pfactor_tab[i].doc : NULL;
 }

@@ -107,11 +107,13 @@ typedef struct {
     int failed;
     aiq_err *err;
     /* The names a bare identifier may be (fx_compile_names): NULL = the
-     * job factors of fx_factors.def; noun says what they are in
+     * job factors of fx_factors.def, or the placement factors when place
+     * is set; noun says what they are in
      * messages ("factor", "metric"). */
     const char *const *names;
     int nnames;
     const char *noun;
+    int place;        /* names are placement factors (fx_compile_placement) */
 } fx_parse_ctx;
 
 /* fx_tokenize.c: reads the token at ctx->pos into ctx->tok and advances.
@@ -142,12 +144,14 @@ struct fx_prog {
     int nterms;
     fx_term_code *terms;
     int max_stack;
+    int place;         /* factors are placement factors (for fx_dump) */
 };
 
 /* fx_compile.c: fx_compile with options. FX__NOFUSE compiles to plain
  * stack code: no constant folding, no superinstructions, no peephole; the
  * tests compare it with the optimised code bit for bit. */
 #define FX__NOFUSE 1u
+#define FX__PLACE 2u   /* placement factors (fx_compile_placement) */
 fx_prog *fx__compile_opts(const char *src, fx_mode mode, unsigned opts,
                           aiq_err *err);
 /* The same against another name table (fx_compile_names; names NULL =

@@ -69,13 +69,19 @@ static int fx_func_index(const char *s, uint32_t n) {
     return -1;
 }
 
-/* The name of entry i of the context's name table. */
+/* The name of entry i of the context's name table: the table given to
+ * fx_compile_names, else the placement or the job factors. */
 static const char *fx_name_at(const fx_parse_ctx *ctx, int i) {
-    return ctx->names ? ctx->names[i] : fx_factor_name(i);
+    return ctx->names ? ctx->names[i] : ctx->place ? fx_pfactor_name(i) : fx_factor_name(i);
+}
+
+/* How many names the context's table has. */
+static int fx_name_count(const fx_parse_ctx *ctx) {
+    return ctx->names ? ctx->nnames : ctx->place ? FX_NPFACTORS : FX_NFACTORS;
 }
 
 static int fx_factor_index_n(const fx_parse_ctx *ctx, const char *s, uint32_t n) {
-    int count = ctx->names ? ctx->nnames : FX_NFACTORS;
+    int count = fx_name_count(ctx);
     for (int i = 0; i < count; i++) {
         const char *name = fx_name_at(ctx, i);
         if (strlen(name) == n && memcmp(name, s, n) == 0) return i;
@@ -114,7 +120,7 @@ static const char *fx_suggest(const fx_parse_ctx *ctx, const char *s, uint32_t n
     const char *best = NULL;
     int bestd = (int)(n / 3) > 1 ? (int)(n / 3) : 1;
     bestd++;
-    int count = functions ? FX_NFUNCS : ctx->names ? ctx->nnames : FX_NFACTORS;
+    int count = functions ? FX_NFUNCS : fx_name_count(ctx);
     for (int i = 0; i < count; i++) {
         const char *name = functions ? fx_funcs[i].name : fx_name_at(ctx, i);
         int d = fx_distance(s, n, name);
@@ -249,6 +255,16 @@ static int fx_primary(fx_parse_ctx *ctx) {
                 return fx__error(ctx, AIQ_EPARSE, t.start,
                                  "%s is a function; call it as %.*s(...)", txt,
                                  (int)t.len, s);
+            fx_parse_ctx other = *ctx;
+            other.place = !ctx->place;
+            if (!ctx->names && fx_factor_index_n(&other, s, t.len) >= 0)
+                return fx__error(ctx, AIQ_EPARSE, t.start,
+                                 ctx->place ? "%s is a job factor; a placement score uses "
+                                              "placement factors (node.*, gpu.*, frag.*, "
+                                              "gang.*, util.*)"
+                                            : "%s is a placement factor; it is only known in "
+                                              "a placement score",
+                                 txt);
             const char *sug = fx_suggest(ctx, s, t.len, 0);
             if (sug)
                 return fx__error(ctx, AIQ_EPARSE, t.start,

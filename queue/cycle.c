@@ -479,7 +479,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
         rc = err && err->code ? err->code : AIQ_EINVAL;
         goto out_invalidate;
     }
-    if (q__nodeset_build(st, in, err)) {
+    if (q__nodeset_build(st, in, err) || q__place_setup(st, in, err)) {
         rc = err && err->code ? err->code : AIQ_EINVAL;
         goto out_invalidate;
     }
@@ -550,6 +550,7 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     out->actions = st->acts;
     out->nactions = st->nacts;
     out->nsearched = st->nsearch;
+    out->nplace_score_errors = st->nplace_err;
     st->out_valid = true;
     return AIQ_OK;
 out_oom:

@@ -5,6 +5,7 @@
  * shapes and the "can this job ever run" check. */
 #include "queue/q_int.h"
 
+#include <math.h>
 #include <string.h>
 
 static int count_free(const q__node *n) {
@@ -36,6 +37,7 @@ static void link_node(q__nodeset *ns, int i) {
 static void rebucket(q__nodeset *ns, int i) {
     q__node *n = &ns->n[i];
     int nf = count_free(n);
+    n->frag_ok = false; /* it changed: FGD recomputes it when asked */
     if (!n->sched) {
         n->nfree = nf;
         return;
@@ -325,8 +327,200 @@ static int scan(q__nodeset *ns, int d, const q__req *r, bool avoid, int from,
     }
 }
 
+/* ---- scored placement: FGD or a placement score ---------------------- */
+
+/* One candidate: a node and the GPUs one replica takes there. */
+typedef struct {
+    int node;
+    uint64_t mask;
+    double cost;        /* lower is better: FGD's delta, or -score */
+    int64_t tie;        /* free GPU memory of the chosen GPUs (binpack) */
+} q__cand1;
+
+/* n's FGD measure, recomputed only when n changed since it was cached. */
+static double node_frag(const q_state *st, q__node *n) {
+    if (!n->frag_ok) {
+        n->frag = q__frag(st, n->tot, n->used, n->ngpus, n->cpu_free, n->mem_free);
+        n->frag_ok = true;
+    }
+    return n->frag;
+}
+
+/* Whole GPUs of one replica of r on n as binpack takes them (the smallest
+ * free ones big enough), or 0 when n has too few. */
+static uint64_t whole_mask(const q__node *n, const q__req *r, uint64_t ex) {
+    uint64_t m = 0;
+    for (int k = 0; k < r->gpus; k++) {
+        int best = -1;
+        for (int g = 0; g < n->ngpus; g++) {
+            if (((ex | m) >> g) & 1u) continue;
+            if (n->used[g] != 0 || n->tot[g] < r->gmem) continue;
+            if (best < 0 || n->tot[g] < n->tot[best]) best = g;
+        }
+        if (best < 0) return 0;
+        m |= 1ull << best;
+    }
+    return m;
+}
+
+/* used[] of n once one replica of r takes the GPUs in mask. */
+static void used_after(const q__node *n, const q__req *r, uint64_t mask, int64_t *used) {
+    for (int g = 0; g < n->ngpus; g++) {
+        used[g] = n->used[g];
+        if ((mask >> g) & 1u) used[g] = r->gpus > 0 ? n->tot[g] : used[g] + r->gmem;
+    }
+}
+
+static double sum_free(const int64_t *tot, const int64_t *used, int ngpus, uint64_t only) {
+    double s = 0;
+    for (int g = 0; g < ngpus; g++)
+        if ((only >> g) & 1u) s += (double)(tot[g] - used[g]);
+    return s / 1024.0;
+}
+
+/* Is some replica of the gang being placed (st->places[off..]) on node i,
+ * or (topo) on a node with node i's topology label? */
+static double gang_near(const q_state *st, int i, int off, bool topo) {
+    const char *t = st->innodes ? st->innodes[i].topology : NULL;
+    if (topo && (!t || !*t)) return 0;
+    for (int k = off; k < st->nplaces; k++) {
+        int j = st->places[k].node;
+        if (!topo && j == i) return 1;
+        const char *u = topo ? st->innodes[j].topology : NULL;
+        if (topo && u && strcmp(t, u) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The placement factors of one candidate (see fx_place_factors.def). */
+static void place_factors(const q_state *st, const q__node *n, int i, const q__req *r,
+                          uint64_t mask, const int64_t *after, double dfrag, double frag,
+                          int off, double *pf) {
+    uint64_t all = n->ngpus >= 64 ? ~0ull : (1ull << n->ngpus) - 1;
+    int freeafter = 0;
+    int64_t mintot = 0;
+    double tot = 0, util = 0, nutil = 0;
+    const struct q_node *src = st->innodes ? &st->innodes[i] : NULL;
+    bool uk = src && src->util_known;
+    for (int g = 0; g < n->ngpus; g++) {
+        freeafter += after[g] == 0;
+        tot += (double)n->tot[g];
+        if (uk) nutil += src->gpu_util[g];
+        if (!((mask >> g) & 1u)) continue;
+        if (mintot == 0 || n->tot[g] < mintot) mintot = n->tot[g];
+        if (uk) util += src->gpu_util[g];
+    }
+    int nm = __builtin_popcountll(mask);
+    pf[Q_PF_NODE_GPUS] = n->ngpus;
+    pf[Q_PF_NODE_FREE_GPUS] = n->nfree;
+    pf[Q_PF_NODE_FREE_GPUS_AFTER] = freeafter;
+    pf[Q_PF_NODE_GPU_MEM_TOTAL] = tot / 1024.0;
+    pf[Q_PF_NODE_GPU_MEM_FREE] = sum_free(n->tot, n->used, n->ngpus, all);
+    pf[Q_PF_NODE_GPU_MEM_FREE_AFTER] = sum_free(n->tot, after, n->ngpus, all);
+    pf[Q_PF_NODE_CPU_FREE] = (double)n->cpu_free / 1000.0;
+    pf[Q_PF_GPU_MEM_TOTAL] = (double)mintot / 1024.0;
+    pf[Q_PF_GPU_MEM_FREE] = sum_free(n->tot, n->used, n->ngpus, mask);
+    pf[Q_PF_GPU_MEM_FREE_AFTER] = sum_free(n->tot, after, n->ngpus, mask);
+    pf[Q_PF_FRAG_DELTA] = dfrag;
+    pf[Q_PF_FRAG_NODE] = frag;
+    pf[Q_PF_GANG_SAME_NODE] = gang_near(st, i, off, false);
+    pf[Q_PF_UTIL_KNOWN] = uk;
+    pf[Q_PF_GPU_UTIL] = uk && nm ? util / nm : 0;
+    pf[Q_PF_NODE_GPU_UTIL] = uk && n->ngpus ? nutil / n->ngpus : 0;
+    pf[Q_PF_GANG_SAME_TOPOLOGY] = gang_near(st, i, off, true);
+}
+
+/* Costs the candidate (node i, mask) and keeps it in *best when better. */
+static void consider(q_state *st, q__nodeset *ns, int i, const q__req *r, uint64_t mask,
+                     int off, q__cand1 *best) {
+    q__node *n = &ns->n[i];
+    int64_t after[Q_MAX_GPUS];
+    used_after(n, r, mask, after);
+    double before = node_frag(st, n);
+    double fa = q__frag(st, n->tot, after, n->ngpus, n->cpu_free - r->cpu, n->mem_free - r->mem);
+    double cost = fa - before;
+    if (st->pmode == Q__PM_SCORE) {
+        double pf[Q_NPFACTORS], s = 0;
+        place_factors(st, n, i, r, mask, after, fa - before, before, off, pf);
+        if (st->placer->score(st->placer->ctx, pf, &s) != 0 || !isfinite(s)) {
+            st->nplace_err++;
+            cost = HUGE_VAL; /* ranks below every scored candidate */
+        } else {
+            cost = -s;
+        }
+    }
+    int64_t tie = (int64_t)(sum_free(n->tot, n->used, n->ngpus, mask) * 1024.0);
+    if (best->node < 0 || cost < best->cost - 1e-12 ||
+        (cost <= best->cost + 1e-12 && tie < best->tie)) {
+        best->node = i;
+        best->mask = mask;
+        best->cost = cost;
+        best->tie = tie;
+    }
+}
+
+/* Every way one replica of r can go on node i (whole GPUs: binpack's
+ * choice; a share: each GPU that holds it; CPU-only: no GPU). */
+static void node_cands(q_state *st, q__nodeset *ns, int i, const q__req *r, bool avoid,
+                       int off, q__cand1 *best) {
+    const q__node *n = &ns->n[i];
+    uint64_t ex = (avoid ? n->res_mask : 0) | n->cl_mask;
+    if (r->gpus > 0) {
+        uint64_t m = whole_mask(n, r, ex);
+        if (m) consider(st, ns, i, r, m, off, best);
+    } else if (r->gmem > 0) {
+        for (int g = 0; g < n->ngpus; g++)
+            if (!((ex >> g) & 1u) && n->tot[g] - n->used[g] >= r->gmem)
+                consider(st, ns, i, r, 1ull << g, off, best);
+    } else {
+        consider(st, ns, i, r, 0, off, best);
+    }
+}
+
+/* Takes one replica of r on node i with the GPUs in mask. */
+static void take_mask(q__nodeset *ns, int i, const q__req *r, uint64_t mask, struct q_place *p) {
+    q__node *n = &ns->n[i];
+    p->node = i;
+    p->gpu_mask = mask;
+    p->gpu_mem_mib = r->gmem;
+    for (int g = 0; g < n->ngpus; g++) {
+        if (!((mask >> g) & 1u)) continue;
+        if (r->gpus > 0) {
+            if (r->gmem == 0 && (p->gpu_mem_mib == 0 || n->tot[g] < p->gpu_mem_mib))
+                p->gpu_mem_mib = n->tot[g];
+            n->used[g] = n->tot[g];
+        } else {
+            n->used[g] += r->gmem;
+        }
+    }
+    n->cpu_free -= r->cpu;
+    n->mem_free -= r->mem;
+    rebucket(ns, i);
+}
+
+/* Places r's replicas one at a time, each on the best candidate of
+ * domain d (all or none). Returns 1 or 0. */
+static int place_scored(q_state *st, q__nodeset *ns, int d, const q__req *r, bool avoid) {
+    int off = st->nplaces;
+    int lo = r->gpus > 0 ? r->gpus : 0;
+    for (int left = r->replicas; left > 0; left--) {
+        q__cand1 best = {-1, 0, 0, 0};
+        for (int b = lo; b <= Q_MAX_GPUS; b++)
+            for (int i = ns->head[d * Q__NBUCKET + b]; i >= 0; i = ns->n[i].next)
+                if (q__node_fit(&ns->n[i], r, avoid) >= 1)
+                    node_cands(st, ns, i, r, avoid, off, &best);
+        if (best.node < 0) {
+            while (st->nplaces > off) q__release(ns, &st->places[--st->nplaces], r);
+            return 0;
+        }
+        take_mask(ns, best.node, r, best.mask, &st->places[st->nplaces++]);
+    }
+    return 1;
+}
+
 static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
                            bool avoid, bool spread) {
+    if (st->pmode != Q__PM_LEGACY) return place_scored(st, ns, d, r, avoid);
     int left = r->replicas;
     int off = st->nplaces;
     int lo = r->gpus > 0 ? r->gpus : 0;

@@ -47,6 +47,8 @@ typedef struct q__node {
     int32_t ngpus, nfree, dom, model;
     int32_t prev, next, bucket; /* bucket -1: in no list */
     bool sched;
+    bool frag_ok;               /* frag is this node's FGD measure now */
+    double frag;                /* (frag.c), recomputed when it changed */
 } q__node;
 
 typedef struct q__nodeset {
@@ -250,6 +252,14 @@ struct q_state {
     int nsoon_rel;      /* releases in the soon set (terminating, victims) */
     int nsearch;        /* victim searches this cycle */
     q__nodeset soon;    /* the nodes once terminating jobs and victims left */
+    /* Scored placement (place.c, frag.c): Q__PM_LEGACY (binpack/spread by
+     * the callers' flag), Q__PM_FGD or Q__PM_SCORE (in->placer). */
+    int pmode;
+    const q_placer *placer;
+    const struct q_node *innodes;           /* this cycle's input nodes */
+    struct q_task_class *wl; size_t cap_wl; int nwl; /* FGD workload */
+    double wsum;                            /* its total weight */
+    int nplace_err;                         /* placer failures this cycle */
     q__rinf *rinf; size_t cap_rinf;
     q__res *uadj, *gadj; size_t cap_uadj, cap_gadj; /* quota that will go */
     int ncoh;                          /* cohorts 1..ncoh-1 */
@@ -305,6 +315,14 @@ int q__shapes_build(q_state *st);
 /* Replicas of r that fit node n now (capped at r->replicas); avoid skips
  * what the reservation holds. */
 int q__node_fit(const q__node *n, const q__req *r, bool avoid);
+enum { Q__PM_LEGACY = 0, Q__PM_FGD, Q__PM_SCORE };
+/* frag.c: sets st->pmode, placer and the FGD workload for this cycle (the
+ * input's, or the classes of its jobs). Returns 0, or -1 with err set
+ * (AIQ_EINVAL naming workload[i].field, AIQ_ENOMEM). */
+int q__place_setup(q_state *st, const struct q_input *in, aiq_err *err);
+/* The FGD measure of a node state (see q_frag_node) for st's workload. */
+double q__frag(const q_state *st, const int64_t *tot, const int64_t *used, int ngpus,
+               int64_t cpu_free, int64_t mem_free);
 /* Places all replicas or none; appends r->replicas entries to st->places.
  * Returns 1 placed, 0 no fit, -1 out of memory. */
 int q__place(q_state *st, q__nodeset *ns, const q__req *r, bool avoid,

@@ -52,7 +52,22 @@ struct q_node {
     bool schedulable;
     bool util_known;
     double gpu_util[Q_MAX_GPUS];  /* 0..1 busy per GPU, valid when util_known */
+    const char *topology;         /* rack / NVLink block label; NULL = none */
 };
+
+/* One class of the target workload of FGD placement (Weng et al., ATC'23):
+ * the shape of one replica and how often such tasks come (weight > 0,
+ * relative). gpus 0 with gpu_memory_mib > 0 is a GPU share; gpus 0 and no
+ * memory a CPU-only task. */
+struct q_task_class {
+    int gpus;
+    int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
+    int64_t cpu_milli;
+    int64_t memory_bytes;
+    double weight;
+};
+
+#define Q_MAX_CLASSES 64      /* task classes in one workload */
 
 /* A group (Group object). quota fields -1 = unlimited; budget_gpu_hours < 0
  * = no budget. usage/fairshare come from history and feed factors only. */
@@ -200,6 +215,14 @@ struct q_input {
      * reclaims, whatever the policy says: a job would otherwise wait for
      * victims nobody stops. */
     bool actions_on;
+    /* FGD placement's target workload (docs/queue.md, "Placement").
+     * nworkload 0: the classes of the input's own jobs (pending and
+     * running), the Q_MAX_CLASSES most common. Read only when the policy's
+     * placement is fgd or a placement score is set. */
+    const struct q_task_class *workload; int nworkload;
+    /* A placement score (QueuePolicy.spec.placementScore): when non-NULL it
+     * ranks the candidates instead of policy.placement (see q_placer). */
+    const struct q_placer *placer;
 };
 
 /* Score and level for one factor vector. Both return 0 on success; a
@@ -209,6 +232,33 @@ typedef struct q_scorer {
     int (*score)(void *ctx, const double *factors, double *score);
     int (*level)(void *ctx, const double *factors, int *level_index);
 } q_scorer;
+
+/* Placement factor indexes, generated from the placement factor list. */
+enum {
+#define FX_PFACTOR(id, name, unit, doc) Q_PF_##id,
+#include "policy/fx_place_factors.def"
+#undef FX_PFACTOR
+    Q_NPFACTORS
+};
+
+/* A placement score: one number per candidate (a node and the GPUs one
+ * replica would take there) from its factor vector (Q_PF_<id>); the
+ * highest wins. Returns 0, or nonzero when it cannot score: that
+ * candidate then ranks below every scored one and q_output counts it. */
+typedef struct q_placer {
+    void *ctx;
+    int (*score)(void *ctx, const double *pfactors, double *score);
+} q_placer;
+
+/* The FGD fragmentation measure of one node for a workload: the expected
+ * GPU capacity (in GPUs; a partly used GPU counts its free fraction) that
+ * a task drawn from w cannot use on n. Per class: all free GPU capacity
+ * when one replica does not fit (GPUs, memory, cpu or host memory); else
+ * for a share the free capacity of GPUs with less free memory than it
+ * asks, for whole GPUs that of GPUs not wholly free or too small; a
+ * CPU-only task that fits leaves no fragment. Classes weigh
+ * weight / sum of weights; 0 when w is empty or weighs nothing. */
+double q_frag_node(const struct q_node *n, const struct q_task_class *w, int nw);
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -326,6 +376,7 @@ typedef struct q_output {
     const struct q_action *actions; /* preemptions and resizes, see above */
     int nactions;
     int nsearched;               /* victim searches this cycle (bounded) */
+    int nplace_score_errors;     /* placement score calls that failed */
 } q_output;
 
 /* ---- API ------------------------------------------------------------- */

@@ -171,6 +171,10 @@ struct sim_inflate_config {
     const struct sim_node *nodes;   /* the cluster (borrowed) */
     int nnodes;
     aiq_placement placement;        /* the queue core's placement */
+    const q_placer *placer;         /* optional: a placement score, ranks
+                                       candidates instead (borrowed) */
+    const char *label;              /* optional: the CSV rows' placement
+                                       column (default: placement's name) */
     bool sample;                    /* draw tasks uniformly at random, with
                                        replacement, from `seed` (else trace
                                        order, ending with the trace) */

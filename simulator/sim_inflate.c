@@ -52,6 +52,8 @@ struct inflate {
     const struct sim_inflate_config *cfg;
     struct q_node *nodes;
     q_state *qs;
+    struct q_task_class wl[Q_MAX_CLASSES]; /* FGD's target workload */
+    int nwl;
     double total_gpus, mean_mib, arrived, allocated;
     struct sim_inflate_result *res;
     char pre[48];            /* "placement,seed," of every CSV row */
@@ -154,6 +156,9 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
     qi.policy.nlevels = 1;
     qi.policy.level_names = level_names;
     qi.policy.placement = in->cfg->placement;
+    qi.placer = in->cfg->placer;
+    qi.workload = in->wl;
+    qi.nworkload = in->nwl;
     qi.gen = 1;
     qi.lazy_eta = true;
     q_output out;
@@ -176,6 +181,38 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
                     q_reason_name((q_reason)r->reason));
     }
     return AIQ_OK;
+}
+
+/* FGD's target workload: the trace's replica shapes weighted by how many
+ * replicas of each the trace has (the paper takes the task distribution
+ * of the trace it inflates), the Q_MAX_CLASSES heaviest. */
+static void workload_init(struct inflate *in) {
+    const struct sim_trace *tr = in->cfg->trace;
+    for (int i = 0; i < tr->njobs; i++) {
+        const struct sim_job *j = &tr->jobs[i];
+        int k = 0;
+        while (k < in->nwl && !(in->wl[k].gpus == j->gpus &&
+                                in->wl[k].gpu_memory_mib == j->gpu_mem_mib &&
+                                in->wl[k].cpu_milli == j->cpu_milli &&
+                                in->wl[k].memory_bytes == j->mem_bytes))
+            k++;
+        if (k == in->nwl) {
+            if (in->nwl == Q_MAX_CLASSES) {
+                /* full: the lightest class gives way when it weighs one */
+                int m = 0;
+                for (int x = 1; x < in->nwl; x++)
+                    if (in->wl[x].weight < in->wl[m].weight) m = x;
+                if (in->wl[m].weight > 1)
+                    continue;
+                k = m;
+            } else {
+                in->nwl++;
+            }
+            struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes, 0};
+            in->wl[k] = c;
+        }
+        in->wl[k].weight += j->replicas;
+    }
 }
 
 /* Records every step the arrived demand has now passed. */
@@ -210,9 +247,15 @@ static aiq_rc check_config(const struct sim_inflate_config *cfg, aiq_err *err) {
 /* Runs the protocol; see sim.h. */
 aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_result *res,
                    aiq_err *err) {
-    struct inflate in = {cfg, NULL, NULL, 0, 0, 0, 0, res, ""};
+    struct inflate in;
+    memset(&in, 0, sizeof in);
+    in.cfg = cfg;
+    in.res = res;
     snprintf(in.pre, sizeof in.pre, "%s,%llu,",
-             cfg->placement == AIQ_PLACE_SPREAD ? "spread" : "binpack",
+             cfg->label                         ? cfg->label
+             : cfg->placement == AIQ_PLACE_SPREAD ? "spread"
+             : cfg->placement == AIQ_PLACE_FGD  ? "fgd"
+                                                : "binpack",
              cfg->sample ? (unsigned long long)cfg->seed : 0ULL);
     memset(res, 0, sizeof *res);
     aiq_rc rc = check_config(cfg, err);
@@ -221,6 +264,7 @@ aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_resu
     res->nsteps = (int)((cfg->to - cfg->from) / cfg->step + 1.000001);
     if ((rc = nodes_init(&in, err)) != AIQ_OK)
         goto out_free;
+    workload_init(&in);
     res->total_gpus = in.total_gpus;
     const struct sim_trace *tr = cfg->trace;
     bool any = false;

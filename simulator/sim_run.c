@@ -831,6 +831,7 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
     in.jobs = r->qjobs;
     in.njobs = nq;
     oppolicy_qpolicy(r->cfg->policy, &in.policy);
+    in.placer = oppolicy_placer(r->cfg->policy);
     in.gen = r->gen;
     in.actions_on = true; /* the simulator carries out preemptions and resizes */
     q_scorer sc;

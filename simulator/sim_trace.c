@@ -218,6 +218,16 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
             return aiq_err_field(err, AIQ_EINVAL, "nodes-spec", "nodes-spec: part too long");
         memcpy(part, p, len);
         part[len] = '\0';
+        /* "/CORES": the node's cpu (memory 8 GiB a core), else per GPU */
+        long cores = 0;
+        char *sl = strchr(part, '/');
+        if (sl) {
+            cores = num__(sl + 1, part + len, 1, 100000);
+            if (cores < 0)
+                return aiq_err_field(err, AIQ_EINVAL, "nodes-spec",
+                                     "nodes-spec: '%s': CORES after '/' must be 1..100000", part);
+            *sl = '\0';
+        }
         char *x1 = strchr(part, 'x');
         char *x2 = x1 ? strchr(x1 + 1, 'x') : NULL;
         long count = x1 ? num__(part, x1, 1, SIM_MAX_NODES) : -1;
@@ -226,7 +236,7 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
         int64_t mib = sim_gpu_model_mib(model);
         if (count < 0 || gpus < 0 || (gpus > 0 && mib <= 0))
             return aiq_err_field(err, AIQ_EINVAL, "nodes-spec",
-                                 "nodes-spec: '%s': want COUNTxGPUSxMODEL with COUNT 1..%d, "
+                                 "nodes-spec: '%s': want COUNTxGPUSxMODEL[/CORES] with COUNT 1..%d, "
                                  "GPUS 0..16 and a known MODEL or one ending in <n>GB "
                                  "(e.g. 125x8xA100-80GB)", part, SIM_MAX_NODES);
         int base = tr->nnodes;
@@ -236,6 +246,10 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
             struct sim_node n = {name, gpus > 0 ? (char *)model : NULL, (int)gpus, mib,
                                  (gpus > 0 ? gpus : 1) * 16000,
                                  (int64_t)(gpus > 0 ? gpus : 1) * 128 * 1073741824LL};
+            if (cores > 0) {
+                n.cpu_milli = cores * 1000;
+                n.mem_bytes = (int64_t)cores * 8 * 1073741824LL;
+            }
             if ((rc = sim_trace_add_node(tr, &n, err)) != AIQ_OK)
                 return rc;
         }

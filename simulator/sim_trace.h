@@ -95,9 +95,10 @@ void sim_trace_sort(struct sim_trace *tr);
  * else 0 (unknown). */
 int64_t sim_gpu_model_mib(const char *model);
 
-/* Adds nodes from a spec "COUNTxGPUSxMODEL" (e.g. "125x8xA100-80GB"),
- * several separated by ','. Each node gets 16 cores and 128 GiB of memory
- * per GPU. AIQ_EINVAL names the bad part ("nodes-spec: '12x': ..."). */
+/* Adds nodes from a spec "COUNTxGPUSxMODEL[/CORES]" (e.g.
+ * "125x8xA100-80GB", "100x8xV100M32/96"), several separated by ','. Each
+ * node gets 16 cores and 128 GiB of memory per GPU, or with /CORES that
+ * many cores and 8 GiB of memory a core. AIQ_EINVAL names the bad part ("nodes-spec: '12x': ..."). */
 aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
                            aiq_err *err);
 
@@ -158,7 +159,12 @@ struct sim_gen_opts {
     double checkpoint_s;   /* their interval, default 600 s */
     double elastic_frac;   /* multi-GPU jobs made elastic (N x 1 GPU,
                             * N/2..2N replicas, at most 16), 0..1 */
+    /* Task shapes after the FGD paper's workloads (trace_gen.c, docs/
+     * simulator.md "Inflation protocol"): SIM_MIX_NONE keeps the shapes
+     * above; the others draw one-replica tasks, 13% CPU-only. */
+    int fgd_mix;           /* SIM_MIX_* */
 };
+enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE };
 
 /* Appends opts->njobs synthetic jobs to tr: Poisson arrivals with a
  * day/night cycle, lognormal durations (median 1 h) with a Pareto tail,

@@ -77,10 +77,12 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
                 err->line = line, err->col = row->col[c];
             goto out_free;
         }
-        if (gpus == 0 && gmem == 0 && idx[C_GPU_MEM] >= 0) {
+        if (gpus == 0 && gmem == 0 && cpu == 0 && idx[C_GPU_MEM] >= 0) {
+            /* gpus 0, no share and cpu_milli > 0 is a CPU-only task */
             int c = idx[C_GPU_MEM];
             rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_mem_mib': a job with "
-                             "gpus 0 needs a GPU share > 0, got '%s'", path, line, row->col[c],
+                             "gpus 0 needs a GPU share > 0 (or cpu_milli > 0: CPU-only), got "
+                             "'%s'", path, line, row->col[c],
                              row->field[c]);
             if (err)
                 err->line = line, err->col = row->col[c];

@@ -32,11 +32,13 @@ static void usage(FILE *out) {
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
+          "              [--fgd-mix whole|multi|share]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n"
           "  aiq-sim inflate --trace FILE [--format ...] [--nodes FILE] [--nodes-spec ...]\n"
-          "              [--placement binpack,spread] [--sample --seed N [--runs K]]\n"
+          "              [--placement binpack,spread,fgd] [--policy P.yaml ...]\n"
+          "              [--sample --seed N [--runs K]]\n"
           "              [--placements-csv OUT] [--csv OUT] [--html REPORT.html]\n"
           "  aiq-sim tune (--policy POLICY.yaml --trace FILE [--format ...] |\n"
           "              --journal DB|JSONL [--policy P.yaml | --policies-dir DIR])\n"
@@ -50,7 +52,7 @@ static void usage(FILE *out) {
 struct opts {
     const char *cmd, *trace, *format, *nodes, *nodes_spec, *csv, *util_csv, *journal, *db,
         *jsonl, *out, *policies_dir, *placement, *placements_csv, *html, *objective, *name,
-        *fixed;
+        *fixed, *fgd_mix;
     const char *policy[MAX_POLICIES];
     int npolicy;
     long long seed;
@@ -92,7 +94,7 @@ static int parse(int argc, char **argv, struct opts *o) {
         STR("--policies-dir", policies_dir) STR("--placement", placement)
         STR("--placements-csv", placements_csv) STR("--html", html)
         STR("--objective", objective) STR("--name", name)
-        STR("--fixed", fixed)
+        STR("--fixed", fixed) STR("--fgd-mix", fgd_mix)
 #undef STR
         if (strcmp(a, "--policy") == 0 && v) {
             if (o->npolicy == MAX_POLICIES) {
@@ -496,6 +498,17 @@ static int cmd_gen(const struct opts *o) {
                              .elastic_frac = o->elastic_frac};
     aiq_err e;
     aiq_err_clear(&e);
+    if (o->fgd_mix) {
+        static const char *const mixes[] = {"whole", "multi", "share"};
+        for (int k = 0; k < 3; k++)
+            if (strcmp(o->fgd_mix, mixes[k]) == 0)
+                g.fgd_mix = SIM_MIX_WHOLE + k;
+        if (g.fgd_mix == SIM_MIX_NONE) {
+            fprintf(stderr, "aiq-sim: --fgd-mix: expected whole, multi or share, got '%s'\n",
+                    o->fgd_mix);
+            return 2;
+        }
+    }
     if (!o->out || o->jobs < 1) {
         fprintf(stderr, "aiq-sim: gen needs --jobs N and --out FILE\n");
         return 2;
@@ -662,18 +675,21 @@ out:
  * many, or -1 after naming the bad one. */
 static int parse_placements(const char *v, aiq_placement *pl, const char **names) {
     int n = 0;
-    const char *p = v ? v : "binpack,spread";
+    const char *p = v ? v : "binpack,spread,fgd";
     while (*p) {
         size_t len = strcspn(p, ",");
-        if (len == 7 && strncmp(p, "binpack", 7) == 0 && n < 2) {
+        if (len == 7 && strncmp(p, "binpack", 7) == 0 && n < 3) {
             pl[n] = AIQ_PLACE_BINPACK;
             names[n++] = "binpack";
-        } else if (len == 6 && strncmp(p, "spread", 6) == 0 && n < 2) {
+        } else if (len == 6 && strncmp(p, "spread", 6) == 0 && n < 3) {
             pl[n] = AIQ_PLACE_SPREAD;
             names[n++] = "spread";
+        } else if (len == 3 && strncmp(p, "fgd", 3) == 0 && n < 3) {
+            pl[n] = AIQ_PLACE_FGD;
+            names[n++] = "fgd";
         } else {
-            fprintf(stderr, "aiq-sim: --placement: expected binpack and/or spread separated "
-                    "by ',', got '%s'\n", v);
+            fprintf(stderr, "aiq-sim: --placement: expected binpack, spread and/or fgd (at "
+                    "most three) separated by ',', got '%s'\n", v);
             return -1;
         }
         p += len + (p[len] == ',');
@@ -748,21 +764,43 @@ out:
 /* inflate: the FGD paper's protocol, per placement and seed. */
 static int cmd_inflate(const struct opts *o) {
     int rc = 1;
-    aiq_placement pl[2];
-    const char *plname[2];
-    double sum[2][SIM_INFLATE_MAX_POINTS] = {{0}};
-    int cnt[2][SIM_INFLATE_MAX_POINTS] = {{0}};
+    /* columns: the placements named, then one per --policy (its placement
+     * keyword, or its placementScore when it has one) */
+    aiq_placement pl[3 + MAX_POLICIES];
+    const char *plname[3 + MAX_POLICIES];
+    const q_placer *placer[3 + MAX_POLICIES] = {NULL};
+    oppolicy *pol[MAX_POLICIES] = {NULL};
+    char polname[MAX_POLICIES][AIQ_MAX_NAME + 1];
+    static double sum[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+    static int cnt[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+    memset(sum, 0, sizeof sum);
+    memset(cnt, 0, sizeof cnt);
     FILE *pf = NULL, *cf = NULL, *hf = NULL;
-    int npl = parse_placements(o->placement, pl, plname);
+    int npl = o->placement || o->npolicy == 0 ? parse_placements(o->placement, pl, plname) : 0;
     if (npl < 0)
         return 2;
     if ((o->runs > 0 || o->seed_set) && !o->sample) {
         fprintf(stderr, "aiq-sim: --seed and --runs choose the sample: add --sample\n");
         return 2;
     }
+    for (int k = 0; k < o->npolicy; k++) {
+        if (!(pol[k] = load_policy(o->policy[k], polname[k], sizeof polname[k]))) {
+            for (int x = 0; x < k; x++)
+                oppolicy_free(pol[x]);
+            return 1;
+        }
+        struct q_policy qp;
+        oppolicy_qpolicy(pol[k], &qp);
+        pl[npl] = qp.placement;
+        placer[npl] = oppolicy_placer(pol[k]);
+        plname[npl++] = polname[k];
+    }
     struct sim_trace *tr = load_trace(o);
-    if (!tr)
+    if (!tr) {
+        for (int k = 0; k < o->npolicy; k++)
+            oppolicy_free(pol[k]);
         return 1;
+    }
     int runs = o->sample ? (o->runs > 0 ? o->runs : 1) : 1;
     unsigned long long seed0 = o->seed_set ? (unsigned long long)o->seed : 1;
     if (o->placements_csv && !(pf = util_open(o->placements_csv)))
@@ -792,6 +830,8 @@ static int cmd_inflate(const struct opts *o) {
             cfg.nodes = tr->nodes;
             cfg.nnodes = tr->nnodes;
             cfg.placement = pl[p];
+            cfg.placer = placer[p];
+            cfg.label = plname[p];
             cfg.sample = o->sample;
             cfg.seed = seed0 + (unsigned)s;
             cfg.placements = pf;
@@ -820,15 +860,16 @@ static int cmd_inflate(const struct opts *o) {
         goto out;
     rc = 0;
 out:;
-    FILE *a = pf, *b = cf;
-    pf = cf = NULL;
-    if (util_close(a, o->placements_csv) != 0 || util_close(b, o->csv) != 0)
+    /* every file is closed, even after one fails to */
+    if (util_close(pf, o->placements_csv) != 0)
         rc = 1;
-    FILE *c = hf;
-    hf = NULL;
-    if (util_close(c, o->html) != 0)
+    if (util_close(cf, o->csv) != 0)
+        rc = 1;
+    if (util_close(hf, o->html) != 0)
         rc = 1;
     sim_trace_free(tr);
+    for (int k = 0; k < o->npolicy; k++)
+        oppolicy_free(pol[k]);
     return rc;
 }
 

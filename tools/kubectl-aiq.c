@@ -1708,6 +1708,8 @@ static void print_policy_error(const char *file, const struct aiq_manifest *m,
     char buf[2048];
     if (p && strcmp(e->field, "spec.formula") == 0)
         src = p->spec.formula;
+    if (p && strcmp(e->field, "spec.placementScore") == 0)
+        src = p->spec.placement_score;
     for (int i = 0; p && !src && i < p->spec.nlevels; i++) {
         char f[64];
         snprintf(f, sizeof f, "spec.levels[%d].when", i);

@@ -108,6 +108,11 @@ missing=""
 for f in $FACTORS; do grep -q "| \`$f\` |" "$ROOT/docs/policy-language.md" || missing="$missing $f"; done
 [ -n "$FACTORS" ] && [ -z "$missing" ] && ok "policy-language.md lists all $(echo $FACTORS | wc -w) factors of fx_factors.def" ||
     bad "factors missing from docs/policy-language.md:$missing"
+PFACTORS=$(grep -o '^FX_PFACTOR([A-Z_]*, *"[a-z_.]*"' "$ROOT/policy/fx_place_factors.def" | sed 's/.*"\(.*\)"/\1/')
+missing=""
+for f in $PFACTORS; do grep -q "| \`$f\` |" "$ROOT/docs/policy-language.md" || missing="$missing $f"; done
+[ -n "$PFACTORS" ] && [ -z "$missing" ] && ok "policy-language.md lists all $(echo $PFACTORS | wc -w) placement factors" ||
+    bad "placement factors missing from docs/policy-language.md:$missing"
 unknown=""
 for f in $(sed -n '/^### Factor reference/,/^### /p' "$ROOT/docs/admin-guide.md" | grep '^| `' | awk -F'|' '{print $2}' | grep -o '`[a-z_]*\.[a-z_]*`' | tr -d '`'); do
     echo "$FACTORS" | grep -qx "$f" || unknown="$unknown $f"

@@ -3,7 +3,9 @@
 # admits it when quota frees up; UserQuotas that would pass the group
 # quota are rejected with the reason; a QueuePolicy change reorders the
 # queue; a broken policy reports line:column and never replaces the
-# running one.
+# running one; a placement score (spec.placementScore) is accepted, places
+# a gang as it says (spread: one replica per node, where binpack packs
+# them on one node), and a broken one reports the field and line:column.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -127,4 +129,31 @@ spec:
 Y
 wait_for 10 "two active policies are a conflict reported in status" sh -c '
   kubectl get queuepolicy second -o jsonpath={.status.message} | grep -q conflict'
+
+# Placement scores: the built-in binpack puts a 2 x 1-GPU gang on one
+# node; the spread preset's score puts its replicas on different nodes.
+kubectl delete queuepolicy humble second >/dev/null
+kubectl delete aijob hold low high >/dev/null
+job default pack 0 2 1 10m | kubectl apply -f - >/dev/null
+wait_for 20 "binpack (no placement score): both replicas on one node" sh -c '
+  [ "$(kubectl get aijob pack -o jsonpath={.status.phase})" = Running ] &&
+  a=$(kubectl get aijob pack -o jsonpath={.status.placement[0].node}) &&
+  [ -n "$a" ] && [ "$a" = "$(kubectl get aijob pack -o jsonpath={.status.placement[1].node})" ]'
+kubectl delete aijob pack >/dev/null
+sed 's/^  name: spread$/  name: place/; s/^  backfill: Easy$/  backfill: Easy\n  active: true/' \
+    "$ROOT/examples/policies/spread.yaml" | kubectl apply -f - >/dev/null
+wait_for 10 "a policy with a placement score is accepted and compiled" sh -c '
+  [ "$(kubectl get queuepolicy place -o jsonpath={.status.compiled}/{.status.active})" = true/true ] &&
+  kubectl get queuepolicy place -o jsonpath={.spec.placementScore} | grep -q gang.same_node &&
+  kubectl get queuepolicy place -o wide | grep -q "gang.same_node"'
+job default apart 0 2 1 10m | kubectl apply -f - >/dev/null
+wait_for 20 "the spread score places the gang's replicas on different nodes" sh -c '
+  [ "$(kubectl get aijob apart -o jsonpath={.status.phase})" = Running ] &&
+  a=$(kubectl get aijob apart -o jsonpath={.status.placement[0].node}) &&
+  b=$(kubectl get aijob apart -o jsonpath={.status.placement[1].node}) &&
+  [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]'
+kubectl patch queuepolicy place --type=merge -p '{"spec":{"placementScore":"- job.gpus"}}' >/dev/null
+wait_for 10 "a broken placement score names the field and line:column" sh -c '
+  [ "$(kubectl get queuepolicy place -o jsonpath={.status.compiled})" = false ] &&
+  kubectl get queuepolicy place -o jsonpath={.status.error} | grep -q "spec.placementScore: 1:3: .job.gpus. is a job factor"'
 e2e_done

@@ -69,17 +69,18 @@ check "no progress on stderr without --progress when it is no terminal" sh -c '
     >/dev/null 2>"$1/np.err" && ! grep -q "%" "$1/np.err"' "$SIM" "$T" "$P"
 
 # The inflation protocol (FGD): arrivals only, nothing departs.
-check "inflate: table per placement, 50%..130%, binpack leaves fewer GPUs unallocated" sh -c '
+check "inflate: table per placement (binpack, spread, fgd), 50%..130%, binpack leaves fewer GPUs unallocated than spread" sh -c '
   "$0" inflate --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --sample --seed 5 --runs 2 \
     --csv "$1/inf.csv" --placements-csv "$1/pl.csv" >"$1/inf.out" 2>/dev/null &&
   grep -q "seeds 5..6 (mean)" "$1/inf.out" &&
-  grep -q "^arrived  *binpack  *spread$" "$1/inf.out" &&
-  [ "$(grep -c "^ *[0-9]*% *[0-9.]*% *[0-9.]*%$" "$1/inf.out")" = 9 ] &&
+  grep -q "^arrived  *binpack  *spread  *fgd$" "$1/inf.out" &&
+  [ "$(grep -c "^ *[0-9]*% *[0-9.]*% *[0-9.]*% *[0-9.]*%$" "$1/inf.out")" = 9 ] &&
   b=$(grep "^ *130%" "$1/inf.out" | awk "{print \$2}" | tr -d %) &&
   s=$(grep "^ *130%" "$1/inf.out" | awk "{print \$3}" | tr -d %) &&
   awk -v b="$b" -v s="$s" "BEGIN{exit !(b < s)}" &&
   head -1 "$1/inf.csv" | grep -q "^placement,seed,arrived_target_pct,arrived_pct,unallocated_gpu_pct," &&
   [ "$(grep -c "^binpack,5," "$1/inf.csv")" = 9 ] && [ "$(grep -c "^spread,6," "$1/inf.csv")" = 9 ] &&
+  [ "$(grep -c "^fgd,6," "$1/inf.csv")" = 9 ] && grep -q "^fgd,5,1,job-[0-9]*,0,placed," "$1/pl.csv" &&
   head -1 "$1/pl.csv" | grep -q "^placement,seed,seq,job,replica,outcome,node,gpus,gpu_share,gpu_mem_mib$" &&
   grep -q "^binpack,5,1,job-[0-9]*,0,placed,node-[0-9]*,[0-9|]*,1.0000,40960$" "$1/pl.csv" &&
   grep -q "^spread,6,[0-9]*,job-[0-9]*,,dropped:capacity,,,,$" "$1/pl.csv"' "$SIM" "$T"
@@ -87,9 +88,24 @@ check "inflate: same seed, same placements; usage errors exit 2" sh -c '
   "$0" inflate --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB --sample --seed 5 --runs 2 \
     --placements-csv "$1/pl2.csv" >/dev/null 2>&1 && cmp -s "$1/pl.csv" "$1/pl2.csv" &&
   { "$0" inflate --trace "$1/a.csv" --placement firstfit 2>"$1/e1"; [ $? = 2 ]; } &&
-  grep -q "placement: expected binpack and/or spread separated by .,., got .firstfit." "$1/e1" &&
+  grep -q "placement: expected binpack, spread and/or fgd (at most three) separated by .,., got .firstfit." "$1/e1" &&
   { "$0" inflate --trace "$1/a.csv" --seed 3 2>/dev/null; [ $? = 2 ]; }' "$SIM" "$T"
 
+check "gen --fgd-mix share: shares and CPU-only tasks only; inflate reads it on a /CORES cluster" sh -c '
+  "$0" gen --seed 3 --jobs 300 --fgd-mix share --out "$1/fs.csv" 2>/dev/null &&
+  awk -F, "NR>1 && \$6 != 0 {bad=1} NR>1 && \$7 == 0 {cpu++} NR>1 && \$7 > 0 {sh++}
+           END {exit !(!bad && cpu > 10 && sh > 200)}" "$1/fs.csv" &&
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96,2x0xV100M32/96 --placement fgd \
+    >"$1/fs.out" 2>/dev/null && grep -q "^arrived  *fgd$" "$1/fs.out" &&
+  { "$0" gen --seed 3 --jobs 3 --fgd-mix most --out "$1/x.csv" 2>"$1/e2"; [ $? = 2 ]; } &&
+  grep -q "fgd-mix: expected whole, multi or share" "$1/e2"' "$SIM" "$T"
+check "inflate --policy: the fgd preset's placement score places exactly as placement: fgd" sh -c '
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96 --sample --seed 2 --placement fgd \
+    --placements-csv "$1/f1.csv" >/dev/null 2>&1 &&
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96 --sample --seed 2 \
+    --policy "$2/fgd.yaml" --placements-csv "$1/f2.csv" >"$1/f2.out" 2>&1 &&
+  grep -q "^arrived  *fgd$" "$1/f2.out" && [ "$(wc -l <"$1/f1.csv")" -gt 50 ] &&
+  cmp -s "$1/f1.csv" "$1/f2.csv"' "$SIM" "$T" "$P"
 check "inflate on the Alibaba sample: the CPU-only pod is placed on the CPU node, share 0" sh -c '
   "$0" inflate --format alibaba --trace "$1/alibaba_pods.csv" --nodes "$1/alibaba_nodes.csv" \
     --placement binpack --placements-csv - 2>/dev/null |

@@ -212,7 +212,7 @@ TEST(policy_starvation_fairshare) {
     expect_policy(&p, "spec.fairShare.halfLife", "spec.fairShare.halfLife: must be > 0, got 0s");
     p = good_policy();
     p.spec.placement = (aiq_placement)7;
-    expect_policy(&p, "spec.placement", "spec.placement: must be binpack or spread, got 7");
+    expect_policy(&p, "spec.placement", "spec.placement: must be binpack, spread or fgd, got 7");
 }
 
 static char *ns2[2] = {(char *)"team-vision", (char *)"team-vision-dev"};

@@ -145,3 +145,31 @@ TEST(policy_clamped_scores_counted) {
     CHECK(oppolicy_compile(&p, &e) == NULL);
     CHECK(strstr(e.message, "\"10 ^ 400\" is infinite") != NULL);
 }
+
+TEST(policy_placement_score) {
+    struct aiq_level lv[1] = {{(char *)"all", NULL}};
+    struct aiq_policy p = make("job.priority", lv, 1);
+    p.spec.starvation_promote_to = NULL;
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *op = oppolicy_compile(&p, &e);
+    CHECK(op != NULL && oppolicy_placer(op) == NULL); /* none: placement keyword */
+    oppolicy_free(op);
+    p.spec.placement_score = (char *)"node.free_gpus_after - frag.delta";
+    op = oppolicy_compile(&p, &e);
+    const q_placer *pl = oppolicy_placer(op);
+    if (CHECK(pl != NULL)) {
+        double f[FX_NPFACTORS] = {0}, s = 0;
+        f[FX_PF_NODE_FREE_GPUS_AFTER] = 3;
+        f[FX_PF_FRAG_DELTA] = 0.25;
+        CHECK_INT(pl->score(pl->ctx, f, &s), 0);
+        CHECK_DBL(s, 2.75, 1e-12);
+    }
+    oppolicy_free(op);
+    p.spec.placement_score = (char *)"node.free_gpus_after +";
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_STR(e.field, "spec.placementScore");
+    CHECK(strncmp(e.message, "spec.placementScore: 1:", 23) == 0);
+    CHECK_INT(e.line, 1);
+}

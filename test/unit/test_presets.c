@@ -1,7 +1,8 @@
 /* test_presets.c -- the QueuePolicy presets in examples/policies/: each
  * compiles (formula and every level's `when`), the last level is the
  * catch-all, only fifo is active, and each ranks a fixed set of jobs in
- * the order its comment promises.
+ * the order its comment promises; each placement preset compiles its
+ * placementScore and picks the candidate its comment promises.
  *
  * The YAML is read here with libyaml directly (spec.formula,
  * spec.levels[].name/when, spec.active), independent of the operator's
@@ -24,6 +25,8 @@ typedef struct {
     int active;
     fx_prog *score;
     fx_prog *pred[MAX_LEVELS];
+    char *place_src;    /* spec.placementScore, NULL when none */
+    fx_prog *place;
 } preset;
 
 static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *m, const char *key) {
@@ -44,6 +47,8 @@ static char *scalar_dup(yaml_node_t *n) {
 static void preset_free(preset *p) {
     free(p->formula);
     fx_free(p->score);
+    free(p->place_src);
+    fx_free(p->place);
     for (int i = 0; i < p->nlevels; i++) {
         free(p->name[i]);
         free(p->when[i]);
@@ -82,6 +87,7 @@ static int preset_load(const char *name, preset *p) {
     CHECK(mn && mn->type == YAML_SCALAR_NODE && strcmp((char *)mn->data.scalar.value, name) == 0);
     yaml_node_t *spec = map_get(&doc, root, "spec");
     p->formula = scalar_dup(map_get(&doc, spec, "formula"));
+    p->place_src = scalar_dup(map_get(&doc, spec, "placementScore"));
     yaml_node_t *act = map_get(&doc, spec, "active");
     p->active = act && act->type == YAML_SCALAR_NODE && strcmp((char *)act->data.scalar.value, "true") == 0;
     yaml_node_t *lv = map_get(&doc, spec, "levels");
@@ -107,6 +113,14 @@ static int preset_load(const char *name, preset *p) {
         fx_format_error(p->formula, &e, buf, sizeof buf);
         printf("  %s formula: %s\n", name, buf);
         goto out;
+    }
+    if (p->place_src) {
+        aiq_err_clear(&e);
+        p->place = fx_compile_placement(p->place_src, &e);
+        if (!CHECK(p->place != NULL)) {
+            printf("  %s placementScore: %s\n", name, e.message);
+            goto out;
+        }
     }
     for (int i = 0; i < p->nlevels; i++) {
         CHECK(p->name[i] != NULL);
@@ -197,7 +211,8 @@ static void check_order(const char *name, const job *jobs, int n, const char *wa
 TEST(presets_compile_and_only_fifo_is_active) {
     static const char *const names[] = {"fifo", "priority", "srjf", "tiresias-las",
                                         "fairshare", "slurm-multifactor", "elastic-fifo",
-                                        "elastic-srjf", "elastic-tiresias"};
+                                        "elastic-srjf", "elastic-tiresias", "binpack", "spread",
+                                        "fgd", "utilization-aware"};
     int active = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         preset p;
@@ -389,4 +404,83 @@ TEST(preset_preemption_and_elastic_settings) {
         CHECK(!s->preempt_within_level);
         aiq_manifests_free(m, n);
     }
+}
+
+/* ---- placement presets ------------------------------------------------ */
+
+/* A placement candidate by the factors that tell them apart. */
+typedef struct {
+    const char *id;
+    double free_after, mem_free_after, delta, util, same_node;
+} cand;
+
+/* The id of the candidate preset name scores highest (first on ties);
+ * util_known applies to every candidate. */
+static const char *pick(const char *name, const cand *c, int n, int util_known) {
+    preset p;
+    const char *best = "?";
+    if (preset_load(name, &p) != 0 || !CHECK(p.place != NULL)) {
+        preset_free(&p);
+        return best;
+    }
+    double bs = 0;
+    for (int i = 0; i < n; i++) {
+        double f[FX_NPFACTORS] = {0};
+        f[FX_PF_NODE_GPUS] = 8;
+        f[FX_PF_NODE_FREE_GPUS_AFTER] = c[i].free_after;
+        f[FX_PF_NODE_GPU_MEM_FREE_AFTER] = c[i].mem_free_after;
+        f[FX_PF_FRAG_DELTA] = c[i].delta;
+        f[FX_PF_UTIL_KNOWN] = util_known;
+        f[FX_PF_GPU_UTIL] = util_known ? c[i].util : 0;
+        f[FX_PF_GANG_SAME_NODE] = c[i].same_node;
+        double s = fx_eval(p.place, f);
+        if (i == 0 || s > bs) {
+            bs = s;
+            best = c[i].id;
+        }
+    }
+    preset_free(&p);
+    return best;
+}
+
+TEST(placement_presets_pick_what_they_promise) {
+    /* full: leaves no free GPU but fragments; roomy: 3 free, busy-free
+     * GPUs but next to its gang; tidy: lowers fragmentation; idle: the
+     * least busy GPUs. */
+    static const cand c[] = {
+        {"full", 0, 10, 0.5, 0.9, 0},
+        {"roomy", 3, 300, 0.0, 0.4, 1},
+        {"tidy", 2, 200, -0.2, 0.5, 0},
+        {"idle", 1, 100, 0.3, 0.0, 0},
+    };
+    CHECK_STR(pick("binpack", c, 4, 0), "full");
+    CHECK_STR(pick("spread", c, 4, 0), "tidy"); /* roomy holds a replica of the gang */
+    CHECK_STR(pick("spread", c, 2, 0), "full"); /* ... unless nothing else takes it */
+    CHECK_STR(pick("fgd", c, 4, 0), "tidy");
+    CHECK_STR(pick("utilization-aware", c, 4, 1), "idle");
+    CHECK_STR(pick("utilization-aware", c, 4, 0), "full"); /* unknown: binpack */
+}
+
+TEST(placement_score_errors_name_the_factor_table) {
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(fx_compile_placement("- job.gpus", &e) == NULL);
+    CHECK(strstr(e.message, "'job.gpus' is a job factor") != NULL);
+    aiq_err_clear(&e);
+    CHECK(fx_compile("frag.delta", FX_EXPR, &e) == NULL);
+    CHECK(strstr(e.message, "'frag.delta' is a placement factor") != NULL);
+    aiq_err_clear(&e);
+    CHECK(fx_compile_placement("node.free_gpu", &e) == NULL);
+    CHECK(strstr(e.message, "did you mean 'node.free_gpus'") != NULL);
+    fx_prog *p = fx_compile_placement("2 * node.gpus - frag.delta", &e);
+    if (CHECK(p != NULL)) {
+        double f[FX_NPFACTORS] = {0};
+        f[FX_PF_NODE_GPUS] = 4;
+        f[FX_PF_FRAG_DELTA] = 0.5;
+        CHECK_DBL(fx_eval(p, f), 7.5, 1e-12);
+        char buf[512];
+        fx_dump(p, buf, sizeof buf);
+        CHECK(strstr(buf, "node.gpus") != NULL && strstr(buf, "frag.delta") != NULL);
+    }
+    fx_free(p);
 }

@@ -35,6 +35,14 @@ static uint64_t next(void) { /* splitmix64 */
 static int rnd(int n) { return (int)(next() % (uint64_t)n); }
 static int chance(int pct) { return rnd(100) < pct; }
 
+static int props_score(void *ctx, const double *pf, double *s) {
+    (void)ctx;
+    *s = -3 * pf[Q_PF_NODE_FREE_GPUS_AFTER] - pf[Q_PF_FRAG_DELTA] + pf[Q_PF_GANG_SAME_NODE] -
+         pf[Q_PF_GPU_MEM_FREE_AFTER] / 64;
+    return pf[Q_PF_NODE_GPUS] == 3 ? -1 : 0;
+}
+static const q_placer props_placer = {NULL, props_score};
+
 static const char *const models[] = {"A100", "H100"};
 static const char *const domains[] = {"d1", "d2"};
 static const char *const lvnames[] = {"l0", "l1", "l2"};
@@ -212,7 +220,11 @@ static void gen(world *w) {
     in->policy.nlevels = 1 + rnd(3);
     in->policy.level_names = lvnames;
     in->policy.backfill = chance(50) ? AIQ_BACKFILL_EASY : AIQ_BACKFILL_NONE;
-    in->policy.placement = chance(50) ? AIQ_PLACE_SPREAD : AIQ_PLACE_BINPACK;
+    /* binpack, spread, fgd, or a placement score (which fails on nodes of
+     * 3 GPUs: those candidates rank last) */
+    int pm = rnd(4);
+    in->policy.placement = pm == 3 ? AIQ_PLACE_BINPACK : (aiq_placement)pm;
+    in->placer = pm == 3 ? &props_placer : NULL;
     in->policy.starvation_after_s = chance(30) ? 3600 * (1 + rnd(4)) : 0;
     in->policy.promote_to = 0;
 }
