@@ -345,6 +345,7 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
         r->promoted = o->promoted;
         r->score_failed = o->score_failed;
         r->blocker = -1;
+        bool was_held = o->held;
         if (o->held) { /* reached: its demand is decided now */
             o->held = 0;
             if (st->any_cohort) q__pend_hold(st, o, -1);
@@ -393,6 +394,9 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             if (!have_res) goto next;
             /* Backfill: never take quota, budget or resources the
              * reserved job needs. */
+            /* A borrower does not backfill past a lender's job that waits
+             * for room (the room may be what a reclaim freed for it). */
+            if (q__blocked_lenders(st, in, o) && q__would_borrow(st, in, o)) goto next;
             bool su = o->user >= 0 && o->user == huser;
             bool sg = o->group >= 0 && o->group == hgroup;
             if (su || sg) {
@@ -450,6 +454,8 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             hgroup = o->group;
         }
     next:
+        if (was_held && r->decision == Q_DEC_WAIT && (r->reason == Q_R_BLOCKED || r->reason == Q_R_CAPACITY))
+            q__lender_blocked(st, in, o);
         st->dw[2 * k] = r->decision;
         st->dw[2 * k + 1] = r->reason;
         if (lazy) { /* no estimate pass over rseq: store in place */
