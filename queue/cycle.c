@@ -100,6 +100,15 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
                                  "jobs[%d] (%s): running with %d replicas (%d stopping) outside "
                                  "its range %d..%d", i, j->key ? j->key : "?", j->replicas,
                                  j->stopping, j->min_replicas, j->max_replicas), -1;
+        if (j->ngrow_avoid < 0 || j->ngrow_avoid > Q_MAX_GROW_AVOID || (j->ngrow_avoid && !j->grow_avoid))
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].grow_avoid",
+                                 "jobs[%d] (%s): ngrow_avoid must be 0..%d with grow_avoid set, got %d",
+                                 i, j->key ? j->key : "?", Q_MAX_GROW_AVOID, j->ngrow_avoid), -1;
+        for (int k = 0; k < j->ngrow_avoid; k++)
+            if (j->grow_avoid[k] < 0 || j->grow_avoid[k] >= in->nnodes)
+                return aiq_err_field(err, AIQ_EINVAL, "jobs[].grow_avoid",
+                                     "jobs[%d] (%s): grow_avoid[%d] node %d out of range 0..%d",
+                                     i, j->key ? j->key : "?", k, (int)j->grow_avoid[k], in->nnodes - 1), -1;
         st->any_term |= j->terminating || j->stopping > 0;
         st->any_elastic |= j->max_replicas > 0 && !j->non_preemptible && !j->terminating &&
                            (j->replicas - j->stopping > q__min_size(j) || j->replicas < j->max_replicas);

@@ -770,6 +770,41 @@ out:
     q_state_free(st);
 }
 
+TEST(growth_keeps_off_the_nodes_to_avoid) {
+    /* An elastic job 1..2 x 8 GPUs runs on n0; n1 and n2 are idle. Binpack
+     * grows it onto n1 (the first); told to avoid n1 (its last growth did
+     * not start there), onto n2; told to avoid both, not at all. */
+    static world w;
+    setup(&w, 3);
+    w.in.policy.preempt_lower = false;
+    int el = run(&w, 5, 1, 8, 0, 7200, (int[]){0});
+    w.jobs[el].min_replicas = 1;
+    w.jobs[el].max_replicas = 2;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    if (cycle(st, &w, &out) && CHECK_INT(out.nactions, 1)) {
+        CHECK_INT(out.actions[0].kind, Q_ACT_GROW);
+        CHECK_INT(out.places[out.actions[0].place_off].node, 1);
+    }
+    int32_t avoid[2] = {1, 2};
+    w.jobs[el].grow_avoid = avoid;
+    w.jobs[el].ngrow_avoid = 1;
+    if (cycle(st, &w, &out) && CHECK_INT(out.nactions, 1))
+        CHECK_INT(out.places[out.actions[0].place_off].node, 2);
+    w.jobs[el].ngrow_avoid = 2;
+    if (cycle(st, &w, &out)) CHECK_INT(out.nactions, 0);
+    /* What it avoids stays free for everyone else. */
+    int p = pend(&w, 5, 1, 8, 1);
+    if (cycle(st, &w, &out)) CHECK_INT(out.res[p].decision, Q_DEC_ADMIT);
+    /* A node index out of range is refused, naming the job and index. */
+    avoid[1] = 3;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(q_cycle_run(st, &w.in, &scorer, &out, &e), AIQ_EINVAL);
+    CHECK_STR(e.message, "jobs[0] (ns/j0): grow_avoid[1] node 3 out of range 0..2");
+    q_state_free(st);
+}
+
 TEST(shrink_before_preempting_anyone) {
     static world w;
     setup(&w, 1);
