@@ -401,11 +401,11 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             r->blocker = head;
             r->reason = Q_R_BLOCKED;
             if (!have_res) goto next;
-            /* Backfill: never take quota, budget or resources the
-             * reserved job needs. */
             /* A borrower does not backfill past a lender's job that waits
              * for room (the room may be what a reclaim freed for it). */
             if (q__blocked_lenders(st, in, o) && q__would_borrow(st, in, o)) goto next;
+            /* Backfill: never take quota, budget or resources the
+             * reserved job needs. */
             bool su = o->user >= 0 && o->user == huser;
             bool sg = o->group >= 0 && o->group == hgroup;
             if (su || sg) {

@@ -314,7 +314,9 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
     q__need_rec(o, &need);
     st->sneed = need;
     int coh = o->group >= 0 && o->group < in->ngroups && st->any_cohort ? in->groups[o->group].cohort : 0;
-    bool reclaim = coh > 0 && !pol->no_reclaim && q__within_nominal(st, in, o->group, &need);
+    bool nominal = coh > 0 && q__within_nominal(st, in, o->group, &need);
+    bool borrower = coh > 0 && !nominal;
+    bool reclaim = nominal && !pol->no_reclaim;
     bool need_user = qfail && qr->reason == Q_R_QUOTA && !qr->group_scope;
     bool need_group = qfail && qr->reason == Q_R_QUOTA && qr->group_scope;
     bool need_pool = qfail && qr->reason == Q_R_BORROW;
@@ -344,7 +346,7 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
         if (ri->prot) continue;
         c.rep = -1;
         c.why = 0;
-        if (same_coh && !reclaim) continue; /* a borrower takes from no one in its cohort */
+        if (same_coh && borrower) continue; /* a borrower takes from no one in its cohort */
         if (lower && ri->level > o->level) c.why = Q_R_PREEMPTED;
         else if (within && ri->level == o->level && o->score >= ri->score + pol->preempt_margin)
             c.why = Q_R_PREEMPTED_SCORE;

@@ -688,6 +688,17 @@ TEST(a_borrower_preempts_no_one_in_its_cohort) {
         CHECK_INT(out.nactions, 0);
         CHECK_INT(out.res[high].reason, Q_R_CAPACITY);
     }
+    /* Within its own quota it is no borrower: the level rule applies in
+     * the cohort too, with reclaim turned off or not. */
+    w.groups[0].quota.gpus = 8;
+    w.in.policy.no_reclaim = true;
+    w.in.gen++;
+    if (cycle(st, &w, &out)) {
+        CHECK_INT(nvictims(&out, high), 1);
+        CHECK_INT(out.nactions > 0 ? out.actions[0].reason : -1, Q_R_PREEMPTED);
+    }
+    w.in.policy.no_reclaim = false;
+    w.groups[0].quota.gpus = 0;
     w.groups[0].cohort = w.groups[1].cohort = 0;
     w.groups[0].quota.gpus = 8;
     w.in.gen++;
