@@ -325,6 +325,19 @@ static void cy__cohorts(struct cy *c) {
 /* The job's q_job.gen: changes whenever anything the queue reads from the
  * job changes (the object, its phase, attempt, size, stopping replicas,
  * teardown, preemptions). */
+/* The nodes a running job's growth keeps off (see struct opgrow_avoid),
+ * as node indexes of this cycle; names no longer among the nodes drop. */
+static void cy__grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_avoid *a) {
+    int n = 0;
+    for (int k = 0; k < a->n && n < Q_MAX_GROW_AVOID; k++) {
+        int ni = cy__node_index(c, a->node[k]);
+        if (ni >= 0)
+            a->idx[n++] = ni;
+    }
+    qj->grow_avoid = n ? a->idx : NULL;
+    qj->ngrow_avoid = n;
+}
+
 static uint64_t cy__job_gen(uint64_t changed, aiq_phase p, const struct opjob *js, bool held) {
     uint64_t v[] = {changed, (uint64_t)p, (uint64_t)js->st.attempts,
                     (uint64_t)js->st.nplacement, (uint64_t)js->stopping, (uint64_t)js->held,
@@ -420,6 +433,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         qj->attempts = js->st.attempts;
         qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
         cy__job_preempt_fields(qj, j, js, now);
+        if (running && js->grow_avoid && js->grow_avoid->until > now)
+            cy__grow_avoid(qj, c, js->grow_avoid);
         if (running || held) {
             qj->replicas = nplace;
             qj->stopping = held ? 0 : js->stopping;

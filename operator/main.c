@@ -31,6 +31,8 @@ static void usage(FILE *f) {
             "  --log-level LEVEL      debug, info, warn, error (default info)\n"
             "  --cycle-ms N           queue cycle period in ms (default 1000; changes trigger one sooner)\n"
             "  --start-timeout DUR    admitted pods must all run within this (default 5m)\n"
+            "  --grow-backoff DUR     an elastic job whose grown pods did not start keeps its growth\n"
+            "                         off those nodes this long (default 10m)\n"
             "  --unschedulable-grace DUR  requeue an admitted gang whose pod kube-scheduler still\n"
             "                         calls Unschedulable this long after admission (default 5s)\n"
             "  --capacity-grace DUR   reject a job that cannot fit only after the nodes held still\n"
@@ -96,7 +98,7 @@ int main(int argc, char **argv) {
            F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
            F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_UTIL_URL, F_UTIL_EVERY,
            F_UTIL_STALE, F_UTIL_LABEL, F_UTIL_ALNAIR, F_AGGR_ADDR, F_AGGR_CERT, F_AGGR_KEY, F_RH_CA,
-           F_RH_NAMES, F_HELP, F_VERSION };
+           F_RH_NAMES, F_GROWBACK, F_HELP, F_VERSION };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, 0, F_KUBECONFIG},
         {"context", required_argument, 0, F_CONTEXT},
@@ -105,6 +107,7 @@ int main(int argc, char **argv) {
         {"log-level", required_argument, 0, F_LOG},
         {"cycle-ms", required_argument, 0, F_CYCLE},
         {"start-timeout", required_argument, 0, F_START},
+        {"grow-backoff", required_argument, 0, F_GROWBACK},
         {"backoff", required_argument, 0, F_BACKOFF},
         {"unschedulable-grace", required_argument, 0, F_UNSCHED},
         {"capacity-grace", required_argument, 0, F_CAPGRACE},
@@ -157,6 +160,7 @@ int main(int argc, char **argv) {
             }
             break;
         case F_START: fl->start_timeout_s = dur_flag("start-timeout", optarg); break;
+        case F_GROWBACK: fl->grow_backoff_s = dur_flag("grow-backoff", optarg); break;
         case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
         case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
         case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;

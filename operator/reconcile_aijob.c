@@ -805,6 +805,51 @@ static void job__load_preemptions(struct server *s, struct opcache_obj *o,
               "last_hour=%d newest=%.3f", n, t[n - 1]);
 }
 
+static int job__running_in(struct server *s, const struct aiq_aijob *j, int from, int to);
+
+/* "grown from A to B replicas ..." (job_grow's Resized message): A, or
+ * -1 when msg is not that or B is not `to`. */
+static int job__grown_from(const char *msg, int to) {
+    static const char pre[] = "grown from ";
+    if (strncmp(msg, pre, sizeof pre - 1) != 0)
+        return -1;
+    char *end;
+    long a = strtol(msg + sizeof pre - 1, &end, 10);
+    if (end == msg + sizeof pre - 1 || strncmp(end, " to ", 4) != 0)
+        return -1;
+    const char *bp = end + 4;
+    long b = strtol(bp, &end, 10);
+    if (end == bp || b != to || a < 1 || a >= b)
+        return -1;
+    return (int)a;
+}
+
+/* A growth in flight when the operator stopped (its Resized condition
+ * says Grown to the size the status holds and not every grown replica
+ * runs): taken up again, so that its new pods are made and released and
+ * the start timeout (GrowTimedOut) still applies, counted from the
+ * grown pods' creation (now when none exists yet). */
+static void job__recover_growth(struct server *s, struct opcache_obj *o,
+                                const struct aiq_aijob *j, struct opjob *js) {
+    int n = js->st.nplacement;
+    int from = strcmp(js->st.resized.reason, "Grown") == 0 ? job__grown_from(js->st.resized.message, n) : -1;
+    if (from < 0 || job__running_in(s, j, from, n) == n - from)
+        return;
+    double t = 0;
+    char key[OPCACHE_KEY_MAX];
+    for (int i = from; i < n; i++) {
+        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        double c = pod ? opst_parse_time(kube_json_str(pod->raw, "metadata.creationTimestamp")) : 0;
+        if (c > 0 && (t == 0 || c < t))
+            t = c;
+    }
+    js->grow_from = js->grow_start = from;
+    js->grow_t = t > 0 ? t : job__now();
+    OPLOG(&s->log, OPLOG_INFO, "job_growth_recovered", o->key, srv__rv(o->raw),
+          "from=%d to=%d since=%.3f", from, n, js->grow_t);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job__load(struct server *s, struct opcache_obj *o,
                       const struct aiq_aijob *j, struct opjob *js) {
@@ -842,6 +887,8 @@ static void job__load(struct server *s, struct opcache_obj *o,
         free(pj);
     }
     job__recover_teardown(s, o, j, js);
+    if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) && !js->teardown)
+        job__recover_growth(s, o, j, js);
     job__load_preemptions(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
@@ -1145,9 +1192,38 @@ static int job__running_in(struct server *s, const struct aiq_aijob *j, int from
  * (no room after all: say a pod aiq does not manage took it): they are
  * stopped again, as a shrink back to the size before (job_resized once
  * they are gone); the job itself runs on. */
+/* Remembers the nodes of replicas [from, to) as ones its growth keeps
+ * off for --grow-backoff (the queue's q_job.grow_avoid, cycle.c). Out of
+ * memory: not remembered (logged; growth may try them again). */
+static void job__grow_avoid(struct server *s, struct opcache_obj *o, struct opjob *js, int from,
+                            int to, double now) {
+    if (!js->grow_avoid && !(js->grow_avoid = calloc(1, sizeof *js->grow_avoid))) {
+        OPLOG(&s->log, OPLOG_ERROR, "job_grow_avoid_failed", o->key, srv__rv(o->raw),
+              "err=\"out of memory\"");
+        return;
+    }
+    struct opgrow_avoid *a = js->grow_avoid;
+    if (a->until <= now)
+        a->n = 0; /* the last back-off is over */
+    a->until = now + s->flags.grow_backoff_s;
+    for (int i = from; i < to && i < js->st.nplacement; i++) {
+        bool have = false;
+        for (int k = 0; k < a->n && !have; k++)
+            have = strcmp(a->node[k], js->place[i].node) == 0;
+        if (have)
+            continue;
+        if (a->n == OP_GROW_AVOID) { /* the oldest goes */
+            memmove(a->node[0], a->node[1], sizeof a->node[0] * (OP_GROW_AVOID - 1));
+            a->n--;
+        }
+        snprintf(a->node[a->n++], sizeof a->node[0], "%s", js->place[i].node);
+    }
+}
+
 static void job__grow_timeout(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, double now) {
     int old = js->grow_start, cur = js->st.nplacement;
+    job__grow_avoid(s, o, js, old, cur, now);
     js->stopping = cur - old;
     js->grow_from = js->grow_start = 0;
     js->st.current_replicas = old;
@@ -1156,10 +1232,13 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
              "replicas %d..%d did not all start within %.0fs: back to %d", old, cur - 1,
              s->flags.start_timeout_s, old);
     srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", js->st.resized.message);
-    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(o->raw), "from=%d back_to=%d",
-          cur, old);
+    char nodes[256] = "-";
+    for (int k = 0, len = 0; js->grow_avoid && k < js->grow_avoid->n && len < (int)sizeof nodes; k++)
+        len += snprintf(nodes + len, sizeof nodes - (size_t)len, "%s%s", k ? "," : "",
+                        js->grow_avoid->node[k]);
+    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(o->raw),
+          "from=%d back_to=%d avoid=%s avoid_for=%.0fs", cur, old, nodes, s->flags.grow_backoff_s);
     actions_stop_pods(s, j, old, cur, "", "GrowTimedOut");
-    (void)now;
 }
 
 /* A growth in flight: done once every grown replica runs (released is

@@ -62,6 +62,7 @@ static void srv__free_ext(void *p) {
     json_object_put(x->want_status);
     if (x->job) {
         free(x->job->place);
+        free(x->job->grow_avoid);
         free(x->job);
     }
     oppolicy_free(x->compiled);
@@ -810,6 +811,7 @@ void srv_init(struct server *s) {
     s->flags.log_level = OPLOG_INFO;
     s->flags.cycle_ms = 1000;
     s->flags.start_timeout_s = 300;
+    s->flags.grow_backoff_s = 600;
     s->flags.backoff_base_s = 10;
     s->flags.status_writes_per_s = 1000;
     s->flags.unsched_grace_s = 5;

@@ -125,12 +125,23 @@ struct opjob {
                                   grew at grow_t and do not all run yet (the
                                   start timeout, GrowTimedOut); 0 = none */
     double grow_t;
+    /* Nodes where its last growth did not start (GrowTimedOut): growth
+     * keeps off them until `until` (--grow-backoff). NULL = none. */
+    struct opgrow_avoid *grow_avoid;
     double pre_t[8];           /* its last preemptions (ring, unix s: when its
                                   pods were gone), rebuilt from the store on load */
     int npre_t;
     double seg_t;              /* run GPU time counted up to here (0 = not running) */
     double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */
     double run_gpu_s;          /* GPU-seconds of this run before seg_t */
+};
+
+#define OP_GROW_AVOID 8
+struct opgrow_avoid {
+    double until;              /* unix s */
+    int n;
+    char node[OP_GROW_AVOID][AIQ_MAX_NAME + 1];
+    int32_t idx[OP_GROW_AVOID]; /* this cycle's node indexes (cycle.c) */
 };
 
 /* Operator state attached to every cached object. */
@@ -160,6 +171,7 @@ struct srv_flags {
     oplog_level log_level;
     long cycle_ms;             /* 1000 */
     double start_timeout_s;    /* pods not all running after admission: 300 */
+    double grow_backoff_s;     /* nodes of a timed-out growth avoided this long: 600 */
     double backoff_base_s;     /* requeue backoff base: 10 (doubles, cap 300) */
     double unsched_grace_s;    /* Unschedulable pinned pod -> requeue after: 5 */
     double capacity_grace_s;   /* nodes held still this long before "can never fit": 60 */

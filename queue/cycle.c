@@ -100,6 +100,15 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
                                  "jobs[%d] (%s): running with %d replicas (%d stopping) outside "
                                  "its range %d..%d", i, j->key ? j->key : "?", j->replicas,
                                  j->stopping, j->min_replicas, j->max_replicas), -1;
+        if (j->ngrow_avoid < 0 || j->ngrow_avoid > Q_MAX_GROW_AVOID || (j->ngrow_avoid && !j->grow_avoid))
+            return aiq_err_field(err, AIQ_EINVAL, "jobs[].grow_avoid",
+                                 "jobs[%d] (%s): ngrow_avoid must be 0..%d with grow_avoid set, got %d",
+                                 i, j->key ? j->key : "?", Q_MAX_GROW_AVOID, j->ngrow_avoid), -1;
+        for (int k = 0; k < j->ngrow_avoid; k++)
+            if (j->grow_avoid[k] < 0 || j->grow_avoid[k] >= in->nnodes)
+                return aiq_err_field(err, AIQ_EINVAL, "jobs[].grow_avoid",
+                                     "jobs[%d] (%s): grow_avoid[%d] node %d out of range 0..%d",
+                                     i, j->key ? j->key : "?", k, (int)j->grow_avoid[k], in->nnodes - 1), -1;
         st->any_term |= j->terminating || j->stopping > 0;
         st->any_elastic |= j->max_replicas > 0 && !j->non_preemptible && !j->terminating &&
                            (j->replicas - j->stopping > q__min_size(j) || j->replicas < j->max_replicas);
@@ -345,6 +354,7 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
         r->promoted = o->promoted;
         r->score_failed = o->score_failed;
         r->blocker = -1;
+        bool was_held = o->held;
         if (o->held) { /* reached: its demand is decided now */
             o->held = 0;
             if (st->any_cohort) q__pend_hold(st, o, -1);
@@ -391,6 +401,9 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             r->blocker = head;
             r->reason = Q_R_BLOCKED;
             if (!have_res) goto next;
+            /* A borrower does not backfill past a lender's job that waits
+             * for room (the room may be what a reclaim freed for it). */
+            if (q__blocked_lenders(st, in, o) && q__would_borrow(st, in, o)) goto next;
             /* Backfill: never take quota, budget or resources the
              * reserved job needs. */
             bool su = o->user >= 0 && o->user == huser;
@@ -450,6 +463,8 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
             hgroup = o->group;
         }
     next:
+        if (was_held && r->decision == Q_DEC_WAIT && (r->reason == Q_R_BLOCKED || r->reason == Q_R_CAPACITY))
+            q__lender_blocked(st, in, o);
         st->dw[2 * k] = r->decision;
         st->dw[2 * k + 1] = r->reason;
         if (lazy) { /* no estimate pass over rseq: store in place */

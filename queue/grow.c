@@ -8,8 +8,9 @@
  * quota like any other. Growth never takes what a waiting job could use
  * now, and a later job that needs it shrinks the job again (preempt.c)
  * before anyone is preempted. Non-preemptible jobs never grow (their
- * extra replicas could not be taken back). Bounded by Q__MAX_GROW
- * replicas per cycle. */
+ * extra replicas could not be taken back). A running job keeps off the
+ * nodes the caller says it must avoid (q_job.grow_avoid: where its last
+ * growth did not start). Bounded by Q__MAX_GROW replicas per cycle. */
 #include "queue/q_int.h"
 
 #include <string.h>
@@ -41,6 +42,33 @@ static int gcand_cmp(const void *vctx, int32_t x, int32_t y) {
 
 static bool growable(const struct q_job *j) {
     return j->max_replicas > 0 && !j->non_preemptible && !j->terminating && j->stopping == 0;
+}
+
+/* Growth of j keeps off the nodes it must avoid: they are claimed whole
+ * (claims are never counted as free) while it grows, then given back as
+ * they were (sv holds what was there). on: claim, else restore. */
+typedef struct {
+    uint64_t cl_mask;
+    int64_t cl_cpu, cl_mem;
+} claim_sv;
+
+static void avoid_nodes(q_state *st, const struct q_job *j, bool on, claim_sv *sv) {
+    for (int k = 0; k < j->ngrow_avoid; k++) {
+        q__node *n = &st->ns.n[j->grow_avoid[k]];
+        if (on) {
+            sv[k].cl_mask = n->cl_mask;
+            sv[k].cl_cpu = n->cl_cpu;
+            sv[k].cl_mem = n->cl_mem;
+            n->cl_mask = ~0ull;
+            n->cl_cpu = n->cpu_free > n->cl_cpu ? n->cpu_free : n->cl_cpu;
+            n->cl_mem = n->mem_free > n->cl_mem ? n->mem_free : n->cl_mem;
+        } else {
+            n->cl_mask = sv[k].cl_mask;
+            n->cl_cpu = sv[k].cl_cpu;
+            n->cl_mem = sv[k].cl_mem;
+        }
+    }
+    st->epoch++; /* cached "fits" answers are stale */
 }
 
 int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool spread) {
@@ -120,6 +148,8 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
         int64_t u = j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
         double hours = (double)u * left / 3600.0;
         int off = st->nplaces, grown = 0;
+        claim_sv sv[Q_MAX_GROW_AVOID];
+        if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, true, sv);
         while (size + grown < j->max_replicas && budget > 0) {
             if (q__quota_fits(st, in, j->user, j->group, &need, hours, false)) break;
             int p = q__place(st, &st->ns, &req, true, spread);
@@ -133,6 +163,7 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
             grown++;
             budget--;
         }
+        if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, false, sv);
         if (grown == 0) continue;
         if (g->k >= 0) st->rinf[g->k].size = size + grown;
         struct q_action act = {g->job, -1, size + grown, off, grown, Q_ACT_GROW, Q_R_GROWN};

@@ -291,6 +291,19 @@ static int cand_push(q_state *st, const q__cand *c) {
     return 0;
 }
 
+/* May o reclaim running job ri (whose group borrows what o needs)? Only
+ * when ri would not come back ahead of o and take the room again: a job
+ * of a lower level, or of o's level ranked behind it (a victim requeues
+ * as the newest job, so a tie goes behind). One ranked ahead of o only
+ * when o's cohort has lent what o's group needs (pool): the lenders'
+ * held demand (quota.c) then keeps it from borrowing that back; nodes
+ * are not held, so not when o waits for them (docs/queue.md
+ * "Borrowing"). Never one of a higher level. */
+static bool reclaimable(const q__rinf *ri, const q__orec *o, bool pool) {
+    if (ri->level != o->level) return ri->level > o->level;
+    return pool || ri->score <= o->score;
+}
+
 /* Lists what o may take (st->cand, in no order). Returns the count or -1
  * out of memory. */
 static int gather(q_state *st, const struct q_input *in, const q__orec *o, const q__req *req,
@@ -299,8 +312,11 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
     bool lower = pol->preempt_lower, within = pol->preempt_within;
     q__res need;
     q__need_rec(o, &need);
+    st->sneed = need;
     int coh = o->group >= 0 && o->group < in->ngroups && st->any_cohort ? in->groups[o->group].cohort : 0;
-    bool reclaim = coh > 0 && !pol->no_reclaim && q__within_nominal(st, in, o->group, &need);
+    bool nominal = coh > 0 && q__within_nominal(st, in, o->group, &need);
+    bool borrower = coh > 0 && !nominal;
+    bool reclaim = nominal && !pol->no_reclaim;
     bool need_user = qfail && qr->reason == Q_R_QUOTA && !qr->group_scope;
     bool need_group = qfail && qr->reason == Q_R_QUOTA && qr->group_scope;
     bool need_pool = qfail && qr->reason == Q_R_BORROW;
@@ -312,7 +328,7 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
         bool same_coh = coh > 0 && v->group >= 0 && v->group != o->group &&
                         in->groups[v->group].cohort == coh;
         bool qrel = (need_user && v->user == o->user) || (need_group && v->group == o->group) ||
-                    (need_pool && same_coh && q__borrowing(st, in, v->group));
+                    (need_pool && same_coh && q__borrowing(st, in, v->group, &need));
         if (!qrel && !on_compatible(st, v, req)) continue;
         q__cand c;
         memset(&c, 0, sizeof c);
@@ -330,10 +346,11 @@ static int gather(q_state *st, const struct q_input *in, const q__orec *o, const
         if (ri->prot) continue;
         c.rep = -1;
         c.why = 0;
+        if (same_coh && borrower) continue; /* a borrower takes from no one in its cohort */
         if (lower && ri->level > o->level) c.why = Q_R_PREEMPTED;
         else if (within && ri->level == o->level && o->score >= ri->score + pol->preempt_margin)
             c.why = Q_R_PREEMPTED_SCORE;
-        else if (reclaim && same_coh && q__borrowing(st, in, v->group))
+        else if (reclaim && same_coh && reclaimable(ri, o, need_pool) && q__borrowing(st, in, v->group, &need))
             c.why = Q_R_RECLAIMED;
         if (!c.why) continue;
         c.lost = lost_work(in, v);
@@ -355,11 +372,11 @@ static int order_cands(q_state *st, const struct q_input *in) {
     return st->ncand < Q__MAX_CAND ? st->ncand : Q__MAX_CAND;
 }
 
-/* A reclaimed job must still belong to a group that borrows (the ones
- * released before it may have ended that). */
+/* A reclaimed job must still belong to a group that borrows what the
+ * preemptor needs (the ones released before it may have ended that). */
 static bool still_helps(const q_state *st, const struct q_input *in, const q__cand *c) {
     if (c->why != Q_R_RECLAIMED) return true;
-    return q__borrowing(st, in, rjob(st, in, c->k)->group) != 0;
+    return q__borrowing(st, in, rjob(st, in, c->k)->group, &st->sneed) != 0;
 }
 
 /* Sets the released prefix to the first m candidates of the order. */
@@ -539,7 +556,8 @@ static int search(q_state *st, const struct q_input *in, const q_scorer *sc, q__
     memset(&qr, 0, sizeof qr);
     int qfail = q__quota_check_soon(st, in, o, &qr);
     if (qfail && qr.reason == Q_R_BUDGET) return 0; /* preemption gives no budget back */
-    if (pol->preempt_lower || pol->preempt_within) q__score_running(st, in, sc);
+    if (pol->preempt_lower || pol->preempt_within || (st->any_cohort && !pol->no_reclaim))
+        q__score_running(st, in, sc);
     int nc = gather(st, in, o, req, &qr, qfail);
     if (nc <= 0) return nc;
     if (!qfail && req->replicas == 1) return per_node(st, in, o, req, spread, nc);

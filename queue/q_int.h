@@ -267,7 +267,11 @@ struct q_state {
     q__res *gguar; size_t cap_gguar;   /* per group: never-lent part, -1 */
     q__res *gnp, *gnpadj; size_t cap_gnp, cap_gnpadj; /* non-preemptible use */
     q__res *gpend; size_t cap_gpend;   /* per group: held pending demand */
+    /* Per group and per cohort: held jobs the walk reached that wait for
+     * room (capacity, or behind the head). */
+    int32_t *gblk, *cblk; size_t cap_gblk, cap_cblk;
     q__cand *cand; size_t cap_cand; int ncand;
+    q__res sneed;       /* the need of the job being searched for */
     int32_t *cidx; size_t cap_cidx; int ncidx; /* the candidates a search weighed */
     struct q_action *acts; size_t cap_acts; int nacts;
     int32_t *gcand; size_t cap_gcand;  /* growth candidates */
@@ -391,9 +395,17 @@ int q__within_nominal(const q_state *st, const struct q_input *in, int g,
  * drops it when it reaches o. */
 bool q__pend_wants(const q_state *st, const struct q_input *in, const q__orec *o);
 void q__pend_hold(q_state *st, const q__orec *o, int sign);
+/* A held job o the walk reached waits for room: q__lender_blocked
+ * counts it; q__blocked_lenders says whether other groups of o's cohort
+ * have such jobs; q__would_borrow whether o, started now, puts its group
+ * above its quota (false outside cohorts). */
+void q__lender_blocked(q_state *st, const struct q_input *in, const q__orec *o);
+bool q__blocked_lenders(const q_state *st, const struct q_input *in, const q__orec *o);
+bool q__would_borrow(const q_state *st, const struct q_input *in, const q__orec *o);
 /* 1 when group g (soon state) uses more than its quota in some
- * borrowable resource. */
-int q__borrowing(const q_state *st, const struct q_input *in, int g);
+ * borrowable resource; need (NULL: any) limits that to the resources
+ * need asks for (what a reclaim can take back for it). */
+int q__borrowing(const q_state *st, const struct q_input *in, int g, const q__res *need);
 /* A job's need for `replicas` replicas (jobs: 1 when whole). */
 void q__need_n(const struct q_job *j, int replicas, bool whole, q__res *need);
 

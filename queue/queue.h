@@ -169,7 +169,13 @@ struct q_job {
     double min_runtime_s;       /* protection it asks for (policy caps it) */
     double checkpoint_interval_s; /* checkpointable: bounds the lost work;
                                    * 0 = unknown (counted as none lost) */
+    /* Running elastic job: nodes its growth must not use (indexes into
+     * q_input.nodes), e.g. where its last grown replicas did not start;
+     * at most Q_MAX_GROW_AVOID, NULL = none. */
+    const int32_t *grow_avoid;
+    int ngrow_avoid;
 };
+#define Q_MAX_GROW_AVOID 16
 
 struct q_policy {
     int nlevels;                /* 1..AIQ_MAX_LEVELS */

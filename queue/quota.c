@@ -122,9 +122,13 @@ static int cohort_init(q_state *st, const struct q_input *in) {
         Q_GROW(st, st->gguar, st->cap_gguar, (size_t)in->ngroups + 1) ||
         Q_GROW(st, st->gnp, st->cap_gnp, (size_t)in->ngroups + 1) ||
         Q_GROW(st, st->gnpadj, st->cap_gnpadj, (size_t)in->ngroups + 1) ||
-        Q_GROW(st, st->gpend, st->cap_gpend, (size_t)in->ngroups + 1))
+        Q_GROW(st, st->gpend, st->cap_gpend, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->gblk, st->cap_gblk, (size_t)in->ngroups + 1) ||
+        Q_GROW(st, st->cblk, st->cap_cblk, (size_t)st->ncoh + 1))
         return -1;
     memset(st->gpend, 0, (size_t)in->ngroups * sizeof *st->gpend);
+    memset(st->gblk, 0, (size_t)in->ngroups * sizeof *st->gblk);
+    memset(st->cblk, 0, (size_t)st->ncoh * sizeof *st->cblk);
     memset(st->ccap, 0, (size_t)st->ncoh * sizeof *st->ccap);
     memset(st->cnow, 0, (size_t)st->ncoh * sizeof *st->cnow);
     memset(st->gnp, 0, (size_t)in->ngroups * sizeof *st->gnp);
@@ -265,6 +269,31 @@ void q__pend_hold(q_state *st, const q__orec *o, int sign) {
     q__res need;
     q__need_rec(o, &need);
     for (int r = 0; r < Q__NRES; r++) st->gpend[o->group].v[r] += sign * need.v[r];
+}
+
+/* Lenders' jobs that wait for room: the walk reached them (their hold
+ * ended) and they wait for capacity or behind the head. Borrowers of the
+ * cohort do not backfill past them (cycle.c). */
+void q__lender_blocked(q_state *st, const struct q_input *in, const q__orec *o) {
+    int c = cohort_of(st, in, o->group);
+    if (c == 0) return;
+    st->gblk[o->group]++;
+    st->cblk[c]++;
+}
+
+bool q__blocked_lenders(const q_state *st, const struct q_input *in, const q__orec *o) {
+    int c = cohort_of(st, in, o->group);
+    return c > 0 && st->cblk[c] - st->gblk[o->group] > 0;
+}
+
+bool q__would_borrow(const q_state *st, const struct q_input *in, const q__orec *o) {
+    if (cohort_of(st, in, o->group) == 0) return false;
+    q__res need;
+    q__need_rec(o, &need);
+    for (int r = 0; r < Q__NRES; r++)
+        if (pooled(st, o->group, r) && st->gin[o->group].v[r] + need.v[r] > lim_of(&in->groups[o->group].quota, r))
+            return true;
+    return false;
 }
 
 static int64_t held_by_others(const q_state *st, const struct q_input *in, int g, int r,
@@ -561,12 +590,13 @@ int q__within_nominal(const q_state *st, const struct q_input *in, int g,
     return 1;
 }
 
-int q__borrowing(const q_state *st, const struct q_input *in, int g) {
+int q__borrowing(const q_state *st, const struct q_input *in, int g, const q__res *need) {
     if (cohort_of(st, in, g) == 0) return 0;
     for (int r = 0; r < Q__NRES; r++) {
-        if (!pooled(st, g, r)) continue;
+        if (!pooled(st, g, r) || (need && need->v[r] <= 0)) continue;
         int64_t u = st->gin[g].v[r] - (st->soon_on ? st->gadj[g].v[r] : 0);
         if (u > q__lim_of(&in->groups[g].quota, r)) return 1;
     }
     return 0;
 }
+

@@ -235,7 +235,8 @@ void q_state_free(q_state *st) {
                     st->elim[0], st->elim[1], st->elimv[0], st->elimv[1], st->kof, st->dw, st->uopen, st->gopen, st->dgmax, st->dgfree,
                     st->ugpu0, st->ggpu0, st->ubud0, st->gbud0, st->rinf, st->uadj,
                     st->gadj, st->ccap, st->cnow, st->csoon, st->gguar, st->cand,
-                    st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj, st->gpend, st->wl};
+                    st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj, st->gpend, st->wl,
+                    st->gblk, st->cblk};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
     for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);

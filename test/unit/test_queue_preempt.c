@@ -599,6 +599,116 @@ out:
     q_state_free(st);
 }
 
+/* Runs cycles on the cohort world of the capacity-loop test, doing what
+ * a caller does between them; counts reclaims per victim. Returns the
+ * cycle in which job `want` started, or -1. */
+static int run_cycles(q_state *st, world *w, int want, int ncycles, int *nrecl, q_output *out) {
+    int started_at = -1;
+    for (int c = 0; c < ncycles; c++) {
+        if (!cycle(st, w, out)) break;
+        for (int a = 0; a < out->nactions; a++)
+            if (out->actions[a].kind == Q_ACT_PREEMPT) nrecl[out->actions[a].job]++;
+        if (started_at < 0 && out->res[want].decision == Q_DEC_ADMIT) started_at = c;
+        for (int i = 0; i < w->in.njobs; i++) {
+            struct q_job *j = &w->jobs[i];
+            if (j->state == Q_JOB_RUNNING && j->terminating) {
+                gone(w, i); /* back to the queue as the newest job */
+                j->queued = NOW + c;
+            } else if (j->state == Q_JOB_PENDING && out->res[i].decision == Q_DEC_ADMIT) {
+                start_admitted(w, out, i);
+            } else if (j->state == Q_JOB_RUNNING && is_victim(out, i)) {
+                j->terminating = true;
+            }
+        }
+    }
+    return started_at;
+}
+
+TEST(reclaim_through_capacity_never_loops) {
+    /* The cohort's quotas add up to more than the cluster (one node of 8
+     * GPUs; vision 4, nlp 8): quota is not what stops nlp's 4-GPU job,
+     * the node is. Vision's 6-GPU job borrows 2. Reclaiming it frees the
+     * node, but the victim comes back ahead of nlp's job when it ranks
+     * higher, passes the quota checks (the cohort can lend 12) and takes
+     * the node again: reclaimed, back, reclaimed, forever. So a reclaim
+     * for capacity only takes a job that ranks behind the preemptor. */
+    static world w;
+    setup(&w, 1);
+    w.in.policy.preempt_lower = false; /* only reclaim */
+    for (int g = 0; g < 2; g++) w.groups[g].cohort = 1;
+    w.groups[0].quota.gpus = 4;
+    w.groups[1].quota.gpus = 8;
+    int v = run(&w, 20, 1, 6, 0, 7200, (int[]){0}); /* normal level, score 20 */
+    int n = pend(&w, 15, 1, 4, 1);                  /* normal level, score 15 */
+    int nrecl[MAXJ] = {0};
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    int started = run_cycles(st, &w, n, 6, nrecl, &out);
+    CHECK_INT(nrecl[v], 0);
+    CHECK_INT(started, -1);
+    CHECK_INT(w.jobs[v].state, Q_JOB_RUNNING);
+    CHECK_INT(out.res[n].reason, Q_R_CAPACITY);
+    q_state_free(st);
+    /* Ranked behind nlp's job, the borrower is reclaimed once: it comes
+     * back behind it, nlp's job starts the cycle its victim is gone, and
+     * the victim waits for the node. */
+    setup(&w, 1);
+    w.in.policy.preempt_lower = false;
+    for (int g = 0; g < 2; g++) w.groups[g].cohort = 1;
+    w.groups[0].quota.gpus = 4;
+    w.groups[1].quota.gpus = 8;
+    v = run(&w, 12, 1, 6, 0, 7200, (int[]){0});
+    n = pend(&w, 15, 1, 4, 1);
+    memset(nrecl, 0, sizeof nrecl);
+    st = q_state_create(NULL);
+    started = run_cycles(st, &w, n, 6, nrecl, &out);
+    CHECK_INT(nrecl[v], 1);
+    CHECK_INT(started, 2);
+    CHECK_INT(w.jobs[v].state, Q_JOB_PENDING);
+    CHECK_INT(out.res[v].reason, Q_R_CAPACITY);
+    q_state_free(st);
+}
+
+TEST(a_borrower_preempts_no_one_in_its_cohort) {
+    /* Vision's high-level job would borrow (its quota is 0; nlp's 16
+     * leave lendable quota but one node); nlp's low-level job fills the
+     * node within nlp's quota. Taking it would only lend vision capacity
+     * that nlp's jobs reclaim at once: the borrower waits. Outside the
+     * cohort the level rule applies. */
+    static world w;
+    setup(&w, 1);
+    for (int g = 0; g < 2; g++) w.groups[g].cohort = 1;
+    w.groups[0].quota.gpus = 0;
+    w.groups[1].quota.gpus = 16;
+    int low = run(&w, 1, 1, 8, 1, 7200, (int[]){0});
+    int high = pend(&w, 200, 1, 8, 0);
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    if (cycle(st, &w, &out)) {
+        CHECK_INT(out.nactions, 0);
+        CHECK_INT(out.res[high].reason, Q_R_CAPACITY);
+    }
+    /* Within its own quota it is no borrower: the level rule applies in
+     * the cohort too, with reclaim turned off or not. */
+    w.groups[0].quota.gpus = 8;
+    w.in.policy.no_reclaim = true;
+    w.in.gen++;
+    if (cycle(st, &w, &out)) {
+        CHECK_INT(nvictims(&out, high), 1);
+        CHECK_INT(out.nactions > 0 ? out.actions[0].reason : -1, Q_R_PREEMPTED);
+    }
+    w.in.policy.no_reclaim = false;
+    w.groups[0].quota.gpus = 0;
+    w.groups[0].cohort = w.groups[1].cohort = 0;
+    w.groups[0].quota.gpus = 8;
+    w.in.gen++;
+    if (cycle(st, &w, &out)) {
+        CHECK_INT(nvictims(&out, high), 1);
+        CHECK(is_victim(&out, low));
+    }
+    q_state_free(st);
+}
+
 TEST(elastic_starts_at_minimum_grows_and_shrinks_before_preempting) {
     static world w;
     setup(&w, 1);
@@ -668,6 +778,41 @@ TEST(elastic_starts_at_minimum_grows_and_shrinks_before_preempting) {
     CHECK_INT(out.res[newc].reason, Q_R_PREEMPTING);
     CHECK_INT(out.nactions, 0);
 out:
+    q_state_free(st);
+}
+
+TEST(growth_keeps_off_the_nodes_to_avoid) {
+    /* An elastic job 1..2 x 8 GPUs runs on n0; n1 and n2 are idle. Binpack
+     * grows it onto n1 (the first); told to avoid n1 (its last growth did
+     * not start there), onto n2; told to avoid both, not at all. */
+    static world w;
+    setup(&w, 3);
+    w.in.policy.preempt_lower = false;
+    int el = run(&w, 5, 1, 8, 0, 7200, (int[]){0});
+    w.jobs[el].min_replicas = 1;
+    w.jobs[el].max_replicas = 2;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    if (cycle(st, &w, &out) && CHECK_INT(out.nactions, 1)) {
+        CHECK_INT(out.actions[0].kind, Q_ACT_GROW);
+        CHECK_INT(out.places[out.actions[0].place_off].node, 1);
+    }
+    int32_t avoid[2] = {1, 2};
+    w.jobs[el].grow_avoid = avoid;
+    w.jobs[el].ngrow_avoid = 1;
+    if (cycle(st, &w, &out) && CHECK_INT(out.nactions, 1))
+        CHECK_INT(out.places[out.actions[0].place_off].node, 2);
+    w.jobs[el].ngrow_avoid = 2;
+    if (cycle(st, &w, &out)) CHECK_INT(out.nactions, 0);
+    /* What it avoids stays free for everyone else. */
+    int p = pend(&w, 5, 1, 8, 1);
+    if (cycle(st, &w, &out)) CHECK_INT(out.res[p].decision, Q_DEC_ADMIT);
+    /* A node index out of range is refused, naming the job and index. */
+    avoid[1] = 3;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(q_cycle_run(st, &w.in, &scorer, &out, &e), AIQ_EINVAL);
+    CHECK_STR(e.message, "jobs[0] (ns/j0): grow_avoid[1] node 3 out of range 0..2");
     q_state_free(st);
 }
 

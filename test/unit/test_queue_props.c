@@ -634,8 +634,12 @@ TEST(incremental_equals_fresh) {
  *     without jobs already stopping, keeping any one victim (or one more
  *     replica of a shrunk job) running leaves it unable to start, with
  *     the jobs ordered behind it still pending (check_minimal);
+ *   - no reclaim loop: a job is never reclaimed twice for the same
+ *     preemptor over a world's rounds;
  *   - an incremental cycle decides and acts exactly like a fresh state.
- * AIQ_QPROPS_DEBUG=1 prints the world when "makes room" fails. */
+ * AIQ_QPROPS_DEBUG=1 prints the world when "makes room" or "starts with
+ * its victims gone" fails; AIQ_QPROPS_TRACE=<iteration> prints that
+ * world and its decisions every round. */
 
 static void place_apply(struct q_node *nodes, const struct q_job *j, const struct q_place *p, int sign) {
     struct q_node *n = &nodes[p->node];
@@ -948,6 +952,32 @@ static void check_actions(int iter, q_state *st, const world *w, const q_output 
     }
 }
 
+/* Prints the world and the cycle's decisions (AIQ_QPROPS_DEBUG, and
+ * every round of iteration AIQ_QPROPS_TRACE). */
+static void dump_world(const world *w, const q_output *out) {
+    char m[300];
+    for (int x = 0; x < w->in.njobs; x++) {
+        const struct q_job *j = &w->jobs[x];
+        q_message(&w->in, out, x, m, sizeof m);
+        printf("    job %d %s u%d g%d prio %d %dx%d gpus st %d term %d stop %d min %d max %d: %s\n", x, j->key,
+               j->user, j->group, j->priority, j->replicas, j->gpus, j->state, j->terminating, j->stopping,
+               j->min_replicas, j->max_replicas, m);
+    }
+    for (int g = 0; g < w->in.ngroups; g++)
+        printf("    group %d cohort %d quota %lld jobs %lld bl %lld ll %lld\n", g, w->groups[g].cohort,
+               (long long)w->groups[g].quota.gpus, (long long)w->groups[g].quota.jobs,
+               (long long)w->groups[g].borrowing_limit.gpus, (long long)w->groups[g].lending_limit.gpus);
+    for (int u = 0; u < w->in.nusers; u++)
+        printf("    user %d group %d quota %lld jobs %lld budget %g\n", u, w->users[u].group,
+               (long long)w->users[u].quota.gpus, (long long)w->users[u].quota.jobs, w->users[u].budget_gpu_hours);
+    for (int i = 0; i < w->in.nnodes; i++)
+        printf("    node %d %s %s %s %d GPUs sched %d\n", i, w->nodes[i].name, w->nodes[i].gpu_model ? w->nodes[i].gpu_model : "-",
+               w->nodes[i].domain ? w->nodes[i].domain : "-", w->nodes[i].ngpus, w->nodes[i].schedulable);
+    for (int a = 0; a < out->nactions; a++)
+        printf("    action %d: job %d kind %d for %d replicas %d reason %d\n", a, out->actions[a].job,
+               out->actions[a].kind, out->actions[a].for_job, out->actions[a].replicas, out->actions[a].reason);
+}
+
 /* With everything stopped gone, every job waiting for room starts. */
 static void check_makes_room(int iter, const world *w, const q_output *out) {
     static world w2;
@@ -964,20 +994,7 @@ static void check_makes_room(int iter, const world *w, const q_output *out) {
             char m[300];
             q_message(&w2.in, &o2, k, m, sizeof m);
             printf("    re-run: %s\n", m);
-            for (int x = 0; x < w->in.njobs; x++) {
-                const struct q_job *j = &w->jobs[x];
-                q_message(&w->in, out, x, m, sizeof m);
-                printf("    job %d %s u%d g%d prio %d %dx%d gpus st %d term %d stop %d min %d max %d: %s\n", x, j->key,
-                       j->user, j->group, j->priority, j->replicas, j->gpus, j->state, j->terminating, j->stopping,
-                       j->min_replicas, j->max_replicas, m);
-            }
-            for (int g = 0; g < w->in.ngroups; g++)
-                printf("    group %d cohort %d quota %lld jobs %lld bl %lld ll %lld\n", g, w->groups[g].cohort,
-                       (long long)w->groups[g].quota.gpus, (long long)w->groups[g].quota.jobs,
-                       (long long)w->groups[g].borrowing_limit.gpus, (long long)w->groups[g].lending_limit.gpus);
-            for (int u = 0; u < w->in.nusers; u++)
-                printf("    user %d group %d quota %lld jobs %lld budget %g\n", u, w->users[u].group,
-                       (long long)w->users[u].quota.gpus, (long long)w->users[u].quota.jobs, w->users[u].budget_gpu_hours);
+            dump_world(w, out);
         }
         PCHECK(rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT,
                "job %d waited for room but does not start once it is made (%s)", i,
@@ -1028,12 +1045,43 @@ static void check_minimal(int iter, const world *w, const q_output *out) {
     q_output o2;
     aiq_rc rc = q_cycle_run(s2, &w2.in, &sc, &o2, NULL);
     int k = index_in(&w2, w->jobs[J].key);
+    if (getenv("AIQ_QPROPS_DEBUG") && tried > 0 && !(rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT)) {
+        printf("    re-run with its victims gone:\n");
+        dump_world(&w2, &o2);
+    }
     PCHECK(tried == 0 || (rc == AIQ_OK && k >= 0 && o2.res[k].decision == Q_DEC_ADMIT),
            "job %d does not start with exactly its victims gone", J);
     q_state_free(s2);
 }
 
 static int nprops_preempt, nprops_shrink, nprops_grow, nprops_reclaim, nprops_minimal;
+
+/* No reclaim loop: a job reclaimed for a preemptor is never reclaimed
+ * for the same preemptor again in later rounds of the world (it came
+ * back to the queue and took the room it had freed, or the room another
+ * borrower gave). seen[] holds "victim>preemptor" keys of the world. */
+#define MAXRECL 64
+typedef struct {
+    char pair[MAXRECL][40];
+    int round[MAXRECL];
+    int n;
+} reclaims;
+
+static void check_no_reclaim_loop(int iter, int round, const world *w, const q_output *out, reclaims *rc) {
+    for (int a = 0; a < out->nactions; a++) {
+        const struct q_action *x = &out->actions[a];
+        if (x->reason != Q_R_RECLAIMED || x->for_job < 0) continue;
+        char key[40];
+        snprintf(key, sizeof key, "%s>%s", w->jobs[x->job].key, w->jobs[x->for_job].key);
+        for (int i = 0; i < rc->n; i++)
+            PCHECK(strcmp(rc->pair[i], key) != 0, "reclaim loop: %s reclaimed for %s in rounds %d and %d",
+                   w->jobs[x->job].key, w->jobs[x->for_job].key, rc->round[i], round);
+        if (rc->n < MAXRECL) {
+            snprintf(rc->pair[rc->n], sizeof rc->pair[0], "%s", key);
+            rc->round[rc->n++] = round;
+        }
+    }
+}
 
 /* What a caller does between cycles. */
 static void apply_round(world *w, const q_output *out) {
@@ -1135,6 +1183,7 @@ TEST(preemption_borrowing_elastic_over_rounds) {
         int nl = w.in.policy.nlevels;
         q_scorer sc = {&nl, scorer_score, scorer_level};
         q_state *st = q_state_create(NULL);
+        reclaims seen = {.n = 0};
         for (int round = 0; round < 6 && !failed_once; round++) {
             q_output out, fo;
             aiq_err err;
@@ -1142,12 +1191,17 @@ TEST(preemption_borrowing_elastic_over_rounds) {
             aiq_rc rc = q_cycle_run(st, &w.in, &sc, &out, &err);
             PCHECK(rc == AIQ_OK, "round %d: cycle failed: %s", round, err.message);
             if (rc != AIQ_OK) break;
+            if (env_int("AIQ_QPROPS_TRACE", -1) == iter) {
+                printf("  round %d (now %.0f):\n", round, w.in.now);
+                dump_world(&w, &out);
+            }
             check_capacity(iter, &w, &out);
             check_growth(iter, &w, &out);
             check_quota_instant(iter, &w, &out);
             check_actions(iter, st, &w, &out);
             check_makes_room(iter, &w, &out);
             check_minimal(iter, &w, &out);
+            check_no_reclaim_loop(iter, round, &w, &out, &seen);
             for (int a = 0; a < out.nactions; a++) {
                 nprops_preempt += out.actions[a].kind == Q_ACT_PREEMPT;
                 nprops_shrink += out.actions[a].kind == Q_ACT_SHRINK;
