@@ -291,7 +291,7 @@ bool q__would_borrow(const q_state *st, const struct q_input *in, const q__orec 
     q__res need;
     q__need_rec(o, &need);
     for (int r = 0; r < Q__NRES; r++)
-        if (pooled(st, o->group, r) && st->gin[o->group].v[r] + need.v[r] > lim_of(&in->groups[o->group].quota, r))
+        if (pooled(st, o->group, r) && st->gin[o->group].v[r] + need.v[r] > q__lim_of(&in->groups[o->group].quota, r))
             return true;
     return false;
 }
