@@ -12,7 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/nodefacts.h"
 #include "operator/pods.h"
-#include "operator/predict.h"
+#include "operator/predict_store.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
 #include "operator/release_gpu.h"

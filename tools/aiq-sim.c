@@ -11,7 +11,7 @@
 
 #include "common/version.h"
 #include "operator/manifest.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "operator/store.h"
 #include "simulator/sim.h"
 

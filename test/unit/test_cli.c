@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "operator/cli_headroom.h"
-#include "operator/cli_rank.h"
-#include "operator/cli_table.h"
+#include "tools/cli_headroom.h"
+#include "tools/cli_rank.h"
+#include "tools/cli_table.h"
 #include "operator/manifest.h"
 #include "test/unit/th.h"
 

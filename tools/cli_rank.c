@@ -1,7 +1,7 @@
 /* cli_rank.c -- factor vectors of AIJobs rebuilt from API objects, and
  * the local what-if ranking of `kubectl aiq policy test` (see
  * cli_rank.h). */
-#include "operator/cli_rank.h"
+#include "tools/cli_rank.h"
 
 #include <math.h>
 #include <stdio.h>
