@@ -30,6 +30,7 @@
 
 #include "common/version.h"
 #include "common/aiq_err.h"
+#include "common/json.h"
 #include "common/model.h"
 #include "tools/cli_headroom.h"
 #include "tools/cli_rank.h"
@@ -282,20 +283,8 @@ static json_object *items_of(json_object *list) {
     return it;
 }
 
-static json_object *jget(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-static const char *jstr(json_object *o, const char *k) {
-    json_object *v = jget(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static double jnum(json_object *o, const char *k, double dflt) {
-    json_object *v = jget(o, k);
+    json_object *v = aiq_jget(o, k);
     if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return json_object_get_double(v);
     if (v && json_object_is_type(v, json_type_string)) { /* "8" from quantities */
@@ -305,11 +294,6 @@ static double jnum(json_object *o, const char *k, double dflt) {
             return d;
     }
     return dflt;
-}
-
-static bool jtrue(json_object *o, const char *k) {
-    json_object *v = jget(o, k);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
 static void world_free(struct world *w) {
@@ -338,9 +322,9 @@ static json_object *find_active(json_object *policies) {
     size_t n = it ? json_object_array_length(it) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(it, i);
-        if (jtrue(jget(p, "status"), "active"))
+        if (aiq_jtrue(aiq_jget(p, "status"), "active"))
             return p;
-        if (!spec_active && jtrue(jget(p, "spec"), "active"))
+        if (!spec_active && aiq_jtrue(aiq_jget(p, "spec"), "active"))
             spec_active = p;
     }
     return spec_active;
@@ -389,13 +373,13 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
         json_object *g = json_object_array_get_idx(git, i);
         aiq_err_clear(&e);
         if (aiq_group_from_json(g, &w->groups[w->ngroups], &e) == AIQ_OK)
-            w->group_status[w->ngroups++] = jget(g, "status");
+            w->group_status[w->ngroups++] = aiq_jget(g, "status");
     }
     for (size_t i = 0; i < nu; i++) {
         json_object *u = json_object_array_get_idx(uit, i);
         aiq_err_clear(&e);
         if (aiq_userquota_from_json(u, &w->uqs[w->nuqs], &e) == AIQ_OK)
-            w->uq_status[w->nuqs++] = jget(u, "status");
+            w->uq_status[w->nuqs++] = aiq_jget(u, "status");
     }
     /* GPUs on the nodes, and those held by admitted or running jobs. */
     aiq_err_clear(&e);
@@ -421,8 +405,8 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     w->cw.now = (double)time(NULL);
     double held = 0;
     for (size_t i = 0; i < nj; i++) {
-        json_object *st = jget(json_object_array_get_idx(jit, i), "status");
-        const char *ph = jstr(st, "phase");
+        json_object *st = aiq_jget(json_object_array_get_idx(jit, i), "status");
+        const char *ph = aiq_jstr(st, "phase");
         if (ph && (strcmp(ph, "Admitted") == 0 || strcmp(ph, "Running") == 0))
             held += jnum(st, "totalGPUs", 0);
     }
@@ -469,7 +453,7 @@ static int level_rank(const struct world *w, const char *name) {
 }
 
 static const char *policy_name(const struct world *w) {
-    const char *n = w->active_policy ? jstr(jget(w->active_policy, "metadata"), "name") : NULL;
+    const char *n = w->active_policy ? aiq_jstr(aiq_jget(w->active_policy, "metadata"), "name") : NULL;
     return n ? n : "default (built-in: job.priority, one level)";
 }
 
@@ -629,19 +613,19 @@ static json_object *live_queue(const struct opts *o, const char *ns, const char 
 /* Takes a live item's position, level, score, estimate, reason and
  * message into j. */
 static void live_apply(struct cli_job *j, json_object *it) {
-    json_object *sc = jget(it, "score");
+    json_object *sc = aiq_jget(it, "score");
     j->position = (int)jnum(it, "position", j->position);
-    if (jstr(it, "level"))
-        snprintf(j->level, sizeof j->level, "%s", jstr(it, "level"));
+    if (aiq_jstr(it, "level"))
+        snprintf(j->level, sizeof j->level, "%s", aiq_jstr(it, "level"));
     if (sc && !json_object_is_type(sc, json_type_null)) {
         j->has_score = true;
         j->score = json_object_get_double(sc);
     }
-    j->eta = jstr(it, "estimatedStartTime") ? opst_parse_time(jstr(it, "estimatedStartTime")) : 0;
-    if (jstr(it, "reason"))
-        snprintf(j->reason, sizeof j->reason, "%s", jstr(it, "reason"));
-    if (jstr(it, "message"))
-        snprintf(j->message, sizeof j->message, "%s", jstr(it, "message"));
+    j->eta = aiq_jstr(it, "estimatedStartTime") ? opst_parse_time(aiq_jstr(it, "estimatedStartTime")) : 0;
+    if (aiq_jstr(it, "reason"))
+        snprintf(j->reason, sizeof j->reason, "%s", aiq_jstr(it, "reason"));
+    if (aiq_jstr(it, "message"))
+        snprintf(j->message, sizeof j->message, "%s", aiq_jstr(it, "message"));
 }
 
 /* Overlays the live queue on jobs[0..n); returns how many it matched, or
@@ -665,7 +649,7 @@ static int live_overlay(const struct opts *o, struct cli_job *v, int n, bool qui
     int matched = 0;
     for (size_t k = 0; k < json_object_array_length(items); k++) {
         json_object *it = json_object_array_get_idx(items, k);
-        const char *ns = jstr(it, "namespace"), *name = jstr(it, "name");
+        const char *ns = aiq_jstr(it, "namespace"), *name = aiq_jstr(it, "name");
         for (int i = 0; ns && name && i < n; i++)
             if (strcmp(v[i].ns, ns) == 0 && strcmp(v[i].name, name) == 0) {
                 live_apply(&v[i], it);
@@ -704,7 +688,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         add_str(doc, "policy", policy_name(w));
         add_str(doc, "source", nlive >= 0 ? "live" : "status");
         if (live)
-            json_object_object_add(doc, "liveTime", json_object_get(jget(live, "time")));
+            json_object_object_add(doc, "liveTime", json_object_get(aiq_jget(live, "time")));
         for (int i = 0; i < n; i++) {
             const struct cli_job *j = &v[i];
             json_object *it = json_object_new_object();
@@ -786,7 +770,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         printf("%sPolicy:%s %s", C_BOLD, C_OFF, policy_name(w));
         if (live)
             printf("   %slive%s from the operator's cycle %.0f at %s", C_GREEN, C_OFF,
-                   jnum(live, "cycle", 0), jstr(live, "time") ? jstr(live, "time") : "?");
+                   jnum(live, "cycle", 0), aiq_jstr(live, "time") ? aiq_jstr(live, "time") : "?");
         printf("\n");
         cli_table_print(t, stdout);
     }
@@ -880,14 +864,14 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
             json_object *it = json_object_array_get_idx(items, i);
             char t[40];
             time_text(t, sizeof t, jnum(it, "t", 0));
-            const char *ty = jstr(it, "type");
+            const char *ty = aiq_jstr(it, "type");
             if (ty && strcmp(ty, "decision") == 0)
                 printf("  %s  cycle %-6.0f %-6s pos %-4.0f %s%s%s\n", t, jnum(it, "cycle", 0),
-                       jstr(it, "action") ? jstr(it, "action") : "?", jnum(it, "position", 0),
-                       jstr(it, "reason") ? jstr(it, "reason") : "", jstr(it, "message") ? ": " : "",
-                       jstr(it, "message") ? jstr(it, "message") : "");
+                       aiq_jstr(it, "action") ? aiq_jstr(it, "action") : "?", jnum(it, "position", 0),
+                       aiq_jstr(it, "reason") ? aiq_jstr(it, "reason") : "", aiq_jstr(it, "message") ? ": " : "",
+                       aiq_jstr(it, "message") ? aiq_jstr(it, "message") : "");
             else
-                printf("  %s  event %s\n", t, jstr(it, "kind") ? jstr(it, "kind") : "?");
+                printf("  %s  event %s\n", t, aiq_jstr(it, "kind") ? aiq_jstr(it, "kind") : "?");
         }
     }
     json_object_put(resp);
@@ -900,7 +884,7 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
  * when given, else printed. */
 static void explain_preemption(json_object *raw, json_object *doc) {
     static const char *const types[] = {"Preempted", "Preempting", "Resized"};
-    json_object *st = jget(raw, "status"), *conds = jget(st, "conditions");
+    json_object *st = aiq_jget(raw, "status"), *conds = aiq_jget(st, "conditions");
     double npre = jnum(st, "preemptions", 0), cur = jnum(st, "currentReplicas", 0);
     json_object *arr = doc ? json_object_new_array() : NULL;
     int shown = 0;
@@ -920,21 +904,21 @@ static void explain_preemption(json_object *raw, json_object *doc) {
     for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
                        i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *ty = jstr(c, "type");
+        const char *ty = aiq_jstr(c, "type");
         bool ours = false;
         for (int k = 0; k < 3 && ty; k++)
             ours |= strcmp(ty, types[k]) == 0;
-        if (!ours || !jstr(c, "status") || strcmp(jstr(c, "status"), "True") != 0)
+        if (!ours || !aiq_jstr(c, "status") || strcmp(aiq_jstr(c, "status"), "True") != 0)
             continue;
         if (doc) {
             json_object *x = json_object_new_object();
             add_str(x, "type", ty);
-            add_str(x, "reason", jstr(c, "reason"));
-            add_str(x, "message", jstr(c, "message"));
+            add_str(x, "reason", aiq_jstr(c, "reason"));
+            add_str(x, "message", aiq_jstr(c, "message"));
             json_object_array_add(arr, x);
         } else {
-            printf("           %s (%s): %s\n", ty, jstr(c, "reason") ? jstr(c, "reason") : "?",
-                   jstr(c, "message") ? jstr(c, "message") : "");
+            printf("           %s (%s): %s\n", ty, aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
+                   aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "");
         }
         shown++;
     }
@@ -962,9 +946,9 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
             q[n++] = f.q;
     }
     for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
-        json_object *job = json_object_array_get_idx(jit, i), *st = jget(job, "status");
-        const char *ph = jstr(st, "phase");
-        json_object *pl = jget(st, "placement");
+        json_object *job = json_object_array_get_idx(jit, i), *st = aiq_jget(job, "status");
+        const char *ph = aiq_jstr(st, "phase");
+        json_object *pl = aiq_jget(st, "placement");
         struct aiq_aijob aj;
         aiq_err e;
         aiq_err_clear(&e);
@@ -973,8 +957,8 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
             continue; /* holds nothing, or a job the operator would not run either */
         const struct aiq_resources *r = &aj.spec.resources;
         for (size_t k = 0; k < json_object_array_length(pl); k++) {
-            json_object *p = json_object_array_get_idx(pl, k), *gi = jget(p, "gpuIndexes");
-            const char *node = jstr(p, "node");
+            json_object *p = json_object_array_get_idx(pl, k), *gi = aiq_jget(p, "gpuIndexes");
+            const char *node = aiq_jstr(p, "node");
             for (int x = 0; node && x < n; x++) {
                 if (strcmp(q[x].name, node) != 0)
                     continue;
@@ -1000,7 +984,7 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
 /* The group's or user's quota, use and budget from its object. */
 static void hr_owner(struct cli_hr_owner *ow, const char *label, const struct aiq_quota *q,
                      const struct aiq_budget *b, json_object *status) {
-    json_object *u = jget(status, "usage");
+    json_object *u = aiq_jget(status, "usage");
     ow->label = label;
     ow->quota = *q;
     ow->used = (struct aiq_quota){(int64_t)jnum(u, "gpus", 0), (int64_t)jnum(u, "gpuMemoryMiB", 0),
@@ -1046,8 +1030,8 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
         nn = known ? hr_nodes(w, &nodes) : 0;
         struct cli_hr_ask a = {aj.spec.replicas, aj.spec.resources.gpus, aj.spec.resources.gpu_memory_mib,
                                aj.spec.resources.cpu_milli, aj.spec.resources.memory_bytes,
-                               jnum(jget(raw, "status"), "predictedRuntime", 0) > 0
-                                   ? jnum(jget(raw, "status"), "predictedRuntime", 0)
+                               jnum(aiq_jget(raw, "status"), "predictedRuntime", 0) > 0
+                                   ? jnum(aiq_jget(raw, "status"), "predictedRuntime", 0)
                                    : aj.spec.estimated_runtime_s,
                                aj.spec.resources.gpu_model, aj.spec.domain};
         snprintf(gl, sizeof gl, "group %s", j->group);
@@ -1134,12 +1118,12 @@ static int cmd_explain(const struct opts *o, struct world *w) {
             uq = i;
     json_object *jit = items_of(w->jobs_list), *raw = NULL;
     for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
-        json_object *m = jget(json_object_array_get_idx(jit, i), "metadata");
-        if (jstr(m, "name") && strcmp(jstr(m, "name"), j->name) == 0 && jstr(m, "namespace") &&
-            strcmp(jstr(m, "namespace"), j->ns) == 0)
+        json_object *m = aiq_jget(json_object_array_get_idx(jit, i), "metadata");
+        if (aiq_jstr(m, "name") && strcmp(aiq_jstr(m, "name"), j->name) == 0 && aiq_jstr(m, "namespace") &&
+            strcmp(aiq_jstr(m, "namespace"), j->ns) == 0)
             raw = json_object_array_get_idx(jit, i);
     }
-    json_object *terms = jget(jget(raw, "status"), "scoreTerms");
+    json_object *terms = aiq_jget(aiq_jget(raw, "status"), "scoreTerms");
     /* A waiting job's live position, score and terms from the operator;
      * the status keeps them as of its last write. */
     aiq_err le;
@@ -1148,23 +1132,23 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     json_object *live_it = live ? json_object_array_get_idx(items_of(live), 0) : NULL;
     if (live_it) {
         live_apply(j, live_it);
-        if (jget(live_it, "terms"))
-            terms = jget(live_it, "terms");
+        if (aiq_jget(live_it, "terms"))
+            terms = aiq_jget(live_it, "terms");
     }
     struct opst_term local[OPST_MAX_TERMS];
     int nlocal = 0;
     if (!terms || !json_object_is_type(terms, json_type_array))
         nlocal = oppolicy_explain(w->policy, j->f, local, OPST_MAX_TERMS);
-    const char *formula = jstr(jget(w->active_policy, "spec"), "formula");
+    const char *formula = aiq_jstr(aiq_jget(w->active_policy, "spec"), "formula");
     if (!formula)
         formula = "job.priority";
-    json_object *levels = jget(jget(w->active_policy, "spec"), "levels");
+    json_object *levels = aiq_jget(aiq_jget(w->active_policy, "spec"), "levels");
     int nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
     /* Which `when` holds on the rebuilt factors. */
     int local_level = -1;
     bool lv_hold[AIQ_MAX_LEVELS] = {false};
     for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
-        const char *when = jstr(json_object_array_get_idx(levels, i), "when");
+        const char *when = aiq_jstr(json_object_array_get_idx(levels, i), "when");
         if (!when) {
             lv_hold[i] = true;
         } else {
@@ -1177,13 +1161,13 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         if (lv_hold[i] && local_level < 0)
             local_level = i;
     }
-    double g_used = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpus", 0) : 0;
-    double g_h = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
-    double u_used = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
-    double u_h = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
+    double g_used = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpus", 0) : 0;
+    double g_h = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
+    double u_used = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
+    double u_h = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
     uint64_t used_f = factors_used(formula);
     for (int i = 0; i < nlv; i++)
-        used_f |= factors_used(jstr(json_object_array_get_idx(levels, i), "when"));
+        used_f |= factors_used(aiq_jstr(json_object_array_get_idx(levels, i), "when"));
     uint64_t approx = used_f & j->approx;
 
     if (o->out != OUT_TABLE) {
@@ -1196,7 +1180,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         add_str(doc, "policy", policy_name(w));
         add_str(doc, "formula", formula);
         add_str(doc, "level", j->level[0] ? j->level : NULL);
-        add_str(doc, "levelByLocalEval", local_level >= 0 ? jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
+        add_str(doc, "levelByLocalEval", local_level >= 0 ? aiq_jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
         add_int(doc, "position", j->position);
         json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
         if (terms)
@@ -1261,7 +1245,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     if (terms && json_object_is_type(terms, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(terms); i++) {
             json_object *t = json_object_array_get_idx(terms, i);
-            printf("  %12s  %s\n", num_text(b1, sizeof b1, jnum(t, "value", 0)), jstr(t, "name") ? jstr(t, "name") : "?");
+            printf("  %12s  %s\n", num_text(b1, sizeof b1, jnum(t, "value", 0)), aiq_jstr(t, "name") ? aiq_jstr(t, "name") : "?");
         }
     } else {
         for (int i = 0; i < nlocal; i++)
@@ -1274,15 +1258,15 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         printf(" -- the first level whose `when` holds:\n");
     for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
         json_object *lv = json_object_array_get_idx(levels, i);
-        const char *when = jstr(lv, "when");
+        const char *when = aiq_jstr(lv, "when");
         printf("  %s %-12s %s\n", lv_hold[i] ? (i == local_level ? "=>" : " +") : "  ",
-               jstr(lv, "name") ? jstr(lv, "name") : "?", when ? when : "(catch-all)");
+               aiq_jstr(lv, "name") ? aiq_jstr(lv, "name") : "?", when ? when : "(catch-all)");
     }
     if (local_level >= 0 && j->level[0] &&
-        strcmp(jstr(json_object_array_get_idx(levels, local_level), "name"), j->level) != 0)
+        strcmp(aiq_jstr(json_object_array_get_idx(levels, local_level), "name"), j->level) != 0)
         printf("  (evaluated here it lands in %s; the operator put it in %s -- a starvation\n"
                "   promotion, or one of the approximated factors below differs)\n",
-               jstr(json_object_array_get_idx(levels, local_level), "name"), j->level);
+               aiq_jstr(json_object_array_get_idx(levels, local_level), "name"), j->level);
     printf("%sFactors:%s  ", C_BOLD, C_OFF);
     int nf = 0;
     for (int i = 0; i < FX_NFACTORS; i++)
@@ -1342,7 +1326,7 @@ static int cmd_usage(const struct opts *o, struct world *w) {
         if (o->group && strcmp(o->group, gr->meta.name) != 0)
             continue;
         shown++;
-        json_object *gu = jget(w->group_status[g], "usage");
+        json_object *gu = aiq_jget(w->group_status[g], "usage");
         double fsg, fsu;
         cli_fairshare(&w->cw, g, NULL, &fsg, &fsu);
         /* the group row, then one row per user (UserQuotas, then members) */
@@ -1363,11 +1347,11 @@ static int cmd_usage(const struct opts *o, struct world *w) {
                 user = u->spec.user;
                 gq = u->spec.quota.gpus;
                 jq = u->spec.quota.jobs;
-                gpus = jnum(jget(st, "usage"), "gpus", 0);
-                jobs = jnum(jget(st, "usage"), "jobs", 0);
-                h = jnum(jget(st, "usage"), "gpuHours", 0);
+                gpus = jnum(aiq_jget(st, "usage"), "gpus", 0);
+                jobs = jnum(aiq_jget(st, "usage"), "jobs", 0);
+                h = jnum(aiq_jget(st, "usage"), "gpuHours", 0);
                 bud = &u->spec.budget;
-                status = jget(st, "accepted") ? (jtrue(st, "accepted") ? "Accepted" : "Rejected") : "Pending";
+                status = aiq_jget(st, "accepted") ? (aiq_jtrue(st, "accepted") ? "Accepted" : "Rejected") : "Pending";
                 level = "0";
                 for (int k = 0; k < gr->spec.nmembers; k++)
                     if (strcmp(gr->spec.members[k].user, user) == 0) {
@@ -1470,8 +1454,8 @@ static void nodes_count_pods(json_object *pods, struct node_use *u, size_t nu) {
         struct fpod p;
         if (fpod_read(pod, &p) != 0)
             continue;
-        json_object *lab = jget(jget(pod, "metadata"), "labels");
-        bool ours = lab && jget(lab, PODS_LABEL_JOB);
+        json_object *lab = aiq_jget(aiq_jget(pod, "metadata"), "labels");
+        bool ours = lab && aiq_jget(lab, PODS_LABEL_JOB);
         for (size_t k = 0; p.holds && k < nu; k++)
             if (strcmp(u[k].node, p.node) == 0) {
                 *(ours ? &u[k].aiq : &u[k].other) += (double)p.gpus;
@@ -1516,7 +1500,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         goto out;
     }
     for (size_t i = 0; i < nn; i++) {
-        const char *name = jstr(jget(json_object_array_get_idx(nit, i), "metadata"), "name");
+        const char *name = aiq_jstr(aiq_jget(json_object_array_get_idx(nit, i), "metadata"), "name");
         use[i].node = name ? name : "";
     }
     aiq_err_clear(&e);
@@ -1795,35 +1779,35 @@ out:
  * number, counting from 1) and aiq.dev/rerun-of (the old uid). *run gets
  * the new run number. Returns a new object, or NULL when out of memory. */
 static json_object *rerun_object(json_object *old, int *run) {
-    json_object *md = jget(old, "metadata"), *nj = json_object_new_object();
+    json_object *md = aiq_jget(old, "metadata"), *nj = json_object_new_object();
     json_object *nmd = json_object_new_object(), *ann = NULL, *v = NULL;
     if (!nj || !nmd)
         goto fail;
     json_object_object_add(nj, "metadata", nmd);
     add_str(nj, "apiVersion", AIQ_GROUP "/" AIQ_VERSION);
     add_str(nj, "kind", "AIJob");
-    add_str(nmd, "name", jstr(md, "name"));
-    add_str(nmd, "namespace", jstr(md, "namespace"));
-    if ((v = jget(md, "labels"))) {
+    add_str(nmd, "name", aiq_jstr(md, "name"));
+    add_str(nmd, "namespace", aiq_jstr(md, "namespace"));
+    if ((v = aiq_jget(md, "labels"))) {
         if (json_object_deep_copy(v, &ann, NULL) != 0)
             goto fail;
         json_object_object_add(nmd, "labels", ann);
         ann = NULL;
     }
-    if ((v = jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0)
+    if ((v = aiq_jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0)
         goto fail;
     if (!ann && !(ann = json_object_new_object()))
         goto fail;
     json_object_object_add(nmd, "annotations", ann);
-    const char *prev = jstr(ann, "aiq.dev/run");
+    const char *prev = aiq_jstr(ann, "aiq.dev/run");
     long n = prev ? strtol(prev, NULL, 10) : 1;
     *run = (int)(n >= 1 && n < 1000000 ? n + 1 : 2);
     char num[16];
     snprintf(num, sizeof num, "%d", *run);
     add_str(ann, "aiq.dev/run", num);
-    add_str(ann, "aiq.dev/rerun-of", jstr(md, "uid"));
+    add_str(ann, "aiq.dev/rerun-of", aiq_jstr(md, "uid"));
     json_object *spec = NULL;
-    if (json_object_deep_copy(jget(old, "spec"), &spec, NULL) != 0)
+    if (json_object_deep_copy(aiq_jget(old, "spec"), &spec, NULL) != 0)
         goto fail;
     json_object_object_add(nj, "spec", spec);
     return nj;
@@ -1911,7 +1895,7 @@ static int cmd_rerun(const struct opts *o, struct kube_client *kc) {
         print_err("reading the aijob", &e);
         return 1;
     }
-    const char *phase = jstr(jget(old, "status"), "phase");
+    const char *phase = aiq_jstr(aiq_jget(old, "status"), "phase");
     if (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed") && strcmp(phase, "Rejected"))) {
         rc = fail("aijob %s is %s: only a finished job (Succeeded, Failed or Rejected) can be "
                   "rerun; suspend it (spec.suspend: true) or delete it instead",
