@@ -207,7 +207,11 @@ bench: deps
 	@./bench/run-bench.sh
 
 # ---- lint --------------------------------------------------------------------
+# The layering (what each directory may include: the table in
+# docs/architecture.md), stdio I/O in the core and the banned calls, then
+# cppcheck.
 lint: deps
+	python3 scripts/lint-layers.py .
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
 		common policy queue operator simulator test/apiserver tools

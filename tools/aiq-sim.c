@@ -687,7 +687,7 @@ static int cmd_inflate(const struct opts *o) {
     int nsteps = 0;
     for (int p = 0; p < npl; p++)
         for (int s = 0; s < runs; s++) {
-            struct sim_inflate_result res;
+            struct sim_inflate_result res = {0};
             char what[64];
             struct prog pg;
             aiq_err e;
