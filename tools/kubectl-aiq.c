@@ -1096,135 +1096,175 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
     printf(" (%s%s%s)\n", j->reason[0] ? j->reason : "-", j->message[0] ? ": " : "", j->message);
 }
 
-static int cmd_explain(const struct opts *o, struct world *w) {
-    const char *name = o->args[1];
-    struct cli_job *j = NULL;
-    char b1[256], b2[256];
-    if (!name)
-        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]");
-    for (int i = 0; i < w->njobs; i++)
-        if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
-            j = &w->jobs[i];
-    if (!j)
-        return fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
-    int g = -1;
+/* What explain shows of one job, gathered once for both outputs. */
+struct explain {
+    struct cli_job *j;
+    int g, uq;                  /* the job's group and UserQuota, -1 = none */
+    json_object *raw;           /* the AIJob object (borrowed from the world) */
+    json_object *terms;         /* score terms: live, else status (borrowed) */
+    json_object *live;          /* the operator's live answer (owned), or NULL */
+    json_object *live_it;       /* its item for the job (borrowed) */
+    aiq_err le;                 /* why there is no live view */
+    struct opst_term local[OPST_MAX_TERMS]; /* terms computed here when none came */
+    int nlocal;
+    const char *formula;
+    json_object *levels;        /* the active policy's levels (borrowed) */
+    int nlv, local_level;       /* level count; the first whose `when` holds here */
+    bool lv_hold[AIQ_MAX_LEVELS];
+    double g_used, g_h, u_used, u_h; /* GPUs in use and GPU-hours: group, user */
+    uint64_t used_f, approx;    /* factors the policy uses; those approximated */
+};
+
+/* Finds the job's group, UserQuota and AIJob object. */
+static void explain_find(struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    x->g = -1;
     for (int i = 0; i < w->ngroups; i++)
         if (j->group[0] && strcmp(w->groups[i].meta.name, j->group) == 0)
-            g = i;
-    int uq = -1;
+            x->g = i;
+    x->uq = -1;
     for (int i = 0; i < w->nuqs; i++)
-        if (g >= 0 && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, j->user) == 0 &&
-            cli_group_of_ns(&w->cw, w->uqs[i].meta.namespace_) == g)
-            uq = i;
-    json_object *jit = items_of(w->jobs_list), *raw = NULL;
+        if (x->g >= 0 && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, j->user) == 0 &&
+            cli_group_of_ns(&w->cw, w->uqs[i].meta.namespace_) == x->g)
+            x->uq = i;
+    json_object *jit = items_of(w->jobs_list);
+    x->raw = NULL;
     for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
         json_object *m = aiq_jget(json_object_array_get_idx(jit, i), "metadata");
         if (aiq_jstr(m, "name") && strcmp(aiq_jstr(m, "name"), j->name) == 0 && aiq_jstr(m, "namespace") &&
             strcmp(aiq_jstr(m, "namespace"), j->ns) == 0)
-            raw = json_object_array_get_idx(jit, i);
+            x->raw = json_object_array_get_idx(jit, i);
     }
-    json_object *terms = aiq_jget(aiq_jget(raw, "status"), "scoreTerms");
-    /* A waiting job's live position, score and terms from the operator;
-     * the status keeps them as of its last write. */
-    aiq_err le;
-    aiq_err_clear(&le);
-    json_object *live = cli_job_waiting(j) ? live_queue(o, j->ns, j->name, &le) : NULL;
-    json_object *live_it = live ? json_object_array_get_idx(items_of(live), 0) : NULL;
-    if (live_it) {
-        live_apply(j, live_it);
-        if (aiq_jget(live_it, "terms"))
-            terms = aiq_jget(live_it, "terms");
+}
+
+/* The score terms: a waiting job's live position, score and terms from
+ * the operator (the status keeps them as of its last write), else the
+ * status's, else computed here. */
+static void explain_terms(const struct opts *o, struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    x->terms = aiq_jget(aiq_jget(x->raw, "status"), "scoreTerms");
+    aiq_err_clear(&x->le);
+    x->live = cli_job_waiting(j) ? live_queue(o, j->ns, j->name, &x->le) : NULL;
+    x->live_it = x->live ? json_object_array_get_idx(items_of(x->live), 0) : NULL;
+    if (x->live_it) {
+        live_apply(j, x->live_it);
+        if (aiq_jget(x->live_it, "terms"))
+            x->terms = aiq_jget(x->live_it, "terms");
     }
-    struct opst_term local[OPST_MAX_TERMS];
-    int nlocal = 0;
-    if (!terms || !json_object_is_type(terms, json_type_array))
-        nlocal = oppolicy_explain(w->policy, j->f, local, OPST_MAX_TERMS);
-    const char *formula = aiq_jstr(aiq_jget(w->active_policy, "spec"), "formula");
-    if (!formula)
-        formula = "job.priority";
+    x->nlocal = 0;
+    if (!x->terms || !json_object_is_type(x->terms, json_type_array))
+        x->nlocal = oppolicy_explain(w->policy, j->f, x->local, OPST_MAX_TERMS);
+}
+
+/* The formula and levels, which `when` holds on the rebuilt factors, the
+ * usage against quota and budget, and the factors used and approximated. */
+static void explain_policy(struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq;
+    x->formula = aiq_jstr(aiq_jget(w->active_policy, "spec"), "formula");
+    if (!x->formula)
+        x->formula = "job.priority";
     json_object *levels = aiq_jget(aiq_jget(w->active_policy, "spec"), "levels");
-    int nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
-    /* Which `when` holds on the rebuilt factors. */
-    int local_level = -1;
-    bool lv_hold[AIQ_MAX_LEVELS] = {false};
-    for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
+    x->levels = levels;
+    x->nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
+    x->local_level = -1;
+    for (int i = 0; i < x->nlv && i < AIQ_MAX_LEVELS; i++) {
         const char *when = aiq_jstr(json_object_array_get_idx(levels, i), "when");
         if (!when) {
-            lv_hold[i] = true;
+            x->lv_hold[i] = true;
         } else {
             aiq_err e;
             aiq_err_clear(&e);
             fx_prog *p = fx_compile(when, FX_PREDICATE, &e);
-            lv_hold[i] = p && fx_eval(p, j->f) != 0;
+            x->lv_hold[i] = p && fx_eval(p, j->f) != 0;
             fx_free(p);
         }
-        if (lv_hold[i] && local_level < 0)
-            local_level = i;
+        if (x->lv_hold[i] && x->local_level < 0)
+            x->local_level = i;
     }
-    double g_used = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpus", 0) : 0;
-    double g_h = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
-    double u_used = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
-    double u_h = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
-    uint64_t used_f = factors_used(formula);
-    for (int i = 0; i < nlv; i++)
-        used_f |= factors_used(aiq_jstr(json_object_array_get_idx(levels, i), "when"));
-    uint64_t approx = used_f & j->approx;
+    x->g_used = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpus", 0) : 0;
+    x->g_h = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
+    x->u_used = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
+    x->u_h = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
+    x->used_f = factors_used(x->formula);
+    for (int i = 0; i < x->nlv; i++)
+        x->used_f |= factors_used(aiq_jstr(json_object_array_get_idx(levels, i), "when"));
+    x->approx = x->used_f & j->approx;
+}
 
-    if (o->out != OUT_TABLE) {
-        json_object *doc = json_object_new_object(), *a;
-        add_str(doc, "namespace", j->ns);
-        add_str(doc, "name", j->name);
-        add_str(doc, "user", j->user);
-        add_str(doc, "group", j->group[0] ? j->group : NULL);
-        add_str(doc, "phase", j->phase[0] ? j->phase : "Pending");
-        add_str(doc, "policy", policy_name(w));
-        add_str(doc, "formula", formula);
-        add_str(doc, "level", j->level[0] ? j->level : NULL);
-        add_str(doc, "levelByLocalEval", local_level >= 0 ? aiq_jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
-        add_int(doc, "position", j->position);
-        json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
-        if (terms)
-            json_object_object_add(doc, "scoreTerms", json_object_get(terms));
-        else {
-            a = json_object_new_array();
-            for (int i = 0; i < nlocal; i++) {
-                json_object *t = json_object_new_object();
-                add_str(t, "name", local[i].name);
-                add_num(t, "value", local[i].value);
-                json_object_array_add(a, t);
-            }
-            json_object_object_add(doc, "scoreTerms", a);
-        }
-        json_object *f = json_object_new_object();
-        for (int i = 0; i < FX_NFACTORS; i++)
-            if (used_f & (1ull << i))
-                add_num(f, fx_factor_name(i), j->f[i]);
-        json_object_object_add(doc, "factors", f);
+/* explain -o json|yaml. */
+static void explain_doc(const struct opts *o, struct world *w, const struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq, local_level = x->local_level, nlocal = x->nlocal;
+    json_object *raw = x->raw, *terms = x->terms, *live_it = x->live_it, *levels = x->levels;
+    const struct opst_term *local = x->local;
+    const char *formula = x->formula;
+    double g_used = x->g_used, u_used = x->u_used;
+    uint64_t used_f = x->used_f, approx = x->approx;
+    char b1[256];
+    json_object *doc = json_object_new_object(), *a;
+    add_str(doc, "namespace", j->ns);
+    add_str(doc, "name", j->name);
+    add_str(doc, "user", j->user);
+    add_str(doc, "group", j->group[0] ? j->group : NULL);
+    add_str(doc, "phase", j->phase[0] ? j->phase : "Pending");
+    add_str(doc, "policy", policy_name(w));
+    add_str(doc, "formula", formula);
+    add_str(doc, "level", j->level[0] ? j->level : NULL);
+    add_str(doc, "levelByLocalEval", local_level >= 0 ? aiq_jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
+    add_int(doc, "position", j->position);
+    json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
+    if (terms)
+        json_object_object_add(doc, "scoreTerms", json_object_get(terms));
+    else {
         a = json_object_new_array();
-        for (int i = 0; i < FX_NFACTORS; i++)
-            if (approx & (1ull << i))
-                json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
-        json_object_object_add(doc, "approximatedFactors", a);
-        add_num(doc, "groupGPUsInUse", g_used);
-        if (g >= 0)
-            add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);
-        add_num(doc, "userGPUsInUse", u_used);
-        if (uq >= 0)
-            add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
-        add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
-        add_str(doc, "message", j->message[0] ? j->message : NULL);
-        explain_headroom(w, j, raw, g, uq, doc);
-        time_text(b1, sizeof b1, j->eta);
-        add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
-        add_str(doc, "source", live_it ? "live" : "status");
-        explain_preemption(raw, doc);
-        print_journal(o, j, doc);
-        emit(doc, o->out);
-        json_object_put(doc);
-        json_object_put(live);
-        return 0;
+        for (int i = 0; i < nlocal; i++) {
+            json_object *t = json_object_new_object();
+            add_str(t, "name", local[i].name);
+            add_num(t, "value", local[i].value);
+            json_object_array_add(a, t);
+        }
+        json_object_object_add(doc, "scoreTerms", a);
     }
+    json_object *f = json_object_new_object();
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (used_f & (1ull << i))
+            add_num(f, fx_factor_name(i), j->f[i]);
+    json_object_object_add(doc, "factors", f);
+    a = json_object_new_array();
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (approx & (1ull << i))
+            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
+    json_object_object_add(doc, "approximatedFactors", a);
+    add_num(doc, "groupGPUsInUse", g_used);
+    if (g >= 0)
+        add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);
+    add_num(doc, "userGPUsInUse", u_used);
+    if (uq >= 0)
+        add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
+    add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
+    add_str(doc, "message", j->message[0] ? j->message : NULL);
+    explain_headroom(w, j, raw, g, uq, doc);
+    time_text(b1, sizeof b1, j->eta);
+    add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
+    add_str(doc, "source", live_it ? "live" : "status");
+    explain_preemption(raw, doc);
+    print_journal(o, j, doc);
+    emit(doc, o->out);
+    json_object_put(doc);
+}
 
+/* explain as text. */
+static void explain_text(const struct opts *o, struct world *w, const struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq, nlv = x->nlv, local_level = x->local_level, nlocal = x->nlocal;
+    json_object *raw = x->raw, *terms = x->terms, *live_it = x->live_it, *levels = x->levels;
+    const struct opst_term *local = x->local;
+    const char *formula = x->formula;
+    double g_used = x->g_used, g_h = x->g_h, u_used = x->u_used, u_h = x->u_h;
+    uint64_t used_f = x->used_f, approx = x->approx;
+    char b1[256], b2[256];
+    const bool *lv_hold = x->lv_hold;
     printf("%sJob:%s       %s/%s   user %s, group %s\n", C_BOLD, C_OFF, j->ns, j->name, j->user,
            j->group[0] ? j->group : "<none>");
     printf("%sPhase:%s     %s", C_BOLD, C_OFF, j->phase[0] ? j->phase : "Pending (no status yet)");
@@ -1240,7 +1280,7 @@ static int cmd_explain(const struct opts *o, struct world *w) {
            : nlocal ? " (terms computed locally):" : "");
     if (cli_job_waiting(j) && !live_it)
         printf("           %s(live view not available: %s; position and score as last written)%s\n",
-               C_DIM, le.message[0] ? le.message : "the job is not waiting in the operator's queue",
+               C_DIM, x->le.message[0] ? x->le.message : "the job is not waiting in the operator's queue",
                C_OFF);
     if (terms && json_object_is_type(terms, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(terms); i++) {
@@ -1290,7 +1330,27 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
     explain_preemption(raw, NULL);
     print_journal(o, j, NULL);
-    json_object_put(live);
+}
+
+static int cmd_explain(const struct opts *o, struct world *w) {
+    const char *name = o->args[1];
+    struct explain x;
+    memset(&x, 0, sizeof x);
+    if (!name)
+        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]");
+    for (int i = 0; i < w->njobs; i++)
+        if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
+            x.j = &w->jobs[i];
+    if (!x.j)
+        return fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
+    explain_find(w, &x);
+    explain_terms(o, w, &x);
+    explain_policy(w, &x);
+    if (o->out != OUT_TABLE)
+        explain_doc(o, w, &x);
+    else
+        explain_text(o, w, &x);
+    json_object_put(x.live);
     return 0;
 }
 
