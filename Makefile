@@ -6,6 +6,7 @@
 #   test/apiserver/*.c minus main.c -> libaiqapi.a (the local cluster)
 #   test/promfake/main.c        -> aiq-promfake, a fake Prometheus for tests
 #   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq)
+#   tools/cli_*.c               -> libaiqcli.a (the plugin's helpers)
 #   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
 #   fuzz/fuzz_*.c               -> one libFuzzer target each (clang)
 #   bench/bench_*.c             -> one benchmark each (-O2)
@@ -33,7 +34,8 @@ BASE_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -I. 
 CORE_SRC := $(wildcard common/*.c policy/*.c queue/*.c)
 OP_SRC   := $(filter-out operator/main.c,$(wildcard operator/*.c)) $(wildcard simulator/*.c)
 API_SRC  := $(filter-out test/apiserver/main.c,$(wildcard test/apiserver/*.c))
-TOOL_SRC := $(wildcard tools/*.c)
+CLI_SRC  := $(wildcard tools/cli_*.c)
+TOOL_SRC := $(filter-out $(CLI_SRC),$(wildcard tools/*.c))
 TEST_SRC := $(wildcard test/unit/test_*.c)
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
@@ -76,7 +78,11 @@ build/$(1)/libaiqapi.a: $$(API_SRC:%.c=build/$(1)/%.o)
 	@mkdir -p $$(dir $$@)
 	rm -f $$@ && ar rcs $$@ $$^
 
-LIBS_$(1) := build/$(1)/libaiqapi.a build/$(1)/libaiqop.a build/$(1)/libaiqcore.a
+build/$(1)/libaiqcli.a: $$(CLI_SRC:%.c=build/$(1)/%.o)
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+
+LIBS_$(1) := build/$(1)/libaiqcli.a build/$(1)/libaiqapi.a build/$(1)/libaiqop.a build/$(1)/libaiqcore.a
 
 build/$(1)/test/%: build/$(1)/test/unit/%.o build/$(1)/test/unit/th.o $$(LIBS_$(1))
 	$$(CC) $$(VARIANT_CFLAGS_$(1)) $$(VARIANT_LDFLAGS_$(1)) -o $$@ $$< build/$(1)/test/unit/th.o $$(LIBS_$(1)) $$(PKG_LIBS)
@@ -203,7 +209,11 @@ bench: deps
 	@./bench/run-bench.sh
 
 # ---- lint --------------------------------------------------------------------
+# The layering (what each directory may include: the table in
+# docs/architecture.md), stdio I/O in the core and the banned calls, then
+# cppcheck.
 lint: deps
+	python3 scripts/lint-layers.py .
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
 		common policy queue operator simulator test/apiserver tools

@@ -18,8 +18,9 @@
  *                the next write goes once the event is in (an idle
  *                server: the latency, not a throughput)
  *
- * Each rate is measured with one client and with 4 parallel clients (the
- * operator's release uses 4 workers), through the operator's own kube
+ * Each rate is measured with one client and with 4 parallel clients (a
+ * gang release runs on 4 threads: the caller and 3 short-lived helpers,
+ * release_exec.c), through the operator's own kube
  * client (keep-alive, TLS and token as the operator sends them), with the
  * request bodies built before the clock starts. Nodes are cordoned, so the
  * ungated pods stay unscheduled on both servers (the real scheduler still

@@ -45,8 +45,8 @@
  *             the watch (ready_s: to the operator's "ready" log line)
  *
  * "release" after a configuration's last step: first the baseline, with
- * the operator stopped (SIGSTOP): 4 clients (the operator's release
- * workers) send the release merge patch to BENCH_RAW_BASE_N gated pods
+ * the operator stopped (SIGSTOP): 4 clients (the 4 threads a gang
+ * release runs on, release_exec.c) send the release merge patch to BENCH_RAW_BASE_N gated pods
  * that are not the operator's; then SIGCONT, every A100 node is
  * uncordoned, and the time from the first uncordon to the last pod seen
  * ungated on a pod watch gives the release rate (min(pending, 8 x nodes)

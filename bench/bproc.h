@@ -143,7 +143,7 @@ char *bp_release_patch(json_object *pod, const char *node);
 typedef int (*bp_op)(void *ctx, long i);
 
 /* Runs op for i = 0..n-1 on nthreads threads taking the next i from a
- * shared counter (as the operator's release workers do), stopping early
+ * shared counter (as release_exec.c's batch threads do), stopping early
  * once cap_s seconds have passed. *done gets the operations started and
  * finished, *ok those that returned 0. Returns the wall seconds. */
 double bp_parallel(int nthreads, long n, double cap_s, bp_op op, void *ctx,

@@ -73,14 +73,4 @@ aiq_rc aiq_duration_parse_signed(const char *s, double *secs, aiq_err *err);
  * (cap bytes; 40 always suffice). */
 char *aiq_duration_format(double secs, char *buf, size_t cap);
 
-/* Parses an RFC 3339 time as Kubernetes writes it ("2024-05-01T10:00:00Z",
- * optionally with a fraction ".123456" and/or an offset "+02:00" instead of
- * "Z") into unix seconds. Returns AIQ_EINVAL with the quoted input on a
- * malformed or impossible time (month 13, Feb 30); *unix_s untouched. */
-aiq_rc aiq_time_parse(const char *s, double *unix_s, aiq_err *err);
-
-/* Formats unix seconds as "2024-05-01T10:00:00Z" (UTC, whole seconds,
- * rounded down). Returns buf (cap bytes; 32 always suffice). */
-char *aiq_time_format(double unix_s, char *buf, size_t cap);
-
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/aiq_time.h"
 #include "common/units.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,6 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (d < 0 ? rc == AIQ_OK : (rc != AIQ_OK || nn != d)) abort();
     }
     if (aiq_time_parse(s, &d, NULL) == AIQ_OK && !isfinite(d)) abort();
-    (void)aiq_time_format(d, buf, sizeof buf);
+    (void)aiq_rfc3339(buf, sizeof buf, d, 3);
     return 0;
 }

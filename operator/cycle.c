@@ -650,19 +650,9 @@ static json_object *cy__vis_fill(void *ctx, const char *ns, const char *name, in
     return doc;
 }
 
-/* Runs one cycle; see server.h. */
-void cycle_run(struct server *s, double now) {
-    struct cy c;
-    q_output out;
-    aiq_err e;
-    double t0 = srv_now();
-    memset(&c, 0, sizeof c);
-    memset(&out, 0, sizeof out);
-    aiq_err_clear(&e);
-    s->ncycles++;
-
-    /* Level-triggered: bring every job up to date with its pods first;
-     * pods the syncs queued are created before anything is admitted. */
+/* Level-triggered: brings every job up to date with its pods first;
+ * pods the syncs queued are created before anything is admitted. */
+static void cy__sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s);
     for (size_t i = 0; i < opcache_count(jc); i++)
@@ -673,19 +663,24 @@ void cycle_run(struct server *s, double now) {
             if (job_sync_wanted(opcache_at(jc, i)))
                 job_sync(s, opcache_at(jc, i), now);
     quota_refresh(s, now);
+}
 
-    int brc = cy__build_cluster(s, &c, now);
+/* Builds the cycle's input: nodes, cohorts, jobs, what others hold, usage
+ * and fair share. Returns 0, or -1 when nothing can be decided this turn
+ * (out of memory, logged; or a failing store, which store_guard.c
+ * retries). */
+static int cy__build(struct server *s, struct cy *c, oppolicy *pol, double now) {
+    int brc = cy__build_cluster(s, c, now);
     if (brc == 0) {
-        cy__cohorts(&c);
-        brc = cy__build_jobs(s, &c, now);
+        cy__cohorts(c);
+        brc = cy__build_jobs(s, c, now);
     }
     if (brc != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");
-        goto out;
+        return -1;
     }
-    capacity_others(s, c.nodes, c.nnodes); /* after the gangs' own placements */
-    struct cy_usage_ctx uctx = {&c};
-    oppolicy *pol = srv__policy(s);
+    capacity_others(s, c->nodes, c->nnodes); /* after the gangs' own placements */
+    struct cy_usage_ctx uctx = {c};
     aiq_err ue;
     aiq_err_clear(&ue);
     (void)srv_store_ok(s, store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb,
@@ -694,26 +689,226 @@ void cycle_run(struct server *s, double now) {
     /* Quota and fair share read from a failing store would be wrong:
      * decide nothing this turn (store_guard.c retries). */
     if (!srv_store_publishable(s))
-        goto out;
-    cy__fairshare(&c);
+        return -1;
+    cy__fairshare(c);
+    return 0;
+}
 
-    struct q_input in;
-    memset(&in, 0, sizeof in);
-    in.now = now;
-    in.nodes = c.nodes;
-    in.nnodes = c.nnodes;
-    in.groups = c.groups;
-    in.ngroups = c.ngroups;
-    in.users = c.users;
-    in.nusers = c.nusers;
-    in.jobs = c.jobs;
-    in.njobs = c.njobs;
-    oppolicy_qpolicy(pol, &in.policy);
-    in.placer = oppolicy_placer(pol);
-    in.gen = s->policy_gen;
+/* The queue core's input over c's arrays and the policy. */
+static void cy__input(struct server *s, struct cy *c, oppolicy *pol, double now,
+                      struct q_input *in) {
+    memset(in, 0, sizeof *in);
+    in->now = now;
+    in->nodes = c->nodes;
+    in->nnodes = c->nnodes;
+    in->groups = c->groups;
+    in->ngroups = c->ngroups;
+    in->users = c->users;
+    in->nusers = c->nusers;
+    in->jobs = c->jobs;
+    in->njobs = c->njobs;
+    oppolicy_qpolicy(pol, &in->policy);
+    in->placer = oppolicy_placer(pol);
+    in->gen = s->policy_gen;
     /* The operator carries out preemptions and resizes (actions.c) and
      * passes jobs being stopped back as terminating / stopping. */
-    in.actions_on = true;
+    in->actions_on = true;
+}
+
+/* An admitted job: its placement, attempt and status, journaled; msg
+ * (cap bytes) gets the admission message. Returns 0, or -1 when the
+ * placement is invalid (logged; the job waits). */
+static int cy__admit(struct server *s, const struct cy *c, const q_output *out,
+                     const struct q_result *r, struct opcache_obj *o, double now, char *msg,
+                     size_t cap) {
+    struct opjob *js = ((struct opext *)o->ext)->job;
+    const struct aiq_aijob *j = o->parsed;
+    if (cy__take_place(js, c, out, r, j) != 0) {
+        OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
+              (int)r->nplace);
+        return -1;
+    }
+    js->st.attempts++;
+    js->st.admitted_at = now;
+    js->seg_t = now; /* this run's GPU time counts from here */
+    js->run_gpu_s = 0;
+    js->stopping = js->grow_from = js->grow_start = 0;
+    js->st.current_replicas = r->nplace;
+    js->st.position = 0;
+    js->st.estimated_start = 0;
+    js->released = false;
+    snprintf(msg, cap, "admitted: %d replica%s on %s%s (attempt %d)", r->nplace,
+             r->nplace == 1 ? "" : "s", js->place[0].node,
+             r->nplace > 1 ? " and others" : "", js->st.attempts);
+    js->st.phase = AIQ_PHASE_ADMITTED;
+    snprintf(js->st.reason, sizeof js->st.reason, "%s", r->backfilled ? "Backfilled" : "Admitted");
+    snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+    opmetrics_admitted_add(s->metrics, 1);
+    opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
+    job_publish(s, o, now);
+    cy__journal(s, js, j, now, "admit", r, js->st.reason, msg);
+    OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),
+          "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
+          js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
+          now - js->st.queued_at);
+    return 0;
+}
+
+/* A rejected job: Rejected, its pods deleted, journaled. */
+static void cy__reject(struct server *s, const struct q_result *r, struct opcache_obj *o,
+                       double now, const char *msg) {
+    struct opjob *js = ((struct opext *)o->ext)->job;
+    const struct aiq_aijob *j = o->parsed;
+    js->st.phase = AIQ_PHASE_REJECTED;
+    js->st.position = 0;
+    snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
+    snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+    srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
+    job_delete_pods(s, o);
+    cy__journal(s, js, j, now, "reject", r, cy__reason(r->reason), msg);
+    OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+          "reason=%s msg=\"%s\"", cy__reason(r->reason), msg);
+}
+
+/* A waiting job: position, ETA, reason; its score with a due status. */
+static void cy__wait(struct server *s, const struct q_input *in, oppolicy *pol, int i,
+                     const struct q_result *r, struct opcache_obj *o, double now,
+                     const char *msg, long *pending_per_level) {
+    struct opjob *js = ((struct opext *)o->ext)->job;
+    const struct aiq_aijob *j = o->parsed;
+    js->st.position = r->pos;
+    js->st.estimated_start = r->eta;
+    cy__set(js->st.reason, sizeof js->st.reason, cy__reason(r->reason));
+    cy__set(js->st.message, sizeof js->st.message, msg);
+    /* Score and terms are written with a due status only; the
+     * live ones come from the visibility endpoint (/queue). */
+    if (job_status_due(s, o, now)) {
+        cy__score_terms(s, in, pol, i, r, js);
+        job_publish(s, o, now);
+    }
+    if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
+        pending_per_level[r->level]++;
+    cy__journal(s, js, j, now, "wait", r, cy__reason(r->reason), msg);
+}
+
+/* Applies the core's decision to every pending job; the admitted ones go
+ * to admitted[] (*nadm of them) for recording and release. */
+static void cy__decide(struct server *s, struct cy *c, struct q_input *in, q_output *out,
+                       oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
+    long pending_per_level[AIQ_MAX_LEVELS] = {0};
+    for (int i = 0; i < c->njobs; i++) {
+        if (c->jobs[i].state != Q_JOB_PENDING)
+            continue;
+        struct opcache_obj *o = c->jobj[i];
+        struct opjob *js = ((struct opext *)o->ext)->job;
+        const struct q_result *r = &out->res[i];
+        char msg[512];
+        q_message(in, out, i, msg, sizeof msg);
+        cy__set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
+        if (r->decision != Q_DEC_WAIT)
+            cy__score_terms(s, in, pol, i, r, js);
+        if (r->decision == Q_DEC_ADMIT) {
+            if (cy__admit(s, c, out, r, o, now, msg, sizeof msg) == 0)
+                admitted[(*nadm)++] = o;
+        } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
+            cy__reject(s, r, o, now, msg);
+        } else {
+            cy__wait(s, in, pol, i, r, o, now, msg, pending_per_level);
+        }
+    }
+    if (opvis_waiting(s->vis)) {
+        struct cy_vis vis = {s, c, in, out, pol};
+        opvis_answer(s->vis, cy__vis_fill, &vis);
+    }
+    opmetrics_pending_reset(s->metrics);
+    for (int l = 0; l < oppolicy_nlevels(pol); l++)
+        opmetrics_pending_set(s->metrics, oppolicy_level_name(pol, l), pending_per_level[l]);
+}
+
+/* Records every admission (attempt and job mark) and commits. False when
+ * the store did not take them all: nothing of this turn is published or
+ * released (fail closed). */
+static bool cy__record(struct server *s, struct opcache_obj **admitted, int nadm, double now) {
+    aiq_err ue;
+    for (int k = 0; k < nadm; k++) {
+        struct opcache_obj *o = admitted[k];
+        struct opjob *js = ((struct opext *)o->ext)->job;
+        const struct aiq_aijob *j = o->parsed;
+        char *pj = NULL;
+        {
+            struct opstatus tmp;
+            memset(&tmp, 0, sizeof tmp);
+            tmp.placement = js->place;
+            tmp.nplacement = js->st.nplacement;
+            json_object *t = opstatus_to_json(&tmp, NULL, 0), *pl = NULL;
+            if (t && json_object_object_get_ex(t, "placement", &pl))
+                pj = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
+            json_object_put(t);
+        }
+        aiq_err_clear(&ue);
+        if (srv_store_ok(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, &ue),
+                         "attempt_begin", o->key, &ue))
+            (void)srv_store_ok(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_ADMITTED, now, &ue),
+                               "job_mark", o->key, &ue); /* settled below */
+        free(pj);
+    }
+    /* Fail closed: no admission of this turn is published or
+     * released unless all of them are committed. */
+    aiq_err_clear(&ue);
+    if (!srv_store_settle(s) || !srv_store_ok(s, store_begin(s->db, &ue), "begin", NULL, &ue))
+        return false;
+    crashpoint("admit_recorded");
+    for (int k = 0; k < nadm; k++)
+        if (((struct opext *)admitted[k]->ext)->job->st.attempts > 1) {
+            crashpoint("retry_admit_recorded"); /* a requeued job among them */
+            break;
+        }
+    return true;
+}
+
+/* Writes the admitted jobs' statuses, then releases their gangs. */
+static void cy__release(struct server *s, struct opcache_obj **admitted, int nadm) {
+    /* Pass 1: every admitted job's status (phase Admitted and its
+     * placement). A job whose write failed is not released now; a
+     * later sync releases it once the status is recorded. */
+    srv__write_statuses(s, OPK_AIJOB, admitted, nadm);
+    /* Pass 2: release every admitted gang's pods in one batch, one
+     * merge patch per pod. */
+    int nrel = 0;
+    for (int k = 0; k < nadm; k++)
+        if (admitted[k])
+            admitted[nrel++] = admitted[k];
+    int npods = jobs_release(s, admitted, nrel);
+    for (int k = 0; k < nrel; k++) {
+        struct opcache_obj *o = admitted[k];
+        struct opjob *js = ((struct opext *)o->ext)->job;
+        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
+        OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
+              "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
+              js->st.nplacement, (int)js->released);
+    }
+    OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nrel, npods);
+}
+
+/* Runs one cycle; see server.h. Steps: sync the jobs, build the input,
+ * decide (q_cycle_run), record, release, then the preemptions and
+ * resizes. */
+void cycle_run(struct server *s, double now) {
+    struct cy c;
+    q_output out;
+    aiq_err e;
+    double t0 = srv_now();
+    memset(&c, 0, sizeof c);
+    memset(&out, 0, sizeof out);
+    aiq_err_clear(&e);
+    s->ncycles++;
+
+    cy__sync_jobs(s, now);
+    oppolicy *pol = srv__policy(s);
+    if (cy__build(s, &c, pol, now) != 0)
+        goto out;
+    struct q_input in;
+    cy__input(s, &c, pol, now, &in);
     q_scorer sc;
     oppolicy_scorer(pol, &sc);
     if (q_cycle_run(s->q, &in, &sc, &out, &e) != AIQ_OK) {
@@ -721,152 +916,23 @@ void cycle_run(struct server *s, double now) {
               e.field, e.message);
         goto out;
     }
-
-    long pending_per_level[AIQ_MAX_LEVELS] = {0};
     struct opcache_obj **admitted = calloc((size_t)(c.njobs ? c.njobs : 1), sizeof *admitted);
     int nadm = 0;
     if (!admitted)
         goto out;
-    for (int i = 0; i < c.njobs; i++) {
-        if (c.jobs[i].state != Q_JOB_PENDING)
-            continue;
-        struct opcache_obj *o = c.jobj[i];
-        struct opjob *js = ((struct opext *)o->ext)->job;
-        const struct aiq_aijob *j = o->parsed;
-        const struct q_result *r = &out.res[i];
-        char msg[512];
-        q_message(&in, &out, i, msg, sizeof msg);
-        cy__set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
-        if (r->decision != Q_DEC_WAIT)
-            cy__score_terms(s, &in, pol, i, r, js);
-        if (r->decision == Q_DEC_ADMIT) {
-            if (cy__take_place(js, &c, &out, r, j) != 0) {
-                OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
-                      (int)r->nplace);
-                continue;
-            }
-            js->st.attempts++;
-            js->st.admitted_at = now;
-            js->seg_t = now; /* this run's GPU time counts from here */
-            js->run_gpu_s = 0;
-            js->stopping = js->grow_from = js->grow_start = 0;
-            js->st.current_replicas = r->nplace;
-            js->st.position = 0;
-            js->st.estimated_start = 0;
-            js->released = false;
-            snprintf(msg, sizeof msg, "admitted: %d replica%s on %s%s (attempt %d)", r->nplace,
-                     r->nplace == 1 ? "" : "s", js->place[0].node,
-                     r->nplace > 1 ? " and others" : "", js->st.attempts);
-            js->st.phase = AIQ_PHASE_ADMITTED;
-            snprintf(js->st.reason, sizeof js->st.reason, "%s", r->backfilled ? "Backfilled" : "Admitted");
-            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
-            opmetrics_admitted_add(s->metrics, 1);
-            opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
-            job_publish(s, o, now);
-            admitted[nadm++] = o;
-            cy__journal(s, js, j, now, "admit", r, js->st.reason, msg);
-            OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),
-                  "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
-                  js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
-                  now - js->st.queued_at);
-        } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
-            js->st.phase = AIQ_PHASE_REJECTED;
-            js->st.position = 0;
-            snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
-            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
-            srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
-            job_delete_pods(s, o);
-            cy__journal(s, js, j, now, "reject", r, cy__reason(r->reason), msg);
-            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-                  "reason=%s msg=\"%s\"", cy__reason(r->reason), msg);
-        } else {
-            js->st.position = r->pos;
-            js->st.estimated_start = r->eta;
-            cy__set(js->st.reason, sizeof js->st.reason, cy__reason(r->reason));
-            cy__set(js->st.message, sizeof js->st.message, msg);
-            /* Score and terms are written with a due status only; the
-             * live ones come from the visibility endpoint (/queue). */
-            if (job_status_due(s, o, now)) {
-                cy__score_terms(s, &in, pol, i, r, js);
-                job_publish(s, o, now);
-            }
-            if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
-                pending_per_level[r->level]++;
-            cy__journal(s, js, j, now, "wait", r, cy__reason(r->reason), msg);
-        }
-    }
-    if (opvis_waiting(s->vis)) {
-        struct cy_vis vis = {s, &c, &in, &out, pol};
-        opvis_answer(s->vis, cy__vis_fill, &vis);
-    }
-    opmetrics_pending_reset(s->metrics);
-    for (int l = 0; l < oppolicy_nlevels(pol); l++)
-        opmetrics_pending_set(s->metrics, oppolicy_level_name(pol, l), pending_per_level[l]);
-
+    cy__decide(s, &c, &in, &out, pol, now, admitted, &nadm);
     /* Record first, release second: the placement is in the AIJob status
      * and in the store before any pod loses its gate, so a restart in
      * between re-applies the same placement. */
-    if (nadm > 0) {
-        for (int k = 0; k < nadm; k++) {
-            struct opcache_obj *o = admitted[k];
-            struct opjob *js = ((struct opext *)o->ext)->job;
-            const struct aiq_aijob *j = o->parsed;
-            char *pj = NULL;
-            {
-                struct opstatus tmp;
-                memset(&tmp, 0, sizeof tmp);
-                tmp.placement = js->place;
-                tmp.nplacement = js->st.nplacement;
-                json_object *t = opstatus_to_json(&tmp, NULL, 0), *pl = NULL;
-                if (t && json_object_object_get_ex(t, "placement", &pl))
-                    pj = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
-                json_object_put(t);
-            }
-            aiq_err_clear(&ue);
-            if (srv_store_ok(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, &ue),
-                             "attempt_begin", o->key, &ue))
-                (void)srv_store_ok(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_ADMITTED, now, &ue),
-                                   "job_mark", o->key, &ue); /* settled below */
-            free(pj);
-        }
-        /* Fail closed: no admission of this turn is published or
-         * released unless all of them are committed. */
-        aiq_err_clear(&ue);
-        if (!srv_store_settle(s) || !srv_store_ok(s, store_begin(s->db, &ue), "begin", NULL, &ue))
-            goto out_admitted;
-        crashpoint("admit_recorded");
-        for (int k = 0; k < nadm; k++)
-            if (((struct opext *)admitted[k]->ext)->job->st.attempts > 1) {
-                crashpoint("retry_admit_recorded"); /* a requeued job among them */
-                break;
-            }
-        /* Pass 1: every admitted job's status (phase Admitted and its
-         * placement). A job whose write failed is not released now; a
-         * later sync releases it once the status is recorded. */
-        srv__write_statuses(s, OPK_AIJOB, admitted, nadm);
-        /* Pass 2: release every admitted gang's pods in one batch, one
-         * merge patch per pod. */
-        int nrel = 0;
-        for (int k = 0; k < nadm; k++)
-            if (admitted[k])
-                admitted[nrel++] = admitted[k];
-        int npods = jobs_release(s, admitted, nrel);
-        for (int k = 0; k < nrel; k++) {
-            struct opcache_obj *o = admitted[k];
-            struct opjob *js = ((struct opext *)o->ext)->job;
-            srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
-            OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
-                  "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
-                  js->st.nplacement, (int)js->released);
-        }
-        OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nrel, npods);
+    if (nadm > 0 && !cy__record(s, admitted, nadm, now)) {
+        free(admitted);
+        goto out;
     }
+    if (nadm > 0)
+        cy__release(s, admitted, nadm);
     free(admitted);
     /* Then the preemptions and resizes, after every admission's record. */
     cycle_actions(s, &in, &out, c.jobj, now);
-    goto out;
-out_admitted:
-    free(admitted);
 
 out:;
     double dt = srv_now() - t0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/fnv.h"
+#include "common/json.h"
 #include "common/units.h"
 
 /* ---- reading a pod ----------------------------------------------------------- */
@@ -17,20 +18,10 @@ enum { FR_GPU, FR_GPUMEM, FR_CPU, FR_MEM, FR__N };
 static const char *const fr_names[FR__N] = {"nvidia.com/gpu", "nvidia.com/gpumem", "cpu",
                                             "memory"};
 
-static json_object *fp__get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static const char *fp__str(json_object *o, const char *k) {
-    json_object *v = fp__get(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* One quantity of resource r; 0 when absent or unreadable (a pod the API
  * server admitted has valid quantities). */
 static int64_t fp__qty(json_object *list, int r) {
-    const char *s = fp__str(list, fr_names[r]);
+    const char *s = aiq_jstr(list, fr_names[r]);
     int64_t v = 0;
     if (!s)
         return 0;
@@ -42,16 +33,16 @@ static int64_t fp__qty(json_object *list, int r) {
 
 /* A container's requests (else limits) into v. */
 static void fp__container(json_object *c, int64_t *v) {
-    json_object *res = fp__get(c, "resources");
-    json_object *req = fp__get(res, "requests"), *lim = fp__get(res, "limits");
+    json_object *res = aiq_jget(c, "resources");
+    json_object *req = aiq_jget(res, "requests"), *lim = aiq_jget(res, "limits");
     for (int r = 0; r < FR__N; r++)
-        v[r] = fp__get(req, fr_names[r]) ? fp__qty(req, r) : fp__qty(lim, r);
+        v[r] = aiq_jget(req, fr_names[r]) ? fp__qty(req, r) : fp__qty(lim, r);
 }
 
 /* The pod's effective requests (see foreign.h) into v. */
 static void fp__requests(json_object *spec, int64_t *v) {
     int64_t sum[FR__N] = {0}, init_max[FR__N] = {0}, c[FR__N];
-    json_object *cs = fp__get(spec, "containers"), *ics = fp__get(spec, "initContainers");
+    json_object *cs = aiq_jget(spec, "containers"), *ics = aiq_jget(spec, "initContainers");
     for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
                        i < json_object_array_length(cs); i++) {
         fp__container(json_object_array_get_idx(cs, i), c);
@@ -61,7 +52,7 @@ static void fp__requests(json_object *spec, int64_t *v) {
     for (size_t i = 0; ics && json_object_is_type(ics, json_type_array) &&
                        i < json_object_array_length(ics); i++) {
         json_object *ic = json_object_array_get_idx(ics, i);
-        const char *rp = fp__str(ic, "restartPolicy");
+        const char *rp = aiq_jstr(ic, "restartPolicy");
         fp__container(ic, c);
         for (int r = 0; r < FR__N; r++) {
             if (rp && strcmp(rp, "Always") == 0)
@@ -70,7 +61,7 @@ static void fp__requests(json_object *spec, int64_t *v) {
                 init_max[r] = c[r];
         }
     }
-    json_object *ov = fp__get(spec, "overhead");
+    json_object *ov = aiq_jget(spec, "overhead");
     for (int r = 0; r < FR__N; r++)
         v[r] = (sum[r] > init_max[r] ? sum[r] : init_max[r]) + fp__qty(ov, r);
 }
@@ -103,25 +94,25 @@ static char *fp__dup(const char *s) {
 /* Reads a pod; see foreign.h. */
 int fpod_read(json_object *pod, struct fpod *p) {
     memset(p, 0, sizeof *p);
-    json_object *meta = fp__get(pod, "metadata"), *spec = fp__get(pod, "spec");
-    const char *name = fp__str(meta, "name"), *ns = fp__str(meta, "namespace");
+    json_object *meta = aiq_jget(pod, "metadata"), *spec = aiq_jget(pod, "spec");
+    const char *name = aiq_jstr(meta, "name"), *ns = aiq_jstr(meta, "namespace");
     if (!name || !*name)
         return -1;
     char key[520];
     snprintf(key, sizeof key, "%s/%s", ns ? ns : "", name);
     char owner[160] = "";
-    json_object *refs = fp__get(meta, "ownerReferences");
+    json_object *refs = aiq_jget(meta, "ownerReferences");
     for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) &&
                        i < json_object_array_length(refs); i++) {
-        json_object *r = json_object_array_get_idx(refs, i), *ctl = fp__get(r, "controller");
+        json_object *r = json_object_array_get_idx(refs, i), *ctl = aiq_jget(r, "controller");
         if (ctl && json_object_get_boolean(ctl)) {
-            snprintf(owner, sizeof owner, "%.60s/%.90s", fp__str(r, "kind") ? fp__str(r, "kind") : "",
-                     fp__str(r, "name") ? fp__str(r, "name") : "");
+            snprintf(owner, sizeof owner, "%.60s/%.90s", aiq_jstr(r, "kind") ? aiq_jstr(r, "kind") : "",
+                     aiq_jstr(r, "name") ? aiq_jstr(r, "name") : "");
             break;
         }
     }
-    const char *node = fp__str(spec, "nodeName");
-    const char *phase = fp__str(fp__get(pod, "status"), "phase");
+    const char *node = aiq_jstr(spec, "nodeName");
+    const char *phase = aiq_jstr(aiq_jget(pod, "status"), "phase");
     p->key = fp__dup(key);
     p->node = fp__dup(node);
     p->owner = fp__dup(owner);
@@ -137,7 +128,7 @@ int fpod_read(json_object *pod, struct fpod *p) {
     p->gpu_mem_mib = v[FR_GPUMEM];
     p->cpu_milli = v[FR_CPU];
     p->mem_bytes = v[FR_MEM];
-    p->gpu_idx = fp__indexes(fp__str(fp__get(meta, "annotations"), FOREIGN_ANN_GPUS));
+    p->gpu_idx = fp__indexes(aiq_jstr(aiq_jget(meta, "annotations"), FOREIGN_ANN_GPUS));
     return 0;
 }
 

@@ -2,6 +2,7 @@
  * request, the release annotation HAMi reads, HAMi's node device list,
  * and the DRA ResourceClaim that pins a replica to its placed devices. */
 #include "operator/gpu_mech.h"
+#include "common/json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -338,11 +339,7 @@ int gpu_mech_release(json_object *ann, const struct opst_place *p, json_object *
 
 /* Reads metadata.key of obj as a string, or NULL. */
 static const char *gm__meta(json_object *obj, const char *key) {
-    json_object *m = NULL, *v = NULL;
-    if (!json_object_object_get_ex(obj, "metadata", &m) ||
-        !json_object_object_get_ex(m, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
+    return aiq_jstr(aiq_jget(obj, "metadata"), key);
 }
 
 /* The CEL selector of the placed devices: their index, and memory. */

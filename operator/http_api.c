@@ -206,15 +206,16 @@ aiq_rc opapi_journal_query(opapi *a, const char *job, const char *uid, const cha
 
 /* ---- HTTP ----------------------------------------------------------------- */
 
-static enum MHD_Result opa__reply(struct MHD_Connection *c, unsigned code, char *body, size_t len,
-                                  enum MHD_ResponseMemoryMode mode) {
+/* See http_api.h. */
+enum MHD_Result opapi_reply(struct MHD_Connection *c, unsigned code, const char *ctype,
+                            char *body, size_t len, enum MHD_ResponseMemoryMode mode) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
     if (!r) {
         if (mode == MHD_RESPMEM_MUST_FREE)
             free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Content-Type", ctype);
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
@@ -224,14 +225,30 @@ static enum MHD_Result opa__error(struct MHD_Connection *c, unsigned code, const
     json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(msg));
     size_t n = 0;
-    const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
+    const char *t = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     char *body = malloc(n + 1);
     if (body)
         memcpy(body, t, n + 1);
     json_object_put(o);
     if (!body)
         return MHD_NO;
-    return opa__reply(c, code, body, n, MHD_RESPMEM_MUST_FREE);
+    return opapi_reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
+}
+
+/* See http_api.h. */
+enum MHD_Result opapi_serve_journal(struct MHD_Connection *c, opapi *a) {
+    const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
+    const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
+    const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    char *body = NULL;
+    size_t len = 0;
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_rc rc = opapi_journal_query(a, job, uid, lim, &body, &len, &e);
+    if (rc != AIQ_OK)
+        return opa__error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
+    return opapi_reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -247,17 +264,7 @@ static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const c
         return opa__error(c, 405, "method not allowed: the journal API is read-only");
     if (strcmp(url, "/journal") != 0)
         return opa__error(c, 404, "not found (GET /journal?job=NS/NAME&uid=UID&limit=N)");
-    const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
-    const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
-    const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-    char *body = NULL;
-    size_t len = 0;
-    aiq_err e;
-    aiq_err_clear(&e);
-    aiq_rc rc = opapi_journal_query(a, job, uid, lim, &body, &len, &e);
-    if (rc != AIQ_OK)
-        return opa__error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
-    return opa__reply(c, 200, body, len, MHD_RESPMEM_MUST_FREE);
+    return opapi_serve_journal(c, a);
 }
 
 /* Parses a listen address; see http_api.h. */

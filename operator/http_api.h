@@ -15,13 +15,16 @@
  * connection (WAL lets it read while the daemon writes), so it never
  * touches the daemon's store handle and can answer from any thread.
  *
- * Two ways to serve it: opapi_listen starts its own libmicrohttpd daemon
- * (e.g. on --api-addr), or a server that is already running (the metrics
- * server) calls opapi_journal_json for URLs starting with /journal. */
+ * Two ways to serve it, with one handler (opapi_serve_journal):
+ * opapi_listen starts its own libmicrohttpd daemon (aiq-journal), or a
+ * server that is already running (the metrics server) calls
+ * opapi_serve_journal for GET /journal. */
 #ifndef AIQ_OPERATOR_HTTP_API_H
 #define AIQ_OPERATOR_HTTP_API_H
 
 #include <stddef.h>
+
+#include <microhttpd.h>
 
 #include <netinet/in.h>
 
@@ -56,6 +59,18 @@ aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
  * alike: AIQ_EINVAL is HTTP 400, other errors 500. */
 aiq_rc opapi_journal_query(opapi *a, const char *job, const char *uid, const char *limit,
                            char **body, size_t *len, aiq_err *err);
+
+/* Answers one GET /journal request on c (its job, uid and limit query
+ * values) through opapi_journal_query: 200 with the JSON, 400 naming a
+ * bad job or limit, 500 on a store error; errors are {"error": msg}.
+ * The caller has checked the method, the URL and who may ask. */
+enum MHD_Result opapi_serve_journal(struct MHD_Connection *c, opapi *a);
+
+/* Queues a reply of len bytes of body with Content-Type ctype. mode is
+ * libmicrohttpd's: with MHD_RESPMEM_MUST_FREE body (malloc'd) is taken,
+ * freed also when the reply cannot be made. */
+enum MHD_Result opapi_reply(struct MHD_Connection *c, unsigned code, const char *ctype,
+                            char *body, size_t len, enum MHD_ResponseMemoryMode mode);
 
 /* Serves GET /journal on addr ("host:port", IPv4; port 0 picks one) from
  * its own libmicrohttpd thread. AIQ_EINVAL for a malformed addr, AIQ_EIO

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
+
 #define KUBE_EVQ_DEFAULT_CAP 65536
 
 struct kube_evq {
@@ -55,18 +57,6 @@ void kube_evq_free(struct kube_evq *q) {
     free(q);
 }
 
-static struct timespec deadline_after(long ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 aiq_rc kube_evq_push(struct kube_evq *q, struct kube_event *ev,
                      const atomic_int *cancel) {
     pthread_mutex_lock(&q->mu);
@@ -76,7 +66,7 @@ aiq_rc kube_evq_push(struct kube_evq *q, struct kube_event *ev,
             kube_event_free(ev);
             return AIQ_ESTATE;
         }
-        struct timespec ts = deadline_after(100);
+        struct timespec ts = aiq_deadline(CLOCK_MONOTONIC, 0.1);
         pthread_cond_timedwait(&q->not_full, &q->mu, &ts);
     }
     q->ring[(q->head + q->len) % q->cap] = ev;
@@ -89,7 +79,7 @@ aiq_rc kube_evq_push(struct kube_evq *q, struct kube_event *ev,
 aiq_rc kube_evq_pop(struct kube_evq *q, long timeout_ms,
                     struct kube_event **out) {
     aiq_rc rc = AIQ_OK;
-    struct timespec ts = deadline_after(timeout_ms > 0 ? timeout_ms : 0);
+    struct timespec ts = aiq_deadline(CLOCK_MONOTONIC, timeout_ms / 1000.0);
     *out = NULL;
     pthread_mutex_lock(&q->mu);
     while (q->len == 0) {

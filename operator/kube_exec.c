@@ -20,6 +20,8 @@
 
 #include <json-c/json.h>
 
+#include "common/aiq_time.h"
+
 #include "operator/kube_status.h"
 #include "operator/status.h"
 
@@ -397,9 +399,7 @@ static aiq_rc exec_lookpath(const struct kube_exec *x, char **out, aiq_err *e) {
 }
 
 static long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+    return (long)(aiq_mono_s() * 1000.0);
 }
 
 /* Reading state of one run. */

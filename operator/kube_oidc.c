@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "common/json.h"
 #include "operator/kube_http.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
@@ -194,13 +195,6 @@ static void snippet(const struct kube__buf *b, char *dst, size_t cap) {
     dst[n] = '\0';
 }
 
-/* The string member key of JSON object o (borrowed), NULL when absent. */
-static const char *jstr(json_object *o, const char *key) {
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
-    return json_object_get_string(v);
-}
-
 aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
                          long timeout_ms, struct kube_oidc_tokens *out, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
@@ -242,7 +236,7 @@ aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
         rc = oerr(e, AIQ_EINVAL, o, "discovery %.200s: not a JSON object", url);
         goto out;
     }
-    const char *te = jstr(doc, "token_endpoint");
+    const char *te = aiq_jstr(doc, "token_endpoint");
     if (!te || !*te) {
         rc = oerr(e, AIQ_EINVAL, o, "discovery %.200s: no token_endpoint", url);
         goto out;
@@ -279,13 +273,13 @@ aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
     }
     if (status != 200) {
         /* RFC 6749 5.2: {"error": ..., "error_description": ...}. */
-        const char *er = jstr(doc, "error"), *ed = jstr(doc, "error_description");
+        const char *er = aiq_jstr(doc, "error"), *ed = aiq_jstr(doc, "error_description");
         snippet(&b, snip, sizeof snip);
         rc = oerr(e, AIQ_EAUTH, o, "the issuer refused the refresh-token: POST %.160s answered HTTP %ld: %.80s%s%.160s",
                   token_url, status, er ? er : snip, ed ? ": " : "", ed ? ed : "");
         goto out;
     }
-    const char *idt = jstr(doc, "id_token"), *nrt = jstr(doc, "refresh_token");
+    const char *idt = aiq_jstr(doc, "id_token"), *nrt = aiq_jstr(doc, "refresh_token");
     if (!doc || !idt || !*idt) {
         rc = oerr(e, AIQ_EINVAL, o,
                   "the token response of %.160s has no id_token (was the openid scope requested "
@@ -309,7 +303,7 @@ out:
         /* The parsed answer holds the new tokens: wipe them. */
         const char *keys[] = {"id_token", "refresh_token", "access_token"};
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-            const char *s = jstr(doc, keys[i]);
+            const char *s = aiq_jstr(doc, keys[i]);
             if (s) wipe((char *)s, strlen(s));
         }
     }

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 /* One parse with the given depth cap; *deep is set when only the cap
  * stopped it. */
 static aiq_rc kube_json_parse_depth(const char *s, size_t len, int depth, json_object **out,
@@ -97,22 +99,7 @@ aiq_rc kube_rc_for_http(int http_status, const char *reason) {
 }
 
 const char *kube_json_str(json_object *o, const char *path) {
-    char key[128];
-    const char *p = path;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof key) return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        json_object *v = NULL;
-        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-            return NULL;
-        o = v;
-        p = dot ? dot + 1 : p + n;
-    }
-    if (!o || !json_object_is_type(o, json_type_string)) return NULL;
-    return json_object_get_string(o);
+    return aiq_jpath_str(o, path);
 }
 
 aiq_rc kube_status_to_err(json_object *st, int http_status, aiq_rc rc,

@@ -28,6 +28,8 @@
 
 #include <curl/curl.h>
 
+#include "common/aiq_time.h"
+
 #include "operator/kube_framer.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
@@ -76,14 +78,7 @@ long kube_backoff_ms(unsigned attempt, long base_ms, long cap_ms,
 
 /* Sleeps ms unless stopped first. Returns non-zero when stopped. */
 static int kw_sleep(struct kube_watch *w, long ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = aiq_deadline(CLOCK_MONOTONIC, ms / 1000.0);
     pthread_mutex_lock(&w->mu);
     while (!atomic_load(&w->stop)) {
         if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0) break;

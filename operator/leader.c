@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/aiq_time.h"
+
 #include "operator/kube_http.h"
 #include "operator/kube_status.h"
 
@@ -32,15 +34,7 @@ void leader_init(struct leader *l, const char *id, const char *ns,
 
 /* Formats a MicroTime; see leader.h. */
 const char *leader_microtime(char *buf, size_t cap, double now) {
-    struct tm tm;
-    time_t s = (time_t)floor(now);
-    long us = (long)((now - floor(now)) * 1e6);
-    char base[32];
-    if (us > 999999)
-        us = 999999;
-    if (!gmtime_r(&s, &tm) || !strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm))
-        base[0] = '\0';
-    snprintf(buf, cap, "%s.%06ldZ", base, us);
+    aiq_rfc3339(buf, cap, now, 6);
     return buf;
 }
 

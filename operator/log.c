@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
+
 #define OPLOG_TAIL_MAX 2048
 
 static const char *const oplog_names[] = {"debug", "info", "warn", "error",
@@ -114,7 +116,6 @@ void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
     char tail[OPLOG_TAIL_MAX];
     char ts[40];
     struct timespec now;
-    struct tm tm;
     va_list ap;
     FILE *out = (lg && lg->out) ? lg->out : stderr;
 
@@ -134,9 +135,7 @@ void oplog_write(const struct oplog *lg, oplog_level lvl, const char *event,
     oplog_escape_values(tail, esc, sizeof esc);
 
     clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    size_t tl = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + tl, sizeof ts - tl, ".%03ldZ", now.tv_nsec / 1000000L);
+    aiq_rfc3339(ts, sizeof ts, (double)now.tv_sec + now.tv_nsec / 1e9, 3);
 
     /* One fprintf call per line, so concurrent writers do not interleave
      * inside a line (stdio locks the stream per call). */

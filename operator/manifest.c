@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/aiq_time.h"
 #include "common/field_err.h"
 #include "common/quote.h"
 #include "common/units.h"

@@ -508,16 +508,7 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
 static enum MHD_Result opm__reply(struct MHD_Connection *c, unsigned code,
                                   const char *ctype, char *body, size_t len,
                                   enum MHD_ResponseMemoryMode mode) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
-    if (!r) {
-        if (mode == MHD_RESPMEM_MUST_FREE)
-            free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", ctype);
-    enum MHD_Result ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
+    return opapi_reply(c, code, ctype, body, len, mode);
 }
 
 /* A JSON {"error": msg} reply; msg is quoted with JSON escapes for the
@@ -565,23 +556,6 @@ static enum MHD_Result opm__queue(struct MHD_Connection *c, opvis *vis, bool lea
     if (!body)
         return opm__json_error(c, 500, "out of memory");
     return opm__reply(c, (unsigned)code, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
-}
-
-/* GET /journal?job=NS/NAME&uid=UID&limit=N through opapi_journal_query:
- * 200 with its JSON, 400 naming a bad job or limit, 500 on a store
- * error. */
-static enum MHD_Result opm__journal(struct MHD_Connection *c, opapi *api) {
-    const char *job = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
-    const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
-    const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-    char *body = NULL;
-    size_t len = 0;
-    aiq_err e;
-    aiq_err_clear(&e);
-    aiq_rc rc = opapi_journal_query(api, job, uid, lim, &body, &len, &e);
-    if (rc != AIQ_OK)
-        return opm__json_error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
-    return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 /* GET /util: the utilisation cache (util_source.h). The cache has its
@@ -714,7 +688,7 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         opapi *api = m->api;
         pthread_mutex_unlock(&m->mu);
         if (api)
-            return opm__journal(c, api);
+            return opapi_serve_journal(c, api); /* the handler aiq-journal serves too */
     }
     if (strcmp(url, "/queue") == 0) {
         pthread_mutex_lock(&m->mu);

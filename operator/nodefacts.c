@@ -8,16 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/units.h"
 #include "operator/status.h"
 
 static const char *nf__str(json_object *node, const char *sect, const char *key) {
-    json_object *m = NULL, *l = NULL, *v = NULL;
-    if (!json_object_object_get_ex(node, "metadata", &m) ||
-        !json_object_object_get_ex(m, sect, &l) || !json_object_object_get_ex(l, key, &v) ||
-        !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
+    return aiq_jstr(aiq_jget(aiq_jget(node, "metadata"), sect), key);
 }
 
 /* status.allocatable, else status.capacity (an object), or NULL. */
@@ -33,10 +29,7 @@ static json_object *nf__resources(json_object *node) {
 }
 
 static const char *nf__res(json_object *res, const char *name) {
-    json_object *v = NULL;
-    if (!res || !json_object_object_get_ex(res, name, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
+    return aiq_jstr(res, name);
 }
 
 __attribute__((format(printf, 3, 4)))

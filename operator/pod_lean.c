@@ -5,10 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-static json_object *pl__get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
+#include "common/json.h"
 
 static bool pl__is(json_object *o, json_type t) {
     return o && json_object_is_type(o, t);
@@ -17,7 +14,7 @@ static bool pl__is(json_object *o, json_type t) {
 /* Adds a reference to src's key k (when present) to dst. Returns 0, or
  * -1 on ENOMEM. */
 static int pl__share(json_object *dst, json_object *src, const char *k) {
-    json_object *v = pl__get(src, k);
+    json_object *v = aiq_jget(src, k);
     if (!v)
         return 0;
     if (json_object_object_add(dst, k, json_object_get(v)) != 0) {
@@ -75,7 +72,7 @@ static json_object *pl__owner(json_object *refs) {
     json_object *out = json_object_new_array();
     for (size_t i = 0; out && pl__is(refs, json_type_array) && i < json_object_array_length(refs);
          i++) {
-        json_object *r = json_object_array_get_idx(refs, i), *ctl = pl__get(r, "controller");
+        json_object *r = json_object_array_get_idx(refs, i), *ctl = aiq_jget(r, "controller");
         if (ctl && json_object_get_boolean(ctl)) {
             if (pl__push(out, r) != 0) {
                 json_object_put(out);
@@ -96,9 +93,9 @@ static json_object *pl__metadata(json_object *md, bool bound) {
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++)
         if (pl__share(out, md, scalars[i]) != 0)
             goto fail;
-    if (pl__add(out, "annotations", pl__annotations(pl__get(md, "annotations"))) != 0)
+    if (pl__add(out, "annotations", pl__annotations(aiq_jget(md, "annotations"))) != 0)
         goto fail;
-    if (bound && pl__add(out, "ownerReferences", pl__owner(pl__get(md, "ownerReferences"))) != 0)
+    if (bound && pl__add(out, "ownerReferences", pl__owner(aiq_jget(md, "ownerReferences"))) != 0)
         goto fail;
     return out;
 fail:
@@ -131,9 +128,9 @@ static json_object *pl__spec(json_object *spec, bool bound) {
     if (pl__share(out, spec, "nodeName") != 0 || pl__share(out, spec, "schedulingGates") != 0 ||
         pl__share(out, spec, "affinity") != 0)
         goto fail;
-    if (bound && (pl__add(out, "containers", pl__containers(pl__get(spec, "containers"), false)) ||
+    if (bound && (pl__add(out, "containers", pl__containers(aiq_jget(spec, "containers"), false)) ||
                   pl__add(out, "initContainers",
-                          pl__containers(pl__get(spec, "initContainers"), true)) ||
+                          pl__containers(aiq_jget(spec, "initContainers"), true)) ||
                   pl__share(out, spec, "overhead") != 0))
         goto fail;
     return out;
@@ -148,7 +145,7 @@ static json_object *pl__conditions(json_object *conds) {
     for (size_t i = 0; out && pl__is(conds, json_type_array) && i < json_object_array_length(conds);
          i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        json_object *t = pl__get(c, "type"), *st = pl__get(c, "status"), *r = pl__get(c, "reason");
+        json_object *t = aiq_jget(c, "type"), *st = aiq_jget(c, "status"), *r = aiq_jget(c, "reason");
         if (!pl__is(t, json_type_string) || strcmp(json_object_get_string(t), "PodScheduled") != 0)
             continue;
         /* The first PodScheduled decides (unsched.c reads no further). */
@@ -168,7 +165,7 @@ static json_object *pl__status(json_object *st) {
     if (!out)
         return NULL;
     if (pl__share(out, st, "phase") != 0 || pl__share(out, st, "startTime") != 0 ||
-        pl__add(out, "conditions", pl__conditions(pl__get(st, "conditions"))) != 0) {
+        pl__add(out, "conditions", pl__conditions(aiq_jget(st, "conditions"))) != 0) {
         json_object_put(out);
         return NULL;
     }
@@ -179,14 +176,14 @@ static json_object *pl__status(json_object *st) {
 json_object *pod_lean(json_object *pod) {
     if (!pl__is(pod, json_type_object))
         return NULL;
-    json_object *spec = pl__get(pod, "spec"), *node = pl__get(spec, "nodeName");
+    json_object *spec = aiq_jget(pod, "spec"), *node = aiq_jget(spec, "nodeName");
     bool bound = pl__is(node, json_type_string) && json_object_get_string_len(node) > 0;
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
-    if (pl__add(out, "metadata", pl__metadata(pl__get(pod, "metadata"), bound)) != 0 ||
+    if (pl__add(out, "metadata", pl__metadata(aiq_jget(pod, "metadata"), bound)) != 0 ||
         pl__add(out, "spec", pl__spec(spec, bound)) != 0 ||
-        pl__add(out, "status", pl__status(pl__get(pod, "status"))) != 0) {
+        pl__add(out, "status", pl__status(aiq_jget(pod, "status"))) != 0) {
         json_object_put(out);
         return NULL;
     }

@@ -252,17 +252,14 @@ int pods_template_check(json_object *tspec, aiq_err *err) {
     return 0;
 }
 
-/* Builds one gated pod; see pods.h. */
-json_object *pods_build(const struct aiq_aijob *job,
-                        json_object *job_annotations, int index,
-                        enum gpu_mech mech, aiq_err *err) {
-    json_object *pod = NULL, *tmpl = NULL;
-    char name[AIQ_MAX_NAME + 1], num[32];
-
+/* Checks the job's identity and the replica index, and writes the pod's
+ * name. Returns 0, or -1 with err naming the field. */
+static int pods__check_job(const struct aiq_aijob *job, int index, char *name, size_t cap,
+                           aiq_err *err) {
     if (!job->meta.name || !job->meta.namespace_ || !job->meta.uid) {
         aiq_err_field(err, AIQ_EINVAL, "metadata",
                       "metadata: the AIJob needs name, namespace and uid");
-        goto fail;
+        return -1;
     }
     /* An elastic job's replicas go up to maxReplicas - 1. */
     int nmax = job->spec.max_replicas > job->spec.replicas ? job->spec.max_replicas
@@ -270,49 +267,57 @@ json_object *pods_build(const struct aiq_aijob *job,
     if (index < 0 || index >= nmax) {
         aiq_err_field(err, AIQ_EINVAL, "spec.replicas",
                       "replica index %d outside 0..%d", index, nmax - 1);
-        goto fail;
+        return -1;
     }
-    if (pods_name(name, sizeof name, job->meta.name, index) != 0) {
+    if (pods_name(name, cap, job->meta.name, index) != 0) {
         aiq_err_field(err, AIQ_EINVAL, "metadata.name",
                       "metadata.name: pod name for replica %d of \"%.200s\" "
                       "passes %d characters",
                       index, job->meta.name, AIQ_MAX_NAME);
-        goto fail;
+        return -1;
     }
+    return 0;
+}
 
-    if (job->spec.template_json && job->spec.template_json[0]) {
-        /* A real API server stores templates nested up to 10,000 levels;
-         * a pod template never needs more than AIQ_MAX_DEPTH. */
-        json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
-        if (!tok)
-            goto nomem;
-        tmpl = json_tokener_parse_ex(tok, job->spec.template_json, -1);
-        enum json_tokener_error jerr = json_tokener_get_error(tok);
-        json_tokener_free(tok);
-        if (jerr == json_tokener_error_depth) {
-            json_object_put(tmpl);
-            tmpl = NULL;
-            aiq_err_field(err, AIQ_EINVAL, "spec.template",
-                          "spec.template: nesting too deep (more than %d levels)", AIQ_MAX_DEPTH);
-            goto fail;
-        }
-        if (!tmpl || !json_object_is_type(tmpl, json_type_object)) {
-            aiq_err_field(err, AIQ_EPARSE, "spec.template",
-                          "spec.template: not a JSON object");
-            goto fail;
-        }
+/* Parses spec.template into *tmpl (NULL when the job has none; caller
+ * puts it). Returns 0, or -1 with err (ENOMEM, too deep, not an object). */
+static int pods__parse_template(const struct aiq_aijob *job, int index, json_object **tmpl,
+                                aiq_err *err) {
+    *tmpl = NULL;
+    if (!job->spec.template_json || !job->spec.template_json[0])
+        return 0;
+    /* A real API server stores templates nested up to 10,000 levels;
+     * a pod template never needs more than AIQ_MAX_DEPTH. */
+    json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
+    if (!tok) {
+        aiq_err_set(err, AIQ_ENOMEM, "out of memory building pod %d of %s", index,
+                    job->meta.name);
+        return -1;
     }
+    json_object *t = json_tokener_parse_ex(tok, job->spec.template_json, -1);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    if (jerr == json_tokener_error_depth) {
+        json_object_put(t);
+        aiq_err_field(err, AIQ_EINVAL, "spec.template",
+                      "spec.template: nesting too deep (more than %d levels)", AIQ_MAX_DEPTH);
+        return -1;
+    }
+    if (!t || !json_object_is_type(t, json_type_object)) {
+        json_object_put(t);
+        aiq_err_field(err, AIQ_EPARSE, "spec.template", "spec.template: not a JSON object");
+        return -1;
+    }
+    *tmpl = t;
+    return 0;
+}
 
-    json_object *tmeta = NULL, *tspec = NULL;
-    if (tmpl) {
-        json_object_object_get_ex(tmpl, "metadata", &tmeta);
-        json_object_object_get_ex(tmpl, "spec", &tspec);
-    }
-    if (pods_template_check(tspec, err) != 0)
-        goto fail;
-    pod = json_object_new_object();
+/* A new Pod object: apiVersion, kind, empty metadata and a copy of the
+ * template's spec (else an empty one). NULL on ENOMEM. */
+static json_object *pods__skeleton(json_object *tspec) {
+    json_object *pod = json_object_new_object();
     if (!pod)
-        goto nomem;
+        return NULL;
     json_object *meta = json_object_new_object();
     json_object *spec = NULL;
     if (tspec && json_object_is_type(tspec, json_type_object)) {
@@ -326,62 +331,44 @@ json_object *pods_build(const struct aiq_aijob *job,
         json_object_object_add(pod, "metadata", meta) != 0) {
         json_object_put(meta);
         json_object_put(spec);
-        goto nomem;
+        json_object_put(pod);
+        return NULL;
     }
     if (!spec || json_object_object_add(pod, "spec", spec) != 0) {
         json_object_put(spec);
-        goto nomem;
+        json_object_put(pod);
+        return NULL;
     }
+    return pod;
+}
 
-    /* metadata: name, namespace, labels, annotations, owner. */
-    if (pods__set_str(meta, "name", name) ||
-        pods__set_str(meta, "namespace", job->meta.namespace_))
-        goto nomem;
-    json_object *labels = pods__child(meta, "labels");
-    json_object *annots = pods__child(meta, "annotations");
-    if (!labels || !annots)
-        goto nomem;
-    json_object *tl = NULL, *ta = NULL;
-    if (tmeta && json_object_object_get_ex(tmeta, "labels", &tl) &&
-        json_object_is_type(tl, json_type_object)) {
-        json_object_object_foreach(tl, k, v) {
-            if (json_object_is_type(v, json_type_string) &&
-                pods__set_str(labels, k, json_object_get_string(v)))
-                goto nomem;
-        }
+/* Copies the string entries of the template's metadata member key
+ * ("labels", "annotations") into dst. Returns 0, or -1 on ENOMEM. */
+static int pods__copy_strings(json_object *tmeta, const char *key, json_object *dst) {
+    json_object *t = NULL;
+    if (!tmeta || !json_object_object_get_ex(tmeta, key, &t) ||
+        !json_object_is_type(t, json_type_object))
+        return 0;
+    json_object_object_foreach(t, k, v) {
+        if (json_object_is_type(v, json_type_string) &&
+            pods__set_str(dst, k, json_object_get_string(v)))
+            return -1;
     }
-    if (tmeta && json_object_object_get_ex(tmeta, "annotations", &ta) &&
-        json_object_is_type(ta, json_type_object)) {
-        json_object_object_foreach(ta, k, v) {
-            if (json_object_is_type(v, json_type_string) &&
-                pods__set_str(annots, k, json_object_get_string(v)))
-                goto nomem;
-        }
-    }
-    if (job_annotations &&
-        json_object_is_type(job_annotations, json_type_object)) {
-        json_object_object_foreach(job_annotations, k, v) {
-            if (strncmp(k, PODS_SIM_PREFIX, strlen(PODS_SIM_PREFIX)) == 0 &&
-                json_object_is_type(v, json_type_string) &&
-                pods__set_str(annots, k, json_object_get_string(v)))
-                goto nomem;
-        }
-    }
-    snprintf(num, sizeof num, "%d", index);
-    if (pods__set_str(labels, PODS_LABEL_JOB, job->meta.name) ||
-        pods__set_str(labels, PODS_LABEL_INDEX, num))
-        goto nomem;
+    return 0;
+}
 
+/* The AIJob as the pod's controlling owner. Returns 0, or -1 on ENOMEM. */
+static int pods__owner(json_object *meta, const struct aiq_aijob *job) {
     json_object *owners = json_object_new_array();
     json_object *own = json_object_new_object();
     if (!owners || !own || json_object_array_add(owners, own) != 0) {
         json_object_put(owners);
         json_object_put(own);
-        goto nomem;
+        return -1;
     }
     if (json_object_object_add(meta, "ownerReferences", owners) != 0) {
         json_object_put(owners);
-        goto nomem;
+        return -1;
     }
     if (pods__set_str(own, "apiVersion", AIQ_API_VERSION) ||
         pods__set_str(own, "kind", "AIJob") ||
@@ -391,12 +378,44 @@ json_object *pods_build(const struct aiq_aijob *job,
                                json_object_new_boolean(1)) != 0 ||
         json_object_object_add(own, "blockOwnerDeletion",
                                json_object_new_boolean(1)) != 0)
-        goto nomem;
+        return -1;
+    return 0;
+}
 
-    /* spec: the gate (pods_template_check refused any of the template's). */
+/* metadata: name, namespace, the template's labels and annotations, the
+ * job's simulation annotations, aiq's labels, the owner. Returns 0, or -1
+ * on ENOMEM. */
+static int pods__metadata(json_object *meta, const struct aiq_aijob *job, json_object *tmeta,
+                          json_object *job_annotations, const char *name, const char *num) {
+    if (pods__set_str(meta, "name", name) ||
+        pods__set_str(meta, "namespace", job->meta.namespace_))
+        return -1;
+    json_object *labels = pods__child(meta, "labels");
+    json_object *annots = pods__child(meta, "annotations");
+    if (!labels || !annots || pods__copy_strings(tmeta, "labels", labels) ||
+        pods__copy_strings(tmeta, "annotations", annots))
+        return -1;
+    if (job_annotations &&
+        json_object_is_type(job_annotations, json_type_object)) {
+        json_object_object_foreach(job_annotations, k, v) {
+            if (strncmp(k, PODS_SIM_PREFIX, strlen(PODS_SIM_PREFIX)) == 0 &&
+                json_object_is_type(v, json_type_string) &&
+                pods__set_str(annots, k, json_object_get_string(v)))
+                return -1;
+        }
+    }
+    if (pods__set_str(labels, PODS_LABEL_JOB, job->meta.name) ||
+        pods__set_str(labels, PODS_LABEL_INDEX, num))
+        return -1;
+    return pods__owner(meta, job);
+}
+
+/* spec: aiq's scheduling gate (pods_template_check refused any of the
+ * template's), restartPolicy Never unless set. Returns 0, or -1 on ENOMEM. */
+static int pods__gate(json_object *spec) {
     json_object *gates = pods__array(spec, "schedulingGates");
     if (!gates)
-        goto nomem;
+        return -1;
     int have_gate = 0;
     for (size_t i = 0; i < json_object_array_length(gates); i++) {
         json_object *g = json_object_array_get_idx(gates, i), *gn = NULL;
@@ -409,18 +428,22 @@ json_object *pods_build(const struct aiq_aijob *job,
         if (!g || pods__set_str(g, "name", AIQ_GATE) ||
             json_object_array_add(gates, g) != 0) {
             json_object_put(g);
-            goto nomem;
+            return -1;
         }
     }
     json_object *rp = NULL;
     if (!json_object_object_get_ex(spec, "restartPolicy", &rp) &&
         pods__set_str(spec, "restartPolicy", "Never"))
-        goto nomem;
+        return -1;
+    return 0;
+}
 
-    /* Every container gets the env; the first one the resources. */
+/* Every container gets the env; the first one the resources. Returns 0,
+ * or -1 on ENOMEM. */
+static int pods__containers(json_object *spec, const struct aiq_aijob *job, const char *num) {
     json_object *c0 = pods__first_container(spec);
     if (!c0)
-        goto nomem;
+        return -1;
     json_object *cs = NULL;
     json_object_object_get_ex(spec, "containers", &cs);
     char cnt[32];
@@ -432,9 +455,37 @@ json_object *pods_build(const struct aiq_aijob *job,
         if (pods__set_env(c, "AIQ_JOB_NAME", job->meta.name) ||
             pods__set_env(c, "AIQ_REPLICA_INDEX", num) ||
             pods__set_env(c, "AIQ_REPLICA_COUNT", cnt))
-            goto nomem;
+            return -1;
     }
-    if (pods__set_resources(c0, job) != 0)
+    return pods__set_resources(c0, job) != 0 ? -1 : 0;
+}
+
+/* Builds one gated pod; see pods.h. Steps: check the job, parse and
+ * check the template, then metadata, gate, containers, and the GPUs. */
+json_object *pods_build(const struct aiq_aijob *job,
+                        json_object *job_annotations, int index,
+                        enum gpu_mech mech, aiq_err *err) {
+    json_object *pod = NULL, *tmpl = NULL, *tmeta = NULL, *tspec = NULL;
+    char name[AIQ_MAX_NAME + 1], num[32];
+
+    if (pods__check_job(job, index, name, sizeof name, err) != 0 ||
+        pods__parse_template(job, index, &tmpl, err) != 0)
+        goto fail;
+    if (tmpl) {
+        json_object_object_get_ex(tmpl, "metadata", &tmeta);
+        json_object_object_get_ex(tmpl, "spec", &tspec);
+    }
+    if (pods_template_check(tspec, err) != 0)
+        goto fail;
+    pod = pods__skeleton(tspec);
+    if (!pod)
+        goto nomem;
+    json_object *meta = NULL, *spec = NULL;
+    json_object_object_get_ex(pod, "metadata", &meta);
+    json_object_object_get_ex(pod, "spec", &spec);
+    snprintf(num, sizeof num, "%d", index);
+    if (pods__metadata(meta, job, tmeta, job_annotations, name, num) != 0 ||
+        pods__gate(spec) != 0 || pods__containers(spec, job, num) != 0)
         goto nomem;
     /* The GPUs, as the admin's mechanism asks for them (gpu_mech.c). */
     if (gpu_mech_pod(pod, job, mech, err) != 0)

@@ -12,7 +12,7 @@
 #include "operator/kube_status.h"
 #include "operator/nodefacts.h"
 #include "operator/pods.h"
-#include "operator/predict.h"
+#include "operator/predict_store.h"
 #include "operator/release.h"
 #include "operator/release_exec.h"
 #include "operator/release_gpu.h"
@@ -1308,35 +1308,31 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     return 0;
 }
 
-/* Syncs one AIJob; see server.h. */
-void job_sync(struct server *s, struct opcache_obj *o, double now) {
-    struct opjob *js = job__state(o);
-    struct gang g;
-    char msg[512];
-    if (!js || !s->leading)
-        return;
-    js->resync = false;
-    js->pods_ready = false;
-    if (!o->parse_ok || !o->parsed) {
-        /* Invalid: Rejected with the field and the value. */
-        if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
-            memset(&js->st, 0, sizeof js->st);
-            js->loaded = true;
-            job__phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
-            job__event(s, o, js, "Warning", "Rejected", o->perr.message);
-            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-                  "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
-        }
-        job__publish(s, o, js, now);
-        return;
+/* An AIJob that does not parse: Rejected with the field and the value. */
+static void job__sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
+                              double now) {
+    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
+        memset(&js->st, 0, sizeof js->st);
+        js->loaded = true;
+        job__phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
+        job__event(s, o, js, "Warning", "Rejected", o->perr.message);
+        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+              "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
     }
-    const struct aiq_aijob *j = o->parsed;
+    job__publish(s, o, js, now);
+}
+
+/* Loads what the store keeps, sizes the placement, and records the job:
+ * group, GPUs, first phase, arrival, predicted runtime. False when the
+ * sync cannot go on this turn (store not loaded, ENOMEM). */
+static bool job__sync_prepare(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, double now) {
     if (!js->loaded)
         job__load(s, o, j, js);
     if (!js->loaded)
-        return;
+        return false;
     if (js->place_cap < job__max_pods(j) && job__place_alloc(js, job__max_pods(j)) != 0)
-        return;
+        return false;
     job__group(s, o, j, js);
     js->st.total_gpus = job__total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
@@ -1344,51 +1340,55 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     job__record(s, o, j, js, now);
     job__journal_arrival(s, o, j, js, now);
     js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
+    return true;
+}
 
-    job__gang(s, j, js, js->st.attempts, &g);
-    if (js->teardown) {
-        if (g.exist > 0) {
-            if (js->preempted)
-                actions_stop_pods(s, j, 0, job__max_pods(j), js->preempted_by,
-                                  js->preempt_reason);
-            else
-                job__delete_pods(s, j, job__max_pods(j));
-            job__publish(s, o, js, now);
-            return;
-        }
-        js->teardown = false;
+/* A teardown in progress: stops the pods still there (true: the sync is
+ * done for this turn), else finishes it into teardown_to. */
+static bool job__sync_teardown(struct server *s, struct opcache_obj *o,
+                               const struct aiq_aijob *j, struct opjob *js,
+                               const struct gang *g, double now) {
+    if (!js->teardown)
+        return false;
+    if (g->exist > 0) {
         if (js->preempted)
-            job__preempt_done(s, o, j, js, now); /* reads held */
-        js->held = 0;
-        js->st.phase = js->teardown_to;
-    }
-    if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {
-        /* Elastic resizes in flight: stopped replicas gone, new ones made. */
-        if (js->stopping > 0 &&
-            job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
-            job__shrink_done(s, o, j, js, now);
-        job__grow_check(s, o, j, js, now);
-        if (js->grow_from > 0)
-            (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
-                                    js->st.attempts); /* a pod that cannot be built: logged */
-        job__gang(s, j, js, js->st.attempts, &g);
-        if (js->grow_from > 0 && g.gated == 0 && g.exist == g.n) {
-            js->grow_from = 0; /* every new replica released */
-            actions_annotate_size(s, j, js->st.nplacement);
-        }
-    }
-    js->st.attained_gpu_hours = js->attained_gpu_s / 3600.0;
-    switch (js->st.phase) {
-    case AIQ_PHASE_SUCCEEDED:
-    case AIQ_PHASE_FAILED:
-    case AIQ_PHASE_REJECTED:
+            actions_stop_pods(s, j, 0, job__max_pods(j), js->preempted_by,
+                              js->preempt_reason);
+        else
+            job__delete_pods(s, j, job__max_pods(j));
         job__publish(s, o, js, now);
-        return;
-    default:
-        break;
+        return true;
     }
+    js->teardown = false;
+    if (js->preempted)
+        job__preempt_done(s, o, j, js, now); /* reads held */
+    js->held = 0;
+    js->st.phase = js->teardown_to;
+    return false;
+}
 
-    /* Suspend / resume. */
+/* Elastic resizes in flight of an admitted or running job: stopped
+ * replicas gone, new ones made; *g is read again. */
+static void job__sync_resize(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, struct gang *g,
+                             double now) {
+    if (js->stopping > 0 &&
+        job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
+        job__shrink_done(s, o, j, js, now);
+    job__grow_check(s, o, j, js, now);
+    if (js->grow_from > 0)
+        (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
+                                js->st.attempts); /* a pod that cannot be built: logged */
+    job__gang(s, j, js, js->st.attempts, g);
+    if (js->grow_from > 0 && g->gated == 0 && g->exist == g->n) {
+        js->grow_from = 0; /* every new replica released */
+        actions_annotate_size(s, j, js->st.nplacement);
+    }
+}
+
+/* Suspend (true: the sync is done for this turn) and resume. */
+static bool job__sync_suspend(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, double now) {
     if (j->spec.suspend) {
         if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {
             job__teardown(s, o, j, js, now, "Suspended", "suspended", true);
@@ -1400,126 +1400,181 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
             job__event(s, o, js, "Normal", "Suspended", js->st.message);
         }
         job__publish(s, o, js, now);
-        return;
+        return true;
     }
     if (js->st.phase == AIQ_PHASE_SUSPENDED) {
         js->st.queued_at = now;
         job__phase(js, AIQ_PHASE_QUEUED, "Resumed", "resumed: waiting for the next cycle");
         job__event(s, o, js, "Normal", "Resumed", js->st.message);
     }
+    return false;
+}
 
-    switch (js->st.phase) {
-    case AIQ_PHASE_PENDING:
-    case AIQ_PHASE_QUEUED:
-        if (js->pod_refused[0]) {
-            /* Its pods can never be made (see opjob.pod_refused). */
-            js->st.position = 0;
-            js->st.estimated_start = 0;
-            job__phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
-            job__event(s, o, js, "Warning", "Rejected", js->pod_refused);
-            OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-                  "field=spec.template msg=\"%s\"", js->pod_refused);
-            if (g.exist > 0)
-                job__delete_pods(s, j, job__max_pods(j));
-            break;
-        }
-        if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
-            job__pods_on_server(s, j)) {
-            js->st.queued_at = now;
-            job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
-            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL),
-                          "job_mark");
-            job__journal_arrival(s, o, j, js, now);
-            OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
-                  (int)j->spec.replicas);
-            job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
-        }
-        break;
-    case AIQ_PHASE_ADMITTED:
-        if (job__node_loss(s, o, j, js, &g, now)) {
-            break;
-        } else if (g.failed > 0) {
-            snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
-            job__teardown(s, o, j, js, now, "PodFailed", msg, false);
-        } else if (g.exist < g.n) {
-            snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
-            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
-        } else if (g.newer > 0) {
-            /* A restart between a teardown's pod re-creation and its
-             * status write: these pods are for the next attempt, which
-             * was never admitted. Releasing them would run them as this
-             * one. */
-            snprintf(msg, sizeof msg, "%d of %d pods were recreated for attempt %d",
-                     g.newer, g.n, js->st.attempts + 1);
-            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
-        } else if (g.running + g.succeeded == g.n) {
-            js->st.started_at = now;
-            job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
-            snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
-                     g.n == 1 ? "its" : "all", g.n, g.n == 1 ? "" : "s");
-            (void)srv_rec(s, store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL),
-                          "attempt_start");
-            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL),
-                          "job_mark");
-            char payload[256];
-            snprintf(payload, sizeof payload,
-                     "{\"uid\":\"%.100s\",\"attempt\":%d,\"started\":%.17g}",
-                     j->meta.uid, js->st.attempts, now);
-            (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL),
-                          "journal_event");
-            job__event(s, o, js, "Normal", "Running", js->st.message);
-        } else if (js->st.admitted_at > 0 &&
-                   now - js->st.admitted_at >= s->flags.unsched_grace_s &&
-                   job_unschedulable(s, j, js->st.attempts, msg, sizeof msg)) {
-            /* The scheduler disagrees with the placement (capacity aiq
-             * could not see): requeue now, not at the start timeout. */
-            job__teardown(s, o, j, js, now, "Unschedulable", msg, false);
-        } else if (js->st.admitted_at > 0 &&
-                   now - js->st.admitted_at > s->flags.start_timeout_s) {
-            snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
-                     g.running, g.n, now - js->st.admitted_at);
-            job__teardown(s, o, j, js, now, "StartTimeout", msg, false);
-        } else if (g.gated > 0 && !((struct opext *)o->ext)->dirty &&
-                   job__range_on_server(s, j, 0, g.n)) {
-            /* A restart mid-release, or a failed patch: finish it with the
-             * placement the status recorded. */
+/* Pending or Queued: its gated pods made, then Queued; Rejected when
+ * they can never be made. */
+static void job__sync_waiting(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js,
+                              const struct gang *g, double now) {
+    if (js->pod_refused[0]) {
+        /* Its pods can never be made (see opjob.pod_refused). */
+        js->st.position = 0;
+        js->st.estimated_start = 0;
+        job__phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
+        job__event(s, o, js, "Warning", "Rejected", js->pod_refused);
+        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+              "field=spec.template msg=\"%s\"", js->pod_refused);
+        if (g->exist > 0)
+            job__delete_pods(s, j, job__max_pods(j));
+        return;
+    }
+    if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
+        job__pods_on_server(s, j)) {
+        js->st.queued_at = now;
+        job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL),
+                      "job_mark");
+        job__journal_arrival(s, o, j, js, now);
+        OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
+              (int)j->spec.replicas);
+        job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
+    }
+}
+
+/* Admitted: Running once every pod runs; torn down when a pod fails or
+ * goes, the scheduler refuses the placement, or the start times out; a
+ * release left half done is finished. */
+static void job__sync_admitted(struct server *s, struct opcache_obj *o,
+                               const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
+                               double now) {
+    char msg[512];
+    if (job__node_loss(s, o, j, js, g, now)) {
+        return;
+    } else if (g->failed > 0) {
+        snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
+        job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+    } else if (g->exist < g->n) {
+        snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
+        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+    } else if (g->newer > 0) {
+        /* A restart between a teardown's pod re-creation and its
+         * status write: these pods are for the next attempt, which
+         * was never admitted. Releasing them would run them as this
+         * one. */
+        snprintf(msg, sizeof msg, "%d of %d pods were recreated for attempt %d",
+                 g->newer, g->n, js->st.attempts + 1);
+        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+    } else if (g->running + g->succeeded == g->n) {
+        js->st.started_at = now;
+        job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
+        snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
+                 g->n == 1 ? "its" : "all", g->n, g->n == 1 ? "" : "s");
+        (void)srv_rec(s, store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL),
+                      "attempt_start");
+        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL),
+                      "job_mark");
+        char payload[256];
+        snprintf(payload, sizeof payload,
+                 "{\"uid\":\"%.100s\",\"attempt\":%d,\"started\":%.17g}",
+                 j->meta.uid, js->st.attempts, now);
+        (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL),
+                      "journal_event");
+        job__event(s, o, js, "Normal", "Running", js->st.message);
+    } else if (js->st.admitted_at > 0 &&
+               now - js->st.admitted_at >= s->flags.unsched_grace_s &&
+               job_unschedulable(s, j, js->st.attempts, msg, sizeof msg)) {
+        /* The scheduler disagrees with the placement (capacity aiq
+         * could not see): requeue now, not at the start timeout. */
+        job__teardown(s, o, j, js, now, "Unschedulable", msg, false);
+    } else if (js->st.admitted_at > 0 &&
+               now - js->st.admitted_at > s->flags.start_timeout_s) {
+        snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
+                 g->running, g->n, now - js->st.admitted_at);
+        job__teardown(s, o, j, js, now, "StartTimeout", msg, false);
+    } else if (g->gated > 0 && !((struct opext *)o->ext)->dirty &&
+               job__range_on_server(s, j, 0, g->n)) {
+        /* A restart mid-release, or a failed patch: finish it with the
+         * placement the status recorded. */
+        job_release(s, o);
+    }
+}
+
+/* Running: Succeeded once every pod has; torn down when a pod fails or
+ * goes; an elastic job's new replicas released. */
+static void job__sync_running(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
+                              double now) {
+    char msg[512];
+    if (job__node_loss(s, o, j, js, g, now)) {
+        return;
+    } else if (g->failed > 0) {
+        snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
+        job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+    } else if (g->exist < g->n) {
+        snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
+        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+    } else if (g->gated > 0 && js->grow_from > 0) {
+        /* New replicas of an elastic job: released once their pods
+         * exist and the status holds their placement. */
+        if (!((struct opext *)o->ext)->dirty && job__range_on_server(s, j, 0, g->n))
             job_release(s, o);
-        }
-        break;
-    case AIQ_PHASE_RUNNING:
-        if (job__node_loss(s, o, j, js, &g, now)) {
-            break;
-        } else if (g.failed > 0) {
-            snprintf(msg, sizeof msg, "pod %s failed", g.failed_pod);
-            job__teardown(s, o, j, js, now, "PodFailed", msg, false);
-        } else if (g.exist < g.n) {
-            snprintf(msg, sizeof msg, "%d of %d pods disappeared", g.n - g.exist, g.n);
-            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
-        } else if (g.gated > 0 && js->grow_from > 0) {
-            /* New replicas of an elastic job: released once their pods
-             * exist and the status holds their placement. */
-            if (!((struct opext *)o->ext)->dirty && job__range_on_server(s, j, 0, g.n))
-                job_release(s, o);
-        } else if (g.gated > 0) {
-            /* A gate is never re-added, so these pods are new: a restart
-             * between a teardown's pod re-creation and its status write. */
-            snprintf(msg, sizeof msg, "%d of %d pods were recreated while the job ran",
-                     g.gated, g.n);
-            job__teardown(s, o, j, js, now, "PodMissing", msg, false);
-        } else if (g.succeeded == g.n) {
-            js->st.finished_at = now;
-            snprintf(msg, sizeof msg, "%s %d replica%s succeeded", g.n == 1 ? "its" : "all",
-                     g.n, g.n == 1 ? "" : "s");
-            job__finish_attempt(s, j, js, now, "Succeeded");
-            job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
-            js->st.position = 0;
-            (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
-                          "job_mark");
-            job__event(s, o, js, "Normal", "Succeeded", msg);
-        }
-        break;
+    } else if (g->gated > 0) {
+        /* A gate is never re-added, so these pods are new: a restart
+         * between a teardown's pod re-creation and its status write. */
+        snprintf(msg, sizeof msg, "%d of %d pods were recreated while the job ran",
+                 g->gated, g->n);
+        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+    } else if (g->succeeded == g->n) {
+        js->st.finished_at = now;
+        snprintf(msg, sizeof msg, "%s %d replica%s succeeded", g->n == 1 ? "its" : "all",
+                 g->n, g->n == 1 ? "" : "s");
+        job__finish_attempt(s, j, js, now, "Succeeded");
+        job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
+        js->st.position = 0;
+        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
+                      "job_mark");
+        job__event(s, o, js, "Normal", "Succeeded", msg);
+    }
+}
+
+/* Syncs one AIJob; see server.h. Steps: prepare, teardown, resizes,
+ * terminal phases, suspend/resume, then the phase's own work. */
+void job_sync(struct server *s, struct opcache_obj *o, double now) {
+    struct opjob *js = job__state(o);
+    struct gang g;
+    if (!js || !s->leading)
+        return;
+    js->resync = false;
+    js->pods_ready = false;
+    if (!o->parse_ok || !o->parsed) {
+        job__sync_invalid(s, o, js, now);
+        return;
+    }
+    const struct aiq_aijob *j = o->parsed;
+    if (!job__sync_prepare(s, o, j, js, now))
+        return;
+    job__gang(s, j, js, js->st.attempts, &g);
+    if (job__sync_teardown(s, o, j, js, &g, now))
+        return;
+    if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING)
+        job__sync_resize(s, o, j, js, &g, now);
+    js->st.attained_gpu_hours = js->attained_gpu_s / 3600.0;
+    switch (js->st.phase) {
+    case AIQ_PHASE_SUCCEEDED:
+    case AIQ_PHASE_FAILED:
+    case AIQ_PHASE_REJECTED:
+        job__publish(s, o, js, now);
+        return;
     default:
         break;
+    }
+    if (job__sync_suspend(s, o, j, js, now))
+        return;
+    switch (js->st.phase) {
+    case AIQ_PHASE_PENDING:
+    case AIQ_PHASE_QUEUED: job__sync_waiting(s, o, j, js, &g, now); break;
+    case AIQ_PHASE_ADMITTED: job__sync_admitted(s, o, j, js, &g, now); break;
+    case AIQ_PHASE_RUNNING: job__sync_running(s, o, j, js, &g, now); break;
+    default: break;
     }
     js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
     job__apply_hold(js);

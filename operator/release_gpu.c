@@ -8,14 +8,12 @@
 
 #include "operator/gpu_mech.h"
 #include "operator/kube_http.h"
+#include "common/json.h"
 
 /* Reads metadata.key of obj as a string, or "". */
 static const char *rg__meta(json_object *obj, const char *key) {
-    json_object *m = NULL, *v = NULL;
-    if (!json_object_object_get_ex(obj, "metadata", &m) ||
-        !json_object_object_get_ex(m, key, &v) || !json_object_is_type(v, json_type_string))
-        return "";
-    return json_object_get_string(v);
+    const char *v = aiq_jstr(aiq_jget(obj, "metadata"), key);
+    return v ? v : "";
 }
 
 /* Creates the pod's claim, or accepts the one already there when it is

@@ -32,7 +32,7 @@
 #include "operator/metrics.h"
 #include "operator/visibility.h"
 #include "operator/nodefacts.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/store.h"
 #include "operator/util_source.h"

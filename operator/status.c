@@ -2,7 +2,9 @@
  * recovery of the fields we own, and core/v1 Events (see status.h). */
 #include "operator/status.h"
 
+#include "common/aiq_time.h"
 #include "common/fnv.h"
+#include "common/json.h"
 
 #include <float.h>
 #include <math.h>
@@ -13,83 +15,16 @@
 
 /* Formats t as RFC 3339 UTC; see status.h. */
 const char *opst_time(char *buf, size_t cap, double t) {
-    struct tm tm;
-    /* RFC 3339 has four-digit years: a time outside 1970..9999 (an
-     * estimate from a runaway prediction, an infinity) is written at the
-     * nearest end, never as text a date-time field would refuse. */
-    if (!(t >= 0))
-        t = 0; /* NaN too */
-    if (t > 253402300799.0)
-        t = 253402300799.0; /* 9999-12-31T23:59:59Z */
-    time_t s = (time_t)floor(t);
-    if (!gmtime_r(&s, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
-        if (cap)
-            buf[0] = '\0';
-    }
+    aiq_rfc3339(buf, cap, t, 0); /* clamped to 1970..9999 */
     return buf;
-}
-
-/* Reads n decimal digits from *p into *out; returns 0 or -1. */
-static int opst__digits(const char **p, int n, int *out) {
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        char c = (*p)[i];
-        if (c < '0' || c > '9')
-            return -1;
-        v = v * 10 + (c - '0');
-    }
-    *p += n;
-    *out = v;
-    return 0;
 }
 
 /* Parses RFC 3339; see status.h. */
 double opst_parse_time(const char *s) {
-    struct tm tm;
-    int y, mo, d, h, mi, se;
-    double frac = 0;
-    if (!s)
-        return 0;
-    const char *p = s;
-    if (opst__digits(&p, 4, &y) || *p++ != '-' || opst__digits(&p, 2, &mo) ||
-        *p++ != '-' || opst__digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
-        return 0;
-    p++;
-    if (opst__digits(&p, 2, &h) || *p++ != ':' || opst__digits(&p, 2, &mi) ||
-        *p++ != ':' || opst__digits(&p, 2, &se))
-        return 0;
-    if (*p == '.') {
-        double scale = 0.1;
-        p++;
-        while (*p >= '0' && *p <= '9') {
-            frac += (*p - '0') * scale;
-            scale /= 10;
-            p++;
-        }
-    }
-    int off = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1, oh, om;
-        p++;
-        if (opst__digits(&p, 2, &oh) || *p++ != ':' || opst__digits(&p, 2, &om))
-            return 0;
-        off = sign * (oh * 3600 + om * 60);
-    } else {
-        return 0;
-    }
-    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-        se > 60)
-        return 0;
-    memset(&tm, 0, sizeof tm);
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
-    return (double)timegm(&tm) - off + frac;
+    double t = 0;
+    if (!s || aiq_time_parse(s, &t, NULL) != AIQ_OK)
+        return 0; /* absent or malformed: "unknown", as status.h says */
+    return t;
 }
 
 /* Adds key -> value to obj (value ownership taken, also on failure). */
@@ -183,14 +118,6 @@ static json_object *opst__old_cond(json_object *old_status, const char *t) {
     return NULL;
 }
 
-static const char *opst__get_str(json_object *o, const char *key) {
-    json_object *v = NULL;
-    if (!o || !json_object_object_get_ex(o, key, &v) ||
-        !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
-
 static const char *const opst_xcond_types[3] = {"Preempted", "Preempting", "Resized"};
 
 /* Adds the extra condition `type` from x (status True while x->reason is
@@ -207,11 +134,11 @@ static int opst__xcond(json_object *arr, const char *type, const struct opst_xco
     char reason[OPST_NAME];
     snprintf(reason, sizeof reason, "%s%s", on ? "" : "Not", on ? x->reason : type);
     const char *msg = on ? x->message : "";
-    const char *ost = opst__get_str(old, "status"), *orea = opst__get_str(old, "reason"),
-               *omsg = opst__get_str(old, "message");
+    const char *ost = aiq_jstr(old, "status"), *orea = aiq_jstr(old, "reason"),
+               *omsg = aiq_jstr(old, "message");
     const char *ltt = (ost && orea && omsg && !strcmp(ost, status) && !strcmp(orea, reason) &&
                        !strcmp(omsg, msg))
-                          ? opst__get_str(old, "lastTransitionTime")
+                          ? aiq_jstr(old, "lastTransitionTime")
                           : NULL;
     json_object *c = json_object_new_object();
     if (!c || json_object_array_add(arr, c) != 0) {
@@ -240,10 +167,10 @@ static json_object *opst__conditions(const struct opstatus *st,
         json_object *old = opst__old_cond(old_status, type);
         if (!on && !old)
             continue;
-        const char *oldst = opst__get_str(old, "status");
+        const char *oldst = aiq_jstr(old, "status");
         const char *status = on ? "True" : "False";
         const char *ltt = (oldst && strcmp(oldst, status) == 0)
-                              ? opst__get_str(old, "lastTransitionTime")
+                              ? aiq_jstr(old, "lastTransitionTime")
                               : NULL;
         /* The condition of the current phase carries the job's reason and
          * message; Admitted carries them while it is the newest fact. */
@@ -528,15 +455,6 @@ fail:
     return NULL;
 }
 
-static int64_t opst__get_int(json_object *o, const char *key, int64_t dflt) {
-    json_object *v = NULL;
-    if (!o || !json_object_object_get_ex(o, key, &v) ||
-        !(json_object_is_type(v, json_type_int) ||
-          json_object_is_type(v, json_type_double)))
-        return dflt;
-    return json_object_get_int64(v);
-}
-
 /* Reads what survives a restart; see status.h. */
 int opstatus_from_json(json_object *status, struct opstatus *st,
                        struct opst_place *places, int max) {
@@ -545,31 +463,31 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     memset(st, 0, sizeof *st);
     if (!status || !json_object_is_type(status, json_type_object))
         return 0;
-    st->phase = aiq_phase_parse(opst__get_str(status, "phase"));
-    int64_t att = opst__get_int(status, "attempts", 0);
+    st->phase = aiq_phase_parse(aiq_jstr(status, "phase"));
+    int64_t att = aiq_jint(status, "attempts", 0);
     st->attempts = (att < 0 || att > 1000000) ? 0 : (int)att;
-    st->queued_at = opst_parse_time(opst__get_str(status, "queuedTime"));
-    st->admitted_at = opst_parse_time(opst__get_str(status, "admittedTime"));
-    st->started_at = opst_parse_time(opst__get_str(status, "startTime"));
-    st->finished_at = opst_parse_time(opst__get_str(status, "completionTime"));
-    st->observed_generation = opst__get_int(status, "observedGeneration", 0);
-    int64_t pre = opst__get_int(status, "preemptions", 0);
+    st->queued_at = opst_parse_time(aiq_jstr(status, "queuedTime"));
+    st->admitted_at = opst_parse_time(aiq_jstr(status, "admittedTime"));
+    st->started_at = opst_parse_time(aiq_jstr(status, "startTime"));
+    st->finished_at = opst_parse_time(aiq_jstr(status, "completionTime"));
+    st->observed_generation = aiq_jint(status, "observedGeneration", 0);
+    int64_t pre = aiq_jint(status, "preemptions", 0);
     st->preemptions = (pre < 0 || pre > 1000000) ? 0 : (int)pre;
-    int64_t nf = opst__get_int(status, "nodeFailures", 0);
+    int64_t nf = aiq_jint(status, "nodeFailures", 0);
     st->node_failures = (nf < 0 || nf > 1000000) ? 0 : (int)nf;
-    int64_t su = opst__get_int(status, "suspensions", 0);
+    int64_t su = aiq_jint(status, "suspensions", 0);
     st->suspensions = (su < 0 || su > 1000000) ? 0 : (int)su;
     struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
         json_object *c = opst__old_cond(status, opst_xcond_types[i]);
-        const char *cs = opst__get_str(c, "status"), *cr = opst__get_str(c, "reason"),
-                   *cm = opst__get_str(c, "message");
+        const char *cs = aiq_jstr(c, "status"), *cr = aiq_jstr(c, "reason"),
+                   *cm = aiq_jstr(c, "message");
         if (cs && strcmp(cs, "True") == 0 && cr) {
             snprintf(xc[i]->reason, sizeof xc[i]->reason, "%s", cr);
             snprintf(xc[i]->message, sizeof xc[i]->message, "%s", cm ? cm : "");
         }
     }
-    const char *g = opst__get_str(status, "group");
+    const char *g = aiq_jstr(status, "group");
     if (g)
         snprintf(st->group, sizeof st->group, "%s", g);
     if (!json_object_object_get_ex(status, "placement", &pl) ||
@@ -577,15 +495,15 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
         return 0;
     for (size_t i = 0; i < json_object_array_length(pl) && n < max; i++) {
         json_object *o = json_object_array_get_idx(pl, i), *gi = NULL;
-        const char *node = opst__get_str(o, "node");
-        int64_t rep = opst__get_int(o, "replica", -1);
+        const char *node = aiq_jstr(o, "node");
+        int64_t rep = aiq_jint(o, "replica", -1);
         if (!node || rep < 0 || rep >= AIQ_MAX_REPLICAS || strlen(node) > AIQ_MAX_NAME)
             continue;
         struct opst_place *p = &places[n];
         memset(p, 0, sizeof *p);
         p->replica = (int)rep;
         snprintf(p->node, sizeof p->node, "%s", node);
-        p->gpu_memory_mib = opst__get_int(o, "gpuMemoryMiB", 0);
+        p->gpu_memory_mib = aiq_jint(o, "gpuMemoryMiB", 0);
         if (json_object_object_get_ex(o, "gpuIndexes", &gi) &&
             json_object_is_type(gi, json_type_array)) {
             for (size_t k = 0; k < json_object_array_length(gi) &&

@@ -14,8 +14,8 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
+#include "policy/policy_adapter.h" /* struct opst_term, OPST_MAX_TERMS */
 
-#define OPST_MAX_TERMS 16
 #define OPST_NAME 64
 
 /* Where one replica goes: node, GPU indexes on it, GPU memory per GPU. */
@@ -25,11 +25,6 @@ struct opst_place {
     int gpus[AIQ_MAX_GPUS_PER_REPLICA];
     int ngpus;
     int64_t gpu_memory_mib;
-};
-
-struct opst_term {
-    char name[96]; /* an fx_term label fits */
-    double value;
 };
 
 /* The status of one AIJob. Zero means "unset" for every optional field;

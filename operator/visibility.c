@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
 #include "common/model.h"
 
 struct opvis_req {
@@ -88,15 +89,8 @@ static char *opvis__msg(const char *msg, size_t *len) {
 
 int opvis_ask(opvis *v, const char *ns, const char *name, double timeout_s, char **body,
               size_t *len) {
-    struct timespec dl;
+    struct timespec dl = aiq_deadline(v->clock, timeout_s);
     int slot = -1, status;
-    clock_gettime(v->clock, &dl);
-    dl.tv_sec += (time_t)timeout_s;
-    dl.tv_nsec += (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&v->mu);
     for (int i = 0; i < OPVIS_MAX_WAITING && slot < 0; i++)
         if (!v->req[i].used)

@@ -1,6 +1,6 @@
 /* sim.h -- the trace simulator: a workload (sim_trace.h) through the
  * queue core (queue/queue.h) and a compiled QueuePolicy
- * (operator/policy_adapter.h) in simulated time, the metrics of a run, and
+ * (policy/policy_adapter.h) in simulated time, the metrics of a run, and
  * the replay of a decision journal.
  *
  *   sim_run.c     event loop (arrivals, completions, periodic ticks), one
@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "common/aiq_err.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "operator/store.h"
 #include "simulator/sim_trace.h"
 

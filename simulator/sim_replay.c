@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "common/fnv.h"
+#include "common/json.h"
 #include "common/units.h"
 #include "simulator/sim_int.h"
 
@@ -82,28 +83,11 @@ static void umap_repoint(struct umap *m, const struct sim_trace *tr, const char 
     }
 }
 
-static json_object *get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static const char *gstr(json_object *o, const char *k) {
-    json_object *v = get(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static double gnum(json_object *o, const char *k, double def) {
-    json_object *v = get(o, k);
-    if (v && (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-        return json_object_get_double(v);
-    return def;
-}
-
 /* A number field that must lie in [lo, hi] (def when absent); sets *bad
  * to the field's name when it is out of range or not finite. */
 static double gnum_in(json_object *o, const char *k, double lo, double hi, double def,
                       const char **bad) {
-    json_object *x = get(o, k);
+    json_object *x = aiq_jget(o, k);
     if (!x || !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
         return def;
     double v = json_object_get_double(x);
@@ -118,16 +102,16 @@ static double gnum_in(json_object *o, const char *k, double lo, double hi, doubl
 /* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
 static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, double t_abs,
                                struct sim_job *j, const char *path, int line, aiq_err *err) {
-    json_object *spec = get(p, "spec"), *res = get(spec, "resources"), *model = get(spec, "model");
+    json_object *spec = aiq_jget(p, "spec"), *res = aiq_jget(spec, "resources"), *model = aiq_jget(spec, "model");
     const char *q;
     memset(j, 0, sizeof *j);
-    j->id = (char *)gstr(p, "uid");
+    j->id = (char *)aiq_jstr(p, "uid");
     if (!j->id)
         j->id = (char *)key;
     if (!j->id || !spec)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival without uid or spec", path, line);
-    j->group = (char *)gstr(p, "group");
-    j->user = (char *)gstr(spec, "user");
+    j->group = (char *)aiq_jstr(p, "group");
+    j->user = (char *)aiq_jstr(spec, "user");
     j->submit = submit;
     const char *bad = NULL;
     j->priority = (int)gnum_in(spec, "priority", 0, 1000000, 0, &bad);
@@ -141,11 +125,11 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
                            path, line, j->id, bad);
     j->min_replicas = (int)gnum_in(spec, "minReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
     j->max_replicas = (int)gnum_in(spec, "maxReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
-    json_object *ck = get(spec, "checkpointable");
+    json_object *ck = aiq_jget(spec, "checkpointable");
     if (ck && json_object_get_boolean(ck)) {
         /* the exact number when the journal has it, else the spec's text */
         j->checkpoint_s = gnum_in(p, "checkpoint_s", 0, 1e9, 0, &bad);
-        if (j->checkpoint_s <= 0 && (q = gstr(spec, "checkpointInterval")) &&
+        if (j->checkpoint_s <= 0 && (q = aiq_jstr(spec, "checkpointInterval")) &&
             aiq_duration_parse(q, &j->checkpoint_s, NULL) != AIQ_OK)
             return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.checkpointInterval: bad duration "
                                "'%.64s'", path, line, q);
@@ -157,22 +141,22 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: minReplicas %d, "
                            "maxReplicas %d (an elastic job needs both, in order)", path, line,
                            j->id, j->min_replicas, j->max_replicas);
-    if ((q = gstr(spec, "minRuntime")) && aiq_duration_parse(q, &j->min_runtime_s, NULL) != AIQ_OK)
+    if ((q = aiq_jstr(spec, "minRuntime")) && aiq_duration_parse(q, &j->min_runtime_s, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.minRuntime: bad duration '%.64s'", path,
                            line, q);
-    json_object *np = get(spec, "nonPreemptible");
+    json_object *np = aiq_jget(spec, "nonPreemptible");
     j->non_preemptible = np && json_object_get_boolean(np);
-    j->gpu_model = (char *)gstr(res, "gpuModel");
-    if ((q = gstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
+    j->gpu_model = (char *)aiq_jstr(res, "gpuModel");
+    if ((q = aiq_jstr(res, "cpu")) && aiq_quantity_cpu_milli(q, &j->cpu_milli, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.cpu: bad quantity '%.64s'",
                            path, line, q);
-    if ((q = gstr(res, "memory")) && aiq_quantity_bytes(q, &j->mem_bytes, NULL) != AIQ_OK)
+    if ((q = aiq_jstr(res, "memory")) && aiq_quantity_bytes(q, &j->mem_bytes, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.resources.memory: bad quantity "
                            "'%.64s'", path, line, q);
     j->estimate_s = est;
     if (j->estimate_s < 0) {
         j->estimate_s = 0;
-        if ((q = gstr(spec, "estimatedRuntime")) &&
+        if ((q = aiq_jstr(spec, "estimatedRuntime")) &&
             aiq_duration_parse(q, &j->estimate_s, NULL) != AIQ_OK)
             return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.estimatedRuntime: bad duration "
                                "'%.64s'", path, line, q);
@@ -189,8 +173,8 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
     if (bad)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
                            path, line, j->id, bad);
-    j->task = (char *)gstr(spec, "taskType");
-    j->model = (char *)gstr(model, "name");
+    j->task = (char *)aiq_jstr(spec, "taskType");
+    j->model = (char *)aiq_jstr(model, "name");
     return AIQ_OK;
 }
 
@@ -199,7 +183,7 @@ static aiq_rc add_node(struct sim_journal *jr, const char *name, json_object *p,
     struct sim_trace *tr = jr->trace;
     const char *bad = NULL;
     int gpus = (int)gnum_in(p, "gpus", 0, Q_MAX_GPUS, 0, &bad);
-    struct sim_node n = {(char *)name, (char *)gstr(p, "model"), gpus,
+    struct sim_node n = {(char *)name, (char *)aiq_jstr(p, "model"), gpus,
                          (int64_t)gnum_in(p, "gpu_memory_mib", 0, 1 << 24, 0, &bad),
                          (int64_t)gnum_in(p, "cpu_milli", 0, 1e12,
                                           (gpus > 0 ? gpus : 1) * 16000.0, &bad),
@@ -248,7 +232,7 @@ static aiq_rc grow(void **p, int *cap, int need, size_t sz, aiq_err *err) {
 static aiq_rc requeue(struct sim_journal *jr, struct umap *um, int *cdep, json_object *p,
                       double t, const char *path, int line, aiq_err *err) {
     aiq_rc rc;
-    const char *uid = gstr(p, "uid"), *bad = NULL;
+    const char *uid = aiq_jstr(p, "uid"), *bad = NULL;
     int idx = umap_find(um, jr->trace, uid);
     if (idx < 0) {
         jr->skipped++;
@@ -285,7 +269,7 @@ static aiq_rc requeue(struct sim_journal *jr, struct umap *um, int *cdep, json_o
  * time itself is not replayed (see docs/simulator.md). */
 static aiq_rc job_start(struct sim_journal *jr, const struct umap *um, json_object *p,
                         const char *path, int line, aiq_err *err) {
-    const char *uid = gstr(p, "uid"), *bad = NULL;
+    const char *uid = aiq_jstr(p, "uid"), *bad = NULL;
     if (umap_find(um, jr->trace, uid) < 0) {
         jr->skipped++;
         return AIQ_OK;
@@ -302,7 +286,7 @@ static aiq_rc job_start(struct sim_journal *jr, const struct umap *um, json_obje
  * at t: when the victim was gone or the new size took effect. */
 static aiq_rc add_stop(struct sim_journal *jr, const struct umap *um, int *cap, json_object *p,
                        double t, bool preempted, const char *path, int line, aiq_err *err) {
-    const char *uid = gstr(p, "uid"), *bad = NULL;
+    const char *uid = aiq_jstr(p, "uid"), *bad = NULL;
     int idx = umap_find(um, jr->trace, uid);
     if (idx < 0) {
         jr->skipped++;
@@ -415,8 +399,8 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 err->line = lineno, err->col = (int)off + 1;
             goto out_free;
         }
-        const char *type = gstr(o, "type");
-        double t = gnum(o, "t", 0);
+        const char *type = aiq_jstr(o, "type");
+        double t = aiq_jnum(o, "t", 0);
         if (!isfinite(t) || t < 0 || t > 1e11) {
             json_object_put(o);
             rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: 't' out of range", path, lineno);
@@ -429,14 +413,14 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
             have_epoch = true;
         }
         if (type && strcmp(type, "event") == 0) {
-            const char *kind = gstr(o, "kind"), *key = gstr(o, "key");
-            json_object *p = get(o, "payload");
+            const char *kind = aiq_jstr(o, "kind"), *key = aiq_jstr(o, "key");
+            json_object *p = aiq_jget(o, "payload");
             if (kind && strcmp(kind, "policy") == 0) {
-                snprintf(j->policy, sizeof j->policy, "%s", gstr(p, "active") ? gstr(p, "active")
+                snprintf(j->policy, sizeof j->policy, "%s", aiq_jstr(p, "active") ? aiq_jstr(p, "active")
                                                                                 : (key ? key : ""));
-                json_object *pr = get(p, "predict");
+                json_object *pr = aiq_jget(p, "predict");
                 j->predict = pr && json_object_get_boolean(pr);
-                j->tick_s = gnum(p, "tick_s", j->tick_s);
+                j->tick_s = aiq_jnum(p, "tick_s", j->tick_s);
             } else if (kind && strcmp(kind, "node") == 0 && key) {
                 rc = add_node(j, key, p, path, lineno, err);
             } else if (kind && strcmp(kind, "job_arrival") == 0) {
@@ -453,10 +437,10 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                         j->depart_t[j->trace->njobs - 1] = 0;
                 }
             } else if (kind && strcmp(kind, "job_departure") == 0) {
-                int idx = umap_find(&um, j->trace, gstr(p, "uid"));
+                int idx = umap_find(&um, j->trace, aiq_jstr(p, "uid"));
                 if (idx >= 0) {
                     j->depart_t[idx] = t;
-                    double rt = gnum(p, "runtime_s", 0);
+                    double rt = aiq_jnum(p, "runtime_s", 0);
                     if (j->trace->jobs[idx].duration_s <= 0 && rt > 0 && rt < 1e10)
                         j->trace->jobs[idx].duration_s = rt;
                 } else {
@@ -474,13 +458,13 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                 j->skipped++;
             }
         } else if (type && strcmp(type, "decision") == 0) {
-            int idx = umap_find(&um, j->trace, gstr(o, "job"));
-            int action = sim__action_parse(gstr(o, "action"));
+            int idx = umap_find(&um, j->trace, aiq_jstr(o, "job"));
+            int action = sim__action_parse(aiq_jstr(o, "action"));
             /* preempt/shrink: the message is the uid of the job it is for */
             int by = action == Q_DEC_PREEMPT || action == Q_DEC_RESIZE
-                         ? umap_find(&um, j->trace, gstr(o, "message")) : -1;
+                         ? umap_find(&um, j->trace, aiq_jstr(o, "message")) : -1;
             bool bf = false;
-            int reason = sim__reason_parse(gstr(o, "reason"), &bf);
+            int reason = sim__reason_parse(aiq_jstr(o, "reason"), &bf);
             if (idx < 0 || action == 0) {
                 j->skipped++;
             } else if ((rc = grow((void **)&j->dec, &cdec, j->ndec + 1, sizeof *j->dec, err)) ==
@@ -492,7 +476,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                     (int64_t)gnum_in(o, "cycle", 0, 9e15, 0, &bad), t, idx, (uint8_t)action,
                     (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
                     (int32_t)gnum_in(o, "level", 0, AIQ_MAX_LEVELS, 0, &bad),
-                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), gnum(o, "score", 0), by};
+                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), aiq_jnum(o, "score", 0), by};
                 if (bad)
                     rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: decision: '%s' out of range",
                                      path, lineno, bad);

@@ -4,7 +4,7 @@
  * compiled policy) decides, admitted gangs are placed on the simulated
  * nodes and end start + duration later. Usage decays and feeds fair share
  * (policy/fairshare.h) as in the operator; finished runs feed the runtime
- * predictor (operator/predict.h). Decisions are journaled with the
+ * predictor (queue/predict.h). Decisions are journaled with the
  * operator's rule (only when a job's decision changed), into a store
  * and/or the result. In replay mode (cfg->script) cycles and departures
  * come from a recorded journal instead.
@@ -28,7 +28,7 @@
 #include <json-c/json.h>
 
 #include "common/fnv.h"
-#include "operator/predict.h"
+#include "queue/predict.h"
 #include "policy/fairshare.h"
 #include "simulator/sim_int.h"
 

@@ -12,7 +12,7 @@
 
 #include "common/version.h"
 #include "operator/manifest.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "operator/store.h"
 #include "simulator/sim.h"
 #include "simulator/sim_html.h"
@@ -819,7 +819,7 @@ static int cmd_inflate(const struct opts *o) {
     int nsteps = 0;
     for (int p = 0; p < npl; p++)
         for (int s = 0; s < runs; s++) {
-            struct sim_inflate_result res;
+            struct sim_inflate_result res = {0};
             char what[64];
             struct prog pg;
             aiq_err e;

@@ -14,8 +14,8 @@
  * operator's read-only HTTP endpoint when it is reachable. Output is a
  * kubectl-style table (colours only on a terminal, and never with
  * NO_COLOR), or -o json / -o yaml for scripts. Factor vectors and the
- * what-if ranking are in operator/cli_rank.c, tables in
- * operator/cli_table.c. */
+ * what-if ranking are in tools/cli_rank.c, tables in
+ * tools/cli_table.c. */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,17 +30,18 @@
 
 #include "common/version.h"
 #include "common/aiq_err.h"
+#include "common/json.h"
 #include "common/model.h"
-#include "operator/cli_headroom.h"
-#include "operator/cli_rank.h"
-#include "operator/cli_table.h"
+#include "tools/cli_headroom.h"
+#include "tools/cli_rank.h"
+#include "tools/cli_table.h"
 #include "operator/foreign.h"
 #include "operator/kube_http.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
 #include "operator/nodefacts.h"
 #include "operator/pods.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "operator/status.h"
 #include "operator/util_view.h"
 #include "policy/fx.h"
@@ -288,20 +289,8 @@ static json_object *items_of(json_object *list) {
     return it;
 }
 
-static json_object *jget(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-static const char *jstr(json_object *o, const char *k) {
-    json_object *v = jget(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static double jnum(json_object *o, const char *k, double dflt) {
-    json_object *v = jget(o, k);
+    json_object *v = aiq_jget(o, k);
     if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return json_object_get_double(v);
     if (v && json_object_is_type(v, json_type_string)) { /* "8" from quantities */
@@ -311,11 +300,6 @@ static double jnum(json_object *o, const char *k, double dflt) {
             return d;
     }
     return dflt;
-}
-
-static bool jtrue(json_object *o, const char *k) {
-    json_object *v = jget(o, k);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
 static void world_free(struct world *w) {
@@ -344,9 +328,9 @@ static json_object *find_active(json_object *policies) {
     size_t n = it ? json_object_array_length(it) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(it, i);
-        if (jtrue(jget(p, "status"), "active"))
+        if (aiq_jtrue(aiq_jget(p, "status"), "active"))
             return p;
-        if (!spec_active && jtrue(jget(p, "spec"), "active"))
+        if (!spec_active && aiq_jtrue(aiq_jget(p, "spec"), "active"))
             spec_active = p;
     }
     return spec_active;
@@ -395,13 +379,13 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
         json_object *g = json_object_array_get_idx(git, i);
         aiq_err_clear(&e);
         if (aiq_group_from_json(g, &w->groups[w->ngroups], &e) == AIQ_OK)
-            w->group_status[w->ngroups++] = jget(g, "status");
+            w->group_status[w->ngroups++] = aiq_jget(g, "status");
     }
     for (size_t i = 0; i < nu; i++) {
         json_object *u = json_object_array_get_idx(uit, i);
         aiq_err_clear(&e);
         if (aiq_userquota_from_json(u, &w->uqs[w->nuqs], &e) == AIQ_OK)
-            w->uq_status[w->nuqs++] = jget(u, "status");
+            w->uq_status[w->nuqs++] = aiq_jget(u, "status");
     }
     /* GPUs on the nodes, and those held by admitted or running jobs. */
     aiq_err_clear(&e);
@@ -427,8 +411,8 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     w->cw.now = (double)time(NULL);
     double held = 0;
     for (size_t i = 0; i < nj; i++) {
-        json_object *st = jget(json_object_array_get_idx(jit, i), "status");
-        const char *ph = jstr(st, "phase");
+        json_object *st = aiq_jget(json_object_array_get_idx(jit, i), "status");
+        const char *ph = aiq_jstr(st, "phase");
         if (ph && (strcmp(ph, "Admitted") == 0 || strcmp(ph, "Running") == 0))
             held += jnum(st, "totalGPUs", 0);
     }
@@ -475,7 +459,7 @@ static int level_rank(const struct world *w, const char *name) {
 }
 
 static const char *policy_name(const struct world *w) {
-    const char *n = w->active_policy ? jstr(jget(w->active_policy, "metadata"), "name") : NULL;
+    const char *n = w->active_policy ? aiq_jstr(aiq_jget(w->active_policy, "metadata"), "name") : NULL;
     return n ? n : "default (built-in: job.priority, one level)";
 }
 
@@ -700,19 +684,19 @@ static json_object *live_queue(const struct opts *o, const char *ns, const char 
 /* Takes a live item's position, level, score, estimate, reason and
  * message into j. */
 static void live_apply(struct cli_job *j, json_object *it) {
-    json_object *sc = jget(it, "score");
+    json_object *sc = aiq_jget(it, "score");
     j->position = (int)jnum(it, "position", j->position);
-    if (jstr(it, "level"))
-        snprintf(j->level, sizeof j->level, "%s", jstr(it, "level"));
+    if (aiq_jstr(it, "level"))
+        snprintf(j->level, sizeof j->level, "%s", aiq_jstr(it, "level"));
     if (sc && !json_object_is_type(sc, json_type_null)) {
         j->has_score = true;
         j->score = json_object_get_double(sc);
     }
-    j->eta = jstr(it, "estimatedStartTime") ? opst_parse_time(jstr(it, "estimatedStartTime")) : 0;
-    if (jstr(it, "reason"))
-        snprintf(j->reason, sizeof j->reason, "%s", jstr(it, "reason"));
-    if (jstr(it, "message"))
-        snprintf(j->message, sizeof j->message, "%s", jstr(it, "message"));
+    j->eta = aiq_jstr(it, "estimatedStartTime") ? opst_parse_time(aiq_jstr(it, "estimatedStartTime")) : 0;
+    if (aiq_jstr(it, "reason"))
+        snprintf(j->reason, sizeof j->reason, "%s", aiq_jstr(it, "reason"));
+    if (aiq_jstr(it, "message"))
+        snprintf(j->message, sizeof j->message, "%s", aiq_jstr(it, "message"));
 }
 
 /* Overlays the live queue on jobs[0..n); returns how many it matched, or
@@ -736,7 +720,7 @@ static int live_overlay(const struct opts *o, struct cli_job *v, int n, bool qui
     int matched = 0;
     for (size_t k = 0; k < json_object_array_length(items); k++) {
         json_object *it = json_object_array_get_idx(items, k);
-        const char *ns = jstr(it, "namespace"), *name = jstr(it, "name");
+        const char *ns = aiq_jstr(it, "namespace"), *name = aiq_jstr(it, "name");
         for (int i = 0; ns && name && i < n; i++)
             if (strcmp(v[i].ns, ns) == 0 && strcmp(v[i].name, name) == 0) {
                 live_apply(&v[i], it);
@@ -775,7 +759,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         add_str(doc, "policy", policy_name(w));
         add_str(doc, "source", nlive >= 0 ? "live" : "status");
         if (live)
-            json_object_object_add(doc, "liveTime", json_object_get(jget(live, "time")));
+            json_object_object_add(doc, "liveTime", json_object_get(aiq_jget(live, "time")));
         for (int i = 0; i < n; i++) {
             const struct cli_job *j = &v[i];
             json_object *it = json_object_new_object();
@@ -857,7 +841,7 @@ static int cmd_queue(const struct opts *o, struct world *w) {
         printf("%sPolicy:%s %s", C_BOLD, C_OFF, policy_name(w));
         if (live)
             printf("   %slive%s from the operator's cycle %.0f at %s", C_GREEN, C_OFF,
-                   jnum(live, "cycle", 0), jstr(live, "time") ? jstr(live, "time") : "?");
+                   jnum(live, "cycle", 0), aiq_jstr(live, "time") ? aiq_jstr(live, "time") : "?");
         printf("\n");
         cli_table_print(t, stdout);
     }
@@ -949,14 +933,14 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
             json_object *it = json_object_array_get_idx(items, i);
             char t[40];
             time_text(t, sizeof t, jnum(it, "t", 0));
-            const char *ty = jstr(it, "type");
+            const char *ty = aiq_jstr(it, "type");
             if (ty && strcmp(ty, "decision") == 0)
                 printf("  %s  cycle %-6.0f %-6s pos %-4.0f %s%s%s\n", t, jnum(it, "cycle", 0),
-                       jstr(it, "action") ? jstr(it, "action") : "?", jnum(it, "position", 0),
-                       jstr(it, "reason") ? jstr(it, "reason") : "", jstr(it, "message") ? ": " : "",
-                       jstr(it, "message") ? jstr(it, "message") : "");
+                       aiq_jstr(it, "action") ? aiq_jstr(it, "action") : "?", jnum(it, "position", 0),
+                       aiq_jstr(it, "reason") ? aiq_jstr(it, "reason") : "", aiq_jstr(it, "message") ? ": " : "",
+                       aiq_jstr(it, "message") ? aiq_jstr(it, "message") : "");
             else
-                printf("  %s  event %s\n", t, jstr(it, "kind") ? jstr(it, "kind") : "?");
+                printf("  %s  event %s\n", t, aiq_jstr(it, "kind") ? aiq_jstr(it, "kind") : "?");
         }
     }
     json_object_put(resp);
@@ -968,7 +952,7 @@ static void print_journal(const struct opts *o, const struct cli_job *j, json_ob
  * when given, else printed. */
 static void explain_preemption(json_object *raw, json_object *doc) {
     static const char *const types[] = {"Preempted", "Preempting", "Resized"};
-    json_object *st = jget(raw, "status"), *conds = jget(st, "conditions");
+    json_object *st = aiq_jget(raw, "status"), *conds = aiq_jget(st, "conditions");
     double npre = jnum(st, "preemptions", 0), cur = jnum(st, "currentReplicas", 0);
     json_object *arr = doc ? json_object_new_array() : NULL;
     int shown = 0;
@@ -988,21 +972,21 @@ static void explain_preemption(json_object *raw, json_object *doc) {
     for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
                        i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *ty = jstr(c, "type");
+        const char *ty = aiq_jstr(c, "type");
         bool ours = false;
         for (int k = 0; k < 3 && ty; k++)
             ours |= strcmp(ty, types[k]) == 0;
-        if (!ours || !jstr(c, "status") || strcmp(jstr(c, "status"), "True") != 0)
+        if (!ours || !aiq_jstr(c, "status") || strcmp(aiq_jstr(c, "status"), "True") != 0)
             continue;
         if (doc) {
             json_object *x = json_object_new_object();
             add_str(x, "type", ty);
-            add_str(x, "reason", jstr(c, "reason"));
-            add_str(x, "message", jstr(c, "message"));
+            add_str(x, "reason", aiq_jstr(c, "reason"));
+            add_str(x, "message", aiq_jstr(c, "message"));
             json_object_array_add(arr, x);
         } else {
-            printf("           %s (%s): %s\n", ty, jstr(c, "reason") ? jstr(c, "reason") : "?",
-                   jstr(c, "message") ? jstr(c, "message") : "");
+            printf("           %s (%s): %s\n", ty, aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
+                   aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "");
         }
         shown++;
     }
@@ -1030,9 +1014,9 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
             q[n++] = f.q;
     }
     for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
-        json_object *job = json_object_array_get_idx(jit, i), *st = jget(job, "status");
-        const char *ph = jstr(st, "phase");
-        json_object *pl = jget(st, "placement");
+        json_object *job = json_object_array_get_idx(jit, i), *st = aiq_jget(job, "status");
+        const char *ph = aiq_jstr(st, "phase");
+        json_object *pl = aiq_jget(st, "placement");
         struct aiq_aijob aj;
         aiq_err e;
         aiq_err_clear(&e);
@@ -1041,8 +1025,8 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
             continue; /* holds nothing, or a job the operator would not run either */
         const struct aiq_resources *r = &aj.spec.resources;
         for (size_t k = 0; k < json_object_array_length(pl); k++) {
-            json_object *p = json_object_array_get_idx(pl, k), *gi = jget(p, "gpuIndexes");
-            const char *node = jstr(p, "node");
+            json_object *p = json_object_array_get_idx(pl, k), *gi = aiq_jget(p, "gpuIndexes");
+            const char *node = aiq_jstr(p, "node");
             for (int x = 0; node && x < n; x++) {
                 if (strcmp(q[x].name, node) != 0)
                     continue;
@@ -1068,7 +1052,7 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
 /* The group's or user's quota, use and budget from its object. */
 static void hr_owner(struct cli_hr_owner *ow, const char *label, const struct aiq_quota *q,
                      const struct aiq_budget *b, json_object *status) {
-    json_object *u = jget(status, "usage");
+    json_object *u = aiq_jget(status, "usage");
     ow->label = label;
     ow->quota = *q;
     ow->used = (struct aiq_quota){(int64_t)jnum(u, "gpus", 0), (int64_t)jnum(u, "gpuMemoryMiB", 0),
@@ -1114,8 +1098,8 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
         nn = known ? hr_nodes(w, &nodes) : 0;
         struct cli_hr_ask a = {aj.spec.replicas, aj.spec.resources.gpus, aj.spec.resources.gpu_memory_mib,
                                aj.spec.resources.cpu_milli, aj.spec.resources.memory_bytes,
-                               jnum(jget(raw, "status"), "predictedRuntime", 0) > 0
-                                   ? jnum(jget(raw, "status"), "predictedRuntime", 0)
+                               jnum(aiq_jget(raw, "status"), "predictedRuntime", 0) > 0
+                                   ? jnum(aiq_jget(raw, "status"), "predictedRuntime", 0)
                                    : aj.spec.estimated_runtime_s,
                                aj.spec.resources.gpu_model, aj.spec.domain};
         snprintf(gl, sizeof gl, "group %s", j->group);
@@ -1180,135 +1164,175 @@ static void explain_headroom(const struct world *w, const struct cli_job *j, jso
     printf(" (%s%s%s)\n", j->reason[0] ? j->reason : "-", j->message[0] ? ": " : "", j->message);
 }
 
-static int cmd_explain(const struct opts *o, struct world *w) {
-    const char *name = o->args[1];
-    struct cli_job *j = NULL;
-    char b1[256], b2[256];
-    if (!name)
-        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]");
-    for (int i = 0; i < w->njobs; i++)
-        if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
-            j = &w->jobs[i];
-    if (!j)
-        return fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
-    int g = -1;
+/* What explain shows of one job, gathered once for both outputs. */
+struct explain {
+    struct cli_job *j;
+    int g, uq;                  /* the job's group and UserQuota, -1 = none */
+    json_object *raw;           /* the AIJob object (borrowed from the world) */
+    json_object *terms;         /* score terms: live, else status (borrowed) */
+    json_object *live;          /* the operator's live answer (owned), or NULL */
+    json_object *live_it;       /* its item for the job (borrowed) */
+    aiq_err le;                 /* why there is no live view */
+    struct opst_term local[OPST_MAX_TERMS]; /* terms computed here when none came */
+    int nlocal;
+    const char *formula;
+    json_object *levels;        /* the active policy's levels (borrowed) */
+    int nlv, local_level;       /* level count; the first whose `when` holds here */
+    bool lv_hold[AIQ_MAX_LEVELS];
+    double g_used, g_h, u_used, u_h; /* GPUs in use and GPU-hours: group, user */
+    uint64_t used_f, approx;    /* factors the policy uses; those approximated */
+};
+
+/* Finds the job's group, UserQuota and AIJob object. */
+static void explain_find(struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    x->g = -1;
     for (int i = 0; i < w->ngroups; i++)
         if (j->group[0] && strcmp(w->groups[i].meta.name, j->group) == 0)
-            g = i;
-    int uq = -1;
+            x->g = i;
+    x->uq = -1;
     for (int i = 0; i < w->nuqs; i++)
-        if (g >= 0 && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, j->user) == 0 &&
-            cli_group_of_ns(&w->cw, w->uqs[i].meta.namespace_) == g)
-            uq = i;
-    json_object *jit = items_of(w->jobs_list), *raw = NULL;
+        if (x->g >= 0 && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, j->user) == 0 &&
+            cli_group_of_ns(&w->cw, w->uqs[i].meta.namespace_) == x->g)
+            x->uq = i;
+    json_object *jit = items_of(w->jobs_list);
+    x->raw = NULL;
     for (size_t i = 0; jit && i < json_object_array_length(jit); i++) {
-        json_object *m = jget(json_object_array_get_idx(jit, i), "metadata");
-        if (jstr(m, "name") && strcmp(jstr(m, "name"), j->name) == 0 && jstr(m, "namespace") &&
-            strcmp(jstr(m, "namespace"), j->ns) == 0)
-            raw = json_object_array_get_idx(jit, i);
+        json_object *m = aiq_jget(json_object_array_get_idx(jit, i), "metadata");
+        if (aiq_jstr(m, "name") && strcmp(aiq_jstr(m, "name"), j->name) == 0 && aiq_jstr(m, "namespace") &&
+            strcmp(aiq_jstr(m, "namespace"), j->ns) == 0)
+            x->raw = json_object_array_get_idx(jit, i);
     }
-    json_object *terms = jget(jget(raw, "status"), "scoreTerms");
-    /* A waiting job's live position, score and terms from the operator;
-     * the status keeps them as of its last write. */
-    aiq_err le;
-    aiq_err_clear(&le);
-    json_object *live = cli_job_waiting(j) ? live_queue(o, j->ns, j->name, &le) : NULL;
-    json_object *live_it = live ? json_object_array_get_idx(items_of(live), 0) : NULL;
-    if (live_it) {
-        live_apply(j, live_it);
-        if (jget(live_it, "terms"))
-            terms = jget(live_it, "terms");
+}
+
+/* The score terms: a waiting job's live position, score and terms from
+ * the operator (the status keeps them as of its last write), else the
+ * status's, else computed here. */
+static void explain_terms(const struct opts *o, struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    x->terms = aiq_jget(aiq_jget(x->raw, "status"), "scoreTerms");
+    aiq_err_clear(&x->le);
+    x->live = cli_job_waiting(j) ? live_queue(o, j->ns, j->name, &x->le) : NULL;
+    x->live_it = x->live ? json_object_array_get_idx(items_of(x->live), 0) : NULL;
+    if (x->live_it) {
+        live_apply(j, x->live_it);
+        if (aiq_jget(x->live_it, "terms"))
+            x->terms = aiq_jget(x->live_it, "terms");
     }
-    struct opst_term local[OPST_MAX_TERMS];
-    int nlocal = 0;
-    if (!terms || !json_object_is_type(terms, json_type_array))
-        nlocal = oppolicy_explain(w->policy, j->f, local, OPST_MAX_TERMS);
-    const char *formula = jstr(jget(w->active_policy, "spec"), "formula");
-    if (!formula)
-        formula = "job.priority";
-    json_object *levels = jget(jget(w->active_policy, "spec"), "levels");
-    int nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
-    /* Which `when` holds on the rebuilt factors. */
-    int local_level = -1;
-    bool lv_hold[AIQ_MAX_LEVELS] = {false};
-    for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
-        const char *when = jstr(json_object_array_get_idx(levels, i), "when");
+    x->nlocal = 0;
+    if (!x->terms || !json_object_is_type(x->terms, json_type_array))
+        x->nlocal = oppolicy_explain(w->policy, j->f, x->local, OPST_MAX_TERMS);
+}
+
+/* The formula and levels, which `when` holds on the rebuilt factors, the
+ * usage against quota and budget, and the factors used and approximated. */
+static void explain_policy(struct world *w, struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq;
+    x->formula = aiq_jstr(aiq_jget(w->active_policy, "spec"), "formula");
+    if (!x->formula)
+        x->formula = "job.priority";
+    json_object *levels = aiq_jget(aiq_jget(w->active_policy, "spec"), "levels");
+    x->levels = levels;
+    x->nlv = levels && json_object_is_type(levels, json_type_array) ? (int)json_object_array_length(levels) : 0;
+    x->local_level = -1;
+    for (int i = 0; i < x->nlv && i < AIQ_MAX_LEVELS; i++) {
+        const char *when = aiq_jstr(json_object_array_get_idx(levels, i), "when");
         if (!when) {
-            lv_hold[i] = true;
+            x->lv_hold[i] = true;
         } else {
             aiq_err e;
             aiq_err_clear(&e);
             fx_prog *p = fx_compile(when, FX_PREDICATE, &e);
-            lv_hold[i] = p && fx_eval(p, j->f) != 0;
+            x->lv_hold[i] = p && fx_eval(p, j->f) != 0;
             fx_free(p);
         }
-        if (lv_hold[i] && local_level < 0)
-            local_level = i;
+        if (x->lv_hold[i] && x->local_level < 0)
+            x->local_level = i;
     }
-    double g_used = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpus", 0) : 0;
-    double g_h = g >= 0 ? jnum(jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
-    double u_used = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
-    double u_h = uq >= 0 ? jnum(jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
-    uint64_t used_f = factors_used(formula);
-    for (int i = 0; i < nlv; i++)
-        used_f |= factors_used(jstr(json_object_array_get_idx(levels, i), "when"));
-    uint64_t approx = used_f & j->approx;
+    x->g_used = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpus", 0) : 0;
+    x->g_h = g >= 0 ? jnum(aiq_jget(w->group_status[g], "usage"), "gpuHours", 0) : 0;
+    x->u_used = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpus", 0) : 0;
+    x->u_h = uq >= 0 ? jnum(aiq_jget(w->uq_status[uq], "usage"), "gpuHours", 0) : 0;
+    x->used_f = factors_used(x->formula);
+    for (int i = 0; i < x->nlv; i++)
+        x->used_f |= factors_used(aiq_jstr(json_object_array_get_idx(levels, i), "when"));
+    x->approx = x->used_f & j->approx;
+}
 
-    if (o->out != OUT_TABLE) {
-        json_object *doc = json_object_new_object(), *a;
-        add_str(doc, "namespace", j->ns);
-        add_str(doc, "name", j->name);
-        add_str(doc, "user", j->user);
-        add_str(doc, "group", j->group[0] ? j->group : NULL);
-        add_str(doc, "phase", j->phase[0] ? j->phase : "Pending");
-        add_str(doc, "policy", policy_name(w));
-        add_str(doc, "formula", formula);
-        add_str(doc, "level", j->level[0] ? j->level : NULL);
-        add_str(doc, "levelByLocalEval", local_level >= 0 ? jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
-        add_int(doc, "position", j->position);
-        json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
-        if (terms)
-            json_object_object_add(doc, "scoreTerms", json_object_get(terms));
-        else {
-            a = json_object_new_array();
-            for (int i = 0; i < nlocal; i++) {
-                json_object *t = json_object_new_object();
-                add_str(t, "name", local[i].name);
-                add_num(t, "value", local[i].value);
-                json_object_array_add(a, t);
-            }
-            json_object_object_add(doc, "scoreTerms", a);
-        }
-        json_object *f = json_object_new_object();
-        for (int i = 0; i < FX_NFACTORS; i++)
-            if (used_f & (1ull << i))
-                add_num(f, fx_factor_name(i), j->f[i]);
-        json_object_object_add(doc, "factors", f);
+/* explain -o json|yaml. */
+static void explain_doc(const struct opts *o, struct world *w, const struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq, local_level = x->local_level, nlocal = x->nlocal;
+    json_object *raw = x->raw, *terms = x->terms, *live_it = x->live_it, *levels = x->levels;
+    const struct opst_term *local = x->local;
+    const char *formula = x->formula;
+    double g_used = x->g_used, u_used = x->u_used;
+    uint64_t used_f = x->used_f, approx = x->approx;
+    char b1[256];
+    json_object *doc = json_object_new_object(), *a;
+    add_str(doc, "namespace", j->ns);
+    add_str(doc, "name", j->name);
+    add_str(doc, "user", j->user);
+    add_str(doc, "group", j->group[0] ? j->group : NULL);
+    add_str(doc, "phase", j->phase[0] ? j->phase : "Pending");
+    add_str(doc, "policy", policy_name(w));
+    add_str(doc, "formula", formula);
+    add_str(doc, "level", j->level[0] ? j->level : NULL);
+    add_str(doc, "levelByLocalEval", local_level >= 0 ? aiq_jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
+    add_int(doc, "position", j->position);
+    json_object_object_add(doc, "score", j->has_score ? num6(j->score) : NULL);
+    if (terms)
+        json_object_object_add(doc, "scoreTerms", json_object_get(terms));
+    else {
         a = json_object_new_array();
-        for (int i = 0; i < FX_NFACTORS; i++)
-            if (approx & (1ull << i))
-                json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
-        json_object_object_add(doc, "approximatedFactors", a);
-        add_num(doc, "groupGPUsInUse", g_used);
-        if (g >= 0)
-            add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);
-        add_num(doc, "userGPUsInUse", u_used);
-        if (uq >= 0)
-            add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
-        add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
-        add_str(doc, "message", j->message[0] ? j->message : NULL);
-        explain_headroom(w, j, raw, g, uq, doc);
-        time_text(b1, sizeof b1, j->eta);
-        add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
-        add_str(doc, "source", live_it ? "live" : "status");
-        explain_preemption(raw, doc);
-        print_journal(o, j, doc);
-        emit(doc, o->out);
-        json_object_put(doc);
-        json_object_put(live);
-        return 0;
+        for (int i = 0; i < nlocal; i++) {
+            json_object *t = json_object_new_object();
+            add_str(t, "name", local[i].name);
+            add_num(t, "value", local[i].value);
+            json_object_array_add(a, t);
+        }
+        json_object_object_add(doc, "scoreTerms", a);
     }
+    json_object *f = json_object_new_object();
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (used_f & (1ull << i))
+            add_num(f, fx_factor_name(i), j->f[i]);
+    json_object_object_add(doc, "factors", f);
+    a = json_object_new_array();
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (approx & (1ull << i))
+            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
+    json_object_object_add(doc, "approximatedFactors", a);
+    add_num(doc, "groupGPUsInUse", g_used);
+    if (g >= 0)
+        add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);
+    add_num(doc, "userGPUsInUse", u_used);
+    if (uq >= 0)
+        add_int(doc, "userGPUQuota", w->uqs[uq].spec.quota.gpus);
+    add_str(doc, "reason", j->reason[0] ? j->reason : NULL);
+    add_str(doc, "message", j->message[0] ? j->message : NULL);
+    explain_headroom(w, j, raw, g, uq, doc);
+    time_text(b1, sizeof b1, j->eta);
+    add_str(doc, "estimatedStartTime", j->eta > 0 ? b1 : NULL);
+    add_str(doc, "source", live_it ? "live" : "status");
+    explain_preemption(raw, doc);
+    print_journal(o, j, doc);
+    emit(doc, o->out);
+    json_object_put(doc);
+}
 
+/* explain as text. */
+static void explain_text(const struct opts *o, struct world *w, const struct explain *x) {
+    struct cli_job *j = x->j;
+    int g = x->g, uq = x->uq, nlv = x->nlv, local_level = x->local_level, nlocal = x->nlocal;
+    json_object *raw = x->raw, *terms = x->terms, *live_it = x->live_it, *levels = x->levels;
+    const struct opst_term *local = x->local;
+    const char *formula = x->formula;
+    double g_used = x->g_used, g_h = x->g_h, u_used = x->u_used, u_h = x->u_h;
+    uint64_t used_f = x->used_f, approx = x->approx;
+    char b1[256], b2[256];
+    const bool *lv_hold = x->lv_hold;
     printf("%sJob:%s       %s/%s   user %s, group %s\n", C_BOLD, C_OFF, j->ns, j->name, j->user,
            j->group[0] ? j->group : "<none>");
     printf("%sPhase:%s     %s", C_BOLD, C_OFF, j->phase[0] ? j->phase : "Pending (no status yet)");
@@ -1324,12 +1348,12 @@ static int cmd_explain(const struct opts *o, struct world *w) {
            : nlocal ? " (terms computed locally):" : "");
     if (cli_job_waiting(j) && !live_it)
         printf("           %s(live view not available: %s; position and score as last written)%s\n",
-               C_DIM, le.message[0] ? le.message : "the job is not waiting in the operator's queue",
+               C_DIM, x->le.message[0] ? x->le.message : "the job is not waiting in the operator's queue",
                C_OFF);
     if (terms && json_object_is_type(terms, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(terms); i++) {
             json_object *t = json_object_array_get_idx(terms, i);
-            printf("  %12s  %s\n", num_text(b1, sizeof b1, jnum(t, "value", 0)), jstr(t, "name") ? jstr(t, "name") : "?");
+            printf("  %12s  %s\n", num_text(b1, sizeof b1, jnum(t, "value", 0)), aiq_jstr(t, "name") ? aiq_jstr(t, "name") : "?");
         }
     } else {
         for (int i = 0; i < nlocal; i++)
@@ -1342,15 +1366,15 @@ static int cmd_explain(const struct opts *o, struct world *w) {
         printf(" -- the first level whose `when` holds:\n");
     for (int i = 0; i < nlv && i < AIQ_MAX_LEVELS; i++) {
         json_object *lv = json_object_array_get_idx(levels, i);
-        const char *when = jstr(lv, "when");
+        const char *when = aiq_jstr(lv, "when");
         printf("  %s %-12s %s\n", lv_hold[i] ? (i == local_level ? "=>" : " +") : "  ",
-               jstr(lv, "name") ? jstr(lv, "name") : "?", when ? when : "(catch-all)");
+               aiq_jstr(lv, "name") ? aiq_jstr(lv, "name") : "?", when ? when : "(catch-all)");
     }
     if (local_level >= 0 && j->level[0] &&
-        strcmp(jstr(json_object_array_get_idx(levels, local_level), "name"), j->level) != 0)
+        strcmp(aiq_jstr(json_object_array_get_idx(levels, local_level), "name"), j->level) != 0)
         printf("  (evaluated here it lands in %s; the operator put it in %s -- a starvation\n"
                "   promotion, or one of the approximated factors below differs)\n",
-               jstr(json_object_array_get_idx(levels, local_level), "name"), j->level);
+               aiq_jstr(json_object_array_get_idx(levels, local_level), "name"), j->level);
     printf("%sFactors:%s  ", C_BOLD, C_OFF);
     int nf = 0;
     for (int i = 0; i < FX_NFACTORS; i++)
@@ -1374,7 +1398,27 @@ static int cmd_explain(const struct opts *o, struct world *w) {
     printf("%sETA:%s       %s (%s)\n", C_BOLD, C_OFF, b1, eta_text(b2, sizeof b2, j->eta, w->cw.now));
     explain_preemption(raw, NULL);
     print_journal(o, j, NULL);
-    json_object_put(live);
+}
+
+static int cmd_explain(const struct opts *o, struct world *w) {
+    const char *name = o->args[1];
+    struct explain x;
+    memset(&x, 0, sizeof x);
+    if (!name)
+        return fail("explain needs a job name: kubectl aiq explain JOB [-n NS]");
+    for (int i = 0; i < w->njobs; i++)
+        if (strcmp(w->jobs[i].name, name) == 0 && (o->all_ns || strcmp(w->jobs[i].ns, o->ns) == 0))
+            x.j = &w->jobs[i];
+    if (!x.j)
+        return fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
+    explain_find(w, &x);
+    explain_terms(o, w, &x);
+    explain_policy(w, &x);
+    if (o->out != OUT_TABLE)
+        explain_doc(o, w, &x);
+    else
+        explain_text(o, w, &x);
+    json_object_put(x.live);
     return 0;
 }
 
@@ -1410,7 +1454,7 @@ static int cmd_usage(const struct opts *o, struct world *w) {
         if (o->group && strcmp(o->group, gr->meta.name) != 0)
             continue;
         shown++;
-        json_object *gu = jget(w->group_status[g], "usage");
+        json_object *gu = aiq_jget(w->group_status[g], "usage");
         double fsg, fsu;
         cli_fairshare(&w->cw, g, NULL, &fsg, &fsu);
         /* the group row, then one row per user (UserQuotas, then members) */
@@ -1431,11 +1475,11 @@ static int cmd_usage(const struct opts *o, struct world *w) {
                 user = u->spec.user;
                 gq = u->spec.quota.gpus;
                 jq = u->spec.quota.jobs;
-                gpus = jnum(jget(st, "usage"), "gpus", 0);
-                jobs = jnum(jget(st, "usage"), "jobs", 0);
-                h = jnum(jget(st, "usage"), "gpuHours", 0);
+                gpus = jnum(aiq_jget(st, "usage"), "gpus", 0);
+                jobs = jnum(aiq_jget(st, "usage"), "jobs", 0);
+                h = jnum(aiq_jget(st, "usage"), "gpuHours", 0);
                 bud = &u->spec.budget;
-                status = jget(st, "accepted") ? (jtrue(st, "accepted") ? "Accepted" : "Rejected") : "Pending";
+                status = aiq_jget(st, "accepted") ? (aiq_jtrue(st, "accepted") ? "Accepted" : "Rejected") : "Pending";
                 level = "0";
                 for (int k = 0; k < gr->spec.nmembers; k++)
                     if (strcmp(gr->spec.members[k].user, user) == 0) {
@@ -1538,8 +1582,8 @@ static void nodes_count_pods(json_object *pods, struct node_use *u, size_t nu) {
         struct fpod p;
         if (fpod_read(pod, &p) != 0)
             continue;
-        json_object *lab = jget(jget(pod, "metadata"), "labels");
-        bool ours = lab && jget(lab, PODS_LABEL_JOB);
+        json_object *lab = aiq_jget(aiq_jget(pod, "metadata"), "labels");
+        bool ours = lab && aiq_jget(lab, PODS_LABEL_JOB);
         for (size_t k = 0; p.holds && k < nu; k++)
             if (strcmp(u[k].node, p.node) == 0) {
                 *(ours ? &u[k].aiq : &u[k].other) += (double)p.gpus;
@@ -1584,7 +1628,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         goto out;
     }
     for (size_t i = 0; i < nn; i++) {
-        const char *name = jstr(jget(json_object_array_get_idx(nit, i), "metadata"), "name");
+        const char *name = aiq_jstr(aiq_jget(json_object_array_get_idx(nit, i), "metadata"), "name");
         use[i].node = name ? name : "";
     }
     aiq_err_clear(&e);
@@ -1934,35 +1978,35 @@ out:
  * number, counting from 1) and aiq.dev/rerun-of (the old uid). *run gets
  * the new run number. Returns a new object, or NULL when out of memory. */
 static json_object *rerun_object(json_object *old, int *run) {
-    json_object *md = jget(old, "metadata"), *nj = json_object_new_object();
+    json_object *md = aiq_jget(old, "metadata"), *nj = json_object_new_object();
     json_object *nmd = json_object_new_object(), *ann = NULL, *v = NULL;
     if (!nj || !nmd)
         goto fail;
     json_object_object_add(nj, "metadata", nmd);
     add_str(nj, "apiVersion", AIQ_GROUP "/" AIQ_VERSION);
     add_str(nj, "kind", "AIJob");
-    add_str(nmd, "name", jstr(md, "name"));
-    add_str(nmd, "namespace", jstr(md, "namespace"));
-    if ((v = jget(md, "labels"))) {
+    add_str(nmd, "name", aiq_jstr(md, "name"));
+    add_str(nmd, "namespace", aiq_jstr(md, "namespace"));
+    if ((v = aiq_jget(md, "labels"))) {
         if (json_object_deep_copy(v, &ann, NULL) != 0)
             goto fail;
         json_object_object_add(nmd, "labels", ann);
         ann = NULL;
     }
-    if ((v = jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0)
+    if ((v = aiq_jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0)
         goto fail;
     if (!ann && !(ann = json_object_new_object()))
         goto fail;
     json_object_object_add(nmd, "annotations", ann);
-    const char *prev = jstr(ann, "aiq.dev/run");
+    const char *prev = aiq_jstr(ann, "aiq.dev/run");
     long n = prev ? strtol(prev, NULL, 10) : 1;
     *run = (int)(n >= 1 && n < 1000000 ? n + 1 : 2);
     char num[16];
     snprintf(num, sizeof num, "%d", *run);
     add_str(ann, "aiq.dev/run", num);
-    add_str(ann, "aiq.dev/rerun-of", jstr(md, "uid"));
+    add_str(ann, "aiq.dev/rerun-of", aiq_jstr(md, "uid"));
     json_object *spec = NULL;
-    if (json_object_deep_copy(jget(old, "spec"), &spec, NULL) != 0)
+    if (json_object_deep_copy(aiq_jget(old, "spec"), &spec, NULL) != 0)
         goto fail;
     json_object_object_add(nj, "spec", spec);
     return nj;
@@ -2050,7 +2094,7 @@ static int cmd_rerun(const struct opts *o, struct kube_client *kc) {
         print_err("reading the aijob", &e);
         return 1;
     }
-    const char *phase = jstr(jget(old, "status"), "phase");
+    const char *phase = aiq_jstr(aiq_jget(old, "status"), "phase");
     if (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed") && strcmp(phase, "Rejected"))) {
         rc = fail("aijob %s is %s: only a finished job (Succeeded, Failed or Rejected) can be "
                   "rerun; suspend it (spec.suspend: true) or delete it instead",

@@ -12,6 +12,7 @@
  * not evaluated (a policy using variables or params fails closed through
  * its failurePolicy, as an unknown identifier is an error). Lock held. */
 #include "test/apiserver/apisrv_int.h"
+#include "common/json.h"
 #include "test/apiserver/cel.h"
 
 #include <stdio.h>
@@ -28,20 +29,9 @@ static int adm_row(void *u, const char *key, const char *ns, const char *name,
     return 0;
 }
 
-static json_object *adm_get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (o && json_object_is_type(o, json_type_object)) json_object_object_get_ex(o, k, &v);
-    return v;
-}
-
-static const char *adm_str(json_object *o, const char *k) {
-    json_object *v = adm_get(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* True when array o[k] holds want or "*". */
 static bool adm_has(json_object *o, const char *k, const char *want) {
-    json_object *arr = adm_get(o, k);
+    json_object *arr = aiq_jget(o, k);
     if (!arr || !json_object_is_type(arr, json_type_array)) return false;
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         const char *e = json_object_get_string(json_object_array_get_idx(arr, i));
@@ -63,7 +53,7 @@ static bool adm_rule_matches(json_object *rule, const struct apisrv__type *t,
     else snprintf(combined, sizeof combined, "%s", t->resource);
     snprintf(any_sub, sizeof any_sub, "*/%s", sub ? sub : "");
     snprintf(res_any, sizeof res_any, "%s/*", t->resource);
-    res = adm_get(rule, "resources");
+    res = aiq_jget(rule, "resources");
     if (!res || !json_object_is_type(res, json_type_array)) return false;
     for (size_t i = 0; i < json_object_array_length(res); i++) {
         const char *e = json_object_get_string(json_object_array_get_idx(res, i));
@@ -82,7 +72,7 @@ static bool adm_rule_matches(json_object *rule, const struct apisrv__type *t,
  * m.excludeResourceRules does. m NULL: true when absent_ok. */
 static bool adm_match_resources(json_object *m, const struct apisrv__type *t, const char *op,
                                 const char *sub, bool absent_ok) {
-    json_object *rules = adm_get(m, "resourceRules"), *ex = adm_get(m, "excludeResourceRules");
+    json_object *rules = aiq_jget(m, "resourceRules"), *ex = aiq_jget(m, "excludeResourceRules");
     bool hit = false;
     if (!rules || !json_object_is_type(rules, json_type_array)) return absent_ok;
     for (size_t i = 0; i < json_object_array_length(rules) && !hit; i++)
@@ -162,39 +152,39 @@ struct adm_authz {
 
 static bool adm_authorize(void *ctx, json_object *req) {
     const struct adm_authz *a = ctx;
-    return apisrv__rbac_check(a->s, a->u, adm_str(req, "verb"), adm_str(req, "group"),
-                              adm_str(req, "resource"), adm_str(req, "subresource"),
-                              adm_str(req, "name"), adm_str(req, "namespace"));
+    return apisrv__rbac_check(a->s, a->u, aiq_jstr(req, "verb"), aiq_jstr(req, "group"),
+                              aiq_jstr(req, "resource"), aiq_jstr(req, "subresource"),
+                              aiq_jstr(req, "name"), aiq_jstr(req, "namespace"));
 }
 
 /* Evaluates one policy for one binding; 0 admit, -1 deny (st filled). */
 static int adm_policy(json_object *pol, const char *pname, const char *bname,
                       const struct apisrv__type *t, const char *name, json_object *vars,
                       struct adm_authz *az, struct apisrv__st *st) {
-    json_object *spec = adm_get(pol, "spec"), *conds, *vals;
-    const char *fp = adm_str(spec, "failurePolicy");
+    json_object *spec = aiq_jget(pol, "spec"), *conds, *vals;
+    const char *fp = aiq_jstr(spec, "failurePolicy");
     bool fail_closed = !fp || strcmp(fp, "Ignore");
     char msg[300], why[700];
-    conds = adm_get(spec, "matchConditions");
+    conds = aiq_jget(spec, "matchConditions");
     for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
                        i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *e = adm_str(c, "expression");
+        const char *e = aiq_jstr(c, "expression");
         enum cel_result r = cel_eval_bool_vars_authz(e, vars, adm_authorize, az, msg, sizeof msg);
         if (r == CEL_FALSE) return 0;   /* the policy does not apply */
         if (r != CEL_TRUE) {
             if (!fail_closed) return 0;
             snprintf(why, sizeof why, "matchCondition '%s' resulted in error: %s",
-                     adm_str(c, "name") ? adm_str(c, "name") : "", msg);
+                     aiq_jstr(c, "name") ? aiq_jstr(c, "name") : "", msg);
             return adm_deny(st, t, name, pname, bname, "Forbidden", why);
         }
     }
-    vals = adm_get(spec, "validations");
+    vals = aiq_jget(spec, "validations");
     for (size_t i = 0; vals && json_object_is_type(vals, json_type_array) &&
                        i < json_object_array_length(vals); i++) {
         json_object *v = json_object_array_get_idx(vals, i);
-        const char *e = adm_str(v, "expression"), *m = adm_str(v, "message");
-        const char *me = adm_str(v, "messageExpression");
+        const char *e = aiq_jstr(v, "expression"), *m = aiq_jstr(v, "message");
+        const char *me = aiq_jstr(v, "messageExpression");
         char mexp[512];
         enum cel_result r = cel_eval_bool_vars_authz(e, vars, adm_authorize, az, msg, sizeof msg);
         if (r == CEL_TRUE) continue;
@@ -206,11 +196,11 @@ static int adm_policy(json_object *pol, const char *pname, const char *bname,
                 snprintf(why, sizeof why, "%s", mexp);
             else if (m && m[0]) snprintf(why, sizeof why, "%s", m);
             else snprintf(why, sizeof why, "failed expression: %.500s", e ? e : "");
-            return adm_deny(st, t, name, pname, bname, adm_str(v, "reason"), why);
+            return adm_deny(st, t, name, pname, bname, aiq_jstr(v, "reason"), why);
         }
         if (!fail_closed) continue;
         snprintf(why, sizeof why, "expression '%.300s' resulted in error: %s", e ? e : "", msg);
-        return adm_deny(st, t, name, pname, bname, adm_str(v, "reason"), why);
+        return adm_deny(st, t, name, pname, bname, aiq_jstr(v, "reason"), why);
     }
     return 0;
 }
@@ -228,15 +218,15 @@ int apisrv__admit(apisrv *s, const struct apisrv__type *t, const char *op,
     bindings = json_object_new_array();
     apisrv__store_scan(s, ADM_KEY_VAPB, NULL, NULL, NULL, adm_row, bindings);
     for (size_t i = 0; rc == 0 && i < json_object_array_length(bindings); i++) {
-        json_object *b = json_object_array_get_idx(bindings, i), *bspec = adm_get(b, "spec");
-        const char *pname = adm_str(bspec, "policyName");
-        const char *bname = adm_str(adm_get(b, "metadata"), "name");
+        json_object *b = json_object_array_get_idx(bindings, i), *bspec = aiq_jget(b, "spec");
+        const char *pname = aiq_jstr(bspec, "policyName");
+        const char *bname = aiq_jstr(aiq_jget(b, "metadata"), "name");
         json_object *pol;
         if (!pname || !bname || !adm_has(bspec, "validationActions", "Deny")) continue;
-        if (!adm_match_resources(adm_get(bspec, "matchResources"), t, op, sub, true)) continue;
+        if (!adm_match_resources(aiq_jget(bspec, "matchResources"), t, op, sub, true)) continue;
         pol = apisrv__store_get(s, ADM_KEY_VAP, NULL, pname);
         if (!pol) continue;   /* a binding to a missing policy is ignored */
-        if (adm_match_resources(adm_get(adm_get(pol, "spec"), "matchConstraints"), t, op, sub,
+        if (adm_match_resources(aiq_jget(aiq_jget(pol, "spec"), "matchConstraints"), t, op, sub,
                                 false)) {
             if (!vars) vars = adm_vars(t, op, ns, name, sub, obj, old, u, dry_run);
             struct adm_authz az = {s, u};

@@ -464,7 +464,9 @@ static struct cv cel_authz_method(struct cel *c, int ev, struct cv v, const char
         json_object *nj = cel_keep(c, json_object_new_object());
         if (!nj)
             return cv_err(c, "out of memory");
-        json_object_object_foreach(v.j, key, val) json_object_object_add(nj, key, json_object_get(val));
+        json_object_object_foreach(v.j, key, val) {
+            json_object_object_add(nj, key, json_object_get(val));
+        }
         json_object_object_add(nj, k == 5 ? "verb" : setters[k], json_object_new_string_len(a.s, (int)a.n));
         struct cv out = {.t = CV_AUTHZ, .j = nj};
         return out;

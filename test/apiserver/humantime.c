@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
+
 /* See humantime.h. */
 void human_duration(double seconds, char *buf, size_t cap) {
     if (!buf || cap == 0) return;
@@ -73,15 +75,7 @@ void human_duration(double seconds, char *buf, size_t cap) {
 /* See humantime.h. */
 void rfc3339(double t, char *buf, size_t cap) {
     if (!buf || cap == 0) return;
-    time_t tt = (time_t)floor(t);
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm)) {
-        buf[0] = '\0';
-        return;
-    }
-    char tmp[64];
-    strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(buf, cap, "%s", tmp);
+    aiq_rfc3339(buf, cap, t, 0);
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's

@@ -15,6 +15,8 @@
 
 #include "test/apiserver/humantime.h"
 #include "test/apiserver/schema.h"
+#include "common/aiq_time.h"
+#include "common/json.h"
 
 /* ---- history ------------------------------------------------------------ */
 
@@ -54,11 +56,7 @@ static void obj_set_str(json_object *o, const char *k, const char *v) {
 }
 
 static const char *md_str(json_object *obj, const char *k) {
-    json_object *md, *v;
-    if (json_object_object_get_ex(obj, "metadata", &md) &&
-        json_object_object_get_ex(md, k, &v) && json_object_is_type(v, json_type_string))
-        return json_object_get_string(v);
-    return NULL;
+    return aiq_jstr(aiq_jget(obj, "metadata"), k);
 }
 
 static json_object *json_copy(json_object *o) {
@@ -503,18 +501,11 @@ static int remove_now(apisrv *s, const struct apisrv__type *t, const char *ns,
 
 /* now + secs as RFC 3339 (whole seconds, as metav1.Time is stored). */
 static void obj_time_plus(double secs, char *buf, size_t cap) {
-    time_t t = time(NULL) + (time_t)secs;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    aiq_rfc3339(buf, cap, (double)(time(NULL) + (time_t)secs), 0);
 }
 
 static long long md_int(json_object *obj, const char *k, long long dflt) {
-    json_object *md, *v;
-    if (json_object_object_get_ex(obj, "metadata", &md) && json_object_object_get_ex(md, k, &v) &&
-        (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-        return json_object_get_int64(v);
-    return dflt;
+    return aiq_jint(aiq_jget(obj, "metadata"), k, dflt);
 }
 
 static bool has_finalizers(json_object *obj) {

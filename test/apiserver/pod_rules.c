@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "test/apiserver/quantity.h"
 
 #define PR_GPU "nvidia.com/gpu"
@@ -34,20 +35,8 @@
 
 /* ---- small JSON helpers ---------------------------------------------------- */
 
-static json_object *pr_get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-static const char *pr_str(json_object *o, const char *k) {
-    json_object *v = pr_get(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static json_object *pr_arr(json_object *o, const char *k) {
-    json_object *v = pr_get(o, k);
+    json_object *v = aiq_jget(o, k);
     return v && json_object_is_type(v, json_type_array) ? v : NULL;
 }
 
@@ -56,7 +45,7 @@ static size_t pr_len(json_object *a) {
 }
 
 static bool pr_int(json_object *o, const char *k, long long *out) {
-    json_object *v = pr_get(o, k);
+    json_object *v = aiq_jget(o, k);
     if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return false;
     *out = json_object_get_int64(v);
@@ -108,10 +97,10 @@ static bool pr_sem_equal(json_object *a, json_object *b) {
     if (json_object_get_type(a) != json_object_get_type(b)) return false;
     if (json_object_is_type(a, json_type_object)) {
         json_object_object_foreach(a, ka, va) {
-            if (!pr_sem_equal(va, pr_get(b, ka))) return false;
+            if (!pr_sem_equal(va, aiq_jget(b, ka))) return false;
         }
         json_object_object_foreach(b, kb, vb) {
-            if (!pr_get(a, kb) && !pr_empty(vb)) return false;
+            if (!aiq_jget(a, kb) && !pr_empty(vb)) return false;
         }
         return true;
     }
@@ -163,19 +152,19 @@ static int pr_default_containers(json_object *ctrs, struct apisrv__st *st) {
     for (size_t i = 0; i < pr_len(ctrs); i++) {
         json_object *c = json_object_array_get_idx(ctrs, i), *res, *lim, *req;
         if (!c || !json_object_is_type(c, json_type_object)) continue;
-        if (!pr_str(c, "imagePullPolicy") || !pr_str(c, "imagePullPolicy")[0])
-            pr_set_str(c, "imagePullPolicy", pr_pull_policy(pr_str(c, "image") ? pr_str(c, "image") : ""));
-        if (!pr_str(c, "terminationMessagePath") || !pr_str(c, "terminationMessagePath")[0])
+        if (!aiq_jstr(c, "imagePullPolicy") || !aiq_jstr(c, "imagePullPolicy")[0])
+            pr_set_str(c, "imagePullPolicy", pr_pull_policy(aiq_jstr(c, "image") ? aiq_jstr(c, "image") : ""));
+        if (!aiq_jstr(c, "terminationMessagePath") || !aiq_jstr(c, "terminationMessagePath")[0])
             pr_set_str(c, "terminationMessagePath", "/dev/termination-log");
-        if (!pr_str(c, "terminationMessagePolicy") || !pr_str(c, "terminationMessagePolicy")[0])
+        if (!aiq_jstr(c, "terminationMessagePolicy") || !aiq_jstr(c, "terminationMessagePolicy")[0])
             pr_set_str(c, "terminationMessagePolicy", "File");
-        res = pr_get(c, "resources");
+        res = aiq_jget(c, "resources");
         if (!res || !json_object_is_type(res, json_type_object)) {
             res = json_object_new_object();
             json_object_object_add(c, "resources", res);
         }
-        lim = pr_get(res, "limits");
-        req = pr_get(res, "requests");
+        lim = aiq_jget(res, "limits");
+        req = aiq_jget(res, "requests");
         if (pr_resource_list(lim, st) || pr_resource_list(req, st)) return -1;
         /* SetDefaults_Pod: a limit without a request is also the request */
         if (lim && json_object_is_type(lim, json_type_object)) {
@@ -184,7 +173,7 @@ static int pr_default_containers(json_object *ctrs, struct apisrv__st *st) {
                 json_object_object_add(res, "requests", req);
             }
             json_object_object_foreach(lim, k, v) {
-                if (!pr_get(req, k)) json_object_object_add(req, k, json_object_get(v));
+                if (!aiq_jget(req, k)) json_object_object_add(req, k, json_object_get(v));
             }
         }
     }
@@ -200,7 +189,7 @@ static void pr_default_tolerations(json_object *spec) {
         bool have = false;
         for (size_t i = 0; i < pr_len(tols) && !have; i++) {
             json_object *x = json_object_array_get_idx(tols, i);
-            const char *k = pr_str(x, "key"), *e = pr_str(x, "effect");
+            const char *k = aiq_jstr(x, "key"), *e = aiq_jstr(x, "effect");
             have = (!k || !k[0] || !strcmp(k, keys[t])) && (!e || !e[0] || !strcmp(e, "NoExecute"));
         }
         if (have) continue;
@@ -219,7 +208,7 @@ static void pr_default_tolerations(json_object *spec) {
 
 /* See apisrv_int.h. */
 int apisrv__pod_default(json_object *pod, struct apisrv__st *st) {
-    json_object *spec = pr_get(pod, "spec");
+    json_object *spec = aiq_jget(pod, "spec");
     if (!spec || !json_object_is_type(spec, json_type_object)) {
         spec = json_object_new_object();
         json_object_object_add(pod, "spec", spec);
@@ -227,15 +216,15 @@ int apisrv__pod_default(json_object *pod, struct apisrv__st *st) {
     if (pr_default_containers(pr_arr(spec, "containers"), st) ||
         pr_default_containers(pr_arr(spec, "initContainers"), st))
         return -1;
-    if (!pr_str(spec, "dnsPolicy") || !pr_str(spec, "dnsPolicy")[0]) pr_set_str(spec, "dnsPolicy", "ClusterFirst");
-    if (!pr_str(spec, "restartPolicy") || !pr_str(spec, "restartPolicy")[0])
+    if (!aiq_jstr(spec, "dnsPolicy") || !aiq_jstr(spec, "dnsPolicy")[0]) pr_set_str(spec, "dnsPolicy", "ClusterFirst");
+    if (!aiq_jstr(spec, "restartPolicy") || !aiq_jstr(spec, "restartPolicy")[0])
         pr_set_str(spec, "restartPolicy", "Always");
-    if (!pr_get(spec, "securityContext")) json_object_object_add(spec, "securityContext", json_object_new_object());
-    if (!pr_get(spec, "terminationGracePeriodSeconds"))
+    if (!aiq_jget(spec, "securityContext")) json_object_object_add(spec, "securityContext", json_object_new_object());
+    if (!aiq_jget(spec, "terminationGracePeriodSeconds"))
         json_object_object_add(spec, "terminationGracePeriodSeconds", json_object_new_int64(30));
-    if (!pr_str(spec, "schedulerName") || !pr_str(spec, "schedulerName")[0])
+    if (!aiq_jstr(spec, "schedulerName") || !aiq_jstr(spec, "schedulerName")[0])
         pr_set_str(spec, "schedulerName", "default-scheduler");
-    if (!pr_get(spec, "enableServiceLinks"))
+    if (!aiq_jget(spec, "enableServiceLinks"))
         json_object_object_add(spec, "enableServiceLinks", json_object_new_boolean(1));
     pr_default_tolerations(spec);
     return 0;
@@ -248,7 +237,7 @@ int apisrv__pod_default(json_object *pod, struct apisrv__st *st) {
 static bool pr_qty_of(json_object *list, const char *name, __int128 *sum) {
     struct qty q;
     const char *msg;
-    json_object *v = pr_get(list, name);
+    json_object *v = aiq_jget(list, name);
     if (!v || qty_parse(json_object_get_string(v), &q, &msg) || q.nanos == 0) return false;
     *sum += q.nanos;
     return true;
@@ -257,15 +246,15 @@ static bool pr_qty_of(json_object *list, const char *name, __int128 *sum) {
 /* See apisrv_int.h: GetPodQOS for cpu and memory. */
 const char *apisrv__pod_qos(json_object *pod) {
     static const char *const names[2] = {"cpu", "memory"};
-    json_object *spec = pr_get(pod, "spec");
+    json_object *spec = aiq_jget(pod, "spec");
     __int128 req[2] = {0, 0}, lim[2] = {0, 0};
     bool have_req[2] = {false, false}, have_lim[2] = {false, false}, guaranteed = true;
     const char *lists[2] = {"containers", "initContainers"};
     for (int l = 0; l < 2; l++) {
         json_object *ctrs = pr_arr(spec, lists[l]);
         for (size_t i = 0; i < pr_len(ctrs); i++) {
-            json_object *res = pr_get(json_object_array_get_idx(ctrs, i), "resources");
-            json_object *rq = pr_get(res, "requests"), *lm = pr_get(res, "limits");
+            json_object *res = aiq_jget(json_object_array_get_idx(ctrs, i), "resources");
+            json_object *rq = aiq_jget(res, "requests"), *lm = aiq_jget(res, "limits");
             int found = 0;
             for (int r = 0; r < 2; r++) {
                 if (pr_qty_of(rq, names[r], &req[r])) have_req[r] = true;
@@ -356,7 +345,7 @@ static void pr_quantity_value(const char *name, const char *text, const char *fi
 /* validateResourceRequirements for a container at path. */
 static void pr_resources(json_object *res, const char *path, struct apisrv__st *st) {
     char f[1024], lp[160], rp[160];
-    json_object *lim = pr_get(res, "limits"), *req = pr_get(res, "requests");
+    json_object *lim = aiq_jget(res, "limits"), *req = aiq_jget(res, "requests");
     snprintf(lp, sizeof lp, "%.140s.limits", path);
     snprintf(rp, sizeof rp, "%.140s.requests", path);
     if (lim && json_object_is_type(lim, json_type_object)) {
@@ -368,7 +357,7 @@ static void pr_resources(json_object *res, const char *path, struct apisrv__st *
     }
     if (!req || !json_object_is_type(req, json_type_object)) return;
     json_object_object_foreach(req, k, v) {
-        json_object *l = pr_get(lim, k);
+        json_object *l = aiq_jget(lim, k);
         bool overcommit = pr_native(k) && !pr_hugepages(k);
         snprintf(f, sizeof f, "%s[%.800s]", rp, k);
         pr_resource_name(k, f, st);
@@ -399,8 +388,8 @@ static void pr_resources(json_object *res, const char *path, struct apisrv__st *
 /* validateContainerCommon plus the pod-only whitespace rule. */
 static void pr_container(json_object *c, const char *path, struct apisrv__st *st) {
     char f[512], q[600];
-    const char *name = pr_str(c, "name"), *image = pr_str(c, "image");
-    const char *tmp = pr_str(c, "terminationMessagePolicy"), *pull = pr_str(c, "imagePullPolicy");
+    const char *name = aiq_jstr(c, "name"), *image = aiq_jstr(c, "image");
+    const char *tmp = aiq_jstr(c, "terminationMessagePolicy"), *pull = aiq_jstr(c, "imagePullPolicy");
     snprintf(f, sizeof f, "%s.name", path);
     if (!name || !name[0]) {
         apisrv__st_cause(st, "FieldValueRequired", f, "Required value");
@@ -420,7 +409,7 @@ static void pr_container(json_object *c, const char *path, struct apisrv__st *st
     else if (strcmp(pull, "Always") && strcmp(pull, "IfNotPresent") && strcmp(pull, "Never"))
         pr_not_supported(st, f, pull, "\"Always\", \"IfNotPresent\", \"Never\"");
     snprintf(f, sizeof f, "%s.resources", path);
-    pr_resources(pr_get(c, "resources"), f, st);
+    pr_resources(aiq_jget(c, "resources"), f, st);
     if (image && image[0]) {
         size_t n = strlen(image);
         if (image[0] == ' ' || image[0] == '\t' || image[0] == '\n' || image[0] == '\r' ||
@@ -435,7 +424,7 @@ static void pr_container(json_object *c, const char *path, struct apisrv__st *st
 
 static bool pr_name_in(json_object *ctrs, size_t upto, const char *name) {
     for (size_t i = 0; i < upto; i++) {
-        const char *n = pr_str(json_object_array_get_idx(ctrs, i), "name");
+        const char *n = aiq_jstr(json_object_array_get_idx(ctrs, i), "name");
         if (n && !strcmp(n, name)) return true;
     }
     return false;
@@ -447,7 +436,7 @@ static void pr_containers(json_object *spec, struct apisrv__st *st) {
     if (pr_len(ctrs) == 0) apisrv__st_cause(st, "FieldValueRequired", "spec.containers", "Required value");
     for (size_t i = 0; i < pr_len(ctrs); i++) {
         json_object *c = json_object_array_get_idx(ctrs, i);
-        const char *name = pr_str(c, "name");
+        const char *name = aiq_jstr(c, "name");
         snprintf(path, sizeof path, "spec.containers[%zu]", i);
         pr_container(c, path, st);
         if (name && pr_name_in(ctrs, i, name)) {
@@ -458,7 +447,7 @@ static void pr_containers(json_object *spec, struct apisrv__st *st) {
     }
     for (size_t i = 0; i < pr_len(init); i++) {
         json_object *c = json_object_array_get_idx(init, i);
-        const char *name = pr_str(c, "name");
+        const char *name = aiq_jstr(c, "name");
         snprintf(path, sizeof path, "spec.initContainers[%zu]", i);
         pr_container(c, path, st);
         if (name && name[0] && (pr_name_in(ctrs, pr_len(ctrs), name) || pr_name_in(init, i, name))) {
@@ -471,7 +460,7 @@ static void pr_containers(json_object *spec, struct apisrv__st *st) {
 
 /* ValidateNodeSelectorRequirement at path. */
 static void pr_node_requirement(json_object *r, const char *path, struct apisrv__st *st) {
-    const char *op = pr_str(r, "operator"), *key = pr_str(r, "key");
+    const char *op = aiq_jstr(r, "operator"), *key = aiq_jstr(r, "key");
     json_object *vals = pr_arr(r, "values");
     size_t nv = pr_len(vals);
     char f[600], q[300];
@@ -512,7 +501,7 @@ static void pr_node_requirement(json_object *r, const char *path, struct apisrv_
 /* ValidateNodeFieldSelectorRequirement at path: only metadata.name, with
  * In or NotIn and exactly one value, a node name. */
 static void pr_node_field_requirement(json_object *r, const char *path, struct apisrv__st *st) {
-    const char *op = pr_str(r, "operator"), *key = pr_str(r, "key");
+    const char *op = aiq_jstr(r, "operator"), *key = aiq_jstr(r, "key");
     json_object *vals = pr_arr(r, "values");
     size_t nv = pr_len(vals);
     char f[600], q[300];
@@ -558,8 +547,8 @@ static void pr_node_term(json_object *term, const char *path, struct apisrv__st 
 }
 
 static void pr_affinity(json_object *spec, struct apisrv__st *st) {
-    json_object *na = pr_get(pr_get(spec, "affinity"), "nodeAffinity");
-    json_object *req = pr_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
+    json_object *na = aiq_jget(aiq_jget(spec, "affinity"), "nodeAffinity");
+    json_object *req = aiq_jget(na, "requiredDuringSchedulingIgnoredDuringExecution");
     json_object *pref = pr_arr(na, "preferredDuringSchedulingIgnoredDuringExecution");
     char p[300];
     if (req && json_object_is_type(req, json_type_object)) {
@@ -582,7 +571,7 @@ static void pr_affinity(json_object *spec, struct apisrv__st *st) {
             apisrv__st_cause(st, "FieldValueInvalid", f, "Invalid value: %lld: must be in the range 1-100", w);
         }
         strncat(p, ".preference", sizeof p - strlen(p) - 1);
-        pr_node_term(pr_get(t, "preference"), p, st);
+        pr_node_term(aiq_jget(t, "preference"), p, st);
     }
 }
 
@@ -590,8 +579,8 @@ static void pr_affinity(json_object *spec, struct apisrv__st *st) {
 static void pr_tolerations(json_object *tols, struct apisrv__st *st) {
     for (size_t i = 0; i < pr_len(tols); i++) {
         json_object *t = json_object_array_get_idx(tols, i);
-        const char *key = pr_str(t, "key"), *op = pr_str(t, "operator"), *val = pr_str(t, "value");
-        const char *eff = pr_str(t, "effect");
+        const char *key = aiq_jstr(t, "key"), *op = aiq_jstr(t, "operator"), *val = aiq_jstr(t, "value");
+        const char *eff = aiq_jstr(t, "effect");
         char p[64], f[96], q[300];
         snprintf(p, sizeof p, "spec.tolerations[%zu]", i);
         if (key && key[0]) {
@@ -607,7 +596,7 @@ static void pr_tolerations(json_object *tols, struct apisrv__st *st) {
                              "Invalid value: %s: operator must be Exists when `key` is empty, which means "
                              "\"match all values and all keys\"", q);
         }
-        if (pr_get(t, "tolerationSeconds") && !(eff && !strcmp(eff, "NoExecute"))) {
+        if (aiq_jget(t, "tolerationSeconds") && !(eff && !strcmp(eff, "NoExecute"))) {
             char fe[96];
             snprintf(fe, sizeof fe, "%s.effect", p);
             pr_quote(eff, q, sizeof q);
@@ -644,14 +633,14 @@ static void pr_tolerations(json_object *tols, struct apisrv__st *st) {
 static void pr_gates(json_object *spec, struct apisrv__st *st) {
     json_object *gates = pr_arr(spec, "schedulingGates");
     for (size_t i = 0; i < pr_len(gates); i++) {
-        const char *g = pr_str(json_object_array_get_idx(gates, i), "name");
+        const char *g = aiq_jstr(json_object_array_get_idx(gates, i), "name");
         struct apisrv__msgs m = {0};
         char f[64], q[300];
         snprintf(f, sizeof f, "spec.schedulingGates[%zu]", i);
         apisrv__is_qualified_name(g ? g : "", &m);
         apisrv__cause_invalid_msgs(st, f, g ? g : "", &m);
         for (size_t k = 0; g && k < i; k++) {
-            const char *o = pr_str(json_object_array_get_idx(gates, k), "name");
+            const char *o = aiq_jstr(json_object_array_get_idx(gates, k), "name");
             if (o && !strcmp(o, g)) {
                 pr_quote(g, q, sizeof q);
                 apisrv__st_cause(st, "FieldValueDuplicate", f, "Duplicate value: %s", q);
@@ -666,11 +655,11 @@ static void pr_gates(json_object *spec, struct apisrv__st *st) {
 static void pr_spec(json_object *pod, struct apisrv__st *st) {
     static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
     static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None", NULL};
-    json_object *spec = pr_get(pod, "spec");
-    const char *rp = pr_str(spec, "restartPolicy"), *dp = pr_str(spec, "dnsPolicy");
-    const char *node = pr_str(spec, "nodeName"), *sa = pr_str(spec, "serviceAccountName");
+    json_object *spec = aiq_jget(pod, "spec");
+    const char *rp = aiq_jstr(spec, "restartPolicy"), *dp = aiq_jstr(spec, "dnsPolicy");
+    const char *node = aiq_jstr(spec, "nodeName"), *sa = aiq_jstr(spec, "serviceAccountName");
     long long ads;
-    if (!pr_get(spec, "terminationGracePeriodSeconds"))
+    if (!aiq_jget(spec, "terminationGracePeriodSeconds"))
         apisrv__st_cause(st, "FieldValueRequired", "spec.terminationGracePeriodSeconds", "Required value");
     pr_containers(spec, st);
     if (!rp || !rp[0]) apisrv__st_cause(st, "FieldValueRequired", "spec.restartPolicy", "Required value");
@@ -680,7 +669,7 @@ static void pr_spec(json_object *pod, struct apisrv__st *st) {
     else if (!pr_in(dp, dns))
         pr_not_supported(st, "spec.dnsPolicy", dp,
                          "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
-    apisrv__validate_labels(pr_get(spec, "nodeSelector"), "spec.nodeSelector", st);
+    apisrv__validate_labels(aiq_jget(spec, "nodeSelector"), "spec.nodeSelector", st);
     pr_affinity(spec, st);
     pr_gates(spec, st);
     if (sa && sa[0]) {
@@ -701,8 +690,8 @@ static void pr_spec(json_object *pod, struct apisrv__st *st) {
 
 /* See apisrv_int.h. */
 void apisrv__pod_validate_create(json_object *pod, struct apisrv__st *st) {
-    json_object *spec = pr_get(pod, "spec");
-    const char *node = pr_str(spec, "nodeName");
+    json_object *spec = aiq_jget(pod, "spec");
+    const char *node = aiq_jstr(spec, "nodeName");
     pr_spec(pod, st);
     if (pr_len(pr_arr(spec, "ephemeralContainers")) > 0)
         apisrv__st_cause(st, "FieldValueForbidden", "spec.ephemeralContainers", "Forbidden: cannot be set on create");
@@ -746,9 +735,9 @@ static void pr_cat_reqs(char *buf, size_t cap, size_t *j, json_object *reqs) {
     for (size_t i = 0; i < json_object_array_length(reqs); i++) {
         json_object *r = json_object_array_get_idx(reqs, i), *vals = pr_arr(r, "values");
         pr_cat(buf, cap, j, "%s{\"Key\":", i ? "," : "");
-        pr_cat_jstr(buf, cap, j, pr_str(r, "key"));
+        pr_cat_jstr(buf, cap, j, aiq_jstr(r, "key"));
         pr_cat(buf, cap, j, ",\"Operator\":");
-        pr_cat_jstr(buf, cap, j, pr_str(r, "operator"));
+        pr_cat_jstr(buf, cap, j, aiq_jstr(r, "operator"));
         pr_cat(buf, cap, j, ",\"Values\":");
         if (!vals) {
             pr_cat(buf, cap, j, "null");
@@ -795,7 +784,7 @@ static void pr_cat_map(char *buf, size_t cap, size_t *j, json_object *m) {
         pr_cat(buf, cap, j, "%s", i ? "," : "");
         pr_cat_jstr(buf, cap, j, keys[i]);
         pr_cat(buf, cap, j, ":");
-        pr_cat_jstr(buf, cap, j, pr_str(m, keys[i]));
+        pr_cat_jstr(buf, cap, j, aiq_jstr(m, keys[i]));
     }
     pr_cat(buf, cap, j, "}");
 }
@@ -810,7 +799,7 @@ static bool pr_container_updates(json_object *nc, json_object *oc, const char *p
         return true;
     }
     for (size_t i = 0; i < pr_len(nc); i++) {
-        const char *img = pr_str(json_object_array_get_idx(nc, i), "image");
+        const char *img = aiq_jstr(json_object_array_get_idx(nc, i), "image");
         size_t n = img ? strlen(img) : 0;
         snprintf(f, sizeof f, "%s[%zu].image", path, i);
         if (n == 0) {
@@ -851,7 +840,7 @@ static void pr_only_added_tolerations(json_object *nt, json_object *ot, struct a
 
 static bool pr_gate_in(json_object *gates, const char *name) {
     for (size_t i = 0; i < pr_len(gates); i++) {
-        const char *g = pr_str(json_object_array_get_idx(gates, i), "name");
+        const char *g = aiq_jstr(json_object_array_get_idx(gates, i), "name");
         if (g && !strcmp(g, name)) return true;
     }
     return false;
@@ -861,12 +850,12 @@ static bool pr_gate_in(json_object *gates, const char *name) {
  * old list, at the index of its last occurrence. */
 static void pr_only_deleted_gates(json_object *ng, json_object *og, struct apisrv__st *st) {
     for (size_t i = 0; i < pr_len(ng); i++) {
-        const char *g = pr_str(json_object_array_get_idx(ng, i), "name");
+        const char *g = aiq_jstr(json_object_array_get_idx(ng, i), "name");
         bool later = false;
         char f[80];
         if (!g || pr_gate_in(og, g)) continue;
         for (size_t k = i + 1; k < pr_len(ng) && !later; k++) {
-            const char *h = pr_str(json_object_array_get_idx(ng, k), "name");
+            const char *h = aiq_jstr(json_object_array_get_idx(ng, k), "name");
             later = h && !strcmp(h, g);
         }
         if (later) continue;
@@ -900,8 +889,8 @@ static bool pr_term_only_additions(json_object *nt, json_object *ot) {
 static void pr_node_affinity_mutation(json_object *nna, json_object *ona, struct apisrv__st *st) {
     static const char tp[] =
         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
-    json_object *oreq = pr_get(ona, "requiredDuringSchedulingIgnoredDuringExecution");
-    json_object *nreq = pr_get(nna, "requiredDuringSchedulingIgnoredDuringExecution");
+    json_object *oreq = aiq_jget(ona, "requiredDuringSchedulingIgnoredDuringExecution");
+    json_object *nreq = aiq_jget(nna, "requiredDuringSchedulingIgnoredDuringExecution");
     json_object *ot, *nt;
     char msg[4000], f[200];
     size_t j = 0;
@@ -939,15 +928,15 @@ static void pr_node_affinity_mutation(json_object *nna, json_object *ona, struct
  * affinity mutations are checked, then put back to the old values in
  * munged so that the final comparison ignores them. */
 static void pr_gated_mutations(json_object *munged, json_object *os, struct apisrv__st *st) {
-    json_object *nsel = pr_get(munged, "nodeSelector"), *osel = pr_get(os, "nodeSelector");
-    json_object *oaff = pr_get(os, "affinity"), *maff = pr_get(munged, "affinity");
-    json_object *ona = pr_nil(oaff) ? NULL : pr_get(oaff, "nodeAffinity");
-    json_object *mna = pr_nil(maff) ? NULL : pr_get(maff, "nodeAffinity");
+    json_object *nsel = aiq_jget(munged, "nodeSelector"), *osel = aiq_jget(os, "nodeSelector");
+    json_object *oaff = aiq_jget(os, "affinity"), *maff = aiq_jget(munged, "affinity");
+    json_object *ona = pr_nil(oaff) ? NULL : aiq_jget(oaff, "nodeAffinity");
+    json_object *mna = pr_nil(maff) ? NULL : aiq_jget(maff, "nodeAffinity");
     if (!pr_sem_equal(nsel, osel)) {
         bool ok = true;
         if (osel && json_object_is_type(osel, json_type_object)) {
             json_object_object_foreach(osel, k, v) {
-                const char *nv = pr_str(nsel, k);
+                const char *nv = aiq_jstr(nsel, k);
                 if (ok && (!nv || !v || strcmp(nv, json_object_get_string(v)))) ok = false;
             }
         }
@@ -972,7 +961,7 @@ static void pr_gated_mutations(json_object *munged, json_object *os, struct apis
         json_object *a = json_object_new_object();
         json_object_object_add(a, "nodeAffinity", pr_copy(ona));
         json_object_object_add(munged, "affinity", a);
-    } else if (pr_nil(oaff) && pr_nil(pr_get(maff, "podAffinity")) && pr_nil(pr_get(maff, "podAntiAffinity"))) {
+    } else if (pr_nil(oaff) && pr_nil(aiq_jget(maff, "podAffinity")) && pr_nil(aiq_jget(maff, "podAntiAffinity"))) {
         json_object_object_del(munged, "affinity");
     } else if (ona) {
         json_object_object_add(maff, "nodeAffinity", pr_copy(ona));
@@ -983,7 +972,7 @@ static void pr_gated_mutations(json_object *munged, json_object *os, struct apis
 
 /* Copies old's field k into munged (removing it when old lacks it). */
 static void pr_take_old(json_object *munged, json_object *os, const char *k) {
-    json_object *v = pr_get(os, k);
+    json_object *v = aiq_jget(os, k);
     if (v) json_object_object_add(munged, k, pr_copy(v));
     else json_object_object_del(munged, k);
 }
@@ -991,7 +980,7 @@ static void pr_take_old(json_object *munged, json_object *os, const char *k) {
 /* See apisrv_int.h. */
 void apisrv__pod_validate_update(json_object *nw, json_object *old, struct apisrv__st *st) {
     static const char *const lists[2] = {"containers", "initContainers"};
-    json_object *ns = pr_get(nw, "spec"), *os = pr_get(old, "spec"), *munged;
+    json_object *ns = aiq_jget(nw, "spec"), *os = aiq_jget(old, "spec"), *munged;
     long long na = 0, oa = 0, og = 0, mg = 0;
     bool hn, ho;
     pr_spec(nw, st);
@@ -1029,7 +1018,7 @@ void apisrv__pod_validate_update(json_object *nw, json_object *old, struct apisr
         json_object *mc = pr_arr(munged, lists[l]), *oc = pr_arr(os, lists[l]);
         for (size_t i = 0; i < pr_len(mc) && i < pr_len(oc); i++) {
             json_object *c = json_object_array_get_idx(mc, i);
-            const char *img = pr_str(json_object_array_get_idx(oc, i), "image");
+            const char *img = aiq_jstr(json_object_array_get_idx(oc, i), "image");
             if (!c || !json_object_is_type(c, json_type_object)) continue;
             if (img) pr_set_str(c, "image", img);
             else json_object_object_del(c, "image");
@@ -1048,11 +1037,11 @@ void apisrv__pod_validate_update(json_object *nw, json_object *old, struct apisr
         char changed[1024];
         size_t j = 0;
         json_object_object_foreach(munged, k, v) {
-            if (!pr_sem_equal(v, pr_get(os, k))) pr_cat(changed, sizeof changed, &j, "%sspec.%s", j ? ", " : "", k);
+            if (!pr_sem_equal(v, aiq_jget(os, k))) pr_cat(changed, sizeof changed, &j, "%sspec.%s", j ? ", " : "", k);
         }
         if (os && json_object_is_type(os, json_type_object)) {
             json_object_object_foreach(os, ko, vo) {
-                if (!pr_get(munged, ko) && !pr_empty(vo))
+                if (!aiq_jget(munged, ko) && !pr_empty(vo))
                     pr_cat(changed, sizeof changed, &j, "%sspec.%s", j ? ", " : "", ko);
             }
         }

@@ -17,19 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #include "test/apiserver/apisrv_int.h"
 
 #define PS_MAX 1024
-
-static json_object *ps__get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static bool ps__true(json_object *o, const char *k) {
-    json_object *v = ps__get(o, k);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
 
 /* Appends ", " (after the first) and the formatted text to buf. */
 static void ps__add(char *buf, size_t *n, const char *text) {
@@ -50,7 +42,7 @@ typedef void (*ps_visit_fn)(json_object *c, void *u);
 static void ps__visit(json_object *spec, ps_visit_fn fn, void *u) {
     static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
     for (size_t l = 0; l < 3; l++) {
-        json_object *a = ps__get(spec, lists[l]);
+        json_object *a = aiq_jget(spec, lists[l]);
         if (!a || !json_object_is_type(a, json_type_array))
             continue;
         for (size_t i = 0; i < json_object_array_length(a); i++)
@@ -66,7 +58,7 @@ struct ps_names {
 };
 
 static void ps__name(struct ps_names *nm, json_object *c) {
-    json_object *v = ps__get(c, "name");
+    json_object *v = aiq_jget(c, "name");
     const char *name = v ? json_object_get_string(v) : "";
     int w = snprintf(nm->list + nm->n, sizeof nm->list - nm->n, "%s\"%s\"",
                      nm->count ? ", " : "", name);
@@ -76,7 +68,7 @@ static void ps__name(struct ps_names *nm, json_object *c) {
 }
 
 static void ps__privileged(json_object *c, void *u) {
-    if (ps__true(ps__get(c, "securityContext"), "privileged"))
+    if (aiq_jtrue(aiq_jget(c, "securityContext"), "privileged"))
         ps__name(u, c);
 }
 
@@ -90,11 +82,11 @@ static int ps__cmp(const void *a, const void *b) { return strcmp(a, b); }
 
 static void ps__hostports(json_object *c, void *u) {
     struct ps_ports *pp = u;
-    json_object *ports = ps__get(c, "ports");
+    json_object *ports = aiq_jget(c, "ports");
     bool bad = false;
     for (size_t i = 0; ports && json_object_is_type(ports, json_type_array) &&
                        i < json_object_array_length(ports); i++) {
-        json_object *hp = ps__get(json_object_array_get_idx(ports, i), "hostPort");
+        json_object *hp = aiq_jget(json_object_array_get_idx(ports, i), "hostPort");
         int v = hp ? json_object_get_int(hp) : 0;
         if (v == 0)
             continue;
@@ -134,17 +126,17 @@ static void ps__check(json_object *spec, char *out) {
     size_t k = 0;
     const char *hn[] = {"hostNetwork", "hostPID", "hostIPC"};
     for (int i = 0; i < 3; i++)
-        if (ps__true(spec, hn[i]))
+        if (aiq_jtrue(spec, hn[i]))
             k += (size_t)snprintf(ns + k, sizeof ns - k, "%s%s=true", k ? ", " : "", hn[i]);
     if (k) {
         snprintf(part, sizeof part, "host namespaces (%s)", ns);
         ps__add(out, &n, part);
     }
     struct ps_names vols = {.n = 0};
-    json_object *vl = ps__get(spec, "volumes");
+    json_object *vl = aiq_jget(spec, "volumes");
     for (size_t i = 0; vl && json_object_is_type(vl, json_type_array) &&
                        i < json_object_array_length(vl); i++)
-        if (ps__get(json_object_array_get_idx(vl, i), "hostPath"))
+        if (aiq_jget(json_object_array_get_idx(vl, i), "hostPath"))
             ps__name(&vols, json_object_array_get_idx(vl, i));
     if (vols.count) {
         snprintf(part, sizeof part, "hostPath volumes (%s %s)",
@@ -175,13 +167,13 @@ static void ps__check(json_object *spec, char *out) {
 int apisrv__pod_security(apisrv *s, const char *ns, const char *name, json_object *pod,
                          struct apisrv__st *st) {
     json_object *nso = apisrv__store_get(s, "/namespaces", "", ns);
-    json_object *labels = ps__get(ps__get(nso, "metadata"), "labels");
-    json_object *lv = ps__get(labels, "pod-security.kubernetes.io/enforce");
+    json_object *labels = aiq_jget(aiq_jget(nso, "metadata"), "labels");
+    json_object *lv = aiq_jget(labels, "pod-security.kubernetes.io/enforce");
     const char *level = lv ? json_object_get_string(lv) : NULL;
     int rc = 0;
     if (level && (!strcmp(level, "baseline") || !strcmp(level, "restricted"))) {
         char why[PS_MAX];
-        ps__check(ps__get(pod, "spec"), why);
+        ps__check(aiq_jget(pod, "spec"), why);
         if (why[0]) {
             apisrv__st_set(st, 403, "Forbidden",
                            "pods \"%s\" is forbidden: violates PodSecurity \"%s:latest\": %s",

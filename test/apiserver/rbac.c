@@ -9,15 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 /* Longest "resource/subresource" considered. */
 #define RBAC_MAX_RES 256
-
-static const char *rbac_str(json_object *o, const char *k) {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
-        return json_object_get_string(v);
-    return NULL;
-}
 
 /* True when the array o[k] holds want, or "*" when star is set. */
 static bool rbac_list_has(json_object *o, const char *k, const char *want, bool star) {
@@ -78,7 +73,7 @@ bool rbac_rule_matches(json_object *rule, const struct rbac_attrs *a) {
 /* See rbac.h. */
 bool rbac_subject_matches(json_object *subject, const struct rbac_user *u,
                           const char *binding_ns) {
-    const char *kind = rbac_str(subject, "kind"), *name = rbac_str(subject, "name");
+    const char *kind = aiq_jstr(subject, "kind"), *name = aiq_jstr(subject, "name");
     if (!kind || !name || !u->name) return false;
     if (!strcmp(kind, "User")) return !strcmp(name, u->name);
     if (!strcmp(kind, "Group")) {
@@ -87,7 +82,7 @@ bool rbac_subject_matches(json_object *subject, const struct rbac_user *u,
         return false;
     }
     if (!strcmp(kind, "ServiceAccount")) {
-        const char *sns = rbac_str(subject, "namespace");
+        const char *sns = aiq_jstr(subject, "namespace");
         char want[600];
         if (!sns || !sns[0]) sns = binding_ns;
         if (!sns) return false;
@@ -111,8 +106,8 @@ static bool rbac_binding_grants(json_object *b, const char *ns, rbac_role_fn get
     for (size_t i = 0; i < json_object_array_length(subjects) && !subject_ok; i++)
         subject_ok = rbac_subject_matches(json_object_array_get_idx(subjects, i), u, ns);
     if (!subject_ok || !json_object_object_get_ex(b, "roleRef", &ref)) return false;
-    kind = rbac_str(ref, "kind");
-    name = rbac_str(ref, "name");
+    kind = aiq_jstr(ref, "kind");
+    name = aiq_jstr(ref, "name");
     if (!kind || !name) return false;
     if (!strcmp(kind, "Role")) {
         if (!ns) return false;   /* a ClusterRoleBinding cannot refer to a Role */
@@ -144,7 +139,7 @@ bool rbac_authorize(json_object *cluster_bindings, json_object *ns_bindings,
         for (size_t i = 0; i < json_object_array_length(ns_bindings); i++) {
             json_object *b = json_object_array_get_idx(ns_bindings, i), *md;
             const char *bns = NULL;
-            if (json_object_object_get_ex(b, "metadata", &md)) bns = rbac_str(md, "namespace");
+            if (json_object_object_get_ex(b, "metadata", &md)) bns = aiq_jstr(md, "namespace");
             /* only the request's namespace counts, whatever the caller passed */
             if (bns && strcmp(bns, a->ns)) continue;
             if (rbac_binding_grants(b, a->ns, get_role, ctx, u, a)) return true;

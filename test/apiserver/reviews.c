@@ -9,14 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "test/apiserver/apisrv_int.h"
+#include "common/json.h"
 
-static const char *rv__str(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
+#include "test/apiserver/apisrv_int.h"
 
 /* status.user of a TokenReview for u. */
 static json_object *rv__user(const struct apisrv__user *u) {
@@ -31,7 +26,7 @@ static json_object *rv__user(const struct apisrv__user *u) {
 }
 
 static void rv__token(apisrv *s, json_object *req, json_object *spec, struct apisrv__resp *w) {
-    const char *tok = rv__str(spec, "token");
+    const char *tok = aiq_jstr(spec, "token");
     json_object *st = json_object_new_object();
     struct apisrv__user u;
     if (tok && *tok && apisrv__token_user(s, tok, &u)) {
@@ -53,7 +48,7 @@ static void rv__access(apisrv *s, json_object *req, json_object *spec,
     json_object *ra = NULL, *groups = NULL;
     struct apisrv__user u;
     memset(&u, 0, sizeof u);
-    const char *user = self ? self->name : rv__str(spec, "user");
+    const char *user = self ? self->name : aiq_jstr(spec, "user");
     if (!json_object_object_get_ex(spec, "resourceAttributes", &ra) || !user || !*user) {
         apisrv__resp_err(w, 422, "Invalid",
                          "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: "
@@ -73,9 +68,9 @@ static void rv__access(apisrv *s, json_object *req, json_object *spec,
             if (g)
                 snprintf(u.groups[u.n_groups++], sizeof u.groups[0], "%s", g);
         }
-    bool ok = apisrv__rbac_check(s, &u, rv__str(ra, "verb"), rv__str(ra, "group"),
-                                 rv__str(ra, "resource"), rv__str(ra, "subresource"),
-                                 rv__str(ra, "name"), rv__str(ra, "namespace"));
+    bool ok = apisrv__rbac_check(s, &u, aiq_jstr(ra, "verb"), aiq_jstr(ra, "group"),
+                                 aiq_jstr(ra, "resource"), aiq_jstr(ra, "subresource"),
+                                 aiq_jstr(ra, "name"), aiq_jstr(ra, "namespace"));
     json_object *st = json_object_new_object();
     json_object_object_add(st, "allowed", json_object_new_boolean(ok));
     if (ok)

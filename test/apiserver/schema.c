@@ -3,6 +3,7 @@
  * kube-apiserver does (k8s.io/apimachinery field.Error bodies around
  * kube-openapi validation messages). */
 #include "test/apiserver/schema.h"
+#include "common/json.h"
 #include "test/apiserver/cel.h"
 #include "test/apiserver/humantime.h"
 
@@ -28,20 +29,8 @@ struct sv_ctx {
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static json_object *sv_get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object)) return NULL;
-    if (!json_object_object_get_ex(o, k, &v)) return NULL;
-    return v;
-}
-
-static bool sv_flag(json_object *schema, const char *k) {
-    json_object *v = sv_get(schema, k);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
 static bool sv_num(json_object *schema, const char *k, double *out) {
-    json_object *v = sv_get(schema, k);
+    json_object *v = aiq_jget(schema, k);
     if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return false;
     *out = json_object_get_double(v);
@@ -204,9 +193,9 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
 
 static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
                       const char *path, int depth) {
-    json_object *props = sv_get(schema, "properties");
-    json_object *addl = sv_get(schema, "additionalProperties");
-    bool preserve = sv_flag(schema, "x-kubernetes-preserve-unknown-fields");
+    json_object *props = aiq_jget(schema, "properties");
+    json_object *addl = aiq_jget(schema, "additionalProperties");
+    bool preserve = aiq_jtrue(schema, "x-kubernetes-preserve-unknown-fields");
     bool top = depth == 0;
     char cp[512], msg[1024];
 
@@ -215,13 +204,13 @@ static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
         const char *drop[128];
         int nd = 0;
         json_object_object_foreach(v, nk, nv) {
-            json_object *ps = sv_get(props, nk);
-            if (!nv && ps && !sv_flag(ps, "nullable") && nd < 128) drop[nd++] = nk;
+            json_object *ps = aiq_jget(props, nk);
+            if (!nv && ps && !aiq_jtrue(ps, "nullable") && nd < 128) drop[nd++] = nk;
         }
         for (int i = 0; i < nd; i++) json_object_object_del(v, drop[i]);
         json_object_object_foreach(props, dk, ds) {
-            json_object *def = sv_get(ds, "default");
-            if (!def || sv_get(v, dk)) continue;
+            json_object *def = aiq_jget(ds, "default");
+            if (!def || aiq_jget(v, dk)) continue;
             if (top && (strcmp(dk, "metadata") == 0)) continue;
             json_object *copy = NULL;
             if (json_object_deep_copy(def, &copy, NULL) == 0)
@@ -229,7 +218,7 @@ static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
         }
     }
 
-    json_object *req = sv_get(schema, "required");
+    json_object *req = aiq_jget(schema, "required");
     if (req && json_object_is_type(req, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(req); i++) {
             json_object *r = json_object_array_get_idx(req, i);
@@ -248,9 +237,9 @@ static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
      * (nothing else of metadata is validated, defaulted or pruned). */
     if (top && c->mode == SV_STRUCT) {
         static const char *const mk[2] = {"name", "generateName"};
-        json_object *ms = sv_get(sv_get(props, "metadata"), "properties"), *md = sv_get(v, "metadata");
+        json_object *ms = aiq_jget(aiq_jget(props, "metadata"), "properties"), *md = aiq_jget(v, "metadata");
         for (int i = 0; i < 2 && ms; i++) {
-            json_object *ks = sv_get(ms, mk[i]), *kv = sv_get(md, mk[i]);
+            json_object *ks = aiq_jget(ms, mk[i]), *kv = aiq_jget(md, mk[i]);
             if (!ks || !kv || !json_object_is_type(kv, json_type_string)) continue;
             sv_child(cp, sizeof cp, "metadata", mk[i]);
             sv_node(c, ks, kv, cp, depth + 1);
@@ -264,7 +253,7 @@ static void sv_object(struct sv_ctx *c, json_object *schema, json_object *v,
                     strcmp(k, "metadata") == 0))
             continue;
         sv_child(cp, sizeof cp, path, k);
-        json_object *ps = props ? sv_get(props, k) : NULL;
+        json_object *ps = props ? aiq_jget(props, k) : NULL;
         if (ps) {
             sv_node(c, ps, val, cp, depth + 1);
         } else if (addl && json_object_is_type(addl, json_type_object)) {
@@ -297,7 +286,7 @@ static void sv_string(struct sv_ctx *c, json_object *schema, json_object *v, con
                  val, path, lim);
         sv_cause(c, "FieldValueInvalid", path, msg);
     }
-    json_object *pat = sv_get(schema, "pattern");
+    json_object *pat = aiq_jget(schema, "pattern");
     if (pat && json_object_is_type(pat, json_type_string)) {
         char ere[1024];
         regex_t re;
@@ -315,7 +304,7 @@ static void sv_string(struct sv_ctx *c, json_object *schema, json_object *v, con
             regfree(&re);
         }
     }
-    json_object *fmt = sv_get(schema, "format");
+    json_object *fmt = aiq_jget(schema, "format");
     if (fmt && json_object_is_type(fmt, json_type_string) &&
         strcmp(json_object_get_string(fmt), "date-time") == 0 && rfc3339_parse(s) < 0) {
         snprintf(msg, sizeof msg, "Invalid value: %s: %s in body must be of type date-time: %s",
@@ -329,7 +318,7 @@ static void sv_number(struct sv_ctx *c, json_object *schema, json_object *v, con
     double d = json_object_get_double(v), lim;
     sv_fmt_value(v, val, sizeof val);
     if (sv_num(schema, "minimum", &lim)) {
-        bool ex = sv_flag(schema, "exclusiveMinimum");
+        bool ex = aiq_jtrue(schema, "exclusiveMinimum");
         if (ex ? d <= lim : d < lim) {
             sv_fmt_num(lim, b, sizeof b);
             snprintf(msg, sizeof msg, "Invalid value: %s: %s in body should be greater than %s%s",
@@ -338,7 +327,7 @@ static void sv_number(struct sv_ctx *c, json_object *schema, json_object *v, con
         }
     }
     if (sv_num(schema, "maximum", &lim)) {
-        bool ex = sv_flag(schema, "exclusiveMaximum");
+        bool ex = aiq_jtrue(schema, "exclusiveMaximum");
         if (ex ? d >= lim : d > lim) {
             sv_fmt_num(lim, b, sizeof b);
             snprintf(msg, sizeof msg, "Invalid value: %s: %s in body should be less than %s%s",
@@ -364,7 +353,7 @@ static void sv_array(struct sv_ctx *c, json_object *schema, json_object *v,
                  val, path, lim);
         sv_cause(c, "FieldValueInvalid", path, msg);
     }
-    json_object *items = sv_get(schema, "items");
+    json_object *items = aiq_jget(schema, "items");
     if (!items || !json_object_is_type(items, json_type_object)) return;
     for (size_t i = 0; i < n; i++) {
         snprintf(cp, sizeof cp, "%s[%zu]", path, i);
@@ -373,7 +362,7 @@ static void sv_array(struct sv_ctx *c, json_object *schema, json_object *v,
 }
 
 static void sv_enum(struct sv_ctx *c, json_object *schema, json_object *v, const char *path) {
-    json_object *en = sv_get(schema, "enum");
+    json_object *en = aiq_jget(schema, "enum");
     if (!en || !json_object_is_type(en, json_type_array)) return;
     size_t n = json_object_array_length(en);
     for (size_t i = 0; i < n; i++) {
@@ -410,12 +399,12 @@ static void sv_enum(struct sv_ctx *c, json_object *schema, json_object *v, const
  * not support are skipped. */
 static void sv_cel(struct sv_ctx *c, json_object *schema, json_object *v, const char *path,
                    const char *type) {
-    json_object *rules = sv_get(schema, "x-kubernetes-validations");
+    json_object *rules = aiq_jget(schema, "x-kubernetes-validations");
     if (!rules || !json_object_is_type(rules, json_type_array)) return;
     for (size_t i = 0; i < json_object_array_length(rules); i++) {
         json_object *r = json_object_array_get_idx(rules, i);
-        json_object *rule = sv_get(r, "rule"), *m = sv_get(r, "message");
-        json_object *fp = sv_get(r, "fieldPath"), *rs = sv_get(r, "reason");
+        json_object *rule = aiq_jget(r, "rule"), *m = aiq_jget(r, "message");
+        json_object *fp = aiq_jget(r, "fieldPath"), *rs = aiq_jget(r, "reason");
         if (!rule || !json_object_is_type(rule, json_type_string)) continue;
         char err[256], field[512], msg[2048], text[1024];
         enum cel_result res = cel_eval_bool(json_object_get_string(rule), v, err, sizeof err);
@@ -447,14 +436,14 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
         return;
     }
     const char *have = sv_type_of(v);
-    json_object *t = sv_get(schema, "type");
+    json_object *t = aiq_jget(schema, "type");
     const char *want = t && json_object_is_type(t, json_type_string) ? json_object_get_string(t) : NULL;
-    if (!want && sv_get(schema, "properties")) want = "object";
+    if (!want && aiq_jget(schema, "properties")) want = "object";
 
     if (!v) {
-        if (sv_flag(schema, "nullable") || !want) return;
+        if (aiq_jtrue(schema, "nullable") || !want) return;
     }
-    if (sv_flag(schema, "x-kubernetes-int-or-string")) {
+    if (aiq_jtrue(schema, "x-kubernetes-int-or-string")) {
         if (strcmp(have, "integer") != 0 && strcmp(have, "string") != 0) {
             snprintf(msg, sizeof msg,
                      "Invalid value: \"%s\": %s in body must be of type integer,string: \"%s\"",
@@ -471,8 +460,8 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
     if (!v) return;
     sv_enum(c, schema, v, path);
     if (strcmp(have, "object") == 0) {
-        if (want || !sv_flag(schema, "x-kubernetes-preserve-unknown-fields") ||
-            sv_get(schema, "properties"))
+        if (want || !aiq_jtrue(schema, "x-kubernetes-preserve-unknown-fields") ||
+            aiq_jget(schema, "properties"))
             sv_object(c, schema, v, path, depth);
     } else if (strcmp(have, "array") == 0) {
         sv_array(c, schema, v, path, depth);
@@ -488,16 +477,16 @@ static void sv_node(struct sv_ctx *c, json_object *schema, json_object *v,
 static bool sv_has_rules(json_object *schema, int depth) {
     json_object *props, *items, *addl;
     if (!schema || !json_object_is_type(schema, json_type_object) || depth > SV_MAX_DEPTH) return false;
-    if (sv_get(schema, "x-kubernetes-validations")) return true;
-    props = sv_get(schema, "properties");
+    if (aiq_jget(schema, "x-kubernetes-validations")) return true;
+    props = aiq_jget(schema, "properties");
     if (props && json_object_is_type(props, json_type_object)) {
         json_object_object_foreach(props, k, ps) {
             (void)k;
             if (sv_has_rules(ps, depth + 1)) return true;
         }
     }
-    items = sv_get(schema, "items");
-    addl = sv_get(schema, "additionalProperties");
+    items = aiq_jget(schema, "items");
+    addl = aiq_jget(schema, "additionalProperties");
     return sv_has_rules(items, depth + 1) || sv_has_rules(addl, depth + 1);
 }
 
@@ -507,7 +496,7 @@ static bool sv_blocking(json_object *causes) {
                                         "FieldValueTooLong", "FieldValueTooMany",
                                         "FieldValueTypeInvalid", "UnknownField", NULL};
     for (size_t i = 0; i < json_object_array_length(causes); i++) {
-        json_object *r = sv_get(json_object_array_get_idx(causes, i), "reason");
+        json_object *r = aiq_jget(json_object_array_get_idx(causes, i), "reason");
         const char *rs = r && json_object_is_type(r, json_type_string) ? json_object_get_string(r) : "";
         for (int k = 0; types[k]; k++)
             if (!strcmp(rs, types[k])) return true;
@@ -538,7 +527,7 @@ int sv_validate(json_object *schema, json_object *obj, bool strict, json_object 
 }
 
 static const char *sv_cause_str(json_object *cause, const char *k) {
-    json_object *v = sv_get(cause, k);
+    json_object *v = aiq_jget(cause, k);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 

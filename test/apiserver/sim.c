@@ -7,31 +7,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
+#include "common/json.h"
 #include "common/units.h"
 
 /* See sim_int.h. */
 json_object *sim__get(json_object *o, const char *dotted) {
-    char seg[256];
-    const char *p = dotted;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof seg) return NULL;
-        memcpy(seg, p, n);
-        seg[n] = '\0';
-        json_object *v = NULL;
-        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, seg, &v))
-            return NULL;
-        o = v;
-        p = dot ? dot + 1 : p + n;
-    }
-    return o;
+    return aiq_jpath(o, dotted);
 }
 
 /* See sim_int.h. */
 const char *sim__str(json_object *o, const char *dotted) {
-    json_object *v = sim__get(o, dotted);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    return aiq_jpath_str(o, dotted);
 }
 
 /* See sim_int.h. */
@@ -164,21 +151,7 @@ void sim__set_condition(json_object *pod, const char *type, const char *status,
 
 /* See sim_int.h. */
 void sim__time(double now, bool millis, char *buf, size_t cap) {
-    time_t t = (time_t)floor(now);
-    struct tm tm;
-    char base[32];
-    if (!gmtime_r(&t, &tm)) {
-        snprintf(buf, cap, "1970-01-01T00:00:00Z");
-        return;
-    }
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (millis) {
-        int ms = (int)((now - floor(now)) * 1000.0);
-        if (ms > 999) ms = 999;
-        snprintf(buf, cap, "%s.%03dZ", base, ms);
-    } else {
-        snprintf(buf, cap, "%sZ", base);
-    }
+    aiq_rfc3339(buf, cap, now, millis ? 3 : 0);
 }
 
 /* See apiserver.h: schedules pending pods, then runs the kubelet over the

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/aiq_time.h"
+#include "common/json.h"
+
 /* Clears st to "success". */
 void apisrv__st_init(struct apisrv__st *st) {
     memset(st, 0, sizeof *st);
@@ -165,30 +168,12 @@ double apisrv__now(void) {
 
 /* Current UTC time as "2026-11-21T10:00:00Z". */
 void apisrv__now_rfc3339(char *buf, size_t cap) {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    aiq_rfc3339(buf, cap, (double)time(NULL), 0);
 }
 
 /* See apisrv_int.h. */
 const char *apisrv__str_at(json_object *obj, const char *dotted) {
-    char part[128];
-    const char *p = dotted;
-    json_object *cur = obj;
-    while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof part) return NULL;
-        memcpy(part, p, n);
-        part[n] = 0;
-        if (!json_object_is_type(cur, json_type_object) ||
-            !json_object_object_get_ex(cur, part, &cur))
-            return NULL;
-        p = dot ? dot + 1 : p + n;
-    }
-    if (!cur || !json_object_is_type(cur, json_type_string)) return NULL;
-    return json_object_get_string(cur);
+    return aiq_jpath_str(obj, dotted);
 }
 
 /* See apisrv_int.h. */

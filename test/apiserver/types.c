@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 struct types_builtin {
     const char *group, *version, *resource, *kind, *singular;
     bool namespaced, has_status;
@@ -150,13 +152,6 @@ static void types_remove_group_resource(apisrv *s, const char *group,
     s->n_types = j;
 }
 
-static const char *types_str(json_object *o, const char *k) {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
-        return json_object_get_string(v);
-    return NULL;
-}
-
 /* Registers each served version of crd (borrowed), replacing any earlier
  * registration of the same group/resource; with remove, only unregisters. */
 void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove) {
@@ -165,9 +160,9 @@ void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove) {
     if (!json_object_object_get_ex(crd, "spec", &spec) ||
         !json_object_object_get_ex(spec, "names", &names))
         return;
-    group = types_str(spec, "group");
-    plural = types_str(names, "plural");
-    kind = types_str(names, "kind");
+    group = aiq_jstr(spec, "group");
+    plural = aiq_jstr(names, "plural");
+    kind = aiq_jstr(names, "kind");
     if (!group || !plural || !kind) return;
     /* a kind served already keeps the start of its history */
     long long since = s->rv;
@@ -178,19 +173,19 @@ void apisrv__types_sync_crd(apisrv *s, json_object *crd, bool remove) {
     if (remove || !json_object_object_get_ex(spec, "versions", &versions) ||
         !json_object_is_type(versions, json_type_array))
         return;
-    bool cluster = types_str(spec, "scope") && !strcmp(types_str(spec, "scope"), "Cluster");
+    bool cluster = aiq_jstr(spec, "scope") && !strcmp(aiq_jstr(spec, "scope"), "Cluster");
     for (size_t i = 0; i < json_object_array_length(versions); i++) {
         json_object *v = json_object_array_get_idx(versions, i), *served, *x;
         if (json_object_object_get_ex(v, "served", &served) && !json_object_get_boolean(served))
             continue;
-        if (!types_str(v, "name")) continue;
+        if (!aiq_jstr(v, "name")) continue;
         struct apisrv__type *t = calloc(1, sizeof *t);
         if (!t) return;
         snprintf(t->group, sizeof t->group, "%s", group);
-        snprintf(t->version, sizeof t->version, "%s", types_str(v, "name"));
+        snprintf(t->version, sizeof t->version, "%s", aiq_jstr(v, "name"));
         snprintf(t->resource, sizeof t->resource, "%s", plural);
         snprintf(t->kind, sizeof t->kind, "%s", kind);
-        const char *sing = types_str(names, "singular");
+        const char *sing = aiq_jstr(names, "singular");
         if (sing) {
             snprintf(t->singular, sizeof t->singular, "%s", sing);
         } else {

@@ -1,16 +1,16 @@
-/* test_cli.c -- the helpers behind `kubectl aiq` (operator/cli_table.c,
- * operator/cli_rank.c): kubectl-style column layout, age strings at each
+/* test_cli.c -- the helpers behind `kubectl aiq` (tools/cli_table.c,
+ * tools/cli_rank.c): kubectl-style column layout, age strings at each
  * boundary of kubectl's format, the YAML printer, factor vectors rebuilt
  * from API objects, the what-if ranking under a compiled policy, and
- * explain's headroom rows (operator/cli_headroom.c) in human units. */
+ * explain's headroom rows (tools/cli_headroom.c) in human units. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "operator/cli_headroom.h"
-#include "operator/cli_rank.h"
-#include "operator/cli_table.h"
+#include "tools/cli_headroom.h"
+#include "tools/cli_rank.h"
+#include "tools/cli_table.h"
 #include "operator/manifest.h"
 #include "test/unit/th.h"
 

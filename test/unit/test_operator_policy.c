@@ -5,7 +5,7 @@
 #include <float.h>
 #include <string.h>
 
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "test/unit/th.h"
 
 static struct aiq_policy make(const char *formula, struct aiq_level *lv, int n) {

@@ -3,7 +3,7 @@
  * fallback, group fallback, window, clamping), the store-backed predictor
  * on finished jobs in SQLite, and the in-memory history giving the same
  * answers as the store for the same runs. */
-#include "operator/predict.h"
+#include "operator/predict_store.h"
 #include "test/unit/th.h"
 
 #include <stdlib.h>

@@ -6,8 +6,8 @@
  *
  * Cells may carry ANSI colour escapes (ESC [ ... m): they take no width.
  * Pure formatting: the only I/O is writing to the FILE the caller gives. */
-#ifndef AIQ_OPERATOR_CLI_TABLE_H
-#define AIQ_OPERATOR_CLI_TABLE_H
+#ifndef AIQ_TOOLS_CLI_TABLE_H
+#define AIQ_TOOLS_CLI_TABLE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* policy_adapter.c -- QueuePolicy -> fx programs -> q_scorer (see
  * policy_adapter.h). */
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* cli_headroom.c -- a waiting job's need against free capacity and quota
  * left, one row per resource, in human units (see cli_headroom.h). */
-#include "operator/cli_headroom.h"
+#include "tools/cli_headroom.h"
 
 #include <math.h>
 #include <stdio.h>

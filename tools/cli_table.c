@@ -1,6 +1,6 @@
 /* cli_table.c -- kubectl-style tables, short durations and the YAML
  * printer of `kubectl aiq` (see cli_table.h). */
-#include "operator/cli_table.h"
+#include "tools/cli_table.h"
 
 #include <math.h>
 #include <stdlib.h>

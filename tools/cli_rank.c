@@ -1,38 +1,18 @@
 /* cli_rank.c -- factor vectors of AIJobs rebuilt from API objects, and
  * the local what-if ranking of `kubectl aiq policy test` (see
  * cli_rank.h). */
-#include "operator/cli_rank.h"
+#include "tools/cli_rank.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/manifest.h"
 #include "operator/status.h"
 
 #define APPROX(id) (1ull << FX_F_##id)
-
-static json_object *clr__get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) ||
-        !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-static const char *clr__str(json_object *o, const char *k) {
-    json_object *v = clr__get(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-/* A number field, or dflt when absent or not a number. */
-static double clr__num(json_object *o, const char *k, double dflt) {
-    json_object *v = clr__get(o, k);
-    if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-        return json_object_get_double(v);
-    return dflt;
-}
 
 static void clr__copy(char *dst, size_t cap, const char *s) {
     snprintf(dst, cap, "%s", s ? s : "");
@@ -63,7 +43,7 @@ static int clr__uq(const struct cli_world *w, int g, const char *user) {
             continue;
         if (cli_group_of_ns(w, u->meta.namespace_) != g)
             continue;
-        json_object *acc = clr__get(st, "accepted");
+        json_object *acc = aiq_jget(st, "accepted");
         if (acc && !json_object_get_boolean(acc))
             continue;
         return i;
@@ -74,7 +54,7 @@ static int clr__uq(const struct cli_world *w, int g, const char *user) {
 /* Window GPU-hours in a status's usage (the operator writes them only
  * when a budget is set), else 0. */
 static double clr__gpu_hours(json_object *st) {
-    return clr__num(clr__get(st, "usage"), "gpuHours", 0);
+    return aiq_jnum(aiq_jget(st, "usage"), "gpuHours", 0);
 }
 
 /* Fair share from the objects; see cli_rank.h. */
@@ -145,7 +125,7 @@ static void clr__factors(const struct aiq_aijob *aj, json_object *status,
     if (j->queued <= 0)
         j->approx |= APPROX(WAIT_HOURS);
     f[FX_F_RUNTIME_ESTIMATE_HOURS] = aj->spec.estimated_runtime_s / 3600.0;
-    double pred = clr__num(status, "predictedRuntime", 0);
+    double pred = aiq_jnum(status, "predictedRuntime", 0);
     if (pred <= 0) {
         pred = aj->spec.estimated_runtime_s;
         j->approx |= APPROX(RUNTIME_PREDICTED_HOURS);
@@ -159,8 +139,8 @@ static void clr__factors(const struct aiq_aijob *aj, json_object *status,
     cli_fairshare(w, g, aj->spec.user, &f[FX_F_FAIRSHARE_GROUP], &f[FX_F_FAIRSHARE_USER]);
     j->approx |= APPROX(USAGE_USER_GPU_HOURS) | APPROX(USAGE_GROUP_GPU_HOURS) |
                  APPROX(FAIRSHARE_USER) | APPROX(FAIRSHARE_GROUP);
-    double used_u = clr__num(clr__get(ust, "usage"), "gpus", 0);
-    double used_g = clr__num(clr__get(gst, "usage"), "gpus", 0);
+    double used_u = aiq_jnum(aiq_jget(ust, "usage"), "gpus", 0);
+    double used_g = aiq_jnum(aiq_jget(gst, "usage"), "gpus", 0);
     f[FX_F_QUOTA_USER_SHARE] = uq >= 0 && w->uqs[uq].spec.quota.gpus > 0
                                    ? used_u / (double)w->uqs[uq].spec.quota.gpus : 0;
     f[FX_F_QUOTA_GROUP_SHARE] = grp && grp->spec.quota.gpus > 0
@@ -186,31 +166,31 @@ aiq_rc cli_job_load(json_object *obj, const struct cli_world *w,
     aiq_rc rc = aiq_aijob_from_json(obj, &aj, err);
     if (rc != AIQ_OK)
         return rc;
-    json_object *st = clr__get(obj, "status");
+    json_object *st = aiq_jget(obj, "status");
     clr__copy(out->ns, sizeof out->ns, aj.meta.namespace_ ? aj.meta.namespace_ : "default");
     clr__copy(out->name, sizeof out->name, aj.meta.name);
     clr__copy(out->uid, sizeof out->uid, aj.meta.uid);
     clr__copy(out->user, sizeof out->user, aj.spec.user);
-    clr__copy(out->phase, sizeof out->phase, clr__str(st, "phase"));
-    clr__copy(out->level, sizeof out->level, clr__str(st, "level"));
-    clr__copy(out->message, sizeof out->message, clr__str(st, "message"));
-    json_object *conds = clr__get(st, "conditions");
+    clr__copy(out->phase, sizeof out->phase, aiq_jstr(st, "phase"));
+    clr__copy(out->level, sizeof out->level, aiq_jstr(st, "level"));
+    clr__copy(out->message, sizeof out->message, aiq_jstr(st, "message"));
+    json_object *conds = aiq_jget(st, "conditions");
     size_t nc = conds && json_object_is_type(conds, json_type_array) ? json_object_array_length(conds) : 0;
     for (size_t i = 0; i < nc; i++) { /* the reason of the phase's condition */
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *ty = clr__str(c, "type"), *cs = clr__str(c, "status");
+        const char *ty = aiq_jstr(c, "type"), *cs = aiq_jstr(c, "status");
         if (ty && cs && strcmp(ty, out->phase) == 0 && strcmp(cs, "True") == 0)
-            clr__copy(out->reason, sizeof out->reason, clr__str(c, "reason"));
+            clr__copy(out->reason, sizeof out->reason, aiq_jstr(c, "reason"));
     }
-    out->position = (int)clr__num(st, "position", 0);
-    out->has_score = clr__get(st, "score") != NULL;
-    out->score = clr__num(st, "score", 0);
+    out->position = (int)aiq_jnum(st, "position", 0);
+    out->has_score = aiq_jget(st, "score") != NULL;
+    out->score = aiq_jnum(st, "score", 0);
     out->gpus = (long)aj.spec.replicas * aj.spec.resources.gpus;
-    out->queued = opst_parse_time(clr__str(st, "queuedTime"));
+    out->queued = opst_parse_time(aiq_jstr(st, "queuedTime"));
     out->created = aj.meta.creation_time;
-    out->eta = opst_parse_time(clr__str(st, "estimatedStartTime"));
-    out->attempts = (int)clr__num(st, "attempts", 0);
-    int g = clr__group_by_name(w, clr__str(st, "group"));
+    out->eta = opst_parse_time(aiq_jstr(st, "estimatedStartTime"));
+    out->attempts = (int)aiq_jnum(st, "attempts", 0);
+    int g = clr__group_by_name(w, aiq_jstr(st, "group"));
     if (g < 0)
         g = cli_group_of_ns(w, out->ns);
     if (g >= 0)

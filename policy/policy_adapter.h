@@ -5,18 +5,26 @@
  * A compile error names the field and keeps fx's "line:col: what"
  * message ("spec.levels[1].when: 1:9: unknown name 'wait.hour'"), so the
  * QueuePolicy status can show it. */
-#ifndef AIQ_OPERATOR_POLICY_ADAPTER_H
-#define AIQ_OPERATOR_POLICY_ADAPTER_H
+#ifndef AIQ_POLICY_POLICY_ADAPTER_H
+#define AIQ_POLICY_POLICY_ADAPTER_H
 
 #include <stdint.h>
 
 #include "common/aiq_err.h"
 #include "common/model.h"
-#include "operator/status.h"
 #include "policy/fx.h"
 #include "queue/queue.h"
 
 typedef struct oppolicy oppolicy;
+
+#define OPST_MAX_TERMS 16
+
+/* One term of an explained score: its label and value (the AIJob status's
+ * scoreTerms entry). */
+struct opst_term {
+    char name[96]; /* an fx_term label fits */
+    double value;
+};
 
 /* Compiles p (borrowed; nothing of it is kept). Returns a new compiled
  * policy (caller frees with oppolicy_free) or NULL with err: AIQ_EPARSE /

@@ -1,5 +1,5 @@
 /* predict.h -- runtime prediction from history, for
- * runtime.predicted_hours, ETAs and backfill.
+ * runtime.predicted_hours, ETAs and backfill (pure: no I/O).
  *
  * Method (docs/simulator.md, "Runtime prediction"). "Similar runs" are the
  * user's last PRED_WINDOW finished runs of the same model and size (total
@@ -22,13 +22,12 @@
  * it is used rather than a mean.
  *
  * Two sources of history with the same method: the operator's SQLite
- * store (store_runtime_history: finished, succeeded runs) and an
+ * store (operator/predict_store.h: finished, succeeded runs) and an
  * in-memory history the simulator feeds as its jobs finish. */
-#ifndef AIQ_OPERATOR_PREDICT_H
-#define AIQ_OPERATOR_PREDICT_H
+#ifndef AIQ_QUEUE_PREDICT_H
+#define AIQ_QUEUE_PREDICT_H
 
 #include "common/aiq_err.h"
-#include "operator/store.h"
 
 #define PRED_WINDOW 20
 #define PRED_MIN_SAMPLES 3
@@ -62,11 +61,6 @@ struct pred_result {
 /* "user+model", "user+model+size", "estimate", "group", "global",
  * "none". */
 const char *pred_source_name(pred_source s);
-
-/* Predicts from the store's history (s borrowed). Fills *out; on error
- * (AIQ_EDB from the store) *out is PRED_NONE with runtime 0. */
-aiq_rc predict_runtime(store *s, const struct pred_query *q,
-                       struct pred_result *out, aiq_err *err);
 
 /* Applies the method to collected samples (newest first; at most
  * PRED_WINDOW of each are used): actual runtimes of the similar runs,
@@ -102,7 +96,8 @@ aiq_rc pred_hist_add(pred_hist *h, const char *user, const char *group,
                      const char *model, const char *task, int size,
                      double estimate_s, double actual_s);
 
-/* Predicts from h with the same method as predict_runtime. */
+/* Predicts from h with the same method as predict_runtime
+ * (operator/predict_store.h). */
 void pred_hist_predict(const pred_hist *h, const struct pred_query *q,
                        struct pred_result *out);
 

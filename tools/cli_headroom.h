@@ -11,8 +11,8 @@
  * them on the same nodes. This is the queue's fit (queue/place.c) per
  * resource, without backfill reservations or claims of preempting jobs,
  * which the objects do not show. Pure: no I/O. */
-#ifndef AIQ_OPERATOR_CLI_HEADROOM_H
-#define AIQ_OPERATOR_CLI_HEADROOM_H
+#ifndef AIQ_TOOLS_CLI_HEADROOM_H
+#define AIQ_TOOLS_CLI_HEADROOM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,15 +2,15 @@
  * the API objects alone (no SQLite), and the queue order a policy would
  * give: the factor vector of each job rebuilt from its spec and status
  * and from the Group/UserQuota objects, and a local ranking under a
- * compiled policy (operator/policy_adapter.h, the same code the
+ * compiled policy (policy/policy_adapter.h, the same code the
  * operator scores with).
  *
  * Some factors live only in the operator's store (decayed usage,
  * attained GPU time of earlier attempts); those are rebuilt from what
  * the objects' status shows and flagged in cli_job.approx, so the tool
  * can say which numbers are approximate. */
-#ifndef AIQ_OPERATOR_CLI_RANK_H
-#define AIQ_OPERATOR_CLI_RANK_H
+#ifndef AIQ_TOOLS_CLI_RANK_H
+#define AIQ_TOOLS_CLI_RANK_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@
 
 #include "common/aiq_err.h"
 #include "common/model.h"
-#include "operator/policy_adapter.h"
+#include "policy/policy_adapter.h"
 #include "policy/fx.h"
 
 #define CLI_MAX_JOBS 20000

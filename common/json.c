@@ -1,0 +1,63 @@
+/* json.c -- typed member getters over json-c objects; see json.h. */
+#include "common/json.h"
+
+#include <string.h>
+
+static bool is_num(json_object *v) {
+    return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
+}
+
+/* See json.h. */
+json_object *aiq_jget(json_object *o, const char *k) {
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+        return NULL;
+    return v;
+}
+
+/* See json.h. */
+const char *aiq_jstr(json_object *o, const char *k) {
+    json_object *v = aiq_jget(o, k);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* See json.h. */
+double aiq_jnum(json_object *o, const char *k, double dflt) {
+    json_object *v = aiq_jget(o, k);
+    return is_num(v) ? json_object_get_double(v) : dflt;
+}
+
+/* See json.h. */
+int64_t aiq_jint(json_object *o, const char *k, int64_t dflt) {
+    json_object *v = aiq_jget(o, k);
+    return is_num(v) ? json_object_get_int64(v) : dflt;
+}
+
+/* See json.h. */
+bool aiq_jtrue(json_object *o, const char *k) {
+    json_object *v = aiq_jget(o, k);
+    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+/* See json.h. */
+json_object *aiq_jpath(json_object *o, const char *dotted) {
+    char seg[256];
+    const char *p = dotted;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof seg)
+            return NULL;
+        memcpy(seg, p, n);
+        seg[n] = '\0';
+        o = aiq_jget(o, seg);
+        p = dot ? dot + 1 : p + n;
+    }
+    return o;
+}
+
+/* See json.h. */
+const char *aiq_jpath_str(json_object *o, const char *dotted) {
+    json_object *v = aiq_jpath(o, dotted);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}

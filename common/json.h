@@ -1,0 +1,46 @@
+/* json.h -- reading members of parsed JSON (json-c objects) without
+ * repeating the type checks at every call: a member of an object, a
+ * string, number, integer or boolean member, and a dotted path.
+ *
+ * Every getter takes a borrowed object that may be NULL or of any type,
+ * and returns something borrowed from it (valid while it lives) or the
+ * caller's default: a missing member and a member of the wrong type read
+ * alike. Callers that must tell them apart (manifest.c, which names the
+ * field and the bad value) check the type themselves.
+ *
+ * This is the only module of common/ that includes json-c; policy/ and
+ * queue/ include none of it (make lint). */
+#ifndef AIQ_JSON_H
+#define AIQ_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+/* Member k of object o, or NULL (o NULL or not an object, k absent). */
+json_object *aiq_jget(json_object *o, const char *k);
+
+/* Member k when it is a string, else NULL. */
+const char *aiq_jstr(json_object *o, const char *k);
+
+/* Member k when it is a number (int or double), else dflt. */
+double aiq_jnum(json_object *o, const char *k, double dflt);
+
+/* Member k when it is a number, as int64 (a double is truncated by
+ * json-c's rules), else dflt. */
+int64_t aiq_jint(json_object *o, const char *k, int64_t dflt);
+
+/* True when member k is the boolean true. */
+bool aiq_jtrue(json_object *o, const char *k);
+
+/* The value at a dotted path of object members ("status.phase"), or NULL
+ * when a step is missing, not an object, or a segment is 256 bytes or
+ * longer. An empty path is o itself. Keys that hold a dot (annotation
+ * names) need aiq_jget. */
+json_object *aiq_jpath(json_object *o, const char *dotted);
+
+/* aiq_jpath when the value is a string, else NULL. */
+const char *aiq_jpath_str(json_object *o, const char *dotted);
+
+#endif

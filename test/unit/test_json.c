@@ -1,0 +1,49 @@
+/* test_json.c -- typed JSON member getters (common/json.c): each getter
+ * on a present member, a missing one, one of the wrong type, and a
+ * non-object or NULL parent. */
+#include "common/json.h"
+#include "test/unit/th.h"
+
+static const char *doc = "{\"s\":\"x\",\"i\":7,\"d\":2.5,\"t\":true,\"f\":false,"
+                         "\"n\":null,\"o\":{\"p\":{\"q\":\"deep\"},\"a.b\":\"dotted\"},"
+                         "\"arr\":[1]}";
+
+TEST(json_getters) {
+    json_object *o = json_tokener_parse(doc);
+    CHECK(o != NULL);
+    CHECK_STR(aiq_jstr(o, "s"), "x");
+    CHECK(aiq_jstr(o, "i") == NULL);     /* wrong type */
+    CHECK(aiq_jstr(o, "none") == NULL);  /* missing */
+    CHECK(aiq_jstr(NULL, "s") == NULL);
+    CHECK(aiq_jget(aiq_jget(o, "arr"), "0") == NULL); /* not an object */
+    CHECK_DBL(aiq_jnum(o, "i", -1), 7, 0);
+    CHECK_DBL(aiq_jnum(o, "d", -1), 2.5, 0);
+    CHECK_DBL(aiq_jnum(o, "s", -1), -1, 0);
+    CHECK_DBL(aiq_jnum(o, "n", -1), -1, 0);
+    CHECK_INT(aiq_jint(o, "i", -1), 7);
+    CHECK_INT(aiq_jint(o, "d", -1), 2);
+    CHECK_INT(aiq_jint(o, "t", -1), -1);
+    CHECK(aiq_jtrue(o, "t"));
+    CHECK(!aiq_jtrue(o, "f"));
+    CHECK(!aiq_jtrue(o, "i"));
+    CHECK(!aiq_jtrue(o, "none"));
+    json_object_put(o);
+}
+
+TEST(json_paths) {
+    json_object *o = json_tokener_parse(doc);
+    CHECK_STR(aiq_jpath_str(o, "o.p.q"), "deep");
+    CHECK(aiq_jpath(o, "") == o);
+    CHECK(aiq_jpath(o, "o.p") == aiq_jget(aiq_jget(o, "o"), "p"));
+    CHECK(aiq_jpath_str(o, "o.p") == NULL);      /* an object, not a string */
+    CHECK(aiq_jpath_str(o, "o.a.b") == NULL);    /* a dotted key needs aiq_jget */
+    CHECK_STR(aiq_jstr(aiq_jget(o, "o"), "a.b"), "dotted");
+    CHECK(aiq_jpath_str(o, "s.x") == NULL);      /* through a string */
+    CHECK(aiq_jpath_str(o, "o.missing.q") == NULL);
+    char longseg[300];
+    memset(longseg, 'k', sizeof longseg - 1);
+    longseg[sizeof longseg - 1] = '\0';
+    CHECK(aiq_jpath(o, longseg) == NULL);
+    CHECK(aiq_jpath(NULL, "o") == NULL);
+    json_object_put(o);
+}
