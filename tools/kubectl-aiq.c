@@ -612,11 +612,11 @@ static void aggr_diagnose(struct kube_client *kc, aiq_err *e) {
                      "docs/admin-guide.md \"The aggregated API\")", ae.message);
         return;
     }
-    json_object *conds = jget(jget(as, "status"), "conditions");
+    json_object *conds = aiq_jget(aiq_jget(as, "status"), "conditions");
     for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        if (jstr(c, "type") && strcmp(jstr(c, "type"), "Available") == 0 && jstr(c, "status") &&
-            strcmp(jstr(c, "status"), "True") != 0) {
+        if (aiq_jstr(c, "type") && strcmp(aiq_jstr(c, "type"), "Available") == 0 && aiq_jstr(c, "status") &&
+            strcmp(aiq_jstr(c, "status"), "True") != 0) {
             char was[200];
             snprintf(was, sizeof was, "%.199s", e->message);
             snprintf(e->message, sizeof e->message,
@@ -624,8 +624,8 @@ static void aggr_diagnose(struct kube_client *kc, aiq_err *e) {
                      "check the operator's --aggregated-addr, its Service and caBundle "
                      "(kubectl get apiservice " AGGR_APISERVICE " -o yaml); the API server "
                      "said: %.200s",
-                     jstr(c, "reason") ? jstr(c, "reason") : "?",
-                     jstr(c, "message") ? jstr(c, "message") : "", was);
+                     aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
+                     aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "", was);
         }
     }
     json_object_put(as);
@@ -1792,11 +1792,11 @@ static void tuned_note(const char *file, char *by, size_t bcap, char *result, si
         return;
     }
     for (int i = 0; i < nd; i++) {
-        const char *k = jstr(docs[i], "kind");
+        const char *k = aiq_jstr(docs[i], "kind");
         if (!k || strcmp(k, "QueuePolicy") != 0)
             continue;
-        json_object *an = jget(jget(docs[i], "metadata"), "annotations");
-        const char *b = jstr(an, "aiq.dev/tuned-by"), *r = jstr(an, "aiq.dev/tuned-result");
+        json_object *an = aiq_jget(aiq_jget(docs[i], "metadata"), "annotations");
+        const char *b = aiq_jstr(an, "aiq.dev/tuned-by"), *r = aiq_jstr(an, "aiq.dev/tuned-result");
         snprintf(by, bcap, "%s", b ? b : "");
         snprintf(result, rcap, "%s", r ? r : "");
         break;
