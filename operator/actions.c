@@ -29,7 +29,7 @@ const char *actions_reason(int r) {
 }
 
 /* Why, in words, for messages. */
-static const char *act__why(int r) {
+static const char *act_why(int r) {
     switch (r) {
     case Q_R_PREEMPTED: return "a job of a higher level";
     case Q_R_PREEMPTED_SCORE: return "a job of its level with a higher score";
@@ -41,7 +41,7 @@ static const char *act__why(int r) {
 
 /* Merge-patches metadata.annotations of the pod at key with the given
  * (name, value) pairs (value NULL removes). Returns 0, or -1 (logged). */
-static int act__annotate(struct server *s, struct opcache_obj *p, const char *const *kv, int n) {
+static int act_annotate(struct server *s, struct opcache_obj *p, const char *const *kv, int n) {
     char path[1024];
     aiq_err e;
     aiq_err_clear(&e);
@@ -89,7 +89,7 @@ void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, in
                             ACTIONS_ANN_STOP_REASON, reason};
         /* The delete goes ahead even when the annotation failed: the
          * room is promised, and SIGTERM still tells the workload. */
-        (void)act__annotate(s, p, kv, 2);
+        (void)act_annotate(s, p, kv, 2);
         aiq_err e;
         aiq_err_clear(&e);
         if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
@@ -123,7 +123,7 @@ void actions_annotate_size(struct server *s, const struct aiq_aijob *j, int n) {
             strcmp(json_object_get_string(v), val) == 0)
             continue;
         const char *kv[] = {ACTIONS_ANN_REPLICAS, val};
-        (void)act__annotate(s, p, kv, 1); /* logged; the next resize retries */
+        (void)act_annotate(s, p, kv, 1); /* logged; the next resize retries */
     }
 }
 
@@ -186,8 +186,8 @@ int actions_pod_env(json_object *pod) {
 }
 
 /* Journals action a (always: each is news), as the simulator does. */
-static void act__journal(struct server *s, const struct q_action *a, const struct q_result *r,
-                         const struct aiq_aijob *j, const struct aiq_aijob *by, double now) {
+static void act_journal(struct server *s, const struct q_action *a, const struct q_result *r,
+                        const struct aiq_aijob *j, const struct aiq_aijob *by, double now) {
     struct store_decision d = {s->ncycles, now, j->meta.uid,
                                a->kind == Q_ACT_PREEMPT ? "preempt" : "resize", r->level,
                                a->replicas, r->score, NULL, actions_reason(a->reason),
@@ -202,8 +202,8 @@ static void act__journal(struct server *s, const struct q_action *a, const struc
 /* Records on the job room is made for that it preempts or shrinks v:
  * the Preempting condition lists this cycle's victims. first: the first
  * victim of this job in this cycle (the list starts over). */
-static void act__preemptor(struct server *s, struct opcache_obj *p, struct opcache_obj *v,
-                           const struct q_action *a, bool first) {
+static void act_preemptor(struct server *s, struct opcache_obj *p, struct opcache_obj *v,
+                          const struct q_action *a, bool first) {
     struct opjob *ps = ((struct opext *)p->ext)->job;
     struct opst_xcond *x = &ps->st.preempting;
     char msg[200];
@@ -221,7 +221,7 @@ static void act__preemptor(struct server *s, struct opcache_obj *p, struct opcac
         snprintf(x->message, sizeof x->message, "%.120s, %.110s to start", prev, msg);
     }
     char ev[400];
-    snprintf(ev, sizeof ev, "%s to make room for it (%s)", msg, act__why(a->reason));
+    snprintf(ev, sizeof ev, "%s to make room for it (%s)", msg, act_why(a->reason));
     srv__event(s, OPK_AIJOB, p->raw, "Normal", "Preempting", ev);
 }
 
@@ -237,18 +237,18 @@ void cycle_actions(struct server *s, const struct q_input *in, const q_output *o
         struct opcache_obj *p = a->for_job >= 0 && a->for_job < in->njobs ? jobj[a->for_job]
                                                                            : NULL;
         const struct aiq_aijob *j = o->parsed, *pj = p ? p->parsed : NULL;
-        act__journal(s, a, &out->res[a->job], j, pj, now);
+        act_journal(s, a, &out->res[a->job], j, pj, now);
         int rc;
         if (a->kind == Q_ACT_PREEMPT)
-            rc = job_preempt(s, o, p, actions_reason(a->reason), act__why(a->reason), now);
+            rc = job_preempt(s, o, p, actions_reason(a->reason), act_why(a->reason), now);
         else if (a->kind == Q_ACT_SHRINK)
-            rc = job_shrink(s, o, a->replicas, p, act__why(a->reason), now);
+            rc = job_shrink(s, o, a->replicas, p, act_why(a->reason), now);
         else
             rc = job_grow(s, o, in, &out->places[a->place_off], a->nplace, a->replicas, now);
         if (rc != 0)
             continue;
         if (p && a->kind != Q_ACT_GROW) {
-            act__preemptor(s, p, o, a, seen && !seen[a->for_job]);
+            act_preemptor(s, p, o, a, seen && !seen[a->for_job]);
             if (seen)
                 seen[a->for_job] = true;
             job_publish(s, p, now);

@@ -36,7 +36,7 @@ struct opaggr {
 
 /* Copies one path segment starting at p (up to '/' or end) into out;
  * returns the byte after it, or NULL when it is empty or too long. */
-static const char *opaggr__seg(const char *p, char *out, size_t cap) {
+static const char *opaggr_seg(const char *p, char *out, size_t cap) {
     size_t n = strcspn(p, "/");
     if (n == 0 || n >= cap)
         return NULL;
@@ -71,10 +71,10 @@ int opaggr_parse_path(const char *url, struct opaggr_route *r, char *msg, size_t
         return 0;
     }
     char res[16];
-    if (strncmp(p, "/namespaces/", 12) != 0 || !(p = opaggr__seg(p + 12, r->ns, sizeof r->ns)) ||
-        *p != '/' || !(p = opaggr__seg(p + 1, res, sizeof res)))
+    if (strncmp(p, "/namespaces/", 12) != 0 || !(p = opaggr_seg(p + 12, r->ns, sizeof r->ns)) ||
+        *p != '/' || !(p = opaggr_seg(p + 1, res, sizeof res)))
         goto not_found;
-    if (*p == '/' && !(p = opaggr__seg(p + 1, r->name, sizeof r->name)))
+    if (*p == '/' && !(p = opaggr_seg(p + 1, r->name, sizeof r->name)))
         goto not_found;
     if (*p)
         goto not_found;
@@ -92,7 +92,7 @@ not_found:
 }
 
 /* Whether name is one of the comma-separated list. */
-static bool opaggr__listed(const char *list, const char *name) {
+static bool opaggr_listed(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; *p;) {
         size_t k = strcspn(p, ",");
@@ -118,7 +118,7 @@ int opaggr_decide(bool has_cert, bool verified, const char *cn, const char *allo
                            "--requestheader-client-ca-file for client use", cn ? cn : "");
         return 401;
     }
-    if (allowed && *allowed && (!cn || !opaggr__listed(allowed, cn))) {
+    if (allowed && *allowed && (!cn || !opaggr_listed(allowed, cn))) {
         snprintf(msg, cap, "the client certificate's CN \"%.100s\" is not in "
                            "--requestheader-allowed-names (%.200s)", cn ? cn : "", allowed);
         return 401;
@@ -134,8 +134,8 @@ int opaggr_decide(bool has_cert, bool verified, const char *cn, const char *allo
 
 /* Checks the peer certificate of c: *has_cert, *verified (chain to the
  * trusted CA, client-auth purpose) and its CN into cn (cap bytes). */
-static void opaggr__peer(struct MHD_Connection *c, bool *has_cert, bool *verified, char *cn,
-                         size_t cap) {
+static void opaggr_peer(struct MHD_Connection *c, bool *has_cert, bool *verified, char *cn,
+                        size_t cap) {
     *has_cert = *verified = false;
     cn[0] = '\0';
     const union MHD_ConnectionInfo *ci =
@@ -165,8 +165,8 @@ static void opaggr__peer(struct MHD_Connection *c, bool *has_cert, bool *verifie
 
 /* ---- replies ---------------------------------------------------------- */
 
-static enum MHD_Result opaggr__reply(struct MHD_Connection *c, unsigned code, char *body,
-                                     size_t len) {
+static enum MHD_Result opaggr_reply(struct MHD_Connection *c, unsigned code, char *body,
+                                    size_t len) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(body);
@@ -179,7 +179,7 @@ static enum MHD_Result opaggr__reply(struct MHD_Connection *c, unsigned code, ch
 }
 
 /* Replies with o (taken) as JSON. */
-static enum MHD_Result opaggr__json(struct MHD_Connection *c, unsigned code, json_object *o) {
+static enum MHD_Result opaggr_json(struct MHD_Connection *c, unsigned code, json_object *o) {
     size_t n = 0;
     const char *t = o ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n) : NULL;
     char *body = t ? malloc(n + 1) : NULL;
@@ -188,10 +188,10 @@ static enum MHD_Result opaggr__json(struct MHD_Connection *c, unsigned code, jso
     json_object_put(o);
     if (!body)
         return MHD_NO;
-    return opaggr__reply(c, code, body, n);
+    return opaggr_reply(c, code, body, n);
 }
 
-static const char *opaggr__reason(unsigned code) {
+static const char *opaggr_reason(unsigned code) {
     switch (code) {
     case 400: return "BadRequest";
     case 401: return "Unauthorized";
@@ -204,7 +204,7 @@ static const char *opaggr__reason(unsigned code) {
 }
 
 /* A Kubernetes Status for an error. */
-static enum MHD_Result opaggr__status(struct MHD_Connection *c, unsigned code, const char *msg) {
+static enum MHD_Result opaggr_status(struct MHD_Connection *c, unsigned code, const char *msg) {
     json_object *o = json_object_new_object();
     if (!o)
         return MHD_NO;
@@ -213,14 +213,14 @@ static enum MHD_Result opaggr__status(struct MHD_Connection *c, unsigned code, c
     json_object_object_add(o, "metadata", json_object_new_object());
     json_object_object_add(o, "status", json_object_new_string("Failure"));
     json_object_object_add(o, "message", json_object_new_string(msg));
-    json_object_object_add(o, "reason", json_object_new_string(opaggr__reason(code)));
+    json_object_object_add(o, "reason", json_object_new_string(opaggr_reason(code)));
     json_object_object_add(o, "code", json_object_new_int((int)code));
-    return opaggr__json(c, code, o);
+    return opaggr_json(c, code, o);
 }
 
 /* ---- discovery -------------------------------------------------------- */
 
-static json_object *opaggr__resource(const char *name, const char *kind) {
+static json_object *opaggr_resource(const char *name, const char *kind) {
     json_object *r = json_object_new_object(), *verbs = json_object_new_array();
     bool util = strcmp(name, "utilisations") == 0; /* cluster-wide, list only */
     json_object_object_add(r, "name", json_object_new_string(name));
@@ -235,13 +235,13 @@ static json_object *opaggr__resource(const char *name, const char *kind) {
     return r;
 }
 
-static json_object *opaggr__discovery(enum opaggr_kind kind) {
+static json_object *opaggr_discovery(enum opaggr_kind kind) {
     json_object *o = json_object_new_object();
     if (kind == OPAGGR_RESOURCES) {
         json_object *res = json_object_new_array();
-        json_object_array_add(res, opaggr__resource("queues", "Queue"));
-        json_object_array_add(res, opaggr__resource("journals", "Journal"));
-        json_object_array_add(res, opaggr__resource("utilisations", "Utilisation"));
+        json_object_array_add(res, opaggr_resource("queues", "Queue"));
+        json_object_array_add(res, opaggr_resource("journals", "Journal"));
+        json_object_array_add(res, opaggr_resource("utilisations", "Utilisation"));
         json_object_object_add(o, "kind", json_object_new_string("APIResourceList"));
         json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
         json_object_object_add(o, "groupVersion",
@@ -270,8 +270,8 @@ struct opaggr_groups {
 };
 
 /* MHD header iterator: collects every X-Remote-Group value. */
-static enum MHD_Result opaggr__group(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value) {
+static enum MHD_Result opaggr_group(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
     struct opaggr_groups *g = cls;
     (void)kind;
     if (strcasecmp(key, "X-Remote-Group") == 0 && value && g->n < OPAGGR_MAX_GROUPS)
@@ -280,20 +280,20 @@ static enum MHD_Result opaggr__group(void *cls, enum MHD_ValueKind kind, const c
 }
 
 /* The data of a queue or journal request, once the caller may see it. */
-static enum MHD_Result opaggr__data(opaggr *a, struct MHD_Connection *c,
-                                    const struct opaggr_route *r) {
+static enum MHD_Result opaggr_data(opaggr *a, struct MHD_Connection *c,
+                                   const struct opaggr_route *r) {
     char *body = NULL;
     size_t len = 0;
     if (r->kind == OPAGGR_QUEUE) {
         if (!opmetrics_leader(a->m))
-            return opaggr__status(c, 503, "this replica is not the leader: it runs no queue cycles");
+            return opaggr_status(c, 503, "this replica is not the leader: it runs no queue cycles");
         int code = opvis_ask(a->vis, r->ns, r->name[0] ? r->name : NULL, 5.0, &body, &len);
-        return body ? opaggr__reply(c, (unsigned)code, body, len) : MHD_NO;
+        return body ? opaggr_reply(c, (unsigned)code, body, len) : MHD_NO;
     }
     if (r->kind == OPAGGR_UTIL) {
         if (!(body = opmetrics_util_json(a->m, &len)))
-            return opaggr__status(c, 500, "out of memory");
-        return opaggr__reply(c, 200, body, len);
+            return opaggr_status(c, 500, "out of memory");
+        return opaggr_reply(c, 200, body, len);
     }
     char job[2 * sizeof r->ns];
     snprintf(job, sizeof job, "%s/%s", r->ns, r->name);
@@ -303,13 +303,13 @@ static enum MHD_Result opaggr__data(opaggr *a, struct MHD_Connection *c,
         a->api, job, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid"),
         MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"), &body, &len, &e);
     if (rc != AIQ_OK)
-        return opaggr__status(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
-    return opaggr__reply(c, 200, body, len);
+        return opaggr_status(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
+    return opaggr_reply(c, 200, body, len);
 }
 
-static enum MHD_Result opaggr__handler(void *cls, struct MHD_Connection *c, const char *url,
-                                       const char *method, const char *version,
-                                       const char *upload, size_t *upload_size, void **state) {
+static enum MHD_Result opaggr_handler(void *cls, struct MHD_Connection *c, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload, size_t *upload_size, void **state) {
     opaggr *a = cls;
     (void)version;
     (void)upload;
@@ -318,32 +318,32 @@ static enum MHD_Result opaggr__handler(void *cls, struct MHD_Connection *c, cons
         *upload_size = 0; /* no bodies expected; drop them */
     char msg[600], cn[256];
     bool has_cert, verified;
-    opaggr__peer(c, &has_cert, &verified, cn, sizeof cn);
+    opaggr_peer(c, &has_cert, &verified, cn, sizeof cn);
     const char *user = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Remote-User");
     int code = opaggr_decide(has_cert, verified, cn, a->allowed, user, msg, sizeof msg);
     if (code)
-        return opaggr__status(c, (unsigned)code, msg);
+        return opaggr_status(c, (unsigned)code, msg);
     if (strcmp(method, "GET") != 0)
-        return opaggr__status(c, 405, "the " OPAGGR_GROUP " API is read-only (GET)");
+        return opaggr_status(c, 405, "the " OPAGGR_GROUP " API is read-only (GET)");
     struct opaggr_route r;
     if ((code = opaggr_parse_path(url, &r, msg, sizeof msg)) != 0)
-        return opaggr__status(c, (unsigned)code, msg);
+        return opaggr_status(c, (unsigned)code, msg);
     if (r.kind == OPAGGR_GROUP_DOC || r.kind == OPAGGR_RESOURCES)
-        return opaggr__json(c, 200, opaggr__discovery(r.kind));
+        return opaggr_json(c, 200, opaggr_discovery(r.kind));
     struct opaggr_groups g = {.n = 0};
-    MHD_get_connection_values(c, MHD_HEADER_KIND, opaggr__group, &g);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, opaggr_group, &g);
     code = r.kind == OPAGGR_JOURNAL
                ? opauth_check_user(a->auth, user, g.v, g.n, "get", "journal", r.ns, msg, sizeof msg)
                : opauth_check_user(a->auth, user, g.v, g.n, "list", NULL, r.ns, msg, sizeof msg);
     if (code != 200)
-        return opaggr__status(c, (unsigned)code, msg);
-    return opaggr__data(a, c, &r);
+        return opaggr_status(c, (unsigned)code, msg);
+    return opaggr_data(a, c, &r);
 }
 
 /* ---- setup ------------------------------------------------------------ */
 
 /* Reads a PEM file named by flag into a new string. */
-static char *opaggr__read(const char *flag, const char *path, aiq_err *e) {
+static char *opaggr_read(const char *flag, const char *path, aiq_err *e) {
     if (!path || !*path) {
         aiq_err_field(e, AIQ_EINVAL, flag, "%s: required with --aggregated-addr", flag);
         return NULL;
@@ -389,9 +389,9 @@ opaggr *opaggr_start(const struct opaggr_opts *o, const struct kube_config *cfg,
     a->api = api;
     a->vis = vis;
     a->m = m;
-    if (!(a->cert = opaggr__read("--aggregated-tls-cert", o->cert, e)) ||
-        !(a->key = opaggr__read("--aggregated-tls-key", o->key, e)) ||
-        !(a->ca = opaggr__read("--requestheader-client-ca-file", o->client_ca, e)))
+    if (!(a->cert = opaggr_read("--aggregated-tls-cert", o->cert, e)) ||
+        !(a->key = opaggr_read("--aggregated-tls-key", o->key, e)) ||
+        !(a->ca = opaggr_read("--requestheader-client-ca-file", o->client_ca, e)))
         goto out_free;
     if (!(a->allowed = strdup(o->allowed_names ? o->allowed_names : ""))) {
         aiq_err_set(e, AIQ_ENOMEM, "out of memory");
@@ -400,10 +400,10 @@ opaggr *opaggr_start(const struct opaggr_opts *o, const struct kube_config *cfg,
     if (!(a->auth = opauth_create(cfg, e)))
         goto out_free;
     /* With a trust list, MHD asks every client for a certificate (but does
-     * not require one): opaggr__peer decides per request. */
+     * not require one): opaggr_peer decides per request. */
     a->httpd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        opaggr__handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        opaggr_handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_HTTPS_MEM_CERT, a->cert, MHD_OPTION_HTTPS_MEM_KEY, a->key,
         MHD_OPTION_HTTPS_MEM_TRUST, a->ca, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);

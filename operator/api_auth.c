@@ -31,14 +31,14 @@ struct opauth {
     int next; /* the slot replaced next when none is free */
 };
 
-static double opauth__now(void) {
+static double opauth_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Equal strings, in time that depends on the lengths only. */
-static bool opauth__same(const char *a, const char *b) {
+static bool opauth_same(const char *a, const char *b) {
     size_t n = strlen(a);
     if (n != strlen(b))
         return false;
@@ -74,7 +74,7 @@ void opauth_free(opauth *a) {
 }
 
 /* json-c helpers for the two reviews. */
-static const char *opauth__str(json_object *o, const char *k1, const char *k2) {
+static const char *opauth_str(json_object *o, const char *k1, const char *k2) {
     json_object *v = NULL;
     if (!json_object_object_get_ex(o, k1, &v))
         return NULL;
@@ -83,15 +83,15 @@ static const char *opauth__str(json_object *o, const char *k1, const char *k2) {
     return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
-static bool opauth__bool(json_object *o, const char *k1, const char *k2) {
+static bool opauth_bool(json_object *o, const char *k1, const char *k2) {
     json_object *v = NULL;
     return json_object_object_get_ex(o, k1, &v) && json_object_object_get_ex(v, k2, &v) &&
            json_object_get_boolean(v);
 }
 
 /* POSTs a review body (taken) to path; *out the answer. */
-static aiq_rc opauth__post(opauth *a, const char *path, json_object *body, json_object **out,
-                           aiq_err *e) {
+static aiq_rc opauth_post(opauth *a, const char *path, json_object *body, json_object **out,
+                          aiq_err *e) {
     aiq_rc rc = body ? kube_create(a->kc, path, body, out, e)
                      : aiq_err_set(e, AIQ_ENOMEM, "out of memory");
     json_object_put(body);
@@ -100,8 +100,8 @@ static aiq_rc opauth__post(opauth *a, const char *path, json_object *body, json_
 
 /* TokenReview: *user (the review's status.user, a new reference) when the
  * token is valid. Returns 200, 401 or 503 with msg. */
-static int opauth__review_token(opauth *a, const char *token, json_object **user, char *msg,
-                                size_t cap) {
+static int opauth_review_token(opauth *a, const char *token, json_object **user, char *msg,
+                               size_t cap) {
     aiq_err e;
     aiq_err_clear(&e);
     json_object *out = NULL, *spec = json_object_new_object(),
@@ -117,17 +117,17 @@ static int opauth__review_token(opauth *a, const char *token, json_object **user
         json_object_put(body);
         body = NULL;
     }
-    aiq_rc rc = opauth__post(a, "/apis/authentication.k8s.io/v1/tokenreviews", body, &out, &e);
+    aiq_rc rc = opauth_post(a, "/apis/authentication.k8s.io/v1/tokenreviews", body, &out, &e);
     if (rc != AIQ_OK) {
         snprintf(msg, cap, "the API server could not review the token (TokenReview: %s)",
                  e.message);
         return 503;
     }
     json_object *st = NULL, *u = NULL;
-    if (!opauth__bool(out, "status", "authenticated") ||
+    if (!opauth_bool(out, "status", "authenticated") ||
         !json_object_object_get_ex(out, "status", &st) ||
         !json_object_object_get_ex(st, "user", &u)) {
-        const char *why = opauth__str(out, "status", "error");
+        const char *why = opauth_str(out, "status", "error");
         snprintf(msg, cap, "the bearer token is not valid for this cluster%s%s",
                  why ? ": " : "", why ? why : "");
         json_object_put(out);
@@ -139,13 +139,13 @@ static int opauth__review_token(opauth *a, const char *token, json_object **user
 }
 
 /* SubjectAccessReview for user (a TokenReview's status.user). */
-static int opauth__review_access(opauth *a, json_object *user, const char *verb,
-                                 const char *sub, const char *ns, char *msg, size_t cap) {
+static int opauth_review_access(opauth *a, json_object *user, const char *verb,
+                                const char *sub, const char *ns, char *msg, size_t cap) {
     aiq_err e;
     aiq_err_clear(&e);
     json_object *body = json_object_new_object(), *spec = json_object_new_object(),
                 *ra = json_object_new_object(), *v = NULL, *out = NULL;
-    const char *name = opauth__str(user, "username", NULL);
+    const char *name = opauth_str(user, "username", NULL);
     if (body && spec && ra) {
         json_object_object_add(body, "apiVersion",
                                json_object_new_string("authorization.k8s.io/v1"));
@@ -180,17 +180,17 @@ static int opauth__review_access(opauth *a, json_object *user, const char *verb,
              sub && *sub ? sub : "", ns && *ns ? "in namespace " : "cluster-wide",
              ns && *ns ? ns : "");
     aiq_rc rc =
-        opauth__post(a, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, &out, &e);
+        opauth_post(a, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, &out, &e);
     if (rc != AIQ_OK) {
         snprintf(msg, cap, "the API server could not authorize %s (SubjectAccessReview: %s)",
                  name ? name : "the caller", e.message);
         return 503;
     }
-    bool ok = opauth__bool(out, "status", "allowed");
+    bool ok = opauth_bool(out, "status", "allowed");
     if (ok) {
         snprintf(msg, cap, "%s may %s", name ? name : "the caller", what);
     } else {
-        const char *why = opauth__str(out, "status", "reason");
+        const char *why = opauth_str(out, "status", "reason");
         snprintf(msg, cap, "user \"%s\" may not %s%s%s", name ? name : "", what,
                  why && *why ? ": " : "", why && *why ? why : "");
     }
@@ -199,19 +199,19 @@ static int opauth__review_access(opauth *a, json_object *user, const char *verb,
 }
 
 /* The cached answer for (token, question), or NULL. */
-static struct opauth_slot *opauth__cached(opauth *a, const char *token, const char *q,
-                                          double now) {
+static struct opauth_slot *opauth_cached(opauth *a, const char *token, const char *q,
+                                         double now) {
     for (int i = 0; i < OPAUTH_SLOTS; i++) {
         struct opauth_slot *s = &a->slot[i];
         if (s->token && s->until > now && strcmp(s->question, q) == 0 &&
-            opauth__same(s->token, token))
+            opauth_same(s->token, token))
             return s;
     }
     return NULL;
 }
 
-static void opauth__remember(opauth *a, const char *token, const char *q, int code,
-                             const char *msg, double now) {
+static void opauth_remember(opauth *a, const char *token, const char *q, int code,
+                            const char *msg, double now) {
     int k = -1;
     for (int i = 0; i < OPAUTH_SLOTS && k < 0; i++)
         if (!a->slot[i].token || a->slot[i].until <= now)
@@ -240,19 +240,19 @@ int opauth_check(opauth *a, const char *token, const char *verb, const char *sub
     }
     char q[400];
     snprintf(q, sizeof q, "%s %s %s", verb, sub ? sub : "", ns ? ns : "");
-    double now = opauth__now();
-    struct opauth_slot *hit = opauth__cached(a, token, q, now);
+    double now = opauth_now();
+    struct opauth_slot *hit = opauth_cached(a, token, q, now);
     if (hit) {
         snprintf(msg, cap, "%s", hit->msg);
         return hit->code;
     }
     json_object *user = NULL;
-    int code = opauth__review_token(a, token, &user, msg, cap);
+    int code = opauth_review_token(a, token, &user, msg, cap);
     if (code == 200)
-        code = opauth__review_access(a, user, verb, sub, ns, msg, cap);
+        code = opauth_review_access(a, user, verb, sub, ns, msg, cap);
     json_object_put(user);
     if (code != 503)
-        opauth__remember(a, token, q, code, msg, now);
+        opauth_remember(a, token, q, code, msg, now);
     return code;
 }
 
@@ -269,7 +269,7 @@ int opauth_check_user(opauth *a, const char *user, const char *const *groups, si
     for (size_t i = 0; i < ngroups; i++)
         json_object_array_add(g, json_object_new_string(groups[i]));
     json_object_object_add(u, "groups", g);
-    int code = opauth__review_access(a, u, verb, sub, ns, msg, cap);
+    int code = opauth_review_access(a, u, verb, sub, ns, msg, cap);
     json_object_put(u);
     return code;
 }

@@ -21,7 +21,7 @@ struct opcache {
     json_object *(*lean)(json_object *raw); /* NULL: keep raw */
 };
 
-static uint64_t cache__hash(const char *s) {
+static uint64_t cache_hash(const char *s) {
     return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, s);
 }
 
@@ -42,7 +42,7 @@ opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *)) {
     return c;
 }
 
-static void cache__free_obj(opcache *c, struct opcache_obj *o) {
+static void cache_free_obj(opcache *c, struct opcache_obj *o) {
     if (!o)
         return;
     json_object_put(o->raw);
@@ -62,7 +62,7 @@ void opcache_free(opcache *c) {
     if (!c)
         return;
     for (size_t i = 0; i < c->count; i++)
-        cache__free_obj(c, c->ent[i]);
+        cache_free_obj(c, c->ent[i]);
     free(c->ent);
     free(c->slots);
     free(c);
@@ -89,8 +89,8 @@ int opcache_key(char *buf, size_t cap, json_object *obj) {
 }
 
 /* Finds the slot holding key (>= 0), or -1-(first free slot) when absent. */
-static long cache__find(const opcache *c, const char *key) {
-    size_t mask = c->nslots - 1, i = (size_t)cache__hash(key) & mask;
+static long cache_find(const opcache *c, const char *key) {
+    size_t mask = c->nslots - 1, i = (size_t)cache_hash(key) & mask;
     long first_free = -1;
     for (size_t probe = 0; probe < c->nslots; probe++, i = (i + 1) & mask) {
         int32_t s = c->slots[i];
@@ -108,7 +108,7 @@ static long cache__find(const opcache *c, const char *key) {
 }
 
 /* Rebuilds the hash index with nslots slots. */
-static int cache__rehash(opcache *c, size_t nslots) {
+static int cache_rehash(opcache *c, size_t nslots) {
     int32_t *ns = malloc(nslots * sizeof *ns);
     if (!ns)
         return -1;
@@ -118,7 +118,7 @@ static int cache__rehash(opcache *c, size_t nslots) {
     c->nslots = nslots;
     c->used_slots = c->count;
     for (size_t e = 0; e < c->count; e++) {
-        size_t mask = nslots - 1, i = (size_t)cache__hash(c->ent[e]->key) & mask;
+        size_t mask = nslots - 1, i = (size_t)cache_hash(c->ent[e]->key) & mask;
         while (ns[i] != -1)
             i = (i + 1) & mask;
         ns[i] = (int32_t)e;
@@ -127,7 +127,7 @@ static int cache__rehash(opcache *c, size_t nslots) {
 }
 
 struct opcache_obj *opcache_get(opcache *c, const char *key) {
-    long s = cache__find(c, key);
+    long s = cache_find(c, key);
     return s >= 0 ? c->ent[c->slots[s]] : NULL;
 }
 
@@ -157,7 +157,7 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
             json_object_is_type(md, json_type_object))
             json_object_object_del(md, "managedFields");
     }
-    long s = cache__find(c, key);
+    long s = cache_find(c, key);
     if (s >= 0) {
         struct opcache_obj *o = c->ent[c->slots[s]];
         json_object_put(o->raw);
@@ -178,9 +178,9 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
          * of deleted slots is rebuilt at the same size. */
         while ((c->count + 1) * 4 > want && want < ((size_t)1 << 30))
             want *= 2;
-        if (cache__rehash(c, want) != 0)
+        if (cache_rehash(c, want) != 0)
             goto nomem;
-        s = cache__find(c, key);
+        s = cache_find(c, key);
     }
     if (c->count == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 64;
@@ -210,27 +210,27 @@ nomem:
 }
 
 /* Removes entry at dense index e whose slot is s. */
-static void cache__remove(opcache *c, long s, size_t e) {
+static void cache_remove(opcache *c, long s, size_t e) {
     struct opcache_obj *o = c->ent[e];
     c->slots[s] = -2;
     size_t last = c->count - 1;
     if (e != last) {
         /* Move the last entry into e and repoint its slot. */
-        long ls = cache__find(c, c->ent[last]->key);
+        long ls = cache_find(c, c->ent[last]->key);
         c->ent[e] = c->ent[last];
         if (ls >= 0)
             c->slots[ls] = (int32_t)e;
     }
     c->count--;
-    cache__free_obj(c, o);
+    cache_free_obj(c, o);
 }
 
 /* Deletes by key; see cache.h. */
 int opcache_del(opcache *c, const char *key) {
-    long s = cache__find(c, key);
+    long s = cache_find(c, key);
     if (s < 0)
         return 0;
-    cache__remove(c, s, (size_t)c->slots[s]);
+    cache_remove(c, s, (size_t)c->slots[s]);
     return 1;
 }
 
@@ -263,9 +263,9 @@ size_t opcache_relist_end(opcache *c,
         }
         if (on_drop)
             on_drop(ud, o);
-        long s = cache__find(c, o->key);
+        long s = cache_find(c, o->key);
         if (s >= 0)
-            cache__remove(c, s, i); /* the last entry moves into i */
+            cache_remove(c, s, i); /* the last entry moves into i */
         dropped++;
     }
     return dropped;

@@ -37,14 +37,14 @@ struct cap_ctx {
     long counted;
 };
 
-static int cap__node_cmp(const void *key, const void *elem) {
+static int cap_node_cmp(const void *key, const void *elem) {
     return strcmp(key, ((const struct q_node *)elem)->name);
 }
 
-static int cap__apply(const struct fpod *p, void *ud) {
+static int cap_apply(const struct fpod *p, void *ud) {
     struct cap_ctx *c = ud;
     struct q_node *n = bsearch(p->node, c->nodes, (size_t)c->nnodes, sizeof *c->nodes,
-                               cap__node_cmp);
+                               cap_node_cmp);
     if (n) {
         foreign_apply(n, p);
         c->counted++;
@@ -55,7 +55,7 @@ static int cap__apply(const struct fpod *p, void *ud) {
 /* Tells whether the cycle counts the job's pods by its placement (running
  * at a size it may run at, or torn down while they still hold it), so
  * they are not counted twice. */
-static bool cap__by_placement(struct opcache_obj *jo) {
+static bool cap_by_placement(struct opcache_obj *jo) {
     struct opext *x = jo ? jo->ext : NULL;
     const struct aiq_aijob *j = jo && jo->parse_ok ? jo->parsed : NULL;
     return x && x->job && j && job_counted_by_placement(x->job, j);
@@ -64,7 +64,7 @@ static bool cap__by_placement(struct opcache_obj *jo) {
 /* Subtracts what others hold; see server.h. */
 void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
     struct cap_ctx c = {nodes, nnodes, 0};
-    fpods_each(s->foreign, cap__apply, &c);
+    fpods_each(s->foreign, cap_apply, &c);
     long foreign = c.counted;
     opcache *pc = s->cache[OPK_POD];
     for (size_t i = 0; i < opcache_count(pc); i++) {
@@ -73,13 +73,13 @@ void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
         const char *node = kube_json_str(o->raw, "spec.nodeName");
         /* Unbound (every gated pod of the queue) holds nothing: skipped
          * before any lookup, as they are most of the cache. */
-        if (!node || !*node || cap__by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
+        if (!node || !*node || cap_by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
             continue;
         struct fpod p;
         if (fpod_read(o->raw, &p) != 0)
             continue; /* no name, or ENOMEM: nothing to count this cycle */
         if (p.holds)
-            cap__apply(&p, &c);
+            cap_apply(&p, &c);
         fpod_deinit(&p);
     }
     opmetrics_foreign_pods_set(s->metrics, foreign);

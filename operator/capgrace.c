@@ -10,7 +10,7 @@
 
 /* The configured capacity of nodes[0..n): what could run there, not what
  * runs. */
-static uint64_t cg__fingerprint(const struct q_node *nodes, int n) {
+static uint64_t cg_fingerprint(const struct q_node *nodes, int n) {
     uint64_t h = AIQ_FNV_OFFSET;
     for (int i = 0; i < n; i++) {
         const struct q_node *q = &nodes[i];
@@ -26,24 +26,24 @@ static uint64_t cg__fingerprint(const struct q_node *nodes, int n) {
 }
 
 /* The reasons a gang can never fit the nodes as they are. */
-static bool cg__capacity_reason(int reason) {
+static bool cg_capacity_reason(int reason) {
     return reason == Q_R_NO_NODE || reason == Q_R_NODE_TOO_SMALL || reason == Q_R_GANG_TOO_BIG;
 }
 
 /* The same, as the status writes them (cycle.c's names). */
-static bool cg__capacity_status(const char *reason) {
+static bool cg_capacity_status(const char *reason) {
     return !strcmp(reason, "NoMatchingNode") || !strcmp(reason, "ReplicaTooBig") ||
            !strcmp(reason, "GangTooBig");
 }
 
 /* Sends the jobs Rejected for capacity back to Pending. */
-static void cg__requeue_rejected(struct server *s) {
+static void cg_requeue_rejected(struct server *s) {
     opcache *jc = s->cache[OPK_AIJOB];
     for (size_t i = 0; i < opcache_count(jc); i++) {
         struct opcache_obj *o = opcache_at(jc, i);
         struct opext *x = o->ext;
         struct opjob *js = x ? x->job : NULL;
-        if (!js || js->st.phase != AIQ_PHASE_REJECTED || !cg__capacity_status(js->st.reason))
+        if (!js || js->st.phase != AIQ_PHASE_REJECTED || !cg_capacity_status(js->st.reason))
             continue;
         char was[OPST_NAME];
         snprintf(was, sizeof was, "%s", js->st.reason);
@@ -60,7 +60,7 @@ static void cg__requeue_rejected(struct server *s) {
 
 /* See capgrace.h. */
 void capgrace_observe(struct server *s, const struct q_node *nodes, int n, double now) {
-    uint64_t fp = cg__fingerprint(nodes, n);
+    uint64_t fp = cg_fingerprint(nodes, n);
     if (s->cap_seen && fp == s->cap_fp)
         return;
     /* The first list is the cluster as it stands (the operator acts only
@@ -69,7 +69,7 @@ void capgrace_observe(struct server *s, const struct q_node *nodes, int n, doubl
     if (s->cap_seen) {
         OPLOG(&s->log, OPLOG_INFO, "capacity_changed", NULL, NULL, "nodes=%d grace_s=%.0f", n,
               s->flags.capacity_grace_s);
-        cg__requeue_rejected(s);
+        cg_requeue_rejected(s);
     }
     s->cap_seen = true;
     s->cap_fp = fp;
@@ -78,7 +78,7 @@ void capgrace_observe(struct server *s, const struct q_node *nodes, int n, doubl
 /* See capgrace.h. */
 bool capgrace_hold(struct server *s, int reason, double now, char *msg, size_t cap) {
     double since = now - s->cap_changed_at, grace = s->flags.capacity_grace_s;
-    if (!cg__capacity_reason(reason) || since >= grace)
+    if (!cg_capacity_reason(reason) || since >= grace)
         return false;
     size_t len = strlen(msg);
     if (len < cap)

@@ -23,7 +23,7 @@ static struct {
 } cp = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, "", 0, 0};
 
 /* Parses AIQ_CRASH_AT into cp (runs once). */
-static void cp__init(void) {
+static void cp_init(void) {
     const char *v = getenv("AIQ_CRASH_AT");
     if (!v || !*v)
         return;
@@ -49,7 +49,7 @@ static void cp__init(void) {
 
 /* Counts a pass and crashes on the armed one; see crashpoint.h. */
 void crashpoint(const char *name) {
-    pthread_once(&cp.once, cp__init);
+    pthread_once(&cp.once, cp_init);
     if (!cp.target || strcmp(name, cp.name) != 0)
         return;
     pthread_mutex_lock(&cp.mu);

@@ -28,7 +28,7 @@ struct cy_umap {
     size_t n;   /* power of two */
 };
 
-static uint64_t cy__hash2(int g, const char *u) {
+static uint64_t cy_hash2(int g, const char *u) {
     return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED ^ (uint64_t)(g + 7), u);
 }
 
@@ -49,11 +49,11 @@ struct cy {
     int nplaces;
 };
 
-static int cy__node_cmp(const void *a, const void *b) {
+static int cy_node_cmp(const void *a, const void *b) {
     return strcmp(((const struct q_node *)a)->name, ((const struct q_node *)b)->name);
 }
 
-static int cy__node_index(const struct cy *c, const char *name) {
+static int cy_node_index(const struct cy *c, const char *name) {
     int lo = 0, hi = c->nnodes - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2, r = strcmp(c->nodes[mid].name, name);
@@ -67,7 +67,7 @@ static int cy__node_index(const struct cy *c, const char *name) {
     return -1;
 }
 
-static int cy__group_index(const struct cy *c, const char *name) {
+static int cy_group_index(const struct cy *c, const char *name) {
     if (!name || !*name)
         return -1;
     for (int i = 0; i < c->ngroups; i++)
@@ -77,7 +77,7 @@ static int cy__group_index(const struct cy *c, const char *name) {
 }
 
 /* Returns the user index of (group, name), adding it; -1 on ENOMEM. */
-static int cy__user(struct cy *c, int group, const char *name) {
+static int cy_user(struct cy *c, int group, const char *name) {
     if (!name)
         name = "";
     if ((size_t)(c->nusers + 1) * 2 > c->umap.n) {
@@ -87,7 +87,7 @@ static int cy__user(struct cy *c, int group, const char *name) {
             return -1;
         memset(ns, 0xff, nn * sizeof *ns);
         for (int i = 0; i < c->nusers; i++) {
-            size_t k = (size_t)cy__hash2(c->users[i].group, c->users[i].name) & (nn - 1);
+            size_t k = (size_t)cy_hash2(c->users[i].group, c->users[i].name) & (nn - 1);
             while (ns[k] >= 0)
                 k = (k + 1) & (nn - 1);
             ns[k] = i;
@@ -96,7 +96,7 @@ static int cy__user(struct cy *c, int group, const char *name) {
         c->umap.slot = ns;
         c->umap.n = nn;
     }
-    size_t k = (size_t)cy__hash2(group, name) & (c->umap.n - 1);
+    size_t k = (size_t)cy_hash2(group, name) & (c->umap.n - 1);
     while (c->umap.slot[k] >= 0) {
         const struct q_user *u = &c->users[c->umap.slot[k]];
         if (u->group == group && strcmp(u->name, name) == 0)
@@ -122,7 +122,7 @@ static int cy__user(struct cy *c, int group, const char *name) {
     return c->nusers++;
 }
 
-static void cy__free(struct cy *c) {
+static void cy_free(struct cy *c) {
     free(c->nodes);
     free(c->groups);
     free(c->gobj);
@@ -138,9 +138,9 @@ struct cy_usage_ctx {
     struct cy *c;
 };
 
-static int cy__usage_cb(const char *user, const char *group, double h, void *ud) {
+static int cy_usage_cb(const char *user, const char *group, double h, void *ud) {
     struct cy *c = ((struct cy_usage_ctx *)ud)->c;
-    int g = cy__group_index(c, group);
+    int g = cy_group_index(c, group);
     if (g < 0)
         return 0;
     c->groups[g].usage_gpu_hours += h;
@@ -157,7 +157,7 @@ static int cy__usage_cb(const char *user, const char *group, double h, void *ud)
  * without a group keep factor 1. On ENOMEM or an input fs_compute
  * refuses, every factor stays at the 1 the builders set (no fair-share
  * ordering this cycle rather than a wrong one). */
-static void cy__fairshare(struct cy *c) {
+static void cy_fairshare(struct cy *c) {
     int ng = c->ngroups, nu = 0;
     struct fs_group *gs = calloc((size_t)(ng ? ng : 1), sizeof *gs);
     struct fs_user *us = calloc((size_t)(c->nusers ? c->nusers : 1), sizeof *us);
@@ -201,7 +201,7 @@ _Static_assert((int)Q_NFACTORS == (int)FX_NFACTORS,
                "queue and policy disagree on the factor list");
 
 /* CamelCase condition reason for a waiting or rejected job. */
-static const char *cy__reason(int r) {
+static const char *cy_reason(int r) {
     switch (r) {
     case Q_R_NONE: return "Admitted";
     case Q_R_SUSPENDED: return "Suspended";
@@ -224,7 +224,7 @@ static const char *cy__reason(int r) {
 }
 
 /* Builds nodes, groups and users. Returns 0 or -1 (ENOMEM). */
-static int cy__build_cluster(struct server *s, struct cy *c, double now) {
+static int cy_build_cluster(struct server *s, struct cy *c, double now) {
     opcache *nc = s->cache[OPK_NODE], *gc = s->cache[OPK_GROUP], *uc = s->cache[OPK_USERQUOTA];
     size_t nn = opcache_count(nc), ng = opcache_count(gc);
     c->nodes = calloc(nn ? nn : 1, sizeof *c->nodes);
@@ -233,7 +233,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     if (!c->nodes || !c->groups || !c->gobj)
         return -1;
     c->nnodes = capacity_nodes(s, c->nodes);
-    qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy__node_cmp);
+    qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy_node_cmp);
     capgrace_observe(s, c->nodes, c->nnodes, now);
     for (size_t i = 0; i < ng; i++) {
         struct opcache_obj *o = opcache_at(gc, i);
@@ -263,7 +263,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
     for (int gi = 0; gi < c->ngroups; gi++) {
         const struct aiq_group *g = c->gobj[gi]->parsed;
         for (int m = 0; m < g->spec.nmembers; m++) {
-            int u = cy__user(c, gi, g->spec.members[m].user);
+            int u = cy_user(c, gi, g->spec.members[m].user);
             if (u < 0)
                 return -1;
             c->users[u].level = g->spec.members[m].level;
@@ -275,10 +275,10 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
         if (!x || !x->accepted || !o->parse_ok)
             continue;
         const struct aiq_userquota *uq = o->parsed;
-        int gi = cy__group_index(c, x->group);
+        int gi = cy_group_index(c, x->group);
         if (gi < 0)
             continue;
-        int u = cy__user(c, gi, uq->spec.user);
+        int u = cy_user(c, gi, uq->spec.user);
         if (u < 0)
             return -1;
         struct q_user *qu = &c->users[u];
@@ -302,7 +302,7 @@ static int cy__build_cluster(struct server *s, struct cy *c, double now) {
  * numbered; ids only have to agree within one cycle), with their
  * borrowing and lending limits. A group without a cohort keeps 0: its
  * quota is a hard cap. */
-static void cy__cohorts(struct cy *c) {
+static void cy_cohorts(struct cy *c) {
     int next = 0;
     for (int g = 0; g < c->ngroups; g++) {
         const struct aiq_group *ag = c->gobj[g]->parsed;
@@ -327,10 +327,10 @@ static void cy__cohorts(struct cy *c) {
  * teardown, preemptions). */
 /* The nodes a running job's growth keeps off (see struct opgrow_avoid),
  * as node indexes of this cycle; names no longer among the nodes drop. */
-static void cy__grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_avoid *a) {
+static void cy_grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_avoid *a) {
     int n = 0;
     for (int k = 0; k < a->n && n < Q_MAX_GROW_AVOID; k++) {
-        int ni = cy__node_index(c, a->node[k]);
+        int ni = cy_node_index(c, a->node[k]);
         if (ni >= 0)
             a->idx[n++] = ni;
     }
@@ -338,7 +338,7 @@ static void cy__grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_a
     qj->ngrow_avoid = n;
 }
 
-static uint64_t cy__job_gen(uint64_t changed, aiq_phase p, const struct opjob *js, bool held) {
+static uint64_t cy_job_gen(uint64_t changed, aiq_phase p, const struct opjob *js, bool held) {
     uint64_t v[] = {changed, (uint64_t)p, (uint64_t)js->st.attempts,
                     (uint64_t)js->st.nplacement, (uint64_t)js->stopping, (uint64_t)js->held,
                     (uint64_t)held, (uint64_t)js->st.preemptions};
@@ -354,8 +354,8 @@ static uint64_t cy__job_gen(uint64_t changed, aiq_phase p, const struct opjob *j
  * `started` is its admission (the simulator's run start, so a replay
  * sees the same protection), and its attained service is the finished
  * runs': the queue adds the current run. */
-static void cy__job_preempt_fields(struct q_job *qj, const struct aiq_aijob *j,
-                                   const struct opjob *js, double now) {
+static void cy_job_preempt_fields(struct q_job *qj, const struct aiq_aijob *j,
+                                  const struct opjob *js, double now) {
     qj->min_replicas = j->spec.max_replicas > 0 ? j->spec.min_replicas : 0;
     qj->max_replicas = j->spec.max_replicas;
     qj->checkpointable = j->spec.checkpointable;
@@ -409,9 +409,9 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         memset(qj, 0, sizeof *qj);
         qj->key = o->key;
         qj->uid = j->meta.uid;
-        qj->gen = cy__job_gen(o->changed, p, js, held);
-        qj->group = cy__group_index(c, js->st.group);
-        qj->user = cy__user(c, qj->group, j->spec.user);
+        qj->gen = cy_job_gen(o->changed, p, js, held);
+        qj->group = cy_group_index(c, js->st.group);
+        qj->user = cy_user(c, qj->group, j->spec.user);
         if (qj->user < 0)
             return -1;
         qj->priority = j->spec.priority;
@@ -432,9 +432,9 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
         qj->attempts = js->st.attempts;
         qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
-        cy__job_preempt_fields(qj, j, js, now);
+        cy_job_preempt_fields(qj, j, js, now);
         if (running && js->grow_avoid && js->grow_avoid->until > now)
-            cy__grow_avoid(qj, c, js->grow_avoid);
+            cy_grow_avoid(qj, c, js->grow_avoid);
         if (running || held) {
             qj->replicas = nplace;
             qj->stopping = held ? 0 : js->stopping;
@@ -444,7 +444,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             struct q_place *pl = &c->places[c->nplaces];
             bool ok = true;
             for (int k = 0; k < nplace; k++) {
-                int ni = cy__node_index(c, js->place[k].node);
+                int ni = cy_node_index(c, js->place[k].node);
                 if (ni < 0) {
                     ok = false;
                     break;
@@ -481,8 +481,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
 }
 
 /* Converts the queue's placement of an admitted job into js->place. */
-static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *out,
-                          const struct q_result *r, const struct aiq_aijob *j) {
+static int cy_take_place(struct opjob *js, const struct cy *c, const q_output *out,
+                         const struct q_result *r, const struct aiq_aijob *j) {
     if (r->nplace <= 0 || r->nplace > js->place_cap)
         return -1;
     for (int k = 0; k < r->nplace; k++) {
@@ -504,9 +504,9 @@ static int cy__take_place(struct opjob *js, const struct cy *c, const q_output *
 }
 
 /* Journals a decision when it differs from the job's last one. */
-static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
-                        double now, const char *action, const struct q_result *r,
-                        const char *reason, const char *msg) {
+static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
+                       double now, const char *action, const struct q_result *r,
+                       const char *reason, const char *msg) {
     /* The attempt is part of the signature: a re-admission with the same
      * level, position and reason is a new decision, not a repeat. The
      * numbers are compared first: most cycles repeat most decisions. */
@@ -530,7 +530,7 @@ static void cy__journal(struct server *s, struct opjob *js, const struct aiq_aij
 
 /* Copies src into dst (cap bytes), cut to fit: the per-job copies of the
  * wait path, where snprintf's formatting showed in profiles. */
-static void cy__set(char *dst, size_t cap, const char *src) {
+static void cy_set(char *dst, size_t cap, const char *src) {
     size_t n = strlen(src);
     if (n >= cap)
         n = cap - 1;
@@ -540,8 +540,8 @@ static void cy__set(char *dst, size_t cap, const char *src) {
 
 /* Sets the job's score and its terms (the factors explained by the
  * policy) in its status. */
-static void cy__score_terms(struct server *s, const struct q_input *in, oppolicy *pol, int i,
-                            const struct q_result *r, struct opjob *js) {
+static void cy_score_terms(struct server *s, const struct q_input *in, oppolicy *pol, int i,
+                           const struct q_result *r, struct opjob *js) {
     double f[FX_NFACTORS];
     js->st.has_score = true;
     js->st.score = r->score;
@@ -564,13 +564,13 @@ struct cy_vis_row {
     int i;
 };
 
-static int cy__vis_pos_cmp(const void *a, const void *b) {
+static int cy_vis_pos_cmp(const void *a, const void *b) {
     const struct cy_vis_row *x = a, *y = b;
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 /* One waiting job of the live view; terms only when asked for one job. */
-static json_object *cy__vis_item(const struct cy_vis *v, int i, bool terms) {
+static json_object *cy_vis_item(const struct cy_vis *v, int i, bool terms) {
     const struct q_result *r = &v->out->res[i];
     const struct aiq_aijob *j = v->c->jobj[i]->parsed;
     json_object *it = json_object_new_object();
@@ -586,7 +586,7 @@ static json_object *cy__vis_item(const struct cy_vis *v, int i, bool terms) {
     json_object_object_add(it, "score", isfinite(r->score) ? json_object_new_double(r->score) : NULL);
     json_object_object_add(it, "estimatedStartTime",
                            r->eta > 0 ? json_object_new_string(opst_time(t, sizeof t, r->eta)) : NULL);
-    json_object_object_add(it, "reason", json_object_new_string(cy__reason(r->reason)));
+    json_object_object_add(it, "reason", json_object_new_string(cy_reason(r->reason)));
     json_object_object_add(it, "message", json_object_new_string(msg));
     if (terms) {
         double f[FX_NFACTORS];
@@ -607,7 +607,7 @@ static json_object *cy__vis_item(const struct cy_vis *v, int i, bool terms) {
 }
 
 /* Answers one /queue request from this cycle (opvis_fill_fn). */
-static json_object *cy__vis_fill(void *ctx, const char *ns, const char *name, int *status) {
+static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int *status) {
     const struct cy_vis *v = ctx;
     json_object *doc = json_object_new_object(), *items = json_object_new_array();
     struct cy_vis_row *idx = calloc((size_t)(v->c->njobs ? v->c->njobs : 1), sizeof *idx);
@@ -630,9 +630,9 @@ static json_object *cy__vis_fill(void *ctx, const char *ns, const char *name, in
         idx[n].pos = v->out->res[i].pos;
         idx[n++].i = i;
     }
-    qsort(idx, (size_t)n, sizeof *idx, cy__vis_pos_cmp);
+    qsort(idx, (size_t)n, sizeof *idx, cy_vis_pos_cmp);
     for (int k = 0; k < n; k++)
-        json_object_array_add(items, cy__vis_item(v, idx[k].i, name != NULL));
+        json_object_array_add(items, cy_vis_item(v, idx[k].i, name != NULL));
     free(idx);
     json_object_object_add(doc, "kind", json_object_new_string("QueueView"));
     json_object_object_add(doc, "cycle", json_object_new_int64(v->s->ncycles));
@@ -652,7 +652,7 @@ static json_object *cy__vis_fill(void *ctx, const char *ns, const char *name, in
 
 /* Level-triggered: brings every job up to date with its pods first;
  * pods the syncs queued are created before anything is admitted. */
-static void cy__sync_jobs(struct server *s, double now) {
+static void cy_sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s);
     for (size_t i = 0; i < opcache_count(jc); i++)
@@ -669,10 +669,10 @@ static void cy__sync_jobs(struct server *s, double now) {
  * and fair share. Returns 0, or -1 when nothing can be decided this turn
  * (out of memory, logged; or a failing store, which store_guard.c
  * retries). */
-static int cy__build(struct server *s, struct cy *c, oppolicy *pol, double now) {
-    int brc = cy__build_cluster(s, c, now);
+static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
+    int brc = cy_build_cluster(s, c, now);
     if (brc == 0) {
-        cy__cohorts(c);
+        cy_cohorts(c);
         brc = cy__build_jobs(s, c, now);
     }
     if (brc != 0) {
@@ -683,20 +683,20 @@ static int cy__build(struct server *s, struct cy *c, oppolicy *pol, double now) 
     struct cy_usage_ctx uctx = {c};
     aiq_err ue;
     aiq_err_clear(&ue);
-    (void)srv_store_ok(s, store_usage_each(s->db, now, oppolicy_half_life(pol), cy__usage_cb,
+    (void)srv_store_ok(s, store_usage_each(s->db, now, oppolicy_half_life(pol), cy_usage_cb,
                                            &uctx, &ue),
                        "usage_each", NULL, &ue);
     /* Quota and fair share read from a failing store would be wrong:
      * decide nothing this turn (store_guard.c retries). */
     if (!srv_store_publishable(s))
         return -1;
-    cy__fairshare(c);
+    cy_fairshare(c);
     return 0;
 }
 
 /* The queue core's input over c's arrays and the policy. */
-static void cy__input(struct server *s, struct cy *c, oppolicy *pol, double now,
-                      struct q_input *in) {
+static void cy_input(struct server *s, struct cy *c, oppolicy *pol, double now,
+                     struct q_input *in) {
     memset(in, 0, sizeof *in);
     in->now = now;
     in->nodes = c->nodes;
@@ -718,12 +718,12 @@ static void cy__input(struct server *s, struct cy *c, oppolicy *pol, double now,
 /* An admitted job: its placement, attempt and status, journaled; msg
  * (cap bytes) gets the admission message. Returns 0, or -1 when the
  * placement is invalid (logged; the job waits). */
-static int cy__admit(struct server *s, const struct cy *c, const q_output *out,
-                     const struct q_result *r, struct opcache_obj *o, double now, char *msg,
-                     size_t cap) {
+static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
+                    const struct q_result *r, struct opcache_obj *o, double now, char *msg,
+                    size_t cap) {
     struct opjob *js = ((struct opext *)o->ext)->job;
     const struct aiq_aijob *j = o->parsed;
-    if (cy__take_place(js, c, out, r, j) != 0) {
+    if (cy_take_place(js, c, out, r, j) != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
               (int)r->nplace);
         return -1;
@@ -746,7 +746,7 @@ static int cy__admit(struct server *s, const struct cy *c, const q_output *out,
     opmetrics_admitted_add(s->metrics, 1);
     opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
     job_publish(s, o, now);
-    cy__journal(s, js, j, now, "admit", r, js->st.reason, msg);
+    cy_journal(s, js, j, now, "admit", r, js->st.reason, msg);
     OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),
           "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
           js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
@@ -755,46 +755,46 @@ static int cy__admit(struct server *s, const struct cy *c, const q_output *out,
 }
 
 /* A rejected job: Rejected, its pods deleted, journaled. */
-static void cy__reject(struct server *s, const struct q_result *r, struct opcache_obj *o,
-                       double now, const char *msg) {
+static void cy_reject(struct server *s, const struct q_result *r, struct opcache_obj *o,
+                      double now, const char *msg) {
     struct opjob *js = ((struct opext *)o->ext)->job;
     const struct aiq_aijob *j = o->parsed;
     js->st.phase = AIQ_PHASE_REJECTED;
     js->st.position = 0;
-    snprintf(js->st.reason, sizeof js->st.reason, "%s", cy__reason(r->reason));
+    snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
     snprintf(js->st.message, sizeof js->st.message, "%s", msg);
     srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
     job_delete_pods(s, o);
-    cy__journal(s, js, j, now, "reject", r, cy__reason(r->reason), msg);
+    cy_journal(s, js, j, now, "reject", r, cy_reason(r->reason), msg);
     OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-          "reason=%s msg=\"%s\"", cy__reason(r->reason), msg);
+          "reason=%s msg=\"%s\"", cy_reason(r->reason), msg);
 }
 
 /* A waiting job: position, ETA, reason; its score with a due status. */
-static void cy__wait(struct server *s, const struct q_input *in, oppolicy *pol, int i,
-                     const struct q_result *r, struct opcache_obj *o, double now,
-                     const char *msg, long *pending_per_level) {
+static void cy_wait(struct server *s, const struct q_input *in, oppolicy *pol, int i,
+                    const struct q_result *r, struct opcache_obj *o, double now,
+                    const char *msg, long *pending_per_level) {
     struct opjob *js = ((struct opext *)o->ext)->job;
     const struct aiq_aijob *j = o->parsed;
     js->st.position = r->pos;
     js->st.estimated_start = r->eta;
-    cy__set(js->st.reason, sizeof js->st.reason, cy__reason(r->reason));
-    cy__set(js->st.message, sizeof js->st.message, msg);
+    cy_set(js->st.reason, sizeof js->st.reason, cy_reason(r->reason));
+    cy_set(js->st.message, sizeof js->st.message, msg);
     /* Score and terms are written with a due status only; the
      * live ones come from the visibility endpoint (/queue). */
     if (job_status_due(s, o, now)) {
-        cy__score_terms(s, in, pol, i, r, js);
+        cy_score_terms(s, in, pol, i, r, js);
         job_publish(s, o, now);
     }
     if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
         pending_per_level[r->level]++;
-    cy__journal(s, js, j, now, "wait", r, cy__reason(r->reason), msg);
+    cy_journal(s, js, j, now, "wait", r, cy_reason(r->reason), msg);
 }
 
 /* Applies the core's decision to every pending job; the admitted ones go
  * to admitted[] (*nadm of them) for recording and release. */
-static void cy__decide(struct server *s, struct cy *c, struct q_input *in, q_output *out,
-                       oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
+static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_output *out,
+                      oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
     long pending_per_level[AIQ_MAX_LEVELS] = {0};
     for (int i = 0; i < c->njobs; i++) {
         if (c->jobs[i].state != Q_JOB_PENDING)
@@ -804,21 +804,21 @@ static void cy__decide(struct server *s, struct cy *c, struct q_input *in, q_out
         const struct q_result *r = &out->res[i];
         char msg[512];
         q_message(in, out, i, msg, sizeof msg);
-        cy__set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
+        cy_set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
         if (r->decision != Q_DEC_WAIT)
-            cy__score_terms(s, in, pol, i, r, js);
+            cy_score_terms(s, in, pol, i, r, js);
         if (r->decision == Q_DEC_ADMIT) {
-            if (cy__admit(s, c, out, r, o, now, msg, sizeof msg) == 0)
+            if (cy_admit(s, c, out, r, o, now, msg, sizeof msg) == 0)
                 admitted[(*nadm)++] = o;
         } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
-            cy__reject(s, r, o, now, msg);
+            cy_reject(s, r, o, now, msg);
         } else {
-            cy__wait(s, in, pol, i, r, o, now, msg, pending_per_level);
+            cy_wait(s, in, pol, i, r, o, now, msg, pending_per_level);
         }
     }
     if (opvis_waiting(s->vis)) {
         struct cy_vis vis = {s, c, in, out, pol};
-        opvis_answer(s->vis, cy__vis_fill, &vis);
+        opvis_answer(s->vis, cy_vis_fill, &vis);
     }
     opmetrics_pending_reset(s->metrics);
     for (int l = 0; l < oppolicy_nlevels(pol); l++)
@@ -828,7 +828,7 @@ static void cy__decide(struct server *s, struct cy *c, struct q_input *in, q_out
 /* Records every admission (attempt and job mark) and commits. False when
  * the store did not take them all: nothing of this turn is published or
  * released (fail closed). */
-static bool cy__record(struct server *s, struct opcache_obj **admitted, int nadm, double now) {
+static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm, double now) {
     aiq_err ue;
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
@@ -867,7 +867,7 @@ static bool cy__record(struct server *s, struct opcache_obj **admitted, int nadm
 }
 
 /* Writes the admitted jobs' statuses, then releases their gangs. */
-static void cy__release(struct server *s, struct opcache_obj **admitted, int nadm) {
+static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm) {
     /* Pass 1: every admitted job's status (phase Admitted and its
      * placement). A job whose write failed is not released now; a
      * later sync releases it once the status is recorded. */
@@ -903,12 +903,12 @@ void cycle_run(struct server *s, double now) {
     aiq_err_clear(&e);
     s->ncycles++;
 
-    cy__sync_jobs(s, now);
+    cy_sync_jobs(s, now);
     oppolicy *pol = srv__policy(s);
-    if (cy__build(s, &c, pol, now) != 0)
+    if (cy_build(s, &c, pol, now) != 0)
         goto out;
     struct q_input in;
-    cy__input(s, &c, pol, now, &in);
+    cy_input(s, &c, pol, now, &in);
     q_scorer sc;
     oppolicy_scorer(pol, &sc);
     if (q_cycle_run(s->q, &in, &sc, &out, &e) != AIQ_OK) {
@@ -920,16 +920,16 @@ void cycle_run(struct server *s, double now) {
     int nadm = 0;
     if (!admitted)
         goto out;
-    cy__decide(s, &c, &in, &out, pol, now, admitted, &nadm);
+    cy_decide(s, &c, &in, &out, pol, now, admitted, &nadm);
     /* Record first, release second: the placement is in the AIJob status
      * and in the store before any pod loses its gate, so a restart in
      * between re-applies the same placement. */
-    if (nadm > 0 && !cy__record(s, admitted, nadm, now)) {
+    if (nadm > 0 && !cy_record(s, admitted, nadm, now)) {
         free(admitted);
         goto out;
     }
     if (nadm > 0)
-        cy__release(s, admitted, nadm);
+        cy_release(s, admitted, nadm);
     free(admitted);
     /* Then the preemptions and resizes, after every admission's record. */
     cycle_actions(s, &in, &out, c.jobj, now);
@@ -940,5 +940,5 @@ out:;
     OPLOG(&s->log, OPLOG_DEBUG, "cycle", NULL, NULL,
           "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f",
           (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000);
-    cy__free(&c);
+    cy_free(&c);
 }

@@ -20,7 +20,7 @@ static const char *const fr_names[FR__N] = {"nvidia.com/gpu", "nvidia.com/gpumem
 
 /* One quantity of resource r; 0 when absent or unreadable (a pod the API
  * server admitted has valid quantities). */
-static int64_t fp__qty(json_object *list, int r) {
+static int64_t fp_qty(json_object *list, int r) {
     const char *s = aiq_jstr(list, fr_names[r]);
     int64_t v = 0;
     if (!s)
@@ -32,20 +32,20 @@ static int64_t fp__qty(json_object *list, int r) {
 }
 
 /* A container's requests (else limits) into v. */
-static void fp__container(json_object *c, int64_t *v) {
+static void fp_container(json_object *c, int64_t *v) {
     json_object *res = aiq_jget(c, "resources");
     json_object *req = aiq_jget(res, "requests"), *lim = aiq_jget(res, "limits");
     for (int r = 0; r < FR__N; r++)
-        v[r] = aiq_jget(req, fr_names[r]) ? fp__qty(req, r) : fp__qty(lim, r);
+        v[r] = aiq_jget(req, fr_names[r]) ? fp_qty(req, r) : fp_qty(lim, r);
 }
 
 /* The pod's effective requests (see foreign.h) into v. */
-static void fp__requests(json_object *spec, int64_t *v) {
+static void fp_requests(json_object *spec, int64_t *v) {
     int64_t sum[FR__N] = {0}, init_max[FR__N] = {0}, c[FR__N];
     json_object *cs = aiq_jget(spec, "containers"), *ics = aiq_jget(spec, "initContainers");
     for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
                        i < json_object_array_length(cs); i++) {
-        fp__container(json_object_array_get_idx(cs, i), c);
+        fp_container(json_object_array_get_idx(cs, i), c);
         for (int r = 0; r < FR__N; r++)
             sum[r] += c[r];
     }
@@ -53,7 +53,7 @@ static void fp__requests(json_object *spec, int64_t *v) {
                        i < json_object_array_length(ics); i++) {
         json_object *ic = json_object_array_get_idx(ics, i);
         const char *rp = aiq_jstr(ic, "restartPolicy");
-        fp__container(ic, c);
+        fp_container(ic, c);
         for (int r = 0; r < FR__N; r++) {
             if (rp && strcmp(rp, "Always") == 0)
                 sum[r] += c[r]; /* a sidecar runs beside the containers */
@@ -63,12 +63,12 @@ static void fp__requests(json_object *spec, int64_t *v) {
     }
     json_object *ov = aiq_jget(spec, "overhead");
     for (int r = 0; r < FR__N; r++)
-        v[r] = (sum[r] > init_max[r] ? sum[r] : init_max[r]) + fp__qty(ov, r);
+        v[r] = (sum[r] > init_max[r] ? sum[r] : init_max[r]) + fp_qty(ov, r);
 }
 
 /* Bits of the GPU indexes "0,3" names; 0 when absent or malformed (the
  * pod is then counted without indexes). */
-static uint64_t fp__indexes(const char *s) {
+static uint64_t fp_indexes(const char *s) {
     uint64_t m = 0;
     if (!s || !*s)
         return 0;
@@ -87,7 +87,7 @@ static uint64_t fp__indexes(const char *s) {
     return m;
 }
 
-static char *fp__dup(const char *s) {
+static char *fp_dup(const char *s) {
     return strdup(s ? s : "");
 }
 
@@ -113,9 +113,9 @@ int fpod_read(json_object *pod, struct fpod *p) {
     }
     const char *node = aiq_jstr(spec, "nodeName");
     const char *phase = aiq_jstr(aiq_jget(pod, "status"), "phase");
-    p->key = fp__dup(key);
-    p->node = fp__dup(node);
-    p->owner = fp__dup(owner);
+    p->key = fp_dup(key);
+    p->node = fp_dup(node);
+    p->owner = fp_dup(owner);
     if (!p->key || !p->node || !p->owner) {
         fpod_deinit(p);
         return -1;
@@ -123,12 +123,12 @@ int fpod_read(json_object *pod, struct fpod *p) {
     p->holds = node && *node &&
                !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
     int64_t v[FR__N];
-    fp__requests(spec, v);
+    fp_requests(spec, v);
     p->gpus = v[FR_GPU];
     p->gpu_mem_mib = v[FR_GPUMEM];
     p->cpu_milli = v[FR_CPU];
     p->mem_bytes = v[FR_MEM];
-    p->gpu_idx = fp__indexes(aiq_jstr(aiq_jget(meta, "annotations"), FOREIGN_ANN_GPUS));
+    p->gpu_idx = fp_indexes(aiq_jstr(aiq_jget(meta, "annotations"), FOREIGN_ANN_GPUS));
     return 0;
 }
 
@@ -154,7 +154,7 @@ struct fpods {
     uint32_t epoch;
 };
 
-static size_t fp__hash(const char *s, size_t nb) {
+static size_t fp_hash(const char *s, size_t nb) {
     uint64_t h = aiq_fnv_cstr(AIQ_FNV_TABLE_SEED, s);
     return (size_t)(h ^ (h >> 29)) & (nb - 1);
 }
@@ -187,7 +187,7 @@ void fpods_free(fpods *c) {
 
 /* Doubles the buckets when the table is full; a failed grow is harmless
  * (longer chains). */
-static void fp__grow(fpods *c) {
+static void fp_grow(fpods *c) {
     if (c->n < c->nb)
         return;
     size_t nb = c->nb * 2;
@@ -197,7 +197,7 @@ static void fp__grow(fpods *c) {
     for (size_t i = 0; i < c->nb; i++)
         for (struct fp_ent *e = c->b[i], *nx; e; e = nx) {
             nx = e->next;
-            size_t h = fp__hash(e->p.key, nb);
+            size_t h = fp_hash(e->p.key, nb);
             e->next = b[h];
             b[h] = e;
         }
@@ -207,7 +207,7 @@ static void fp__grow(fpods *c) {
 }
 
 int fpods_del(fpods *c, const char *key) {
-    for (struct fp_ent **pp = &c->b[fp__hash(key, c->nb)]; *pp; pp = &(*pp)->next)
+    for (struct fp_ent **pp = &c->b[fp_hash(key, c->nb)]; *pp; pp = &(*pp)->next)
         if (strcmp((*pp)->p.key, key) == 0) {
             struct fp_ent *e = *pp;
             *pp = e->next;
@@ -225,7 +225,7 @@ int fpods_put(fpods *c, struct fpod *p) {
         fpod_deinit(p);
         return 0;
     }
-    for (struct fp_ent *e = c->b[fp__hash(p->key, c->nb)]; e; e = e->next)
+    for (struct fp_ent *e = c->b[fp_hash(p->key, c->nb)]; e; e = e->next)
         if (strcmp(e->p.key, p->key) == 0) {
             fpod_deinit(&e->p);
             e->p = *p;
@@ -239,11 +239,11 @@ int fpods_put(fpods *c, struct fpod *p) {
         fpod_deinit(p);
         return -1;
     }
-    fp__grow(c);
+    fp_grow(c);
     e->p = *p;
     e->p.epoch = c->epoch;
     memset(p, 0, sizeof *p);
-    size_t h = fp__hash(e->p.key, c->nb);
+    size_t h = fp_hash(e->p.key, c->nb);
     e->next = c->b[h];
     c->b[h] = e;
     c->n++;
@@ -287,7 +287,7 @@ void fpods_each(const fpods *c, int (*cb)(const struct fpod *p, void *ud), void 
 
 /* Index of the GPU with the most free memory not in `taken` (highest
  * index on ties), -1 when none is left. */
-static int fp__most_free(const struct q_node *n, uint64_t taken) {
+static int fp_most_free(const struct q_node *n, uint64_t taken) {
     int best = -1;
     int64_t bf = -1;
     for (int g = n->ngpus - 1; g >= 0; g--) {
@@ -300,7 +300,7 @@ static int fp__most_free(const struct q_node *n, uint64_t taken) {
     return best;
 }
 
-static void fp__hold(struct q_node *n, int g, int64_t mib) {
+static void fp_hold(struct q_node *n, int g, int64_t mib) {
     int64_t room = n->gpu_mem_total[g] - n->gpu_mem_used[g];
     n->gpu_mem_used[g] += mib < 0 || mib > room ? room : mib;
 }
@@ -318,16 +318,16 @@ void foreign_apply(struct q_node *n, const struct fpod *p) {
     if (idx) {
         for (int g = 0; g < n->ngpus; g++)
             if ((idx >> g) & 1)
-                fp__hold(n, g, each);
+                fp_hold(n, g, each);
         return;
     }
     int64_t k = p->gpus < n->ngpus ? p->gpus : n->ngpus;
     uint64_t taken = 0;
     for (int64_t i = 0; i < k; i++) {
-        int g = fp__most_free(n, taken);
+        int g = fp_most_free(n, taken);
         if (g < 0)
             break;
         taken |= 1ull << g;
-        fp__hold(n, g, each);
+        fp_hold(n, g, each);
     }
 }

@@ -55,7 +55,7 @@ int gpu_mech_claim_name(char *buf, size_t cap, const char *pod_name) {
 }
 
 /* Adds key -> v to obj (takes v, also on failure). Returns 0 or -1. */
-static int gm__add(json_object *obj, const char *key, json_object *v) {
+static int gm_add(json_object *obj, const char *key, json_object *v) {
     if (!v)
         return -1;
     if (json_object_object_add(obj, key, v) != 0) {
@@ -66,7 +66,7 @@ static int gm__add(json_object *obj, const char *key, json_object *v) {
 }
 
 /* Adds v to array arr (takes v, also on failure). Returns 0 or -1. */
-static int gm__push(json_object *arr, json_object *v) {
+static int gm_push(json_object *arr, json_object *v) {
     if (!v)
         return -1;
     if (json_object_array_add(arr, v) != 0) {
@@ -78,28 +78,28 @@ static int gm__push(json_object *arr, json_object *v) {
 
 /* Returns obj[key] when it is of type t, else a new one put there (NULL
  * on ENOMEM). */
-static json_object *gm__child(json_object *obj, const char *key, json_type t) {
+static json_object *gm_child(json_object *obj, const char *key, json_type t) {
     json_object *c = NULL;
     if (json_object_object_get_ex(obj, key, &c) && json_object_is_type(c, t))
         return c;
     c = t == json_type_array ? json_object_new_array() : json_object_new_object();
-    return gm__add(obj, key, c) == 0 ? c : NULL;
+    return gm_add(obj, key, c) == 0 ? c : NULL;
 }
 
 /* Sets limits and requests of resource name to v on container c. */
-static int gm__res(json_object *c, const char *name, const char *v) {
-    json_object *res = gm__child(c, "resources", json_type_object);
-    json_object *lim = res ? gm__child(res, "limits", json_type_object) : NULL;
-    json_object *req = res ? gm__child(res, "requests", json_type_object) : NULL;
+static int gm_res(json_object *c, const char *name, const char *v) {
+    json_object *res = gm_child(c, "resources", json_type_object);
+    json_object *lim = res ? gm_child(res, "limits", json_type_object) : NULL;
+    json_object *req = res ? gm_child(res, "requests", json_type_object) : NULL;
     if (!lim || !req)
         return -1;
-    return gm__add(lim, name, json_object_new_string(v)) ||
-           gm__add(req, name, json_object_new_string(v));
+    return gm_add(lim, name, json_object_new_string(v)) ||
+           gm_add(req, name, json_object_new_string(v));
 }
 
 /* The DRA part of the pod: spec.resourceClaims entry and c's claim. */
-static int gm__pod_claim(json_object *spec, json_object *c, const char *pod_name,
-                         aiq_err *err) {
+static int gm_pod_claim(json_object *spec, json_object *c, const char *pod_name,
+                        aiq_err *err) {
     char claim[AIQ_MAX_NAME + 1];
     if (gpu_mech_claim_name(claim, sizeof claim, pod_name) != 0) {
         aiq_err_field(err, AIQ_EINVAL, "metadata.name",
@@ -108,23 +108,23 @@ static int gm__pod_claim(json_object *spec, json_object *c, const char *pod_name
                       pod_name, GPU_MECH_CLAIM_SUFFIX, AIQ_MAX_NAME);
         return -1;
     }
-    json_object *rcs = gm__child(spec, "resourceClaims", json_type_array);
+    json_object *rcs = gm_child(spec, "resourceClaims", json_type_array);
     json_object *e = json_object_new_object();
-    if (!rcs || !e || gm__add(e, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY)) ||
-        gm__add(e, "resourceClaimName", json_object_new_string(claim))) {
+    if (!rcs || !e || gm_add(e, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY)) ||
+        gm_add(e, "resourceClaimName", json_object_new_string(claim))) {
         json_object_put(e);
         goto nomem;
     }
-    if (gm__push(rcs, e)) /* took e */
+    if (gm_push(rcs, e)) /* took e */
         goto nomem;
-    json_object *res = gm__child(c, "resources", json_type_object);
-    json_object *cl = res ? gm__child(res, "claims", json_type_array) : NULL;
+    json_object *res = gm_child(c, "resources", json_type_object);
+    json_object *cl = res ? gm_child(res, "claims", json_type_array) : NULL;
     json_object *ce = json_object_new_object();
-    if (!cl || !ce || gm__add(ce, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY))) {
+    if (!cl || !ce || gm_add(ce, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY))) {
         json_object_put(ce);
         goto nomem;
     }
-    if (gm__push(cl, ce)) /* took ce */
+    if (gm_push(cl, ce)) /* took ce */
         goto nomem;
     return 0;
 nomem:
@@ -153,18 +153,18 @@ int gpu_mech_pod(json_object *pod, const struct aiq_aijob *job, enum gpu_mech m,
     switch (m) {
     case GPU_MECH_DEVICE_PLUGIN:
         snprintf(q, sizeof q, "%d", gpus);
-        if (gm__res(c0, GPU_MECH_RES_GPU, q))
+        if (gm_res(c0, GPU_MECH_RES_GPU, q))
             goto nomem;
         return 0;
     case GPU_MECH_HAMI:
         snprintf(q, sizeof q, "%d", gpus > 0 ? gpus : 1);
-        if (gm__res(c0, GPU_MECH_RES_GPU, q))
+        if (gm_res(c0, GPU_MECH_RES_GPU, q))
             goto nomem;
         if (gpus == 0) {
             snprintf(q, sizeof q, "%" PRId64, r->gpu_memory_mib);
-            if (gm__res(c0, GPU_MECH_RES_GPUMEM, q))
+            if (gm_res(c0, GPU_MECH_RES_GPUMEM, q))
                 goto nomem;
-        } else if (gm__res(c0, GPU_MECH_RES_GPUMEM_PCT, "100")) {
+        } else if (gm_res(c0, GPU_MECH_RES_GPUMEM_PCT, "100")) {
             goto nomem; /* whole GPUs: all of each GPU's memory */
         }
         return 0;
@@ -174,7 +174,7 @@ int gpu_mech_pod(json_object *pod, const struct aiq_aijob *job, enum gpu_mech m,
             aiq_err_field(err, AIQ_EINVAL, "metadata.name", "metadata.name: the pod has no name");
             return -1;
         }
-        return gm__pod_claim(spec, c0, json_object_get_string(nm), err);
+        return gm_pod_claim(spec, c0, json_object_get_string(nm), err);
     }
     aiq_err_set(err, AIQ_EINVAL, "unknown GPU mechanism %d", (int)m);
     return -1;
@@ -186,7 +186,7 @@ nomem:
 /* Copies field f (0-based, separated by ',') of the device entry
  * [s, s+n) into buf. Returns the number of fields, and buf "" when f is
  * past the end or does not fit. */
-static int gm__field(const char *s, size_t n, int f, char *buf, size_t cap) {
+static int gm_field(const char *s, size_t n, int f, char *buf, size_t cap) {
     int k = 0;
     size_t start = 0;
     buf[0] = '\0';
@@ -204,15 +204,15 @@ static int gm__field(const char *s, size_t n, int f, char *buf, size_t cap) {
 }
 
 /* HAMi's text form: devices separated by ':', fields by ','. */
-static int gm__hami_text(const char *v, const char *node, int index, char *buf, size_t cap,
-                         aiq_err *err) {
+static int gm_hami_text(const char *v, const char *node, int index, char *buf, size_t cap,
+                        aiq_err *err) {
     int pos = 0;
     char idx[16];
     for (const char *s = v; *s;) {
         const char *end = strchr(s, ':');
         size_t n = end ? (size_t)(end - s) : strlen(s);
         if (n > 0) {
-            int nf = gm__field(s, n, 7, idx, sizeof idx);
+            int nf = gm_field(s, n, 7, idx, sizeof idx);
             if (nf != 7 && nf != 9)
                 goto bad;
             int at = pos;
@@ -224,7 +224,7 @@ static int gm__hami_text(const char *v, const char *node, int index, char *buf, 
                 at = (int)l;
             }
             if (at == index) {
-                gm__field(s, n, 0, buf, cap);
+                gm_field(s, n, 0, buf, cap);
                 if (!buf[0])
                     goto bad;
                 return 0;
@@ -245,8 +245,8 @@ bad:
 }
 
 /* HAMi's JSON form: [{"id": "GPU-...", "index": 0, ...}, ...]. */
-static int gm__hami_json(const char *v, const char *node, int index, char *buf, size_t cap,
-                         aiq_err *err) {
+static int gm_hami_json(const char *v, const char *node, int index, char *buf, size_t cap,
+                        aiq_err *err) {
     json_object *arr = json_tokener_parse(v);
     int rc = -1;
     if (!arr || !json_object_is_type(arr, json_type_array)) {
@@ -298,8 +298,8 @@ int gpu_mech_hami_uuid(json_object *node, int index, char *buf, size_t cap, aiq_
     while (*s == ' ' || *s == '\t' || *s == '\n')
         s++;
     if (*s == '[')
-        return gm__hami_json(s, name, index, buf, cap, err);
-    return gm__hami_text(s, name, index, buf, cap, err);
+        return gm_hami_json(s, name, index, buf, cap, err);
+    return gm_hami_text(s, name, index, buf, cap, err);
 }
 
 /* The release annotations; see gpu_mech.h. */
@@ -330,7 +330,7 @@ int gpu_mech_release(json_object *ann, const struct opst_place *p, json_object *
         }
         n += (size_t)w;
     }
-    if (gm__add(ann, GPU_MECH_ANN_UUID, json_object_new_string(list))) {
+    if (gm_add(ann, GPU_MECH_ANN_UUID, json_object_new_string(list))) {
         aiq_err_set(err, AIQ_ENOMEM, "out of memory");
         return -1;
     }
@@ -338,12 +338,12 @@ int gpu_mech_release(json_object *ann, const struct opst_place *p, json_object *
 }
 
 /* Reads metadata.key of obj as a string, or NULL. */
-static const char *gm__meta(json_object *obj, const char *key) {
+static const char *gm_meta(json_object *obj, const char *key) {
     return aiq_jstr(aiq_jget(obj, "metadata"), key);
 }
 
 /* The CEL selector of the placed devices: their index, and memory. */
-static int gm__cel(char *buf, size_t cap, const struct opst_place *p, int64_t min_mib) {
+static int gm_cel(char *buf, size_t cap, const struct opst_place *p, int64_t min_mib) {
     size_t n = 0;
     int w = snprintf(buf, cap, "device.attributes[\"%s\"].index in [", GPU_MECH_DRA_DRIVER);
     if (w < 0 || (size_t)w >= cap)
@@ -366,40 +366,40 @@ static int gm__cel(char *buf, size_t cap, const struct opst_place *p, int64_t mi
 }
 
 /* The claim's metadata: name, namespace, the job label, the pod owner. */
-static int gm__claim_meta(json_object *claim, json_object *pod, const char *name,
-                          const char *ns, const char *uid) {
+static int gm_claim_meta(json_object *claim, json_object *pod, const char *name,
+                         const char *ns, const char *uid) {
     json_object *meta = json_object_new_object(), *own = json_object_new_object();
     json_object *owners = json_object_new_array();
-    if (gm__add(claim, "metadata", meta)) {
+    if (gm_add(claim, "metadata", meta)) {
         json_object_put(own);
         json_object_put(owners);
         return -1;
     }
-    if (gm__add(meta, "ownerReferences", owners)) {
+    if (gm_add(meta, "ownerReferences", owners)) {
         json_object_put(own);
         return -1;
     }
-    if (gm__push(owners, own))
+    if (gm_push(owners, own))
         return -1;
     json_object *pm = NULL, *pl = NULL;
     if (json_object_object_get_ex(pod, "metadata", &pm) &&
         json_object_object_get_ex(pm, "labels", &pl) && json_object_is_type(pl, json_type_object) &&
-        gm__add(meta, "labels", json_object_get(pl)))
+        gm_add(meta, "labels", json_object_get(pl)))
         return -1;
-    return gm__add(meta, "name", json_object_new_string(name)) ||
-           gm__add(meta, "namespace", json_object_new_string(ns)) ||
-           gm__add(own, "apiVersion", json_object_new_string("v1")) ||
-           gm__add(own, "kind", json_object_new_string("Pod")) ||
-           gm__add(own, "name", json_object_new_string(gm__meta(pod, "name"))) ||
-           gm__add(own, "uid", json_object_new_string(uid));
+    return gm_add(meta, "name", json_object_new_string(name)) ||
+           gm_add(meta, "namespace", json_object_new_string(ns)) ||
+           gm_add(own, "apiVersion", json_object_new_string("v1")) ||
+           gm_add(own, "kind", json_object_new_string("Pod")) ||
+           gm_add(own, "name", json_object_new_string(gm_meta(pod, "name"))) ||
+           gm_add(own, "uid", json_object_new_string(uid));
 }
 
 /* The claim; see gpu_mech.h. */
 json_object *gpu_mech_claim(json_object *pod, const struct opst_place *p, int64_t min_mib,
                             aiq_err *err) {
     char name[AIQ_MAX_NAME + 1], cel[AIQ_MAX_GPUS_PER_REPLICA * 8 + 256];
-    const char *pn = gm__meta(pod, "name"), *ns = gm__meta(pod, "namespace");
-    const char *uid = gm__meta(pod, "uid");
+    const char *pn = gm_meta(pod, "name"), *ns = gm_meta(pod, "namespace");
+    const char *uid = gm_meta(pod, "uid");
     if (!pn || !ns || !uid || !*uid) {
         aiq_err_field(err, AIQ_EINVAL, "metadata", "metadata: the pod needs name, namespace and uid");
         return NULL;
@@ -409,31 +409,31 @@ json_object *gpu_mech_claim(json_object *pod, const struct opst_place *p, int64_
                       "status.placement[%d]: no GPU to claim on %s", p->replica, p->node);
         return NULL;
     }
-    if (gpu_mech_claim_name(name, sizeof name, pn) != 0 || gm__cel(cel, sizeof cel, p, min_mib)) {
+    if (gpu_mech_claim_name(name, sizeof name, pn) != 0 || gm_cel(cel, sizeof cel, p, min_mib)) {
         aiq_err_field(err, AIQ_EINVAL, "metadata.name", "metadata.name: pod %s: claim name too long",
                       pn);
         return NULL;
     }
     json_object *claim = json_object_new_object(), *spec = NULL, *devs = NULL, *reqs = NULL;
     json_object *req = NULL, *ex = NULL, *sels = NULL, *sel = NULL, *c = NULL;
-    if (!claim || gm__add(claim, "apiVersion", json_object_new_string("resource.k8s.io/v1")) ||
-        gm__add(claim, "kind", json_object_new_string("ResourceClaim")) ||
-        gm__claim_meta(claim, pod, name, ns, uid))
+    if (!claim || gm_add(claim, "apiVersion", json_object_new_string("resource.k8s.io/v1")) ||
+        gm_add(claim, "kind", json_object_new_string("ResourceClaim")) ||
+        gm_claim_meta(claim, pod, name, ns, uid))
         goto nomem;
-    if (!(spec = gm__child(claim, "spec", json_type_object)) ||
-        !(devs = gm__child(spec, "devices", json_type_object)) ||
-        !(reqs = gm__child(devs, "requests", json_type_array)))
+    if (!(spec = gm_child(claim, "spec", json_type_object)) ||
+        !(devs = gm_child(spec, "devices", json_type_object)) ||
+        !(reqs = gm_child(devs, "requests", json_type_array)))
         goto nomem;
-    if (gm__push(reqs, req = json_object_new_object()) ||
-        gm__add(req, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY)) ||
-        !(ex = gm__child(req, "exactly", json_type_object)) ||
-        gm__add(ex, "deviceClassName", json_object_new_string(GPU_MECH_DRA_CLASS)) ||
-        gm__add(ex, "allocationMode", json_object_new_string("ExactCount")) ||
-        gm__add(ex, "count", json_object_new_int(p->ngpus)) ||
-        !(sels = gm__child(ex, "selectors", json_type_array)) ||
-        gm__push(sels, sel = json_object_new_object()) ||
-        !(c = gm__child(sel, "cel", json_type_object)) ||
-        gm__add(c, "expression", json_object_new_string(cel)))
+    if (gm_push(reqs, req = json_object_new_object()) ||
+        gm_add(req, "name", json_object_new_string(GPU_MECH_CLAIM_ENTRY)) ||
+        !(ex = gm_child(req, "exactly", json_type_object)) ||
+        gm_add(ex, "deviceClassName", json_object_new_string(GPU_MECH_DRA_CLASS)) ||
+        gm_add(ex, "allocationMode", json_object_new_string("ExactCount")) ||
+        gm_add(ex, "count", json_object_new_int(p->ngpus)) ||
+        !(sels = gm_child(ex, "selectors", json_type_array)) ||
+        gm_push(sels, sel = json_object_new_object()) ||
+        !(c = gm_child(sel, "cel", json_type_object)) ||
+        gm_add(c, "expression", json_object_new_string(cel)))
         goto nomem;
     return claim;
 nomem:

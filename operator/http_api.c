@@ -70,15 +70,15 @@ void opapi_free(opapi *a) {
     free(a);
 }
 
-static json_object *opa__text(sqlite3_stmt *st, int col) {
+static json_object *opa_text(sqlite3_stmt *st, int col) {
     const unsigned char *s = sqlite3_column_text(st, col);
     return s ? json_object_new_string((const char *)s) : NULL;
 }
 
 /* Runs one prepared query (bound key, limit) and appends its rows as
  * entries to arr. is_decision picks the row shape. */
-static aiq_rc opa__rows(opapi *a, const char *sql, const char *key, int limit,
-                        bool is_decision, json_object *arr, aiq_err *err) {
+static aiq_rc opa_rows(opapi *a, const char *sql, const char *key, int limit,
+                       bool is_decision, json_object *arr, aiq_err *err) {
     sqlite3_stmt *st = NULL;
     aiq_rc rc = AIQ_OK;
     int s;
@@ -98,18 +98,18 @@ static aiq_rc opa__rows(opapi *a, const char *sql, const char *key, int limit,
         json_object_object_add(e, "t", json_object_new_double(sqlite3_column_double(st, 0)));
         if (is_decision) {
             json_object_object_add(e, "cycle", json_object_new_int64(sqlite3_column_int64(st, 1)));
-            json_object_object_add(e, "action", opa__text(st, 2));
+            json_object_object_add(e, "action", opa_text(st, 2));
             json_object_object_add(e, "level", json_object_new_int(sqlite3_column_int(st, 3)));
             json_object_object_add(e, "position", json_object_new_int(sqlite3_column_int(st, 4)));
             json_object_object_add(e, "score", json_object_new_double(sqlite3_column_double(st, 5)));
-            json_object_object_add(e, "reason", opa__text(st, 6));
-            json_object_object_add(e, "message", opa__text(st, 7));
+            json_object_object_add(e, "reason", opa_text(st, 6));
+            json_object_object_add(e, "message", opa_text(st, 7));
         } else {
             const unsigned char *p = sqlite3_column_text(st, 2);
-            json_object_object_add(e, "kind", opa__text(st, 1));
+            json_object_object_add(e, "kind", opa_text(st, 1));
             /* payloads were checked as JSON when written; keep text if not */
             json_object *pj = p ? json_tokener_parse((const char *)p) : NULL;
-            json_object_object_add(e, "payload", pj ? pj : opa__text(st, 2));
+            json_object_object_add(e, "payload", pj ? pj : opa_text(st, 2));
         }
         json_object_array_add(arr, e);
     }
@@ -120,14 +120,14 @@ out:
     return rc;
 }
 
-static double opa__t(json_object *e) {
+static double opa_t(json_object *e) {
     json_object *t = NULL;
     json_object_object_get_ex(e, "t", &t);
     return json_object_get_double(t);
 }
 
-static int opa__newest_first(const void *x, const void *y) {
-    double a = opa__t(*(json_object *const *)x), b = opa__t(*(json_object *const *)y);
+static int opa_newest_first(const void *x, const void *y) {
+    double a = opa_t(*(json_object *const *)x), b = opa_t(*(json_object *const *)y);
     return a > b ? -1 : a < b;
 }
 
@@ -155,23 +155,23 @@ aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
     json_object_object_add(doc, "items", arr);
     pthread_mutex_lock(&a->mu);
     if (uid && *uid)
-        rc = opa__rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
+        rc = opa_rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
                           "FROM decisions WHERE job_uid = ?1 ORDER BY t DESC, id DESC LIMIT ?2",
-                       uid, limit, true, arr, err);
+                      uid, limit, true, arr, err);
     else /* no uid: the newest job stored under NS/NAME (jobs_ns_name index) */
-        rc = opa__rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
+        rc = opa_rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
                           "FROM decisions WHERE job_uid = (SELECT uid FROM jobs "
                           "WHERE ns = substr(?1, 1, instr(?1, '/') - 1) "
                           "AND name = substr(?1, instr(?1, '/') + 1) "
                           "ORDER BY created DESC LIMIT 1) ORDER BY t DESC, id DESC LIMIT ?2",
-                       job, limit, true, arr, err);
+                      job, limit, true, arr, err);
     if (rc == AIQ_OK)
-        rc = opa__rows(a, "SELECT t, kind, payload FROM journal_events WHERE obj_key = ?1 "
+        rc = opa_rows(a, "SELECT t, kind, payload FROM journal_events WHERE obj_key = ?1 "
                           "ORDER BY t DESC, id DESC LIMIT ?2", job, limit, false, arr, err);
     pthread_mutex_unlock(&a->mu);
     if (rc != AIQ_OK)
         goto out;
-    json_object_array_sort(arr, opa__newest_first);
+    json_object_array_sort(arr, opa_newest_first);
     while ((int)json_object_array_length(arr) > limit)
         json_object_array_del_idx(arr, json_object_array_length(arr) - 1, 1);
     size_t n = 0;
@@ -221,7 +221,7 @@ enum MHD_Result opapi_reply(struct MHD_Connection *c, unsigned code, const char 
     return ret;
 }
 
-static enum MHD_Result opa__error(struct MHD_Connection *c, unsigned code, const char *msg) {
+static enum MHD_Result opa_error(struct MHD_Connection *c, unsigned code, const char *msg) {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(msg));
     size_t n = 0;
@@ -247,13 +247,13 @@ enum MHD_Result opapi_serve_journal(struct MHD_Connection *c, opapi *a) {
     aiq_err_clear(&e);
     aiq_rc rc = opapi_journal_query(a, job, uid, lim, &body, &len, &e);
     if (rc != AIQ_OK)
-        return opa__error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
+        return opa_error(c, rc == AIQ_EINVAL ? 400 : 500, e.message);
     return opapi_reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
-static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const char *url,
-                                    const char *method, const char *version, const char *upload,
-                                    size_t *upload_size, void **state) {
+static enum MHD_Result opa_handler(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version, const char *upload,
+                                   size_t *upload_size, void **state) {
     opapi *a = cls;
     (void)version;
     (void)upload;
@@ -261,9 +261,9 @@ static enum MHD_Result opa__handler(void *cls, struct MHD_Connection *c, const c
     if (*upload_size)
         *upload_size = 0;
     if (strcmp(method, "GET") != 0)
-        return opa__error(c, 405, "method not allowed: the journal API is read-only");
+        return opa_error(c, 405, "method not allowed: the journal API is read-only");
     if (strcmp(url, "/journal") != 0)
-        return opa__error(c, 404, "not found (GET /journal?job=NS/NAME&uid=UID&limit=N)");
+        return opa_error(c, 404, "not found (GET /journal?job=NS/NAME&uid=UID&limit=N)");
     return opapi_serve_journal(c, a);
 }
 
@@ -300,7 +300,7 @@ aiq_rc opapi_listen(opapi *a, const char *addr, aiq_err *err) {
         return aiq_err_field(err, AIQ_EINVAL, "--api-addr",
                              "--api-addr: expected IPv4-host:port, got \"%.100s\"", addr ? addr : "");
     a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                opa__handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                opa_handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!a->httpd)

@@ -685,7 +685,7 @@ aiq_rc kube_delete(struct kube_client *c, const char *path,
 
 /* Adds key = v (taken, may be NULL from a failed allocation) to opts.
  * Returns 0, or -1 (v freed). */
-static int kube__opt(json_object *opts, const char *key, json_object *v) {
+static int kube_opt(json_object *opts, const char *key, json_object *v) {
     if (!v || json_object_object_add(opts, key, v) != 0) {
         json_object_put(v);
         return -1;
@@ -702,9 +702,9 @@ aiq_rc kube_delete_grace(struct kube_client *c, const char *path, const char *pr
         opts = json_object_new_object();
         if (!opts ||
             (propagation &&
-             kube__opt(opts, "propagationPolicy", json_object_new_string(propagation)) != 0) ||
+             kube_opt(opts, "propagationPolicy", json_object_new_string(propagation)) != 0) ||
             (grace_s >= 0 &&
-             kube__opt(opts, "gracePeriodSeconds", json_object_new_int(grace_s)) != 0)) {
+             kube_opt(opts, "gracePeriodSeconds", json_object_new_int(grace_s)) != 0)) {
             rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
             goto out;
         }

@@ -38,7 +38,7 @@ const char *leader_microtime(char *buf, size_t cap, double now) {
     return buf;
 }
 
-static int lead__add_str(json_object *o, const char *k, const char *v) {
+static int lead_add_str(json_object *o, const char *k, const char *v) {
     json_object *s = json_object_new_string(v);
     if (!s || json_object_object_add(o, k, s) != 0) {
         json_object_put(s);
@@ -47,7 +47,7 @@ static int lead__add_str(json_object *o, const char *k, const char *v) {
     return 0;
 }
 
-static int lead__add_int(json_object *o, const char *k, int64_t v) {
+static int lead_add_int(json_object *o, const char *k, int64_t v) {
     json_object *s = json_object_new_int64(v);
     if (!s || json_object_object_add(o, k, s) != 0) {
         json_object_put(s);
@@ -58,8 +58,8 @@ static int lead__add_int(json_object *o, const char *k, int64_t v) {
 
 /* Builds the Lease we want: holder us, renewed now. old (may be NULL) gives
  * resourceVersion, acquireTime and leaseTransitions. */
-static json_object *lead__build(const struct leader *l, json_object *old,
-                                double now, bool take_over) {
+static json_object *lead_build(const struct leader *l, json_object *old,
+                               double now, bool take_over) {
     char mt[48];
     json_object *lease = json_object_new_object();
     json_object *meta = json_object_new_object();
@@ -83,17 +83,17 @@ static json_object *lead__build(const struct leader *l, json_object *old,
         json_object_object_get_ex(sp, "leaseTransitions", &tr))
         transitions = json_object_get_int64(tr);
     leader_microtime(mt, sizeof mt, now);
-    if (lead__add_str(lease, "apiVersion", "coordination.k8s.io/v1") ||
-        lead__add_str(lease, "kind", "Lease") ||
-        lead__add_str(meta, "name", l->name) ||
-        lead__add_str(meta, "namespace", l->ns) ||
-        (rv && lead__add_str(meta, "resourceVersion", rv)) ||
-        lead__add_str(spec, "holderIdentity", l->id) ||
-        lead__add_int(spec, "leaseDurationSeconds", (int64_t)l->duration_s) ||
-        lead__add_str(spec, "acquireTime", (take_over || !acq) ? mt : acq) ||
-        lead__add_str(spec, "renewTime", mt) ||
-        lead__add_int(spec, "leaseTransitions",
-                      transitions + ((take_over && old) ? 1 : 0))) {
+    if (lead_add_str(lease, "apiVersion", "coordination.k8s.io/v1") ||
+        lead_add_str(lease, "kind", "Lease") ||
+        lead_add_str(meta, "name", l->name) ||
+        lead_add_str(meta, "namespace", l->ns) ||
+        (rv && lead_add_str(meta, "resourceVersion", rv)) ||
+        lead_add_str(spec, "holderIdentity", l->id) ||
+        lead_add_int(spec, "leaseDurationSeconds", (int64_t)l->duration_s) ||
+        lead_add_str(spec, "acquireTime", (take_over || !acq) ? mt : acq) ||
+        lead_add_str(spec, "renewTime", mt) ||
+        lead_add_int(spec, "leaseTransitions",
+                     transitions + ((take_over && old) ? 1 : 0))) {
         json_object_put(lease);
         return NULL;
     }
@@ -106,7 +106,7 @@ json_object *leader_next(struct leader *l, json_object *lease, double now,
     *create = 0;
     if (!lease) {
         *create = 1;
-        return lead__build(l, NULL, now, true);
+        return lead_build(l, NULL, now, true);
     }
     const char *holder = kube_json_str(lease, "spec.holderIdentity");
     const char *renew = kube_json_str(lease, "spec.renewTime");
@@ -124,9 +124,9 @@ json_object *leader_next(struct leader *l, json_object *lease, double now,
         l->observed_at = now;
     }
     if (holder && strcmp(holder, l->id) == 0)
-        return lead__build(l, lease, now, false); /* renew */
+        return lead_build(l, lease, now, false); /* renew */
     if (!holder || !*holder || now >= l->observed_at + dur)
-        return lead__build(l, lease, now, true); /* take over */
+        return lead_build(l, lease, now, true); /* take over */
     l->is_leader = false;
     return NULL;
 }
@@ -212,11 +212,11 @@ aiq_rc leader_release(struct leader *l, struct kube_client *c, double now,
     const char *holder = kube_json_str(cur, "spec.holderIdentity");
     if (!holder || strcmp(holder, l->id) != 0)
         goto out;
-    want = lead__build(l, cur, now, false);
+    want = lead_build(l, cur, now, false);
     json_object *sp = NULL;
     if (!want || !json_object_object_get_ex(want, "spec", &sp) ||
-        lead__add_str(sp, "holderIdentity", "") ||
-        lead__add_int(sp, "leaseDurationSeconds", 1)) {
+        lead_add_str(sp, "holderIdentity", "") ||
+        lead_add_int(sp, "leaseDurationSeconds", 1)) {
         rc = aiq_err_set(err, AIQ_ENOMEM, "out of memory releasing the lease");
         goto out;
     }

@@ -70,7 +70,7 @@ const char *oplog_quote(char *buf, size_t cap, const char *s) {
 }
 
 /* Tells whether p starts " key=" (a logfmt key: lowercase, digits, _). */
-static bool oplog__next_key(const char *p) {
+static bool oplog_next_key(const char *p) {
     if (*p != ' ')
         return false;
     const char *k = ++p;
@@ -91,7 +91,7 @@ void oplog_escape_values(const char *in, char *out, size_t cap) {
         /* a quoted value: it ends at the quote followed by the end or by
          * " key="; quotes and backslashes before that are escaped */
         for (p++; *p && n + 3 < cap; p++) {
-            if (*p == '"' && (!p[1] || oplog__next_key(p + 1))) {
+            if (*p == '"' && (!p[1] || oplog_next_key(p + 1))) {
                 out[n++] = '"';
                 break;
             }

@@ -114,7 +114,7 @@ void opmetrics_free(opmetrics *m) {
     free(m);
 }
 
-static void opm__copy(char *dst, size_t cap, const char *s) {
+static void opm_copy(char *dst, size_t cap, const char *s) {
     snprintf(dst, cap, "%s", s ? s : "");
 }
 
@@ -161,7 +161,7 @@ void opmetrics_set_ready(opmetrics *m, bool ready) {
 void opmetrics_set_store(opmetrics *m, bool healthy, const char *reason) {
     pthread_mutex_lock(&m->mu);
     m->store_bad = !healthy;
-    opm__copy(m->store_reason, sizeof m->store_reason, healthy ? "" : reason);
+    opm_copy(m->store_reason, sizeof m->store_reason, healthy ? "" : reason);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -186,8 +186,8 @@ void opmetrics_pending_reset(opmetrics *m) {
 }
 
 /* Adds v to the named entry (creating it) in arr of n/max entries. */
-static void opm__named_add(struct opm_named *arr, int *n, int max,
-                           const char *name, double v, bool set) {
+static void opm_named_add(struct opm_named *arr, int *n, int max,
+                          const char *name, double v, bool set) {
     for (int i = 0; i < *n; i++) {
         if (strcmp(arr[i].name, name ? name : "") == 0) {
             arr[i].value = set ? v : arr[i].value + v;
@@ -196,15 +196,15 @@ static void opm__named_add(struct opm_named *arr, int *n, int max,
     }
     if (*n >= max)
         return;
-    opm__copy(arr[*n].name, sizeof arr[*n].name, name);
+    opm_copy(arr[*n].name, sizeof arr[*n].name, name);
     arr[*n].value = v;
     (*n)++;
 }
 
 void opmetrics_pending_set(opmetrics *m, const char *level, long n) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->pending, &m->npending, OPMETRICS_MAX_LEVELS, level,
-                   (double)n, true);
+    opm_named_add(m->pending, &m->npending, OPMETRICS_MAX_LEVELS, level,
+                  (double)n, true);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -224,21 +224,21 @@ void opmetrics_status_writes(opmetrics *m, long written, long deferred) {
 
 void opmetrics_finished_inc(opmetrics *m, const char *outcome) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->finished, &m->nfinished, OPMETRICS_MAX_OUTCOMES, outcome,
-                   1, false);
+    opm_named_add(m->finished, &m->nfinished, OPMETRICS_MAX_OUTCOMES, outcome,
+                  1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
 void opmetrics_store_failed_inc(opmetrics *m, const char *op) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->store_fail, &m->nstore_fail, OPMETRICS_MAX_OUTCOMES, op, 1, false);
+    opm_named_add(m->store_fail, &m->nstore_fail, OPMETRICS_MAX_OUTCOMES, op, 1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
 void opmetrics_status_failed_inc(opmetrics *m, const char *kind) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->status_fail, &m->nstatus_fail, OPMETRICS_MAX_OUTCOMES, kind,
-                   1, false);
+    opm_named_add(m->status_fail, &m->nstatus_fail, OPMETRICS_MAX_OUTCOMES, kind,
+                  1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -256,17 +256,17 @@ void opmetrics_clamped_add(opmetrics *m, unsigned long n) {
 
 void opmetrics_preempted_inc(opmetrics *m, const char *reason) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->preempt, &m->npreempt, OPMETRICS_MAX_OUTCOMES, reason, 1, false);
+    opm_named_add(m->preempt, &m->npreempt, OPMETRICS_MAX_OUTCOMES, reason, 1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
 void opmetrics_resized_inc(opmetrics *m, const char *direction) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->resize, &m->nresize, OPMETRICS_MAX_OUTCOMES, direction, 1, false);
+    opm_named_add(m->resize, &m->nresize, OPMETRICS_MAX_OUTCOMES, direction, 1, false);
     pthread_mutex_unlock(&m->mu);
 }
 
-static void opm__observe(struct opm_hist *h, double v) {
+static void opm_observe(struct opm_hist *h, double v) {
     size_t i = 0;
     while (i < h->nb && v > h->bounds[i])
         i++;
@@ -277,13 +277,13 @@ static void opm__observe(struct opm_hist *h, double v) {
 
 void opmetrics_observe_wait(opmetrics *m, double seconds) {
     pthread_mutex_lock(&m->mu);
-    opm__observe(&m->wait, seconds);
+    opm_observe(&m->wait, seconds);
     pthread_mutex_unlock(&m->mu);
 }
 
 void opmetrics_observe_cycle(opmetrics *m, double seconds) {
     pthread_mutex_lock(&m->mu);
-    opm__observe(&m->cycle, seconds);
+    opm_observe(&m->cycle, seconds);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -298,9 +298,9 @@ void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
     pthread_mutex_lock(&m->mu);
     if (m->nquota < OPMETRICS_MAX_QUOTA) {
         struct opm_quota *q = &m->quota[m->nquota++];
-        opm__copy(q->group, sizeof q->group, group);
-        opm__copy(q->user, sizeof q->user, user);
-        opm__copy(q->resource, sizeof q->resource, resource);
+        opm_copy(q->group, sizeof q->group, group);
+        opm_copy(q->user, sizeof q->user, user);
+        opm_copy(q->resource, sizeof q->resource, resource);
         q->value = value;
     }
     pthread_mutex_unlock(&m->mu);
@@ -314,10 +314,10 @@ struct opm_buf {
     bool oom;
 };
 
-static void opm__printf(struct opm_buf *b, const char *fmt, ...)
+static void opm_printf(struct opm_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void opm__printf(struct opm_buf *b, const char *fmt, ...) {
+static void opm_printf(struct opm_buf *b, const char *fmt, ...) {
     va_list ap;
     if (b->oom)
         return;
@@ -345,7 +345,7 @@ static void opm__printf(struct opm_buf *b, const char *fmt, ...) {
 }
 
 /* Escapes a label value (\\, \", \n) into out (cap bytes). */
-static const char *opm__esc(char *out, size_t cap, const char *s) {
+static const char *opm_esc(char *out, size_t cap, const char *s) {
     size_t n = 0;
     for (; *s && n + 3 < cap; s++) {
         if (*s == '\\' || *s == '"') {
@@ -365,18 +365,18 @@ static const char *opm__esc(char *out, size_t cap, const char *s) {
 static void opm__hist(struct opm_buf *b, const char *name, const char *help,
                       const struct opm_hist *h) {
     unsigned long cum = 0;
-    opm__printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    opm_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (size_t i = 0; i < h->nb; i++) {
         cum += h->counts[i];
-        opm__printf(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
+        opm_printf(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
     }
-    opm__printf(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.6f\n%s_count %lu\n",
-                name, h->count, name, h->sum, name, h->count);
+    opm_printf(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.6f\n%s_count %lu\n",
+               name, h->count, name, h->sum, name, h->count);
 }
 
 void opmetrics_nodes_excluded_set(opmetrics *m, const char *reason, long n) {
     pthread_mutex_lock(&m->mu);
-    opm__named_add(m->nodex, &m->nnodex, OPMETRICS_MAX_NODEX, reason, (double)n, true);
+    opm_named_add(m->nodex, &m->nnodex, OPMETRICS_MAX_NODEX, reason, (double)n, true);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -388,12 +388,12 @@ void opmetrics_foreign_pods_set(opmetrics *m, long n) {
 
 /* One labelled family: its HELP/TYPE header, then a line per entry of
  * a[0..n) through line (a literal "name{label=\"%s\"} %.0f\n"). */
-static void opm__family(struct opm_buf *b, const char *header, const char *line,
-                        const struct opm_named *a, int n) {
+static void opm_family(struct opm_buf *b, const char *header, const char *line,
+                       const struct opm_named *a, int n) {
     char e[3 * OPM_NAME];
-    opm__printf(b, "%s", header);
+    opm_printf(b, "%s", header);
     for (int i = 0; i < n; i++)
-        opm__printf(b, line, opm__esc(e, sizeof e, a[i].name), a[i].value);
+        opm_printf(b, line, opm_esc(e, sizeof e, a[i].name), a[i].value);
 }
 
 /* Renders the text format; see metrics.h. */
@@ -404,81 +404,81 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
         return NULL;
     b.p[0] = '\0';
     pthread_mutex_lock(&m->mu);
-    opm__family(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
+    opm_family(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
                     "# TYPE aiq_pending_jobs gauge\n",
-                "aiq_pending_jobs{level=\"%s\"} %.0f\n", m->pending, m->npending);
-    opm__printf(&b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
+               "aiq_pending_jobs{level=\"%s\"} %.0f\n", m->pending, m->npending);
+    opm_printf(&b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
                     "# TYPE aiq_admitted_total counter\naiq_admitted_total %lu\n",
-                m->admitted);
-    opm__family(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
+               m->admitted);
+    opm_family(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
                     "# TYPE aiq_finished_total counter\n",
-                "aiq_finished_total{outcome=\"%s\"} %.0f\n", m->finished, m->nfinished);
-    opm__family(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
+               "aiq_finished_total{outcome=\"%s\"} %.0f\n", m->finished, m->nfinished);
+    opm_family(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
                     "# TYPE aiq_status_write_failures_total counter\n",
-                "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n", m->status_fail, m->nstatus_fail);
-    opm__printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
+               "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n", m->status_fail, m->nstatus_fail);
+    opm_printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
                     "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
-                m->clamped);
-    opm__printf(&b, "# HELP aiq_node_failures_total Gangs requeued because a node of theirs was deleted or NotReady past --node-lost-timeout.\n"
+               m->clamped);
+    opm_printf(&b, "# HELP aiq_node_failures_total Gangs requeued because a node of theirs was deleted or NotReady past --node-lost-timeout.\n"
                     "# TYPE aiq_node_failures_total counter\naiq_node_failures_total %lu\n",
-                m->node_lost);
-    opm__family(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
+               m->node_lost);
+    opm_family(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
                     "# TYPE aiq_preemptions_total counter\n",
-                "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);
-    opm__family(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
+               "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);
+    opm_family(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
                     "# TYPE aiq_resizes_total counter\n",
-                "aiq_resizes_total{direction=\"%s\"} %.0f\n", m->resize, m->nresize);
+               "aiq_resizes_total{direction=\"%s\"} %.0f\n", m->resize, m->nresize);
     opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
     opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
-    opm__printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
+    opm_printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
                     "# TYPE aiq_quota_used gauge\n");
     for (int i = 0; i < m->nquota; i++) {
         const struct opm_quota *q = &m->quota[i];
-        opm__printf(&b, "aiq_quota_used{group=\"%s\",user=\"%s\",resource=\"%s\"} %.6g\n",
-                    opm__esc(e1, sizeof e1, q->group), opm__esc(e2, sizeof e2, q->user),
-                    opm__esc(e3, sizeof e3, q->resource), q->value);
+        opm_printf(&b, "aiq_quota_used{group=\"%s\",user=\"%s\",resource=\"%s\"} %.6g\n",
+                   opm_esc(e1, sizeof e1, q->group), opm_esc(e2, sizeof e2, q->user),
+                   opm_esc(e3, sizeof e3, q->resource), q->value);
     }
-    opm__printf(&b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
+    opm_printf(&b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
                     "# TYPE aiq_status_writes_total counter\naiq_status_writes_total %lu\n"
                     "# HELP aiq_status_writes_deferred AIJob statuses due but waiting for the "
                     "write budget.\n"
                     "# TYPE aiq_status_writes_deferred gauge\naiq_status_writes_deferred %ld\n",
-                m->status_writes, m->status_deferred);
-    opm__printf(&b, "# HELP aiq_build_info The operator's release and git commit (always 1).\n"
+               m->status_writes, m->status_deferred);
+    opm_printf(&b, "# HELP aiq_build_info The operator's release and git commit (always 1).\n"
                     "# TYPE aiq_build_info gauge\n"
                     "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
-                AIQ_RELEASE, opm__esc(e1, sizeof e1, aiq_git()));
-    opm__family(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
+               AIQ_RELEASE, opm_esc(e1, sizeof e1, aiq_git()));
+    opm_family(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
                     "(missing or inconsistent GPU facts).\n"
                     "# TYPE aiq_nodes_excluded gauge\n",
-                "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
-    opm__printf(&b, "# HELP aiq_store_healthy 1 while the store takes writes; 0 while a storage "
+               "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
+    opm_printf(&b, "# HELP aiq_store_healthy 1 while the store takes writes; 0 while a storage "
                     "fault holds (nothing is admitted, released or published).\n"
                     "# TYPE aiq_store_healthy gauge\naiq_store_healthy %d\n", m->store_bad ? 0 : 1);
-    opm__family(&b, "# HELP aiq_store_failures_total Store calls that failed, by operation.\n"
+    opm_family(&b, "# HELP aiq_store_failures_total Store calls that failed, by operation.\n"
                     "# TYPE aiq_store_failures_total counter\n",
-                "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
-    opm__printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
+               "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
+    opm_printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                     "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
     if (m->util_on)
-        opm__printf(&b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
+        opm_printf(&b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
                         "last cycle (every GPU has a fresh sample, or an Alnair annotation).\n"
                         "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
                         "# HELP aiq_util_nodes_from_annotations Of those, nodes whose utilisation "
                         "came from Alnair's node annotations (--util-alnair-annotations).\n"
                         "# TYPE aiq_util_nodes_from_annotations gauge\n"
                         "aiq_util_nodes_from_annotations %ld\n",
-                    m->utilm.nodes_known, m->utilm.nodes_annotated);
+                   m->utilm.nodes_known, m->utilm.nodes_annotated);
     if (m->util_on && m->utilm.prom) {
         const struct opmetrics_util *u = &m->utilm;
-        opm__printf(&b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
+        opm_printf(&b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
                         "source (--util-prometheus-url) succeeded, 0 when it failed.\n"
                         "# TYPE aiq_util_source_up gauge\naiq_util_source_up %d\n"
                         "# HELP aiq_util_samples_stale GPUs of usable nodes whose last sample is "
                         "older than --util-stale-after (their node is placed without utilisation).\n"
                         "# TYPE aiq_util_samples_stale gauge\naiq_util_samples_stale %ld\n",
-                    u->up ? 1 : 0, u->samples_stale);
-        opm__printf(&b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
+                   u->up ? 1 : 0, u->samples_stale);
+        opm_printf(&b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
                         "node or gpu label, value not a finite number).\n"
                         "# TYPE aiq_util_series_skipped gauge\naiq_util_series_skipped %ld\n"
                         "# HELP aiq_util_fetch_failures_total Fetches from the utilisation source "
@@ -489,9 +489,9 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
                         "source last answered well (unix seconds; 0 never).\n"
                         "# TYPE aiq_util_last_success_timestamp_seconds gauge\n"
                         "aiq_util_last_success_timestamp_seconds %.3f\n",
-                    u->series_skipped, u->failures, u->last_ok);
+                   u->series_skipped, u->failures, u->last_ok);
     }
-    opm__printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
+    opm_printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
     pthread_mutex_unlock(&m->mu);
     if (b.oom) {
@@ -505,16 +505,16 @@ char *opmetrics_render(opmetrics *m, size_t *len) {
 
 /* ---- HTTP ----------------------------------------------------------------- */
 
-static enum MHD_Result opm__reply(struct MHD_Connection *c, unsigned code,
-                                  const char *ctype, char *body, size_t len,
-                                  enum MHD_ResponseMemoryMode mode) {
+static enum MHD_Result opm_reply(struct MHD_Connection *c, unsigned code,
+                                 const char *ctype, char *body, size_t len,
+                                 enum MHD_ResponseMemoryMode mode) {
     return opapi_reply(c, code, ctype, body, len, mode);
 }
 
 /* A JSON {"error": msg} reply; msg is quoted with JSON escapes for the
  * characters that need them (it may echo a user's query value). */
-static enum MHD_Result opm__json_error(struct MHD_Connection *c, unsigned code,
-                                       const char *msg) {
+static enum MHD_Result opm_json_error(struct MHD_Connection *c, unsigned code,
+                                      const char *msg) {
     char buf[1024];
     size_t n = 0;
     const char head[] = "{\"error\":\"";
@@ -537,25 +537,25 @@ static enum MHD_Result opm__json_error(struct MHD_Connection *c, unsigned code,
     if (!body)
         return MHD_NO;
     memcpy(body, buf, n);
-    return opm__reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
+    return opm_reply(c, code, "application/json", body, n, MHD_RESPMEM_MUST_FREE);
 }
 
 /* GET /queue[?namespace=NS[&name=NAME]]: the live queue from the next
  * cycle (visibility.h); a replica that is not the leader runs no cycles
  * and says so at once. */
-static enum MHD_Result opm__queue(struct MHD_Connection *c, opvis *vis, bool leader) {
+static enum MHD_Result opm_queue(struct MHD_Connection *c, opvis *vis, bool leader) {
     const char *ns = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
     char *body = NULL;
     size_t len = 0;
     if (!leader)
-        return opm__json_error(c, 503, "this replica is not the leader: it runs no queue cycles");
+        return opm_json_error(c, 503, "this replica is not the leader: it runs no queue cycles");
     if ((ns && strlen(ns) > AIQ_MAX_NAME) || (name && strlen(name) > AIQ_MAX_NAME))
-        return opm__json_error(c, 400, "namespace and name are at most 253 characters");
+        return opm_json_error(c, 400, "namespace and name are at most 253 characters");
     int code = opvis_ask(vis, ns, name, 5.0, &body, &len);
     if (!body)
-        return opm__json_error(c, 500, "out of memory");
-    return opm__reply(c, (unsigned)code, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
+        return opm_json_error(c, 500, "out of memory");
+    return opm_reply(c, (unsigned)code, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 /* GET /util: the utilisation cache (util_source.h). The cache has its
@@ -571,16 +571,16 @@ char *opmetrics_util_json(opmetrics *m, size_t *len) {
     return oputil_json(u, alnair, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, len);
 }
 
-static enum MHD_Result opm__util(struct MHD_Connection *c, opmetrics *m) {
+static enum MHD_Result opm_util(struct MHD_Connection *c, opmetrics *m) {
     size_t len = 0;
     char *body = opmetrics_util_json(m, &len);
     if (!body)
-        return opm__json_error(c, 500, "out of memory");
-    return opm__reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
+        return opm_json_error(c, 500, "out of memory");
+    return opm_reply(c, 200, "application/json", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 /* The client is on loopback (a port-forward, the operator's own host). */
-static bool opm__loopback(struct MHD_Connection *c) {
+static bool opm_loopback(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
@@ -595,9 +595,9 @@ static bool opm__loopback(struct MHD_Connection *c) {
  * user the cluster's RBAC lets list the jobs asked about (/queue) or get
  * aijobs/journal (api_auth.h). Returns 0 when the request may go on,
  * else the HTTP status, with msg (cap bytes) saying why. */
-static int opm__api_allowed(opmetrics *m, struct MHD_Connection *c, bool journal, char *msg,
-                            size_t cap) {
-    if (opm__loopback(c))
+static int opm_api_allowed(opmetrics *m, struct MHD_Connection *c, bool journal, char *msg,
+                           size_t cap) {
+    if (opm_loopback(c))
         return 0;
     pthread_mutex_lock(&m->mu);
     bool remote = m->api_remote;
@@ -629,10 +629,10 @@ static int opm__api_allowed(opmetrics *m, struct MHD_Connection *c, bool journal
     return code == 200 ? 0 : code;
 }
 
-static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
-                                    const char *url, const char *method,
-                                    const char *version, const char *upload,
-                                    size_t *upload_size, void **state) {
+static enum MHD_Result opm_handler(void *cls, struct MHD_Connection *c,
+                                   const char *url, const char *method,
+                                   const char *version, const char *upload,
+                                   size_t *upload_size, void **state) {
     opmetrics *m = cls;
     (void)version;
     (void)upload;
@@ -640,20 +640,20 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
     if (*upload_size) /* no bodies expected; drop them */
         *upload_size = 0;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return opm__reply(c, 405, "text/plain", (char *)"method not allowed\n",
-                          19, MHD_RESPMEM_PERSISTENT);
+        return opm_reply(c, 405, "text/plain", (char *)"method not allowed\n",
+                         19, MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, "/metrics") == 0) {
         size_t len = 0;
         char *text = opmetrics_render(m, &len);
         if (!text)
-            return opm__reply(c, 500, "text/plain", (char *)"out of memory\n", 14,
-                              MHD_RESPMEM_PERSISTENT);
-        return opm__reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
-                          text, len, MHD_RESPMEM_MUST_FREE);
+            return opm_reply(c, 500, "text/plain", (char *)"out of memory\n", 14,
+                             MHD_RESPMEM_PERSISTENT);
+        return opm_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+                         text, len, MHD_RESPMEM_MUST_FREE);
     }
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0)
-        return opm__reply(c, 200, "text/plain", (char *)"ok\n", 3,
-                          MHD_RESPMEM_PERSISTENT);
+        return opm_reply(c, 200, "text/plain", (char *)"ok\n", 3,
+                         MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, "/readyz") == 0) {
         pthread_mutex_lock(&m->mu);
         bool ready = m->ready, store_bad = m->store_bad;
@@ -666,22 +666,22 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         }
         pthread_mutex_unlock(&m->mu);
         if (why)
-            return opm__reply(c, 503, "text/plain", why, strlen(why), MHD_RESPMEM_MUST_FREE);
+            return opm_reply(c, 503, "text/plain", why, strlen(why), MHD_RESPMEM_MUST_FREE);
         if (store_bad) /* out of memory for the reason: still not ready */
-            return opm__reply(c, 503, "text/plain", (char *)"not ready: store\n", 17,
-                              MHD_RESPMEM_PERSISTENT);
+            return opm_reply(c, 503, "text/plain", (char *)"not ready: store\n", 17,
+                             MHD_RESPMEM_PERSISTENT);
         if (ready)
-            return opm__reply(c, 200, "text/plain", (char *)"ok\n", 3,
-                              MHD_RESPMEM_PERSISTENT);
-        return opm__reply(c, 503, "text/plain",
-                          (char *)"not ready: waiting for the first list of every watch\n",
-                          53, MHD_RESPMEM_PERSISTENT);
+            return opm_reply(c, 200, "text/plain", (char *)"ok\n", 3,
+                             MHD_RESPMEM_PERSISTENT);
+        return opm_reply(c, 503, "text/plain",
+                         (char *)"not ready: waiting for the first list of every watch\n",
+                         53, MHD_RESPMEM_PERSISTENT);
     }
     if (strcmp(url, "/journal") == 0 || strcmp(url, "/queue") == 0 || strcmp(url, "/util") == 0) {
         char why[600];
-        int code = opm__api_allowed(m, c, strcmp(url, "/journal") == 0, why, sizeof why);
+        int code = opm_api_allowed(m, c, strcmp(url, "/journal") == 0, why, sizeof why);
         if (code)
-            return opm__json_error(c, (unsigned)code, why);
+            return opm_json_error(c, (unsigned)code, why);
     }
     if (strcmp(url, "/journal") == 0) {
         pthread_mutex_lock(&m->mu);
@@ -696,12 +696,12 @@ static enum MHD_Result opm__handler(void *cls, struct MHD_Connection *c,
         bool leader = m->leader;
         pthread_mutex_unlock(&m->mu);
         if (vis)
-            return opm__queue(c, vis, leader);
+            return opm_queue(c, vis, leader);
     }
     if (strcmp(url, "/util") == 0)
-        return opm__util(c, m);
-    return opm__reply(c, 404, "text/plain", (char *)"not found\n", 10,
-                      MHD_RESPMEM_PERSISTENT);
+        return opm_util(c, m);
+    return opm_reply(c, 404, "text/plain", (char *)"not found\n", 10,
+                     MHD_RESPMEM_PERSISTENT);
 }
 
 /* Starts the HTTP server; see metrics.h. */
@@ -714,7 +714,7 @@ aiq_rc opmetrics_listen(opmetrics *m, const char *addr, aiq_err *err) {
                              "--metrics-addr: expected IPv4-host:port, got \"%.100s\"",
                              addr ? addr : "");
     m->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                                0, NULL, NULL, opm__handler, m,
+                                0, NULL, NULL, opm_handler, m,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,

@@ -12,12 +12,12 @@
 #include "common/units.h"
 #include "operator/status.h"
 
-static const char *nf__str(json_object *node, const char *sect, const char *key) {
+static const char *nf_str(json_object *node, const char *sect, const char *key) {
     return aiq_jstr(aiq_jget(aiq_jget(node, "metadata"), sect), key);
 }
 
 /* status.allocatable, else status.capacity (an object), or NULL. */
-static json_object *nf__resources(json_object *node) {
+static json_object *nf_resources(json_object *node) {
     json_object *st = NULL, *a = NULL;
     if (!json_object_object_get_ex(node, "status", &st))
         return NULL;
@@ -28,12 +28,12 @@ static json_object *nf__resources(json_object *node) {
     return NULL;
 }
 
-static const char *nf__res(json_object *res, const char *name) {
+static const char *nf_res(json_object *res, const char *name) {
     return aiq_jstr(res, name);
 }
 
 __attribute__((format(printf, 3, 4)))
-static int nf__exclude(struct node_facts *f, nodex x, const char *fmt, ...) {
+static int nf_exclude(struct node_facts *f, nodex x, const char *fmt, ...) {
     va_list ap;
     f->excluded = x;
     va_start(ap, fmt);
@@ -43,7 +43,7 @@ static int nf__exclude(struct node_facts *f, nodex x, const char *fmt, ...) {
 }
 
 /* Lists the mixed-strategy MIG resources into f->mig. */
-static void nf__mig(json_object *res, struct node_facts *f) {
+static void nf_mig(json_object *res, struct node_facts *f) {
     size_t pl = strlen(NODEFACTS_RES_MIG_PREFIX), used = 0;
     if (!res)
         return;
@@ -62,9 +62,9 @@ static void nf__mig(json_object *res, struct node_facts *f) {
 
 /* GPU memory per GPU: the per-GPU annotation, else the label. Returns 0
  * (f->excluded set on a problem). */
-static int nf__memory(json_object *node, struct node_facts *f) {
+static int nf_memory(json_object *node, struct node_facts *f) {
     struct q_node *q = &f->q;
-    const char *list = nf__str(node, "annotations", NODEFACTS_ANN_GPU_MEMORY);
+    const char *list = nf_str(node, "annotations", NODEFACTS_ANN_GPU_MEMORY);
     if (list) {
         int n = 0;
         const char *p = list;
@@ -75,10 +75,10 @@ static int nf__memory(json_object *node, struct node_facts *f) {
             int64_t mib = 0;
             snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
             if (len >= sizeof item || aiq_quantity_int(item, &mib, NULL) != AIQ_OK || mib <= 0)
-                return nf__exclude(f, NODEX_BAD_GPU_MEMORY,
-                                   "annotation " NODEFACTS_ANN_GPU_MEMORY
-                                   " \"%.120s\": entry %d is not a positive MiB number",
-                                   list, n);
+                return nf_exclude(f, NODEX_BAD_GPU_MEMORY,
+                                  "annotation " NODEFACTS_ANN_GPU_MEMORY
+                                  " \"%.120s\": entry %d is not a positive MiB number",
+                                  list, n);
             if (n < Q_MAX_GPUS)
                 q->gpu_mem_total[n] = mib;
             n++;
@@ -87,21 +87,21 @@ static int nf__memory(json_object *node, struct node_facts *f) {
             p = c + 1;
         }
         if (n != q->ngpus)
-            return nf__exclude(f, NODEX_GPU_MEMORY_COUNT,
-                               "annotation " NODEFACTS_ANN_GPU_MEMORY " has %d entr%s, the node "
-                               "has %d physical GPUs", n, n == 1 ? "y" : "ies", q->ngpus);
+            return nf_exclude(f, NODEX_GPU_MEMORY_COUNT,
+                              "annotation " NODEFACTS_ANN_GPU_MEMORY " has %d entr%s, the node "
+                              "has %d physical GPUs", n, n == 1 ? "y" : "ies", q->ngpus);
         return 0;
     }
-    const char *mem = nf__str(node, "labels", NODEFACTS_LABEL_GPU_MEMORY);
+    const char *mem = nf_str(node, "labels", NODEFACTS_LABEL_GPU_MEMORY);
     int64_t mib = 0;
     if (!mem)
-        return nf__exclude(f, NODEX_MISSING_GPU_MEMORY,
-                           NODEFACTS_RES_GPU ": %d GPUs but no label " NODEFACTS_LABEL_GPU_MEMORY
-                           " nor annotation " NODEFACTS_ANN_GPU_MEMORY, q->ngpus);
+        return nf_exclude(f, NODEX_MISSING_GPU_MEMORY,
+                          NODEFACTS_RES_GPU ": %d GPUs but no label " NODEFACTS_LABEL_GPU_MEMORY
+                          " nor annotation " NODEFACTS_ANN_GPU_MEMORY, q->ngpus);
     if (aiq_quantity_int(mem, &mib, NULL) != AIQ_OK || mib <= 0)
-        return nf__exclude(f, NODEX_BAD_GPU_MEMORY,
-                           "label " NODEFACTS_LABEL_GPU_MEMORY " \"%.60s\" is not a positive MiB "
-                           "number", mem);
+        return nf_exclude(f, NODEX_BAD_GPU_MEMORY,
+                          "label " NODEFACTS_LABEL_GPU_MEMORY " \"%.60s\" is not a positive MiB "
+                          "number", mem);
     for (int i = 0; i < q->ngpus; i++)
         q->gpu_mem_total[i] = mib;
     return 0;
@@ -109,29 +109,29 @@ static int nf__memory(json_object *node, struct node_facts *f) {
 
 /* GPU count and time-slicing replicas. Returns 0 (f->excluded set on a
  * problem). */
-static int nf__gpus(json_object *node, json_object *res, struct node_facts *f) {
-    const char *g = nf__res(res, NODEFACTS_RES_GPU);
+static int nf_gpus(json_object *node, json_object *res, struct node_facts *f) {
+    const char *g = nf_res(res, NODEFACTS_RES_GPU);
     int64_t adv = 0, rep = 1;
     if (g && (aiq_quantity_int(g, &adv, NULL) != AIQ_OK || adv < 0 || adv > 1000000))
-        return nf__exclude(f, NODEX_BAD_GPU_COUNT,
-                           NODEFACTS_RES_GPU " \"%.60s\" is not a GPU count", g);
+        return nf_exclude(f, NODEX_BAD_GPU_COUNT,
+                          NODEFACTS_RES_GPU " \"%.60s\" is not a GPU count", g);
     f->advertised = (int)adv;
-    const char *r = nf__str(node, "labels", NODEFACTS_LABEL_REPLICAS);
+    const char *r = nf_str(node, "labels", NODEFACTS_LABEL_REPLICAS);
     if (r && (aiq_quantity_int(r, &rep, NULL) != AIQ_OK || rep < 1 || rep > 1000000))
-        return nf__exclude(f, NODEX_BAD_REPLICAS,
-                           "label " NODEFACTS_LABEL_REPLICAS " \"%.60s\" is not a positive "
-                           "count", r);
+        return nf_exclude(f, NODEX_BAD_REPLICAS,
+                          "label " NODEFACTS_LABEL_REPLICAS " \"%.60s\" is not a positive "
+                          "count", r);
     f->replicas = (int)rep;
     if (adv % rep != 0)
-        return nf__exclude(f, NODEX_BAD_REPLICAS,
-                           NODEFACTS_RES_GPU " %lld is not a multiple of label "
-                           NODEFACTS_LABEL_REPLICAS " %lld (time-slicing replicas per GPU)",
-                           (long long)adv, (long long)rep);
+        return nf_exclude(f, NODEX_BAD_REPLICAS,
+                          NODEFACTS_RES_GPU " %lld is not a multiple of label "
+                          NODEFACTS_LABEL_REPLICAS " %lld (time-slicing replicas per GPU)",
+                          (long long)adv, (long long)rep);
     int64_t phys = adv / rep;
     if (phys > Q_MAX_GPUS)
-        return nf__exclude(f, NODEX_TOO_MANY_GPUS,
-                           NODEFACTS_RES_GPU ": %lld physical GPUs, aiq handles at most %d "
-                           "per node", (long long)phys, Q_MAX_GPUS);
+        return nf_exclude(f, NODEX_TOO_MANY_GPUS,
+                          NODEFACTS_RES_GPU ": %lld physical GPUs, aiq handles at most %d "
+                          "per node", (long long)phys, Q_MAX_GPUS);
     f->q.ngpus = (int)phys;
     return 0;
 }
@@ -147,17 +147,17 @@ int node_facts_read(json_object *node, struct node_facts *f) {
         !*json_object_get_string(n))
         return -1;
     q->name = json_object_get_string(n);
-    q->domain = nf__str(node, "labels", NODEFACTS_LABEL_DOMAIN);
-    q->topology = nf__str(node, "labels", NODEFACTS_LABEL_TOPOLOGY);
-    q->gpu_model = nf__str(node, "labels", NODEFACTS_LABEL_GPU_PRODUCT);
-    const char *strat = nf__str(node, "labels", NODEFACTS_LABEL_MIG_STRATEGY);
+    q->domain = nf_str(node, "labels", NODEFACTS_LABEL_DOMAIN);
+    q->topology = nf_str(node, "labels", NODEFACTS_LABEL_TOPOLOGY);
+    q->gpu_model = nf_str(node, "labels", NODEFACTS_LABEL_GPU_PRODUCT);
+    const char *strat = nf_str(node, "labels", NODEFACTS_LABEL_MIG_STRATEGY);
     f->mig_single = strat && strcmp(strat, "single") == 0;
-    json_object *res = nf__resources(node);
-    nf__mig(res, f);
-    const char *cpu = nf__res(res, "cpu");
+    json_object *res = nf_resources(node);
+    nf_mig(res, f);
+    const char *cpu = nf_res(res, "cpu");
     if (!cpu || aiq_quantity_cpu_milli(cpu, &q->cpu_alloc, NULL) != AIQ_OK)
         q->cpu_alloc = 0;
-    const char *mem = nf__res(res, "memory");
+    const char *mem = nf_res(res, "memory");
     if (!mem || aiq_quantity_bytes(mem, &q->mem_alloc, NULL) != AIQ_OK)
         q->mem_alloc = 0;
     json_object *spec = NULL, *u = NULL;
@@ -167,9 +167,9 @@ int node_facts_read(json_object *node, struct node_facts *f) {
                        json_object_object_get_ex(spec, "unschedulable", &u) &&
                        json_object_get_boolean(u)) &&
                      node_ready(node, NULL, NULL);
-    nf__gpus(node, res, f);
+    nf_gpus(node, res, f);
     if (!f->excluded && q->ngpus > 0)
-        nf__memory(node, f);
+        nf_memory(node, f);
     if (f->excluded)
         q->ngpus = 0;
     return 0;

@@ -7,13 +7,13 @@
 
 #include "common/json.h"
 
-static bool pl__is(json_object *o, json_type t) {
+static bool pl_is(json_object *o, json_type t) {
     return o && json_object_is_type(o, t);
 }
 
 /* Adds a reference to src's key k (when present) to dst. Returns 0, or
  * -1 on ENOMEM. */
-static int pl__share(json_object *dst, json_object *src, const char *k) {
+static int pl_share(json_object *dst, json_object *src, const char *k) {
     json_object *v = aiq_jget(src, k);
     if (!v)
         return 0;
@@ -26,11 +26,11 @@ static int pl__share(json_object *dst, json_object *src, const char *k) {
 
 /* Adds child (owned; NULL = ENOMEM) under k, or drops it when it came
  * out empty. Returns 0 or -1. */
-static int pl__add(json_object *dst, const char *k, json_object *child) {
+static int pl_add(json_object *dst, const char *k, json_object *child) {
     if (!child)
         return -1;
-    if ((pl__is(child, json_type_object) && json_object_object_length(child) == 0) ||
-        (pl__is(child, json_type_array) && json_object_array_length(child) == 0)) {
+    if ((pl_is(child, json_type_object) && json_object_object_length(child) == 0) ||
+        (pl_is(child, json_type_array) && json_object_array_length(child) == 0)) {
         json_object_put(child);
         return 0;
     }
@@ -42,7 +42,7 @@ static int pl__add(json_object *dst, const char *k, json_object *child) {
 }
 
 /* Appends a reference to v to the array arr. Returns 0 or -1. */
-static int pl__push(json_object *arr, json_object *v) {
+static int pl_push(json_object *arr, json_object *v) {
     if (json_object_array_add(arr, json_object_get(v)) != 0) {
         json_object_put(v);
         return -1;
@@ -51,10 +51,10 @@ static int pl__push(json_object *arr, json_object *v) {
 }
 
 /* The "aiq.dev/" annotations of ann. NULL on ENOMEM. */
-static json_object *pl__annotations(json_object *ann) {
+static json_object *pl_annotations(json_object *ann) {
     json_object *out = json_object_new_object();
     size_t plen = strlen(POD_LEAN_ANN_PREFIX);
-    if (!out || !pl__is(ann, json_type_object))
+    if (!out || !pl_is(ann, json_type_object))
         return out;
     json_object_object_foreach(ann, k, v) {
         if (strncmp(k, POD_LEAN_ANN_PREFIX, plen) == 0 &&
@@ -68,13 +68,13 @@ static json_object *pl__annotations(json_object *ann) {
 }
 
 /* The controller's entry of the ownerReferences refs. NULL on ENOMEM. */
-static json_object *pl__owner(json_object *refs) {
+static json_object *pl_owner(json_object *refs) {
     json_object *out = json_object_new_array();
-    for (size_t i = 0; out && pl__is(refs, json_type_array) && i < json_object_array_length(refs);
+    for (size_t i = 0; out && pl_is(refs, json_type_array) && i < json_object_array_length(refs);
          i++) {
         json_object *r = json_object_array_get_idx(refs, i), *ctl = aiq_jget(r, "controller");
         if (ctl && json_object_get_boolean(ctl)) {
-            if (pl__push(out, r) != 0) {
+            if (pl_push(out, r) != 0) {
                 json_object_put(out);
                 return NULL;
             }
@@ -84,18 +84,18 @@ static json_object *pl__owner(json_object *refs) {
     return out;
 }
 
-static json_object *pl__metadata(json_object *md, bool bound) {
+static json_object *pl_metadata(json_object *md, bool bound) {
     static const char *const scalars[] = {"name", "namespace", "uid", "resourceVersion",
                                           "deletionTimestamp", "labels"};
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++)
-        if (pl__share(out, md, scalars[i]) != 0)
+        if (pl_share(out, md, scalars[i]) != 0)
             goto fail;
-    if (pl__add(out, "annotations", pl__annotations(aiq_jget(md, "annotations"))) != 0)
+    if (pl_add(out, "annotations", pl_annotations(aiq_jget(md, "annotations"))) != 0)
         goto fail;
-    if (bound && pl__add(out, "ownerReferences", pl__owner(aiq_jget(md, "ownerReferences"))) != 0)
+    if (bound && pl_add(out, "ownerReferences", pl_owner(aiq_jget(md, "ownerReferences"))) != 0)
         goto fail;
     return out;
 fail:
@@ -105,13 +105,13 @@ fail:
 
 /* The containers list cs reduced to each one's resources (and, for init
  * containers, restartPolicy: a sidecar's requests add up). NULL on ENOMEM. */
-static json_object *pl__containers(json_object *cs, bool init) {
+static json_object *pl_containers(json_object *cs, bool init) {
     json_object *out = json_object_new_array();
-    for (size_t i = 0; out && pl__is(cs, json_type_array) && i < json_object_array_length(cs);
+    for (size_t i = 0; out && pl_is(cs, json_type_array) && i < json_object_array_length(cs);
          i++) {
         json_object *c = json_object_array_get_idx(cs, i), *lc = json_object_new_object();
-        if (!lc || pl__share(lc, c, "resources") != 0 ||
-            (init && pl__share(lc, c, "restartPolicy") != 0) ||
+        if (!lc || pl_share(lc, c, "resources") != 0 ||
+            (init && pl_share(lc, c, "restartPolicy") != 0) ||
             json_object_array_add(out, lc) != 0) {
             json_object_put(lc);
             json_object_put(out);
@@ -121,17 +121,17 @@ static json_object *pl__containers(json_object *cs, bool init) {
     return out;
 }
 
-static json_object *pl__spec(json_object *spec, bool bound) {
+static json_object *pl_spec(json_object *spec, bool bound) {
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
-    if (pl__share(out, spec, "nodeName") != 0 || pl__share(out, spec, "schedulingGates") != 0 ||
-        pl__share(out, spec, "affinity") != 0)
+    if (pl_share(out, spec, "nodeName") != 0 || pl_share(out, spec, "schedulingGates") != 0 ||
+        pl_share(out, spec, "affinity") != 0)
         goto fail;
-    if (bound && (pl__add(out, "containers", pl__containers(aiq_jget(spec, "containers"), false)) ||
-                  pl__add(out, "initContainers",
-                          pl__containers(aiq_jget(spec, "initContainers"), true)) ||
-                  pl__share(out, spec, "overhead") != 0))
+    if (bound && (pl_add(out, "containers", pl_containers(aiq_jget(spec, "containers"), false)) ||
+                  pl_add(out, "initContainers",
+                         pl_containers(aiq_jget(spec, "initContainers"), true)) ||
+                  pl_share(out, spec, "overhead") != 0))
         goto fail;
     return out;
 fail:
@@ -140,18 +140,18 @@ fail:
 }
 
 /* The scheduler's Unschedulable verdict alone, when the pod has one. */
-static json_object *pl__conditions(json_object *conds) {
+static json_object *pl_conditions(json_object *conds) {
     json_object *out = json_object_new_array();
-    for (size_t i = 0; out && pl__is(conds, json_type_array) && i < json_object_array_length(conds);
+    for (size_t i = 0; out && pl_is(conds, json_type_array) && i < json_object_array_length(conds);
          i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         json_object *t = aiq_jget(c, "type"), *st = aiq_jget(c, "status"), *r = aiq_jget(c, "reason");
-        if (!pl__is(t, json_type_string) || strcmp(json_object_get_string(t), "PodScheduled") != 0)
+        if (!pl_is(t, json_type_string) || strcmp(json_object_get_string(t), "PodScheduled") != 0)
             continue;
         /* The first PodScheduled decides (unsched.c reads no further). */
-        if (pl__is(st, json_type_string) && strcmp(json_object_get_string(st), "False") == 0 &&
-            pl__is(r, json_type_string) && strcmp(json_object_get_string(r), "Unschedulable") == 0 &&
-            pl__push(out, c) != 0) {
+        if (pl_is(st, json_type_string) && strcmp(json_object_get_string(st), "False") == 0 &&
+            pl_is(r, json_type_string) && strcmp(json_object_get_string(r), "Unschedulable") == 0 &&
+            pl_push(out, c) != 0) {
             json_object_put(out);
             return NULL;
         }
@@ -160,12 +160,12 @@ static json_object *pl__conditions(json_object *conds) {
     return out;
 }
 
-static json_object *pl__status(json_object *st) {
+static json_object *pl_status(json_object *st) {
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
-    if (pl__share(out, st, "phase") != 0 || pl__share(out, st, "startTime") != 0 ||
-        pl__add(out, "conditions", pl__conditions(aiq_jget(st, "conditions"))) != 0) {
+    if (pl_share(out, st, "phase") != 0 || pl_share(out, st, "startTime") != 0 ||
+        pl_add(out, "conditions", pl_conditions(aiq_jget(st, "conditions"))) != 0) {
         json_object_put(out);
         return NULL;
     }
@@ -174,16 +174,16 @@ static json_object *pl__status(json_object *st) {
 
 /* The lean copy; see pod_lean.h. */
 json_object *pod_lean(json_object *pod) {
-    if (!pl__is(pod, json_type_object))
+    if (!pl_is(pod, json_type_object))
         return NULL;
     json_object *spec = aiq_jget(pod, "spec"), *node = aiq_jget(spec, "nodeName");
-    bool bound = pl__is(node, json_type_string) && json_object_get_string_len(node) > 0;
+    bool bound = pl_is(node, json_type_string) && json_object_get_string_len(node) > 0;
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
-    if (pl__add(out, "metadata", pl__metadata(aiq_jget(pod, "metadata"), bound)) != 0 ||
-        pl__add(out, "spec", pl__spec(spec, bound)) != 0 ||
-        pl__add(out, "status", pl__status(aiq_jget(pod, "status"))) != 0) {
+    if (pl_add(out, "metadata", pl_metadata(aiq_jget(pod, "metadata"), bound)) != 0 ||
+        pl_add(out, "spec", pl_spec(spec, bound)) != 0 ||
+        pl_add(out, "status", pl_status(aiq_jget(pod, "status"))) != 0) {
         json_object_put(out);
         return NULL;
     }

@@ -9,7 +9,7 @@
 
 /* Returns obj[key] as an object, creating an empty object there when it
  * is missing or of another type. NULL only on allocation failure. */
-static json_object *pods__child(json_object *obj, const char *key) {
+static json_object *pods_child(json_object *obj, const char *key) {
     json_object *c = NULL;
     if (json_object_object_get_ex(obj, key, &c) &&
         json_object_is_type(c, json_type_object))
@@ -23,7 +23,7 @@ static json_object *pods__child(json_object *obj, const char *key) {
 }
 
 /* Returns obj[key] as an array, creating it as above. */
-static json_object *pods__array(json_object *obj, const char *key) {
+static json_object *pods_array(json_object *obj, const char *key) {
     json_object *c = NULL;
     if (json_object_object_get_ex(obj, key, &c) &&
         json_object_is_type(c, json_type_array))
@@ -36,7 +36,7 @@ static json_object *pods__array(json_object *obj, const char *key) {
     return c;
 }
 
-static int pods__set_str(json_object *obj, const char *key, const char *v) {
+static int pods_set_str(json_object *obj, const char *key, const char *v) {
     json_object *s = json_object_new_string(v);
     if (!s || json_object_object_add(obj, key, s) != 0) {
         json_object_put(s);
@@ -47,8 +47,8 @@ static int pods__set_str(json_object *obj, const char *key, const char *v) {
 
 /* Sets env var name=value in container c, replacing an existing entry of
  * the same name (our values win over the template's). */
-static int pods__set_env(json_object *c, const char *name, const char *value) {
-    json_object *env = pods__array(c, "env");
+static int pods_set_env(json_object *c, const char *name, const char *value) {
+    json_object *env = pods_array(c, "env");
     if (!env)
         return -1;
     size_t n = json_object_array_length(env);
@@ -57,12 +57,12 @@ static int pods__set_env(json_object *c, const char *name, const char *value) {
         if (json_object_object_get_ex(e, "name", &nm) &&
             strcmp(json_object_get_string(nm), name) == 0) {
             json_object_object_del(e, "valueFrom");
-            return pods__set_str(e, "value", value);
+            return pods_set_str(e, "value", value);
         }
     }
     json_object *e = json_object_new_object();
-    if (!e || pods__set_str(e, "name", name) ||
-        pods__set_str(e, "value", value) ||
+    if (!e || pods_set_str(e, "name", name) ||
+        pods_set_str(e, "value", value) ||
         json_object_array_add(env, e) != 0) {
         json_object_put(e);
         return -1;
@@ -84,8 +84,8 @@ int pods_name(char *buf, size_t cap, const char *job, int index) {
 /* Returns the first container of spec, adding a default one when the
  * template has none (a job without a template still runs in the
  * simulated cluster). */
-static json_object *pods__first_container(json_object *spec) {
-    json_object *cs = pods__array(spec, "containers");
+static json_object *pods_first_container(json_object *spec) {
+    json_object *cs = pods_array(spec, "containers");
     if (!cs)
         return NULL;
     if (json_object_array_length(cs) > 0) {
@@ -93,8 +93,8 @@ static json_object *pods__first_container(json_object *spec) {
         return json_object_is_type(c, json_type_object) ? c : NULL;
     }
     json_object *c = json_object_new_object();
-    if (!c || pods__set_str(c, "name", "worker") ||
-        pods__set_str(c, "image", "registry.k8s.io/pause:3.9") ||
+    if (!c || pods_set_str(c, "name", "worker") ||
+        pods_set_str(c, "image", "registry.k8s.io/pause:3.9") ||
         json_object_array_add(cs, c) != 0) {
         json_object_put(c);
         return NULL;
@@ -109,22 +109,22 @@ static json_object *pods__first_container(json_object *spec) {
  * only place a GPU enters the pod (pods_template_check refused any
  * extended resource of the template's, on every container and init
  * container). Returns 0, or -1 on ENOMEM. */
-static int pods__set_resources(json_object *c, const struct aiq_aijob *job) {
-    json_object *res = pods__child(c, "resources");
-    json_object *lim = res ? pods__child(res, "limits") : NULL;
-    json_object *req = res ? pods__child(res, "requests") : NULL;
+static int pods_set_resources(json_object *c, const struct aiq_aijob *job) {
+    json_object *res = pods_child(c, "resources");
+    json_object *lim = res ? pods_child(res, "limits") : NULL;
+    json_object *req = res ? pods_child(res, "requests") : NULL;
     char q[48];
     if (!lim || !req)
         return -1;
     /* The GPUs are the mechanism's (gpu_mech_pod): not set here. */
     if (job->spec.resources.cpu_milli > 0) {
         snprintf(q, sizeof q, "%" PRId64 "m", job->spec.resources.cpu_milli);
-        if (pods__set_str(req, "cpu", q))
+        if (pods_set_str(req, "cpu", q))
             return -1;
     }
     if (job->spec.resources.memory_bytes > 0) {
         snprintf(q, sizeof q, "%" PRId64, job->spec.resources.memory_bytes);
-        if (pods__set_str(req, "memory", q))
+        if (pods_set_str(req, "memory", q))
             return -1;
     }
     return 0;
@@ -140,7 +140,7 @@ static int pods__set_resources(json_object *c, const struct aiq_aijob *job) {
 
 /* Fills err for field (a path under spec.template.spec) with why, and
  * returns -1. */
-static int pods__refuse(aiq_err *err, const char *field, const char *why) {
+static int pods_refuse(aiq_err *err, const char *field, const char *why) {
     char path[256];
     snprintf(path, sizeof path, "spec.template.spec.%s", field);
     aiq_err_field(err, AIQ_EINVAL, path, "%s: %s", path, why);
@@ -148,7 +148,7 @@ static int pods__refuse(aiq_err *err, const char *field, const char *why) {
 }
 
 /* Tells whether v is a non-empty array (a list the template may not set). */
-static int pods__nonempty(json_object *v) {
+static int pods_nonempty(json_object *v) {
     return v && json_object_is_type(v, json_type_array) &&
            json_object_array_length(v) > 0;
 }
@@ -157,8 +157,8 @@ static int pods__nonempty(json_object *v) {
  * without a domain (cpu, memory, ephemeral-storage, hugepages-<size>) may
  * be set; every domain-qualified name is an extended resource a device
  * plugin hands out (nvidia.com/gpu, amd.com/gpu, rdma/hca, ...). */
-static int pods__check_quantities(json_object *m, const char *where,
-                                  aiq_err *err) {
+static int pods_check_quantities(json_object *m, const char *where,
+                                 aiq_err *err) {
     char field[200];
     if (!m || !json_object_is_type(m, json_type_object))
         return 0;
@@ -172,15 +172,15 @@ static int pods__check_quantities(json_object *m, const char *where,
                  "extended resource \"%.100s\" is not allowed in the template: "
                  "GPUs come from spec.resources (gpus, gpuMemoryMiB), which "
                  "the queue counts", k);
-        return pods__refuse(err, field, why);
+        return pods_refuse(err, field, why);
     }
     return 0;
 }
 
 /* Checks one container's resources (list is "containers" or
  * "initContainers", i its index). */
-static int pods__check_container(json_object *c, const char *list, size_t i,
-                                 aiq_err *err) {
+static int pods_check_container(json_object *c, const char *list, size_t i,
+                                aiq_err *err) {
     json_object *res = NULL, *v = NULL;
     char where[96];
     if (!json_object_is_type(c, json_type_object) ||
@@ -189,16 +189,16 @@ static int pods__check_container(json_object *c, const char *list, size_t i,
         return 0;
     snprintf(where, sizeof where, "%s[%zu].resources.limits", list, i);
     if (json_object_object_get_ex(res, "limits", &v) &&
-        pods__check_quantities(v, where, err))
+        pods_check_quantities(v, where, err))
         return -1;
     snprintf(where, sizeof where, "%s[%zu].resources.requests", list, i);
     if (json_object_object_get_ex(res, "requests", &v) &&
-        pods__check_quantities(v, where, err))
+        pods_check_quantities(v, where, err))
         return -1;
     snprintf(where, sizeof where, "%s[%zu].resources.claims", list, i);
-    if (json_object_object_get_ex(res, "claims", &v) && pods__nonempty(v))
-        return pods__refuse(err, where,
-                            "must not be set: aiq adds the GPU claims itself");
+    if (json_object_object_get_ex(res, "claims", &v) && pods_nonempty(v))
+        return pods_refuse(err, where,
+                           "must not be set: aiq adds the GPU claims itself");
     return 0;
 }
 
@@ -217,26 +217,26 @@ int pods_template_check(json_object *tspec, aiq_err *err) {
                  "must not be set (\"%.100s\"): aiq places the replicas and "
                  "the scheduler binds them once the gang is admitted",
                  json_object_get_string(v));
-        return pods__refuse(err, "nodeName", why);
+        return pods_refuse(err, "nodeName", why);
     }
     if (json_object_object_get_ex(tspec, "schedulingGates", &v) &&
-        pods__nonempty(v))
-        return pods__refuse(err, "schedulingGates",
-                            "must not be set: aiq owns the pods' scheduling "
-                            "gates (aiq.dev/admission)");
+        pods_nonempty(v))
+        return pods_refuse(err, "schedulingGates",
+                           "must not be set: aiq owns the pods' scheduling "
+                           "gates (aiq.dev/admission)");
     if (json_object_object_get_ex(tspec, "resourceClaims", &v) &&
-        pods__nonempty(v))
-        return pods__refuse(err, "resourceClaims",
-                            "must not be set: GPUs come from spec.resources "
-                            "and aiq adds any claim itself");
+        pods_nonempty(v))
+        return pods_refuse(err, "resourceClaims",
+                           "must not be set: GPUs come from spec.resources "
+                           "and aiq adds any claim itself");
     json_object *pres = NULL;
     if (json_object_object_get_ex(tspec, "resources", &pres) &&
         json_object_is_type(pres, json_type_object)) {
         if (json_object_object_get_ex(pres, "limits", &v) &&
-            pods__check_quantities(v, "resources.limits", err))
+            pods_check_quantities(v, "resources.limits", err))
             return -1;
         if (json_object_object_get_ex(pres, "requests", &v) &&
-            pods__check_quantities(v, "resources.requests", err))
+            pods_check_quantities(v, "resources.requests", err))
             return -1;
     }
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
@@ -245,8 +245,8 @@ int pods_template_check(json_object *tspec, aiq_err *err) {
             !json_object_is_type(cs, json_type_array))
             continue;
         for (size_t i = 0; i < json_object_array_length(cs); i++)
-            if (pods__check_container(json_object_array_get_idx(cs, i),
-                                      lists[l], i, err))
+            if (pods_check_container(json_object_array_get_idx(cs, i),
+                                     lists[l], i, err))
                 return -1;
     }
     return 0;
@@ -254,8 +254,8 @@ int pods_template_check(json_object *tspec, aiq_err *err) {
 
 /* Checks the job's identity and the replica index, and writes the pod's
  * name. Returns 0, or -1 with err naming the field. */
-static int pods__check_job(const struct aiq_aijob *job, int index, char *name, size_t cap,
-                           aiq_err *err) {
+static int pods_check_job(const struct aiq_aijob *job, int index, char *name, size_t cap,
+                          aiq_err *err) {
     if (!job->meta.name || !job->meta.namespace_ || !job->meta.uid) {
         aiq_err_field(err, AIQ_EINVAL, "metadata",
                       "metadata: the AIJob needs name, namespace and uid");
@@ -281,8 +281,8 @@ static int pods__check_job(const struct aiq_aijob *job, int index, char *name, s
 
 /* Parses spec.template into *tmpl (NULL when the job has none; caller
  * puts it). Returns 0, or -1 with err (ENOMEM, too deep, not an object). */
-static int pods__parse_template(const struct aiq_aijob *job, int index, json_object **tmpl,
-                                aiq_err *err) {
+static int pods_parse_template(const struct aiq_aijob *job, int index, json_object **tmpl,
+                               aiq_err *err) {
     *tmpl = NULL;
     if (!job->spec.template_json || !job->spec.template_json[0])
         return 0;
@@ -314,7 +314,7 @@ static int pods__parse_template(const struct aiq_aijob *job, int index, json_obj
 
 /* A new Pod object: apiVersion, kind, empty metadata and a copy of the
  * template's spec (else an empty one). NULL on ENOMEM. */
-static json_object *pods__skeleton(json_object *tspec) {
+static json_object *pods_skeleton(json_object *tspec) {
     json_object *pod = json_object_new_object();
     if (!pod)
         return NULL;
@@ -326,8 +326,8 @@ static json_object *pods__skeleton(json_object *tspec) {
     } else {
         spec = json_object_new_object();
     }
-    if (pods__set_str(pod, "apiVersion", "v1") ||
-        pods__set_str(pod, "kind", "Pod") || !meta ||
+    if (pods_set_str(pod, "apiVersion", "v1") ||
+        pods_set_str(pod, "kind", "Pod") || !meta ||
         json_object_object_add(pod, "metadata", meta) != 0) {
         json_object_put(meta);
         json_object_put(spec);
@@ -344,21 +344,21 @@ static json_object *pods__skeleton(json_object *tspec) {
 
 /* Copies the string entries of the template's metadata member key
  * ("labels", "annotations") into dst. Returns 0, or -1 on ENOMEM. */
-static int pods__copy_strings(json_object *tmeta, const char *key, json_object *dst) {
+static int pods_copy_strings(json_object *tmeta, const char *key, json_object *dst) {
     json_object *t = NULL;
     if (!tmeta || !json_object_object_get_ex(tmeta, key, &t) ||
         !json_object_is_type(t, json_type_object))
         return 0;
     json_object_object_foreach(t, k, v) {
         if (json_object_is_type(v, json_type_string) &&
-            pods__set_str(dst, k, json_object_get_string(v)))
+            pods_set_str(dst, k, json_object_get_string(v)))
             return -1;
     }
     return 0;
 }
 
 /* The AIJob as the pod's controlling owner. Returns 0, or -1 on ENOMEM. */
-static int pods__owner(json_object *meta, const struct aiq_aijob *job) {
+static int pods_owner(json_object *meta, const struct aiq_aijob *job) {
     json_object *owners = json_object_new_array();
     json_object *own = json_object_new_object();
     if (!owners || !own || json_object_array_add(owners, own) != 0) {
@@ -370,10 +370,10 @@ static int pods__owner(json_object *meta, const struct aiq_aijob *job) {
         json_object_put(owners);
         return -1;
     }
-    if (pods__set_str(own, "apiVersion", AIQ_API_VERSION) ||
-        pods__set_str(own, "kind", "AIJob") ||
-        pods__set_str(own, "name", job->meta.name) ||
-        pods__set_str(own, "uid", job->meta.uid) ||
+    if (pods_set_str(own, "apiVersion", AIQ_API_VERSION) ||
+        pods_set_str(own, "kind", "AIJob") ||
+        pods_set_str(own, "name", job->meta.name) ||
+        pods_set_str(own, "uid", job->meta.uid) ||
         json_object_object_add(own, "controller",
                                json_object_new_boolean(1)) != 0 ||
         json_object_object_add(own, "blockOwnerDeletion",
@@ -385,35 +385,35 @@ static int pods__owner(json_object *meta, const struct aiq_aijob *job) {
 /* metadata: name, namespace, the template's labels and annotations, the
  * job's simulation annotations, aiq's labels, the owner. Returns 0, or -1
  * on ENOMEM. */
-static int pods__metadata(json_object *meta, const struct aiq_aijob *job, json_object *tmeta,
-                          json_object *job_annotations, const char *name, const char *num) {
-    if (pods__set_str(meta, "name", name) ||
-        pods__set_str(meta, "namespace", job->meta.namespace_))
+static int pods_metadata(json_object *meta, const struct aiq_aijob *job, json_object *tmeta,
+                         json_object *job_annotations, const char *name, const char *num) {
+    if (pods_set_str(meta, "name", name) ||
+        pods_set_str(meta, "namespace", job->meta.namespace_))
         return -1;
-    json_object *labels = pods__child(meta, "labels");
-    json_object *annots = pods__child(meta, "annotations");
-    if (!labels || !annots || pods__copy_strings(tmeta, "labels", labels) ||
-        pods__copy_strings(tmeta, "annotations", annots))
+    json_object *labels = pods_child(meta, "labels");
+    json_object *annots = pods_child(meta, "annotations");
+    if (!labels || !annots || pods_copy_strings(tmeta, "labels", labels) ||
+        pods_copy_strings(tmeta, "annotations", annots))
         return -1;
     if (job_annotations &&
         json_object_is_type(job_annotations, json_type_object)) {
         json_object_object_foreach(job_annotations, k, v) {
             if (strncmp(k, PODS_SIM_PREFIX, strlen(PODS_SIM_PREFIX)) == 0 &&
                 json_object_is_type(v, json_type_string) &&
-                pods__set_str(annots, k, json_object_get_string(v)))
+                pods_set_str(annots, k, json_object_get_string(v)))
                 return -1;
         }
     }
-    if (pods__set_str(labels, PODS_LABEL_JOB, job->meta.name) ||
-        pods__set_str(labels, PODS_LABEL_INDEX, num))
+    if (pods_set_str(labels, PODS_LABEL_JOB, job->meta.name) ||
+        pods_set_str(labels, PODS_LABEL_INDEX, num))
         return -1;
-    return pods__owner(meta, job);
+    return pods_owner(meta, job);
 }
 
 /* spec: aiq's scheduling gate (pods_template_check refused any of the
  * template's), restartPolicy Never unless set. Returns 0, or -1 on ENOMEM. */
-static int pods__gate(json_object *spec) {
-    json_object *gates = pods__array(spec, "schedulingGates");
+static int pods_gate(json_object *spec) {
+    json_object *gates = pods_array(spec, "schedulingGates");
     if (!gates)
         return -1;
     int have_gate = 0;
@@ -425,7 +425,7 @@ static int pods__gate(json_object *spec) {
     }
     if (!have_gate) {
         json_object *g = json_object_new_object();
-        if (!g || pods__set_str(g, "name", AIQ_GATE) ||
+        if (!g || pods_set_str(g, "name", AIQ_GATE) ||
             json_object_array_add(gates, g) != 0) {
             json_object_put(g);
             return -1;
@@ -433,15 +433,15 @@ static int pods__gate(json_object *spec) {
     }
     json_object *rp = NULL;
     if (!json_object_object_get_ex(spec, "restartPolicy", &rp) &&
-        pods__set_str(spec, "restartPolicy", "Never"))
+        pods_set_str(spec, "restartPolicy", "Never"))
         return -1;
     return 0;
 }
 
 /* Every container gets the env; the first one the resources. Returns 0,
  * or -1 on ENOMEM. */
-static int pods__containers(json_object *spec, const struct aiq_aijob *job, const char *num) {
-    json_object *c0 = pods__first_container(spec);
+static int pods_containers(json_object *spec, const struct aiq_aijob *job, const char *num) {
+    json_object *c0 = pods_first_container(spec);
     if (!c0)
         return -1;
     json_object *cs = NULL;
@@ -452,12 +452,12 @@ static int pods__containers(json_object *spec, const struct aiq_aijob *job, cons
         json_object *c = json_object_array_get_idx(cs, i);
         if (!json_object_is_type(c, json_type_object))
             continue;
-        if (pods__set_env(c, "AIQ_JOB_NAME", job->meta.name) ||
-            pods__set_env(c, "AIQ_REPLICA_INDEX", num) ||
-            pods__set_env(c, "AIQ_REPLICA_COUNT", cnt))
+        if (pods_set_env(c, "AIQ_JOB_NAME", job->meta.name) ||
+            pods_set_env(c, "AIQ_REPLICA_INDEX", num) ||
+            pods_set_env(c, "AIQ_REPLICA_COUNT", cnt))
             return -1;
     }
-    return pods__set_resources(c0, job) != 0 ? -1 : 0;
+    return pods_set_resources(c0, job) != 0 ? -1 : 0;
 }
 
 /* Builds one gated pod; see pods.h. Steps: check the job, parse and
@@ -468,8 +468,8 @@ json_object *pods_build(const struct aiq_aijob *job,
     json_object *pod = NULL, *tmpl = NULL, *tmeta = NULL, *tspec = NULL;
     char name[AIQ_MAX_NAME + 1], num[32];
 
-    if (pods__check_job(job, index, name, sizeof name, err) != 0 ||
-        pods__parse_template(job, index, &tmpl, err) != 0)
+    if (pods_check_job(job, index, name, sizeof name, err) != 0 ||
+        pods_parse_template(job, index, &tmpl, err) != 0)
         goto fail;
     if (tmpl) {
         json_object_object_get_ex(tmpl, "metadata", &tmeta);
@@ -477,15 +477,15 @@ json_object *pods_build(const struct aiq_aijob *job,
     }
     if (pods_template_check(tspec, err) != 0)
         goto fail;
-    pod = pods__skeleton(tspec);
+    pod = pods_skeleton(tspec);
     if (!pod)
         goto nomem;
     json_object *meta = NULL, *spec = NULL;
     json_object_object_get_ex(pod, "metadata", &meta);
     json_object_object_get_ex(pod, "spec", &spec);
     snprintf(num, sizeof num, "%d", index);
-    if (pods__metadata(meta, job, tmeta, job_annotations, name, num) != 0 ||
-        pods__gate(spec) != 0 || pods__containers(spec, job, num) != 0)
+    if (pods_metadata(meta, job, tmeta, job_annotations, name, num) != 0 ||
+        pods_gate(spec) != 0 || pods_containers(spec, job, num) != 0)
         goto nomem;
     /* The GPUs, as the admin's mechanism asks for them (gpu_mech.c). */
     if (gpu_mech_pod(pod, job, mech, err) != 0)
@@ -539,10 +539,10 @@ int pods_is_gated(json_object *pod) {
 /* Stamps the attempt; see pods.h. */
 int pods_set_attempt(json_object *pod, int attempt) {
     char num[16];
-    json_object *m = pods__child(pod, "metadata");
-    json_object *a = m ? pods__child(m, "annotations") : NULL;
+    json_object *m = pods_child(pod, "metadata");
+    json_object *a = m ? pods_child(m, "annotations") : NULL;
     snprintf(num, sizeof num, "%d", attempt);
-    return a ? pods__set_str(a, PODS_ANN_ATTEMPT, num) : -1;
+    return a ? pods_set_str(a, PODS_ANN_ATTEMPT, num) : -1;
 }
 
 /* Reads the attempt annotation; see pods.h. */

@@ -26,12 +26,12 @@ struct gang {
     char failed_pod[AIQ_MAX_NAME + 1];
 };
 
-static double job__now(void) {
+static double job_now(void) {
     return srv_now();
 }
 
 /* The job's state, created on first use; NULL on ENOMEM. */
-static struct opjob *job__state(struct opcache_obj *o) {
+static struct opjob *job_state(struct opcache_obj *o) {
     struct opext *x = srv__ext(o);
     if (!x)
         return NULL;
@@ -41,7 +41,7 @@ static struct opjob *job__state(struct opcache_obj *o) {
 }
 
 /* Makes room for n placement entries. */
-static int job__place_alloc(struct opjob *js, int n) {
+static int job_place_alloc(struct opjob *js, int n) {
     if (n < 1)
         n = 1;
     struct opst_place *p = realloc(js->place, (size_t)n * sizeof *p);
@@ -53,8 +53,8 @@ static int job__place_alloc(struct opjob *js, int n) {
     return 0;
 }
 
-static void job__pod_key(char *buf, size_t cap, const char *ns, const char *job,
-                         int i) {
+static void job_pod_key(char *buf, size_t cap, const char *ns, const char *job,
+                        int i) {
     char name[AIQ_MAX_NAME + 1];
     if (pods_name(name, sizeof name, job, i) != 0)
         name[0] = '\0';
@@ -62,7 +62,7 @@ static void job__pod_key(char *buf, size_t cap, const char *ns, const char *job,
 }
 
 /* Pods a job may have at most: an elastic job's maxReplicas. */
-static int job__max_pods(const struct aiq_aijob *j) {
+static int job_max_pods(const struct aiq_aijob *j) {
     return j->spec.max_replicas > j->spec.replicas ? j->spec.max_replicas : j->spec.replicas;
 }
 
@@ -70,9 +70,9 @@ static int job__max_pods(const struct aiq_aijob *j) {
  * may have had; a placed job has its live replicas (placed and not being
  * stopped: pods of stopping replicas are on their way out); otherwise
  * spec.replicas (an elastic job's minReplicas). */
-static int job__size(const struct aiq_aijob *j, const struct opjob *js) {
+static int job_size(const struct aiq_aijob *j, const struct opjob *js) {
     if (js->teardown)
-        return job__max_pods(j);
+        return job_max_pods(j);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.nplacement > 0)
         return js->st.nplacement - js->stopping;
@@ -81,9 +81,9 @@ static int job__size(const struct aiq_aijob *j, const struct opjob *js) {
 
 /* GPU-seconds of this run up to now: per stretch at the replicas held
  * (see opjob.seg_t), for a preempted or elastic job; GPUs per replica as
- * usage counts them (job__total_gpus). */
-static double job__run_gpu_s(const struct server *s, const struct aiq_aijob *j,
-                             const struct opjob *js, int held, double now) {
+ * usage counts them (job_total_gpus). */
+static double job_run_gpu_s(const struct server *s, const struct aiq_aijob *j,
+                            const struct opjob *js, int held, double now) {
     double t = js->seg_t > 0 && now > js->seg_t ? now - js->seg_t : 0;
     return js->run_gpu_s +
            t * held * (double)gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
@@ -91,13 +91,13 @@ static double job__run_gpu_s(const struct server *s, const struct aiq_aijob *j,
 
 /* Counts what the gang's pods are doing; attempts is the attempt the
  * status shows. */
-static void job__gang(struct server *s, const struct aiq_aijob *j, const struct opjob *js,
-                      int attempts, struct gang *g) {
+static void job_gang(struct server *s, const struct aiq_aijob *j, const struct opjob *js,
+                     int attempts, struct gang *g) {
     char key[OPCACHE_KEY_MAX];
     memset(g, 0, sizeof *g);
-    g->n = job__size(j, js);
+    g->n = job_size(j, js);
     for (int i = 0; i < g->n; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         if (!p)
             continue;
@@ -124,7 +124,7 @@ static void job__gang(struct server *s, const struct aiq_aijob *j, const struct 
 /* Tells whether js->st must be published: the object changed under us
  * (not by our own status write), or something a user acts on changed
  * since the last publish (docs/operator.md "Status writes"). */
-static bool job__must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
+static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
     if (!js->pub_rv[0])
         return true;
     if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
@@ -138,14 +138,14 @@ static bool job__must_publish(const struct opcache_obj *o, struct opjob *js, dou
     return opstatus_moved(js->pub_pos, js->pub_eta, js->st.position, js->st.estimated_start, now);
 }
 
-/* Publishes js->st as the AIJob's desired status when job__must_publish
+/* Publishes js->st as the AIJob's desired status when job_must_publish
  * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
     json_object *live = NULL;
     const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
-    if (!job__must_publish(o, js, now))
+    if (!job_must_publish(o, js, now))
         return;
     json_object_object_get_ex(o->raw, "status", &live);
     json_object *st = opstatus_to_json(&js->st, live, now);
@@ -174,21 +174,21 @@ static void job__publish(struct server *s, struct opcache_obj *o,
 
 /* See server.h. */
 bool job_status_due(struct server *s, struct opcache_obj *o, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     (void)s;
-    return js && job__must_publish(o, js, now);
+    return js && job_must_publish(o, js, now);
 }
 
 /* See server.h. */
 void job_publish(struct server *s, struct opcache_obj *o, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     if (js)
         job__publish(s, o, js, now);
 }
 
 /* Emits an Event once per distinct reason in a row. */
-static void job__event(struct server *s, struct opcache_obj *o, struct opjob *js,
-                       const char *type, const char *reason, const char *msg) {
+static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
+                      const char *type, const char *reason, const char *msg) {
     if (strcmp(js->last_event, reason) == 0)
         return;
     snprintf(js->last_event, sizeof js->last_event, "%s", reason);
@@ -196,15 +196,15 @@ static void job__event(struct server *s, struct opcache_obj *o, struct opjob *js
 }
 
 /* Sets phase, reason and message together. */
-static void job__phase(struct opjob *js, aiq_phase p, const char *reason,
-                       const char *msg) {
+static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
+                      const char *msg) {
     js->st.phase = p;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", reason ? reason : "");
     snprintf(js->st.message, sizeof js->st.message, "%s", msg ? msg : "");
 }
 
 /* Placement as JSON text for the store (caller frees), or NULL. */
-static char *job__place_json(const struct opjob *js) {
+static char *job_place_json(const struct opjob *js) {
     struct opstatus tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.placement = js->place;
@@ -222,7 +222,7 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
                              int n) {
     char key[OPCACHE_KEY_MAX], path[1024];
     for (int i = 0; i < n; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         if (!p)
             continue;
@@ -245,18 +245,18 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
 /* Queues the missing gated pods for creation (srv__create_pod; they are
  * POSTed in one batch at the end of the turn). Returns how many could not
  * be built. */
-static int job__create_range(struct server *s, struct opcache_obj *o,
-                             const struct aiq_aijob *j, int from, int to, int attempt) {
+static int job_create_range(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j, int from, int to, int attempt) {
     char key[OPCACHE_KEY_MAX];
     json_object *ann = NULL, *meta = NULL;
     int missing = 0;
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     if (!js)
         return to - from;
     if (json_object_object_get_ex(o->raw, "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
     for (int i = from; i < to; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         if (opcache_get(s->cache[OPK_POD], key))
             continue;
         aiq_err e;
@@ -284,28 +284,28 @@ static int job__create_range(struct server *s, struct opcache_obj *o,
 }
 
 /* The gang's gated pods for the next attempt. */
-static int job__create_pods(struct server *s, struct opcache_obj *o,
-                            const struct aiq_aijob *j) {
-    struct opjob *js = job__state(o);
-    return job__create_range(s, o, j, 0, j->spec.replicas, js ? js->st.attempts + 1 : 1);
+static int job_create_pods(struct server *s, struct opcache_obj *o,
+                           const struct aiq_aijob *j) {
+    struct opjob *js = job_state(o);
+    return job_create_range(s, o, j, 0, j->spec.replicas, js ? js->st.attempts + 1 : 1);
 }
 
 /* Pods of replicas [from, to) in the cache. */
-static int job__count_pods(struct server *s, const struct aiq_aijob *j, int from, int to) {
+static int job_count_pods(struct server *s, const struct aiq_aijob *j, int from, int to) {
     char key[OPCACHE_KEY_MAX];
     int n = 0;
     for (int i = from; i < to; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         n += opcache_get(s->cache[OPK_POD], key) != NULL;
     }
     return n;
 }
 
 /* Tells whether the pods of replicas [from, to) all exist on the server. */
-static bool job__range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
+static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
     char key[OPCACHE_KEY_MAX];
     for (int i = from; i < to; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         if (!p || !*srv__rv(p->raw))
             return false;
@@ -315,10 +315,10 @@ static bool job__range_on_server(struct server *s, const struct aiq_aijob *j, in
 
 /* Tells whether every pod of the job exists on the server (not only as a
  * placeholder waiting for its create). */
-static bool job__pods_on_server(struct server *s, const struct aiq_aijob *j) {
+static bool job_pods_on_server(struct server *s, const struct aiq_aijob *j) {
     char key[OPCACHE_KEY_MAX];
     for (int i = 0; i < j->spec.replicas; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         if (!p || !*srv__rv(p->raw))
             return false;
@@ -328,19 +328,19 @@ static bool job__pods_on_server(struct server *s, const struct aiq_aijob *j) {
 
 /* GPUs the whole gang holds (a shared replica holds a whole GPU under a
  * mechanism that cannot share; see gpu_mech_gpus). */
-static int64_t job__total_gpus(const struct server *s, const struct aiq_aijob *j) {
+static int64_t job_total_gpus(const struct server *s, const struct aiq_aijob *j) {
     return (int64_t)j->spec.replicas * gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
 }
 
 /* Ends the current attempt in the store (idempotent per attempt). */
-static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
-                                struct opjob *js, double now, const char *outcome) {
+static void job_finish_attempt(struct server *s, const struct aiq_aijob *j,
+                               struct opjob *js, double now, const char *outcome) {
     if (js->st.attempts <= 0 || !js->st.admitted_at)
         return;
     double ran = js->st.started_at > 0 ? now - js->st.started_at : 0;
-    double gpu_s = ran > 0 ? ran * (double)job__total_gpus(s, j) : 0;
+    double gpu_s = ran > 0 ? ran * (double)job_total_gpus(s, j) : 0;
     if (j->spec.max_replicas > 0) /* elastic: per stretch at its size */
-        gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
+        gpu_s = job_run_gpu_s(s, j, js, js->st.nplacement, now);
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -361,7 +361,7 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
                       "journal_event");
         /* aiq_finished_total counts jobs: an attempt that succeeds or a
          * job deleted while it ran ends the job; a failed attempt ends it
-         * only past backoffLimit (job__teardown counts that one). */
+         * only past backoffLimit (job_teardown counts that one). */
         if (!strcmp(outcome, "Succeeded") || !strcmp(outcome, "Deleted"))
             opmetrics_finished_inc(s->metrics, outcome);
     }
@@ -369,7 +369,7 @@ static void job__finish_attempt(struct server *s, const struct aiq_aijob *j,
 
 /* Attempts that count against backoffLimit: not those a preemption, a
  * lost node or spec.suspend ended (none of them is the job's fault). */
-static int job__counted_attempts(const struct opjob *js) {
+static int job_counted_attempts(const struct opjob *js) {
     return js->st.attempts - js->st.preemptions - js->st.node_failures - js->st.suspensions;
 }
 
@@ -379,13 +379,13 @@ static int job__counted_attempts(const struct opjob *js) {
  * status.nodeFailures, and the requeue has no backoff. A suspension is
  * the user's choice: counted in status.suspensions, so neither it nor
  * the resume's new attempt uses up backoffLimit. */
-static void job__teardown(struct server *s, struct opcache_obj *o,
-                          const struct aiq_aijob *j, struct opjob *js,
-                          double now, const char *reason, const char *why,
-                          bool suspend) {
+static void job_teardown(struct server *s, struct opcache_obj *o,
+                         const struct aiq_aijob *j, struct opjob *js,
+                         double now, const char *reason, const char *why,
+                         bool suspend) {
     char msg[512];
     bool node_lost = strcmp(reason, "NodeLost") == 0;
-    job__finish_attempt(s, j, js, now, suspend ? "Suspended" : node_lost ? "NodeLost" : "Failed");
+    job_finish_attempt(s, j, js, now, suspend ? "Suspended" : node_lost ? "NodeLost" : "Failed");
     js->teardown = true;
     js->released = false;
     /* Its pods hold their GPUs until they are gone: the queue counts them. */
@@ -402,20 +402,20 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->teardown_to = AIQ_PHASE_SUSPENDED;
         snprintf(msg, sizeof msg, "spec.suspend is true: pods deleted, the job waits to be "
                  "resumed (suspension %d, not counted against backoffLimit)", js->st.suspensions);
-        job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended", msg);
-    } else if (job__counted_attempts(js) > j->spec.backoff_limit) {
+        job_phase(js, AIQ_PHASE_SUSPENDED, "Suspended", msg);
+    } else if (job_counted_attempts(js) > j->spec.backoff_limit) {
         js->teardown_to = AIQ_PHASE_FAILED;
         js->st.finished_at = now;
         snprintf(msg, sizeof msg, "%s; attempt %d of %d, backoffLimit %d reached",
-                 why, job__counted_attempts(js), j->spec.backoff_limit + 1,
+                 why, job_counted_attempts(js), j->spec.backoff_limit + 1,
                  j->spec.backoff_limit);
-        job__phase(js, AIQ_PHASE_FAILED, reason, msg);
+        job_phase(js, AIQ_PHASE_FAILED, reason, msg);
         (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
                       "job_mark");
         opmetrics_finished_inc(s->metrics, "Failed");
     } else {
         /* A lost node is not the job's fault: it goes back at once. */
-        int failed = job__counted_attempts(js); /* >= 1: this one failed */
+        int failed = job_counted_attempts(js); /* >= 1: this one failed */
         double back = node_lost ? 0 : s->flags.backoff_base_s * pow(2, failed > 1 ? failed - 1 : 0);
         if (back > 300)
             back = 300;
@@ -423,7 +423,7 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
         js->teardown_to = AIQ_PHASE_QUEUED;
         js->st.queued_at = now;
         snprintf(msg, sizeof msg, "%s; requeued after attempt %d of %d (backoff %.0fs)",
-                 why, job__counted_attempts(js), j->spec.backoff_limit + 1, back);
+                 why, job_counted_attempts(js), j->spec.backoff_limit + 1, back);
         char payload[384];
         snprintf(payload, sizeof payload,
                  "{\"uid\":\"%.100s\",\"attempt\":%d,\"queued\":%.17g,"
@@ -431,13 +431,13 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
                  j->meta.uid, js->st.attempts, now, js->backoff_until, reason);
         (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_REQUEUE, o->key, payload, NULL),
                       "journal_event");
-        job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
+        job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
     }
     OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
           "reason=%s attempts=%d next=%s msg=\"%s\"", reason, js->st.attempts,
           aiq_phase_name(js->teardown_to), js->st.message);
-    job__event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
-    job__delete_pods(s, j, job__max_pods(j));
+    job_event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
+    job__delete_pods(s, j, job_max_pods(j));
 }
 
 /* ---- lost nodes ------------------------------------------------------- */
@@ -445,8 +445,8 @@ static void job__teardown(struct server *s, struct opcache_obj *o,
 /* Finds a node of the gang's placement that is gone from the cluster or
  * NotReady. Says which in msg and returns true, with *since the time the
  * node's Ready condition turned (0 unknown, e.g. deleted). */
-static bool job__lost_node(struct server *s, const struct opjob *js, char *msg, size_t cap,
-                           double *since) {
+static bool job_lost_node(struct server *s, const struct opjob *js, char *msg, size_t cap,
+                          double *since) {
     for (int i = 0; i < js->st.nplacement; i++) {
         const struct opst_place *pl = &js->st.placement[i];
         struct opcache_obj *n = opcache_get(s->cache[OPK_NODE], pl->node);
@@ -468,10 +468,10 @@ static bool job__lost_node(struct server *s, const struct opjob *js, char *msg, 
 /* Deletes at once (grace 0) the gang's pods bound to node: no kubelet is
  * left there to confirm a graceful stop, and a graceful delete would keep
  * the pod, and the gang's teardown, waiting forever. */
-static void job__force_delete_on(struct server *s, const struct aiq_aijob *j, const char *node) {
+static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, const char *node) {
     char key[OPCACHE_KEY_MAX], path[1024];
-    for (int i = 0; i < job__max_pods(j); i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+    for (int i = 0; i < job_max_pods(j); i++) {
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         const char *on = p ? kube_json_str(p->raw, "spec.nodeName") : NULL;
         if (!on || strcmp(on, node) != 0)
@@ -498,11 +498,11 @@ static void job__force_delete_on(struct server *s, const struct aiq_aijob *j, co
  * the gang gone or failed meanwhile ends it sooner (pod GC removes pods of
  * deleted nodes). Returns true when the job is in node trouble (the
  * caller's other checks wait). */
-static bool job__node_loss(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
-                           struct opjob *js, const struct gang *g, double now) {
+static bool job_node_loss(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
+                          struct opjob *js, const struct gang *g, double now) {
     char msg[400];
     double since = 0;
-    if (!job__lost_node(s, js, msg, sizeof msg, &since)) {
+    if (!job_lost_node(s, js, msg, sizeof msg, &since)) {
         if (js->node_lost_t > 0)
             OPLOG(&s->log, OPLOG_INFO, "node_back", o->key, srv__rv(o->raw),
                   "after_s=%.1f", now - js->node_lost_t);
@@ -524,12 +524,12 @@ static bool job__node_loss(struct server *s, struct opcache_obj *o, const struct
     for (int i = 0; i < js->st.nplacement; i++) {
         struct opcache_obj *n = opcache_get(s->cache[OPK_NODE], js->st.placement[i].node);
         if (!n || !node_ready(n->raw, NULL, NULL))
-            job__force_delete_on(s, j, js->st.placement[i].node);
+            job_force_delete_on(s, j, js->st.placement[i].node);
     }
     js->st.node_failures++;
     js->node_lost_t = 0;
     opmetrics_node_lost_inc(s->metrics);
-    job__teardown(s, o, j, js, now, "NodeLost", why, false);
+    job_teardown(s, o, j, js, now, "NodeLost", why, false);
     return true;
 }
 
@@ -549,7 +549,7 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
     /* Build every patch first (cheap, on this thread). */
     for (int jx = 0; jx < njobs; jx++) {
         struct opcache_obj *o = jobs[jx];
-        struct opjob *js = o ? job__state(o) : NULL;
+        struct opjob *js = o ? job_state(o) : NULL;
         const struct aiq_aijob *j = o ? o->parsed : NULL;
         if (!js || !j || !o->parse_ok || js->st.nplacement <= 0) {
             errors[jx]++;
@@ -557,7 +557,7 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
         }
         for (int k = 0; k < js->st.nplacement; k++) {
             const struct opst_place *pl = &js->place[k];
-            job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
+            job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
             struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
             if (!p) {
                 errors[jx]++;
@@ -637,7 +637,7 @@ send:
     int failed = 0;
     for (int jx = 0; jx < njobs; jx++) {
         if (errors[jx] == 0 && jobs[jx])
-            job__state(jobs[jx])->released = true;
+            job_state(jobs[jx])->released = true;
         failed += errors[jx] != 0;
     }
     free(items);
@@ -652,7 +652,7 @@ int job_release(struct server *s, struct opcache_obj *o) {
 }
 
 /* Borrowed annotation `name` of obj, or NULL. */
-static const char *job__pod_ann(json_object *obj, const char *name) {
+static const char *job_pod_ann(json_object *obj, const char *name) {
     json_object *md = NULL, *ann = NULL, *v = NULL;
     if (!json_object_object_get_ex(obj, "metadata", &md) ||
         !json_object_object_get_ex(md, "annotations", &ann) ||
@@ -663,7 +663,7 @@ static const char *job__pod_ann(json_object *obj, const char *name) {
 
 /* Reads one released pod's placement from its release annotations
  * (release.h) into p. Returns 0, or -1 when the pod has none. */
-static int job__pod_place(json_object *pod, int replica, struct opst_place *p) {
+static int job_pod_place(json_object *pod, int replica, struct opst_place *p) {
     json_object *md = NULL, *ann = NULL, *v = NULL;
     if (!json_object_object_get_ex(pod, "metadata", &md) ||
         !json_object_object_get_ex(md, "annotations", &ann) ||
@@ -690,7 +690,7 @@ static int job__pod_place(json_object *pod, int replica, struct opst_place *p) {
 }
 
 /* A preemption's reason, as actions_stop_pods writes it on the pods. */
-static bool job__preempt_reason(const char *why) {
+static bool job_preempt_reason(const char *why) {
     return why && (strcmp(why, "Preempted") == 0 || strcmp(why, "PreemptedByScore") == 0 ||
                    strcmp(why, "Reclaimed") == 0);
 }
@@ -709,43 +709,43 @@ static bool job__preempt_reason(const char *why) {
  * a preemption's stop reason. The pods are the record then: the job is
  * preempted again from them (the count and condition it never wrote), not
  * left to find its pods missing and fail. */
-static void job__recover_teardown(struct server *s, struct opcache_obj *o,
-                                  const struct aiq_aijob *j, struct opjob *js) {
+static void job_recover_teardown(struct server *s, struct opcache_obj *o,
+                                 const struct aiq_aijob *j, struct opjob *js) {
     aiq_phase p = js->st.phase;
     bool live = p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING;
     if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED && !live)
         return;
     char key[OPCACHE_KEY_MAX];
-    int held = 0, n = job__max_pods(j);
+    int held = 0, n = job_max_pods(j);
     double started = 0;
     bool preempted = false;
     const char *by = NULL, *why = NULL;
     /* A live job's placement is its own (loaded from the status); only a
      * preemption's stop reason on one of its pods makes it a teardown. */
     for (int i = 0; live && i < n; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
-        const char *w = pod ? job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON) : NULL;
-        if (job__preempt_reason(w)) {
+        const char *w = pod ? job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON) : NULL;
+        if (job_preempt_reason(w)) {
             preempted = true;
             why = w;
-            by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+            by = job_pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
             break;
         }
     }
     if (live && !preempted)
         return;
     for (int i = 0; i < n && held < js->place_cap; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
-        if (!pod || pods_is_gated(pod->raw) || job__pod_place(pod->raw, i, &js->place[held]) != 0)
+        if (!pod || pods_is_gated(pod->raw) || job_pod_place(pod->raw, i, &js->place[held]) != 0)
             continue;
         held++;
-        const char *w = job__pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
-        if (p == AIQ_PHASE_QUEUED && !preempted && job__preempt_reason(w)) {
+        const char *w = job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
+        if (p == AIQ_PHASE_QUEUED && !preempted && job_preempt_reason(w)) {
             preempted = true;
             why = w;
-            by = job__pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+            by = job_pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
         }
         double t = opst_parse_time(kube_json_str(pod->raw, "status.startTime"));
         if (t > 0 && (started == 0 || t < started))
@@ -772,7 +772,7 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
                  "back to the queue (preemption %d, not counted against backoffLimit; the "
                  "operator restarted before it wrote this)", by && *by ? by : "the queue",
                  js->st.preemptions);
-        job__phase(js, AIQ_PHASE_QUEUED, why, msg);
+        job_phase(js, AIQ_PHASE_QUEUED, why, msg);
         p = AIQ_PHASE_QUEUED;
     }
     js->teardown = true;
@@ -789,13 +789,13 @@ static void job__recover_teardown(struct server *s, struct opcache_obj *o,
 /* Rebuilds the ring of the job's last preemptions (the policy's limit per
  * hour) from the store: the attempts that ended "Preempted" in the last
  * hour. On a store error the ring stays empty and the error is logged. */
-static void job__load_preemptions(struct server *s, struct opcache_obj *o,
-                                  const struct aiq_aijob *j, struct opjob *js) {
+static void job_load_preemptions(struct server *s, struct opcache_obj *o,
+                                 const struct aiq_aijob *j, struct opjob *js) {
     double t[8];
     int n = 0;
     aiq_err e;
     aiq_err_clear(&e);
-    if (store_attempt_preemptions(s->db, j->meta.uid, job__now() - 3600, t, 8, &n, &e) != AIQ_OK)
+    if (store_attempt_preemptions(s->db, j->meta.uid, job_now() - 3600, t, 8, &n, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL,
               "op=attempt_preemptions msg=\"%s\"", e.message);
     for (int k = 0; k < n; k++) js->pre_t[k] = t[k];
@@ -805,11 +805,11 @@ static void job__load_preemptions(struct server *s, struct opcache_obj *o,
               "last_hour=%d newest=%.3f", n, t[n - 1]);
 }
 
-static int job__running_in(struct server *s, const struct aiq_aijob *j, int from, int to);
+static int job_running_in(struct server *s, const struct aiq_aijob *j, int from, int to);
 
 /* "grown from A to B replicas ..." (job_grow's Resized message): A, or
  * -1 when msg is not that or B is not `to`. */
-static int job__grown_from(const char *msg, int to) {
+static int job_grown_from(const char *msg, int to) {
     static const char pre[] = "grown from ";
     if (strncmp(msg, pre, sizeof pre - 1) != 0)
         return -1;
@@ -829,32 +829,32 @@ static int job__grown_from(const char *msg, int to) {
  * runs): taken up again, so that its new pods are made and released and
  * the start timeout (GrowTimedOut) still applies, counted from the
  * grown pods' creation (now when none exists yet). */
-static void job__recover_growth(struct server *s, struct opcache_obj *o,
-                                const struct aiq_aijob *j, struct opjob *js) {
+static void job_recover_growth(struct server *s, struct opcache_obj *o,
+                               const struct aiq_aijob *j, struct opjob *js) {
     int n = js->st.nplacement;
-    int from = strcmp(js->st.resized.reason, "Grown") == 0 ? job__grown_from(js->st.resized.message, n) : -1;
-    if (from < 0 || job__running_in(s, j, from, n) == n - from)
+    int from = strcmp(js->st.resized.reason, "Grown") == 0 ? job_grown_from(js->st.resized.message, n) : -1;
+    if (from < 0 || job_running_in(s, j, from, n) == n - from)
         return;
     double t = 0;
     char key[OPCACHE_KEY_MAX];
     for (int i = from; i < n; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
         double c = pod ? opst_parse_time(kube_json_str(pod->raw, "metadata.creationTimestamp")) : 0;
         if (c > 0 && (t == 0 || c < t))
             t = c;
     }
     js->grow_from = js->grow_start = from;
-    js->grow_t = t > 0 ? t : job__now();
+    js->grow_t = t > 0 ? t : job_now();
     OPLOG(&s->log, OPLOG_INFO, "job_growth_recovered", o->key, srv__rv(o->raw),
           "from=%d to=%d since=%.3f", from, n, js->grow_t);
 }
 
 /* Recovers our state from the live status (first sight after a start). */
-static void job__load(struct server *s, struct opcache_obj *o,
-                      const struct aiq_aijob *j, struct opjob *js) {
+static void job_load(struct server *s, struct opcache_obj *o,
+                     const struct aiq_aijob *j, struct opjob *js) {
     json_object *live = NULL, *pl = NULL;
-    int n = job__max_pods(j);
+    int n = job_max_pods(j);
     json_object_object_get_ex(o->raw, "status", &live);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
@@ -862,7 +862,7 @@ static void job__load(struct server *s, struct opcache_obj *o,
         n = (int)json_object_array_length(pl);
     if (n > AIQ_MAX_REPLICAS)
         n = AIQ_MAX_REPLICAS;
-    if (job__place_alloc(js, n) != 0)
+    if (job_place_alloc(js, n) != 0)
         return;
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
@@ -881,15 +881,15 @@ static void job__load(struct server *s, struct opcache_obj *o,
         js->seg_t = js->st.admitted_at;
         js->st.current_replicas = js->st.nplacement;
         /* Re-record the attempt (a no-op when the store has it). */
-        char *pj = job__place_json(js);
+        char *pj = job_place_json(js);
         (void)srv_rec(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
-                            js->st.admitted_at ? js->st.admitted_at : job__now(), pj, NULL), "attempt_begin");
+                            js->st.admitted_at ? js->st.admitted_at : job_now(), pj, NULL), "attempt_begin");
         free(pj);
     }
-    job__recover_teardown(s, o, j, js);
+    job_recover_teardown(s, o, j, js);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) && !js->teardown)
-        job__recover_growth(s, o, j, js);
-    job__load_preemptions(s, o, j, js);
+        job_recover_growth(s, o, j, js);
+    job_load_preemptions(s, o, j, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
@@ -898,8 +898,8 @@ static void job__load(struct server *s, struct opcache_obj *o,
 
 /* Records the job's spec in the store once per generation (and its runtime
  * prediction); the arrival is journaled by job__journal_arrival. */
-static void job__record(struct server *s, struct opcache_obj *o,
-                        const struct aiq_aijob *j, struct opjob *js, double now) {
+static void job_record(struct server *s, struct opcache_obj *o,
+                       const struct aiq_aijob *j, struct opjob *js, double now) {
     aiq_err e;
     aiq_err_clear(&e);
     int64_t gen = srv__generation(o->raw);
@@ -931,8 +931,8 @@ static void job__record(struct server *s, struct opcache_obj *o,
  * which the cache keeps only as a string (srv__drop_template), back as
  * its last member. Returns buf, or "null" when the object has no spec or
  * the text does not fit. */
-static const char *job__spec_text(json_object *raw, const struct aiq_aijob *j, char *buf,
-                                  size_t cap) {
+static const char *job_spec_text(json_object *raw, const struct aiq_aijob *j, char *buf,
+                                 size_t cap) {
     json_object *spec = NULL;
     if (!json_object_object_get_ex(raw, "spec", &spec))
         return "null";
@@ -966,26 +966,26 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
              "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
-             job__spec_text(o->raw, j, spec, sizeof spec));
+             job_spec_text(o->raw, j, spec, sizeof spec));
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
                   "journal_event");
     js->journaled = true;
 }
 
 /* A job waiting for its namespace's Group: remembers why (applied to
- * the status by job__apply_hold at the end of each sync) and says so in
+ * the status by job_apply_hold at the end of each sync) and says so in
  * an Event once. */
-static void job__hold(struct server *s, struct opcache_obj *o, struct opjob *js,
-                      const char *reason, const char *msg) {
+static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
+                     const char *reason, const char *msg) {
     js->group_hold = true;
     snprintf(js->hold_reason, sizeof js->hold_reason, "%s", reason);
     snprintf(js->hold_msg, sizeof js->hold_msg, "%s", msg);
-    job__event(s, o, js, "Warning", reason, msg);
+    job_event(s, o, js, "Warning", reason, msg);
 }
 
 /* A held job that waits in the queue's phases shows why, with no
  * position; the cycle leaves it out. */
-static void job__apply_hold(struct opjob *js) {
+static void job_apply_hold(struct opjob *js) {
     if (!js->group_hold ||
         (js->st.phase != AIQ_PHASE_QUEUED && js->st.phase != AIQ_PHASE_PENDING))
         return;
@@ -1015,11 +1015,11 @@ static void job__group(struct server *s, struct opcache_obj *o, const struct aiq
         snprintf(msg, sizeof msg,
                  "namespace %s is claimed by Groups %s and %s%s: its jobs wait until only one "
                  "claims it", ns, g[0]->meta.name, g[1]->meta.name, n > 2 ? " (and others)" : "");
-        job__hold(s, o, js, "GroupConflict", msg);
+        job_hold(s, o, js, "GroupConflict", msg);
     } else if (!strcmp(mode, "run")) {
-        job__event(s, o, js, "Normal", "NoGroup",
-                   "no Group claims this namespace: the job runs with no quota or budget "
-                   "(--ungrouped=run)");
+        job_event(s, o, js, "Normal", "NoGroup",
+                  "no Group claims this namespace: the job runs with no quota or budget "
+                  "(--ungrouped=run)");
     } else if (strcmp(mode, "wait") != 0) {
         const struct opcache_obj *go = opcache_get(s->cache[OPK_GROUP], mode);
         if (go && go->parse_ok && go->parsed) {
@@ -1028,16 +1028,16 @@ static void job__group(struct server *s, struct opcache_obj *o, const struct aiq
             snprintf(msg, sizeof msg,
                      "no Group claims namespace %s and the default Group %s (--ungrouped) does "
                      "not exist", ns, mode);
-            job__hold(s, o, js, "NoGroup", msg);
+            job_hold(s, o, js, "NoGroup", msg);
         }
     } else {
         snprintf(msg, sizeof msg,
                  "no Group claims namespace %s: its jobs wait until a Group lists it in "
                  "spec.namespaces (or the operator runs with --ungrouped)", ns);
-        job__hold(s, o, js, "NoGroup", msg);
+        job_hold(s, o, js, "NoGroup", msg);
     }
     if (was && !js->group_hold && js->st.phase == AIQ_PHASE_QUEUED)
-        job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+        job_phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
 }
 
 /* ---- preemption and elastic resizing (actions.c drives these) ---------- */
@@ -1045,14 +1045,14 @@ static void job__group(struct server *s, struct opcache_obj *o, const struct aiq
 /* Preempts o for by; see server.h. */
 int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
                 const char *reason, const char *why, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
     if (!js || !j || js->teardown ||
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING))
         return -1;
     const char *bykey = by ? by->key : "";
     /* This run's GPU time counts until the last pod is gone. */
-    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
+    js->run_gpu_s = job_run_gpu_s(s, j, js, js->st.nplacement, now);
     js->seg_t = now;
     js->teardown = true;
     js->teardown_to = AIQ_PHASE_QUEUED;
@@ -1075,22 +1075,22 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     snprintf(msg, sizeof msg, "preempted by %.200s (%.80s); its pods stop gracefully, then it goes "
              "back to the queue (preemption %d, not counted against backoffLimit)",
              *bykey ? bykey : "the queue", why, js->st.preemptions);
-    job__phase(js, AIQ_PHASE_QUEUED, reason, msg);
+    job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
     srv__event(s, OPK_AIJOB, o->raw, "Warning", "Preempted", msg);
     snprintf(js->last_event, sizeof js->last_event, "%s", "Preempted");
     opmetrics_preempted_inc(s->metrics, reason);
     OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(o->raw),
           "by=%s reason=%s replicas=%d preemptions=%d", *bykey ? bykey : "-", reason, js->held,
           js->st.preemptions);
-    actions_stop_pods(s, j, 0, job__max_pods(j), bykey, reason);
+    actions_stop_pods(s, j, 0, job_max_pods(j), bykey, reason);
     job__publish(s, o, js, now);
     return 0;
 }
 
 /* The victim's last pod is gone: it is back in the queue. */
-static void job__preempt_done(struct server *s, struct opcache_obj *o,
-                              const struct aiq_aijob *j, struct opjob *js, double now) {
-    double gpu_s = job__run_gpu_s(s, j, js, js->held, now);
+static void job_preempt_done(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, double now) {
+    double gpu_s = job_run_gpu_s(s, j, js, js->held, now);
     bool counted = false;
     aiq_err e;
     aiq_err_clear(&e);
@@ -1106,7 +1106,7 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
     js->preempted = false;
     js->st.queued_at = now;
     /* The hourly limit counts preemptions from here, the attempt's end
-     * (what job__load reads back after a restart, and when aiq-sim
+     * (what job_load reads back after a restart, and when aiq-sim
      * counts them). */
     js->pre_t[js->npre_t++ % 8] = now;
     /* Journaled when the room is really free: replay stops the victim
@@ -1123,7 +1123,7 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
     char msg[512];
     snprintf(msg, sizeof msg, "preempted by %.200s; its pods are gone and it waits in the queue "
              "again (attained service kept)", js->preempted_by[0] ? js->preempted_by : "the queue");
-    job__phase(js, AIQ_PHASE_QUEUED, js->preempt_reason, msg);
+    job_phase(js, AIQ_PHASE_QUEUED, js->preempt_reason, msg);
     OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
           "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", js->preempt_reason, gpu_s,
           (int)counted, js->attained_gpu_s);
@@ -1132,7 +1132,7 @@ static void job__preempt_done(struct server *s, struct opcache_obj *o,
 /* Shrinks o; see server.h. */
 int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache_obj *by,
                const char *why, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
     if (!js || !j || js->teardown || js->stopping > 0 ||
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
@@ -1156,9 +1156,9 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
 }
 
 /* The shrunk replicas' pods are gone: the job's size is the new one. */
-static void job__shrink_done(struct server *s, struct opcache_obj *o,
-                             const struct aiq_aijob *j, struct opjob *js, double now) {
-    js->run_gpu_s = job__run_gpu_s(s, j, js, js->st.nplacement, now);
+static void job_shrink_done(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j, struct opjob *js, double now) {
+    js->run_gpu_s = job_run_gpu_s(s, j, js, js->st.nplacement, now);
     js->seg_t = now;
     js->st.nplacement -= js->stopping;
     js->stopping = 0;
@@ -1176,11 +1176,11 @@ static void job__shrink_done(struct server *s, struct opcache_obj *o,
 }
 
 /* Pods of replicas [from, to) whose phase is Running or Succeeded. */
-static int job__running_in(struct server *s, const struct aiq_aijob *j, int from, int to) {
+static int job_running_in(struct server *s, const struct aiq_aijob *j, int from, int to) {
     char key[OPCACHE_KEY_MAX];
     int n = 0;
     for (int i = from; i < to; i++) {
-        job__pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         const char *ph = p ? kube_json_str(p->raw, "status.phase") : NULL;
         n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
@@ -1195,8 +1195,8 @@ static int job__running_in(struct server *s, const struct aiq_aijob *j, int from
 /* Remembers the nodes of replicas [from, to) as ones its growth keeps
  * off for --grow-backoff (the queue's q_job.grow_avoid, cycle.c). Out of
  * memory: not remembered (logged; growth may try them again). */
-static void job__grow_avoid(struct server *s, struct opcache_obj *o, struct opjob *js, int from,
-                            int to, double now) {
+static void job_grow_avoid(struct server *s, struct opcache_obj *o, struct opjob *js, int from,
+                           int to, double now) {
     if (!js->grow_avoid && !(js->grow_avoid = calloc(1, sizeof *js->grow_avoid))) {
         OPLOG(&s->log, OPLOG_ERROR, "job_grow_avoid_failed", o->key, srv__rv(o->raw),
               "err=\"out of memory\"");
@@ -1223,7 +1223,7 @@ static void job__grow_avoid(struct server *s, struct opcache_obj *o, struct opjo
 static void job__grow_timeout(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, double now) {
     int old = js->grow_start, cur = js->st.nplacement;
-    job__grow_avoid(s, o, js, old, cur, now);
+    job_grow_avoid(s, o, js, old, cur, now);
     js->stopping = cur - old;
     js->grow_from = js->grow_start = 0;
     js->st.current_replicas = old;
@@ -1245,12 +1245,12 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
  * not enough: kube-scheduler may still refuse them), undone when they do
  * not all run within --start-timeout of the growth, forgotten when a
  * shrink took them away. */
-static void job__grow_check(struct server *s, struct opcache_obj *o,
-                            const struct aiq_aijob *j, struct opjob *js, double now) {
+static void job_grow_check(struct server *s, struct opcache_obj *o,
+                           const struct aiq_aijob *j, struct opjob *js, double now) {
     if (js->grow_start <= 0 || js->stopping > 0)
         return;
     int n = js->st.nplacement;
-    if (js->grow_start >= n || job__running_in(s, j, js->grow_start, n) == n - js->grow_start)
+    if (js->grow_start >= n || job_running_in(s, j, js->grow_start, n) == n - js->grow_start)
         js->grow_start = 0;
     else if (now - js->grow_t > s->flags.start_timeout_s)
         job__grow_timeout(s, o, j, js, now);
@@ -1259,14 +1259,14 @@ static void job__grow_check(struct server *s, struct opcache_obj *o,
 /* Grows o; see server.h. */
 int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
              const struct q_place *add, int nplace, int size, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
     int old = js ? js->st.nplacement : 0;
     if (!js || !j || js->teardown || js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0 ||
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
-        old < 1 || nplace < 1 || old + nplace != size || size > job__max_pods(j))
+        old < 1 || nplace < 1 || old + nplace != size || size > job_max_pods(j))
         return -1;
-    if (js->place_cap < size && job__place_alloc(js, size) != 0)
+    if (js->place_cap < size && job_place_alloc(js, size) != 0)
         return -1;
     for (int k = 0; k < nplace; k++) {
         const struct q_place *qp = &add[k];
@@ -1283,7 +1283,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
                                                 : j->spec.resources.gpu_memory_mib;
     }
     if (js->seg_t > 0)
-        js->run_gpu_s = job__run_gpu_s(s, j, js, old, now);
+        js->run_gpu_s = job_run_gpu_s(s, j, js, old, now);
     js->seg_t = now;
     js->grow_from = js->grow_start = old;
     js->grow_t = now;
@@ -1303,19 +1303,19 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     opmetrics_resized_inc(s->metrics, "grow");
     OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(o->raw), "from=%d to=%d", old,
           size);
-    job__create_range(s, o, j, old, size, js->st.attempts);
+    job_create_range(s, o, j, old, size, js->st.attempts);
     job__publish(s, o, js, now);
     return 0;
 }
 
 /* An AIJob that does not parse: Rejected with the field and the value. */
-static void job__sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
-                              double now) {
+static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
+                             double now) {
     if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
         memset(&js->st, 0, sizeof js->st);
         js->loaded = true;
-        job__phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
-        job__event(s, o, js, "Warning", "Rejected", o->perr.message);
+        job_phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
+        job_event(s, o, js, "Warning", "Rejected", o->perr.message);
         OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
               "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
     }
@@ -1325,19 +1325,19 @@ static void job__sync_invalid(struct server *s, struct opcache_obj *o, struct op
 /* Loads what the store keeps, sizes the placement, and records the job:
  * group, GPUs, first phase, arrival, predicted runtime. False when the
  * sync cannot go on this turn (store not loaded, ENOMEM). */
-static bool job__sync_prepare(struct server *s, struct opcache_obj *o,
-                              const struct aiq_aijob *j, struct opjob *js, double now) {
+static bool job_sync_prepare(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, double now) {
     if (!js->loaded)
-        job__load(s, o, j, js);
+        job_load(s, o, j, js);
     if (!js->loaded)
         return false;
-    if (js->place_cap < job__max_pods(j) && job__place_alloc(js, job__max_pods(j)) != 0)
+    if (js->place_cap < job_max_pods(j) && job_place_alloc(js, job_max_pods(j)) != 0)
         return false;
     job__group(s, o, j, js);
-    js->st.total_gpus = job__total_gpus(s, j);
+    js->st.total_gpus = job_total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
-        job__phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
-    job__record(s, o, j, js, now);
+        job_phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
+    job_record(s, o, j, js, now);
     job__journal_arrival(s, o, j, js, now);
     js->st.predicted_runtime_s = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
     return true;
@@ -1345,23 +1345,23 @@ static bool job__sync_prepare(struct server *s, struct opcache_obj *o,
 
 /* A teardown in progress: stops the pods still there (true: the sync is
  * done for this turn), else finishes it into teardown_to. */
-static bool job__sync_teardown(struct server *s, struct opcache_obj *o,
-                               const struct aiq_aijob *j, struct opjob *js,
-                               const struct gang *g, double now) {
+static bool job_sync_teardown(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js,
+                              const struct gang *g, double now) {
     if (!js->teardown)
         return false;
     if (g->exist > 0) {
         if (js->preempted)
-            actions_stop_pods(s, j, 0, job__max_pods(j), js->preempted_by,
+            actions_stop_pods(s, j, 0, job_max_pods(j), js->preempted_by,
                               js->preempt_reason);
         else
-            job__delete_pods(s, j, job__max_pods(j));
+            job__delete_pods(s, j, job_max_pods(j));
         job__publish(s, o, js, now);
         return true;
     }
     js->teardown = false;
     if (js->preempted)
-        job__preempt_done(s, o, j, js, now); /* reads held */
+        job_preempt_done(s, o, j, js, now); /* reads held */
     js->held = 0;
     js->st.phase = js->teardown_to;
     return false;
@@ -1369,17 +1369,17 @@ static bool job__sync_teardown(struct server *s, struct opcache_obj *o,
 
 /* Elastic resizes in flight of an admitted or running job: stopped
  * replicas gone, new ones made; *g is read again. */
-static void job__sync_resize(struct server *s, struct opcache_obj *o,
-                             const struct aiq_aijob *j, struct opjob *js, struct gang *g,
-                             double now) {
+static void job_sync_resize(struct server *s, struct opcache_obj *o,
+                            const struct aiq_aijob *j, struct opjob *js, struct gang *g,
+                            double now) {
     if (js->stopping > 0 &&
-        job__count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
-        job__shrink_done(s, o, j, js, now);
-    job__grow_check(s, o, j, js, now);
+        job_count_pods(s, j, js->st.nplacement - js->stopping, js->st.nplacement) == 0)
+        job_shrink_done(s, o, j, js, now);
+    job_grow_check(s, o, j, js, now);
     if (js->grow_from > 0)
-        (void)job__create_range(s, o, j, js->grow_from, js->st.nplacement,
-                                js->st.attempts); /* a pod that cannot be built: logged */
-    job__gang(s, j, js, js->st.attempts, g);
+        (void)job_create_range(s, o, j, js->grow_from, js->st.nplacement,
+                               js->st.attempts); /* a pod that cannot be built: logged */
+    job_gang(s, j, js, js->st.attempts, g);
     if (js->grow_from > 0 && g->gated == 0 && g->exist == g->n) {
         js->grow_from = 0; /* every new replica released */
         actions_annotate_size(s, j, js->st.nplacement);
@@ -1387,74 +1387,74 @@ static void job__sync_resize(struct server *s, struct opcache_obj *o,
 }
 
 /* Suspend (true: the sync is done for this turn) and resume. */
-static bool job__sync_suspend(struct server *s, struct opcache_obj *o,
-                              const struct aiq_aijob *j, struct opjob *js, double now) {
+static bool job_sync_suspend(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, double now) {
     if (j->spec.suspend) {
         if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) {
-            job__teardown(s, o, j, js, now, "Suspended", "suspended", true);
+            job_teardown(s, o, j, js, now, "Suspended", "suspended", true);
         } else if (js->st.phase != AIQ_PHASE_SUSPENDED) {
             js->st.position = 0;
             js->st.estimated_start = 0;
-            job__phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
-                       "spec.suspend is true: the job holds its place out of the queue");
-            job__event(s, o, js, "Normal", "Suspended", js->st.message);
+            job_phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
+                      "spec.suspend is true: the job holds its place out of the queue");
+            job_event(s, o, js, "Normal", "Suspended", js->st.message);
         }
         job__publish(s, o, js, now);
         return true;
     }
     if (js->st.phase == AIQ_PHASE_SUSPENDED) {
         js->st.queued_at = now;
-        job__phase(js, AIQ_PHASE_QUEUED, "Resumed", "resumed: waiting for the next cycle");
-        job__event(s, o, js, "Normal", "Resumed", js->st.message);
+        job_phase(js, AIQ_PHASE_QUEUED, "Resumed", "resumed: waiting for the next cycle");
+        job_event(s, o, js, "Normal", "Resumed", js->st.message);
     }
     return false;
 }
 
 /* Pending or Queued: its gated pods made, then Queued; Rejected when
  * they can never be made. */
-static void job__sync_waiting(struct server *s, struct opcache_obj *o,
-                              const struct aiq_aijob *j, struct opjob *js,
-                              const struct gang *g, double now) {
+static void job_sync_waiting(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js,
+                             const struct gang *g, double now) {
     if (js->pod_refused[0]) {
         /* Its pods can never be made (see opjob.pod_refused). */
         js->st.position = 0;
         js->st.estimated_start = 0;
-        job__phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
-        job__event(s, o, js, "Warning", "Rejected", js->pod_refused);
+        job_phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
+        job_event(s, o, js, "Warning", "Rejected", js->pod_refused);
         OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
               "field=spec.template msg=\"%s\"", js->pod_refused);
         if (g->exist > 0)
-            job__delete_pods(s, j, job__max_pods(j));
+            job__delete_pods(s, j, job_max_pods(j));
         return;
     }
-    if (job__create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
-        job__pods_on_server(s, j)) {
+    if (job_create_pods(s, o, j) == 0 && js->st.phase == AIQ_PHASE_PENDING &&
+        job_pods_on_server(s, j)) {
         js->st.queued_at = now;
-        job__phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+        job_phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
         (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL),
                       "job_mark");
         job__journal_arrival(s, o, j, js, now);
         OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
               (int)j->spec.replicas);
-        job__event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
+        job_event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
     }
 }
 
 /* Admitted: Running once every pod runs; torn down when a pod fails or
  * goes, the scheduler refuses the placement, or the start times out; a
  * release left half done is finished. */
-static void job__sync_admitted(struct server *s, struct opcache_obj *o,
-                               const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
-                               double now) {
+static void job_sync_admitted(struct server *s, struct opcache_obj *o,
+                              const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
+                              double now) {
     char msg[512];
-    if (job__node_loss(s, o, j, js, g, now)) {
+    if (job_node_loss(s, o, j, js, g, now)) {
         return;
     } else if (g->failed > 0) {
         snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
-        job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+        job_teardown(s, o, j, js, now, "PodFailed", msg, false);
     } else if (g->exist < g->n) {
         snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
-        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
     } else if (g->newer > 0) {
         /* A restart between a teardown's pod re-creation and its
          * status write: these pods are for the next attempt, which
@@ -1462,10 +1462,10 @@ static void job__sync_admitted(struct server *s, struct opcache_obj *o,
          * one. */
         snprintf(msg, sizeof msg, "%d of %d pods were recreated for attempt %d",
                  g->newer, g->n, js->st.attempts + 1);
-        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
     } else if (g->running + g->succeeded == g->n) {
         js->st.started_at = now;
-        job__phase(js, AIQ_PHASE_RUNNING, "Running", "");
+        job_phase(js, AIQ_PHASE_RUNNING, "Running", "");
         snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
                  g->n == 1 ? "its" : "all", g->n, g->n == 1 ? "" : "s");
         (void)srv_rec(s, store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL),
@@ -1478,20 +1478,20 @@ static void job__sync_admitted(struct server *s, struct opcache_obj *o,
                  j->meta.uid, js->st.attempts, now);
         (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL),
                       "journal_event");
-        job__event(s, o, js, "Normal", "Running", js->st.message);
+        job_event(s, o, js, "Normal", "Running", js->st.message);
     } else if (js->st.admitted_at > 0 &&
                now - js->st.admitted_at >= s->flags.unsched_grace_s &&
                job_unschedulable(s, j, js->st.attempts, msg, sizeof msg)) {
         /* The scheduler disagrees with the placement (capacity aiq
          * could not see): requeue now, not at the start timeout. */
-        job__teardown(s, o, j, js, now, "Unschedulable", msg, false);
+        job_teardown(s, o, j, js, now, "Unschedulable", msg, false);
     } else if (js->st.admitted_at > 0 &&
                now - js->st.admitted_at > s->flags.start_timeout_s) {
         snprintf(msg, sizeof msg, "only %d of %d pods running %.0fs after admission",
                  g->running, g->n, now - js->st.admitted_at);
-        job__teardown(s, o, j, js, now, "StartTimeout", msg, false);
+        job_teardown(s, o, j, js, now, "StartTimeout", msg, false);
     } else if (g->gated > 0 && !((struct opext *)o->ext)->dirty &&
-               job__range_on_server(s, j, 0, g->n)) {
+               job_range_on_server(s, j, 0, g->n)) {
         /* A restart mid-release, or a failed patch: finish it with the
          * placement the status recorded. */
         job_release(s, o);
@@ -1500,63 +1500,63 @@ static void job__sync_admitted(struct server *s, struct opcache_obj *o,
 
 /* Running: Succeeded once every pod has; torn down when a pod fails or
  * goes; an elastic job's new replicas released. */
-static void job__sync_running(struct server *s, struct opcache_obj *o,
-                              const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
-                              double now) {
+static void job_sync_running(struct server *s, struct opcache_obj *o,
+                             const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
+                             double now) {
     char msg[512];
-    if (job__node_loss(s, o, j, js, g, now)) {
+    if (job_node_loss(s, o, j, js, g, now)) {
         return;
     } else if (g->failed > 0) {
         snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
-        job__teardown(s, o, j, js, now, "PodFailed", msg, false);
+        job_teardown(s, o, j, js, now, "PodFailed", msg, false);
     } else if (g->exist < g->n) {
         snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
-        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
     } else if (g->gated > 0 && js->grow_from > 0) {
         /* New replicas of an elastic job: released once their pods
          * exist and the status holds their placement. */
-        if (!((struct opext *)o->ext)->dirty && job__range_on_server(s, j, 0, g->n))
+        if (!((struct opext *)o->ext)->dirty && job_range_on_server(s, j, 0, g->n))
             job_release(s, o);
     } else if (g->gated > 0) {
         /* A gate is never re-added, so these pods are new: a restart
          * between a teardown's pod re-creation and its status write. */
         snprintf(msg, sizeof msg, "%d of %d pods were recreated while the job ran",
                  g->gated, g->n);
-        job__teardown(s, o, j, js, now, "PodMissing", msg, false);
+        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
     } else if (g->succeeded == g->n) {
         js->st.finished_at = now;
         snprintf(msg, sizeof msg, "%s %d replica%s succeeded", g->n == 1 ? "its" : "all",
                  g->n, g->n == 1 ? "" : "s");
-        job__finish_attempt(s, j, js, now, "Succeeded");
-        job__phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
+        job_finish_attempt(s, j, js, now, "Succeeded");
+        job_phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
         js->st.position = 0;
         (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
                       "job_mark");
-        job__event(s, o, js, "Normal", "Succeeded", msg);
+        job_event(s, o, js, "Normal", "Succeeded", msg);
     }
 }
 
 /* Syncs one AIJob; see server.h. Steps: prepare, teardown, resizes,
  * terminal phases, suspend/resume, then the phase's own work. */
 void job_sync(struct server *s, struct opcache_obj *o, double now) {
-    struct opjob *js = job__state(o);
+    struct opjob *js = job_state(o);
     struct gang g;
     if (!js || !s->leading)
         return;
     js->resync = false;
     js->pods_ready = false;
     if (!o->parse_ok || !o->parsed) {
-        job__sync_invalid(s, o, js, now);
+        job_sync_invalid(s, o, js, now);
         return;
     }
     const struct aiq_aijob *j = o->parsed;
-    if (!job__sync_prepare(s, o, j, js, now))
+    if (!job_sync_prepare(s, o, j, js, now))
         return;
-    job__gang(s, j, js, js->st.attempts, &g);
-    if (job__sync_teardown(s, o, j, js, &g, now))
+    job_gang(s, j, js, js->st.attempts, &g);
+    if (job_sync_teardown(s, o, j, js, &g, now))
         return;
     if (js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING)
-        job__sync_resize(s, o, j, js, &g, now);
+        job_sync_resize(s, o, j, js, &g, now);
     js->st.attained_gpu_hours = js->attained_gpu_s / 3600.0;
     switch (js->st.phase) {
     case AIQ_PHASE_SUCCEEDED:
@@ -1567,17 +1567,17 @@ void job_sync(struct server *s, struct opcache_obj *o, double now) {
     default:
         break;
     }
-    if (job__sync_suspend(s, o, j, js, now))
+    if (job_sync_suspend(s, o, j, js, now))
         return;
     switch (js->st.phase) {
     case AIQ_PHASE_PENDING:
-    case AIQ_PHASE_QUEUED: job__sync_waiting(s, o, j, js, &g, now); break;
-    case AIQ_PHASE_ADMITTED: job__sync_admitted(s, o, j, js, &g, now); break;
-    case AIQ_PHASE_RUNNING: job__sync_running(s, o, j, js, &g, now); break;
+    case AIQ_PHASE_QUEUED: job_sync_waiting(s, o, j, js, &g, now); break;
+    case AIQ_PHASE_ADMITTED: job_sync_admitted(s, o, j, js, &g, now); break;
+    case AIQ_PHASE_RUNNING: job_sync_running(s, o, j, js, &g, now); break;
     default: break;
     }
-    js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job__pods_on_server(s, j);
-    job__apply_hold(js);
+    js->pods_ready = js->st.phase == AIQ_PHASE_QUEUED && job_pods_on_server(s, j);
+    job_apply_hold(js);
     job__publish(s, o, js, now);
 }
 
@@ -1639,14 +1639,14 @@ void job_resync_all(struct server *s) {
 /* Deletes the pods of a job; see server.h. */
 void job_delete_pods(struct server *s, struct opcache_obj *o) {
     if (o->parse_ok && o->parsed)
-        job__delete_pods(s, o->parsed, job__max_pods(o->parsed));
+        job__delete_pods(s, o->parsed, job_max_pods(o->parsed));
 }
 
 /* The AIJob reconciler: sync on change; on deletion, remove the pods and
  * keep the history. */
 void reconcile_aijob(struct server *s, enum kube_event_type t,
                      struct opcache_obj *o, json_object *obj) {
-    double now = job__now();
+    double now = job_now();
     if (t != KUBE_EV_DELETED) {
         job_sync(s, o, now);
         return;
@@ -1660,7 +1660,7 @@ void reconcile_aijob(struct server *s, enum kube_event_type t,
     if (!j)
         return;
     if (x && x->job)
-        job__finish_attempt(s, j, x->job, now, "Deleted");
+        job_finish_attempt(s, j, x->job, now, "Deleted");
     (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_DELETED, now, NULL), "job_mark");
-    job__delete_pods(s, j, job__max_pods(j));
+    job__delete_pods(s, j, job_max_pods(j));
 }

@@ -27,8 +27,8 @@ int node_to_q(json_object *node, struct q_node *qn, nodex *why) {
 
 /* Tells once per change that the node is left out or back (an Event on
  * the Node and a log line): o->ext remembers the last reason told. */
-static void node__tell(struct server *s, struct opcache_obj *o, json_object *obj,
-                       const struct node_facts *f) {
+static void node_tell(struct server *s, struct opcache_obj *o, json_object *obj,
+                      const struct node_facts *f) {
     struct opext *x = o ? srv__ext(o) : NULL;
     /* Only the leader posts Events: a follower remembers nothing, so it
      * tells once it leads and the node changes. */
@@ -75,7 +75,7 @@ void reconcile_node(struct server *s, enum kube_event_type t,
         }
         x->node_ready = ready;
     }
-    node__tell(s, o, obj, &f);
+    node_tell(s, o, obj, &f);
     const struct q_node qn = f.q;
     struct store_node sn = {qn.name, qn.gpu_model, qn.ngpus,
                             qn.ngpus ? qn.gpu_mem_total[0] : 0, qn.domain,

@@ -12,9 +12,9 @@
 #include "operator/server.h"
 
 /* Builds a policy's status. */
-static json_object *pol__status(struct opcache_obj *o, const char *phase,
-                                bool compiled, bool active, const char *msg,
-                                int line, int col, const char *warning) {
+static json_object *pol_status(struct opcache_obj *o, const char *phase,
+                               bool compiled, bool active, const char *msg,
+                               int line, int col, const char *warning) {
     json_object *st = json_object_new_object();
     if (!st)
         return NULL;
@@ -41,7 +41,7 @@ static json_object *pol__status(struct opcache_obj *o, const char *phase,
 
 /* The warning for a compiled policy some of whose scores were clamped,
  * or "" (buf, cap bytes). */
-static void pol__clamp_warning(const oppolicy *p, char *buf, size_t cap) {
+static void pol_clamp_warning(const oppolicy *p, char *buf, size_t cap) {
     const char *term = NULL;
     if (!p || oppolicy_clamped(p, &term) == 0) {
         buf[0] = '\0';
@@ -54,7 +54,7 @@ static void pol__clamp_warning(const oppolicy *p, char *buf, size_t cap) {
 }
 
 /* Compiles o when its spec changed since the last compile. */
-static void pol__compile(struct server *s, struct opcache_obj *o) {
+static void pol_compile(struct server *s, struct opcache_obj *o) {
     struct opext *x = srv__ext(o);
     if (!x || !o->parse_ok)
         return;
@@ -83,7 +83,7 @@ static void pol__compile(struct server *s, struct opcache_obj *o) {
 }
 
 /* Picks the active policy and writes every policy's status. */
-static void pol__select(struct server *s, const char *exclude) {
+static void pol_select(struct server *s, const char *exclude) {
     opcache *c = s->cache[OPK_POLICY];
     char names[512] = "";
     int nactive = 0;
@@ -138,16 +138,16 @@ static void pol__select(struct server *s, const char *exclude) {
         if (!o->parse_ok) {
             snprintf(msg, sizeof msg, "%s%s", o->perr.message,
                      x->compiled ? " (the previous version stays in use)" : "");
-            st = pol__status(o, "Error", false, running, msg, o->perr.line, o->perr.col, NULL);
+            st = pol_status(o, "Error", false, running, msg, o->perr.line, o->perr.col, NULL);
         } else if (nactive > 1) {
             snprintf(msg, sizeof msg, "conflict: %d policies are active (%s); %s stays in use",
                      nactive, names, s->active_policy[0] ? s->active_policy : "the built-in default");
-            st = pol__status(o, "Conflict", true, false, msg, 0, 0, NULL);
+            st = pol_status(o, "Conflict", true, false, msg, 0, 0, NULL);
         } else {
             char warn[400] = "";
-            pol__clamp_warning(x->compiled, warn, sizeof warn);
-            st = pol__status(o, running ? "Active" : "Inactive", true, running,
-                             running ? "compiled; in use" : "compiled", 0, 0, warn);
+            pol_clamp_warning(x->compiled, warn, sizeof warn);
+            st = pol_status(o, running ? "Active" : "Inactive", true, running,
+                            running ? "compiled; in use" : "compiled", 0, 0, warn);
         }
         srv__want_status(s, o, st);
     }
@@ -157,10 +157,10 @@ void reconcile_policy(struct server *s, enum kube_event_type t,
                       struct opcache_obj *o, json_object *obj) {
     (void)obj;
     if (t != KUBE_EV_DELETED && o)
-        pol__compile(s, o);
+        pol_compile(s, o);
     /* A deleted policy (removed from the cache right after this call) no
      * longer counts; if it was running, another or the default takes over. */
-    pol__select(s, (t == KUBE_EV_DELETED && o) ? o->key : NULL);
+    pol_select(s, (t == KUBE_EV_DELETED && o) ? o->key : NULL);
 }
 
 /* After a cycle: counts newly clamped scores of the running policy and,
@@ -186,5 +186,5 @@ void pol_after_cycle(struct server *s) {
     OPLOG(&s->log, OPLOG_WARN, "policy_score_clamped",
           s->active_policy[0] ? s->active_policy : "default", NULL,
           "term=\"%s\" scores=%lu", term, n);
-    pol__select(s, NULL);
+    pol_select(s, NULL);
 }

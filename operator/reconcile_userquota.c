@@ -17,7 +17,7 @@
 
 static const char *const uq_res_names[5] = {"gpus", "gpuMemoryMiB", "cpu", "memory", "jobs"};
 
-static void uq__vec(const struct aiq_quota *q, int64_t v[5]) {
+static void uq_vec(const struct aiq_quota *q, int64_t v[5]) {
     v[0] = q->gpus;
     v[1] = q->gpu_memory_mib;
     v[2] = q->cpu_milli;
@@ -25,7 +25,7 @@ static void uq__vec(const struct aiq_quota *q, int64_t v[5]) {
     v[4] = q->jobs;
 }
 
-static int uq__cmp(const void *a, const void *b) {
+static int uq_cmp(const void *a, const void *b) {
     const struct opcache_obj *x = *(const struct opcache_obj *const *)a;
     const struct opcache_obj *y = *(const struct opcache_obj *const *)b;
     const struct aiq_userquota *ux = x->parse_ok ? x->parsed : NULL;
@@ -42,7 +42,7 @@ struct uq_usage {
 };
 
 /* The parsed job of o when it is admitted or running in group, else NULL. */
-static const struct aiq_aijob *uq__active_job(const struct opcache_obj *o, const char *group) {
+static const struct aiq_aijob *uq_active_job(const struct opcache_obj *o, const char *group) {
     const struct opext *x = o->ext;
     if (!x || !x->job || !o->parse_ok || !o->parsed)
         return NULL;
@@ -53,7 +53,7 @@ static const struct aiq_aijob *uq__active_job(const struct opcache_obj *o, const
 }
 
 /* Adds what j holds to v (gpus, gpuMemoryMiB, cpu, memory, jobs). */
-static void uq__add_job(const struct server *s, const struct aiq_aijob *j, int64_t v[5]) {
+static void uq_add_job(const struct server *s, const struct aiq_aijob *j, int64_t v[5]) {
     int64_t r = j->spec.replicas;
     /* A shared replica holds a whole GPU where the mechanism cannot
      * share (gpu_mech_gpus). */
@@ -70,10 +70,10 @@ static void uq__usage(struct server *s, const char *group, const char *user,
     opcache *c = s->cache[OPK_AIJOB];
     memset(u, 0, sizeof *u);
     for (size_t i = 0; i < opcache_count(c); i++) {
-        const struct aiq_aijob *j = uq__active_job(opcache_at(c, i), group);
+        const struct aiq_aijob *j = uq_active_job(opcache_at(c, i), group);
         if (!j || (user && (!j->spec.user || strcmp(j->spec.user, user) != 0)))
             continue;
-        uq__add_job(s, j, u->v);
+        uq_add_job(s, j, u->v);
     }
 }
 
@@ -82,13 +82,13 @@ static void uq__usage(struct server *s, const char *group, const char *user,
  * one pass over the jobs, one entry per user. mine[0..m) are the group's
  * UserQuotas. Out of memory: those series are left out until the next
  * refresh (metrics only; logged). */
-static void uq__other_user_metrics(struct server *s, const struct aiq_group *g,
-                                   struct opcache_obj *const *mine, int m) {
+static void uq_other_user_metrics(struct server *s, const struct aiq_group *g,
+                                  struct opcache_obj *const *mine, int m) {
     struct { const char *user; int64_t v[5]; } *us = NULL;
     size_t n = 0, cap = 0;
     opcache *c = s->cache[OPK_AIJOB];
     for (size_t i = 0; i < opcache_count(c); i++) {
-        const struct aiq_aijob *j = uq__active_job(opcache_at(c, i), g->meta.name);
+        const struct aiq_aijob *j = uq_active_job(opcache_at(c, i), g->meta.name);
         const char *user = j && j->spec.user ? j->spec.user : NULL;
         bool has_uq = false;
         for (int k = 0; user && k < m && !has_uq; k++)
@@ -113,7 +113,7 @@ static void uq__other_user_metrics(struct server *s, const struct aiq_group *g,
             memset(&us[n], 0, sizeof us[n]);
             us[n++].user = user;
         }
-        uq__add_job(s, j, us[k].v);
+        uq_add_job(s, j, us[k].v);
     }
     for (size_t k = 0; k < n; k++) {
         opmetrics_quota_set(s->metrics, g->meta.name, us[k].user, "gpus", (double)us[k].v[0]);
@@ -122,7 +122,7 @@ static void uq__other_user_metrics(struct server *s, const struct aiq_group *g,
     free(us);
 }
 
-static json_object *uq__res_obj(const int64_t v[5], bool skip_unlimited) {
+static json_object *uq_res_obj(const int64_t v[5], bool skip_unlimited) {
     json_object *o = json_object_new_object();
     for (int k = 0; o && k < 5; k++) {
         if (skip_unlimited && v[k] < 0)
@@ -135,7 +135,7 @@ static json_object *uq__res_obj(const int64_t v[5], bool skip_unlimited) {
 /* The Group's Conflict condition: True, naming the namespaces another
  * Group claims too and that Group, while any is; False otherwise. The
  * namespace's jobs wait meanwhile (job__group). */
-static json_object *uq__conflict_conditions(struct server *s, const struct aiq_group *g) {
+static json_object *uq_conflict_conditions(struct server *s, const struct aiq_group *g) {
     char msg[1024] = "";
     size_t len = 0;
     for (int k = 0; k < g->spec.nnamespaces; k++) {
@@ -175,7 +175,7 @@ void quota_refresh(struct server *s, double now) {
     for (size_t i = 0; i < n; i++)
         order[i] = opcache_at(uc, i);
     if (n > 1)
-        qsort(order, n, sizeof *order, uq__cmp);
+        qsort(order, n, sizeof *order, uq_cmp);
     opmetrics_quota_reset(s->metrics);
 
     /* Per group: policy/quota_rules decides which UserQuotas fit. */
@@ -241,7 +241,7 @@ void quota_refresh(struct server *s, double now) {
                 json_object_object_add(st, "reason", json_object_new_string(code));
                 json_object_object_add(st, "message", json_object_new_string(ver[i].message));
             }
-            json_object *usage = uq__res_obj(uu.v, false);
+            json_object *usage = uq_res_obj(uu.v, false);
             double used_h = 0;
             if (usage && u->spec.budget.gpu_hours >= 0 &&
                 store_usage_window(s->db, u->spec.user, g->meta.name,
@@ -258,12 +258,12 @@ void quota_refresh(struct server *s, double now) {
         /* The group's own status. */
         struct uq_usage gu;
         int64_t sum[5];
-        uq__vec(&allot.quota, sum);
+        uq_vec(&allot.quota, sum);
         uq__usage(s, g->meta.name, NULL, &gu);
         json_object *st = json_object_new_object();
         if (!st)
             continue;
-        json_object *usage = uq__res_obj(gu.v, false);
+        json_object *usage = uq_res_obj(gu.v, false);
         double used_h = 0;
         if (usage && g->spec.budget.gpu_hours >= 0 &&
             store_usage_window(s->db, NULL, g->meta.name,
@@ -271,14 +271,14 @@ void quota_refresh(struct server *s, double now) {
                                &used_h, NULL) == AIQ_OK)
             json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
         json_object_object_add(st, "usage", usage);
-        json_object_object_add(st, "allotted", uq__res_obj(sum, true));
-        json_object_object_add(st, "conditions", uq__conflict_conditions(s, g));
+        json_object_object_add(st, "allotted", uq_res_obj(sum, true));
+        json_object_object_add(st, "conditions", uq_conflict_conditions(s, g));
         json_object_object_add(st, "observedGeneration",
                                json_object_new_int64(srv__generation(go->raw)));
         srv__want_status(s, go, st);
         opmetrics_quota_set(s->metrics, g->meta.name, "", "gpus", (double)gu.v[0]);
         opmetrics_quota_set(s->metrics, g->meta.name, "", "jobs", (double)gu.v[4]);
-        uq__other_user_metrics(s, g, mine, m);
+        uq_other_user_metrics(s, g, mine, m);
     }
     /* UserQuotas outside every group. */
     for (size_t i = 0; i < n; i++) {

@@ -9,7 +9,7 @@
 #include "common/model.h"
 
 /* Adds key -> v to obj (takes v, also on failure). Returns 0 or -1. */
-static int rel__add(json_object *obj, const char *key, json_object *v) {
+static int rel_add(json_object *obj, const char *key, json_object *v) {
     if (!v)
         return -1;
     if (json_object_object_add(obj, key, v) != 0) {
@@ -20,9 +20,9 @@ static int rel__add(json_object *obj, const char *key, json_object *v) {
 }
 
 /* Adds a new empty object under key and returns it (NULL on ENOMEM). */
-static json_object *rel__obj(json_object *parent, const char *key) {
+static json_object *rel_obj(json_object *parent, const char *key) {
     json_object *o = json_object_new_object();
-    return rel__add(parent, key, o) == 0 ? o : NULL;
+    return rel_add(parent, key, o) == 0 ? o : NULL;
 }
 
 /* Writes the GPU list; see release.h. */
@@ -54,17 +54,17 @@ const char *release_pod_node(json_object *pod) {
 }
 
 /* Our requirement: matchFields metadata.name In [node]. */
-static json_object *rel__name_req(const char *node) {
+static json_object *rel_name_req(const char *node) {
     json_object *r = json_object_new_object();
     json_object *vals = json_object_new_array();
     if (!r || !vals)
         goto fail;
     if (json_object_array_add(vals, json_object_new_string(node)) != 0)
         goto fail;
-    if (rel__add(r, "key", json_object_new_string("metadata.name")) ||
-        rel__add(r, "operator", json_object_new_string("In")))
+    if (rel_add(r, "key", json_object_new_string("metadata.name")) ||
+        rel_add(r, "operator", json_object_new_string("In")))
         goto fail;
-    if (rel__add(r, "values", vals)) {
+    if (rel_add(r, "values", vals)) {
         vals = NULL;
         goto fail;
     }
@@ -81,16 +81,16 @@ fail:
  * and matchFields as an unchanged prefix and may gain entries at the end,
  * and a term with neither (which matches no node) may gain nothing, so
  * it is copied as it is. Returns a new object or NULL on ENOMEM. */
-static json_object *rel__term(json_object *term, const char *node) {
+static json_object *rel_term(json_object *term, const char *node) {
     json_object *t = json_object_new_object();
     json_object *fields = json_object_new_array();
-    json_object *mine = rel__name_req(node);
+    json_object *mine = rel_name_req(node);
     json_object *me = NULL, *mf = NULL;
     if (!t || !fields || !mine)
         goto fail;
     if (term && json_object_is_type(term, json_type_object)) {
         if (json_object_object_get_ex(term, "matchExpressions", &me) &&
-            rel__add(t, "matchExpressions", json_object_get(me)))
+            rel_add(t, "matchExpressions", json_object_get(me)))
             goto fail;
         if (json_object_object_get_ex(term, "matchFields", &mf) &&
             json_object_is_type(mf, json_type_array)) {
@@ -117,7 +117,7 @@ static json_object *rel__term(json_object *term, const char *node) {
     if (mine && json_object_array_add(fields, mine) != 0)
         goto fail;
     mine = NULL;
-    if (rel__add(t, "matchFields", fields)) {
+    if (rel_add(t, "matchFields", fields)) {
         fields = NULL;
         goto fail;
     }
@@ -145,25 +145,25 @@ json_object *release_pod_patch(json_object *pod, const struct opst_place *p,
         goto nomem;
     json_object_object_get_ex(pod, "spec", &pspec);
 
-    json_object *meta = rel__obj(patch, "metadata");
-    json_object *ann = meta ? rel__obj(meta, "annotations") : NULL;
+    json_object *meta = rel_obj(patch, "metadata");
+    json_object *ann = meta ? rel_obj(meta, "annotations") : NULL;
     if (!ann)
         goto nomem;
     snprintf(buf, sizeof buf, "%" PRId64, p->gpu_memory_mib);
-    if (rel__add(ann, RELEASE_ANN_NODE, json_object_new_string(p->node)) ||
-        rel__add(ann, RELEASE_ANN_GPUS,
-                 json_object_new_string(release_gpu_list(buf, sizeof buf, p))))
+    if (rel_add(ann, RELEASE_ANN_NODE, json_object_new_string(p->node)) ||
+        rel_add(ann, RELEASE_ANN_GPUS,
+                json_object_new_string(release_gpu_list(buf, sizeof buf, p))))
         goto nomem;
     snprintf(buf, sizeof buf, "%" PRId64, p->gpu_memory_mib);
-    if (rel__add(ann, RELEASE_ANN_GPU_MEM, json_object_new_string(buf)))
+    if (rel_add(ann, RELEASE_ANN_GPU_MEM, json_object_new_string(buf)))
         goto nomem;
 
-    spec = rel__obj(patch, "spec");
-    json_object *aff = spec ? rel__obj(spec, "affinity") : NULL;
-    json_object *na = aff ? rel__obj(aff, "nodeAffinity") : NULL;
-    json_object *req = na ? rel__obj(na, "requiredDuringSchedulingIgnoredDuringExecution") : NULL;
+    spec = rel_obj(patch, "spec");
+    json_object *aff = spec ? rel_obj(spec, "affinity") : NULL;
+    json_object *na = aff ? rel_obj(aff, "nodeAffinity") : NULL;
+    json_object *req = na ? rel_obj(na, "requiredDuringSchedulingIgnoredDuringExecution") : NULL;
     json_object *terms = json_object_new_array();
-    if (!req || rel__add(req, "nodeSelectorTerms", terms))
+    if (!req || rel_add(req, "nodeSelectorTerms", terms))
         goto nomem;
 
     /* Existing terms (ORed): each gets our requirement ANDed in. */
@@ -176,8 +176,8 @@ json_object *release_pod_patch(json_object *pod, const struct opst_place *p,
         old_terms = NULL;
     size_t nold = old_terms ? json_object_array_length(old_terms) : 0;
     for (size_t i = 0; i < (nold ? nold : 1); i++) {
-        json_object *t = rel__term(nold ? json_object_array_get_idx(old_terms, i) : NULL,
-                                   p->node);
+        json_object *t = rel_term(nold ? json_object_array_get_idx(old_terms, i) : NULL,
+                                  p->node);
         if (!t || json_object_array_add(terms, t) != 0) {
             json_object_put(t);
             goto nomem;
@@ -205,7 +205,7 @@ json_object *release_pod_patch(json_object *pod, const struct opst_place *p,
         json_object_put(keep);
         if (json_object_object_add(spec, "schedulingGates", NULL) != 0)
             goto nomem;
-    } else if (rel__add(spec, "schedulingGates", keep)) {
+    } else if (rel_add(spec, "schedulingGates", keep)) {
         goto nomem;
     }
     return patch;

@@ -17,7 +17,7 @@ struct rx_ctx {
     pthread_mutex_t mu;
 };
 
-static void *rx__worker(void *arg) {
+static void *rx_worker(void *arg) {
     struct rx_ctx *x = arg;
     for (;;) {
         pthread_mutex_lock(&x->mu);
@@ -52,9 +52,9 @@ int release_exec(struct kube_client *c, struct release_item *items, int n,
         threads = n;
     /* The calling thread works too; extra threads only when they help. */
     for (int t = 1; t < threads; t++)
-        if (pthread_create(&th[started], NULL, rx__worker, &x) == 0)
+        if (pthread_create(&th[started], NULL, rx_worker, &x) == 0)
             started++;
-    rx__worker(&x);
+    rx_worker(&x);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
     for (int i = 0; i < n; i++)

@@ -11,7 +11,7 @@
 #include "common/json.h"
 
 /* Reads metadata.key of obj as a string, or "". */
-static const char *rg__meta(json_object *obj, const char *key) {
+static const char *rg_meta(json_object *obj, const char *key) {
     const char *v = aiq_jstr(aiq_jget(obj, "metadata"), key);
     return v ? v : "";
 }
@@ -20,15 +20,15 @@ static const char *rg__meta(json_object *obj, const char *key) {
  * this pod's (a release sent again). A claim left by the pod of an
  * earlier attempt (same name, another uid; the garbage collector has not
  * removed it yet) is deleted and the release fails, to be retried. */
-static int rg__claim(struct server *s, json_object *pod, const struct opst_place *pl,
-                     int64_t min_mib, aiq_err *err) {
+static int rg_claim(struct server *s, json_object *pod, const struct opst_place *pl,
+                    int64_t min_mib, aiq_err *err) {
     char coll[512], path[768], name[AIQ_MAX_NAME + 1];
-    const char *ns = rg__meta(pod, "namespace"), *uid = rg__meta(pod, "uid");
+    const char *ns = rg_meta(pod, "namespace"), *uid = rg_meta(pod, "uid");
     json_object *claim = gpu_mech_claim(pod, pl, min_mib, err), *cur = NULL;
     int rc = -1;
     if (!claim)
         return -1;
-    if (gpu_mech_claim_name(name, sizeof name, rg__meta(pod, "name")) != 0 ||
+    if (gpu_mech_claim_name(name, sizeof name, rg_meta(pod, "name")) != 0 ||
         kube_path(coll, sizeof coll, "resource.k8s.io", "v1", ns, "resourceclaims", NULL, NULL,
                   err) != AIQ_OK ||
         kube_path(path, sizeof path, "resource.k8s.io", "v1", ns, "resourceclaims", name, NULL,
@@ -80,6 +80,6 @@ int release_gpu_prepare(struct server *s, json_object *pod, const struct opst_pl
         return gpu_mech_release(ann, pl, node ? node->raw : NULL, m, err);
     }
     if (m == GPU_MECH_DRA)
-        return rg__claim(s, pod, pl, r->gpu_memory_mib, err);
+        return rg_claim(s, pod, pl, r->gpu_memory_mib, err);
     return 0;
 }

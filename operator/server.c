@@ -38,24 +38,24 @@ double srv_now(void) {
 
 /* ---- parsed structs per kind ---------------------------------------------- */
 
-static void srv__free_job(void *p) {
+static void srv_free_job(void *p) {
     aiq_aijob_deinit(p);
     free(p);
 }
-static void srv__free_policy(void *p) {
+static void srv_free_policy(void *p) {
     aiq_policy_deinit(p);
     free(p);
 }
-static void srv__free_group(void *p) {
+static void srv_free_group(void *p) {
     aiq_group_deinit(p);
     free(p);
 }
-static void srv__free_uq(void *p) {
+static void srv_free_uq(void *p) {
     aiq_userquota_deinit(p);
     free(p);
 }
 
-static void srv__free_ext(void *p) {
+static void srv_free_ext(void *p) {
     struct opext *x = p;
     if (!x)
         return;
@@ -83,7 +83,7 @@ static void srv__drop_template(json_object *raw, const struct aiq_aijob *j) {
 }
 
 /* Parses o->raw into its kind's struct; sets parse_ok / perr. */
-static void srv__parse(opkind k, struct opcache_obj *o) {
+static void srv_parse(opkind k, struct opcache_obj *o) {
     size_t sz = 0;
     switch (k) {
     case OPK_AIJOB: sz = sizeof(struct aiq_aijob); break;
@@ -249,7 +249,7 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
 
 /* Status writes ------------------------------------------------------------------ */
 
-static int64_t srv__rv_num(const char *rv) {
+static int64_t srv_rv_num(const char *rv) {
     char *end = NULL;
     if (!rv || !*rv)
         return -1;
@@ -257,13 +257,13 @@ static int64_t srv__rv_num(const char *rv) {
     return (*end || v < 0) ? -1 : (int64_t)v;
 }
 
-static void srv__flush_events(struct server *s);
+static void srv_flush_events(struct server *s);
 
 /* An AIJob's desired status is dropped once the server holds it: the
  * status economy builds one only when it is due (job_status_due), so
  * keeping it would only cost memory (a few KB a job). Other kinds keep
  * theirs: their statuses are rebuilt every cycle and compared with it. */
-static void srv__drop_want(opkind k, struct opext *x) {
+static void srv_drop_want(opkind k, struct opext *x) {
     if (k != OPK_AIJOB)
         return;
     json_object_put(x->want_status);
@@ -271,13 +271,13 @@ static void srv__drop_want(opkind k, struct opext *x) {
 }
 
 /* Applies the outcome of one status write to o. */
-static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
-                             struct release_item *it) {
+static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
+                            struct release_item *it) {
     struct opext *x = o->ext;
     if (it->rc == AIQ_OK) {
         x->dirty = false;
         x->urgent = false;
-        srv__drop_want(k, x);
+        srv_drop_want(k, x);
         OPLOG(&s->log, OPLOG_DEBUG, "status_written", o->key, srv__rv(it->out), "kind=%s",
               srv_reconcilers[k].kind_name);
         /* Keep the cache at what the server now holds (the watch event
@@ -285,7 +285,7 @@ static void srv__status_done(struct server *s, opkind k, struct opcache_obj *o,
         struct opcache_obj *n = opcache_put(s->cache[k], it->out, NULL);
         it->out = NULL;
         if (n) {
-            srv__parse(k, n);
+            srv_parse(k, n);
             /* The status economy tells our own write from someone else's
              * change by this resourceVersion. */
             struct opext *nx = n->ext;
@@ -345,7 +345,7 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         if (!patch) {
             x->dirty = false;
             x->urgent = false;
-            srv__drop_want(k, x);
+            srv_drop_want(k, x);
             continue;
         }
         struct release_item *it = &items[m];
@@ -371,7 +371,7 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
             failed++;
         }
         /* opcache_put replaces the entry in place: o stays valid. */
-        srv__status_done(s, k, o, &items[j]);
+        srv_status_done(s, k, o, &items[j]);
     }
     free(items);
     free(idx);
@@ -408,7 +408,7 @@ struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, 
 /* The attempts its AIJob has had (from the cache) for a pod of ours; 0
  * when the job is unknown. A pod created for a job with attempts is one
  * recreated after a requeue. */
-static int srv__pod_job_attempts(struct server *s, json_object *pod) {
+static int srv_pod_job_attempts(struct server *s, json_object *pod) {
     char key[OPCACHE_KEY_MAX];
     struct opcache_obj *jo = srv__pod_job(s, pod, key, sizeof key);
     struct opext *x = jo ? srv__ext(jo) : NULL;
@@ -421,7 +421,7 @@ static int srv__pod_job_attempts(struct server *s, json_object *pod) {
  * help, so the job is told (opjob.pod_refused) and rejected at its next
  * sync. Other failures (the operator's own RBAC, 5xx, timeouts) are
  * retried by the next sync. */
-static void srv__pod_refused(struct server *s, json_object *pod, const aiq_err *e) {
+static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e) {
     char key[OPCACHE_KEY_MAX];
     bool forever = e->http_status == 400 || e->http_status == 422 ||
                    (e->http_status == 403 && strstr(e->message, "PodSecurity"));
@@ -463,7 +463,7 @@ int srv__flush_pods(struct server *s) {
         if (it->rc == AIQ_OK) {
             OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(it->out), "gated=1");
             crashpoint("pod_created"); /* created, the AIJob status not yet written */
-            if (srv__pod_job_attempts(s, it->patch) > 0)
+            if (srv_pod_job_attempts(s, it->patch) > 0)
                 crashpoint("retry_pod_created"); /* the same, for a requeued job */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
@@ -482,7 +482,7 @@ int srv__flush_pods(struct server *s) {
             OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
-            srv__pod_refused(s, it->patch, &it->err);
+            srv_pod_refused(s, it->patch, &it->err);
         }
         json_object_put(it->out);
     }
@@ -496,7 +496,7 @@ int srv__flush_pods(struct server *s) {
 
 /* Orders due AIJob statuses for the write budget: phase changes first,
  * then the longest waiting. */
-static int srv__due_cmp(const void *a, const void *b) {
+static int srv_due_cmp(const void *a, const void *b) {
     const struct opext *x = (*(struct opcache_obj *const *)a)->ext;
     const struct opext *y = (*(struct opcache_obj *const *)b)->ext;
     if (x->urgent != y->urgent)
@@ -508,7 +508,7 @@ static int srv__due_cmp(const void *a, const void *b) {
  * --status-writes-per-s, bursts up to a quarter second's worth, so one
  * turn's batch never holds the loop for long); 0 per second means no
  * budget. */
-static size_t srv__status_allowance(struct server *s, size_t want) {
+static size_t srv_status_allowance(struct server *s, size_t want) {
     double rate = s->flags.status_writes_per_s, now = srv_now();
     if (rate <= 0)
         return want;
@@ -549,21 +549,21 @@ void srv_flush(struct server *s) {
         }
         size_t go = m;
         if (with_status[k] == OPK_AIJOB) {
-            go = srv__status_allowance(s, m);
+            go = srv_status_allowance(s, m);
             if (go < m)
-                qsort(dirty, m, sizeof *dirty, srv__due_cmp);
+                qsort(dirty, m, sizeof *dirty, srv_due_cmp);
             opmetrics_status_writes(s->metrics, 0, (long)(m - go));
         }
         if (go)
             srv__write_statuses(s, with_status[k], dirty, (int)go);
         free(dirty);
     }
-    srv__flush_events(s);
+    srv_flush_events(s);
 }
 
 /* Posts up to SRV_EVENTS_PER_TURN queued Events as one parallel batch;
  * the rest wait for the next turn. */
-static void srv__flush_events(struct server *s) {
+static void srv_flush_events(struct server *s) {
     size_t n = s->pending_events ? json_object_array_length(s->pending_events) : 0;
     if (n == 0)
         return;
@@ -604,7 +604,7 @@ static void srv__flush_events(struct server *s) {
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
-static void srv__on_drop(void *ud, struct opcache_obj *o) {
+static void srv_on_drop(void *ud, struct opcache_obj *o) {
     struct server *s = ((void **)ud)[0];
     const struct reconciler *r = ((void **)ud)[1];
     OPLOG(&s->log, OPLOG_INFO, "relist_drop", o->key, srv__rv(o->raw),
@@ -617,7 +617,7 @@ static void srv__on_drop(void *ud, struct opcache_obj *o) {
  * list), reconciles what was listed, in dependency order (a job sync
  * needs its pods, groups and the policy), instead of acting on a
  * half-listed world. */
-static void srv__check_ready(struct server *s) {
+static void srv_check_ready(struct server *s) {
     bool all = s->foreign_listed;
     for (int k = 0; k < OPK__N; k++)
         all = all && s->listed[k];
@@ -641,7 +641,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
     if (strcmp(ev->resource, FOREIGN_WATCH) == 0) {
         capacity_dispatch(s, ev);
         if (ev->type == KUBE_EV_RELIST_END)
-            srv__check_ready(s);
+            srv_check_ready(s);
         return;
     }
     for (int k = 0; k < OPK__N; k++)
@@ -657,7 +657,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         return;
     case KUBE_EV_RELIST_END: {
         void *ud[2] = {s, (void *)r};
-        opcache_relist_end(c, srv__on_drop, ud);
+        opcache_relist_end(c, srv_on_drop, ud);
         if (!s->listed[r->kind]) {
             s->listed[r->kind] = true;
             OPLOG(&s->log, OPLOG_INFO, "listed", NULL, ev->rv, "kind=%s count=%zu",
@@ -668,7 +668,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             OPLOG(&s->log, OPLOG_INFO, "relisted", NULL, ev->rv, "kind=%s count=%zu",
                   r->kind_name, opcache_count(c));
         }
-        srv__check_ready(s);
+        srv_check_ready(s);
         s->cycle_wanted = true;
         return;
     }
@@ -680,8 +680,8 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             return;
         struct opcache_obj *old = opcache_get(c, key);
         if (old) {
-            int64_t have = srv__rv_num(srv__rv(old->raw));
-            int64_t got = srv__rv_num(srv__rv(ev->obj));
+            int64_t have = srv_rv_num(srv__rv(old->raw));
+            int64_t got = srv_rv_num(srv__rv(ev->obj));
             /* Our own status write already put a newer version here. */
             if (have >= 0 && got >= 0 && got < have) {
                 opcache_touch(c, old); /* still seen in a relist */
@@ -691,7 +691,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         struct opcache_obj *o = opcache_put(c, json_object_get(ev->obj), NULL);
         if (!o)
             return;
-        srv__parse(r->kind, o);
+        srv_parse(r->kind, o);
         OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(o->raw),
               "kind=%s type=%s", r->kind_name, kube_event_type_name(ev->type));
         if (s->ready)
@@ -719,7 +719,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
 /* Logs the watches' new errors: the watch threads only count them (with
  * the last one), so a watch that keeps failing is visible here, at most
  * once a second per watch. */
-static void srv__log_watch_errors(struct server *s) {
+static void srv_log_watch_errors(struct server *s) {
     for (int k = 0; k <= OPK__N; k++) {
         struct kube_watch_stats st;
         char msg[300];
@@ -743,7 +743,7 @@ static void srv__log_watch_errors(struct server *s) {
 void srv_cron(struct server *s, double now) {
     srv_store_cron(s, now);
     if (now - s->last_watch_check >= 1.0) {
-        srv__log_watch_errors(s);
+        srv_log_watch_errors(s);
         s->last_watch_check = now;
     }
     /* run_every(lease renew) */
@@ -828,8 +828,8 @@ void srv_init(struct server *s) {
 
 aiq_rc srv_start(struct server *s, aiq_err *err) {
     static void (*const free_parsed[OPK__N])(void *) = {
-        [OPK_AIJOB] = srv__free_job, [OPK_POLICY] = srv__free_policy,
-        [OPK_GROUP] = srv__free_group, [OPK_USERQUOTA] = srv__free_uq,
+        [OPK_AIJOB] = srv_free_job, [OPK_POLICY] = srv_free_policy,
+        [OPK_GROUP] = srv_free_group, [OPK_USERQUOTA] = srv_free_uq,
         [OPK_NODE] = free, [OPK_POD] = free};
     aiq_rc rc = AIQ_OK;
     s->log.level = s->flags.log_level;
@@ -857,7 +857,7 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     if (!s->metrics || !s->q || !s->dflt_policy)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory starting the operator");
     for (int k = 0; k < OPK__N; k++) {
-        s->cache[k] = opcache_create(free_parsed[k], srv__free_ext);
+        s->cache[k] = opcache_create(free_parsed[k], srv_free_ext);
         if (!s->cache[k])
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }

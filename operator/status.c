@@ -28,7 +28,7 @@ double opst_parse_time(const char *s) {
 }
 
 /* Adds key -> value to obj (value ownership taken, also on failure). */
-static int opst__add(json_object *obj, const char *key, json_object *value) {
+static int opst_add(json_object *obj, const char *key, json_object *value) {
     if (!value)
         return -1;
     if (json_object_object_add(obj, key, value) != 0) {
@@ -38,15 +38,15 @@ static int opst__add(json_object *obj, const char *key, json_object *value) {
     return 0;
 }
 
-static int opst__add_str(json_object *obj, const char *key, const char *s) {
-    return opst__add(obj, key, json_object_new_string(s));
+static int opst_add_str(json_object *obj, const char *key, const char *s) {
+    return opst_add(obj, key, json_object_new_string(s));
 }
 
-static int opst__add_time(json_object *obj, const char *key, double t) {
+static int opst_add_time(json_object *obj, const char *key, double t) {
     char b[40];
     if (t <= 0)
         return 0;
-    return opst__add_str(obj, key, opst_time(b, sizeof b, t));
+    return opst_add_str(obj, key, opst_time(b, sizeof b, t));
 }
 
 /* Rounds to 4 decimals, so a status does not churn on float noise, and
@@ -88,7 +88,7 @@ static const char *const opst_cond_types[] = {
 #define OPST_NCOND (int)(sizeof opst_cond_types / sizeof opst_cond_types[0])
 
 /* Tells whether condition type i is True in phase p. */
-static bool opst__cond_true(int i, aiq_phase p) {
+static bool opst_cond_true(int i, aiq_phase p) {
     switch (i) {
     case 0: return p == AIQ_PHASE_QUEUED;
     case 1: return p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING ||
@@ -103,7 +103,7 @@ static bool opst__cond_true(int i, aiq_phase p) {
 }
 
 /* Finds the condition of type t in old_status.conditions (or NULL). */
-static json_object *opst__old_cond(json_object *old_status, const char *t) {
+static json_object *opst_old_cond(json_object *old_status, const char *t) {
     json_object *cs = NULL;
     if (!old_status ||
         !json_object_object_get_ex(old_status, "conditions", &cs) ||
@@ -126,7 +126,7 @@ static const char *const opst_xcond_types[3] = {"Preempted", "Preempting", "Resi
  * Returns 0 or -1 (ENOMEM). */
 static int opst__xcond(json_object *arr, const char *type, const struct opst_xcond *x,
                        json_object *old_status, int64_t gen, const char *nowbuf) {
-    json_object *old = opst__old_cond(old_status, type);
+    json_object *old = opst_old_cond(old_status, type);
     bool on = x->reason[0] != '\0';
     if (!on && !old)
         return 0;
@@ -145,17 +145,17 @@ static int opst__xcond(json_object *arr, const char *type, const struct opst_xco
         json_object_put(c);
         return -1;
     }
-    if (opst__add_str(c, "type", type) || opst__add_str(c, "status", status) ||
-        opst__add_str(c, "reason", reason) || opst__add_str(c, "message", msg) ||
-        opst__add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
-        opst__add(c, "observedGeneration", json_object_new_int64(gen)))
+    if (opst_add_str(c, "type", type) || opst_add_str(c, "status", status) ||
+        opst_add_str(c, "reason", reason) || opst_add_str(c, "message", msg) ||
+        opst_add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
+        opst_add(c, "observedGeneration", json_object_new_int64(gen)))
         return -1;
     return 0;
 }
 
 /* Builds the conditions array; see opstatus_to_json. */
-static json_object *opst__conditions(const struct opstatus *st,
-                                     json_object *old_status, double now) {
+static json_object *opst_conditions(const struct opstatus *st,
+                                    json_object *old_status, double now) {
     json_object *arr = json_object_new_array();
     char nowbuf[40];
     if (!arr)
@@ -163,8 +163,8 @@ static json_object *opst__conditions(const struct opstatus *st,
     opst_time(nowbuf, sizeof nowbuf, now);
     for (int i = 0; i < OPST_NCOND; i++) {
         const char *type = opst_cond_types[i];
-        bool on = opst__cond_true(i, st->phase);
-        json_object *old = opst__old_cond(old_status, type);
+        bool on = opst_cond_true(i, st->phase);
+        json_object *old = opst_old_cond(old_status, type);
         if (!on && !old)
             continue;
         const char *oldst = aiq_jstr(old, "status");
@@ -193,11 +193,11 @@ static json_object *opst__conditions(const struct opstatus *st,
             json_object_put(c);
             goto fail;
         }
-        if (opst__add_str(c, "type", type) || opst__add_str(c, "status", status) ||
-            opst__add_str(c, "reason", reason) || opst__add_str(c, "message", msg) ||
-            opst__add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
-            opst__add(c, "observedGeneration",
-                      json_object_new_int64(st->observed_generation)))
+        if (opst_add_str(c, "type", type) || opst_add_str(c, "status", status) ||
+            opst_add_str(c, "reason", reason) || opst_add_str(c, "message", msg) ||
+            opst_add_str(c, "lastTransitionTime", ltt ? ltt : nowbuf) ||
+            opst_add(c, "observedGeneration",
+                     json_object_new_int64(st->observed_generation)))
             goto fail;
     }
     const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
@@ -223,7 +223,7 @@ _Static_assert(sizeof(struct opstatus) == 3664 && sizeof(struct opst_place) == 5
 #define OPST_FNV(h, v) ((h) = aiq_fnv((h), &(v), sizeof(v)))
 
 /* The fields a user acts on (opstatus_material_hash), continuing h. */
-static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
+static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
     int phase = (int)st->phase;
     OPST_FNV(h, phase);
     h = aiq_fnv_str(h, st->group);
@@ -263,12 +263,12 @@ static uint64_t opst__material(uint64_t h, const struct opstatus *st) {
 
 /* See status.h. */
 uint64_t opstatus_material_hash(const struct opstatus *st) {
-    return opst__material(AIQ_FNV_OFFSET, st);
+    return opst_material(AIQ_FNV_OFFSET, st);
 }
 
 /* See status.h. Numbers are hashed by value (doubles by their bits). */
 uint64_t opstatus_hash(const struct opstatus *st) {
-    uint64_t h = opst__material(AIQ_FNV_OFFSET, st);
+    uint64_t h = opst_material(AIQ_FNV_OFFSET, st);
     int has_score = st->has_score ? 1 : 0;
     OPST_FNV(h, st->position);
     OPST_FNV(h, has_score);
@@ -306,20 +306,20 @@ json_object *opstatus_to_json(const struct opstatus *st,
     json_object *s = json_object_new_object();
     if (!s)
         return NULL;
-    if (opst__add_str(s, "phase", aiq_phase_name(st->phase)))
+    if (opst_add_str(s, "phase", aiq_phase_name(st->phase)))
         goto fail;
-    if (st->group[0] && opst__add_str(s, "group", st->group))
+    if (st->group[0] && opst_add_str(s, "group", st->group))
         goto fail;
-    if (st->level[0] && opst__add_str(s, "level", st->level))
+    if (st->level[0] && opst_add_str(s, "level", st->level))
         goto fail;
     if (st->position > 0 &&
-        opst__add(s, "position", json_object_new_int(st->position)))
+        opst_add(s, "position", json_object_new_int(st->position)))
         goto fail;
-    if (st->has_score && opst__add(s, "score", opst_num(st->score)))
+    if (st->has_score && opst_add(s, "score", opst_num(st->score)))
         goto fail;
     if (st->nterms > 0) {
         json_object *terms = json_object_new_array();
-        if (opst__add(s, "scoreTerms", terms))
+        if (opst_add(s, "scoreTerms", terms))
             goto fail;
         for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
             json_object *t = json_object_new_object();
@@ -327,23 +327,23 @@ json_object *opstatus_to_json(const struct opstatus *st,
                 json_object_put(t);
                 goto fail;
             }
-            if (opst__add_str(t, "name", st->terms[i].name) ||
-                opst__add(t, "value", opst_num(st->terms[i].value)))
+            if (opst_add_str(t, "name", st->terms[i].name) ||
+                opst_add(t, "value", opst_num(st->terms[i].value)))
                 goto fail;
         }
     }
     if (st->total_gpus > 0 &&
-        opst__add(s, "totalGPUs", json_object_new_int64(st->total_gpus)))
+        opst_add(s, "totalGPUs", json_object_new_int64(st->total_gpus)))
         goto fail;
     if (st->predicted_runtime_s > 0 &&
-        opst__add(s, "predictedRuntime",
-                  json_object_new_int64((int64_t)llround(st->predicted_runtime_s))))
+        opst_add(s, "predictedRuntime",
+                 json_object_new_int64((int64_t)llround(st->predicted_runtime_s))))
         goto fail;
-    if (opst__add_time(s, "estimatedStartTime", st->estimated_start))
+    if (opst_add_time(s, "estimatedStartTime", st->estimated_start))
         goto fail;
     if (st->nplacement > 0 && st->placement) {
         json_object *pl = json_object_new_array();
-        if (opst__add(s, "placement", pl))
+        if (opst_add(s, "placement", pl))
             goto fail;
         for (int i = 0; i < st->nplacement; i++) {
             const struct opst_place *p = &st->placement[i];
@@ -354,45 +354,45 @@ json_object *opstatus_to_json(const struct opstatus *st,
                 json_object_put(g);
                 goto fail;
             }
-            if (opst__add(o, "replica", json_object_new_int(p->replica)) ||
-                opst__add_str(o, "node", p->node) || opst__add(o, "gpuIndexes", g))
+            if (opst_add(o, "replica", json_object_new_int(p->replica)) ||
+                opst_add_str(o, "node", p->node) || opst_add(o, "gpuIndexes", g))
                 goto fail;
             for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
                 if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
                     goto fail;
-            if (opst__add(o, "gpuMemoryMiB", json_object_new_int64(p->gpu_memory_mib)))
+            if (opst_add(o, "gpuMemoryMiB", json_object_new_int64(p->gpu_memory_mib)))
                 goto fail;
         }
     }
-    if (opst__add_time(s, "queuedTime", st->queued_at) ||
-        opst__add_time(s, "admittedTime", st->admitted_at) ||
-        opst__add_time(s, "startTime", st->started_at) ||
-        opst__add_time(s, "completionTime", st->finished_at))
+    if (opst_add_time(s, "queuedTime", st->queued_at) ||
+        opst_add_time(s, "admittedTime", st->admitted_at) ||
+        opst_add_time(s, "startTime", st->started_at) ||
+        opst_add_time(s, "completionTime", st->finished_at))
         goto fail;
-    if (opst__add(s, "attempts", json_object_new_int(st->attempts)))
+    if (opst_add(s, "attempts", json_object_new_int(st->attempts)))
         goto fail;
     if (st->current_replicas > 0 &&
-        opst__add(s, "currentReplicas", json_object_new_int(st->current_replicas)))
+        opst_add(s, "currentReplicas", json_object_new_int(st->current_replicas)))
         goto fail;
     if (st->preemptions > 0 &&
-        opst__add(s, "preemptions", json_object_new_int(st->preemptions)))
+        opst_add(s, "preemptions", json_object_new_int(st->preemptions)))
         goto fail;
     if (st->node_failures > 0 &&
-        opst__add(s, "nodeFailures", json_object_new_int(st->node_failures)))
+        opst_add(s, "nodeFailures", json_object_new_int(st->node_failures)))
         goto fail;
     if (st->suspensions > 0 &&
-        opst__add(s, "suspensions", json_object_new_int(st->suspensions)))
+        opst_add(s, "suspensions", json_object_new_int(st->suspensions)))
         goto fail;
     if (st->attained_gpu_hours > 0 &&
-        opst__add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
+        opst_add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
         goto fail;
-    if (st->message[0] && opst__add_str(s, "message", st->message))
+    if (st->message[0] && opst_add_str(s, "message", st->message))
         goto fail;
-    if (opst__add(s, "observedGeneration",
-                  json_object_new_int64(st->observed_generation)))
+    if (opst_add(s, "observedGeneration",
+                 json_object_new_int64(st->observed_generation)))
         goto fail;
-    json_object *conds = opst__conditions(st, old_status, now);
-    if (opst__add(s, "conditions", conds))
+    json_object *conds = opst_conditions(st, old_status, now);
+    if (opst_add(s, "conditions", conds))
         goto fail;
     /* Round-trip through text: "10" becomes an int as it will be when read
      * back from the server, so comparing with the live status is exact. */
@@ -423,7 +423,7 @@ json_object *opstatus_patch(json_object *old_status, json_object *new_status,
             json_object_equal(ov, v))
             continue;
         diff = true;
-        if (opst__add(body, k, json_object_get(v)))
+        if (opst_add(body, k, json_object_get(v)))
             goto fail;
     }
     if (old_status) {
@@ -442,7 +442,7 @@ json_object *opstatus_patch(json_object *old_status, json_object *new_status,
         return NULL;
     }
     patch = json_object_new_object();
-    if (opst__add(patch, "status", body)) {
+    if (opst_add(patch, "status", body)) {
         body = NULL;
         goto fail;
     }
@@ -479,7 +479,7 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     st->suspensions = (su < 0 || su > 1000000) ? 0 : (int)su;
     struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
-        json_object *c = opst__old_cond(status, opst_xcond_types[i]);
+        json_object *c = opst_old_cond(status, opst_xcond_types[i]);
         const char *cs = aiq_jstr(c, "status"), *cr = aiq_jstr(c, "reason"),
                    *cm = aiq_jstr(c, "message");
         if (cs && strcmp(cs, "True") == 0 && cr) {
@@ -529,18 +529,18 @@ json_object *opevent_build(const struct opevent_obj *obj, const char *type,
     json_object *src = json_object_new_object();
     const char *ns = obj->ns ? obj->ns : "default";
 
-    if (!ev || opst__add(ev, "metadata", meta)) {
+    if (!ev || opst_add(ev, "metadata", meta)) {
         meta = NULL;
         goto fail;
     }
     meta = NULL;
-    if (opst__add(ev, "involvedObject", inv)) {
+    if (opst_add(ev, "involvedObject", inv)) {
         inv = NULL;
         goto fail;
     }
     json_object *inv_b = inv;
     inv = NULL;
-    if (opst__add(ev, "source", src)) {
+    if (opst_add(ev, "source", src)) {
         src = NULL;
         goto fail;
     }
@@ -555,23 +555,23 @@ json_object *opevent_build(const struct opevent_obj *obj, const char *type,
              (unsigned long long)stamp);
     snprintf(msg, sizeof msg, "%s", message ? message : "");
     opst_time(ts, sizeof ts, now);
-    if (opst__add_str(ev, "apiVersion", "v1") || opst__add_str(ev, "kind", "Event") ||
-        opst__add_str(meta_b, "name", name) || opst__add_str(meta_b, "namespace", ns) ||
-        opst__add_str(inv_b, "apiVersion", obj->api_version ? obj->api_version : AIQ_API_VERSION) ||
-        opst__add_str(inv_b, "kind", obj->kind ? obj->kind : "AIJob") ||
-        opst__add_str(inv_b, "name", obj->name ? obj->name : "") ||
-        (obj->ns && opst__add_str(inv_b, "namespace", obj->ns)) ||
-        (obj->uid && opst__add_str(inv_b, "uid", obj->uid)) ||
+    if (opst_add_str(ev, "apiVersion", "v1") || opst_add_str(ev, "kind", "Event") ||
+        opst_add_str(meta_b, "name", name) || opst_add_str(meta_b, "namespace", ns) ||
+        opst_add_str(inv_b, "apiVersion", obj->api_version ? obj->api_version : AIQ_API_VERSION) ||
+        opst_add_str(inv_b, "kind", obj->kind ? obj->kind : "AIJob") ||
+        opst_add_str(inv_b, "name", obj->name ? obj->name : "") ||
+        (obj->ns && opst_add_str(inv_b, "namespace", obj->ns)) ||
+        (obj->uid && opst_add_str(inv_b, "uid", obj->uid)) ||
         (obj->resource_version &&
-         opst__add_str(inv_b, "resourceVersion", obj->resource_version)) ||
-        opst__add_str(ev, "type", type ? type : "Normal") ||
-        opst__add_str(ev, "reason", reason ? reason : "") ||
-        opst__add_str(ev, "message", msg) ||
-        opst__add(ev, "count", json_object_new_int(1)) ||
-        opst__add_str(ev, "firstTimestamp", ts) ||
-        opst__add_str(ev, "lastTimestamp", ts) ||
-        opst__add_str(src_b, "component", "aiq-operator") ||
-        opst__add_str(ev, "reportingComponent", "aiq-operator"))
+         opst_add_str(inv_b, "resourceVersion", obj->resource_version)) ||
+        opst_add_str(ev, "type", type ? type : "Normal") ||
+        opst_add_str(ev, "reason", reason ? reason : "") ||
+        opst_add_str(ev, "message", msg) ||
+        opst_add(ev, "count", json_object_new_int(1)) ||
+        opst_add_str(ev, "firstTimestamp", ts) ||
+        opst_add_str(ev, "lastTimestamp", ts) ||
+        opst_add_str(src_b, "component", "aiq-operator") ||
+        opst_add_str(ev, "reportingComponent", "aiq-operator"))
         goto fail;
     return ev;
 fail:

@@ -93,7 +93,7 @@ bool srv_store_settle(struct server *s) {
 
 /* The store is writable again (or was rescued): stop, so that the
  * restart rebuilds the turns that were not recorded. */
-static void srv__store_restart(struct server *s, const char *how) {
+static void srv_store_restart(struct server *s, const char *how) {
     OPLOG(&s->log, OPLOG_WARN, "store_recovered", NULL, NULL,
           "how=%s unhealthy_s=%.1f action=exit_for_restart exit_code=%d", how,
           srv_now() - s->store_bad_since, SRV_EXIT_STORE);
@@ -102,12 +102,12 @@ static void srv__store_restart(struct server *s, const char *how) {
 }
 
 /* While unhealthy: rescue a removed file, or probe a write. */
-static void srv__store_heal(struct server *s, aiq_rc file_rc) {
+static void srv_store_heal(struct server *s, aiq_rc file_rc) {
     aiq_err e;
     aiq_err_clear(&e);
     if (file_rc == AIQ_ENOTFOUND) {
         if (store_rescue(s->db, &e) == AIQ_OK) {
-            srv__store_restart(s, "rescued_removed_file");
+            srv_store_restart(s, "rescued_removed_file");
             return;
         }
         /* The connection is closed either way: only a restart helps. */
@@ -119,13 +119,13 @@ static void srv__store_heal(struct server *s, aiq_rc file_rc) {
     if (file_rc == AIQ_ECONFLICT) {
         /* Someone else's file: ours closes (its WAL with it) and the
          * restart opens theirs. */
-        srv__store_restart(s, "file_replaced");
+        srv_store_restart(s, "file_replaced");
         return;
     }
     if (store_in_transaction(s->db) && store_rollback(s->db, &e) != AIQ_OK)
         return; /* the rollback's failure is the store's fault, kept */
     if (store_probe(s->db, &e) == AIQ_OK)
-        srv__store_restart(s, "probe_write_ok");
+        srv_store_restart(s, "probe_write_ok");
 }
 
 /* See server.h. */
@@ -142,5 +142,5 @@ void srv_store_cron(struct server *s, double now) {
                                                        : "file_stat",
                          NULL, &e);
     if (s->store_bad)
-        srv__store_heal(s, file_rc);
+        srv_store_heal(s, file_rc);
 }

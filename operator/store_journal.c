@@ -219,7 +219,7 @@ out_sp:
 }
 
 /* One integer from a one-row query (PRAGMA page_count and friends). */
-static aiq_rc store__int1(store *s, store__qid id, int64_t *out, aiq_err *err) {
+static aiq_rc store_int1(store *s, store__qid id, int64_t *out, aiq_err *err) {
     bool row = false;
     sqlite3_stmt *st = store__q(s, id, err);
     if (!st) return AIQ_EDB;
@@ -232,9 +232,9 @@ static aiq_rc store__int1(store *s, store__qid id, int64_t *out, aiq_err *err) {
 /* See store.h. */
 aiq_rc store_used_bytes(store *s, int64_t *bytes, aiq_err *err) {
     int64_t pages = 0, free_pages = 0, size = 0;
-    aiq_rc rc = store__int1(s, STORE_Q_PAGE_COUNT, &pages, err);
-    if (rc == AIQ_OK) rc = store__int1(s, STORE_Q_FREELIST_COUNT, &free_pages, err);
-    if (rc == AIQ_OK) rc = store__int1(s, STORE_Q_PAGE_SIZE, &size, err);
+    aiq_rc rc = store_int1(s, STORE_Q_PAGE_COUNT, &pages, err);
+    if (rc == AIQ_OK) rc = store_int1(s, STORE_Q_FREELIST_COUNT, &free_pages, err);
+    if (rc == AIQ_OK) rc = store_int1(s, STORE_Q_PAGE_SIZE, &size, err);
     if (rc == AIQ_OK) *bytes = (pages - free_pages) * size;
     return rc;
 }

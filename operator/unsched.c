@@ -13,7 +13,7 @@
 
 /* The pod's PodScheduled condition message when it is False with reason
  * Unschedulable, else NULL. */
-static const char *un__verdict(json_object *pod) {
+static const char *un_verdict(json_object *pod) {
     json_object *st = NULL, *conds = NULL;
     if (!json_object_object_get_ex(pod, "status", &st) ||
         !json_object_object_get_ex(st, "conditions", &conds) ||
@@ -46,7 +46,7 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
         const char *node = kube_json_str(p->raw, "spec.nodeName");
         if (node && *node)
             continue; /* bound: the scheduler has placed it */
-        const char *why = un__verdict(p->raw);
+        const char *why = un_verdict(p->raw);
         if (!why)
             continue;
         json_object *ann = NULL, *pv = NULL;

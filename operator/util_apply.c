@@ -40,7 +40,7 @@ aiq_rc util_start(struct server *s, aiq_err *err) {
 }
 
 /* Logs a change between up and down (not before the first answer). */
-static void util__tell(struct server *s, const struct oputil_state *st, long known, long nn) {
+static void util_tell(struct server *s, const struct oputil_state *st, long known, long nn) {
     int state = st->up ? 1 : 2;
     if (st->fetches == 0 || state == s->util_told)
         return;
@@ -95,7 +95,7 @@ void util_apply(struct server *s, struct q_node *nodes, int n, double now) {
         if (!nodes[i].util_known && util__alnair(s, &nodes[i]))
             annotated++;
     if (s->util)
-        util__tell(s, &st, known, n);
+        util_tell(s, &st, known, n);
     struct opmetrics_util m = {s->util != NULL, st.up, known + annotated, annotated, stale,
                                st.skipped, st.failures, st.last_ok};
     opmetrics_util_set(s->metrics, &m);

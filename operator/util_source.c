@@ -16,26 +16,26 @@
 
 /* ---- parser --------------------------------------------------------------- */
 
-static json_object *ou__get(json_object *o, const char *k) {
+static json_object *ou_get(json_object *o, const char *k) {
     json_object *v = NULL;
     return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v)
                ? v
                : NULL;
 }
 
-static const char *ou__str(json_object *o, const char *k) {
-    json_object *v = ou__get(o, k);
+static const char *ou_str(json_object *o, const char *k) {
+    json_object *v = ou_get(o, k);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
 /* The node label of a series' metric object, by name or the default
  * order; NULL when none is present and non-empty. */
-static const char *ou__node_of(json_object *metric, const char *label) {
+static const char *ou_node_of(json_object *metric, const char *label) {
     static const char *const dflt[] = {"node", "kubernetes_node", "Hostname"};
     if (label && *label)
-        return ou__str(metric, label);
+        return ou_str(metric, label);
     for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++) {
-        const char *v = ou__str(metric, dflt[i]);
+        const char *v = ou_str(metric, dflt[i]);
         if (v && *v)
             return v;
     }
@@ -43,7 +43,7 @@ static const char *ou__node_of(json_object *metric, const char *label) {
 }
 
 /* A GPU index label "0".."Q_MAX_GPUS-1", else -1. */
-static int ou__gpu_of(const char *s) {
+static int ou_gpu_of(const char *s) {
     char *end = NULL;
     if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
         return -1;
@@ -54,7 +54,7 @@ static int ou__gpu_of(const char *s) {
 
 /* Reads "value": [t, "v"] into *t, *v; -1 when it is not that shape or v
  * is not a finite number (Prometheus writes NaN and +Inf as strings). */
-static int ou__value_of(json_object *val, double *t, double *v) {
+static int ou_value_of(json_object *val, double *t, double *v) {
     if (!val || !json_object_is_type(val, json_type_array) || json_object_array_length(val) != 2)
         return -1;
     json_object *jt = json_object_array_get_idx(val, 0), *jv = json_object_array_get_idx(val, 1);
@@ -70,24 +70,24 @@ static int ou__value_of(json_object *val, double *t, double *v) {
 }
 
 /* Reads one series into *s; returns 0, or -1 with the reason counted. */
-static int ou__series(json_object *it, const char *label, struct oputil_sample *s,
-                      struct oputil_skips *sk) {
-    json_object *metric = ou__get(it, "metric");
-    const char *node = ou__node_of(metric, label);
+static int ou_series(json_object *it, const char *label, struct oputil_sample *s,
+                     struct oputil_skips *sk) {
+    json_object *metric = ou_get(it, "metric");
+    const char *node = ou_node_of(metric, label);
     if (!node || !*node || strlen(node) >= sizeof s->node) {
         sk->no_node++;
         return -1;
     }
-    int gpu = ou__gpu_of(ou__str(metric, "gpu"));
+    int gpu = ou_gpu_of(ou_str(metric, "gpu"));
     if (gpu < 0) {
         sk->bad_gpu++;
         return -1;
     }
-    if (ou__value_of(ou__get(it, "value"), &s->t, &s->value) != 0) {
+    if (ou_value_of(ou_get(it, "value"), &s->t, &s->value) != 0) {
         sk->bad_value++;
         return -1;
     }
-    const char *uuid = ou__str(metric, "UUID");
+    const char *uuid = ou_str(metric, "UUID");
     snprintf(s->node, sizeof s->node, "%s", node);
     snprintf(s->uuid, sizeof s->uuid, "%s", uuid ? uuid : "");
     s->gpu = gpu;
@@ -96,20 +96,20 @@ static int ou__series(json_object *it, const char *label, struct oputil_sample *
 
 /* Checks the envelope: status success and a vector result. Returns the
  * result array, or NULL with err set. */
-static json_object *ou__envelope(json_object *doc, aiq_err *err) {
-    const char *status = ou__str(doc, "status");
+static json_object *ou_envelope(json_object *doc, aiq_err *err) {
+    const char *status = ou_str(doc, "status");
     if (!json_object_is_type(doc, json_type_object) || !status) {
         aiq_err_field(err, AIQ_EPARSE, "status", "Prometheus answer: no \"status\" field");
         return NULL;
     }
     if (strcmp(status, "success") != 0) {
-        const char *et = ou__str(doc, "errorType"), *e = ou__str(doc, "error");
+        const char *et = ou_str(doc, "errorType"), *e = ou_str(doc, "error");
         aiq_err_field(err, AIQ_EINVAL, "status", "Prometheus answered status \"%.40s\": %.60s: %.200s",
                       status, et ? et : "-", e ? e : "no error message");
         return NULL;
     }
-    json_object *data = ou__get(doc, "data");
-    const char *rt = ou__str(data, "resultType");
+    json_object *data = ou_get(doc, "data");
+    const char *rt = ou_str(data, "resultType");
     if (!rt) {
         aiq_err_field(err, AIQ_EPARSE, "data.resultType", "Prometheus answer: no data.resultType");
         return NULL;
@@ -120,7 +120,7 @@ static json_object *ou__envelope(json_object *doc, aiq_err *err) {
                       "(an instant query)", rt);
         return NULL;
     }
-    json_object *res = ou__get(data, "result");
+    json_object *res = ou_get(data, "result");
     if (!res || !json_object_is_type(res, json_type_array)) {
         aiq_err_field(err, AIQ_EPARSE, "data.result", "Prometheus answer: data.result is not an array");
         return NULL;
@@ -163,7 +163,7 @@ aiq_rc oputil_parse(const char *body, size_t len, const char *node_label,
                              "byte %zu", i);
             goto out_free;
         }
-    json_object *res = ou__envelope(doc, err);
+    json_object *res = ou_envelope(doc, err);
     if (!res) {
         rc = err ? err->code : AIQ_EPARSE;
         goto out_free;
@@ -176,7 +176,7 @@ aiq_rc oputil_parse(const char *body, size_t len, const char *node_label,
     }
     size_t k = 0;
     for (size_t i = 0; i < m; i++)
-        if (ou__series(json_object_array_get_idx(res, i), node_label, &s[k], &sk) == 0)
+        if (ou_series(json_object_array_get_idx(res, i), node_label, &s[k], &sk) == 0)
             k++;
     if (k == 0) {
         free(s);
@@ -195,7 +195,7 @@ out_free:
 /* ---- Alnair's node annotations ------------------------------------------- */
 
 /* The number after key in v ("'key': '12.5'" or "'key': 12.5"); 0 or -1. */
-static int ou__alnair_num(const char *v, const char *key, double *out) {
+static int ou_alnair_num(const char *v, const char *key, double *out) {
     const char *p = strstr(v, key);
     if (!p)
         return -1;
@@ -217,7 +217,7 @@ static int ou__alnair_num(const char *v, const char *key, double *out) {
 int oputil_alnair_value(const char *v, double *pct, const char **field) {
     static const char *const keys[] = {"'max_gpu_util':", "'max_mem_util':"};
     for (size_t i = 0; v && i < sizeof keys / sizeof *keys; i++)
-        if (ou__alnair_num(v, keys[i], pct) == 0) {
+        if (ou_alnair_num(v, keys[i], pct) == 0) {
             *field = i == 0 ? "max_gpu_util" : "max_mem_util";
             return 0;
         }
@@ -248,13 +248,13 @@ struct oputil {
     pthread_t th;
 };
 
-static int ou__ent_cmp(const void *a, const void *b) {
+static int ou_ent_cmp(const void *a, const void *b) {
     const struct ou_ent *x = a, *y = b;
     int c = strcmp(x->node, y->node);
     return c ? c : (x->gpu > y->gpu) - (x->gpu < y->gpu);
 }
 
-static void ou__apply(struct ou_ent *e, const struct oputil_sample *s, bool is_util) {
+static void ou_apply(struct ou_ent *e, const struct oputil_sample *s, bool is_util) {
     if (s->uuid[0])
         snprintf(e->uuid, sizeof e->uuid, "%s", s->uuid);
     if (is_util && (!e->has_util || s->t >= e->util_t)) {
@@ -270,11 +270,11 @@ static void ou__apply(struct ou_ent *e, const struct oputil_sample *s, bool is_u
 
 /* Sorts the cache again after new entries were appended at its end,
  * folding entries of the same (node, GPU) together (newest sample wins). */
-static void ou__resort(oputil *u) {
-    qsort(u->ent, u->nent, sizeof *u->ent, ou__ent_cmp);
+static void ou_resort(oputil *u) {
+    qsort(u->ent, u->nent, sizeof *u->ent, ou_ent_cmp);
     size_t w = 0;
     for (size_t r = 0; r < u->nent; r++) {
-        if (w > 0 && ou__ent_cmp(&u->ent[w - 1], &u->ent[r]) == 0) {
+        if (w > 0 && ou_ent_cmp(&u->ent[w - 1], &u->ent[r]) == 0) {
             struct ou_ent *d = &u->ent[w - 1], *e = &u->ent[r];
             if (e->has_util && (!d->has_util || e->util_t > d->util_t)) {
                 d->has_util = true;
@@ -305,7 +305,7 @@ int oputil__merge(oputil *u, const struct oputil_sample *s, size_t n, bool is_ut
         if (nsorted) {
             struct ou_ent key = {.gpu = s[i].gpu}; /* only node and gpu are compared */
             snprintf(key.node, sizeof key.node, "%s", s[i].node);
-            e = bsearch(&key, u->ent, nsorted, sizeof *u->ent, ou__ent_cmp);
+            e = bsearch(&key, u->ent, nsorted, sizeof *u->ent, ou_ent_cmp);
         }
         if (!e) {
             if (u->nent >= OPUTIL_MAX_ENTRIES)
@@ -325,10 +325,10 @@ int oputil__merge(oputil *u, const struct oputil_sample *s, size_t n, bool is_ut
             snprintf(e->node, sizeof e->node, "%s", s[i].node);
             e->gpu = s[i].gpu;
         }
-        ou__apply(e, &s[i], is_util);
+        ou_apply(e, &s[i], is_util);
     }
     if (u->nent != nsorted)
-        ou__resort(u);
+        ou_resort(u);
     pthread_mutex_unlock(&u->mu);
     return rc;
 }
@@ -350,13 +350,13 @@ void oputil__outcome(oputil *u, const char *reason, double now, long skipped) {
     pthread_mutex_unlock(&u->mu);
 }
 
-static bool ou__fresh(const oputil *u, const struct ou_ent *e, double now) {
+static bool ou_fresh(const oputil *u, const struct ou_ent *e, double now) {
     return e && e->has_util && now - e->util_t <= u->stale_s;
 }
 
 /* The index of the node's first entry (the lowest GPU), or nent. One
  * search per node: its GPUs follow it in the sorted cache. */
-static size_t ou__first(const oputil *u, const char *node) {
+static size_t ou_first(const oputil *u, const char *node) {
     size_t lo = 0, hi = u->nent;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -376,7 +376,7 @@ void oputil_fill(oputil *u, struct q_node *nodes, int n, double now, long *known
         struct q_node *q = &nodes[i];
         bool all = q->ngpus > 0 && q->name;
         double util[Q_MAX_GPUS] = {0};
-        size_t at = q->name ? ou__first(u, q->name) : u->nent;
+        size_t at = q->name ? ou_first(u, q->name) : u->nent;
         for (int g = 0; q->name && g < q->ngpus && g < Q_MAX_GPUS; g++) {
             /* entries of one node are sorted by GPU: walk past lower ones */
             while (at < u->nent && u->ent[at].gpu < g && strcmp(u->ent[at].node, q->name) == 0)
@@ -385,9 +385,9 @@ void oputil_fill(oputil *u, struct q_node *nodes, int n, double now, long *known
                                              strcmp(u->ent[at].node, q->name) == 0
                                          ? &u->ent[at]
                                          : NULL;
-            if (e && e->has_util && !ou__fresh(u, e, now))
+            if (e && e->has_util && !ou_fresh(u, e, now))
                 st++;
-            if (!ou__fresh(u, e, now)) {
+            if (!ou_fresh(u, e, now)) {
                 all = false;
                 continue;
             }
@@ -419,7 +419,7 @@ struct ou_buf {
     bool toobig;
 };
 
-static size_t ou__write(char *data, size_t sz, size_t nm, void *ud) {
+static size_t ou_write(char *data, size_t sz, size_t nm, void *ud) {
     struct ou_buf *b = ud;
     size_t k = sz * nm;
     if (b->len + k > OPUTIL_MAX_BODY) {
@@ -440,8 +440,8 @@ static size_t ou__write(char *data, size_t sz, size_t nm, void *ud) {
  * failure returns -1 with reason (cap bytes) naming the query and why. A
  * non-200 status with a Prometheus error body is parsed by the caller:
  * *code tells the status. */
-static int ou__get_query(oputil *u, const char *query, struct ou_buf *b, long *code,
-                         char *reason, size_t cap) {
+static int ou_get_query(oputil *u, const char *query, struct ou_buf *b, long *code,
+                        char *reason, size_t cap) {
     int rc = -1;
     char url[2048];
     CURL *h = curl_easy_init();
@@ -461,7 +461,7 @@ static int ou__get_query(oputil *u, const char *query, struct ou_buf *b, long *c
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(u->timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ou__write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ou_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
@@ -482,15 +482,15 @@ out:
 }
 
 /* Fetches, parses and merges one metric. Returns 0, or -1 with reason. */
-static int ou__fetch_metric(oputil *u, const char *query, bool is_util, long *skipped,
-                            char *reason, size_t cap) {
+static int ou_fetch_metric(oputil *u, const char *query, bool is_util, long *skipped,
+                           char *reason, size_t cap) {
     struct ou_buf b = {NULL, 0, false};
     struct oputil_sample *s = NULL;
     struct oputil_skips sk = {0, 0, 0};
     size_t n = 0;
     long code = 0;
     int rc = -1;
-    if (ou__get_query(u, query, &b, &code, reason, cap) != 0)
+    if (ou_get_query(u, query, &b, &code, reason, cap) != 0)
         goto out;
     aiq_err e;
     aiq_err_clear(&e);
@@ -520,27 +520,27 @@ out:
 int oputil_fetch_once(oputil *u, double now) {
     char reason[256] = "";
     long skipped = 0;
-    int rc = ou__fetch_metric(u, OPUTIL_Q_UTIL, true, &skipped, reason, sizeof reason);
+    int rc = ou_fetch_metric(u, OPUTIL_Q_UTIL, true, &skipped, reason, sizeof reason);
     if (rc == 0)
-        rc = ou__fetch_metric(u, OPUTIL_Q_FB, false, &skipped, reason, sizeof reason);
+        rc = ou_fetch_metric(u, OPUTIL_Q_FB, false, &skipped, reason, sizeof reason);
     oputil__outcome(u, rc == 0 ? NULL : reason, now, skipped);
     return rc;
 }
 
-static double ou__now(void) {
+static double ou_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void *ou__worker(void *arg) {
+static void *ou_worker(void *arg) {
     oputil *u = arg;
     pthread_mutex_lock(&u->mu);
     while (!u->stop) {
         pthread_mutex_unlock(&u->mu);
-        (void)oputil_fetch_once(u, ou__now()); /* the outcome is in the state */
+        (void)oputil_fetch_once(u, ou_now()); /* the outcome is in the state */
         pthread_mutex_lock(&u->mu);
-        double until = ou__now() + u->interval_s;
+        double until = ou_now() + u->interval_s;
         struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
         while (!u->stop && pthread_cond_timedwait(&u->cv, &u->mu, &ts) == 0)
             ; /* woken without stop: wait on */
@@ -604,7 +604,7 @@ out_curl:
 aiq_rc oputil_start(oputil *u, aiq_err *err) {
     if (u->started)
         return aiq_err_set(err, AIQ_ESTATE, "utilisation source already started");
-    if (pthread_create(&u->th, NULL, ou__worker, u) != 0)
+    if (pthread_create(&u->th, NULL, ou_worker, u) != 0)
         return aiq_err_set(err, AIQ_EIO, "cannot start the utilisation source thread");
     u->started = true;
     return AIQ_OK;
@@ -631,7 +631,7 @@ void oputil_free(oputil *u) {
 
 /* ---- /util ---------------------------------------------------------------- */
 
-static json_object *ou__gpu_json(const oputil *u, const struct ou_ent *e, double now) {
+static json_object *ou_gpu_json(const oputil *u, const struct ou_ent *e, double now) {
     json_object *g = json_object_new_object();
     if (!g)
         return NULL;
@@ -644,7 +644,7 @@ static json_object *ou__gpu_json(const oputil *u, const struct ou_ent *e, double
     }
     if (e->has_fb)
         json_object_object_add(g, "fbUsedMiB", json_object_new_double(e->fb));
-    json_object_object_add(g, "stale", json_object_new_boolean(!ou__fresh(u, e, now)));
+    json_object_object_add(g, "stale", json_object_new_boolean(!ou_fresh(u, e, now)));
     return g;
 }
 
@@ -684,7 +684,7 @@ char *oputil_json(oputil *u, bool alnair, double now, size_t *len) {
             json_object_object_add(nj, "gpus", cur);
             json_object_array_add(nodes, nj);
         }
-        json_object *g = ou__gpu_json(u, e, now);
+        json_object *g = ou_gpu_json(u, e, now);
         if (g)
             json_object_array_add(cur, g);
     }

@@ -77,7 +77,7 @@ void opvis_free(opvis *v) {
 }
 
 /* A malloc'd {"message": msg} body. */
-static char *opvis__msg(const char *msg, size_t *len) {
+static char *opvis_msg(const char *msg, size_t *len) {
     json_object *o = json_object_new_object();
     char *out = NULL;
     if (o && json_object_object_add(o, "message", json_object_new_string(msg)) == 0)
@@ -97,9 +97,9 @@ int opvis_ask(opvis *v, const char *ns, const char *name, double timeout_s, char
             slot = i;
     if (slot < 0 || v->closed) {
         pthread_mutex_unlock(&v->mu);
-        *body = opvis__msg(v->closed ? "the operator is shutting down"
+        *body = opvis_msg(v->closed ? "the operator is shutting down"
                                      : "busy: too many queue views are being computed; try again",
-                           len);
+                          len);
         return 503;
     }
     struct opvis_req *r = &v->req[slot];
@@ -125,7 +125,7 @@ int opvis_ask(opvis *v, const char *ns, const char *name, double timeout_s, char
             snprintf(msg, sizeof msg,
                      "no queue cycle ran within %.0f s (the operator is starting, not the leader, "
                      "or overloaded)", timeout_s);
-        *body = opvis__msg(msg, len);
+        *body = opvis_msg(msg, len);
     }
     memset(r, 0, sizeof *r);
     pthread_mutex_unlock(&v->mu);
@@ -158,7 +158,7 @@ void opvis_answer(opvis *v, opvis_fill_fn fill, void *ctx) {
         r->len = r->body ? strlen(r->body) : 0;
         r->status = r->body ? status : 500;
         if (!r->body)
-            r->body = opvis__msg("out of memory", &r->len);
+            r->body = opvis_msg("out of memory", &r->len);
         json_object_put(doc);
         r->done = true;
         v->waiting--;

@@ -45,8 +45,8 @@ void oppolicy_free(oppolicy *p) {
 }
 
 /* Compiles src in mode; on error prefixes the message with field. */
-static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
-                            aiq_err *err) {
+static fx_prog *pa_compile(const char *src, fx_mode mode, const char *field,
+                           aiq_err *err) {
     aiq_err e;
     aiq_err_clear(&e);
     /* The field says which factor table: spec.placementScore names the
@@ -67,7 +67,7 @@ static fx_prog *pa__compile(const char *src, fx_mode mode, const char *field,
 
 /* q_placer over a compiled placement score (never fails: fx_eval's
  * result is finite). */
-static int pa__place_score(void *ctx, const double *pf, double *score) {
+static int pa_place_score(void *ctx, const double *pf, double *score) {
     *score = fx_eval(ctx, pf);
     return 0;
 }
@@ -87,8 +87,8 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
                       p->spec.nlevels);
         goto fail;
     }
-    op->formula = pa__compile(p->spec.formula ? p->spec.formula : "job.priority",
-                              FX_EXPR, "spec.formula", err);
+    op->formula = pa_compile(p->spec.formula ? p->spec.formula : "job.priority",
+                             FX_EXPR, "spec.formula", err);
     if (!op->formula)
         goto fail;
     op->nlevels = p->spec.nlevels;
@@ -104,7 +104,7 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
         /* The last level is the catch-all whatever its `when` says. */
         if (lv->when && i < op->nlevels - 1) {
             snprintf(field, sizeof field, "spec.levels[%d].when", i);
-            op->when[i] = pa__compile(lv->when, FX_PREDICATE, field, err);
+            op->when[i] = pa_compile(lv->when, FX_PREDICATE, field, err);
             if (!op->when[i])
                 goto fail;
         }
@@ -115,11 +115,11 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
     op->backfill = p->spec.backfill;
     op->placement = p->spec.placement;
     if (p->spec.placement_score) {
-        op->place_score = pa__compile(p->spec.placement_score, FX_EXPR, "spec.placementScore", err);
+        op->place_score = pa_compile(p->spec.placement_score, FX_EXPR, "spec.placementScore", err);
         if (!op->place_score)
             goto fail;
         op->placer.ctx = op->place_score;
-        op->placer.score = pa__place_score;
+        op->placer.score = pa_place_score;
     }
     op->starvation_after_s = p->spec.starvation_after_s;
     op->half_life_s = p->spec.fairshare_half_life_s > 0
@@ -150,7 +150,7 @@ oppolicy *oppolicy_default(void) {
     return oppolicy_compile(&p, NULL);
 }
 
-static int pa__score(void *ctx, const double *f, double *score) {
+static int pa_score(void *ctx, const double *f, double *score) {
     oppolicy *p = ctx;
     int clamped = 0;
     *score = fx_eval_checked(p->formula, f, &clamped);
@@ -172,7 +172,7 @@ unsigned long oppolicy_clamped(const oppolicy *p, const char **term) {
     return p->clamped;
 }
 
-static int pa__level(void *ctx, const double *f, int *level) {
+static int pa_level(void *ctx, const double *f, int *level) {
     const oppolicy *p = ctx;
     for (int i = 0; i < p->nlevels - 1; i++) {
         if (p->when[i] && fx_eval(p->when[i], f) != 0) {
@@ -186,8 +186,8 @@ static int pa__level(void *ctx, const double *f, int *level) {
 
 void oppolicy_scorer(oppolicy *p, q_scorer *sc) {
     sc->ctx = p;
-    sc->score = pa__score;
-    sc->level = pa__level;
+    sc->score = pa_score;
+    sc->level = pa_level;
 }
 
 void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp) {

@@ -13,7 +13,7 @@ struct sim_trace *sim_trace_create(void) {
     return calloc(1, sizeof(struct sim_trace));
 }
 
-static void job__deinit(struct sim_job *j) {
+static void job_deinit(struct sim_job *j) {
     free(j->id);
     free(j->user);
     free(j->group);
@@ -27,7 +27,7 @@ void sim_trace_free(struct sim_trace *tr) {
     if (!tr)
         return;
     for (int i = 0; i < tr->njobs; i++)
-        job__deinit(&tr->jobs[i]);
+        job_deinit(&tr->jobs[i]);
     for (int i = 0; i < tr->nnodes; i++) {
         free(tr->nodes[i].name);
         free(tr->nodes[i].gpu_model);
@@ -74,7 +74,7 @@ aiq_rc sim_trace_add_job(struct sim_trace *tr, const struct sim_job *j,
     c.task = dup__(j->task && *j->task ? j->task : NULL, &ok);
     c.gpu_model = dup__(j->gpu_model && *j->gpu_model ? j->gpu_model : NULL, &ok);
     if (!ok) {
-        job__deinit(&c);
+        job_deinit(&c);
         return aiq_err_set(err, AIQ_ENOMEM, "trace: out of memory");
     }
     if (c.replicas < 1)

@@ -14,7 +14,7 @@
 
 #define APPROX(id) (1ull << FX_F_##id)
 
-static void clr__copy(char *dst, size_t cap, const char *s) {
+static void clr_copy(char *dst, size_t cap, const char *s) {
     snprintf(dst, cap, "%s", s ? s : "");
 }
 
@@ -27,7 +27,7 @@ int cli_group_of_ns(const struct cli_world *w, const char *ns) {
     return -1;
 }
 
-static int clr__group_by_name(const struct cli_world *w, const char *name) {
+static int clr_group_by_name(const struct cli_world *w, const char *name) {
     for (int g = 0; g < w->ngroups; g++)
         if (name && w->groups[g].meta.name && strcmp(w->groups[g].meta.name, name) == 0)
             return g;
@@ -35,7 +35,7 @@ static int clr__group_by_name(const struct cli_world *w, const char *name) {
 }
 
 /* The accepted UserQuota of user in group g, or -1. */
-static int clr__uq(const struct cli_world *w, int g, const char *user) {
+static int clr_uq(const struct cli_world *w, int g, const char *user) {
     for (int i = 0; i < w->nuqs; i++) {
         const struct aiq_userquota *u = &w->uqs[i];
         json_object *st = w->uq_status ? w->uq_status[i] : NULL;
@@ -53,7 +53,7 @@ static int clr__uq(const struct cli_world *w, int g, const char *user) {
 
 /* Window GPU-hours in a status's usage (the operator writes them only
  * when a budget is set), else 0. */
-static double clr__gpu_hours(json_object *st) {
+static double clr_gpu_hours(json_object *st) {
     return aiq_jnum(aiq_jget(st, "usage"), "gpuHours", 0);
 }
 
@@ -69,7 +69,7 @@ void cli_fairshare(const struct cli_world *w, int g, const char *user,
         const struct aiq_group *ag = &w->groups[i];
         double s = ag->spec.shares > 0 ? ag->spec.shares
                    : (ag->spec.quota.gpus > 0 ? (double)ag->spec.quota.gpus : 1);
-        double u = clr__gpu_hours(w->group_status ? w->group_status[i] : NULL);
+        double u = clr_gpu_hours(w->group_status ? w->group_status[i] : NULL);
         tot_s += s;
         tot_u += u;
         if (i == g) {
@@ -90,7 +90,7 @@ void cli_fairshare(const struct cli_world *w, int g, const char *user,
                       strcmp(w->uqs[i].spec.user, w->groups[g].spec.members[k].user) == 0;
         members += !listed;
         if (user && w->uqs[i].spec.user && strcmp(w->uqs[i].spec.user, user) == 0)
-            uu = clr__gpu_hours(w->uq_status ? w->uq_status[i] : NULL);
+            uu = clr_gpu_hours(w->uq_status ? w->uq_status[i] : NULL);
     }
     double Uu = gu > 0 ? uu / gu : 0, Su = members > 0 ? 1.0 / members : 1;
     *fs_user = *fs_group * pow(2, -Uu / Su);
@@ -98,13 +98,13 @@ void cli_fairshare(const struct cli_world *w, int g, const char *user,
 
 /* Fills j->f from the decoded job and w, mirroring operator/cycle.c's
  * factor vector; flags what the objects cannot tell exactly. */
-static void clr__factors(const struct aiq_aijob *aj, json_object *status,
-                         const struct cli_world *w, int g, struct cli_job *j) {
+static void clr_factors(const struct aiq_aijob *aj, json_object *status,
+                        const struct cli_world *w, int g, struct cli_job *j) {
     double *f = j->f;
     const struct aiq_group *grp = g >= 0 ? &w->groups[g] : NULL;
     json_object *gst = g >= 0 && w->group_status ? w->group_status[g] : NULL;
     int per = aj->spec.resources.gpus > 0 ? aj->spec.resources.gpus : 1;
-    int uq = clr__uq(w, g, aj->spec.user);
+    int uq = clr_uq(w, g, aj->spec.user);
     json_object *ust = uq >= 0 && w->uq_status ? w->uq_status[uq] : NULL;
     memset(f, 0, sizeof j->f);
     if (grp)
@@ -134,8 +134,8 @@ static void clr__factors(const struct aiq_aijob *aj, json_object *status,
     f[FX_F_ATTAINED_GPU_HOURS] = 0; /* earlier attempts live in the store */
     if (j->attempts > 0)
         j->approx |= APPROX(ATTAINED_GPU_HOURS);
-    f[FX_F_USAGE_USER_GPU_HOURS] = clr__gpu_hours(ust);
-    f[FX_F_USAGE_GROUP_GPU_HOURS] = clr__gpu_hours(gst);
+    f[FX_F_USAGE_USER_GPU_HOURS] = clr_gpu_hours(ust);
+    f[FX_F_USAGE_GROUP_GPU_HOURS] = clr_gpu_hours(gst);
     cli_fairshare(w, g, aj->spec.user, &f[FX_F_FAIRSHARE_GROUP], &f[FX_F_FAIRSHARE_USER]);
     j->approx |= APPROX(USAGE_USER_GPU_HOURS) | APPROX(USAGE_GROUP_GPU_HOURS) |
                  APPROX(FAIRSHARE_USER) | APPROX(FAIRSHARE_GROUP);
@@ -153,9 +153,9 @@ static void clr__factors(const struct aiq_aijob *aj, json_object *status,
     f[FX_F_JOB_AGE_HOURS] = j->created > 0 && w->now > j->created ? (w->now - j->created) / 3600.0 : 0;
     const struct aiq_userquota *u = uq >= 0 ? &w->uqs[uq] : NULL;
     f[FX_F_BUDGET_USER_LEFT] = u && u->spec.budget.gpu_hours >= 0
-                                   ? fmax(0, u->spec.budget.gpu_hours - clr__gpu_hours(ust)) : 1e9;
+                                   ? fmax(0, u->spec.budget.gpu_hours - clr_gpu_hours(ust)) : 1e9;
     f[FX_F_BUDGET_GROUP_LEFT] = grp && grp->spec.budget.gpu_hours >= 0
-                                    ? fmax(0, grp->spec.budget.gpu_hours - clr__gpu_hours(gst)) : 1e9;
+                                    ? fmax(0, grp->spec.budget.gpu_hours - clr_gpu_hours(gst)) : 1e9;
 }
 
 /* Loads one job; see cli_rank.h. */
@@ -167,20 +167,20 @@ aiq_rc cli_job_load(json_object *obj, const struct cli_world *w,
     if (rc != AIQ_OK)
         return rc;
     json_object *st = aiq_jget(obj, "status");
-    clr__copy(out->ns, sizeof out->ns, aj.meta.namespace_ ? aj.meta.namespace_ : "default");
-    clr__copy(out->name, sizeof out->name, aj.meta.name);
-    clr__copy(out->uid, sizeof out->uid, aj.meta.uid);
-    clr__copy(out->user, sizeof out->user, aj.spec.user);
-    clr__copy(out->phase, sizeof out->phase, aiq_jstr(st, "phase"));
-    clr__copy(out->level, sizeof out->level, aiq_jstr(st, "level"));
-    clr__copy(out->message, sizeof out->message, aiq_jstr(st, "message"));
+    clr_copy(out->ns, sizeof out->ns, aj.meta.namespace_ ? aj.meta.namespace_ : "default");
+    clr_copy(out->name, sizeof out->name, aj.meta.name);
+    clr_copy(out->uid, sizeof out->uid, aj.meta.uid);
+    clr_copy(out->user, sizeof out->user, aj.spec.user);
+    clr_copy(out->phase, sizeof out->phase, aiq_jstr(st, "phase"));
+    clr_copy(out->level, sizeof out->level, aiq_jstr(st, "level"));
+    clr_copy(out->message, sizeof out->message, aiq_jstr(st, "message"));
     json_object *conds = aiq_jget(st, "conditions");
     size_t nc = conds && json_object_is_type(conds, json_type_array) ? json_object_array_length(conds) : 0;
     for (size_t i = 0; i < nc; i++) { /* the reason of the phase's condition */
         json_object *c = json_object_array_get_idx(conds, i);
         const char *ty = aiq_jstr(c, "type"), *cs = aiq_jstr(c, "status");
         if (ty && cs && strcmp(ty, out->phase) == 0 && strcmp(cs, "True") == 0)
-            clr__copy(out->reason, sizeof out->reason, aiq_jstr(c, "reason"));
+            clr_copy(out->reason, sizeof out->reason, aiq_jstr(c, "reason"));
     }
     out->position = (int)aiq_jnum(st, "position", 0);
     out->has_score = aiq_jget(st, "score") != NULL;
@@ -190,12 +190,12 @@ aiq_rc cli_job_load(json_object *obj, const struct cli_world *w,
     out->created = aj.meta.creation_time;
     out->eta = opst_parse_time(aiq_jstr(st, "estimatedStartTime"));
     out->attempts = (int)aiq_jnum(st, "attempts", 0);
-    int g = clr__group_by_name(w, aiq_jstr(st, "group"));
+    int g = clr_group_by_name(w, aiq_jstr(st, "group"));
     if (g < 0)
         g = cli_group_of_ns(w, out->ns);
     if (g >= 0)
-        clr__copy(out->group, sizeof out->group, w->groups[g].meta.name);
-    clr__factors(&aj, st, w, g, out);
+        clr_copy(out->group, sizeof out->group, w->groups[g].meta.name);
+    clr_factors(&aj, st, w, g, out);
     aiq_aijob_deinit(&aj);
     return AIQ_OK;
 }
@@ -206,12 +206,12 @@ bool cli_job_waiting(const struct cli_job *j) {
            strcmp(j->phase, "Queued") == 0;
 }
 
-static int clr__key_cmp(const struct cli_job *a, const struct cli_job *b) {
+static int clr_key_cmp(const struct cli_job *a, const struct cli_job *b) {
     int k = strcmp(a->ns, b->ns);
     return k ? k : strcmp(a->name, b->name);
 }
 
-static int clr__new_cmp(const void *va, const void *vb) {
+static int clr_new_cmp(const void *va, const void *vb) {
     const struct cli_job *a = *(const struct cli_job *const *)va;
     const struct cli_job *b = *(const struct cli_job *const *)vb;
     if (a->new_level != b->new_level)
@@ -220,7 +220,7 @@ static int clr__new_cmp(const void *va, const void *vb) {
         return a->new_score > b->new_score ? -1 : 1;
     if (a->queued != b->queued)
         return a->queued < b->queued ? -1 : 1;
-    return clr__key_cmp(a, b);
+    return clr_key_cmp(a, b);
 }
 
 /* Ranks jobs under p; see cli_rank.h. */
@@ -243,24 +243,24 @@ aiq_rc cli_rank(oppolicy *p, struct cli_job *jobs, int n, aiq_err *err) {
         jobs[i].new_level = lv;
         idx[i] = &jobs[i];
     }
-    qsort(idx, (size_t)n, sizeof *idx, clr__new_cmp);
+    qsort(idx, (size_t)n, sizeof *idx, clr_new_cmp);
     for (int i = 0; i < n; i++)
         idx[i]->new_position = i + 1;
     free(idx);
     return AIQ_OK;
 }
 
-static int clr__pos_cmp(const void *va, const void *vb) {
+static int clr_pos_cmp(const void *va, const void *vb) {
     const struct cli_job *a = va, *b = vb;
     int pa = a->position > 0 ? a->position : 0x7fffffff;
     int pb = b->position > 0 ? b->position : 0x7fffffff;
     if (pa != pb)
         return pa < pb ? -1 : 1;
-    return clr__key_cmp(a, b);
+    return clr_key_cmp(a, b);
 }
 
 /* Sorts by position; see cli_rank.h. */
 void cli_sort_by_position(struct cli_job *jobs, int n) {
     if (n > 1)
-        qsort(jobs, (size_t)n, sizeof *jobs, clr__pos_cmp);
+        qsort(jobs, (size_t)n, sizeof *jobs, clr_pos_cmp);
 }

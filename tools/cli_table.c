@@ -14,7 +14,7 @@ struct cli_table {
 
 /* A copy of s cut at CLI_TABLE_MAX_CELL bytes, not inside a UTF-8
  * sequence. NULL on ENOMEM. */
-static char *clt__dup(const char *s) {
+static char *clt_dup(const char *s) {
     size_t n = s ? strlen(s) : 0;
     if (n > CLI_TABLE_MAX_CELL) {
         n = CLI_TABLE_MAX_CELL;
@@ -31,9 +31,9 @@ static char *clt__dup(const char *s) {
 }
 
 /* Stores a row of copies at row index r (the slots must be free). */
-static aiq_rc clt__put(cli_table *t, int r, const char *const *cells) {
+static aiq_rc clt_put(cli_table *t, int r, const char *const *cells) {
     for (int c = 0; c < t->ncols; c++) {
-        char *d = clt__dup(cells ? cells[c] : NULL);
+        char *d = clt_dup(cells ? cells[c] : NULL);
         if (!d) {
             while (c-- > 0) {
                 free(t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
@@ -56,7 +56,7 @@ cli_table *cli_table_create(int ncols, const char *const *header) {
     t->ncols = ncols;
     t->caprows = 16;
     t->cells = calloc((size_t)(t->caprows + 1) * (size_t)ncols, sizeof *t->cells);
-    if (!t->cells || clt__put(t, 0, header) != AIQ_OK) {
+    if (!t->cells || clt_put(t, 0, header) != AIQ_OK) {
         free(t->cells);
         free(t);
         return NULL;
@@ -87,7 +87,7 @@ aiq_rc cli_table_add(cli_table *t, const char *const *cells) {
         t->cells = np;
         t->caprows = nc;
     }
-    aiq_rc rc = clt__put(t, t->nrows + 1, cells);
+    aiq_rc rc = clt_put(t, t->nrows + 1, cells);
     if (rc == AIQ_OK)
         t->nrows++;
     return rc;
@@ -170,7 +170,7 @@ const char *cli_human_duration(char *buf, size_t cap, double seconds) {
 }
 
 /* True when s must be quoted to stay a YAML string. */
-static int clt__needs_quote(const char *s) {
+static int clt_needs_quote(const char *s) {
     static const char *const words[] = {"true", "false", "null", "yes", "no",
                                         "on", "off", "~", "True", "False",
                                         "Null", "NULL", "Yes", "No", NULL};
@@ -192,8 +192,8 @@ static int clt__needs_quote(const char *s) {
     return 0;
 }
 
-static void clt__yaml_string(const char *s, FILE *out) {
-    if (!clt__needs_quote(s)) {
+static void clt_yaml_string(const char *s, FILE *out) {
+    if (!clt_needs_quote(s)) {
         fputs(s, out);
         return;
     }
@@ -214,19 +214,19 @@ static void clt__yaml_string(const char *s, FILE *out) {
     fputc('"', out);
 }
 
-static void clt__indent(FILE *out, int n) {
+static void clt_indent(FILE *out, int n) {
     while (n-- > 0)
         fputc(' ', out);
 }
 
 /* A scalar on the current line (no newline). */
-static void clt__scalar(json_object *o, FILE *out) {
+static void clt_scalar(json_object *o, FILE *out) {
     switch (json_object_get_type(o)) {
     case json_type_null:
         fputs("null", out);
         break;
     case json_type_string:
-        clt__yaml_string(json_object_get_string(o), out);
+        clt_yaml_string(json_object_get_string(o), out);
         break;
     default:
         fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), out);
@@ -234,7 +234,7 @@ static void clt__scalar(json_object *o, FILE *out) {
     }
 }
 
-static int clt__is_container(json_object *o) {
+static int clt_is_container(json_object *o) {
     json_type ty = json_object_get_type(o);
     if (ty == json_type_object)
         return json_object_object_length(o) > 0;
@@ -251,11 +251,11 @@ void cli_print_yaml(json_object *obj, FILE *out, int indent) {
         int first = 1;
         json_object_object_foreach(obj, k, v) {
             if (!first || indent >= 0)
-                clt__indent(out, first && indent < 0 ? 0 : (indent < 0 ? -indent : indent));
+                clt_indent(out, first && indent < 0 ? 0 : (indent < 0 ? -indent : indent));
             first = 0;
-            clt__yaml_string(k, out);
+            clt_yaml_string(k, out);
             fputc(':', out);
-            if (clt__is_container(v)) {
+            if (clt_is_container(v)) {
                 fputc('\n', out);
                 int base = indent < 0 ? -indent : indent;
                 cli_print_yaml(v, out, json_object_get_type(v) == json_type_array ? base : base + 2);
@@ -266,7 +266,7 @@ void cli_print_yaml(json_object *obj, FILE *out, int indent) {
                 else if (json_object_get_type(v) == json_type_array)
                     fputs("[]", out);
                 else
-                    clt__scalar(v, out);
+                    clt_scalar(v, out);
                 fputc('\n', out);
             }
         }
@@ -277,9 +277,9 @@ void cli_print_yaml(json_object *obj, FILE *out, int indent) {
         size_t n = json_object_array_length(obj);
         for (size_t i = 0; i < n; i++) {
             json_object *v = json_object_array_get_idx(obj, i);
-            clt__indent(out, base);
+            clt_indent(out, base);
             fputs("- ", out);
-            if (clt__is_container(v)) {
+            if (clt_is_container(v)) {
                 /* negative indent: the first key goes on the "- " line */
                 if (json_object_get_type(v) == json_type_object) {
                     cli_print_yaml(v, out, -(base + 2));
@@ -288,19 +288,19 @@ void cli_print_yaml(json_object *obj, FILE *out, int indent) {
                     cli_print_yaml(v, out, base + 2);
                 }
             } else {
-                clt__scalar(v, out);
+                clt_scalar(v, out);
                 fputc('\n', out);
             }
         }
         return;
     }
     if (indent > 0)
-        clt__indent(out, indent);
+        clt_indent(out, indent);
     if (ty == json_type_object)
         fputs("{}", out);
     else if (ty == json_type_array)
         fputs("[]", out);
     else
-        clt__scalar(obj, out);
+        clt_scalar(obj, out);
     fputc('\n', out);
 }

@@ -24,7 +24,7 @@
 #define PS_MAX 1024
 
 /* Appends ", " (after the first) and the formatted text to buf. */
-static void ps__add(char *buf, size_t *n, const char *text) {
+static void ps_add(char *buf, size_t *n, const char *text) {
     size_t len = strlen(text);
     if (*n && *n + 2 < PS_MAX) {
         memcpy(buf + *n, ", ", 2);
@@ -39,7 +39,7 @@ static void ps__add(char *buf, size_t *n, const char *text) {
 
 /* Every container, init container and ephemeral container of spec. */
 typedef void (*ps_visit_fn)(json_object *c, void *u);
-static void ps__visit(json_object *spec, ps_visit_fn fn, void *u) {
+static void ps_visit(json_object *spec, ps_visit_fn fn, void *u) {
     static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
     for (size_t l = 0; l < 3; l++) {
         json_object *a = aiq_jget(spec, lists[l]);
@@ -57,7 +57,7 @@ struct ps_names {
     int count;
 };
 
-static void ps__name(struct ps_names *nm, json_object *c) {
+static void ps_name(struct ps_names *nm, json_object *c) {
     json_object *v = aiq_jget(c, "name");
     const char *name = v ? json_object_get_string(v) : "";
     int w = snprintf(nm->list + nm->n, sizeof nm->list - nm->n, "%s\"%s\"",
@@ -67,9 +67,9 @@ static void ps__name(struct ps_names *nm, json_object *c) {
     nm->count++;
 }
 
-static void ps__privileged(json_object *c, void *u) {
+static void ps_privileged(json_object *c, void *u) {
     if (aiq_jtrue(aiq_jget(c, "securityContext"), "privileged"))
-        ps__name(u, c);
+        ps_name(u, c);
 }
 
 struct ps_ports {
@@ -78,9 +78,9 @@ struct ps_ports {
     int count;
 };
 
-static int ps__cmp(const void *a, const void *b) { return strcmp(a, b); }
+static int ps_cmp(const void *a, const void *b) { return strcmp(a, b); }
 
-static void ps__hostports(json_object *c, void *u) {
+static void ps_hostports(json_object *c, void *u) {
     struct ps_ports *pp = u;
     json_object *ports = aiq_jget(c, "ports");
     bool bad = false;
@@ -100,13 +100,13 @@ static void ps__hostports(json_object *c, void *u) {
             memcpy(pp->port[pp->count++], num, sizeof num);
     }
     if (bad)
-        ps__name(&pp->nm, c);
+        ps_name(&pp->nm, c);
 }
 
 /* The set's ports sorted as text (Go's sets.String.List) and joined. */
-static void ps__ports_text(struct ps_ports *pp, char *out, size_t cap) {
+static void ps_ports_text(struct ps_ports *pp, char *out, size_t cap) {
     size_t n = 0;
-    qsort(pp->port, (size_t)pp->count, sizeof pp->port[0], ps__cmp);
+    qsort(pp->port, (size_t)pp->count, sizeof pp->port[0], ps_cmp);
     out[0] = '\0';
     for (int i = 0; i < pp->count; i++) {
         int w = snprintf(out + n, cap - n, "%s%s", i ? ", " : "", pp->port[i]);
@@ -118,7 +118,7 @@ static void ps__ports_text(struct ps_ports *pp, char *out, size_t cap) {
 
 /* The violations of spec against the four checks, in the real order,
  * into out ("" when none). */
-static void ps__check(json_object *spec, char *out) {
+static void ps_check(json_object *spec, char *out) {
     char part[PS_MAX * 2];
     size_t n = 0;
     out[0] = '\0';
@@ -130,36 +130,36 @@ static void ps__check(json_object *spec, char *out) {
             k += (size_t)snprintf(ns + k, sizeof ns - k, "%s%s=true", k ? ", " : "", hn[i]);
     if (k) {
         snprintf(part, sizeof part, "host namespaces (%s)", ns);
-        ps__add(out, &n, part);
+        ps_add(out, &n, part);
     }
     struct ps_names vols = {.n = 0};
     json_object *vl = aiq_jget(spec, "volumes");
     for (size_t i = 0; vl && json_object_is_type(vl, json_type_array) &&
                        i < json_object_array_length(vl); i++)
         if (aiq_jget(json_object_array_get_idx(vl, i), "hostPath"))
-            ps__name(&vols, json_object_array_get_idx(vl, i));
+            ps_name(&vols, json_object_array_get_idx(vl, i));
     if (vols.count) {
         snprintf(part, sizeof part, "hostPath volumes (%s %s)",
                  vols.count == 1 ? "volume" : "volumes", vols.list);
-        ps__add(out, &n, part);
+        ps_add(out, &n, part);
     }
     struct ps_ports pp = {.count = 0};
-    ps__visit(spec, ps__hostports, &pp);
+    ps_visit(spec, ps_hostports, &pp);
     if (pp.nm.count) {
         char ports[PS_MAX / 2];
-        ps__ports_text(&pp, ports, sizeof ports);
+        ps_ports_text(&pp, ports, sizeof ports);
         snprintf(part, sizeof part, "hostPort (%s %s %s %s %s)",
                  pp.nm.count == 1 ? "container" : "containers", pp.nm.list,
                  pp.nm.count == 1 ? "uses" : "use", pp.count == 1 ? "hostPort" : "hostPorts",
                  ports);
-        ps__add(out, &n, part);
+        ps_add(out, &n, part);
     }
     struct ps_names priv = {.n = 0};
-    ps__visit(spec, ps__privileged, &priv);
+    ps_visit(spec, ps_privileged, &priv);
     if (priv.count) {
         snprintf(part, sizeof part, "privileged (%s %s must not set securityContext.privileged=true)",
                  priv.count == 1 ? "container" : "containers", priv.list);
-        ps__add(out, &n, part);
+        ps_add(out, &n, part);
     }
 }
 
@@ -173,7 +173,7 @@ int apisrv__pod_security(apisrv *s, const char *ns, const char *name, json_objec
     int rc = 0;
     if (level && (!strcmp(level, "baseline") || !strcmp(level, "restricted"))) {
         char why[PS_MAX];
-        ps__check(aiq_jget(pod, "spec"), why);
+        ps_check(aiq_jget(pod, "spec"), why);
         if (why[0]) {
             apisrv__st_set(st, 403, "Forbidden",
                            "pods \"%s\" is forbidden: violates PodSecurity \"%s:latest\": %s",

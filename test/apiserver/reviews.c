@@ -14,7 +14,7 @@
 #include "test/apiserver/apisrv_int.h"
 
 /* status.user of a TokenReview for u. */
-static json_object *rv__user(const struct apisrv__user *u) {
+static json_object *rv_user(const struct apisrv__user *u) {
     json_object *o = json_object_new_object(), *g = json_object_new_array();
     json_object_object_add(o, "username", json_object_new_string(u->name));
     if (u->uid[0])
@@ -25,13 +25,13 @@ static json_object *rv__user(const struct apisrv__user *u) {
     return o;
 }
 
-static void rv__token(apisrv *s, json_object *req, json_object *spec, struct apisrv__resp *w) {
+static void rv_token(apisrv *s, json_object *req, json_object *spec, struct apisrv__resp *w) {
     const char *tok = aiq_jstr(spec, "token");
     json_object *st = json_object_new_object();
     struct apisrv__user u;
     if (tok && *tok && apisrv__token_user(s, tok, &u)) {
         json_object_object_add(st, "authenticated", json_object_new_boolean(1));
-        json_object_object_add(st, "user", rv__user(&u));
+        json_object_object_add(st, "user", rv_user(&u));
     } else {
         /* As kube-apiserver: not authenticated, no error text for an
          * unknown token (it does not say which authenticator refused). */
@@ -43,8 +43,8 @@ static void rv__token(apisrv *s, json_object *req, json_object *spec, struct api
 
 /* A SubjectAccessReview (self == NULL: spec.user and spec.groups), or a
  * SelfSubjectAccessReview (self: the caller, as kubectl auth can-i asks). */
-static void rv__access(apisrv *s, json_object *req, json_object *spec,
-                       const struct apisrv__user *self, struct apisrv__resp *w) {
+static void rv_access(apisrv *s, json_object *req, json_object *spec,
+                      const struct apisrv__user *self, struct apisrv__resp *w) {
     json_object *ra = NULL, *groups = NULL;
     struct apisrv__user u;
     memset(&u, 0, sizeof u);
@@ -113,9 +113,9 @@ bool apisrv__reviews(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w) {
         return true;
     }
     if (token)
-        rv__token(s, req, spec, w);
+        rv_token(s, req, spec, w);
     else
-        rv__access(s, req, spec, self ? &r->user : NULL, w);
+        rv_access(s, req, spec, self ? &r->user : NULL, w);
     json_object_put(req);
     return true;
 }
