@@ -1440,6 +1440,26 @@ static void job_sync_waiting(struct server *s, struct opcache_obj *o,
     }
 }
 
+/* An admitted or running gang that lost a node, a pod that failed, or
+ * pods that went: torn down (true), else false. */
+static bool job_sync_lost(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
+                          struct opjob *js, const struct gang *g, double now) {
+    char msg[512];
+    if (job_node_loss(s, o, j, js, g, now))
+        return true;
+    if (g->failed > 0) {
+        snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
+        job_teardown(s, o, j, js, now, "PodFailed", msg, false);
+        return true;
+    }
+    if (g->exist < g->n) {
+        snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
+        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
+        return true;
+    }
+    return false;
+}
+
 /* Admitted: Running once every pod runs; torn down when a pod fails or
  * goes, the scheduler refuses the placement, or the start times out; a
  * release left half done is finished. */
@@ -1447,15 +1467,9 @@ static void job_sync_admitted(struct server *s, struct opcache_obj *o,
                               const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
                               double now) {
     char msg[512];
-    if (job_node_loss(s, o, j, js, g, now)) {
+    if (job_sync_lost(s, o, j, js, g, now))
         return;
-    } else if (g->failed > 0) {
-        snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
-        job_teardown(s, o, j, js, now, "PodFailed", msg, false);
-    } else if (g->exist < g->n) {
-        snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
-        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
-    } else if (g->newer > 0) {
+    if (g->newer > 0) {
         /* A restart between a teardown's pod re-creation and its
          * status write: these pods are for the next attempt, which
          * was never admitted. Releasing them would run them as this
@@ -1504,15 +1518,9 @@ static void job_sync_running(struct server *s, struct opcache_obj *o,
                              const struct aiq_aijob *j, struct opjob *js, const struct gang *g,
                              double now) {
     char msg[512];
-    if (job_node_loss(s, o, j, js, g, now)) {
+    if (job_sync_lost(s, o, j, js, g, now))
         return;
-    } else if (g->failed > 0) {
-        snprintf(msg, sizeof msg, "pod %s failed", g->failed_pod);
-        job_teardown(s, o, j, js, now, "PodFailed", msg, false);
-    } else if (g->exist < g->n) {
-        snprintf(msg, sizeof msg, "%d of %d pods disappeared", g->n - g->exist, g->n);
-        job_teardown(s, o, j, js, now, "PodMissing", msg, false);
-    } else if (g->gated > 0 && js->grow_from > 0) {
+    if (g->gated > 0 && js->grow_from > 0) {
         /* New replicas of an elastic job: released once their pods
          * exist and the status holds their placement. */
         if (!((struct opext *)o->ext)->dirty && job_range_on_server(s, j, 0, g->n))
