@@ -43,7 +43,7 @@
 #include "operator/pods.h"
 #include "policy/policy_adapter.h"
 #include "operator/status.h"
-#include "operator/util_view.h"
+#include "tools/cli_util.h"
 #include "policy/fx.h"
 
 #define PATH_CAP 1024
@@ -1698,10 +1698,10 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
                 add_num(it, "aiqGPUs", use[i].aiq);
                 add_num(it, "otherGPUs", use[i].other);
             }
-            json_object *un = util_view_node(udoc, f.q.name);
+            json_object *un = cli_util_node(udoc, f.q.name);
             if (un)
                 json_object_object_add(it, "utilization", json_object_get(un));
-            add_str(it, "util", util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util));
+            add_str(it, "util", cli_util_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util));
             add_str(it, "status", f.excluded ? "Excluded" : f.q.schedulable ? "Ready" : "Cordoned");
             add_str(it, "reason", f.excluded ? reason : NULL);
             add_str(it, "message", f.excluded ? f.message : NULL);
@@ -1713,7 +1713,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
                  f.mig[0] ? " +mig " : "", f.mig);
         const char *row[] = {f.q.name, gpus, nodes_mem(mem, sizeof mem, &f.q), model,
                              f.q.domain ? f.q.domain : "-", a, oth,
-                             util_view_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util), status};
+                             cli_util_cell(udoc, f.q.name, nobj, f.q.ngpus, util, sizeof util), status};
         if (cli_table_add(t, row) != AIQ_OK) {
             rc = fail("out of memory");
             goto out;
@@ -1729,7 +1729,7 @@ static int cmd_nodes(const struct opts *o, struct kube_client *kc) {
         cli_table_print(t, stdout);
     if (!doc && udoc) {
         char line[700];
-        if (*util_view_summary(udoc, (double)time(NULL), line, sizeof line))
+        if (*cli_util_summary(udoc, (double)time(NULL), line, sizeof line))
             printf("%s\n", line);
     }
     rc = 0;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "operator/util_source.h"
-#include "operator/util_view.h"
+#include "tools/cli_util.h"
 #include "test/unit/th.h"
 
 static const char good[] =
@@ -346,7 +346,7 @@ TEST(alnair_annotation_values) {
     CHECK_INT(oputil_alnair_value(NULL, &pct, &field), -1);
 }
 
-/* The UTIL cell of kubectl aiq nodes (util_view.c) from a /util answer. */
+/* The UTIL cell of kubectl aiq nodes (cli_util.c) from a /util answer. */
 TEST(view_cells) {
     json_object *doc = json_tokener_parse(
         "{\"source\":\"prometheus\",\"alnairAnnotations\":true,\"up\":false,"
@@ -362,21 +362,21 @@ TEST(view_cells) {
     char buf[64], line[400];
     if (!CHECK(doc && ann))
         return;
-    CHECK_STR(util_view_cell(doc, "a", NULL, 2, buf, sizeof buf), "35,100% 8s");
-    CHECK_STR(util_view_cell(doc, "a", NULL, 3, buf, sizeof buf), "partial");
-    CHECK_STR(util_view_cell(doc, "b", NULL, 1, buf, sizeof buf), "stale 5m");
-    CHECK_STR(util_view_cell(doc, "c", NULL, 1, buf, sizeof buf), "partial");
-    CHECK_STR(util_view_cell(doc, "zz", NULL, 1, buf, sizeof buf), "-");
-    CHECK_STR(util_view_cell(NULL, "a", NULL, 2, buf, sizeof buf), "?");
+    CHECK_STR(cli_util_cell(doc, "a", NULL, 2, buf, sizeof buf), "35,100% 8s");
+    CHECK_STR(cli_util_cell(doc, "a", NULL, 3, buf, sizeof buf), "partial");
+    CHECK_STR(cli_util_cell(doc, "b", NULL, 1, buf, sizeof buf), "stale 5m");
+    CHECK_STR(cli_util_cell(doc, "c", NULL, 1, buf, sizeof buf), "partial");
+    CHECK_STR(cli_util_cell(doc, "zz", NULL, 1, buf, sizeof buf), "-");
+    CHECK_STR(cli_util_cell(NULL, "a", NULL, 2, buf, sizeof buf), "?");
     /* annotations stand in where Prometheus has nothing fresh */
-    CHECK_STR(util_view_cell(doc, "zz", ann, 2, buf, sizeof buf), "12,7% ann");
-    CHECK_STR(util_view_cell(doc, "b", ann, 1, buf, sizeof buf), "12% ann");
-    CHECK_STR(util_view_cell(doc, "zz", ann, 3, buf, sizeof buf), "-"); /* gpu-2 has none */
-    CHECK(strstr(util_view_summary(doc, 160, line, sizeof line),
+    CHECK_STR(cli_util_cell(doc, "zz", ann, 2, buf, sizeof buf), "12,7% ann");
+    CHECK_STR(cli_util_cell(doc, "b", ann, 1, buf, sizeof buf), "12% ann");
+    CHECK_STR(cli_util_cell(doc, "zz", ann, 3, buf, sizeof buf), "-"); /* gpu-2 has none */
+    CHECK(strstr(cli_util_summary(doc, 160, line, sizeof line),
                  "prometheus http://p:9090 DOWN (query X: refused), last answer 60s ago") != NULL);
     json_object *none = json_tokener_parse("{\"source\":\"none\",\"alnairAnnotations\":false}");
-    CHECK_STR(util_view_summary(none, 160, line, sizeof line), "");
-    CHECK_STR(util_view_cell(none, "zz", ann, 2, buf, sizeof buf), "-");
+    CHECK_STR(cli_util_summary(none, 160, line, sizeof line), "");
+    CHECK_STR(cli_util_cell(none, "zz", ann, 2, buf, sizeof buf), "-");
     json_object_put(none);
     json_object_put(doc);
     json_object_put(ann);

@@ -1,8 +1,8 @@
-/* util_view.h -- how `kubectl aiq nodes` shows the operator's live GPU
+/* cli_util.h -- how `kubectl aiq nodes` shows the operator's live GPU
  * utilisation (GET /util, util_source.h): one UTIL cell per node and one
  * line about the source. Pure json-c; no I/O. */
-#ifndef AIQ_OPERATOR_UTIL_VIEW_H
-#define AIQ_OPERATOR_UTIL_VIEW_H
+#ifndef AIQ_TOOLS_CLI_UTIL_H
+#define AIQ_TOOLS_CLI_UTIL_H
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -16,16 +16,16 @@
  * Prometheus source has nothing fresh, "35,0% ann" from the Node's
  * annotations; "-" when no source has anything for the node, "?" when doc
  * is NULL (the operator did not answer). */
-const char *util_view_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
+const char *cli_util_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
                            char *buf, size_t cap);
 
 /* The node's entry of doc ({"name":..,"gpus":[..]}, borrowed), or NULL. */
-json_object *util_view_node(json_object *doc, const char *node);
+json_object *cli_util_node(json_object *doc, const char *node);
 
 /* One line about the source into buf: "" when doc says there is none,
  * else e.g. "utilisation: prometheus http://p:9090 up, last answer 3s ago"
  * or "utilisation: prometheus http://p:9090 DOWN (REASON), last answer
  * 5m ago: nodes without fresh samples are placed without utilisation". */
-const char *util_view_summary(json_object *doc, double now, char *buf, size_t cap);
+const char *cli_util_summary(json_object *doc, double now, char *buf, size_t cap);
 
 #endif

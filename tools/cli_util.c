@@ -1,6 +1,6 @@
-/* util_view.c -- the UTIL column and source line of `kubectl aiq nodes`
- * (see util_view.h). */
-#include "operator/util_view.h"
+/* cli_util.c -- the UTIL column and source line of `kubectl aiq nodes`
+ * (see cli_util.h). */
+#include "tools/cli_util.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@ static void uv_age(char *buf, size_t cap, double s) {
         snprintf(buf, cap, "%.0fd", s / 86400);
 }
 
-json_object *util_view_node(json_object *doc, const char *node) {
+json_object *cli_util_node(json_object *doc, const char *node) {
     json_object *nodes = uv_get(doc, "nodes");
     for (size_t i = 0; node && nodes && json_object_is_type(nodes, json_type_array) &&
                        i < json_object_array_length(nodes); i++) {
@@ -76,14 +76,14 @@ static const char *uv_alnair(json_object *node_obj, int ngpus, char *buf, size_t
     return buf;
 }
 
-/* The UTIL cell; see util_view.h. */
-const char *util_view_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
+/* The UTIL cell; see cli_util.h. */
+const char *cli_util_cell(json_object *doc, const char *node, json_object *node_obj, int ngpus,
                            char *buf, size_t cap) {
     char age[16];
     size_t len = 0;
     double oldest = 0;
     bool stale = false, missing = false;
-    json_object *n = util_view_node(doc, node);
+    json_object *n = cli_util_node(doc, node);
     json_object *al = uv_get(doc, "alnairAnnotations");
     bool alnair = al && json_object_get_boolean(al);
     if (!doc || !n || ngpus <= 0) {
@@ -118,8 +118,8 @@ const char *util_view_cell(json_object *doc, const char *node, json_object *node
     return buf;
 }
 
-/* The source line; see util_view.h. */
-const char *util_view_summary(json_object *doc, double now, char *buf, size_t cap) {
+/* The source line; see cli_util.h. */
+const char *cli_util_summary(json_object *doc, double now, char *buf, size_t cap) {
     json_object *src = uv_get(doc, "source"), *url = uv_get(doc, "url");
     char age[20] = "never";
     buf[0] = '\0';
