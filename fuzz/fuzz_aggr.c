@@ -3,7 +3,7 @@
  * the request path and the front-proxy decision. Byte 0 holds the
  * certificate flags; the rest is split at the first NUL into a path and
  * then CN, allowed names and user at the next ones.
- * Checks: a parsed path names one of the four kinds with a namespace and
+ * Checks: a parsed path names one of the five kinds with a namespace and
  * a name that fit and contain no '/'; a journal always has both; a
  * refused request (404/401) leaves a message; without a verified
  * certificate nothing is ever accepted. */
@@ -36,11 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int code = opaggr_parse_path(path, &r, msg, sizeof msg);
     if (code == 0) {
         if (r.kind != OPAGGR_GROUP_DOC && r.kind != OPAGGR_RESOURCES && r.kind != OPAGGR_QUEUE &&
-            r.kind != OPAGGR_JOURNAL)
+            r.kind != OPAGGR_JOURNAL && r.kind != OPAGGR_UTIL)
             abort();
         if (strchr(r.ns, '/') || strchr(r.name, '/') || strlen(r.ns) >= sizeof r.ns)
             abort();
         if (r.kind == OPAGGR_JOURNAL && (!r.ns[0] || !r.name[0]))
+            abort();
+        if (r.kind == OPAGGR_UTIL && (r.ns[0] || r.name[0])) /* cluster-wide, a list */
             abort();
     } else if (code != 404 || !msg[0]) {
         abort();
