@@ -145,8 +145,10 @@ endif
 .PHONY: deps-check
 
 # ---- tests -------------------------------------------------------------------
-# make test: every unit test under ASan/UBSan and under valgrind (the -O0
-# build), then every end-to-end suite on both API servers.
+# make test: every unit test under ASan/UBSan, then the unit tests under
+# valgrind (the -O0 build) in the background beside the e2e suites that
+# need no API server, then every other end-to-end suite on both API
+# servers, alone on the machine.
 test: deps
 	@$(MAKE) --no-print-directory $(JOBS) test-build $(DBG_TESTS)
 	@AIQ_VALGRIND_BUILD=build/dbg ./test/run-tests.sh build/san
