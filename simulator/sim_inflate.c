@@ -38,11 +38,14 @@ static uint64_t mix_next(uint64_t *s) {
 }
 
 /* GPUs a task asks for: whole GPUs x replicas; a share counts as its
- * fraction: its memory over the cluster's mean GPU memory. */
+ * fraction: gpu_milli / 1000, or its memory over the cluster's mean GPU
+ * memory. */
 static double demand(const struct sim_job *j, double mean_mib) {
     double per;
     if (j->gpus > 0)
         per = j->gpus;
+    else if (j->gpu_milli > 0)
+        per = j->gpu_milli / 1000.0;
     else
         per = mean_mib > 0 ? (double)j->gpu_mem_mib / mean_mib : 0;
     return per * j->replicas;
@@ -141,6 +144,7 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
     qj.replicas = j->replicas;
     qj.gpus = j->gpus;
     qj.gpu_memory_mib = j->gpu_mem_mib;
+    qj.gpu_milli = j->gpu_milli;
     qj.cpu_milli = j->cpu_milli;
     qj.memory_bytes = j->mem_bytes;
     qj.gpu_model = j->gpu_model;
@@ -193,6 +197,7 @@ static void workload_init(struct inflate *in) {
         int k = 0;
         while (k < in->nwl && !(in->wl[k].gpus == j->gpus &&
                                 in->wl[k].gpu_memory_mib == j->gpu_mem_mib &&
+                                in->wl[k].gpu_milli == j->gpu_milli &&
                                 in->wl[k].cpu_milli == j->cpu_milli &&
                                 in->wl[k].memory_bytes == j->mem_bytes))
             k++;
@@ -208,7 +213,8 @@ static void workload_init(struct inflate *in) {
             } else {
                 in->nwl++;
             }
-            struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes, 0};
+            struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes, 0,
+                                     j->gpu_milli};
             in->wl[k] = c;
         }
         in->wl[k].weight += j->replicas;
