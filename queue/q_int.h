@@ -69,10 +69,14 @@ typedef struct q__req {
     int32_t milli;      /* a fractional share (q_job.gpu_milli), 0 none */
 } q__req;
 
-/* MiB one replica's share takes on a GPU of tot MiB: its fraction of that
- * GPU rounded up, or its fixed gmem. */
+/* MiB one replica's share takes on a GPU of tot MiB: its fixed gmem, or
+ * its fraction of that GPU rounded down (at least 1 MiB). Down, so that
+ * fractions adding up to one GPU fit on it: 0.1 + 0.9 of 32768 MiB is
+ * 3276 + 29491; rounded up it would be 3277 + 29492, one MiB too many. */
 static inline int64_t q__share_mib(int32_t milli, int64_t gmem, int64_t tot) {
-    return milli > 0 ? (tot * milli + 999) / 1000 : gmem;
+    if (milli <= 0) return gmem;
+    int64_t m = tot * milli / 1000;
+    return m > 0 ? m : 1;
 }
 /* Is this a GPU share (no whole GPUs, some GPU memory or fraction)? */
 static inline bool q__is_share(int32_t gpus, int64_t gmem, int32_t milli) {

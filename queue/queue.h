@@ -147,8 +147,10 @@ struct q_job {
     int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
     /* A GPU share as a fraction of the GPU it lands on, in thousandths
      * (1..999; 0 = none): needs gpus == 0 and gpu_memory_mib == 0. On a
-     * GPU of T MiB it takes ceil(T x gpu_milli / 1000) MiB, which its
-     * placement's gpu_mem_mib records (docs/queue.md, "GPU shares"). */
+     * GPU of T MiB it takes floor(T x gpu_milli / 1000) MiB (at least 1),
+     * so fractions that add up to at most one GPU fit on it; its
+     * placement's gpu_mem_mib records the MiB (docs/queue.md, "GPU
+     * shares"). */
     int gpu_milli;
     int64_t cpu_milli;          /* per replica */
     int64_t memory_bytes;       /* per replica */

@@ -62,7 +62,7 @@ double sim_fragmentation(const struct q_node *nodes, int nnodes,
             /* the smallest share fits: in MiB, or as its fraction of this GPU */
             bool share_ok = (min_share_mib > 0 && f >= (double)min_share_mib) ||
                             (min_share_milli > 0 &&
-                             f * 1000.0 >= (double)n->gpu_mem_total[g] * min_share_milli);
+                             f >= (double)(n->gpu_mem_total[g] * min_share_milli / 1000));
             bool usable = share_ok || (n->gpu_mem_used[g] == 0 && whole_ok &&
                                        n->gpu_mem_total[g] >= min_whole_mib);
             if (!usable)

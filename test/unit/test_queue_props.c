@@ -73,9 +73,11 @@ static int is_share(const struct q_job *j) {
     return j->gpus == 0 && (j->gpu_memory_mib > 0 || j->gpu_milli > 0);
 }
 
-/* MiB one replica's share takes on a GPU of tot MiB (fractions round up). */
+/* MiB one replica's share takes on a GPU of tot MiB (fractions round
+ * down, at least 1). */
 static int64_t share_mib(const struct q_job *j, int64_t tot) {
-    return j->gpu_milli > 0 ? (tot * j->gpu_milli + 999) / 1000 : j->gpu_memory_mib;
+    if (j->gpu_milli <= 0) return j->gpu_memory_mib;
+    return tot * j->gpu_milli / 1000 > 0 ? tot * j->gpu_milli / 1000 : 1;
 }
 
 static int64_t units(const struct q_job *j) {

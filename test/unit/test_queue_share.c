@@ -80,19 +80,25 @@ TEST(half_gpu_takes_half_of_each_size) {
     }
 }
 
-TEST(fraction_rounds_up_to_whole_mib) {
-    /* 0.333 of 1000 MiB is 333 MiB; of 1001 MiB 333.333 -> 334. */
-    struct q_node nodes[1] = {node("a", 1, 1001)};
-    struct q_job jobs[1] = {share_job("ns/a", 333)};
-    struct q_input in;
-    input(&in, nodes, 1, jobs, 1, AIQ_PLACE_BINPACK);
-    q_state *st = q_state_create(NULL);
-    q_output out;
-    aiq_err e;
-    aiq_err_clear(&e);
-    CHECK_INT(q_cycle_run(st, &in, NULL, &out, &e), AIQ_OK);
-    CHECK_INT(out.places[out.res[0].place_off].gpu_mem_mib, 334);
-    q_state_free(st);
+TEST(fraction_rounds_down_to_whole_mib) {
+    /* 0.333 of 1001 MiB is 333.333 -> 333; 0.001 of 500 MiB is 0.5 -> 1
+     * (a share never takes nothing). */
+    static const int64_t tot[] = {1001, 500};
+    static const int milli[] = {333, 1};
+    static const int64_t want[] = {333, 1};
+    for (int k = 0; k < 2; k++) {
+        struct q_node nodes[1] = {node("a", 1, tot[k])};
+        struct q_job jobs[1] = {share_job("ns/a", milli[k])};
+        struct q_input in;
+        input(&in, nodes, 1, jobs, 1, AIQ_PLACE_BINPACK);
+        q_state *st = q_state_create(NULL);
+        q_output out;
+        aiq_err e;
+        aiq_err_clear(&e);
+        CHECK_INT(q_cycle_run(st, &in, NULL, &out, &e), AIQ_OK);
+        CHECK_INT(out.places[out.res[0].place_off].gpu_mem_mib, want[k]);
+        q_state_free(st);
+    }
 }
 
 /* Places shares a (milli) and b on one node of ngpus GPUs of 32 GiB;
@@ -126,6 +132,10 @@ TEST(two_halves_share_one_gpu_and_03_08_do_not) {
         /* Two GPUs: 0.3 and 0.8 take one each. */
         CHECK_INT(gpus_used(all_pl[p], 2, 300, 800), 2);
     }
+    /* Fractions that add up to one GPU fit on it although 32768 MiB is no
+     * multiple of 1000: 0.1 + 0.9 (3276 + 29491 MiB). */
+    for (int p = 0; p < 3; p++)
+        CHECK_INT(gpus_used(all_pl[p], 1, 100, 900), 1);
     /* Binpack puts the second half next to the first; spread does not. */
     CHECK_INT(gpus_used(AIQ_PLACE_BINPACK, 2, 500, 500), 1);
     CHECK_INT(gpus_used(AIQ_PLACE_SPREAD, 2, 500, 500), 2);
