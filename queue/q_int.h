@@ -75,7 +75,9 @@ typedef struct q__req {
  * 3276 + 29491; rounded up it would be 3277 + 29492, one MiB too many. */
 static inline int64_t q__share_mib(int32_t milli, int64_t gmem, int64_t tot) {
     if (milli <= 0) return gmem;
-    int64_t m = tot * milli / 1000;
+    /* floor(tot x milli / 1000) without overflow: GPU sizes are the
+     * caller's and may be near INT64_MAX */
+    int64_t m = tot / 1000 * milli + tot % 1000 * milli / 1000;
     return m > 0 ? m : 1;
 }
 /* Is this a GPU share (no whole GPUs, some GPU memory or fraction)? */

@@ -82,11 +82,11 @@ TEST(half_gpu_takes_half_of_each_size) {
 
 TEST(fraction_rounds_down_to_whole_mib) {
     /* 0.333 of 1001 MiB is 333.333 -> 333; 0.001 of 500 MiB is 0.5 -> 1
-     * (a share never takes nothing). */
-    static const int64_t tot[] = {1001, 500};
-    static const int milli[] = {333, 1};
-    static const int64_t want[] = {333, 1};
-    for (int k = 0; k < 2; k++) {
+     * (a share never takes nothing); half of 2^62 MiB is 2^61. */
+    static const int64_t tot[] = {1001, 500, 1LL << 62};
+    static const int milli[] = {333, 1, 500};
+    static const int64_t want[] = {333, 1, 1LL << 61}; /* no overflow */
+    for (int k = 0; k < 3; k++) {
         struct q_node nodes[1] = {node("a", 1, tot[k])};
         struct q_job jobs[1] = {share_job("ns/a", milli[k])};
         struct q_input in;
