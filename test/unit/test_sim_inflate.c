@@ -132,6 +132,54 @@ TEST(shares_count_as_their_fraction) {
     sim_trace_free(tr);
 }
 
+/* Fractions (gpu_milli) on GPUs of two sizes: four halves fill one 32 GiB
+ * and one 80 GiB GPU exactly, each half taking half of its GPU; the
+ * demand is 0.5 a task, so 100% arrives with the fourth. */
+TEST(fractions_take_half_of_either_gpu) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!CHECK(tr != NULL))
+        return;
+    CHECK_INT(sim_nodes_from_spec(tr, "1x1xV100M32,1x1xA100-80GB", &e), AIQ_OK);
+    for (int k = 0; k < 4; k++) {
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        j.replicas = 1;
+        j.gpu_milli = 500;
+        j.cpu_milli = 1000;
+        j.duration_s = 60;
+        j.submit = k;
+        CHECK_INT(sim_trace_add_job(tr, &j, &e), AIQ_OK);
+    }
+    struct sim_inflate_config c;
+    struct sim_inflate_result r;
+    cfg_for(&c, tr, AIQ_PLACE_BINPACK, 0.5, 1.0, 0.5);
+    FILE *f = tmpfile();
+    if (!CHECK(f != NULL))
+        return;
+    c.placements = f;
+    CHECK_INT(sim_inflate(&c, &r, &e), AIQ_OK);
+    CHECK_INT(r.npoints, 2);
+    CHECK_DBL(r.pt[0].arrived, 0.5, 1e-9);
+    CHECK_DBL(r.pt[1].arrived, 1.0, 1e-9);
+    CHECK_DBL(r.pt[1].unalloc, 0, 1e-9);
+    CHECK_INT(r.placed, 4);
+    CHECK_INT(r.dropped, 0);
+    rewind(f);
+    char line[256];
+    int n32 = 0, n80 = 0;
+    while (fgets(line, sizeof line, f)) {
+        CHECK(strstr(line, ",0.5000,") != NULL);
+        n32 += strstr(line, ",16384\n") != NULL;
+        n80 += strstr(line, ",40960\n") != NULL;
+    }
+    CHECK_INT(n32, 2);
+    CHECK_INT(n80, 2);
+    fclose(f);
+    sim_trace_free(tr);
+}
+
 /* The sample: the same seed gives the same run; tasks are drawn with
  * replacement past the trace's end until the last point. */
 TEST(sample_is_seeded_and_runs_past_the_trace) {
