@@ -91,7 +91,7 @@ int main(void) {
     struct q_task_class wl[NCLASSES];
     for (int c = 0; c < NCLASSES; c++) {
         struct q_task_class x = {c % 4 == 0 ? 1 + c / 8 : 0, c % 4 == 0 ? 0 : 2048LL * (c + 1),
-                                 1000LL * (1 + c % 8), 4LL << 30, 1.0 + c};
+                                 1000LL * (1 + c % 8), 4LL << 30, 1.0 + c, 0};
         wl[c] = x;
     }
     aiq_err e;

@@ -114,6 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         j->replicas = (int)num(&s, 4);
         j->gpus = (int)num(&s, 9);
         j->gpu_memory_mib = num(&s, 90000);
+        /* fractions of a GPU, out-of-range and mixed with MiB too */
+        j->gpu_milli = (take(&s, 1) & 3) == 0 ? (int)num(&s, 1100) : 0;
         j->cpu_milli = num(&s, 8000);
         j->memory_bytes = num(&s, 1 << 20);
         j->gpu_model = names[take(&s, 1) % 4];

@@ -11,7 +11,7 @@
 
 /* Field codes for Q_R_INVALID, as in order.c. */
 enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
-       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY };
+       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY, Q_BAD_GPU_MILLI };
 
 static int64_t bad_value(const q__orec *o) {
     switch (o->bad) {
@@ -20,6 +20,7 @@ static int64_t bad_value(const q__orec *o) {
     case Q_BAD_GPU_MEM: return o->gmem;
     case Q_BAD_CPU: return o->cpu;
     case Q_BAD_MEM: return o->mem;
+    case Q_BAD_GPU_MILLI: return o->milli;
     case Q_BAD_USER: return o->user;
     case Q_BAD_GROUP: return o->group;
     default: return 0;
@@ -33,6 +34,7 @@ static void req_of_rec(const q__orec *o, q__req *r) {
     r->replicas = o->replicas;
     r->gpus = o->gpus;
     r->gmem = o->gmem;
+    r->milli = o->milli;
     r->cpu = o->cpu;
     r->mem = o->mem;
 }
@@ -44,6 +46,7 @@ static void req_of(const struct q_job *j, int32_t dom, int32_t model, q__req *r)
     r->replicas = q__size(j);
     r->gpus = j->gpus;
     r->gmem = j->gpu_memory_mib;
+    r->milli = j->gpu_milli;
     r->cpu = j->cpu_milli;
     r->mem = j->memory_bytes;
 }
@@ -83,12 +86,14 @@ static int check_input(q_state *st, const struct q_input *in, aiq_err *err) {
         st->runl[st->nrunl++] = i;
         if (j->gpus < 0 || j->gpus > Q_MAX_GPUS || j->gpu_memory_mib < 0 ||
             j->gpu_memory_mib > Q__MAX_GPU_MEM || j->cpu_milli < 0 || j->cpu_milli > Q__MAX_CPU ||
-            j->memory_bytes < 0 || j->memory_bytes > Q__MAX_MEM)
+            j->memory_bytes < 0 || j->memory_bytes > Q__MAX_MEM || j->gpu_milli < 0 ||
+            j->gpu_milli > 999 || (j->gpu_milli > 0 && (j->gpus > 0 || j->gpu_memory_mib > 0)))
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].resources",
                                  "jobs[%d] (%s): running with out-of-range resources (gpus %d, "
-                                 "gpuMemoryMiB %lld, cpu %lldm, memory %lld)",
+                                 "gpuMemoryMiB %lld, gpu_milli %d, cpu %lldm, memory %lld)",
                                  i, j->key ? j->key : "?", j->gpus, (long long)j->gpu_memory_mib,
-                                 (long long)j->cpu_milli, (long long)j->memory_bytes), -1;
+                                 j->gpu_milli, (long long)j->cpu_milli,
+                                 (long long)j->memory_bytes), -1;
         if (j->replicas < 1 || j->replicas > AIQ_MAX_REPLICAS || !j->placement)
             return aiq_err_field(err, AIQ_EINVAL, "jobs[].placement",
                                  "jobs[%d] (%s): running with %d replicas needs that many placements",
@@ -253,7 +258,8 @@ static bool avoid_room(const q_state *st, const q__req *r) {
     const q__nodeset *ns = &st->ns;
     const int64_t *have = r->gpus > 0 ? st->dgfree : st->dgmax;
     int64_t want = r->gpus > 0 ? (int64_t)r->gpus * r->replicas : r->gmem;
-    if (r->gpus == 0 && r->gmem <= 0) return true;
+    /* A fraction's MiB depends on the GPU: left to q__place. */
+    if (r->gpus == 0 && (r->gmem <= 0 || r->milli > 0)) return true;
     if (r->dom >= 0) return r->dom < ns->ndom && have[r->dom] >= want;
     for (int d = 0; d < ns->ndom; d++)
         if (have[d] >= want) return true;

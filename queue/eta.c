@@ -16,7 +16,7 @@
 #include <string.h>
 
 static int64_t units(const struct q_job *j) {
-    int64_t u = j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
+    int64_t u = q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
     return u * q__size(j);
 }
 
@@ -406,7 +406,7 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
             continue;
         }
         if (stuck) continue;
-        int64_t need = (int64_t)o->replicas * (o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0));
+        int64_t need = (int64_t)o->replicas * q__units(o->gpus, o->gmem, o->milli);
         if (need > total) {
             stuck = strict;
             continue;

@@ -24,9 +24,10 @@ static bool class_fits(const struct q_task_class *c, const int64_t *tot, const i
         for (int g = 0; g < ngpus; g++) k += used[g] == 0 && tot[g] >= c->gpu_memory_mib;
         return k >= c->gpus;
     }
-    if (c->gpu_memory_mib > 0) {
+    if (q__is_share(0, c->gpu_memory_mib, c->gpu_milli)) {
         for (int g = 0; g < ngpus; g++)
-            if (tot[g] - used[g] >= c->gpu_memory_mib) return true;
+            if (tot[g] - used[g] >= q__share_mib(c->gpu_milli, c->gpu_memory_mib, tot[g]))
+                return true;
         return false;
     }
     return true;
@@ -36,14 +37,14 @@ static bool class_fits(const struct q_task_class *c, const int64_t *tot, const i
 static double class_frag(const struct q_task_class *c, const int64_t *tot, const int64_t *used,
                          int ngpus, int64_t cpu_free, int64_t mem_free) {
     bool fits = class_fits(c, tot, used, ngpus, cpu_free, mem_free);
-    if (fits && c->gpus == 0 && c->gpu_memory_mib == 0) return 0;
+    if (fits && c->gpus == 0 && !q__is_share(0, c->gpu_memory_mib, c->gpu_milli)) return 0;
     double f = 0;
     for (int g = 0; g < ngpus; g++) {
         int64_t fr = tot[g] - used[g];
         if (fr <= 0) continue;
         bool unusable = !fits ||
                         (c->gpus > 0 ? used[g] != 0 || tot[g] < c->gpu_memory_mib
-                                     : fr < c->gpu_memory_mib);
+                                     : fr < q__share_mib(c->gpu_milli, c->gpu_memory_mib, tot[g]));
         if (unusable) f += (double)fr / (double)tot[g];
     }
     return f;
@@ -80,6 +81,7 @@ static int class_cmp(const void *a, const void *b) {
     if (x->gpu_memory_mib != y->gpu_memory_mib) return x->gpu_memory_mib < y->gpu_memory_mib ? -1 : 1;
     if (x->cpu_milli != y->cpu_milli) return x->cpu_milli < y->cpu_milli ? -1 : 1;
     if (x->memory_bytes != y->memory_bytes) return x->memory_bytes < y->memory_bytes ? -1 : 1;
+    if (x->gpu_milli != y->gpu_milli) return x->gpu_milli < y->gpu_milli ? -1 : 1;
     return 0;
 }
 
@@ -97,10 +99,10 @@ static int workload_from_jobs(q_state *st, const struct q_input *in) {
     for (int j = 0; j < in->njobs; j++) {
         const struct q_job *jb = &in->jobs[j];
         if (jb->gpus < 0 || jb->gpus > Q_MAX_GPUS || jb->gpu_memory_mib < 0 ||
-            jb->replicas < 1)
+            jb->replicas < 1 || jb->gpu_milli < 0 || jb->gpu_milli > 999)
             continue; /* invalid: the walk rejects it, it is no workload */
         struct q_task_class c = {jb->gpus, jb->gpu_memory_mib, jb->cpu_milli,
-                                 jb->memory_bytes, jb->replicas};
+                                 jb->memory_bytes, jb->replicas, jb->gpu_milli};
         st->wl[n++] = c;
     }
     qsort(st->wl, (size_t)n, sizeof *st->wl, class_cmp);
@@ -133,12 +135,15 @@ static int workload_copy(q_state *st, const struct q_input *in, aiq_err *err) {
     for (int m = 0; m < in->nworkload; m++) {
         const struct q_task_class *c = &in->workload[m];
         if (c->gpus < 0 || c->gpus > Q_MAX_GPUS || c->gpu_memory_mib < 0 || c->cpu_milli < 0 ||
-            c->memory_bytes < 0 || !isfinite(c->weight) || c->weight < 0) {
+            c->memory_bytes < 0 || !isfinite(c->weight) || c->weight < 0 || c->gpu_milli < 0 ||
+            c->gpu_milli > 999 || (c->gpu_milli > 0 && (c->gpus > 0 || c->gpu_memory_mib > 0))) {
             aiq_err_field(err, AIQ_EINVAL, "workload[].weight",
                           "workload[%d]: gpus %d (0..%d), gpu memory %lld, cpu %lld, memory "
-                          "%lld (>= 0), weight %g (finite, >= 0)",
+                          "%lld (>= 0), weight %g (finite, >= 0), gpu_milli %d (0..999, "
+                          "only alone)",
                           m, c->gpus, Q_MAX_GPUS, (long long)c->gpu_memory_mib,
-                          (long long)c->cpu_milli, (long long)c->memory_bytes, c->weight);
+                          (long long)c->cpu_milli, (long long)c->memory_bytes, c->weight,
+                          c->gpu_milli);
             return -1;
         }
         st->wl[m] = *c;

@@ -140,12 +140,13 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
         req.replicas = 1;
         req.gpus = j->gpus;
         req.gmem = j->gpu_memory_mib;
+        req.milli = j->gpu_milli;
         req.cpu = j->cpu_milli;
         req.mem = j->memory_bytes;
         if (req.model == Q__UNKNOWN || req.gpus > Q_MAX_GPUS) continue;
         q__res need;
         q__need_n(j, 1, false, &need);
-        int64_t u = j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
+        int64_t u = q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
         double hours = (double)u * left / 3600.0;
         int off = st->nplaces, grown = 0;
         claim_sv sv[Q_MAX_GROW_AVOID];

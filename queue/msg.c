@@ -114,6 +114,8 @@ static void replica_need(wr *w, const struct q_job *j) {
     } else if (j->gpu_memory_mib > 0) {
         mib(w, j->gpu_memory_mib);
         put(w, " on one shared %s", model);
+    } else if (j->gpu_milli > 0) {
+        put(w, "%d.%03d of one shared %s", j->gpu_milli / 1000, j->gpu_milli % 1000, model);
     } else {
         put(w, "%lldm CPU, ", (long long)j->cpu_milli);
         bytes_mib(w, j->memory_bytes);
@@ -133,6 +135,7 @@ static const char *const bad_fields[] = {
     "spec.resources.gpuMemoryMiB must be 0..2^30", "spec.resources.cpu must be 0..2^40 millicores",
     "spec.resources.memory must be 0..2^52 bytes", "spec.user is unknown", "the group is unknown",
     "metadata.name is missing",
+    "gpu_milli must be 1..999 thousandths of one GPU, with no whole GPUs or gpuMemoryMiB",
 };
 
 static const char *job_key(const struct q_input *in, int j) {

@@ -208,7 +208,7 @@ static int sort_packed(q_state *st, const order_ctx *c, int32_t *a, int n) {
 
 /* Field codes for invalid jobs (q_result.res of Q_R_INVALID). */
 enum { Q_BAD_REPLICAS, Q_BAD_GPUS, Q_BAD_GPU_MEM, Q_BAD_CPU, Q_BAD_MEM,
-       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY };
+       Q_BAD_USER, Q_BAD_GROUP, Q_BAD_KEY, Q_BAD_GPU_MILLI };
 
 static int bad_field(const struct q_input *in, const struct q_job *j) {
     if (!j->key) return Q_BAD_KEY;
@@ -219,6 +219,11 @@ static int bad_field(const struct q_input *in, const struct q_job *j) {
     if (q__size(j) < 1 || q__size(j) > AIQ_MAX_REPLICAS) return Q_BAD_REPLICAS;
     if (j->gpus < 0 || j->gpus > AIQ_MAX_GPUS_PER_REPLICA) return Q_BAD_GPUS;
     if (j->gpu_memory_mib < 0 || j->gpu_memory_mib > Q__MAX_GPU_MEM) return Q_BAD_GPU_MEM;
+    /* A fraction is 1..999 thousandths of one GPU, never with whole GPUs
+     * or a fixed MiB share. */
+    if (j->gpu_milli < 0 || j->gpu_milli > 999 ||
+        (j->gpu_milli > 0 && (j->gpus > 0 || j->gpu_memory_mib > 0)))
+        return Q_BAD_GPU_MILLI;
     if (j->cpu_milli < 0 || j->cpu_milli > Q__MAX_CPU) return Q_BAD_CPU;
     if (j->memory_bytes < 0 || j->memory_bytes > Q__MAX_MEM) return Q_BAD_MEM;
     if (j->user < -1 || j->user >= in->nusers) return Q_BAD_USER;
@@ -237,6 +242,9 @@ static void make_rec(const struct q_input *in, const q__jc *e, int slot, q__orec
     o->queued = j->queued;
     o->pred = q__pred_runtime(j);
     o->gmem = j->gpu_memory_mib;
+    /* kept as given up to int16 for the invalid-field message; a job
+     * outside 0..999 is rejected (o->bad) before anything uses it */
+    o->milli = (int16_t)(j->gpu_milli < -1 ? -1 : j->gpu_milli > 32767 ? 32767 : j->gpu_milli);
     o->cpu = j->cpu_milli;
     o->mem = j->memory_bytes;
     o->replicas = q__size(j);

@@ -203,14 +203,14 @@ static int fit_on(const int64_t *tot, const int64_t *used, int ngpus,
         for (int g = 0; g < ngpus; g++)
             c += !((ex >> g) & 1u) && used[g] == 0 && tot[g] >= r->gmem;
         if (c / r->gpus < k) k = c / r->gpus;
-    } else if (r->gmem > 0) {
+    } else if (q__is_share(r->gpus, r->gmem, r->milli)) {
         /* Counted only up to k: GPU sizes are the caller's and a sum of
          * huge ones would overflow. */
         int64_t s = 0;
         for (int g = 0; g < ngpus && s < k; g++) {
-            int64_t f = tot[g] - used[g];
-            if (!((ex >> g) & 1u) && f >= r->gmem) {
-                int64_t add = f / r->gmem;
+            int64_t f = tot[g] - used[g], want = q__share_mib(r->milli, r->gmem, tot[g]);
+            if (!((ex >> g) & 1u) && f >= want) {
+                int64_t add = f / want;
                 s = add >= k - s ? k : s + add;
             }
         }
@@ -262,19 +262,21 @@ static void take(q__nodeset *ns, int i, const q__req *r, bool avoid,
             n->used[best] = n->tot[best];
             if (r->gmem == 0 && k == 0) p->gpu_mem_mib = n->tot[best];
         }
-    } else if (r->gmem > 0) {
+    } else if (q__is_share(r->gpus, r->gmem, r->milli)) {
         int best = -1;
         for (int g = 0; g < n->ngpus; g++) {
             if ((ex >> g) & 1u) continue;
             int64_t f = n->tot[g] - n->used[g];
-            if (f < r->gmem) continue;
+            if (f < q__share_mib(r->milli, r->gmem, n->tot[g])) continue;
             int64_t bf = best < 0 ? 0 : n->tot[best] - n->used[best];
-            /* binpack: least free GPU that holds it; spread: most free */
+            /* binpack: least free GPU that holds it; spread: most free
+             * (in MiB; for fractions too, so binpack stays best fit) */
             if (best < 0 || (spread ? f > bf : f < bf)) best = g;
         }
         if (best >= 0) { /* always: the caller checked the fit */
             p->gpu_mask = 1ull << best;
-            n->used[best] += r->gmem;
+            p->gpu_mem_mib = q__share_mib(r->milli, r->gmem, n->tot[best]);
+            n->used[best] += p->gpu_mem_mib;
         }
     }
     n->cpu_free -= r->cpu;
@@ -367,7 +369,9 @@ static uint64_t whole_mask(const q__node *n, const q__req *r, uint64_t ex) {
 static void used_after(const q__node *n, const q__req *r, uint64_t mask, int64_t *used) {
     for (int g = 0; g < n->ngpus; g++) {
         used[g] = n->used[g];
-        if ((mask >> g) & 1u) used[g] = r->gpus > 0 ? n->tot[g] : used[g] + r->gmem;
+        if ((mask >> g) & 1u)
+            used[g] = r->gpus > 0 ? n->tot[g]
+                                  : used[g] + q__share_mib(r->milli, r->gmem, n->tot[g]);
     }
 }
 
@@ -468,9 +472,10 @@ static void node_cands(q_state *st, q__nodeset *ns, int i, const q__req *r, bool
     if (r->gpus > 0) {
         uint64_t m = whole_mask(n, r, ex);
         if (m) consider(st, ns, i, r, m, off, best);
-    } else if (r->gmem > 0) {
+    } else if (q__is_share(r->gpus, r->gmem, r->milli)) {
         for (int g = 0; g < n->ngpus; g++)
-            if (!((ex >> g) & 1u) && n->tot[g] - n->used[g] >= r->gmem)
+            if (!((ex >> g) & 1u) &&
+                n->tot[g] - n->used[g] >= q__share_mib(r->milli, r->gmem, n->tot[g]))
                 consider(st, ns, i, r, 1ull << g, off, best);
     } else {
         consider(st, ns, i, r, 0, off, best);
@@ -490,7 +495,8 @@ static void take_mask(q__nodeset *ns, int i, const q__req *r, uint64_t mask, str
                 p->gpu_mem_mib = n->tot[g];
             n->used[g] = n->tot[g];
         } else {
-            n->used[g] += r->gmem;
+            p->gpu_mem_mib = q__share_mib(r->milli, r->gmem, n->tot[g]);
+            n->used[g] += p->gpu_mem_mib;
         }
     }
     n->cpu_free -= r->cpu;
@@ -539,7 +545,7 @@ static int place_in_domain(q_state *st, q__nodeset *ns, int d, const q__req *r,
                 i = scan(ns, d, r, avoid, Q_MAX_GPUS, lo, 1, &fit);
                 k = fit < left ? fit : left;
             }
-        } else if (r->gpus == 0 && r->gmem == 0) {
+        } else if (!q__is_share(r->gpus, r->gmem, r->milli) && r->gpus == 0) {
             /* CPU-only: fewest free GPUs first even when spreading, so
              * they keep off the GPU nodes GPU jobs need. */
             i = scan(ns, d, r, avoid, 0, Q_MAX_GPUS, 1, &fit);
@@ -565,12 +571,14 @@ static uint32_t memo_hash(const q__req *r, int avoid) {
     h = (h ^ (uint64_t)r->gmem) * 0xbf58476d1ce4e5b9ull;
     h = (h ^ (uint64_t)r->cpu) * 0x94d049bb133111ebull;
     h = (h ^ (uint64_t)r->mem) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (uint64_t)(uint32_t)r->milli) * 0x94d049bb133111ebull;
     return (uint32_t)(h ^ (h >> 29));
 }
 
 static bool req_eq(const q__req *a, const q__req *b) {
     return a->dom == b->dom && a->model == b->model && a->replicas == b->replicas &&
-           a->gpus == b->gpus && a->gmem == b->gmem && a->cpu == b->cpu && a->mem == b->mem;
+           a->gpus == b->gpus && a->gmem == b->gmem && a->cpu == b->cpu && a->mem == b->mem &&
+           a->milli == b->milli;
 }
 
 void q__memo_clear(q_state *st) {

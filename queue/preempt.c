@@ -38,6 +38,7 @@ static void req_of_job(const struct q_job *j, q__req *r) {
     r->replicas = 1;
     r->gpus = j->gpus;
     r->gmem = j->gpu_memory_mib;
+    r->milli = j->gpu_milli;
     r->cpu = j->cpu_milli;
     r->mem = j->memory_bytes;
 }
@@ -247,7 +248,7 @@ static bool on_compatible(const q_state *st, const struct q_job *j, const q__req
 }
 
 static int64_t units_of(const struct q_job *j) {
-    return j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
+    return q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
 }
 
 /* GPU-hours of work a whole gang loses when stopped now: since its start,

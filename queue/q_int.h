@@ -66,7 +66,28 @@ typedef struct q__req {
     int32_t model;      /* model id, -1 = any */
     int32_t replicas, gpus;
     int64_t gmem, cpu, mem;
+    int32_t milli;      /* a fractional share (q_job.gpu_milli), 0 none */
 } q__req;
+
+/* MiB one replica's share takes on a GPU of tot MiB: its fixed gmem, or
+ * its fraction of that GPU rounded down (at least 1 MiB). Down, so that
+ * fractions adding up to one GPU fit on it: 0.1 + 0.9 of 32768 MiB is
+ * 3276 + 29491; rounded up it would be 3277 + 29492, one MiB too many. */
+static inline int64_t q__share_mib(int32_t milli, int64_t gmem, int64_t tot) {
+    if (milli <= 0) return gmem;
+    /* floor(tot x milli / 1000) without overflow: GPU sizes are the
+     * caller's and may be near INT64_MAX */
+    int64_t m = tot / 1000 * milli + tot % 1000 * milli / 1000;
+    return m > 0 ? m : 1;
+}
+/* Is this a GPU share (no whole GPUs, some GPU memory or fraction)? */
+static inline bool q__is_share(int32_t gpus, int64_t gmem, int32_t milli) {
+    return gpus == 0 && (gmem > 0 || milli > 0);
+}
+/* Whole-GPU equivalents of one replica: a share counts as one. */
+static inline int64_t q__units(int32_t gpus, int64_t gmem, int32_t milli) {
+    return gpus > 0 ? gpus : q__is_share(gpus, gmem, milli);
+}
 
 /* Distinct node shapes (for "can this ever run" checks). */
 typedef struct q__shape {
@@ -117,6 +138,7 @@ typedef struct q__orec {
     uint8_t nonpre;     /* non-preemptible: may not borrow */
     uint8_t held;       /* this cycle, not yet reached by the walk: its
                          * need is in st->gpend (quota.c) */
+    int16_t milli;      /* q_job.gpu_milli (fits the record's padding) */
 } q__orec;
 
 /* Fit memo, cleared every cycle. Capacity only shrinks during a walk, so

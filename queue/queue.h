@@ -57,14 +57,16 @@ struct q_node {
 
 /* One class of the target workload of FGD placement (Weng et al., ATC'23):
  * the shape of one replica and how often such tasks come (weight > 0,
- * relative). gpus 0 with gpu_memory_mib > 0 is a GPU share; gpus 0 and no
- * memory a CPU-only task. */
+ * relative). gpus 0 with gpu_memory_mib > 0 or gpu_milli > 0 is a GPU
+ * share (MiB, or thousandths of the GPU it would land on, as in q_job);
+ * gpus 0 and neither a CPU-only task. */
 struct q_task_class {
     int gpus;
     int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
     int64_t cpu_milli;
     int64_t memory_bytes;
     double weight;
+    int gpu_milli;              /* 1..999: a fractional share; 0 none */
 };
 
 #define Q_MAX_CLASSES 64      /* task classes in one workload */
@@ -143,6 +145,13 @@ struct q_job {
     int replicas;               /* 1..AIQ_MAX_REPLICAS */
     int gpus;                   /* whole GPUs per replica */
     int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
+    /* A GPU share as a fraction of the GPU it lands on, in thousandths
+     * (1..999; 0 = none): needs gpus == 0 and gpu_memory_mib == 0. On a
+     * GPU of T MiB it takes floor(T x gpu_milli / 1000) MiB (at least 1),
+     * so fractions that add up to at most one GPU fit on it; its
+     * placement's gpu_mem_mib records the MiB (docs/queue.md, "GPU
+     * shares"). */
+    int gpu_milli;
     int64_t cpu_milli;          /* per replica */
     int64_t memory_bytes;       /* per replica */
     const char *gpu_model;      /* NULL = any */

@@ -11,8 +11,7 @@
 
 /* Whole-GPU equivalents of one replica: a shared GPU counts as one. */
 static int64_t gpu_units(const struct q_job *j) {
-    if (j->gpus > 0) return j->gpus;
-    return j->gpu_memory_mib > 0 ? 1 : 0;
+    return q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
 }
 
 /* Fills need with job j's request for `replicas` replicas; jobs counts 1
@@ -35,7 +34,7 @@ void q__need(const struct q_job *j, q__res *need) {
 /* Same as q__need, from a pending job's order record. */
 void q__need_rec(const q__orec *o, q__res *need) {
     int64_t r = o->replicas;
-    int64_t u = o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0);
+    int64_t u = q__units(o->gpus, o->gmem, o->milli);
     need->v[Q_RES_GPUS] = r * o->gpus;
     need->v[Q_RES_GPU_MEM] = o->gmem > 0 ? r * u * o->gmem : 0;
     need->v[Q_RES_CPU] = r * o->cpu;
@@ -46,7 +45,7 @@ void q__need_rec(const q__orec *o, q__res *need) {
 /* GPU-hours a pending job will use if it runs its planned runtime (a
  * shared GPU counts as one). */
 double q__rec_gpu_hours(const q__orec *o) {
-    int64_t u = o->gpus > 0 ? o->gpus : (o->gmem > 0 ? 1 : 0);
+    int64_t u = q__units(o->gpus, o->gmem, o->milli);
     return (double)(o->replicas * u) * o->pred / 3600.0;
 }
 

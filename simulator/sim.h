@@ -265,10 +265,11 @@ double sim_jain(const double *x, int n);
  * GPU when the smallest waiting share fits in its free memory.
  * min_whole_gpus: GPUs of the smallest waiting whole-GPU replica (0 =
  * none), min_whole_mib its per-GPU memory; min_share_mib: the smallest
- * waiting share (0 = none). */
+ * waiting share in MiB (0 = none); min_share_milli: the smallest waiting
+ * fractional share, thousandths of the GPU (0 = none). */
 double sim_fragmentation(const struct q_node *nodes, int nnodes,
                          int min_whole_gpus, int64_t min_whole_mib,
-                         int64_t min_share_mib);
+                         int64_t min_share_mib, int min_share_milli);
 
 /* Computes the metrics of a run (trace = the run's trace, for estimates
  * and actual durations). Returns AIQ_OK or AIQ_ENOMEM. */

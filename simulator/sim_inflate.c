@@ -38,11 +38,14 @@ static uint64_t mix_next(uint64_t *s) {
 }
 
 /* GPUs a task asks for: whole GPUs x replicas; a share counts as its
- * fraction: its memory over the cluster's mean GPU memory. */
+ * fraction: gpu_milli / 1000, or its memory over the cluster's mean GPU
+ * memory. */
 static double demand(const struct sim_job *j, double mean_mib) {
     double per;
     if (j->gpus > 0)
         per = j->gpus;
+    else if (j->gpu_milli > 0)
+        per = j->gpu_milli / 1000.0;
     else
         per = mean_mib > 0 ? (double)j->gpu_mem_mib / mean_mib : 0;
     return per * j->replicas;
@@ -141,6 +144,7 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
     qj.replicas = j->replicas;
     qj.gpus = j->gpus;
     qj.gpu_memory_mib = j->gpu_mem_mib;
+    qj.gpu_milli = j->gpu_milli;
     qj.cpu_milli = j->cpu_milli;
     qj.memory_bytes = j->mem_bytes;
     qj.gpu_model = j->gpu_model;
@@ -183,36 +187,56 @@ static aiq_rc offer(struct inflate *in, long seq, const struct sim_job *j, aiq_e
     return AIQ_OK;
 }
 
+/* Orders task classes by shape (gpus, MiB, fraction, cpu, memory). */
+static int class_shape_cmp(const void *pa, const void *pb) {
+    const struct q_task_class *x = pa, *y = pb;
+    int64_t a[5] = {x->gpus, x->gpu_memory_mib, x->gpu_milli, x->cpu_milli, x->memory_bytes};
+    int64_t b[5] = {y->gpus, y->gpu_memory_mib, y->gpu_milli, y->cpu_milli, y->memory_bytes};
+    for (int k = 0; k < 5; k++)
+        if (a[k] != b[k])
+            return a[k] < b[k] ? -1 : 1;
+    return 0;
+}
+
+/* Heaviest first; equal weights by shape, so the choice is stable. */
+static int class_weight_cmp(const void *pa, const void *pb) {
+    const struct q_task_class *x = pa, *y = pb;
+    if (x->weight != y->weight)
+        return x->weight > y->weight ? -1 : 1;
+    return class_shape_cmp(pa, pb);
+}
+
 /* FGD's target workload: the trace's replica shapes weighted by how many
  * replicas of each the trace has (the paper takes the task distribution
- * of the trace it inflates), the Q_MAX_CLASSES heaviest. */
-static void workload_init(struct inflate *in) {
-    const struct sim_trace *tr = in->cfg->trace;
+ * of the trace it inflates), the Q_MAX_CLASSES heaviest: every shape is
+ * counted, then the heaviest kept (a trace with thousands of shapes, like
+ * Alibaba's, keeps its most popular ones, not the first ones seen).
+ * Declared in sim_int.h. */
+aiq_rc sim__workload(const struct sim_trace *tr, struct q_task_class *wl, int *nwl,
+                     aiq_err *err) {
+    *nwl = 0;
+    struct q_task_class *all = calloc((size_t)tr->njobs + 1, sizeof *all);
+    if (!all)
+        return aiq_err_set(err, AIQ_ENOMEM, "inflate: out of memory for the workload");
     for (int i = 0; i < tr->njobs; i++) {
         const struct sim_job *j = &tr->jobs[i];
-        int k = 0;
-        while (k < in->nwl && !(in->wl[k].gpus == j->gpus &&
-                                in->wl[k].gpu_memory_mib == j->gpu_mem_mib &&
-                                in->wl[k].cpu_milli == j->cpu_milli &&
-                                in->wl[k].memory_bytes == j->mem_bytes))
-            k++;
-        if (k == in->nwl) {
-            if (in->nwl == Q_MAX_CLASSES) {
-                /* full: the lightest class gives way when it weighs one */
-                int m = 0;
-                for (int x = 1; x < in->nwl; x++)
-                    if (in->wl[x].weight < in->wl[m].weight) m = x;
-                if (in->wl[m].weight > 1)
-                    continue;
-                k = m;
-            } else {
-                in->nwl++;
-            }
-            struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes, 0};
-            in->wl[k] = c;
-        }
-        in->wl[k].weight += j->replicas;
+        struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes,
+                                 j->replicas, j->gpu_milli};
+        all[i] = c;
     }
+    qsort(all, (size_t)tr->njobs, sizeof *all, class_shape_cmp);
+    int n = 0;
+    for (int i = 0; i < tr->njobs; i++) {
+        if (n > 0 && class_shape_cmp(&all[n - 1], &all[i]) == 0)
+            all[n - 1].weight += all[i].weight;
+        else
+            all[n++] = all[i];
+    }
+    qsort(all, (size_t)n, sizeof *all, class_weight_cmp);
+    *nwl = n < Q_MAX_CLASSES ? n : Q_MAX_CLASSES;
+    memcpy(wl, all, (size_t)*nwl * sizeof *all);
+    free(all);
+    return AIQ_OK;
 }
 
 /* Records every step the arrived demand has now passed. */
@@ -264,7 +288,8 @@ aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_resu
     res->nsteps = (int)((cfg->to - cfg->from) / cfg->step + 1.000001);
     if ((rc = nodes_init(&in, err)) != AIQ_OK)
         goto out_free;
-    workload_init(&in);
+    if ((rc = sim__workload(cfg->trace, in.wl, &in.nwl, err)) != AIQ_OK)
+        goto out_free;
     res->total_gpus = in.total_gpus;
     const struct sim_trace *tr = cfg->trace;
     bool any = false;

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "queue/queue.h"
 #include "simulator/sim.h"
 
 /* The journal's reason text for a queue reason, as the operator writes it
@@ -20,5 +21,12 @@ aiq_rc sim__q_node(const struct sim_node *s, int k, struct q_node *q, aiq_err *e
  * unknown). */
 const char *sim__action_str(int decision);
 int sim__action_parse(const char *s);
+
+/* FGD's target workload for inflate: the trace's replica shapes (GPUs,
+ * MiB or fraction, cpu, memory) weighted by the replicas of each, the
+ * Q_MAX_CLASSES heaviest (ties by shape) into wl[Q_MAX_CLASSES], *nwl of
+ * them. Returns AIQ_OK, or AIQ_ENOMEM with *nwl 0. */
+aiq_rc sim__workload(const struct sim_trace *tr, struct q_task_class *wl, int *nwl,
+                     aiq_err *err);
 
 #endif

@@ -118,6 +118,7 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
     j->replicas = (int)gnum_in(spec, "replicas", 1, AIQ_MAX_REPLICAS, 1, &bad);
     j->gpus = (int)gnum_in(res, "gpus", 0, AIQ_MAX_GPUS_PER_REPLICA, 0, &bad);
     j->gpu_mem_mib = (int64_t)gnum_in(res, "gpuMemoryMiB", 0, 1 << 20, 0, &bad);
+    j->gpu_milli = (int)gnum_in(res, "gpuMilli", 0, 999, 0, &bad);
     j->duration_s = gnum_in(p, "duration_s", 0, 1e10, 0, &bad);
     double est = gnum_in(p, "estimate_s", 0, 1e10, -1, &bad);
     if (bad)

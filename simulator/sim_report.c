@@ -41,9 +41,9 @@ double sim_jain(const double *x, int n) {
 /* Unusable free GPU memory fraction; see sim.h. */
 double sim_fragmentation(const struct q_node *nodes, int nnodes,
                          int min_whole_gpus, int64_t min_whole_mib,
-                         int64_t min_share_mib) {
+                         int64_t min_share_mib, int min_share_milli) {
     double free_all = 0, unusable = 0;
-    if (min_whole_gpus <= 0 && min_share_mib <= 0)
+    if (min_whole_gpus <= 0 && min_share_mib <= 0 && min_share_milli <= 0)
         return 0;
     for (int i = 0; i < nnodes; i++) {
         const struct q_node *n = &nodes[i];
@@ -59,12 +59,12 @@ double sim_fragmentation(const struct q_node *nodes, int nnodes,
             if (f <= 0)
                 continue;
             free_all += f;
-            bool usable;
-            if (n->gpu_mem_used[g] == 0)
-                usable = (whole_ok && n->gpu_mem_total[g] >= min_whole_mib) ||
-                         (min_share_mib > 0 && f >= (double)min_share_mib);
-            else
-                usable = min_share_mib > 0 && f >= (double)min_share_mib;
+            /* the smallest share fits: in MiB, or as its fraction of this GPU */
+            bool share_ok = (min_share_mib > 0 && f >= (double)min_share_mib) ||
+                            (min_share_milli > 0 &&
+                             f >= (double)(n->gpu_mem_total[g] * min_share_milli / 1000));
+            bool usable = share_ok || (n->gpu_mem_used[g] == 0 && whole_ok &&
+                                       n->gpu_mem_total[g] >= min_whole_mib);
             if (!usable)
                 unusable += f;
         }

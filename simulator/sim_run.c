@@ -387,6 +387,8 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
     json_object_object_add(spec, "replicas", json_object_new_int(j->replicas));
     json_object_object_add(resj, "gpus", json_object_new_int(j->gpus));
     json_object_object_add(resj, "gpuMemoryMiB", json_object_new_int64(j->gpu_mem_mib));
+    if (j->gpu_milli > 0) /* the simulator's fractions; the AIJob API has MiB only */
+        json_object_object_add(resj, "gpuMilli", json_object_new_int(j->gpu_milli));
     snprintf(buf, sizeof buf, "%lldm", (long long)j->cpu_milli);
     jset_str(resj, "cpu", buf);
     snprintf(buf, sizeof buf, "%lld", (long long)j->mem_bytes);
@@ -729,6 +731,7 @@ static aiq_rc fairshare(struct run *r, double now, aiq_err *err) {
 static double frag_now(struct run *r) {
     int minw = 0;
     int64_t minw_mib = 0, mins = 0;
+    int minf = 0;
     for (int a = 0; a < r->nactive; a++) {
         int i = r->active[a];
         if (r->jst[i] != JS_PENDING)
@@ -740,9 +743,11 @@ static double frag_now(struct run *r) {
             minw_mib = j->gpu_mem_mib;
         } else if (j->gpus == 0 && j->gpu_mem_mib > 0 && (mins == 0 || j->gpu_mem_mib < mins)) {
             mins = j->gpu_mem_mib;
+        } else if (j->gpu_milli > 0 && (minf == 0 || j->gpu_milli < minf)) {
+            minf = j->gpu_milli;
         }
     }
-    return sim_fragmentation(r->nodes, r->nn, minw, minw_mib, mins);
+    return sim_fragmentation(r->nodes, r->nn, minw, minw_mib, mins, minf);
 }
 
 /* One queue cycle at now. *admitted gets the number of admissions. */
@@ -779,6 +784,7 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         q->replicas = j->replicas;
         q->gpus = j->gpus;
         q->gpu_memory_mib = j->gpu_mem_mib;
+        q->gpu_milli = j->gpu_milli;
         q->cpu_milli = j->cpu_milli;
         q->memory_bytes = j->mem_bytes;
         q->gpu_model = j->gpu_model;

@@ -279,7 +279,7 @@ static void field__(FILE *out, const char *s) {
 aiq_rc sim_write_csv(const struct sim_trace *tr, FILE *out, aiq_err *err) {
     fputs("id,submit_s,user,group,replicas,gpus,gpu_mem_mib,cpu_milli,mem_mib,"
           "duration_s,estimate_s,priority,model,task,gpu_model,min_replicas,max_replicas,"
-          "checkpoint_s\n", out);
+          "checkpoint_s,gpu_milli\n", out);
     for (int i = 0; i < tr->njobs; i++) {
         const struct sim_job *j = &tr->jobs[i];
         field__(out, j->id);
@@ -295,7 +295,8 @@ aiq_rc sim_write_csv(const struct sim_trace *tr, FILE *out, aiq_err *err) {
         field__(out, j->task);
         fputc(',', out);
         field__(out, j->gpu_model);
-        fprintf(out, ",%d,%d,%.17g\n", j->min_replicas, j->max_replicas, j->checkpoint_s);
+        fprintf(out, ",%d,%d,%.17g,%d\n", j->min_replicas, j->max_replicas, j->checkpoint_s,
+                j->gpu_milli);
     }
     if (fflush(out) != 0 || ferror(out))
         return aiq_err_set(err, AIQ_EIO, "writing the trace: %s", strerror(errno));

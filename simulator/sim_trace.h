@@ -33,6 +33,8 @@ struct sim_job {
     int replicas;        /* 1..1024 */
     int gpus;            /* whole GPUs per replica; 0 = a GPU share */
     int64_t gpu_mem_mib; /* per GPU (the share when gpus == 0) */
+    int gpu_milli;       /* a share as thousandths of the GPU it lands on
+                          * (1..999, gpus and gpu_mem_mib 0); 0 = none */
     int64_t cpu_milli;   /* per replica */
     int64_t mem_bytes;   /* per replica */
     double duration_s;   /* actual runtime once started, at `replicas` */

@@ -74,39 +74,14 @@ out_free:
     return rc;
 }
 
-/* The GPU memory a share of gpu_spec is taken of: the smallest model
- * listed in the spec ("V100M16|V100M32"), else the smallest node GPU. */
-static int64_t spec_mib__(const char *spec, const struct sim_trace *tr, char *one,
-                          size_t onecap) {
-    int64_t best = 0;
+/* The model gpu_spec pins: one[] gets it when the spec lists exactly one
+ * ("V100M32"), else "" (none, "nan", or several allowed: "V100M16|V100M32"). */
+static void spec_model__(const char *spec, char *one, size_t onecap) {
     one[0] = '\0';
-    if (spec && *spec && strcmp(spec, "nan") != 0) {
-        const char *p = spec;
-        int parts = 0;
-        while (*p) {
-            const char *e = strchr(p, '|');
-            size_t n = e ? (size_t)(e - p) : strlen(p);
-            char m[64];
-            if (n < sizeof m) {
-                memcpy(m, p, n);
-                m[n] = '\0';
-                int64_t v = model_mib__(m);
-                if (best == 0 || v < best)
-                    best = v;
-                if (parts++ == 0)
-                    snprintf(one, onecap, "%s", m);
-            }
-            p = e ? e + 1 : p + n;
-        }
-        if (parts > 1)
-            one[0] = '\0'; /* several models allowed: do not pin one */
-        if (best > 0)
-            return best;
-    }
-    for (int i = 0; i < tr->nnodes; i++)
-        if (tr->nodes[i].gpus > 0 && (best == 0 || tr->nodes[i].gpu_mem_mib < best))
-            best = tr->nodes[i].gpu_mem_mib;
-    return best > 0 ? best : ALI_UNKNOWN_MIB;
+    if (!spec || !*spec || strcmp(spec, "nan") == 0 || strchr(spec, '|'))
+        return;
+    if (strlen(spec) < onecap)
+        snprintf(one, onecap, "%s", spec);
 }
 
 /* Reads the pod list; see sim_trace.h. */
@@ -168,13 +143,13 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
         j.replicas = 1;
         j.cpu_milli = cpu;
         j.mem_bytes = mem * 1048576;
-        int64_t mib = spec_mib__(sim__get_str(row, ispec, NULL), tr, one, sizeof one);
+        spec_model__(sim__get_str(row, ispec, NULL), one, sizeof one);
         if (ngpu == 0) {
             j.gpus = 0; /* CPU-only: CPU and memory, no GPU */
             one[0] = '\0';
         } else if (ngpu == 1 && milli > 0 && milli < 1000) {
             j.gpus = 0;
-            j.gpu_mem_mib = mib * milli / 1000;
+            j.gpu_milli = (int)milli;
         } else {
             j.gpus = (int)ngpu;
         }

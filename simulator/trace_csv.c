@@ -10,12 +10,37 @@
 enum {
     C_ID, C_SUBMIT, C_USER, C_GROUP, C_REPLICAS, C_GPUS, C_GPU_MEM, C_CPU, C_MEM,
     C_DURATION, C_ESTIMATE, C_PRIORITY, C_MODEL, C_TASK, C_GPU_MODEL, C_MIN_REP, C_MAX_REP,
-    C_CKPT, C__N
+    C_CKPT, C_GPU_MILLI, C__N
 };
 static const char *const names[C__N] = {
     "id", "submit_s", "user", "group", "replicas", "gpus", "gpu_mem_mib", "cpu_milli",
     "mem_mib", "duration_s", "estimate_s", "priority", "model", "task", "gpu_model",
-    "min_replicas", "max_replicas", "checkpoint_s"};
+    "min_replicas", "max_replicas", "checkpoint_s", "gpu_milli"};
+
+/* A row's GPU share: a fraction (gpu_milli) only with gpus 0 and no MiB;
+ * gpus 0 needs a share or cpu (CPU-only). Returns AIQ_OK or AIQ_EPARSE
+ * naming the column. */
+static aiq_rc check_share(const struct sim__row *row, const int *idx, const char *path, int line,
+                          int64_t gpus, int64_t gmem, int64_t milli, int64_t cpu, aiq_err *err) {
+    int c = -1;
+    aiq_rc rc = AIQ_OK;
+    if (milli > 0 && (gpus != 0 || gmem != 0)) {
+        c = idx[C_GPU_MILLI];
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_milli': a fraction of a GPU "
+                         "needs gpus 0 and gpu_mem_mib 0, got gpus %lld, gpu_mem_mib %lld",
+                         path, line, row->col[c], (long long)gpus, (long long)gmem);
+    } else if (gpus == 0 && gmem == 0 && milli == 0 && cpu == 0 && idx[C_GPU_MEM] >= 0) {
+        /* gpus 0, no share and cpu_milli > 0 is a CPU-only task */
+        c = idx[C_GPU_MEM];
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_mem_mib': a job with "
+                         "gpus 0 needs a GPU share > 0 (gpu_mem_mib or gpu_milli; or "
+                         "cpu_milli > 0: CPU-only), got '%s'", path, line, row->col[c],
+                         row->field[c]);
+    }
+    if (c >= 0 && err)
+        err->line = line, err->col = row->col[c];
+    return rc;
+}
 
 /* Reads our CSV; see sim_trace.h. On error the jobs read so far stay in
  * tr (the caller frees the trace). */
@@ -42,7 +67,7 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
     }
     while ((got = sim__row_next(f, path, &line, hdr, row, 1, &bad, err)) == 1) {
         struct sim_job j;
-        int64_t replicas, gpus, gmem, cpu, mem, prio, minr, maxr;
+        int64_t replicas, gpus, gmem, cpu, mem, prio, minr, maxr, milli;
         memset(&j, 0, sizeof j);
         if ((rc = sim__get_double(row, idx[C_SUBMIT], "submit_s", 0, 1e10, 0, &j.submit, path,
                                   line, err)) ||
@@ -66,7 +91,10 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
             (rc = sim__get_i64(row, idx[C_MAX_REP], "max_replicas", 0, 1024, 0, &maxr, path,
                                line, err)) ||
             (rc = sim__get_double(row, idx[C_CKPT], "checkpoint_s", 0, 1e9, 0, &j.checkpoint_s,
-                                  path, line, err)))
+                                  path, line, err)) ||
+            (rc = sim__get_i64(row, idx[C_GPU_MILLI], "gpu_milli", 0, 999, 0, &milli, path,
+                               line, err)) ||
+            (rc = check_share(row, idx, path, line, gpus, gmem, milli, cpu, err)))
             goto out_free;
         if ((minr > 0) != (maxr > 0) || minr > maxr) {
             int c = idx[C_MAX_REP] >= 0 ? idx[C_MAX_REP] : idx[C_MIN_REP];
@@ -77,20 +105,10 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
                 err->line = line, err->col = row->col[c];
             goto out_free;
         }
-        if (gpus == 0 && gmem == 0 && cpu == 0 && idx[C_GPU_MEM] >= 0) {
-            /* gpus 0, no share and cpu_milli > 0 is a CPU-only task */
-            int c = idx[C_GPU_MEM];
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'gpu_mem_mib': a job with "
-                             "gpus 0 needs a GPU share > 0 (or cpu_milli > 0: CPU-only), got "
-                             "'%s'", path, line, row->col[c],
-                             row->field[c]);
-            if (err)
-                err->line = line, err->col = row->col[c];
-            goto out_free;
-        }
         j.replicas = (int)replicas;
         j.gpus = (int)gpus;
         j.gpu_mem_mib = gmem;
+        j.gpu_milli = (int)milli;
         j.cpu_milli = cpu;
         j.mem_bytes = mem * 1048576;
         j.priority = (int)prio;

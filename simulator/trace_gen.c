@@ -21,9 +21,9 @@
  *   whole  1 GPU 80%, 2 GPUs 3%, 4 GPUs 2%, 8 GPUs 2%
  *   multi  GPU shares 19%, 1 GPU 18%, 2 GPUs 20%, 4 GPUs 18%, 8 GPUs 12%
  *   share  GPU shares 87%
- * A share is 10% (15 in 100), 25% (25), 50% (40), 75% (10) or 90% (10) of a
- * GPU of gpu_mem_mib (default 32 GiB, a V100M32), as memory, with 2, 4 or
- * 8 cores; GPU tasks ask 8 cores per GPU; 4 GiB of memory a core. */
+ * A share is 10% (15 in 100), 25% (25), 50% (40), 75% (10) or 90% (10) of
+ * the GPU it lands on (gpu_milli, as the paper's traces give shares), with
+ * 2, 4 or 8 cores; GPU tasks ask 8 cores per GPU; 4 GiB of memory a core. */
 #include "simulator/sim_trace.h"
 
 #include <math.h>
@@ -68,13 +68,14 @@ static double rng_normal(struct rng *r) {
 }
 
 /* One task of an FGD mix (see the header): replicas, GPUs, memory, cpu. */
-static void fgd_shape(struct rng *r, int mix, int64_t gmem, struct sim_job *j) {
-    static const double fr[] = {0.10, 0.25, 0.50, 0.75, 0.90};
+static void fgd_shape(struct rng *r, int mix, struct sim_job *j) {
+    static const int fr[] = {100, 250, 500, 750, 900}; /* thousandths */
     static const double frp[] = {0.15, 0.40, 0.80, 0.90, 1.00};
     double x = rng_unif(r);
     j->replicas = 1;
     j->gpus = 0;
     j->gpu_mem_mib = 0;
+    j->gpu_milli = 0;
     if (x < 0.13) {
         static const int cores[] = {8, 16, 32};
         int c = cores[(int)(rng_unif(r) * 3)];
@@ -91,7 +92,7 @@ static void fgd_shape(struct rng *r, int mix, int64_t gmem, struct sim_job *j) {
             k++;
         static const int cores[] = {2, 4, 8};
         int c = cores[(int)(rng_unif(r) * 3)];
-        j->gpu_mem_mib = (int64_t)(fr[k] * (double)gmem);
+        j->gpu_milli = fr[k];
         j->cpu_milli = 1000LL * c;
         j->mem_bytes = (int64_t)c * (4LL << 30);
         return;
@@ -215,7 +216,7 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
         j.mem_bytes = (int64_t)(j.gpus > 0 ? j.gpus : 1) * (32LL << 30);
         if (opts->fgd_mix != SIM_MIX_NONE) {
             j.min_replicas = j.max_replicas = 0;
-            fgd_shape(&r, opts->fgd_mix, opts->gpu_mem_mib > 0 ? gmem : 32768, &j);
+            fgd_shape(&r, opts->fgd_mix, &j);
         }
         if (rng_unif(&r) >= 0.2 && !opts->tiresias)
             j.estimate_s = floor(d * bias[u] * exp(0.3 * rng_normal(&r)));

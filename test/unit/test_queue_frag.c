@@ -26,7 +26,7 @@ static struct q_node node(const char *name, int n, const int64_t *used) {
 TEST(frag_share_and_whole_classes) {
     int64_t used[4] = {0, 500, 900, 1000};
     struct q_node n = node("a", 4, used);
-    struct q_task_class w[2] = {{0, 400, 0, 0, 1}, {1, 0, 0, 0, 1}};
+    struct q_task_class w[2] = {{0, 400, 0, 0, 1, 0}, {1, 0, 0, 0, 1, 0}};
     /* share 400: only GPU 2 (0.1 free) is too small -> 0.1;
      * one whole GPU: GPUs 1 and 2 are partly used -> 0.5 + 0.1 */
     CHECK_DBL(q_frag_node(&n, w, 1), 0.1, 1e-12);
@@ -39,9 +39,9 @@ TEST(frag_share_and_whole_classes) {
 TEST(frag_class_that_does_not_fit_counts_all_free) {
     int64_t used[4] = {0, 500, 900, 1000};
     struct q_node n = node("a", 4, used);
-    struct q_task_class cpu = {0, 400, 9000, 0, 1};   /* more cpu than the node */
-    struct q_task_class big = {1, 2000, 0, 0, 1};     /* no GPU that big */
-    struct q_task_class two = {2, 0, 0, 0, 1};        /* one GPU wholly free */
+    struct q_task_class cpu = {0, 400, 9000, 0, 1, 0};   /* more cpu than the node */
+    struct q_task_class big = {1, 2000, 0, 0, 1, 0};     /* no GPU that big */
+    struct q_task_class two = {2, 0, 0, 0, 1, 0};        /* one GPU wholly free */
     CHECK_DBL(q_frag_node(&n, &cpu, 1), 1.6, 1e-12);
     CHECK_DBL(q_frag_node(&n, &big, 1), 1.6, 1e-12);
     CHECK_DBL(q_frag_node(&n, &two, 1), 1.6, 1e-12);
@@ -50,7 +50,7 @@ TEST(frag_class_that_does_not_fit_counts_all_free) {
 TEST(frag_cpu_only_and_empty) {
     int64_t used[2] = {300, 0};
     struct q_node n = node("a", 2, used);
-    struct q_task_class c = {0, 0, 1000, 0, 1};
+    struct q_task_class c = {0, 0, 1000, 0, 1, 0};
     CHECK_DBL(q_frag_node(&n, &c, 1), 0, 0);
     c.cpu_milli = 9000; /* does not fit: 0.7 + 1 */
     CHECK_DBL(q_frag_node(&n, &c, 1), 1.7, 1e-12);
@@ -113,7 +113,7 @@ TEST(fgd_keeps_the_half_gpu_for_the_half_tasks) {
     /* Workload of 500 MiB tasks. A 200 MiB share on a (500 free) would
      * leave 300 nobody of the workload can use (delta 0.3); on b it
      * leaves 800 (delta 0). Binpack takes the fuller GPU, a. */
-    struct q_task_class w = {0, 500, 0, 0, 1};
+    struct q_task_class w = {0, 500, 0, 0, 1, 0};
     CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, 1, 200, &rc, &e), 0);
     CHECK_INT(place_one(AIQ_PLACE_FGD, &w, 1, 200, &rc, &e), 1);
     CHECK_INT(rc, AIQ_OK);
@@ -128,7 +128,7 @@ TEST(fgd_workload_errors_name_the_field) {
     aiq_err e;
     aiq_rc rc;
     aiq_err_clear(&e);
-    struct q_task_class w = {0, 500, 0, 0, -1};
+    struct q_task_class w = {0, 500, 0, 0, -1, 0};
     CHECK_INT(place_one(AIQ_PLACE_FGD, &w, 1, 200, &rc, &e), -1);
     CHECK_INT(rc, AIQ_EINVAL);
     CHECK(strstr(e.message, "workload[0]") != NULL);
@@ -171,7 +171,7 @@ TEST(placer_ranks_the_candidates) {
     aiq_err e;
     aiq_rc rc;
     aiq_err_clear(&e);
-    struct q_task_class w = {0, 500, 0, 0, 1};
+    struct q_task_class w = {0, 500, 0, 0, 1, 0};
     q_placer p = {NULL, by_least_free_after};
     g_placer = &p; /* a: 300 MiB left, b: 800 */
     CHECK_INT(place_one(AIQ_PLACE_SPREAD, &w, 1, 200, &rc, &e), 0);

@@ -68,8 +68,20 @@ static int scorer_level(void *ctx, const double *f, int *lv) {
     return 0;
 }
 
+/* A GPU share: fixed MiB, or a fraction (gpu_milli) of the GPU. */
+static int is_share(const struct q_job *j) {
+    return j->gpus == 0 && (j->gpu_memory_mib > 0 || j->gpu_milli > 0);
+}
+
+/* MiB one replica's share takes on a GPU of tot MiB (fractions round
+ * down, at least 1). */
+static int64_t share_mib(const struct q_job *j, int64_t tot) {
+    if (j->gpu_milli <= 0) return j->gpu_memory_mib;
+    return tot * j->gpu_milli / 1000 > 0 ? tot * j->gpu_milli / 1000 : 1;
+}
+
 static int64_t units(const struct q_job *j) {
-    return j->gpus > 0 ? j->gpus : (j->gpu_memory_mib > 0 ? 1 : 0);
+    return j->gpus > 0 ? j->gpus : is_share(j);
 }
 
 /* Tries to place running job j replica by replica on random nodes (test's
@@ -99,13 +111,14 @@ static int place_running(world *w, int ji) {
                 if (got < j->gpus) continue;
                 for (int g = 0; g < n->ngpus; g++)
                     if ((p.gpu_mask >> g) & 1u) n->gpu_mem_used[g] = n->gpu_mem_total[g];
-            } else if (j->gpu_memory_mib > 0) {
+            } else if (is_share(j)) {
                 int g = -1;
                 for (int x = 0; x < n->ngpus && g < 0; x++)
-                    if (n->gpu_mem_total[x] - n->gpu_mem_used[x] >= j->gpu_memory_mib) g = x;
+                    if (n->gpu_mem_total[x] - n->gpu_mem_used[x] >= share_mib(j, n->gpu_mem_total[x])) g = x;
                 if (g < 0) continue;
                 p.gpu_mask = 1u << g;
-                n->gpu_mem_used[g] += j->gpu_memory_mib;
+                p.gpu_mem_mib = share_mib(j, n->gpu_mem_total[g]);
+                n->gpu_mem_used[g] += p.gpu_mem_mib;
             }
             n->cpu_used += j->cpu_milli;
             n->mem_used += j->memory_bytes;
@@ -174,6 +187,12 @@ static void gen(world *w) {
         j->replicas = chance(70) ? 1 : 1 + rnd(chance(20) ? 6 : 3);
         j->gpus = chance(15) ? 0 : 1 + rnd(8);
         j->gpu_memory_mib = jm[rnd(8)];
+        /* a third of the shares are fractions of the GPU they land on */
+        j->gpu_milli = 0;
+        if (j->gpus == 0 && chance(33)) {
+            j->gpu_memory_mib = 0;
+            j->gpu_milli = 1 + rnd(999);
+        }
         j->cpu_milli = 500 * rnd(8);
         j->memory_bytes = rnd(16) * GIB;
         j->gpu_model = chance(20) ? models[rnd(2)] : NULL;
@@ -274,12 +293,15 @@ static void check_capacity(int iter, const world *w, const q_output *out) {
                     PCHECK(n->gpu_mem_total[g] >= j->gpu_memory_mib, "job %d: GPU too small", i);
                     n->gpu_mem_used[g] = n->gpu_mem_total[g];
                 }
-            } else if (j->gpu_memory_mib > 0) {
+            } else if (is_share(j)) {
                 PCHECK(bits == 1, "shared job %d holds %d GPUs", i, bits);
                 int g = __builtin_ctz(p->gpu_mask | (1u << 31));
                 PCHECK(g < n->ngpus, "shared GPU index out of range");
                 if (g < n->ngpus) {
-                    n->gpu_mem_used[g] += j->gpu_memory_mib;
+                    PCHECK(p->gpu_mem_mib == share_mib(j, n->gpu_mem_total[g]),
+                           "job %d: share of %lld MiB, wanted %lld", i, (long long)p->gpu_mem_mib,
+                           (long long)share_mib(j, n->gpu_mem_total[g]));
+                    n->gpu_mem_used[g] += p->gpu_mem_mib;
                     PCHECK(n->gpu_mem_used[g] <= n->gpu_mem_total[g], "job %d: shared GPU over-committed", i);
                 }
             }
@@ -357,6 +379,7 @@ static int fits_empty(const struct q_node *n, const struct q_job *j) {
     int c = 0;
     for (int g = 0; g < n->ngpus; g++) c += n->gpu_mem_total[g] >= j->gpu_memory_mib;
     if (j->gpus > 0) return c >= j->gpus;
+    if (j->gpu_milli > 0) return n->ngpus >= 1;
     if (j->gpu_memory_mib > 0) return c >= 1;
     return 1;
 }
@@ -408,7 +431,7 @@ static void check_reservation(int iter, world *w, const q_output *out) {
                 struct q_node *n = &w2.nodes[p->node];
                 for (int g = 0; g < n->ngpus; g++) {
                     if (!((p->gpu_mask >> g) & 1u)) continue;
-                    n->gpu_mem_used[g] = j->gpus > 0 ? n->gpu_mem_total[g] : n->gpu_mem_used[g] + j->gpu_memory_mib;
+                    n->gpu_mem_used[g] = j->gpus > 0 ? n->gpu_mem_total[g] : n->gpu_mem_used[g] + p->gpu_mem_mib;
                 }
                 n->cpu_used += j->cpu_milli;
                 n->mem_used += j->memory_bytes;
@@ -646,7 +669,7 @@ static void place_apply(struct q_node *nodes, const struct q_job *j, const struc
     for (int g = 0; g < n->ngpus; g++) {
         if (!((p->gpu_mask >> g) & 1u)) continue;
         if (j->gpus > 0) n->gpu_mem_used[g] = sign > 0 ? n->gpu_mem_total[g] : 0;
-        else n->gpu_mem_used[g] += sign * j->gpu_memory_mib;
+        else n->gpu_mem_used[g] += sign * p->gpu_mem_mib;
     }
     n->cpu_used += sign * j->cpu_milli;
     n->mem_used += sign * j->memory_bytes;

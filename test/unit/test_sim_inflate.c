@@ -4,6 +4,7 @@
  * their fraction, report points, the placements CSV, the seeded sample,
  * and the errors. */
 #include "simulator/sim.h"
+#include "simulator/sim_int.h"
 #include "test/unit/th.h"
 
 #include <stdlib.h>
@@ -129,6 +130,88 @@ TEST(shares_count_as_their_fraction) {
     }
     CHECK_INT(rows, 4);
     fclose(f);
+    sim_trace_free(tr);
+}
+
+/* Fractions (gpu_milli) on GPUs of two sizes: four halves fill one 32 GiB
+ * and one 80 GiB GPU exactly, each half taking half of its GPU; the
+ * demand is 0.5 a task, so 100% arrives with the fourth. */
+TEST(fractions_take_half_of_either_gpu) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!CHECK(tr != NULL))
+        return;
+    CHECK_INT(sim_nodes_from_spec(tr, "1x1xV100M32,1x1xA100-80GB", &e), AIQ_OK);
+    for (int k = 0; k < 4; k++) {
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        j.replicas = 1;
+        j.gpu_milli = 500;
+        j.cpu_milli = 1000;
+        j.duration_s = 60;
+        j.submit = k;
+        CHECK_INT(sim_trace_add_job(tr, &j, &e), AIQ_OK);
+    }
+    struct sim_inflate_config c;
+    struct sim_inflate_result r;
+    cfg_for(&c, tr, AIQ_PLACE_BINPACK, 0.5, 1.0, 0.5);
+    FILE *f = tmpfile();
+    if (!CHECK(f != NULL))
+        return;
+    c.placements = f;
+    CHECK_INT(sim_inflate(&c, &r, &e), AIQ_OK);
+    CHECK_INT(r.npoints, 2);
+    CHECK_DBL(r.pt[0].arrived, 0.5, 1e-9);
+    CHECK_DBL(r.pt[1].arrived, 1.0, 1e-9);
+    CHECK_DBL(r.pt[1].unalloc, 0, 1e-9);
+    CHECK_INT(r.placed, 4);
+    CHECK_INT(r.dropped, 0);
+    rewind(f);
+    char line[256];
+    int n32 = 0, n80 = 0;
+    while (fgets(line, sizeof line, f)) {
+        CHECK(strstr(line, ",0.5000,") != NULL);
+        n32 += strstr(line, ",16384\n") != NULL;
+        n80 += strstr(line, ",40960\n") != NULL;
+    }
+    CHECK_INT(n32, 2);
+    CHECK_INT(n80, 2);
+    fclose(f);
+    sim_trace_free(tr);
+}
+
+/* The workload keeps the heaviest shapes, not the first seen: 70 shapes
+ * twice each (cpu 1..70 cores), then one shape ten times, and a share of
+ * 0.25 (a fraction is its own class) three times. */
+TEST(workload_keeps_the_heaviest_shapes) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!CHECK(tr != NULL))
+        return;
+    for (int k = 0; k < 70 * 2 + 10 + 3; k++) {
+        struct sim_job j;
+        memset(&j, 0, sizeof j);
+        j.replicas = 1;
+        j.gpus = k < 140 ? 1 : k < 150 ? 2 : 0;
+        j.gpu_milli = k < 150 ? 0 : 250;
+        j.cpu_milli = k < 140 ? 1000 * (1 + k / 2) : 4000;
+        j.duration_s = 60;
+        CHECK_INT(sim_trace_add_job(tr, &j, &e), AIQ_OK);
+    }
+    struct q_task_class wl[Q_MAX_CLASSES];
+    int n = -1;
+    CHECK_INT(sim__workload(tr, wl, &n, &e), AIQ_OK);
+    CHECK_INT(n, Q_MAX_CLASSES);
+    CHECK_INT(wl[0].gpus, 2);
+    CHECK_DBL(wl[0].weight, 10, 0);
+    CHECK_INT(wl[1].gpu_milli, 250);
+    CHECK_DBL(wl[1].weight, 3, 0);
+    /* then the 62 lightest-cpu of the 70 twice-seen shapes, by shape */
+    CHECK_DBL(wl[2].weight, 2, 0);
+    CHECK_INT(wl[2].cpu_milli, 1000);
+    CHECK_INT(wl[63].cpu_milli, 62000);
     sim_trace_free(tr);
 }
 

@@ -62,13 +62,17 @@ TEST(fragmentation_by_hand) {
     for (int g = 0; g < 4; g++)
         n[1].gpu_mem_total[g] = 40960;
     /* free: 30720 + 81920 + 4 x 40960 = 276480 */
-    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 20480), 0, 1e-12);
-    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 0), 112640.0 / 276480.0, 1e-12);
-    CHECK_DBL(sim_fragmentation(n, 2, 2, 81920, 0), 1, 1e-12);
-    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 40000), 30720.0 / 276480.0, 1e-12);
-    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 0), 0, 0); /* nothing waits */
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 20480, 0), 0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 0, 0, 0), 112640.0 / 276480.0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 2, 81920, 0, 0), 1, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 40000, 0), 30720.0 / 276480.0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 0, 0), 0, 0); /* nothing waits */
+    /* fractions: 0.3 of 80 GiB (24576 MiB) fits the 30720 free, 0.4
+     * (32768) does not; on the 40 GiB GPUs both fit */
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 0, 300), 0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 0, 0, 0, 400), 30720.0 / 276480.0, 1e-12);
     n[1].schedulable = false;
-    CHECK_DBL(sim_fragmentation(n, 2, 1, 0, 0), 30720.0 / 112640.0, 1e-12);
+    CHECK_DBL(sim_fragmentation(n, 2, 1, 0, 0, 0), 30720.0 / 112640.0, 1e-12);
 }
 
 /* One node of 2 x 80 GiB. A (50 GiB share) runs 0..3600; B (2 whole GPUs)

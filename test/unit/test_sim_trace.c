@@ -107,6 +107,62 @@ TEST(csv_line_cap) {
     sim_trace_free(tr);
 }
 
+/* Reads text as our CSV into a new trace; returns the reader's code. */
+static aiq_rc read_text(const char *text, struct sim_trace **tr, aiq_err *e) {
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    *tr = sim_trace_create();
+    aiq_err_clear(e);
+    aiq_rc rc = sim_read_csv(f, "m.csv", *tr, e);
+    fclose(f);
+    return rc;
+}
+
+TEST(csv_gpu_milli_is_a_fraction_and_round_trips) {
+    aiq_err e;
+    struct sim_trace *tr;
+    CHECK_INT(read_text("submit_s,duration_s,gpus,gpu_milli\n0,10,0,500\n1,10,1,0\n", &tr, &e),
+              AIQ_OK);
+    if (CHECK_INT(tr->njobs, 2)) {
+        CHECK_INT(tr->jobs[0].gpus, 0);
+        CHECK_INT(tr->jobs[0].gpu_milli, 500);
+        CHECK_INT(tr->jobs[0].gpu_mem_mib, 0);
+        CHECK_INT(tr->jobs[1].gpu_milli, 0);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    CHECK_INT(sim_write_csv(tr, out, &e), AIQ_OK);
+    fclose(out);
+    struct sim_trace *back;
+    CHECK_INT(read_text(buf, &back, &e), AIQ_OK);
+    if (CHECK_INT(back->njobs, 2))
+        CHECK_INT(back->jobs[0].gpu_milli, 500);
+    free(buf);
+    sim_trace_free(back);
+    sim_trace_free(tr);
+}
+
+TEST(csv_gpu_milli_errors_name_the_column) {
+    static const char *const bad[][2] = {
+        /* with whole GPUs (gpus defaults to 1) */
+        {"submit_s,duration_s,gpu_milli\n0,10,500\n", "column 'gpu_milli': a fraction"},
+        {"submit_s,duration_s,gpus,gpu_mem_mib,gpu_milli\n0,10,0,1024,500\n",
+         "gpu_mem_mib 1024"},
+        {"submit_s,duration_s,gpus,gpu_milli\n0,10,0,1000\n", "column 'gpu_milli'"},
+        {"submit_s,duration_s,gpus,gpu_mem_mib,gpu_milli\n0,10,0,0,0\n",
+         "column 'gpu_mem_mib'"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        aiq_err e;
+        struct sim_trace *tr;
+        CHECK_INT(read_text(bad[k][0], &tr, &e), AIQ_EPARSE);
+        if (!CHECK(strstr(e.message, bad[k][1]) != NULL))
+            fprintf(stderr, "  got: %s\n", e.message);
+        CHECK_INT(e.line, 2);
+        sim_trace_free(tr);
+    }
+}
+
 TEST(csv_round_trip) {
     aiq_err e;
     struct sim_trace *tr = read_fixture("small.csv", sim_read_csv, NULL, AIQ_OK, &e);
@@ -230,9 +286,10 @@ TEST(alibaba_nodes_and_pods) {
     CHECK_INT(tr->jobs[0].gpus, 1);
     CHECK_DBL(tr->jobs[0].duration_s, 12537496, 0);
     CHECK_STR(tr->jobs[0].group, "LS");
-    /* pod 1: 460 milli-GPU, no spec: of the smallest GPU (T4, 16 GiB) */
+    /* pod 1: 460 milli-GPU, no spec: 0.46 of whichever GPU it lands on */
     CHECK_INT(tr->jobs[1].gpus, 0);
-    CHECK_INT(tr->jobs[1].gpu_mem_mib, 16384 * 460 / 1000);
+    CHECK_INT(tr->jobs[1].gpu_mem_mib, 0);
+    CHECK_INT(tr->jobs[1].gpu_milli, 460);
     CHECK_DBL(tr->jobs[1].submit, 100, 0);
     CHECK_DBL(tr->jobs[1].duration_s, 350, 0);
     CHECK(tr->jobs[1].gpu_model == NULL);
@@ -240,14 +297,16 @@ TEST(alibaba_nodes_and_pods) {
     CHECK_INT(tr->jobs[2].gpus, 2);
     CHECK_STR(tr->jobs[2].gpu_model, "V100M32");
     CHECK_STR(tr->jobs[2].user, "BE");
-    /* pod 3: a quarter of a T4 */
-    CHECK_INT(tr->jobs[3].gpu_mem_mib, 4096);
+    /* pod 3: a quarter of a T4 (the spec pins the model) */
+    CHECK_INT(tr->jobs[3].gpu_mem_mib, 0);
+    CHECK_INT(tr->jobs[3].gpu_milli, 250);
     CHECK_STR(tr->jobs[3].gpu_model, "T4");
     CHECK_DBL(tr->jobs[3].duration_s, 990, 0);
     /* pod 4: CPU-only, kept with its CPU and memory */
     CHECK_STR(tr->jobs[4].id, "openb-pod-0004");
     CHECK_INT(tr->jobs[4].gpus, 0);
     CHECK_INT(tr->jobs[4].gpu_mem_mib, 0);
+    CHECK_INT(tr->jobs[4].gpu_milli, 0);
     CHECK_INT(tr->jobs[4].cpu_milli, 2000);
     CHECK_INT(tr->jobs[4].mem_bytes, 4096LL * 1048576);
     CHECK(tr->jobs[4].gpu_model == NULL);
