@@ -189,6 +189,30 @@ aiq_rc aiq_quantity_int(const char *s, int64_t *out, aiq_err *err) {
     return aiq_quantity_scaled(s, 0, out, err);
 }
 
+aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err) {
+    const int64_t mib_milli = (int64_t)1048576 * 1000;
+    int64_t milli = 0;
+    aiq_rc rc = aiq_quantity_scaled(s, -3, &milli, err);
+    if (rc != AIQ_OK)
+        return rc;
+    if (milli < 0)
+        return aiq_err_set(err, AIQ_EINVAL, "invalid GPU memory \"%s\": must be >= 0", s);
+    if (milli % mib_milli != 0)
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid GPU memory \"%s\": must be a whole number of MiB "
+                           "(like \"40Gi\" or \"81920Mi\")", s);
+    *mib = milli / mib_milli;
+    return AIQ_OK;
+}
+
+char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap) {
+    if (mib > INT64_MAX / 1048576 || mib < -(INT64_MAX / 1048576)) {
+        snprintf(buf, cap, "%" PRId64 "Mi", mib);
+        return buf;
+    }
+    return aiq_quantity_format_bytes(mib * 1048576, buf, cap);
+}
+
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap) {
     if (milli % 1000 == 0)
         snprintf(buf, cap, "%" PRId64, milli / 1000);

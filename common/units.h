@@ -52,6 +52,17 @@ aiq_rc aiq_quantity_bytes(const char *s, int64_t *bytes, aiq_err *err);
  * rounding as aiq_quantity_bytes. */
 aiq_rc aiq_quantity_int(const char *s, int64_t *out, aiq_err *err);
 
+/* GPU memory: a quantity that is a whole, non-negative number of MiB
+ * ("40Gi" -> 40960, "81920Mi" -> 81920, an integer is bytes). Errors
+ * (AIQ_EINVAL, *mib untouched) name the quoted input: not a quantity,
+ * negative, or not a whole MiB ("1.5Mi", "1000000"). */
+aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err);
+
+/* Formats MiB as a quantity with the largest exact binary suffix:
+ * 40960 -> "40Gi", 81920 -> "80Gi", 1536 -> "1536Mi". Returns buf
+ * (cap bytes; 24 always suffice). */
+char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap);
+
 /* Formats millis the way kubectl shows CPU: 2000 -> "2", 500 -> "500m".
  * Writes into buf (cap bytes; 24 always suffice) and returns buf. */
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap);
