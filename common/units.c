@@ -213,6 +213,23 @@ char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap) {
     return aiq_quantity_format_bytes(mib * 1048576, buf, cap);
 }
 
+char *aiq_size_text(int64_t v, int unit, char *buf, size_t cap) {
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int k = unit < 0 ? 0 : unit > 6 ? 6 : unit;
+    double x = (double)v;
+    while (k < 6 && fabs(x) >= 1024) {
+        x /= 1024;
+        k++;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%.1f", x);
+    size_t n = strlen(num);
+    if (n > 2 && strcmp(num + n - 2, ".0") == 0)
+        num[n - 2] = '\0'; /* whole: "40", not "40.0" */
+    snprintf(buf, cap, "%s %s", num, names[k]);
+    return buf;
+}
+
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap) {
     if (milli % 1000 == 0)
         snprintf(buf, cap, "%" PRId64, milli / 1000);

@@ -63,6 +63,14 @@ aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err);
  * (cap bytes; 24 always suffice). */
 char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap);
 
+/* A size for people: v counted in units of 2^(10*unit) bytes (unit 0 =
+ * bytes, 2 = MiB), shown in the largest of B, KiB, MiB, GiB, TiB, PiB,
+ * EiB it reaches, with one decimal unless whole: (512, 2) -> "512 MiB",
+ * (40000, 2) -> "39.1 GiB", (40960, 2) -> "40 GiB", (1536, 0) -> "1.5 KiB".
+ * unit is clamped to 0..6. Writes into buf (cap bytes; 32 always suffice)
+ * and returns buf. */
+char *aiq_size_text(int64_t v, int unit, char *buf, size_t cap);
+
 /* Formats millis the way kubectl shows CPU: 2000 -> "2", 500 -> "500m".
  * Writes into buf (cap bytes; 24 always suffice) and returns buf. */
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap);
