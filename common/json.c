@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "common/units.h"
+
 static bool is_num(json_object *v) {
     return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
 }
@@ -31,6 +33,19 @@ double aiq_jnum(json_object *o, const char *k, double dflt) {
 int64_t aiq_jint(json_object *o, const char *k, int64_t dflt) {
     json_object *v = aiq_jget(o, k);
     return is_num(v) ? json_object_get_int64(v) : dflt;
+}
+
+/* See json.h. */
+int64_t aiq_jmib(json_object *o, const char *k, const char *legacy_k) {
+    const char *q = aiq_jstr(o, k);
+    int64_t mib = 0;
+    aiq_err e;
+    if (!q)
+        return legacy_k ? aiq_jint(o, legacy_k, 0) : 0;
+    aiq_err_clear(&e);
+    if (aiq_quantity_mib(q, &mib, &e) != AIQ_OK)
+        return 0; /* unreadable reads as absent, like every getter here */
+    return mib;
 }
 
 /* See json.h. */

@@ -31,6 +31,11 @@ double aiq_jnum(json_object *o, const char *k, double dflt);
  * json-c's rules), else dflt. */
 int64_t aiq_jint(json_object *o, const char *k, int64_t dflt);
 
+/* GPU memory in MiB from member k, a quantity string ("40Gi") that is a
+ * whole MiB, or else from member legacy_k, an integer count of MiB (a name
+ * an older writer used; NULL for none). 0 when neither reads. */
+int64_t aiq_jmib(json_object *o, const char *k, const char *legacy_k);
+
 /* True when member k is the boolean true. */
 bool aiq_jtrue(json_object *o, const char *k);
 

@@ -298,7 +298,7 @@ aiq_rc aiq_aijob_validate(const struct aiq_aijob *j, aiq_err *err) {
         return rc;
     if (r->gpu_model && r->gpus == 0 && r->gpu_memory_mib == 0)
         return aiq_field_err(err, "spec.resources.gpuModel",
-                             "needs gpus > 0 or gpuMemoryMiB > 0");
+                             "needs gpus > 0 or gpuMemory > 0");
     if ((rc = check_label_value(err, "spec.domain", s->domain))) return rc;
     if (!isfinite(s->estimated_runtime_s) || s->estimated_runtime_s < 0)
         return aiq_field_err(err, "spec.estimatedRuntime", "must be >= 0, got %s",

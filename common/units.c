@@ -189,6 +189,47 @@ aiq_rc aiq_quantity_int(const char *s, int64_t *out, aiq_err *err) {
     return aiq_quantity_scaled(s, 0, out, err);
 }
 
+aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err) {
+    const int64_t mib_milli = (int64_t)1048576 * 1000;
+    int64_t milli = 0;
+    aiq_rc rc = aiq_quantity_scaled(s, -3, &milli, err);
+    if (rc != AIQ_OK)
+        return rc;
+    if (milli < 0)
+        return aiq_err_set(err, AIQ_EINVAL, "invalid GPU memory \"%s\": must be >= 0", s);
+    if (milli % mib_milli != 0)
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid GPU memory \"%s\": must be a whole number of MiB "
+                           "(like \"40Gi\" or \"81920Mi\")", s);
+    *mib = milli / mib_milli;
+    return AIQ_OK;
+}
+
+char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap) {
+    if (mib > INT64_MAX / 1048576 || mib < -(INT64_MAX / 1048576)) {
+        snprintf(buf, cap, "%" PRId64 "Mi", mib);
+        return buf;
+    }
+    return aiq_quantity_format_bytes(mib * 1048576, buf, cap);
+}
+
+char *aiq_size_text(int64_t v, int unit, char *buf, size_t cap) {
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int k = unit < 0 ? 0 : unit > 6 ? 6 : unit;
+    double x = (double)v;
+    while (k < 6 && fabs(x) >= 1024) {
+        x /= 1024;
+        k++;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%.1f", x);
+    size_t n = strlen(num);
+    if (n > 2 && strcmp(num + n - 2, ".0") == 0)
+        num[n - 2] = '\0'; /* whole: "40", not "40.0" */
+    snprintf(buf, cap, "%s %s", num, names[k]);
+    return buf;
+}
+
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap) {
     if (milli % 1000 == 0)
         snprintf(buf, cap, "%" PRId64, milli / 1000);

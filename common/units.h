@@ -52,6 +52,25 @@ aiq_rc aiq_quantity_bytes(const char *s, int64_t *bytes, aiq_err *err);
  * rounding as aiq_quantity_bytes. */
 aiq_rc aiq_quantity_int(const char *s, int64_t *out, aiq_err *err);
 
+/* GPU memory: a quantity that is a whole, non-negative number of MiB
+ * ("40Gi" -> 40960, "81920Mi" -> 81920, an integer is bytes). Errors
+ * (AIQ_EINVAL, *mib untouched) name the quoted input: not a quantity,
+ * negative, or not a whole MiB ("1.5Mi", "1000000"). */
+aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err);
+
+/* Formats MiB as a quantity with the largest exact binary suffix:
+ * 40960 -> "40Gi", 81920 -> "80Gi", 1536 -> "1536Mi". Returns buf
+ * (cap bytes; 24 always suffice). */
+char *aiq_quantity_format_mib(int64_t mib, char *buf, size_t cap);
+
+/* A size for people: v counted in units of 2^(10*unit) bytes (unit 0 =
+ * bytes, 2 = MiB), shown in the largest of B, KiB, MiB, GiB, TiB, PiB,
+ * EiB it reaches, with one decimal unless whole: (512, 2) -> "512 MiB",
+ * (40000, 2) -> "39.1 GiB", (40960, 2) -> "40 GiB", (1536, 0) -> "1.5 KiB".
+ * unit is clamped to 0..6. Writes into buf (cap bytes; 32 always suffice)
+ * and returns buf. */
+char *aiq_size_text(int64_t v, int unit, char *buf, size_t cap);
+
 /* Formats millis the way kubectl shows CPU: 2000 -> "2", 500 -> "500m".
  * Writes into buf (cap bytes; 24 always suffice) and returns buf. */
 char *aiq_quantity_format_milli(int64_t milli, char *buf, size_t cap);

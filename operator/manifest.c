@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -223,33 +224,71 @@ static aiq_rc opt_num(json_object *obj, const char *base, const char *key,
 
 /* A quantity: integer, or a string in Kubernetes quantity syntax, scaled to
  * 10^scale10 units. */
+/* The text of quantity v (a string, or an integer printed into num), or
+ * an error naming path. */
+static aiq_rc quantity_text(json_object *v, const char *path, char *num, size_t cap,
+                            const char **text, aiq_err *err) {
+    char s[SHOW_CAP];
+    if (json_object_is_type(v, json_type_string)) {
+        *text = json_object_get_string(v);
+        if (strlen(*text) != (size_t)json_object_get_string_len(v))
+            return aiq_field_err(err, path, "must not contain NUL characters, got %s",
+                                 show(v, s, sizeof s));
+        return AIQ_OK;
+    }
+    if (json_object_is_type(v, json_type_int)) {
+        snprintf(num, cap, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        *text = num;
+        return AIQ_OK;
+    }
+    return aiq_field_err(err, path,
+                         "must be a quantity (an integer or a string like "
+                         "\"500m\" or \"64Gi\"), got %s",
+                         show(v, s, sizeof s));
+}
+
 static aiq_rc opt_quantity(json_object *obj, const char *base, const char *key,
                            int scale10, int64_t *out, aiq_err *err) {
-    char path[PATH_CAP], s[SHOW_CAP];
+    char path[PATH_CAP], num[32];
+    const char *text = NULL;
     aiq_err qe;
+    aiq_rc rc = AIQ_OK;
     json_object *v = field(obj, key);
     if (!v) return AIQ_OK;
     join(path, base, key);
-    const char *text;
-    char num[32];
-    if (json_object_is_type(v, json_type_string)) {
-        text = json_object_get_string(v);
-        if (strlen(text) != (size_t)json_object_get_string_len(v))
-            return aiq_field_err(err, path, "must not contain NUL characters, got %s",
-                                 show(v, s, sizeof s));
-    } else if (json_object_is_type(v, json_type_int)) {
-        text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-        snprintf(num, sizeof num, "%s", text);
-        text = num;
-    } else {
-        return aiq_field_err(err, path,
-                             "must be a quantity (an integer or a string like "
-                             "\"500m\" or \"64Gi\"), got %s",
-                             show(v, s, sizeof s));
-    }
+    if ((rc = quantity_text(v, path, num, sizeof num, &text, err))) return rc;
     aiq_err_clear(&qe);
     if (aiq_quantity_scaled(text, scale10, out, &qe) != AIQ_OK)
         return aiq_field_err(err, path, "%s", qe.message);
+    return AIQ_OK;
+}
+
+/* GPU memory, given as the quantity gpuMemory ("40Gi", "81920Mi") or as
+ * the deprecated integer gpuMemoryMiB; never both. The result is in MiB
+ * and must be a whole MiB within 0..hi. Absent leaves *mib untouched. */
+static aiq_rc opt_gpu_memory(json_object *obj, const char *base, int64_t hi,
+                             int64_t *mib, aiq_err *err) {
+    char path[PATH_CAP], s[SHOW_CAP], s2[SHOW_CAP], num[32];
+    json_object *q = field(obj, "gpuMemory"), *old = field(obj, "gpuMemoryMiB");
+    const char *text = NULL;
+    int64_t v = 0;
+    aiq_err qe;
+    aiq_rc rc = AIQ_OK;
+    if (!q) return opt_i64(obj, base, "gpuMemoryMiB", 0, hi, mib, err);
+    join(path, base, "gpuMemory");
+    if (old)
+        return aiq_field_err(err, path,
+                             "give gpuMemory or the deprecated gpuMemoryMiB, not "
+                             "both; got gpuMemory %s and gpuMemoryMiB %s",
+                             show(q, s, sizeof s), show(old, s2, sizeof s2));
+    if ((rc = quantity_text(q, path, num, sizeof num, &text, err))) return rc;
+    aiq_err_clear(&qe);
+    if (aiq_quantity_mib(text, &v, &qe) != AIQ_OK)
+        return aiq_field_err(err, path, "%s", qe.message);
+    if (v > hi)
+        return aiq_field_err(err, path, "must be at most %" PRId64 "Mi, got %s", hi,
+                             show(q, s, sizeof s));
+    *mib = v;
     return AIQ_OK;
 }
 
@@ -368,8 +407,8 @@ static aiq_rc decode_meta(json_object *obj, bool namespaced, struct aiq_meta *m,
     return AIQ_OK;
 }
 
-static const char *const quota_fields[] = {"gpus", "gpuMemoryMiB", "cpu", "memory",
-                                           "jobs", NULL};
+static const char *const quota_fields[] = {"gpus", "gpuMemory", "gpuMemoryMiB", "cpu",
+                                           "memory", "jobs", NULL};
 
 /* A quota-shaped object spec.<key> (quota, borrowingLimit, lendingLimit):
  * an omitted field is -1. */
@@ -383,8 +422,7 @@ static aiq_rc decode_quota_key(json_object *spec, const char *key, struct aiq_qu
     if ((rc = opt_object(spec, "spec", key, quota_fields, &o, path, err)) || !o)
         return rc;
     if ((rc = opt_i64(o, path, "gpus", 0, INT64_MAX, &q->gpus, err))) return rc;
-    if ((rc = opt_i64(o, path, "gpuMemoryMiB", 0, INT64_MAX, &q->gpu_memory_mib, err)))
-        return rc;
+    if ((rc = opt_gpu_memory(o, path, INT64_MAX, &q->gpu_memory_mib, err))) return rc;
     if ((rc = opt_quantity(o, path, "cpu", -3, &q->cpu_milli, err))) return rc;
     snprintf(f, sizeof f, "%s.cpu", path);
     if (q->cpu_milli < -1 || (q->cpu_milli == -1 && field(o, "cpu")))
@@ -426,8 +464,8 @@ static const char *const job_fields[] = {
     "taskType", "model", "suspend", "backoffLimit", "template", "minReplicas",
     "maxReplicas", "checkpointable", "checkpointInterval", "minRuntime", "nonPreemptible",
     NULL};
-static const char *const resource_fields[] = {"gpus", "gpuMemoryMiB", "cpu",
-                                              "memory", "gpuModel", NULL};
+static const char *const resource_fields[] = {"gpus", "gpuMemory", "gpuMemoryMiB",
+                                              "cpu", "memory", "gpuModel", NULL};
 static const char *const model_fields[] = {"name", "parameters", NULL};
 
 static aiq_rc decode_job_spec(json_object *spec, struct aiq_aijob_spec *s,
@@ -446,7 +484,7 @@ static aiq_rc decode_job_spec(json_object *spec, struct aiq_aijob_spec *s,
         struct aiq_resources *r = &s->resources;
         if ((rc = opt_i32(o, path, "gpus", 0, AIQ_MAX_GPUS_PER_REPLICA, &r->gpus, err)))
             return rc;
-        if ((rc = opt_i64(o, path, "gpuMemoryMiB", 0, 1 << 20, &r->gpu_memory_mib, err)))
+        if ((rc = opt_gpu_memory(o, path, 1 << 20, &r->gpu_memory_mib, err)))
             return rc;
         if ((rc = opt_quantity(o, path, "cpu", -3, &r->cpu_milli, err))) return rc;
         if ((rc = opt_quantity(o, path, "memory", 0, &r->memory_bytes, err))) return rc;

@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "operator/server.h"
 #include "policy/quota_rules.h"
 
-static const char *const uq_res_names[5] = {"gpus", "gpuMemoryMiB", "cpu", "memory", "jobs"};
+/* Status names; gpuMemory is written as a quantity ("320Gi"), which
+ * kubectl describe labels "Gpu Memory" (gpuMemoryMiB read "Gpu Memory Mi B"). */
+static const char *const uq_res_names[5] = {"gpus", "gpuMemory", "cpu", "memory", "jobs"};
 
 static void uq_vec(const struct aiq_quota *q, int64_t v[5]) {
     v[0] = q->gpus;
@@ -52,7 +55,7 @@ static const struct aiq_aijob *uq_active_job(const struct opcache_obj *o, const 
     return strcmp(x->job->st.group, group) == 0 ? o->parsed : NULL;
 }
 
-/* Adds what j holds to v (gpus, gpuMemoryMiB, cpu, memory, jobs). */
+/* Adds what j holds to v (gpus, GPU memory in MiB, cpu, memory, jobs). */
 static void uq_add_job(const struct server *s, const struct aiq_aijob *j, int64_t v[5]) {
     int64_t r = j->spec.replicas;
     /* A shared replica holds a whole GPU where the mechanism cannot
@@ -127,7 +130,11 @@ static json_object *uq_res_obj(const int64_t v[5], bool skip_unlimited) {
     for (int k = 0; o && k < 5; k++) {
         if (skip_unlimited && v[k] < 0)
             continue;
-        json_object_object_add(o, uq_res_names[k], json_object_new_int64(v[k]));
+        char q[32];
+        json_object_object_add(o, uq_res_names[k],
+                               k == 1 ? json_object_new_string(
+                                            aiq_quantity_format_mib(v[k], q, sizeof q))
+                                      : json_object_new_int64(v[k]));
     }
     return o;
 }

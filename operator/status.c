@@ -5,6 +5,7 @@
 #include "common/aiq_time.h"
 #include "common/fnv.h"
 #include "common/json.h"
+#include "common/units.h"
 
 #include <float.h>
 #include <math.h>
@@ -333,7 +334,7 @@ json_object *opstatus_to_json(const struct opstatus *st,
         }
     }
     if (st->total_gpus > 0 &&
-        opst_add(s, "totalGPUs", json_object_new_int64(st->total_gpus)))
+        opst_add(s, "totalGpus", json_object_new_int64(st->total_gpus)))
         goto fail;
     if (st->predicted_runtime_s > 0 &&
         opst_add(s, "predictedRuntime",
@@ -360,7 +361,9 @@ json_object *opstatus_to_json(const struct opstatus *st,
             for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
                 if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
                     goto fail;
-            if (opst_add(o, "gpuMemoryMiB", json_object_new_int64(p->gpu_memory_mib)))
+            char q[32];
+            if (opst_add_str(o, "gpuMemory",
+                             aiq_quantity_format_mib(p->gpu_memory_mib, q, sizeof q)))
                 goto fail;
         }
     }
@@ -405,6 +408,35 @@ fail:
     return NULL;
 }
 
+/* The patch value that turns ov into v: v itself, except that an object
+ * replacing an object also sends null for each member v no longer has (a
+ * merge patch merges nested objects, so a renamed member such as a Group's
+ * usage.gpuMemoryMiB would otherwise stay). New reference; NULL on ENOMEM. */
+static json_object *opst_patch_value(json_object *ov, json_object *v) {
+    if (!ov || !json_object_is_type(ov, json_type_object) ||
+        !json_object_is_type(v, json_type_object))
+        return json_object_get(v);
+    json_object *out = json_object_new_object();
+    if (!out)
+        return NULL;
+    json_object_object_foreach(v, k, sub) {
+        if (json_object_object_add(out, k, json_object_get(sub)) != 0) {
+            json_object_put(sub); /* the reference just taken */
+            goto fail;
+        }
+    }
+    json_object_object_foreach(ov, k2, old) {
+        (void)old;
+        if (!json_object_object_get_ex(v, k2, NULL) &&
+            json_object_object_add(out, k2, NULL) != 0)
+            goto fail;
+    }
+    return out;
+fail:
+    json_object_put(out);
+    return NULL;
+}
+
 /* Computes the status merge patch; see status.h. */
 json_object *opstatus_patch(json_object *old_status, json_object *new_status,
                             bool *changed) {
@@ -423,7 +455,7 @@ json_object *opstatus_patch(json_object *old_status, json_object *new_status,
             json_object_equal(ov, v))
             continue;
         diff = true;
-        if (opst_add(body, k, json_object_get(v)))
+        if (opst_add(body, k, opst_patch_value(ov, v)))
             goto fail;
     }
     if (old_status) {
@@ -503,7 +535,9 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
         memset(p, 0, sizeof *p);
         p->replica = (int)rep;
         snprintf(p->node, sizeof p->node, "%s", node);
-        p->gpu_memory_mib = aiq_jint(o, "gpuMemoryMiB", 0);
+        /* gpuMemoryMiB: a status written before the rename (read once
+         * after an upgrade; the next write replaces it). */
+        p->gpu_memory_mib = aiq_jmib(o, "gpuMemory", "gpuMemoryMiB");
         if (json_object_object_get_ex(o, "gpuIndexes", &gi) &&
             json_object_is_type(gi, json_type_array)) {
             for (size_t k = 0; k < json_object_array_length(gi) &&

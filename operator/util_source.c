@@ -14,6 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+/* The capped curl body buffer of the Kubernetes client (kube__buf): the
+ * same concern, one implementation. */
+#include "operator/kube_http_int.h"
+
 /* ---- parser --------------------------------------------------------------- */
 
 static json_object *ou_get(json_object *o, const char *k) {
@@ -413,34 +417,11 @@ void oputil_stats(oputil *u, struct oputil_state *st) {
 
 /* ---- fetch ---------------------------------------------------------------- */
 
-struct ou_buf {
-    char *p;
-    size_t len;
-    bool toobig;
-};
-
-static size_t ou_write(char *data, size_t sz, size_t nm, void *ud) {
-    struct ou_buf *b = ud;
-    size_t k = sz * nm;
-    if (b->len + k > OPUTIL_MAX_BODY) {
-        b->toobig = true;
-        return 0; /* curl stops with CURLE_WRITE_ERROR */
-    }
-    char *np = realloc(b->p, b->len + k + 1);
-    if (!np)
-        return 0;
-    b->p = np;
-    memcpy(b->p + b->len, data, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
-}
-
 /* GETs one query; on success *body holds the answer (caller frees). On
  * failure returns -1 with reason (cap bytes) naming the query and why. A
  * non-200 status with a Prometheus error body is parsed by the caller:
  * *code tells the status. */
-static int ou_get_query(oputil *u, const char *query, struct ou_buf *b, long *code,
+static int ou_get_query(oputil *u, const char *query, struct kube__buf *b, long *code,
                         char *reason, size_t cap) {
     int rc = -1;
     char url[2048];
@@ -461,7 +442,7 @@ static int ou_get_query(oputil *u, const char *query, struct ou_buf *b, long *co
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(u->timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ou_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube__buf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
@@ -484,7 +465,7 @@ out:
 /* Fetches, parses and merges one metric. Returns 0, or -1 with reason. */
 static int ou_fetch_metric(oputil *u, const char *query, bool is_util, long *skipped,
                            char *reason, size_t cap) {
-    struct ou_buf b = {NULL, 0, false};
+    struct kube__buf b = {.max = OPUTIL_MAX_BODY};
     struct oputil_sample *s = NULL;
     struct oputil_skips sk = {0, 0, 0};
     size_t n = 0;

@@ -7,6 +7,8 @@
 
 #include "policy/quota_rules.h"
 
+#include "common/units.h"
+
 /* See quota_rules.h for each public function's contract. */
 
 const char *qr_format_cpu(int64_t milli, char *buf, size_t cap) {
@@ -32,7 +34,7 @@ static void qr_format_window(double s, char *buf, size_t cap) {
 }
 
 enum { QR_GPUS, QR_GPU_MEM, QR_CPU, QR_MEM, QR_JOBS, QR_NRES };
-static const char *const qr_res_name[QR_NRES] = {"gpus", "gpuMemoryMiB", "cpu",
+static const char *const qr_res_name[QR_NRES] = {"gpus", "gpuMemory", "cpu",
                                                   "memory", "jobs"};
 
 static int64_t qr_get(const struct aiq_quota *q, int r) {
@@ -58,6 +60,7 @@ static void qr_set(struct aiq_quota *q, int r, int64_t v) {
 static void qr_amount(int r, int64_t v, char *buf, size_t cap) {
     if (r == QR_CPU) qr_format_cpu(v, buf, cap);
     else if (r == QR_MEM) qr_format_memory(v, buf, cap);
+    else if (r == QR_GPU_MEM) aiq_quantity_format_mib(v, buf, cap);
     else snprintf(buf, cap, "%lld", (long long)v);
 }
 

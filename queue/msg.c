@@ -3,6 +3,8 @@
  * 100k strings), RFC 3339 times, and decision/reason names. */
 #include "queue/q_int.h"
 
+#include "common/units.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,9 +67,8 @@ static const char *nz(const char *s, const char *dflt) { return s && *s ? s : df
 /* A size given in MiB, as people read it: "512 MiB", "80 GiB",
  * "148.8 GiB". */
 static void mib(wr *w, int64_t v) {
-    if (v < 1024) put(w, "%lld MiB", (long long)v);
-    else if (v % 1024 == 0) put(w, "%lld GiB", (long long)(v / 1024));
-    else put(w, "%.1f GiB", (double)v / 1024.0);
+    char t[32];
+    put(w, "%s", aiq_size_text(v, 2, t, sizeof t));
 }
 
 /* Bytes, rounded up to MiB, as mib() writes them. */

@@ -159,7 +159,7 @@ sleep 2; changes
 
 say "Two shared jobs (gpus: 0, 10000 MiB each) and their placement"
 kubectl get aijobs -n team-nlp notebook-a notebook-b \
-    -o custom-columns='NAME:.metadata.name,NODE:.status.placement[0].node,GPU:.status.placement[0].gpuIndexes[0],MIB:.status.placement[0].gpuMemoryMiB,PHASE:.status.phase'
+    -o custom-columns='NAME:.metadata.name,NODE:.status.placement[0].node,GPU:.status.placement[0].gpuIndexes[0],GPU-MEMORY:.status.placement[0].gpuMemory,PHASE:.status.phase'
 cat <<TXT
   This demo runs the operator with --gpu-mechanism=device-plugin (the
   default): a shared pod asks for nvidia.com/gpu: 1, so it gets one whole

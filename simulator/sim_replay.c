@@ -119,6 +119,15 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
     j->gpus = (int)gnum_in(res, "gpus", 0, AIQ_MAX_GPUS_PER_REPLICA, 0, &bad);
     j->gpu_mem_mib = (int64_t)gnum_in(res, "gpuMemoryMiB", 0, 1 << 20, 0, &bad);
     j->gpu_milli = (int)gnum_in(res, "gpuMilli", 0, 999, 0, &bad);
+    /* The operator journals the spec as written: gpuMemory ("40Gi") or
+     * the deprecated gpuMemoryMiB above (never both: it rejects that). */
+    const char *gm = aiq_jstr(res, "gpuMemory");
+    if (gm) {
+        aiq_err me;
+        aiq_err_clear(&me);
+        if (aiq_quantity_mib(gm, &j->gpu_mem_mib, &me) != AIQ_OK || j->gpu_mem_mib > (1 << 20))
+            bad = "gpuMemory";
+    }
     j->duration_s = gnum_in(p, "duration_s", 0, 1e10, 0, &bad);
     double est = gnum_in(p, "estimate_s", 0, 1e10, -1, &bad);
     if (bad)

@@ -28,6 +28,7 @@
 #include <json-c/json.h>
 
 #include "common/fnv.h"
+#include "common/units.h"
 #include "queue/predict.h"
 #include "policy/fairshare.h"
 #include "simulator/sim_int.h"
@@ -386,8 +387,8 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
     json_object_object_add(spec, "priority", json_object_new_int(j->priority));
     json_object_object_add(spec, "replicas", json_object_new_int(j->replicas));
     json_object_object_add(resj, "gpus", json_object_new_int(j->gpus));
-    json_object_object_add(resj, "gpuMemoryMiB", json_object_new_int64(j->gpu_mem_mib));
-    if (j->gpu_milli > 0) /* the simulator's fractions; the AIJob API has MiB only */
+    jset_str(resj, "gpuMemory", aiq_quantity_format_mib(j->gpu_mem_mib, buf, sizeof buf));
+    if (j->gpu_milli > 0) /* the simulator's fractions; the AIJob API has memory only */
         json_object_object_add(resj, "gpuMilli", json_object_new_int(j->gpu_milli));
     snprintf(buf, sizeof buf, "%lldm", (long long)j->cpu_milli);
     jset_str(resj, "cpu", buf);

@@ -6,30 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/units.h"
+
 /* ---- units ------------------------------------------------------------------- */
-
-/* v / 2^(10*k) for the largest k whose unit is <= v: "1.5 GiB". */
-static const char *binary_text(char *buf, size_t cap, int64_t v, const char *const *units,
-                               int nunits) {
-    double x = (double)v;
-    int k = 0;
-    while (k + 1 < nunits && fabs(x) >= 1024) {
-        x /= 1024;
-        k++;
-    }
-    snprintf(buf, cap, "%.4g %s", x, units[k]);
-    return buf;
-}
-
-const char *cli_mib_text(char *buf, size_t cap, int64_t mib) {
-    static const char *const u[] = {"MiB", "GiB", "TiB", "PiB"};
-    return binary_text(buf, cap, mib, u, 4);
-}
-
-const char *cli_bytes_text(char *buf, size_t cap, int64_t bytes) {
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    return binary_text(buf, cap, bytes, u, 7);
-}
 
 const char *cli_cores_text(char *buf, size_t cap, int64_t milli) {
     snprintf(buf, cap, "%.4g core%s", (double)milli / 1000, milli == 1000 ? "" : "s");
@@ -165,14 +144,14 @@ static void hr_gpu_rows(struct hr_out *o, const struct cli_hr_ask *a, const stru
     }
     if (a->gpus > 0 && a->gpu_mem_mib > 0 &&
         (r = hr_row(o, "GPU memory", f->fit_gmem < R && f->fit_gpus >= R))) {
-        snprintf(r->need, sizeof r->need, "%s per GPU", cli_mib_text(t1, sizeof t1, a->gpu_mem_mib));
+        snprintf(r->need, sizeof r->need, "%s per GPU", aiq_size_text(a->gpu_mem_mib, 2, t1, sizeof t1));
         snprintf(w, sizeof w, "%lld unused GPU%s with %s or more", (long long)f->big_gpus,
                  f->big_gpus == 1 ? "" : "s", t1);
         hr_room(r->avail, sizeof r->avail, w, f->fit_gmem, R);
     } else if (a->gpus == 0 && a->gpu_mem_mib > 0 && (r = hr_row(o, "GPU memory", f->fit_gmem < R))) {
-        cli_mib_text(t1, sizeof t1, a->gpu_mem_mib);
+        aiq_size_text(a->gpu_mem_mib, 2, t1, sizeof t1);
         snprintf(r->need, sizeof r->need, "%s on a shared GPU%s", t1, hr_each(t3, sizeof t3, R, t1));
-        snprintf(w, sizeof w, "most free on one GPU %s", cli_mib_text(t2, sizeof t2, f->max_gpu_free));
+        snprintf(w, sizeof w, "most free on one GPU %s", aiq_size_text(f->max_gpu_free, 2, t2, sizeof t2));
         hr_room(r->avail, sizeof r->avail, w, f->fit_gmem, R);
     }
 }
@@ -190,11 +169,11 @@ static void hr_host_rows(struct hr_out *o, const struct cli_hr_ask *a, const str
         hr_room(r->avail, sizeof r->avail, w, f->fit_cpu, R);
     }
     if (a->mem_bytes > 0 && (r = hr_row(o, "memory", f->fit_mem < R))) {
-        cli_bytes_text(t1, sizeof t1, a->mem_bytes);
-        snprintf(r->need, sizeof r->need, "%s%s", cli_bytes_text(t2, sizeof t2, R * a->mem_bytes),
+        aiq_size_text(a->mem_bytes, 0, t1, sizeof t1);
+        snprintf(r->need, sizeof r->need, "%s%s", aiq_size_text(R * a->mem_bytes, 0, t2, sizeof t2),
                  hr_each(t4, sizeof t4, R, t1));
-        snprintf(w, sizeof w, "%s free, at most %s on one node", cli_bytes_text(t2, sizeof t2, f->mem),
-                 cli_bytes_text(t3, sizeof t3, f->max_mem));
+        snprintf(w, sizeof w, "%s free, at most %s on one node", aiq_size_text(f->mem, 0, t2, sizeof t2),
+                 aiq_size_text(f->max_mem, 0, t3, sizeof t3));
         hr_room(r->avail, sizeof r->avail, w, f->fit_mem, R);
     }
     bool each = f->fit_gpus >= R && f->fit_gmem >= R && f->fit_cpu >= R && f->fit_mem >= R;
@@ -208,9 +187,9 @@ static void hr_host_rows(struct hr_out *o, const struct cli_hr_ask *a, const str
 /* One quota amount in its unit. */
 static const char *hr_amount(char *buf, size_t cap, int k, int64_t v) {
     switch (k) {
-    case 1: return cli_mib_text(buf, cap, v);
+    case 1: return aiq_size_text(v, 2, buf, cap);
     case 2: return cli_cores_text(buf, cap, v);
-    case 3: return cli_bytes_text(buf, cap, v);
+    case 3: return aiq_size_text(v, 0, buf, cap);
     default:
         snprintf(buf, cap, "%lld %s%s", (long long)v, k == 0 ? "GPU" : "job", v == 1 ? "" : "s");
         return buf;

@@ -59,12 +59,6 @@ int cli_headroom(const struct q_node *nodes, int nn, const struct cli_hr_ask *as
                  const struct cli_hr_owner *owners, int nown, struct cli_hr_row *rows,
                  int max);
 
-/* "512 MiB", "40 GiB", "1.5 TiB" into buf (always terminated); returns buf. */
-const char *cli_mib_text(char *buf, size_t cap, int64_t mib);
-
-/* Bytes in the same style ("1 GiB", "300 MiB", "512 KiB", "12 B"). */
-const char *cli_bytes_text(char *buf, size_t cap, int64_t bytes);
-
 /* Millicores as cores: "1 core", "2 cores", "0.5 cores", "1.25 cores". */
 const char *cli_cores_text(char *buf, size_t cap, int64_t milli);
 

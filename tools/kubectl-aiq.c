@@ -413,8 +413,9 @@ static int world_load(struct kube_client *kc, const char *ns, const char *user_n
     for (size_t i = 0; i < nj; i++) {
         json_object *st = aiq_jget(json_object_array_get_idx(jit, i), "status");
         const char *ph = aiq_jstr(st, "phase");
+        /* totalGPUs: the name an operator before the rename wrote. */
         if (ph && (strcmp(ph, "Admitted") == 0 || strcmp(ph, "Running") == 0))
-            held += jnum(st, "totalGPUs", 0);
+            held += jnum(st, "totalGpus", jnum(st, "totalGPUs", 0));
     }
     w->cw.free_gpus = fmax(0, w->cw.total_gpus - held);
     for (size_t i = 0; i < nj; i++) {
@@ -1038,7 +1039,7 @@ static int hr_nodes(const struct world *w, struct q_node **out) {
                     if (idx < 0 || idx >= q[x].ngpus)
                         continue;
                     int64_t *u = &q[x].gpu_mem_used[idx], t = q[x].gpu_mem_total[idx];
-                    *u = r->gpus > 0 ? t : *u + (int64_t)jnum(p, "gpuMemoryMiB", 0);
+                    *u = r->gpus > 0 ? t : *u + aiq_jmib(p, "gpuMemory", "gpuMemoryMiB");
                     *u = *u > t ? t : *u;
                 }
             }
@@ -1055,7 +1056,7 @@ static void hr_owner(struct cli_hr_owner *ow, const char *label, const struct ai
     json_object *u = aiq_jget(status, "usage");
     ow->label = label;
     ow->quota = *q;
-    ow->used = (struct aiq_quota){(int64_t)jnum(u, "gpus", 0), (int64_t)jnum(u, "gpuMemoryMiB", 0),
+    ow->used = (struct aiq_quota){(int64_t)jnum(u, "gpus", 0), aiq_jmib(u, "gpuMemory", "gpuMemoryMiB"),
                                   (int64_t)jnum(u, "cpu", 0), (int64_t)jnum(u, "memory", 0),
                                   (int64_t)jnum(u, "jobs", 0)};
     ow->budget_gpu_hours = b->gpu_hours;

@@ -328,19 +328,6 @@ static bool aggr_authorize(apisrv *s, struct apisrv__req *r, const char *group, 
     return apisrv__rbac_allowed(s, r, &tg, w);
 }
 
-/* Splits a copy of url at '/' into seg (at most max); returns how many. */
-static int aggr_split(char *buf, char **seg, int max) {
-    int n = 0;
-    for (char *p = buf; *p;) {
-        while (*p == '/') *p++ = 0;
-        if (!*p) break;
-        if (n == max) return -1;
-        seg[n++] = p;
-        while (*p && *p != '/') p++;
-    }
-    return n;
-}
-
 /* Proxies r (authorized, lock not held) to b; fills w. */
 static void aggr_proxy(apisrv *s, struct apisrv__req *r, const struct aggr_backend *b,
                        struct apisrv__resp *w) {
@@ -377,7 +364,7 @@ bool apisrv__aggr_route(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w
     int n;
     if (strncmp(r->url, "/apis/", 6) != 0 || strlen(r->url) >= sizeof buf) return false;
     snprintf(buf, sizeof buf, "%s", r->url);
-    n = aggr_split(buf, seg, 16);
+    n = apisrv__split_path(buf, seg, 16);
     if (n < 3) return false;
     snprintf(asname, sizeof asname, "%s.%s", seg[2], seg[1]);
     pthread_mutex_lock(&s->mu);

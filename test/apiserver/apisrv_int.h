@@ -357,6 +357,12 @@ void apisrv__resp_err(struct apisrv__resp *w, int code, const char *reason,
 /* routes.c: dispatches one request (lock NOT held; takes it as needed). */
 void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w);
 
+/* Splits the writable path p in place at '/' (runs of '/' are one
+ * separator; the slashes become NULs) into seg[0..max). Returns how many
+ * segments, or -1 when there are more than max. Used by the router and
+ * the aggregation proxy. */
+int apisrv__split_path(char *p, char **seg, int max);
+
 /* discovery.c (lock held) */
 bool apisrv__discovery(apisrv *s, struct apisrv__req *r, struct apisrv__resp *w);
 

@@ -12,7 +12,8 @@
 #define ROUTES_MAX_URL 2048
 #define ROUTES_MAX_SEG 12
 
-static int routes_split(char *p, char **seg, int max) {
+/* See apisrv_int.h. */
+int apisrv__split_path(char *p, char **seg, int max) {
     int n = 0;
     while (*p) {
         while (*p == '/') *p++ = 0;
@@ -47,7 +48,7 @@ void apisrv__route(struct apisrv__req *r, struct apisrv__resp *w) {
         goto out_unlock;
     }
     snprintf(buf, sizeof buf, "%s", r->url);
-    n = routes_split(buf, seg, ROUTES_MAX_SEG);
+    n = apisrv__split_path(buf, seg, ROUTES_MAX_SEG);
     if (n >= 3 && !strcmp(seg[0], "api")) {
         group = "";
         version = seg[1];

@@ -43,9 +43,9 @@ check "alice-2 runs once alice-1 has finished" sh -c "
 shared=$(section "Two shared jobs" | awk '$1 ~ /^notebook-[ab]$/ { print $2 ":" $3 ":" $4 }' | sort | tr '\n' ' ')
 check "the two shared jobs are placed on infer-0, 10000 MiB each, one GPU each under device-plugin ($shared)" sh -c "
   set -- $shared; [ \$# = 2 ] &&
-  case \$1 in infer-0:?:10000) ;; *) exit 1 ;; esac &&
-  case \$2 in infer-0:?:10000) ;; *) exit 1 ;; esac &&
-  [ \"\${1%:10000}\" != \"\${2%:10000}\" ]"
+  case \$1 in infer-0:?:10000Mi) ;; *) exit 1 ;; esac &&
+  case \$2 in infer-0:?:10000Mi) ;; *) exit 1 ;; esac &&
+  [ \"\${1%:10000Mi}\" != \"\${2%:10000Mi}\" ]"
 check "the demo says what the device-plugin mechanism does and where sharing is shown" sh -c "
   grep -q 'gets one whole' '$OUT' && grep -q 'gpu-mechanism=hami' '$OUT'"
 

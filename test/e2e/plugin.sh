@@ -31,7 +31,7 @@ spec:
   priority: $3
   replicas: $4
   estimatedRuntime: $7
-  resources: {gpus: $5, gpuMemoryMiB: 40960, cpu: "1", memory: 1Gi}
+  resources: {gpus: $5, gpuMemory: 40Gi, cpu: "1", memory: 1Gi}
   template:
     metadata:
       annotations: {sim.aiq.dev/duration: $6}
@@ -70,6 +70,25 @@ sleep 1.1
 job short bob 1 1 2 1m 1h | kubectl apply -f - >/dev/null
 wait_for 15 "fifo: long is first, short second" sh -c '
   [ "$(kubectl get aijob long -n team-a -o jsonpath={.status.position})" = 1 ] && [ "$(kubectl get aijob short -n team-a -o jsonpath={.status.position})" = 2 ]'
+
+# ---- kubectl describe: field names that read well ------------------------------
+# kubectl's generic describer splits JSON names at case changes:
+# gpuMemoryMiB read "Gpu Memory Mi B", totalGPUs "Total GP Us".
+kubectl describe aijob big -n team-a >"$T/d" 2>&1
+check "describe aijob: spec and placement GPU memory as 'Gpu Memory: 40Gi'" sh -c '
+  [ "$(grep -cE "^ +Gpu Memory: +40Gi$" "$T/d")" = 3 ]'
+check "describe aijob: 'Total Gpus: 16'" grep -qE '^  Total Gpus: +16$' "$T/d"
+check "describe aijob: no label split inside a unit or an acronym" sh -c '
+  ! grep -nE "Mi B|GP Us|Gi B" "$T/d"'
+kubectl describe group team >"$T/dg" 2>&1
+kubectl describe userquota alice -n team-a >"$T/du" 2>&1
+check "describe group and userquota: usage 'Gpu Memory: 640Gi', no 'Mi B'" sh -c '
+  grep -qE "^ +Gpu Memory: +640Gi$" "$T/dg" && grep -qE "^ +Gpu Memory: +640Gi$" "$T/du" &&
+  ! grep -nE "Mi B|GP Us" "$T/dg" "$T/du"'
+job both alice 0 1 1 1m 1h | sed "s/gpuMemory: 40Gi/gpuMemory: 40Gi, gpuMemoryMiB: 40960/" >"$T/both.yaml"
+check "an AIJob giving gpuMemory and gpuMemoryMiB is refused, naming both" sh -c '
+  ! kubectl apply -f "$T/both.yaml" >"$T/both" 2>&1 &&
+  grep -q "give gpuMemory or the deprecated gpuMemoryMiB, not both" "$T/both"'
 
 # ---- kubectl finds the plugin -------------------------------------------------
 check "kubectl aiq --help lists the commands" sh -c 'kubectl aiq --help | grep -q "policy test FILE"'

@@ -57,6 +57,66 @@ func exists(p string) bool {
 }
 
 // makePKI creates (or reuses) the key material under dir.
+// allOrNone reports whether every file exists (true: reuse them), none
+// does (false: create them), or only some do: an error naming dir, how
+// many of what, and the remedy.
+func allOrNone(dir string, files []string, what, remedy string) (bool, error) {
+	have := 0
+	for _, f := range files {
+		if exists(f) {
+			have++
+		}
+	}
+	if have != 0 && have != len(files) {
+		return false, fmt.Errorf("%s holds %d of the %d %s: %s to start afresh", dir, have, len(files), what, remedy)
+	}
+	return have == len(files), nil
+}
+
+// newCA makes a self-signed CA named cn with the given key usages, valid
+// from an hour before now for ten years: the parsed certificate, its key,
+// and both DER encodings (key, certificate).
+func newCA(cn string, usage x509.KeyUsage, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte, error) {
+	key, keyDER, err := newKey()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              usage,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	certDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(certDER)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return ca, key, keyDER, certDER, nil
+}
+
+// pemFile is one PEM file to write: its path, block type and contents.
+type pemFile struct {
+	path, typ string
+	der       []byte
+}
+
+// writePEMs writes each file in order and stops at the first error.
+func writePEMs(files []pemFile) error {
+	for _, w := range files {
+		if err := writePEM(w.path, w.typ, w.der); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func makePKI(dir string) (*pki, error) {
 	p := &pki{
 		dir:    dir,
@@ -68,13 +128,11 @@ func makePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	all := []string{p.caCert, p.caKey, p.serveCert, p.serveKey, p.saPub, p.saKey}
-	have := 0
-	for _, f := range all {
-		if exists(f) {
-			have++
-		}
+	done, err := allOrNone(dir, all, "key files", "remove the directory")
+	if err != nil {
+		return nil, err
 	}
-	if have == len(all) {
+	if done {
 		b, err := os.ReadFile(p.caCert)
 		if err != nil {
 			return nil, err
@@ -82,29 +140,10 @@ func makePKI(dir string) (*pki, error) {
 		p.caPEM = b
 		return p, nil
 	}
-	if have != 0 {
-		return nil, fmt.Errorf("%s holds %d of the %d key files: remove the directory to start afresh", dir, have, len(all))
-	}
 
-	caKey, caDER, err := newKey()
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "aiq-realcluster-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caCertDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caCertDER)
+	ca, caKey, caDER, caCertDER, err := newCA("aiq-realcluster-ca",
+		x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature|x509.KeyUsageCRLSign, now)
 	if err != nil {
 		return nil, err
 	}
@@ -142,20 +181,15 @@ func makePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	for _, w := range []struct {
-		path, typ string
-		der       []byte
-	}{
+	if err := writePEMs([]pemFile{
 		{p.caKey, "EC PRIVATE KEY", caDER},
 		{p.caCert, "CERTIFICATE", caCertDER},
 		{p.serveKey, "EC PRIVATE KEY", srvDER},
 		{p.serveCert, "CERTIFICATE", srvCertDER},
 		{p.saKey, "EC PRIVATE KEY", saDER},
 		{p.saPub, "PUBLIC KEY", saPubDER},
-	} {
-		if err := writePEM(w.path, w.typ, w.der); err != nil {
-			return nil, err
-		}
+	}); err != nil {
+		return nil, err
 	}
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCertDER})
 	return p, nil
@@ -204,37 +238,16 @@ func makeFrontProxy(dir string) (*frontProxy, error) {
 		clientCert: filepath.Join(dir, "front-proxy-client.crt"), clientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
 	all := []string{f.caCert, f.caKey, f.clientCert, f.clientKey}
-	have := 0
-	for _, p := range all {
-		if exists(p) {
-			have++
-		}
+	done, err := allOrNone(dir, all, "front-proxy key files", "remove them")
+	if err != nil {
+		return nil, err
 	}
-	if have == len(all) {
+	if done {
 		return f, nil
 	}
-	if have != 0 {
-		return nil, fmt.Errorf("%s holds %d of the %d front-proxy key files: remove them to start afresh", dir, have, len(all))
-	}
-	caKey, caDER, err := newKey()
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "aiq-realcluster-front-proxy-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caCertDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caCertDER)
+	ca, caKey, caDER, caCertDER, err := newCA("aiq-realcluster-front-proxy-ca",
+		x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature, now)
 	if err != nil {
 		return nil, err
 	}
@@ -254,18 +267,13 @@ func makeFrontProxy(dir string) (*frontProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range []struct {
-		path, typ string
-		der       []byte
-	}{
+	if err := writePEMs([]pemFile{
 		{f.caKey, "EC PRIVATE KEY", caDER},
 		{f.caCert, "CERTIFICATE", caCertDER},
 		{f.clientKey, "EC PRIVATE KEY", clDER},
 		{f.clientCert, "CERTIFICATE", clCertDER},
-	} {
-		if err := writePEM(w.path, w.typ, w.der); err != nil {
-			return nil, err
-		}
+	}); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -12,6 +12,7 @@
 #include "tools/cli_rank.h"
 #include "tools/cli_table.h"
 #include "operator/manifest.h"
+#include "common/units.h"
 #include "test/unit/th.h"
 
 /* Renders through a memstream; caller frees. */
@@ -311,12 +312,14 @@ TEST(fairshare_from_status_usage) {
 
 TEST(human_units) {
     char b[48];
-    CHECK_STR(cli_mib_text(b, sizeof b, 512), "512 MiB");
-    CHECK_STR(cli_mib_text(b, sizeof b, 40960), "40 GiB");
-    CHECK_STR(cli_mib_text(b, sizeof b, 152320), "148.8 GiB");
-    CHECK_STR(cli_bytes_text(b, sizeof b, 1073741824), "1 GiB");
-    CHECK_STR(cli_bytes_text(b, sizeof b, 1536), "1.5 KiB");
-    CHECK_STR(cli_bytes_text(b, sizeof b, 12), "12 B");
+    CHECK_STR(aiq_size_text(512, 2, b, sizeof b), "512 MiB");
+    CHECK_STR(aiq_size_text(40960, 2, b, sizeof b), "40 GiB");
+    CHECK_STR(aiq_size_text(152320, 2, b, sizeof b), "148.8 GiB");
+    CHECK_STR(aiq_size_text(40000, 2, b, sizeof b), "39.1 GiB");
+    CHECK_STR(aiq_size_text(1572864, 2, b, sizeof b), "1.5 TiB");
+    CHECK_STR(aiq_size_text(1073741824, 0, b, sizeof b), "1 GiB");
+    CHECK_STR(aiq_size_text(1536, 0, b, sizeof b), "1.5 KiB");
+    CHECK_STR(aiq_size_text(12, 0, b, sizeof b), "12 B");
     CHECK_STR(cli_cores_text(b, sizeof b, 1000), "1 core");
     CHECK_STR(cli_cores_text(b, sizeof b, 500), "0.5 cores");
     CHECK_STR(cli_cores_text(b, sizeof b, 16000), "16 cores");

@@ -47,3 +47,18 @@ TEST(json_paths) {
     CHECK(aiq_jpath(NULL, "o") == NULL);
     json_object_put(o);
 }
+
+/* aiq_jmib: the quantity member, else the legacy integer member, else 0;
+ * a quantity that is not a whole MiB reads as absent. */
+TEST(json_mib) {
+    json_object *o = json_tokener_parse(
+        "{\"q\":\"40Gi\",\"odd\":\"1.5Mi\",\"old\":81920,\"num\":5}");
+    CHECK(o != NULL);
+    CHECK_INT(aiq_jmib(o, "q", "old"), 40960);
+    CHECK_INT(aiq_jmib(o, "none", "old"), 81920);
+    CHECK_INT(aiq_jmib(o, "none", NULL), 0);
+    CHECK_INT(aiq_jmib(o, "odd", "old"), 0);
+    CHECK_INT(aiq_jmib(o, "num", NULL), 0); /* not a string: absent */
+    CHECK_INT(aiq_jmib(NULL, "q", "old"), 0);
+    json_object_put(o);
+}

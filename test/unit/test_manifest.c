@@ -783,3 +783,74 @@ out:
     json_object_put(g);
     json_object_put(u);
 }
+
+/* GPU memory: the quantity gpuMemory, the deprecated integer gpuMemoryMiB,
+ * never both; a quantity must be a whole, non-negative MiB in range. */
+TEST(gpu_memory_quantity_and_deprecated_mib) {
+    static const struct {
+        const char *res;
+        int64_t mib; /* -1: an error, want */
+        const char *want;
+    } cases[] = {
+        {"{gpus: 1, gpuMemory: 40Gi}", 40960, NULL},
+        {"{gpus: 1, gpuMemory: 81920Mi}", 81920, NULL},
+        {"{gpus: 1, gpuMemory: \"1Ti\"}", 1048576, NULL},
+        {"{gpus: 1, gpuMemory: 1048576}", 1, NULL}, /* an integer is bytes */
+        {"{gpus: 1, gpuMemory: 0}", 0, NULL},
+        {"{gpus: 1, gpuMemoryMiB: 40000}", 40000, NULL},
+        {"{gpus: 1, gpuMemory: 40Gi, gpuMemoryMiB: 40960}", -1,
+         "spec.resources.gpuMemory: give gpuMemory or the deprecated gpuMemoryMiB, not "
+         "both; got gpuMemory \"40Gi\" and gpuMemoryMiB 40960"},
+        {"{gpus: 1, gpuMemory: 1.5Mi}", -1,
+         "spec.resources.gpuMemory: invalid GPU memory \"1.5Mi\": must be a whole number "
+         "of MiB (like \"40Gi\" or \"81920Mi\")"},
+        {"{gpus: 1, gpuMemory: 40G}", -1,
+         "spec.resources.gpuMemory: invalid GPU memory \"40G\": must be a whole number "
+         "of MiB (like \"40Gi\" or \"81920Mi\")"},
+        {"{gpus: 1, gpuMemory: -1Gi}", -1,
+         "spec.resources.gpuMemory: invalid GPU memory \"-1Gi\": must be >= 0"},
+        {"{gpus: 1, gpuMemory: 2Ti}", -1,
+         "spec.resources.gpuMemory: must be at most 1048576Mi, got \"2Ti\""},
+        {"{gpus: 1, gpuMemory: 40 GB}", -1, NULL},
+        {"{gpus: 1, gpuMemory: [1]}", -1,
+         "spec.resources.gpuMemory: must be a quantity (an integer or a string like "
+         "\"500m\" or \"64Gi\"), got [1]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char doc[512], got[512];
+        struct aiq_manifest *m = NULL;
+        snprintf(doc, sizeof doc,
+                 "apiVersion: aiq.dev/v1alpha1\nkind: AIJob\nmetadata: {name: j}\n"
+                 "spec: {user: u, resources: %s}\n", cases[i].res);
+        int n = parse(doc, &m, got, sizeof got);
+        CHECK_INT(n, 1);
+        if (cases[i].mib >= 0) {
+            if (!CHECK(n == 1 && m[0].rc == AIQ_OK) ||
+                !CHECK_INT(m[0].u.job.spec.resources.gpu_memory_mib, cases[i].mib))
+                fprintf(stderr, "    case %zu: %s\n", i, n == 1 ? m[0].err.message : got);
+        } else if (n == 1 && CHECK(m[0].rc != AIQ_OK) && cases[i].want) {
+            if (!CHECK_STR(m[0].err.message, cases[i].want))
+                fprintf(stderr, "    case %zu\n", i);
+        }
+        aiq_manifests_free(m, n);
+    }
+    /* Group and UserQuota quotas take the same two forms. */
+    static const char grp[] =
+        "apiVersion: aiq.dev/v1alpha1\nkind: Group\nmetadata: {name: g}\n"
+        "spec: {quota: {gpuMemory: 320Gi}, borrowingLimit: {gpuMemoryMiB: 1024},"
+        " lendingLimit: {gpuMemory: 1Ti}}\n";
+    struct aiq_manifest *m = NULL;
+    char msg[256];
+    int n = parse(grp, &m, msg, sizeof msg);
+    if (CHECK_INT(n, 1) && CHECK(m[0].rc == AIQ_OK)) {
+        CHECK_INT(m[0].u.group.spec.quota.gpu_memory_mib, 327680);
+        CHECK_INT(m[0].u.group.spec.borrowing_limit.gpu_memory_mib, 1024);
+        CHECK_INT(m[0].u.group.spec.lending_limit.gpu_memory_mib, 1048576);
+    }
+    aiq_manifests_free(m, n);
+    first_error("apiVersion: aiq.dev/v1alpha1\nkind: UserQuota\nmetadata: {name: q, "
+                "namespace: ns}\nspec: {user: u, quota: {gpuMemory: 1Gi, gpuMemoryMiB: 1}}\n",
+                msg, sizeof msg);
+    CHECK_STR(msg, "spec.quota.gpuMemory: give gpuMemory or the deprecated gpuMemoryMiB, "
+                   "not both; got gpuMemory \"1Gi\" and gpuMemoryMiB 1");
+}

@@ -128,7 +128,7 @@ TEST(aijob_strings_and_cross_field) {
     j.spec.resources.gpu_model = (char *)"NVIDIA-A100-SXM4-80GB";
     expect_job(&j, NULL, NULL);
     j.spec.resources.gpus = 0;
-    expect_job(&j, "spec.resources.gpuModel", "spec.resources.gpuModel: needs gpus > 0 or gpuMemoryMiB > 0");
+    expect_job(&j, "spec.resources.gpuModel", "spec.resources.gpuModel: needs gpus > 0 or gpuMemory > 0");
     j.spec.resources.gpu_memory_mib = 20000;
     expect_job(&j, NULL, NULL);
     j.spec.resources.gpu_model = (char *)"A100 80GB";

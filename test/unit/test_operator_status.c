@@ -57,7 +57,7 @@ TEST(status_queued_golden) {
     CHECK_STR(js(s),
         "{\"phase\":\"Queued\",\"group\":\"vision\",\"level\":\"interactive\",\"position\":3,"
         "\"score\":12.3457,\"scoreTerms\":[{\"name\":\"job.priority\",\"value\":10},"
-        "{\"name\":\"wait.hours * 2\",\"value\":2.3457}],\"totalGPUs\":8,"
+        "{\"name\":\"wait.hours * 2\",\"value\":2.3457}],\"totalGpus\":8,"
         "\"estimatedStartTime\":\"2026-01-02T03:05:05Z\",\"queuedTime\":\"2026-01-02T03:04:05Z\","
         "\"attempts\":0,\"message\":\"needs 8 GPUs, 4 free\",\"observedGeneration\":2,"
         "\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"WaitingForGPUs\","
@@ -189,10 +189,45 @@ TEST(status_recovers_placement_after_restart) {
     CHECK_INT(back[1].ngpus, 2);
     CHECK_INT(back[1].gpus[1], 3);
     CHECK_INT(back[1].gpu_memory_mib, 81920);
+    CHECK(strstr(js(s), "\"gpuMemory\":\"80Gi\"") != NULL);
+    CHECK(strstr(js(s), "gpuMemoryMiB") == NULL);
     /* A short buffer takes what fits. */
     CHECK_INT(opstatus_from_json(s, &got, back, 1), 1);
     CHECK_INT(opstatus_from_json(NULL, &got, back, 4), 0);
     json_object_put(s);
+}
+
+/* A status an operator wrote before the renames (totalGPUs, placement
+ * gpuMemoryMiB) reads back after an upgrade, and the next write replaces
+ * the old names. */
+TEST(status_reads_pre_rename_names) {
+    struct opstatus got, st;
+    struct opst_place back[2];
+    json_object *old = json_tokener_parse(
+        "{\"phase\":\"Admitted\",\"attempts\":1,\"totalGPUs\":2,"
+        "\"placement\":[{\"replica\":0,\"node\":\"n1\",\"gpuIndexes\":[0,1],"
+        "\"gpuMemoryMiB\":40960}]}");
+    CHECK(old != NULL);
+    CHECK_INT(opstatus_from_json(old, &got, back, 2), 1);
+    CHECK_INT(back[0].gpu_memory_mib, 40960);
+    st = got;
+    st.total_gpus = 2;
+    json_object *now = opstatus_to_json(&st, old, T0);
+    bool changed = false;
+    json_object *patch = opstatus_patch(old, now, &changed);
+    CHECK(changed);
+    CHECK(strstr(js(patch), "\"totalGPUs\":null") != NULL);
+    CHECK(strstr(js(patch), "\"totalGpus\":2") != NULL);
+    CHECK(strstr(js(patch), "\"gpuMemory\":\"40Gi\"") != NULL);
+    /* A quantity that is not a whole MiB reads as absent (0). */
+    json_object *odd = json_tokener_parse(
+        "{\"placement\":[{\"replica\":0,\"node\":\"n1\",\"gpuMemory\":\"1.5Mi\"}]}");
+    CHECK_INT(opstatus_from_json(odd, &got, back, 2), 1);
+    CHECK_INT(back[0].gpu_memory_mib, 0);
+    json_object_put(odd);
+    json_object_put(patch);
+    json_object_put(now);
+    json_object_put(old);
 }
 
 /* opstatus_hash: the same status hashes the same whatever lies past a
@@ -443,4 +478,22 @@ TEST(status_preemption_conditions) {
     json_object_put(s1);
     json_object_put(s2);
     json_object_put(s3);
+}
+
+/* A nested object in the patch sends null for the members it lost (a
+ * merge patch would keep them): a Group's usage.gpuMemoryMiB written
+ * before the rename goes when usage.gpuMemory comes. */
+TEST(status_patch_drops_lost_nested_members) {
+    json_object *old = json_tokener_parse(
+        "{\"usage\":{\"gpus\":2,\"gpuMemoryMiB\":1024},\"message\":\"m\"}");
+    json_object *now = json_tokener_parse(
+        "{\"usage\":{\"gpus\":2,\"gpuMemory\":\"1Gi\"},\"message\":\"m\"}");
+    bool changed = false;
+    json_object *patch = opstatus_patch(old, now, &changed);
+    CHECK(changed);
+    CHECK_STR(js(patch),
+              "{\"status\":{\"usage\":{\"gpus\":2,\"gpuMemory\":\"1Gi\",\"gpuMemoryMiB\":null}}}");
+    json_object_put(patch);
+    json_object_put(now);
+    json_object_put(old);
 }

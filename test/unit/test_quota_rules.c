@@ -97,7 +97,7 @@ TEST(qr_gpu_memory_and_jobs) {
     CHECK_INT(qr_decide("g", &g, NULL, e, 3, v, NULL, NULL), AIQ_OK);
     CHECK(v[0].accepted);
     CHECK_STR(v[1].message, "sum of user quotas for jobs would be 4, group g has 3");
-    CHECK_STR(v[2].message, "sum of user quotas for gpuMemoryMiB would be 122880, group g has 81920");
+    CHECK_STR(v[2].message, "sum of user quotas for gpuMemory would be 120Gi, group g has 80Gi");
 }
 
 TEST(qr_unlimited_user_takes_the_whole_group) {

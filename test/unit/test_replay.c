@@ -203,7 +203,7 @@ static const char requeue_journal[] =
     "\"spec\":{\"user\":\"alice\",\"resources\":{\"gpus\":8,\"gpuMemoryMiB\":40960}}}}\n"
     "{\"type\":\"event\",\"t\":36000,\"kind\":\"job_arrival\",\"key\":\"default/b\","
     "\"payload\":{\"uid\":\"uid-b\",\"group\":\"g\",\"created\":36000,\"queued\":36000,"
-    "\"spec\":{\"user\":\"alice\",\"resources\":{\"gpus\":8,\"gpuMemoryMiB\":40960}}}}\n"
+    "\"spec\":{\"user\":\"alice\",\"resources\":{\"gpus\":8,\"gpuMemory\":\"40Gi\"}}}}\n"
     "{\"type\":\"decision\",\"t\":39600,\"cycle\":1,\"job\":\"uid-a\",\"action\":\"admit\","
     "\"level\":0,\"position\":1,\"score\":1,\"reason\":\"Admitted\"}\n"
     "{\"type\":\"decision\",\"t\":39600,\"cycle\":1,\"job\":\"uid-b\",\"action\":\"wait\","
@@ -266,6 +266,9 @@ TEST(requeue_replays_exactly) {
     /* The retry is a second entry for uid-a: arriving when its backoff
      * ends (13.5h, after B), queued from the requeue, created at 10h. */
     if (CHECK_INT(j.trace->njobs, 3)) {
+        /* A's spec says gpuMemoryMiB, B's the quantity gpuMemory. */
+        CHECK_INT(j.trace->jobs[0].gpu_mem_mib, 40960);
+        CHECK_INT(j.trace->jobs[1].gpu_mem_mib, 40960);
         CHECK_STR(j.trace->jobs[2].id, "uid-a");
         CHECK_DBL(j.trace->jobs[2].submit, 48600 - 36000, 1e-9);
         CHECK_DBL(j.trace->jobs[2].queued, 43200 - 36000, 1e-9);

@@ -239,3 +239,33 @@ TEST(duration_format) {
         CHECK_DBL(v, vals[i], 1e-9);
     }
 }
+
+/* GPU memory: whole MiB only, named in the error; formatted back with the
+ * largest exact binary suffix. */
+TEST(quantity_mib) {
+    int64_t v = -7;
+    aiq_err e;
+    CHECK(aiq_quantity_mib("40Gi", &v, NULL) == AIQ_OK && v == 40960);
+    CHECK(aiq_quantity_mib("81920Mi", &v, NULL) == AIQ_OK && v == 81920);
+    CHECK(aiq_quantity_mib("1048576", &v, NULL) == AIQ_OK && v == 1);
+    CHECK(aiq_quantity_mib("0", &v, NULL) == AIQ_OK && v == 0);
+    CHECK(aiq_quantity_mib("0.5Gi", &v, NULL) == AIQ_OK && v == 512);
+    v = -7;
+    aiq_err_clear(&e);
+    CHECK(aiq_quantity_mib("1.5Mi", &v, &e) == AIQ_EINVAL && v == -7);
+    CHECK_STR(e.message, "invalid GPU memory \"1.5Mi\": must be a whole number of MiB "
+                         "(like \"40Gi\" or \"81920Mi\")");
+    aiq_err_clear(&e);
+    CHECK(aiq_quantity_mib("40G", &v, &e) == AIQ_EINVAL);
+    aiq_err_clear(&e);
+    CHECK(aiq_quantity_mib("-1Gi", &v, &e) == AIQ_EINVAL);
+    CHECK_STR(e.message, "invalid GPU memory \"-1Gi\": must be >= 0");
+    aiq_err_clear(&e);
+    CHECK(aiq_quantity_mib("Gi", &v, &e) == AIQ_EINVAL);
+    char b[24];
+    CHECK_STR(aiq_quantity_format_mib(40960, b, sizeof b), "40Gi");
+    CHECK_STR(aiq_quantity_format_mib(1536, b, sizeof b), "1536Mi");
+    CHECK_STR(aiq_quantity_format_mib(1048576, b, sizeof b), "1Ti");
+    CHECK_STR(aiq_quantity_format_mib(0, b, sizeof b), "0");
+    CHECK_STR(aiq_quantity_format_mib(INT64_MAX, b, sizeof b), "9223372036854775807Mi");
+}
