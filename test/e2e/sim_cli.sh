@@ -91,9 +91,10 @@ check "inflate: same seed, same placements; usage errors exit 2" sh -c '
   grep -q "placement: expected binpack, spread and/or fgd (at most three) separated by .,., got .firstfit." "$1/e1" &&
   { "$0" inflate --trace "$1/a.csv" --seed 3 2>/dev/null; [ $? = 2 ]; }' "$SIM" "$T"
 
-check "gen --fgd-mix share: shares and CPU-only tasks only; inflate reads it on a /CORES cluster" sh -c '
+check "gen --fgd-mix share: fractional shares (gpu_milli) and CPU-only tasks only; inflate reads it on a /CORES cluster" sh -c '
   "$0" gen --seed 3 --jobs 300 --fgd-mix share --out "$1/fs.csv" 2>/dev/null &&
-  awk -F, "NR>1 && \$6 != 0 {bad=1} NR>1 && \$7 == 0 {cpu++} NR>1 && \$7 > 0 {sh++}
+  awk -F, "NR==1 && \$19 != \"gpu_milli\" {bad=1}
+           NR>1 && (\$6 != 0 || \$7 != 0) {bad=1} NR>1 && \$19 == 0 {cpu++} NR>1 && \$19 > 0 {sh++}
            END {exit !(!bad && cpu > 10 && sh > 200)}" "$1/fs.csv" &&
   "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96,2x0xV100M32/96 --placement fgd \
     >"$1/fs.out" 2>/dev/null && grep -q "^arrived  *fgd$" "$1/fs.out" &&
