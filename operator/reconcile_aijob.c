@@ -1343,6 +1343,19 @@ static bool job_sync_prepare(struct server *s, struct opcache_obj *o,
     return true;
 }
 
+/* The queue held a failed or requeued attempt's GPUs (passed as
+ * terminating) until its pods were gone, now: journaled so a replay frees
+ * them here rather than at the job_departure / job_requeue of the failure
+ * (sim_replay.c "job_released"). */
+static void job_journal_released(struct server *s, struct opcache_obj *o,
+                                 const struct aiq_aijob *j, const struct opjob *js, double now) {
+    char payload[192];
+    snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"attempt\":%d}", j->meta.uid,
+             js->st.attempts);
+    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RELEASED, o->key, payload, NULL),
+                  "journal_event");
+}
+
 /* A teardown in progress: stops the pods still there (true: the sync is
  * done for this turn), else finishes it into teardown_to. */
 static bool job_sync_teardown(struct server *s, struct opcache_obj *o,
@@ -1362,6 +1375,9 @@ static bool job_sync_teardown(struct server *s, struct opcache_obj *o,
     js->teardown = false;
     if (js->preempted)
         job_preempt_done(s, o, j, js, now); /* reads held */
+    else if (js->held > 0 &&
+             (js->teardown_to == AIQ_PHASE_QUEUED || js->teardown_to == AIQ_PHASE_FAILED))
+        job_journal_released(s, o, j, js, now);
     js->held = 0;
     js->st.phase = js->teardown_to;
     return false;

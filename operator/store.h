@@ -419,6 +419,9 @@ typedef enum {
     STORE_EV_JOB_RESIZED,      /* an elastic job's new size is in effect
                                   (grown pods placed, shrunk ones gone):
                                   {"uid","replicas"} */
+    STORE_EV_JOB_RELEASED,     /* a failed or requeued attempt's pods are gone,
+                                  its GPUs free (the queue held them until
+                                  now): {"uid","attempt"} */
     STORE_EV__NKINDS
 } store_event_kind;
 

@@ -19,6 +19,7 @@ static const char *const store_event_names[STORE_EV__NKINDS] = {
     [STORE_EV_JOB_REQUEUE] = "job_requeue",
     [STORE_EV_JOB_PREEMPTED] = "job_preempted",
     [STORE_EV_JOB_RESIZED] = "job_resized",
+    [STORE_EV_JOB_RELEASED] = "job_released",
 };
 
 /* See store.h. */

@@ -39,6 +39,11 @@ struct sim_script {
     const double *cycle_t;   /* ascending, absolute */
     int ncycles;
     const double *depart_t;  /* per trace job, absolute; <= 0 = never */
+    /* Per trace job (may be NULL): a failed attempt's pods gone, after
+     * its depart_t; from depart_t until then it holds its GPUs as a job
+     * being stopped (terminating), as the operator's queue saw it.
+     * <= depart_t: gone at depart_t. */
+    const double *release_t;
     /* When preemptions and shrinks took effect (victims gone, stopped
      * replicas gone), ascending by t. */
     const struct sim_stop *stops;
@@ -307,6 +312,7 @@ struct sim_journal {
     struct sim_trace *trace;      /* jobs (by arrival) and nodes */
     double epoch;                 /* time of the first entry */
     double *depart_t;             /* per job, absolute; 0 = never */
+    double *release_t;            /* per job: its pods gone (job_released); 0 = at depart_t */
     double *cycle_t;              /* distinct decision times, ascending */
     int ncycles;
     struct sim_stop *stops;       /* preemptions and shrinks taking effect */

@@ -233,13 +233,46 @@ static aiq_rc grow(void **p, int *cap, int need, size_t sz, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* The reader's per-job arrays (depart_t, release_t and the attempt each
+ * requeued entry came from), grown together to n entries; the new
+ * entries are 0 / -1. */
+struct perjob {
+    int cap;
+    int *prev;      /* the trace index of the attempt before, -1 = none */
+};
+
+static aiq_rc perjob_grow(struct sim_journal *jr, struct perjob *pj, int n, aiq_err *err) {
+    if (n <= pj->cap)
+        return AIQ_OK;
+    int nc = pj->cap ? pj->cap * 2 : 1024;
+    while (nc < n)
+        nc *= 2;
+    double *d = realloc(jr->depart_t, (size_t)nc * sizeof *d);
+    if (d)
+        jr->depart_t = d;
+    double *g = realloc(jr->release_t, (size_t)nc * sizeof *g);
+    if (g)
+        jr->release_t = g;
+    int *p = realloc(pj->prev, (size_t)nc * sizeof *p);
+    if (p)
+        pj->prev = p;
+    if (!d || !g || !p)
+        return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    for (int i = pj->cap; i < nc; i++) {
+        jr->depart_t[i] = jr->release_t[i] = 0;
+        pj->prev[i] = -1;
+    }
+    pj->cap = nc;
+    return AIQ_OK;
+}
+
 /* A job_requeue {"uid","attempt","queued","backoff_until"} at t: the
  * attempt that ran ends at t (its GPUs free), and the job comes back as a
  * new trace entry with the same uid, arriving when its backoff ends (the
  * operator leaves it out of every cycle before), created when the AIJob
  * was and queued at the payload's "queued". uid then names the newest
  * attempt, so later decisions and the departure go to it. */
-static aiq_rc requeue(struct sim_journal *jr, struct umap *um, int *cdep, json_object *p,
+static aiq_rc requeue(struct sim_journal *jr, struct umap *um, struct perjob *pj, json_object *p,
                       double t, const char *path, int line, aiq_err *err) {
     aiq_rc rc;
     const char *uid = aiq_jstr(p, "uid"), *bad = NULL;
@@ -266,11 +299,33 @@ static aiq_rc requeue(struct sim_journal *jr, struct umap *um, int *cdep, json_o
     nj.duration_s = 0;
     if ((rc = sim_trace_add_job(jr->trace, &nj, err)) != AIQ_OK)
         return rc;
-    if ((rc = grow((void **)&jr->depart_t, cdep, jr->trace->njobs, sizeof *jr->depart_t,
-                   err)) != AIQ_OK)
+    if ((rc = perjob_grow(jr, pj, jr->trace->njobs, err)) != AIQ_OK)
         return rc;
-    jr->depart_t[jr->trace->njobs - 1] = 0;
+    pj->prev[jr->trace->njobs - 1] = idx;
     umap_repoint(um, jr->trace, uid, jr->trace->njobs - 1);
+    return AIQ_OK;
+}
+
+/* A job_released {"uid","attempt"} at t: the failed attempt's pods are
+ * gone. Until now the operator's queue held its GPUs (as a job being
+ * stopped) and left the job itself out, so the attempt that departed
+ * (job_departure, or the one a job_requeue ended) frees them at t, and a
+ * requeued entry arrives no earlier than t. */
+static aiq_rc released(struct sim_journal *jr, const struct umap *um, const struct perjob *pj,
+                       json_object *p, double t) {
+    int idx = umap_find(um, jr->trace, aiq_jstr(p, "uid"));
+    if (idx < 0) {
+        jr->skipped++;
+        return AIQ_OK;
+    }
+    int gone = jr->depart_t[idx] > 0 ? idx : pj->prev[idx];
+    if (gone < 0 || jr->depart_t[gone] <= 0 || t < jr->depart_t[gone]) {
+        jr->skipped++;
+        return AIQ_OK;
+    }
+    jr->release_t[gone] = t;
+    if (gone != idx && jr->trace->jobs[idx].submit < t - jr->epoch)
+        jr->trace->jobs[idx].submit = t - jr->epoch;
     return AIQ_OK;
 }
 
@@ -339,8 +394,8 @@ static aiq_rc sort_arrivals(struct sim_journal *j, aiq_err *err) {
     struct byarr *ord = malloc((size_t)n * sizeof *ord);
     int *inv = malloc((size_t)n * sizeof *inv);
     struct sim_job *jobs = malloc((size_t)n * sizeof *jobs);
-    double *dep = malloc((size_t)n * sizeof *dep);
-    if (!ord || !inv || !jobs || !dep) {
+    double *dep = malloc((size_t)n * sizeof *dep), *rel = malloc((size_t)n * sizeof *rel);
+    if (!ord || !inv || !jobs || !dep || !rel) {
         rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
         goto out_free;
     }
@@ -351,9 +406,11 @@ static aiq_rc sort_arrivals(struct sim_journal *j, aiq_err *err) {
         inv[ord[k].idx] = k;
         jobs[k] = tr->jobs[ord[k].idx];
         dep[k] = j->depart_t[ord[k].idx];
+        rel[k] = j->release_t[ord[k].idx];
     }
     memcpy(tr->jobs, jobs, (size_t)n * sizeof *jobs);
     memcpy(j->depart_t, dep, (size_t)n * sizeof *dep);
+    memcpy(j->release_t, rel, (size_t)n * sizeof *rel);
     for (int k = 0; k < j->ndec; k++) {
         j->dec[k].job = inv[j->dec[k].job];
         if (j->dec[k].by >= 0)
@@ -366,6 +423,7 @@ out_free:
     free(inv);
     free(jobs);
     free(dep);
+    free(rel);
     return rc;
 }
 
@@ -377,7 +435,8 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
-    int lineno = 0, cdep = 0, cdec = 0, ccyc = 0, cstop = 0;
+    int lineno = 0, cdec = 0, ccyc = 0, cstop = 0;
+    struct perjob pj = {0, NULL};
     bool have_epoch = false;
     memset(j, 0, sizeof *j);
     j->tick_s = 600;
@@ -441,10 +500,8 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                     if ((rc = sim_trace_add_job(j->trace, &sj, err)) == AIQ_OK &&
                         umap_put(&um, j->trace, j->trace->njobs - 1) != 0)
                         rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
-                    if (rc == AIQ_OK &&
-                        (rc = grow((void **)&j->depart_t, &cdep, j->trace->njobs,
-                                   sizeof *j->depart_t, err)) == AIQ_OK)
-                        j->depart_t[j->trace->njobs - 1] = 0;
+                    if (rc == AIQ_OK)
+                        rc = perjob_grow(j, &pj, j->trace->njobs, err);
                 }
             } else if (kind && strcmp(kind, "job_departure") == 0) {
                 int idx = umap_find(&um, j->trace, aiq_jstr(p, "uid"));
@@ -457,7 +514,9 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                     j->skipped++;
                 }
             } else if (kind && strcmp(kind, "job_requeue") == 0) {
-                rc = requeue(j, &um, &cdep, p, t, path, lineno, err);
+                rc = requeue(j, &um, &pj, p, t, path, lineno, err);
+            } else if (kind && strcmp(kind, "job_released") == 0) {
+                rc = released(j, &um, &pj, p, t);
             } else if (kind && strcmp(kind, "job_start") == 0) {
                 rc = job_start(j, &um, p, path, lineno, err);
             } else if (kind && (strcmp(kind, "job_preempted") == 0 ||
@@ -512,6 +571,7 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
 out_free:
     free(line);
     free(um.slot);
+    free(pj.prev);
     if (rc != AIQ_OK)
         sim_journal_deinit(j);
     return rc;
@@ -536,6 +596,7 @@ aiq_rc sim_journal_read_store(store *s, struct sim_journal *j, aiq_err *err) {
 void sim_journal_deinit(struct sim_journal *j) {
     sim_trace_free(j->trace);
     free(j->depart_t);
+    free(j->release_t);
     free(j->cycle_t);
     free(j->dec);
     free(j->stops);
@@ -573,7 +634,8 @@ aiq_rc sim_replay_check(const struct sim_journal *j, oppolicy *pol,
     aiq_rc rc;
     struct sim_config cfg;
     struct sim_result res;
-    struct sim_script sc = {j->cycle_t, j->ncycles, j->depart_t, j->stops, j->nstops};
+    struct sim_script sc = {j->cycle_t, j->ncycles, j->depart_t, j->release_t, j->stops,
+                            j->nstops};
     *mismatches = 0;
     if (cap)
         first[0] = '\0';

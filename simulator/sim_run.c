@@ -208,6 +208,7 @@ struct jrun {
     int cap;            /* placements it has room for */
     uint32_t ver;
     bool terminating;
+    bool releasing;     /* replay: ended, its pods not yet gone (release_t) */
 };
 
 struct run {
@@ -530,7 +531,7 @@ static void accrue(struct run *r, int i, double t) {
     struct jrun *s = &r->js[i];
     const struct sim_job *j = &r->tr->jobs[i];
     double dt = t - s->acc_t;
-    if (dt <= 0 || r->jst[i] != JS_RUNNING) {
+    if (dt <= 0 || r->jst[i] != JS_RUNNING || s->releasing) {
         s->acc_t = t;
         return;
     }
@@ -597,7 +598,7 @@ static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
     jr->state = SIM_J_DONE;
     release_reps(r, i, 0, s->rep);
     s->rep = s->stopping = 0;
-    s->terminating = false;
+    s->terminating = s->releasing = false;
     s->ver++;
     double ran = s->run_wall, gpu_s = s->attained_s;
     if (r->ph && pred_hist_add(r->ph, j->user, j->group, j->model, j->task,
@@ -1158,14 +1159,23 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
             goto out_free;
     }
     if (cfg->script) {
-        deps = malloc((size_t)n * sizeof *deps);
+        deps = malloc((size_t)(2 * n) * sizeof *deps);
         if (!deps) {
             rc = aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
             goto out_free;
         }
-        for (int i = 0; i < n; i++)
-            if (cfg->script->depart_t[i] > 0)
-                deps[ndeps++] = (struct ev){cfg->script->depart_t[i], i, 0, EV_END};
+        for (int i = 0; i < n; i++) {
+            double d = cfg->script->depart_t[i];
+            double g = cfg->script->release_t ? cfg->script->release_t[i] : 0;
+            if (d <= 0)
+                continue;
+            if (g > d) { /* ends at d, holds its GPUs until g */
+                deps[ndeps++] = (struct ev){d, i, 0, EV_STOP};
+                deps[ndeps++] = (struct ev){g, i, 0, EV_END};
+            } else {
+                deps[ndeps++] = (struct ev){d, i, 0, EV_END};
+            }
+        }
         qsort(deps, (size_t)ndeps, sizeof *deps, dep_cmp);
     }
     int ai = 0, di = 0, ci = 0, si = 0, step = n / 50 > 0 ? n / 50 : 1;
@@ -1202,10 +1212,17 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
                 if (rc != AIQ_OK)
                     goto out_free;
             }
-            for (; di < ndeps && deps[di].t <= t; di++)
-                if (r.jst[deps[di].job] == JS_RUNNING &&
-                    (rc = complete(&r, deps[di].job, t, err)) != AIQ_OK)
+            for (; di < ndeps && deps[di].t <= t; di++) {
+                int k = deps[di].job;
+                if (r.jst[k] != JS_RUNNING)
+                    continue;
+                if (deps[di].kind == EV_STOP) { /* its run is over, its pods not yet gone */
+                    accrue(&r, k, t);
+                    r.js[k].terminating = r.js[k].releasing = true;
+                } else if ((rc = complete(&r, k, t, err)) != AIQ_OK) {
                     goto out_free;
+                }
+            }
         } else {
             while (r.nh && r.heap[0].t <= t) {
                 struct ev e = heap_pop(&r);

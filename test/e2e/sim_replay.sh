@@ -155,9 +155,10 @@ wait_for 90 "x fails after two attempts, v and w succeed" sh -c '
 kill "$OP_PID" 2>/dev/null
 wait "$OP_PID" 2>/dev/null
 OP_PID=""
-check "the journal has x's requeue and the gangs' starts" sh -c '
+check "the journal has x's requeue, when its pods were gone, and the gangs' starts" sh -c '
   "$0" export --db "$T/op4.db" --out "$T/j4.jsonl" 2>/dev/null &&
   [ "$(grep -c "\"kind\":\"job_requeue\"" "$T/j4.jsonl")" = 1 ] &&
+  [ "$(grep "\"kind\":\"job_released\"" "$T/j4.jsonl" | grep -c "\"attempt\":[12]")" = 2 ] &&
   grep "\"kind\":\"job_requeue\"" "$T/j4.jsonl" | grep -q "\"backoff_until\":[0-9]" &&
   grep -q "\"kind\":\"job_start\"" "$T/j4.jsonl"' "$SIM"
 check "replay of a run with a requeue is exact (0 mismatches, nothing skipped)" sh -c '

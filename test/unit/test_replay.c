@@ -321,6 +321,50 @@ TEST(requeue_journal_that_lies_is_caught) {
     CHECK(strstr(e.message, "rq.jsonl:9: job_requeue uid-a: 'queued'") != NULL);
 }
 
+/* The same journal, but A's pods take until 12.75h to go (job_released):
+ * the operator's queue held A's GPUs until then, so at 12.5h B waits for
+ * a job being stopped (Preempting). The replay frees A's GPUs at the
+ * job_released, not at the failure, and reproduces that wait; without the
+ * event it would admit B at 12.5h. */
+TEST(failed_attempt_holds_its_gpus_until_released) {
+    static char buf[sizeof requeue_journal + 512];
+    struct sim_journal j;
+    long mism = -1;
+    char first[512] = "";
+    aiq_err e;
+    aiq_err_clear(&e);
+    swap_text(buf, sizeof buf, requeue_journal, "{\"type\":\"decision\",\"t\":46800",
+              "{\"type\":\"decision\",\"t\":45000,\"cycle\":2,\"job\":\"uid-b\","
+              "\"action\":\"wait\",\"level\":0,\"position\":1,\"score\":2.5,"
+              "\"reason\":\"Preempting\"}\n"
+              "{\"type\":\"event\",\"t\":45900,\"kind\":\"job_released\",\"key\":\"default/a\","
+              "\"payload\":{\"uid\":\"uid-a\",\"attempt\":1}}\n"
+              "{\"type\":\"decision\",\"t\":46800");
+    if (!CHECK_INT(replay_text(buf, &mism, first, sizeof first, &j, &e), AIQ_OK)) {
+        printf("    %s\n", e.message);
+        return;
+    }
+    if (!CHECK_INT(mism, 0))
+        printf("    %s\n", first);
+    CHECK_INT(j.skipped, 0);
+    CHECK_INT(j.ndec, 6);
+    if (CHECK_INT(j.trace->njobs, 3)) {
+        CHECK_DBL(j.depart_t[0], 43200, 1e-9);   /* the attempt ended at the failure */
+        CHECK_DBL(j.release_t[0], 45900, 1e-9);  /* ... and its pods were gone here */
+        CHECK_DBL(j.trace->jobs[2].submit, 48600 - 36000, 1e-9); /* backoff ends later */
+    }
+    sim_journal_deinit(&j);
+    /* Without the job_released event, A's GPUs are free at 12h and the
+     * replay admits B at 12.5h: the recorded wait is not reproduced. */
+    static char buf2[sizeof buf];
+    swap_text(buf2, sizeof buf2, buf, "\"kind\":\"job_released\"", "\"kind\":\"job_releasex\"");
+    if (CHECK_INT(replay_text(buf2, &mism, first, sizeof first, &j, &e), AIQ_OK)) {
+        CHECK(mism > 0);
+        CHECK(strstr(first, "Preempting") != NULL);
+        sim_journal_deinit(&j);
+    }
+}
+
 /* Preemptions and elastic resizes replay exactly: a Tiresias-like trace
  * (checkpointing and elastic jobs) recorded under elastic-tiresias; the
  * journal carries the actions (decisions "preempt"/"resize" naming the
