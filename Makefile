@@ -134,15 +134,20 @@ realcluster: $(REALCLUSTER)
 
 # After REALCLUSTER is defined: a rule's prerequisites are expanded when
 # make reads it, so above it `all` built no control plane.
-all: deps-check $(REL_PROGS) $(REALCLUSTER)
-
-# Re-run make once the dependencies are installed, so pkg-config flags are
-# evaluated with the libraries present.
-deps-check:
-ifneq ($(DEPS_OK),yes)
+# When the libraries were missing as make read this file, install them
+# first and build in a new make, which reads pkg-config's flags with the
+# libraries present (building beside the install, as a prerequisite
+# would with -j, compiles before the headers are there).
+ifeq ($(DEPS_OK),yes)
+all: $(REL_PROGS) $(REALCLUSTER)
+else ifeq ($(AIQ_DEPS_TRIED),1)
+all:
+	@echo "make: the libraries are installed but 'pkg-config --exists $(PKGS)' still fails" >&2; exit 1
+else
+all:
 	@./scripts/install-deps.sh
+	@$(MAKE) --no-print-directory AIQ_DEPS_TRIED=1 all
 endif
-.PHONY: deps-check
 
 # ---- tests -------------------------------------------------------------------
 # make test: every unit test under ASan/UBSan, then the unit tests under
