@@ -217,10 +217,11 @@ bench: deps
 
 # ---- lint --------------------------------------------------------------------
 # The layering (what each directory may include: the table in
-# docs/architecture.md), stdio I/O in the core and the banned calls, then
-# cppcheck.
+# docs/architecture.md), stdio I/O in the core and the banned calls, no
+# product function over 80 lines, then cppcheck.
 lint: deps
 	python3 scripts/lint-layers.py .
+	python3 scripts/lint-funclen.py .
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem --std=c11 -I. \
 		common policy queue operator simulator test/apiserver tools

@@ -69,6 +69,7 @@ void fx__set_dispatch(fx_ins *code, int n) {
 /* The portable interpreter: one switch over the opcodes of fx_ops.def,
  * from instruction ip with the stack top x and the next free slot sp (in
  * an array of FX_MAX_STACK + 1 the caller owns). */
+/* lint-funclen: the VM's one switch over fx_ops.def (style.md) */
 static inline __attribute__((always_inline)) double
 fx_switch_core(const fx_ins *code, const fx_ins *ip, const double *f,
                double *sp, double x, int raw) {
@@ -219,6 +220,7 @@ fx_switch_resume(const fx_ins *code, const fx_ins *ip, const double *f,
     return fx_switch_core(code, ip, f, sp, x, 0);
 }
 
+/* lint-funclen: the VM's one dispatch table over fx_ops.def (style.md) */
 static double fx_exec_threaded(const fx_ins *code, uint32_t pc,
                                const double *f) {
     double stack[FX_MAX_STACK + 1];
