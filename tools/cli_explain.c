@@ -477,11 +477,7 @@ static void explain_doc(const struct cli_opts *o, struct cli_snapshot *w, const 
         if (used_f & (1ull << i))
             cli_add_num(f, fx_factor_name(i), j->f[i]);
     json_object_object_add(doc, "factors", f);
-    a = json_object_new_array();
-    for (int i = 0; i < FX_NFACTORS; i++)
-        if (approx & (1ull << i))
-            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
-    json_object_object_add(doc, "approximatedFactors", a);
+    cli_add_factor_names(doc, "approximatedFactors", approx);
     cli_add_num(doc, "groupGPUsInUse", g_used);
     if (g >= 0)
         cli_add_int(doc, "groupGPUQuota", w->groups[g].spec.quota.gpus);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "operator/status.h"
+#include "policy/fx.h"
 #include "tools/cli_table.h"
 
 struct cli_colours cli_c = {"", "", "", "", "", "", ""};
@@ -47,6 +48,14 @@ void cli_emit(json_object *doc, enum cli_out_fmt f) {
 
 void cli_add_str(json_object *o, const char *k, const char *v) {
     json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+void cli_add_factor_names(json_object *o, const char *k, uint64_t mask) {
+    json_object *a = json_object_new_array();
+    for (int i = 0; i < FX_NFACTORS; i++)
+        if (mask & (1ull << i))
+            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
+    json_object_object_add(o, k, a);
 }
 
 /* A number printed with 6 significant digits (json-c would print the

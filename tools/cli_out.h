@@ -6,6 +6,7 @@
 #define AIQ_TOOLS_CLI_OUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -40,6 +41,10 @@ void cli_emit(json_object *doc, enum cli_out_fmt f);
 void cli_add_str(json_object *o, const char *k, const char *v);
 void cli_add_num(json_object *o, const char *k, double v);
 void cli_add_int(json_object *o, const char *k, long long v);
+
+/* Adds key k to o: an array of the names of the factors whose bits mask
+ * sets (bit i: fx_factor_name(i)), in factor order. */
+void cli_add_factor_names(json_object *o, const char *k, uint64_t mask);
 
 /* A new JSON number printed with 6 significant digits (json-c would print
  * the binary expansion, 0.0011999999999999999). */

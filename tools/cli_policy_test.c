@@ -150,7 +150,7 @@ struct pt_tuned {
 static void pt_doc(const struct cli_opts *o, const struct cli_snapshot *w,
                    const struct aiq_policy *pol, oppolicy *np, const struct cli_job *v, int n,
                    uint64_t approx, const struct pt_tuned *tn) {
-    json_object *doc = json_object_new_object(), *items = json_object_new_array(), *a;
+    json_object *doc = json_object_new_object(), *items = json_object_new_array();
     cli_add_str(doc, "apiVersion", AIQ_API_VERSION);
     cli_add_str(doc, "kind", "PolicyTest");
     cli_add_str(doc, "policy", pol->meta.name);
@@ -174,11 +174,7 @@ static void pt_doc(const struct cli_opts *o, const struct cli_snapshot *w,
         json_object_array_add(items, it);
     }
     json_object_object_add(doc, "items", items);
-    a = json_object_new_array();
-    for (int i = 0; i < FX_NFACTORS; i++)
-        if (approx & (1ull << i))
-            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
-    json_object_object_add(doc, "approximatedFactors", a);
+    cli_add_factor_names(doc, "approximatedFactors", approx);
     cli_emit(doc, o->out);
     json_object_put(doc);
 }
