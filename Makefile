@@ -5,8 +5,9 @@
 #   operator/*.c minus main.c, simulator/*.c -> libaiqop.a (curl, json-c, SQLite, libyaml)
 #   test/apiserver/*.c minus main.c -> libaiqapi.a (the local cluster)
 #   test/promfake/main.c        -> aiq-promfake, a fake Prometheus for tests
-#   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq)
-#   tools/cli_*.c               -> libaiqcli.a (the plugin's helpers)
+#   tools/<prog>.c              -> one program per file (aiq-sim, kubectl-aiq, aiq-journal)
+#   tools/cli_*.c               -> libaiqcli.a (kubectl-aiq's commands and helpers;
+#                                  tools/kubectl-aiq.c is its main)
 #   test/unit/test_*.c          -> one test binary each (ASan+UBSan build)
 #   fuzz/fuzz_*.c               -> one libFuzzer target each (clang)
 #   bench/bench_*.c             -> one benchmark each (-O2)

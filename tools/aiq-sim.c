@@ -4,6 +4,7 @@
  * JSON lines. docs/simulator.md is the manual. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,73 @@ static int num(const char *flag, const char *v, double lo, double hi, double *ou
     return 0;
 }
 
+/* The numeric option a with its value v (NULL: none) into *o. Returns 1
+ * when taken (v used), 0 when a is not a numeric option, -1 after naming
+ * a bad value. */
+static int parse_num(struct opts *o, const char *a, const char *v) {
+    enum { D, I, LL }; /* the field's type: double, int, long long */
+    static const struct {
+        const char *name;
+        double lo, hi;
+        int type;
+        size_t off;
+    } nums[] = {
+        {"--seed", 0, 9e15, LL, offsetof(struct opts, seed)},
+        {"--jobs", 1, SIM_MAX_JOBS, I, offsetof(struct opts, jobs)},
+        {"--groups", 1, 64, I, offsetof(struct opts, groups)},
+        {"--users", 1, 256, I, offsetof(struct opts, users)},
+        {"--group-quota", 1, 1e9, D, offsetof(struct opts, group_quota)},
+        {"--tick", 0, 86400, D, offsetof(struct opts, tick)},
+        {"--interarrival", 0.001, 1e7, D, offsetof(struct opts, interarrival)},
+        {"--preempt-grace", 0, 86400, D, offsetof(struct opts, grace)},
+        {"--max-gpus", 1, 16, I, offsetof(struct opts, max_gpus)},
+        {"--checkpoint-frac", 0, 1, D, offsetof(struct opts, ckpt_frac)},
+        {"--checkpoint-s", 1, 1e7, D, offsetof(struct opts, ckpt_s)},
+        {"--elastic-frac", 0, 1, D, offsetof(struct opts, elastic_frac)},
+        {"--runs", 1, 1000, I, offsetof(struct opts, runs)},
+        {"--budget", 2, 100000, I, offsetof(struct opts, budget)},
+        {"--holdout", 0.05, 0.9, D, offsetof(struct opts, holdout)},
+    };
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        double d;
+        void *field = (char *)o + nums[k].off;
+        if (strcmp(a, nums[k].name) != 0)
+            continue;
+        if (num(a, v, nums[k].lo, nums[k].hi, &d))
+            return -1;
+        if (nums[k].type == D)
+            *(double *)field = d;
+        else if (nums[k].type == I)
+            *(int *)field = (int)d;
+        else
+            *(long long *)field = (long long)d;
+        if (nums[k].off == offsetof(struct opts, seed))
+            o->seed_set = 1; /* tune and inflate tell a given seed from none */
+        return 1;
+    }
+    return 0;
+}
+
+/* The flag a (no value) into *o. Returns 1 when taken, else 0. */
+static int parse_flag(struct opts *o, const char *a) {
+    static const struct {
+        const char *name;
+        size_t off;
+    } flags[] = {
+        {"--sample", offsetof(struct opts, sample)},
+        {"--progress", offsetof(struct opts, progress)},
+        {"--tiresias", offsetof(struct opts, tiresias)},
+        {"--no-predict", offsetof(struct opts, no_predict)},
+        {"--shares", offsetof(struct opts, shares)},
+    };
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (strcmp(a, flags[k].name) == 0) {
+            *(int *)(void *)((char *)o + flags[k].off) = 1;
+            return 1;
+        }
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o) {
     memset(o, 0, sizeof *o);
     o->format = "csv";
@@ -86,7 +154,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     o->cmd = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double d;
+        int r;
 #define STR(name, field) if (strcmp(a, name) == 0 && v) { o->field = v; i++; continue; }
         STR("--trace", trace) STR("--format", format) STR("--nodes", nodes)
         STR("--nodes-spec", nodes_spec) STR("--csv", csv) STR("--util-csv", util_csv)
@@ -103,70 +171,11 @@ static int parse(int argc, char **argv, struct opts *o) {
             }
             o->policy[o->npolicy++] = v;
             i++;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (num(a, v, 0, 9e15, &d)) return -2;
-            o->seed = (long long)d;
-            o->seed_set = 1;
+        } else if ((r = parse_num(o, a, v)) != 0) {
+            if (r < 0)
+                return -2;
             i++;
-        } else if (strcmp(a, "--jobs") == 0) {
-            if (num(a, v, 1, SIM_MAX_JOBS, &d)) return -2;
-            o->jobs = (int)d;
-            i++;
-        } else if (strcmp(a, "--groups") == 0) {
-            if (num(a, v, 1, 64, &d)) return -2;
-            o->groups = (int)d;
-            i++;
-        } else if (strcmp(a, "--users") == 0) {
-            if (num(a, v, 1, 256, &d)) return -2;
-            o->users = (int)d;
-            i++;
-        } else if (strcmp(a, "--group-quota") == 0) {
-            if (num(a, v, 1, 1e9, &o->group_quota)) return -2;
-            i++;
-        } else if (strcmp(a, "--tick") == 0) {
-            if (num(a, v, 0, 86400, &o->tick)) return -2;
-            i++;
-        } else if (strcmp(a, "--interarrival") == 0) {
-            if (num(a, v, 0.001, 1e7, &o->interarrival)) return -2;
-            i++;
-        } else if (strcmp(a, "--preempt-grace") == 0) {
-            if (num(a, v, 0, 86400, &o->grace)) return -2;
-            i++;
-        } else if (strcmp(a, "--max-gpus") == 0) {
-            if (num(a, v, 1, 16, &d)) return -2;
-            o->max_gpus = (int)d;
-            i++;
-        } else if (strcmp(a, "--checkpoint-frac") == 0) {
-            if (num(a, v, 0, 1, &o->ckpt_frac)) return -2;
-            i++;
-        } else if (strcmp(a, "--checkpoint-s") == 0) {
-            if (num(a, v, 1, 1e7, &o->ckpt_s)) return -2;
-            i++;
-        } else if (strcmp(a, "--elastic-frac") == 0) {
-            if (num(a, v, 0, 1, &o->elastic_frac)) return -2;
-            i++;
-        } else if (strcmp(a, "--runs") == 0) {
-            if (num(a, v, 1, 1000, &d)) return -2;
-            o->runs = (int)d;
-            i++;
-        } else if (strcmp(a, "--budget") == 0) {
-            if (num(a, v, 2, 100000, &d)) return -2;
-            o->budget = (int)d;
-            i++;
-        } else if (strcmp(a, "--holdout") == 0) {
-            if (num(a, v, 0.05, 0.9, &o->holdout)) return -2;
-            i++;
-        } else if (strcmp(a, "--sample") == 0) {
-            o->sample = 1;
-        } else if (strcmp(a, "--progress") == 0) {
-            o->progress = 1;
-        } else if (strcmp(a, "--tiresias") == 0) {
-            o->tiresias = 1;
-        } else if (strcmp(a, "--no-predict") == 0) {
-            o->no_predict = 1;
-        } else if (strcmp(a, "--shares") == 0) {
-            o->shares = 1;
-        } else {
+        } else if (!parse_flag(o, a)) {
             fprintf(stderr, "aiq-sim: unknown or incomplete option '%s'\n", a);
             return -2;
         }
@@ -379,6 +388,92 @@ static struct sim_html *html_open(const struct opts *o, const char *title,
     return h;
 }
 
+/* What run and compare write besides the table: the journal (run only),
+ * the --util-csv file, the --html report and its file. */
+struct run_out {
+    store *db;
+    FILE *uf, *hf;
+    struct sim_html *html;
+};
+
+/* Opens what o asks for into *ro (gpus: the cluster's, for the report's
+ * note). Returns 0, or -1 after naming the error (what opened stays in
+ * *ro for run_out_close). */
+static int run_out_open(const struct opts *o, int compare, const struct sim_trace *tr, int gpus,
+                        struct run_out *ro) {
+    if (o->journal) {
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (compare) {
+            fprintf(stderr, "aiq-sim: --journal is for run\n");
+            return -1;
+        }
+        if (!(ro->db = store_open(o->journal, NULL, &e))) {
+            fprintf(stderr, "aiq-sim: %s: %s\n", o->journal, e.message);
+            return -1;
+        }
+    }
+    if (o->util_csv && !(ro->uf = util_open(o->util_csv)))
+        return -1;
+    if (o->html && (!(ro->hf = util_open(o->html)) ||
+                    !(ro->html = html_open(o, compare ? "aiq-sim: policies compared" : "aiq-sim: run",
+                                           tr, gpus))))
+        return -1;
+    return 0;
+}
+
+/* Closes what is still open in *ro after a failure. */
+static void run_out_close(const struct opts *o, struct run_out *ro) {
+    if (ro->hf)
+        (void)util_close(ro->hf, o->html); /* already failing: rc says so */
+    sim_html_free(ro->html);
+    if (ro->uf)
+        (void)util_close(ro->uf, o->util_csv); /* already failing: rc says so */
+    store_close(ro->db);
+}
+
+/* Simulates tr under policy pol (the k-th, named name) into *m, adding
+ * to the journal, the utilisation CSV and the report of ro, and prints
+ * its shares when asked. Returns 0, or -1 after naming the error. */
+static int run_policy(const struct opts *o, int k, const struct sim_trace *tr, oppolicy *pol,
+                      const char *name, const struct run_out *ro, struct sim_metrics *m) {
+    struct sim_config cfg;
+    struct sim_result res;
+    struct prog pg;
+    prog_init(&pg, name, o);
+    aiq_err e;
+    aiq_err_clear(&e);
+    sim_config_init(&cfg);
+    cfg.trace = tr;
+    cfg.nodes = tr->nodes;
+    cfg.nnodes = tr->nnodes;
+    cfg.policy = pol;
+    cfg.policy_name = name;
+    cfg.tick_s = o->tick;
+    cfg.group_quota_gpus = (int64_t)o->group_quota;
+    cfg.predict = !o->no_predict;
+    cfg.preempt_grace_s = o->grace;
+    cfg.journal = ro->db;
+    cfg.progress = progress;
+    cfg.progress_ctx = &pg;
+    if (sim_run(&cfg, &res, &e) != AIQ_OK ||
+        sim_metrics_compute(tr, &res, m, &e) != AIQ_OK ||
+        (ro->html && sim_html_add_run(ro->html, name, tr, &res, m, &e) != AIQ_OK)) {
+        fprintf(stderr, "aiq-sim: %s: %s\n", name, e.message);
+        sim_result_deinit(&res);
+        return -1;
+    }
+    if (o->shares) {
+        printf("shares under %s:\n", name);
+        sim_shares_table(stdout, &res);
+        putchar('\n');
+    }
+    if (ro->uf)
+        sim_util_csv(ro->uf, name, &res, k == 0);
+    sim_result_deinit(&res);
+    return 0;
+}
+
 /* run and compare: one simulation per policy, a table side by side. */
 static int cmd_run(const struct opts *o, int compare) {
     int rc = 1;
@@ -387,9 +482,7 @@ static int cmd_run(const struct opts *o, int compare) {
     char names[MAX_POLICIES][256];
     const char *np[MAX_POLICIES];
     struct sim_metrics m[MAX_POLICIES];
-    store *db = NULL;
-    FILE *uf = NULL, *hf = NULL;
-    struct sim_html *html = NULL;
+    struct run_out ro = {NULL, NULL, NULL, NULL};
     if (o->npolicy < 1 || (!compare && o->npolicy > 1)) {
         fprintf(stderr, "aiq-sim: %s\n", compare ? "give --policy at least once"
                                                  : "run takes one --policy (use compare)");
@@ -406,62 +499,13 @@ static int cmd_run(const struct opts *o, int compare) {
     for (int k = 0; k < tr->nnodes; k++)
         gpus += tr->nodes[k].gpus;
     fprintf(stderr, "aiq-sim: %d jobs, %d nodes, %d GPUs\n", tr->njobs, tr->nnodes, gpus);
-    if (o->journal) {
-        aiq_err e;
-        aiq_err_clear(&e);
-        if (compare) {
-            fprintf(stderr, "aiq-sim: --journal is for run\n");
-            goto out;
-        }
-        if (!(db = store_open(o->journal, NULL, &e))) {
-            fprintf(stderr, "aiq-sim: %s: %s\n", o->journal, e.message);
-            goto out;
-        }
-    }
-    if (o->util_csv && !(uf = util_open(o->util_csv)))
+    if (run_out_open(o, compare, tr, gpus, &ro) != 0)
         goto out;
-    if (o->html && (!(hf = util_open(o->html)) ||
-                    !(html = html_open(o, compare ? "aiq-sim: policies compared" : "aiq-sim: run",
-                                       tr, gpus))))
-        goto out;
-    for (int k = 0; k < o->npolicy; k++) {
-        struct sim_config cfg;
-        struct sim_result res;
-        struct prog pg;
-        prog_init(&pg, names[k], o);
-        aiq_err e;
-        aiq_err_clear(&e);
-        sim_config_init(&cfg);
-        cfg.trace = tr;
-        cfg.nodes = tr->nodes;
-        cfg.nnodes = tr->nnodes;
-        cfg.policy = pol[k];
-        cfg.policy_name = names[k];
-        cfg.tick_s = o->tick;
-        cfg.group_quota_gpus = (int64_t)o->group_quota;
-        cfg.predict = !o->no_predict;
-        cfg.preempt_grace_s = o->grace;
-        cfg.journal = db;
-        cfg.progress = progress;
-        cfg.progress_ctx = &pg;
-        if (sim_run(&cfg, &res, &e) != AIQ_OK ||
-            sim_metrics_compute(tr, &res, &m[k], &e) != AIQ_OK ||
-            (html && sim_html_add_run(html, names[k], tr, &res, &m[k], &e) != AIQ_OK)) {
-            fprintf(stderr, "aiq-sim: %s: %s\n", names[k], e.message);
-            sim_result_deinit(&res);
+    for (int k = 0; k < o->npolicy; k++)
+        if (run_policy(o, k, tr, pol[k], names[k], &ro, &m[k]) != 0)
             goto out;
-        }
-        if (o->shares) {
-            printf("shares under %s:\n", names[k]);
-            sim_shares_table(stdout, &res);
-            putchar('\n');
-        }
-        if (uf)
-            sim_util_csv(uf, names[k], &res, k == 0);
-        sim_result_deinit(&res);
-    }
-    FILE *ufc = uf;
-    uf = NULL;
+    FILE *ufc = ro.uf;
+    ro.uf = NULL;
     if (util_close(ufc, o->util_csv) != 0)
         goto out;
     sim_metrics_table(stdout, np, m, o->npolicy);
@@ -470,20 +514,15 @@ static int cmd_run(const struct opts *o, int compare) {
     struct csvarg ca = {np, m, o->npolicy};
     if (o->csv && write_to(o->csv, csv_fn, &ca) != 0)
         goto out;
-    if (html)
-        sim_html_write(hf, html);
-    FILE *hfc = hf;
-    hf = NULL;
+    if (ro.html)
+        sim_html_write(ro.hf, ro.html);
+    FILE *hfc = ro.hf;
+    ro.hf = NULL;
     if (util_close(hfc, o->html) != 0)
         goto out;
     rc = 0;
 out:
-    if (hf)
-        (void)util_close(hf, o->html); /* already failing: rc says so */
-    sim_html_free(html);
-    if (uf)
-        (void)util_close(uf, o->util_csv); /* already failing: rc says so */
-    store_close(db);
+    run_out_close(o, &ro);
     sim_trace_free(tr);
     for (int k = 0; k < o->npolicy; k++)
         oppolicy_free(pol[k]);
@@ -569,15 +608,11 @@ static int cmd_export(const struct opts *o) {
     return rc;
 }
 
-static int cmd_replay(const struct opts *o) {
-    struct sim_journal j;
+/* The journal of --db or --jsonl into *j. Returns 0, or 1 after naming
+ * the error. */
+static int replay_read(const struct opts *o, struct sim_journal *j) {
     aiq_err e;
     aiq_err_clear(&e);
-    memset(&j, 0, sizeof j);
-    if (!o->db == !o->jsonl) {
-        fprintf(stderr, "aiq-sim: replay needs --db FILE or --jsonl FILE\n");
-        return 2;
-    }
     aiq_rc r;
     if (o->db) {
         store *db = store_open(o->db, NULL, &e);
@@ -585,7 +620,7 @@ static int cmd_replay(const struct opts *o) {
             fprintf(stderr, "aiq-sim: %s: %s\n", o->db, e.message);
             return 1;
         }
-        r = sim_journal_read_store(db, &j, &e);
+        r = sim_journal_read_store(db, j, &e);
         store_close(db);
     } else {
         FILE *f = fopen(o->jsonl, "r");
@@ -593,80 +628,105 @@ static int cmd_replay(const struct opts *o) {
             fprintf(stderr, "aiq-sim: %s: %s\n", o->jsonl, strerror(errno));
             return 1;
         }
-        r = sim_journal_read_jsonl(f, o->jsonl, &j, &e);
+        r = sim_journal_read_jsonl(f, o->jsonl, j, &e);
         fclose(f);
     }
     if (r != AIQ_OK) {
         fprintf(stderr, "aiq-sim: %s\n", e.message);
         return 1;
     }
+    return 0;
+}
+
+/* Exact replay of j with the policy it recorded (from --policies-dir).
+ * Returns 0 when every decision is reproduced, else 1. */
+static int replay_exact(const struct opts *o, struct sim_journal *j) {
+    oppolicy *pol = NULL;
+    char name[256], path[1024], first[1024];
+    long mism = 0;
     int rc = 1;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!j->policy[0] || strcmp(j->policy, "default") == 0) {
+        pol = oppolicy_default();
+        snprintf(name, sizeof name, "default");
+    } else {
+        snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j->policy);
+        pol = load_policy(path, name, sizeof name);
+    }
+    if (!pol)
+        return 1;
+    if (sim_replay_check(j, pol, name, &mism, first, sizeof first, &e) != AIQ_OK) {
+        fprintf(stderr, "aiq-sim: replay: %s\n", e.message);
+    } else if (mism == 0) {
+        printf("replay: exact: %d decisions reproduced under %s\n", j->ndec, name);
+        rc = 0;
+    } else {
+        printf("replay: %ld of %d decisions differ under %s\nfirst: %s\n", mism, j->ndec,
+               name, first);
+    }
+    oppolicy_free(pol);
+    return rc;
+}
+
+/* What-if: j's arrivals under the first --policy, against the recorded
+ * run re-simulated with its own policy. Returns 0, or 1 after naming the
+ * error. */
+static int replay_whatif(const struct opts *o, struct sim_journal *j) {
     oppolicy *pol = NULL;
     char name[256], path[1024];
-    fprintf(stderr, "aiq-sim: journal: %d jobs, %d nodes, %d decisions in %d cycles, policy "
-            "'%s'%s\n", j.trace->njobs, j.trace->nnodes, j.ndec, j.ncycles, j.policy,
-            j.skipped ? " (some lines skipped)" : "");
-    if (o->npolicy == 0) {
-        /* Exact replay with the recorded policy. */
-        if (!j.policy[0] || strcmp(j.policy, "default") == 0) {
-            pol = oppolicy_default();
-            snprintf(name, sizeof name, "default");
-        } else {
-            snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
-            pol = load_policy(path, name, sizeof name);
-        }
-        if (!pol)
-            goto out;
-        long mism = 0;
-        char first[1024];
-        if (sim_replay_check(&j, pol, name, &mism, first, sizeof first, &e) != AIQ_OK) {
-            fprintf(stderr, "aiq-sim: replay: %s\n", e.message);
-            goto out;
-        }
-        if (mism == 0) {
-            printf("replay: exact: %d decisions reproduced under %s\n", j.ndec, name);
-            rc = 0;
-        } else {
-            printf("replay: %ld of %d decisions differ under %s\nfirst: %s\n", mism, j.ndec,
-                   name, first);
-        }
-        goto out;
-    }
+    aiq_err e;
+    aiq_err_clear(&e);
     if (!(pol = load_policy(o->policy[0], name, sizeof name)))
-        goto out;
+        return 1;
     struct sim_result res;
     long changed = 0;
     struct sim_metrics m[2];
-    if (sim_replay_whatif(&j, pol, name, &res, &changed, &e) != AIQ_OK ||
-        sim_metrics_compute(j.trace, &res, &m[1], &e) != AIQ_OK) {
+    if (sim_replay_whatif(j, pol, name, &res, &changed, &e) != AIQ_OK ||
+        sim_metrics_compute(j->trace, &res, &m[1], &e) != AIQ_OK) {
         fprintf(stderr, "aiq-sim: what-if: %s\n", e.message);
         sim_result_deinit(&res);
-        goto out;
+        oppolicy_free(pol);
+        return 1;
     }
     sim_result_deinit(&res);
     /* The recorded run, re-simulated with its own policy for the table. */
     oppolicy *orig = NULL;
     char oname[256] = "recorded";
-    if (j.policy[0] && strcmp(j.policy, "default") != 0) {
-        snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j.policy);
+    if (j->policy[0] && strcmp(j->policy, "default") != 0) {
+        snprintf(path, sizeof path, "%s/%s.yaml", o->policies_dir, j->policy);
         orig = load_policy(path, oname, sizeof oname);
     } else {
         orig = oppolicy_default();
     }
     const char *names[2] = {oname, name};
-    if (orig && sim_replay_whatif(&j, orig, oname, &res, &(long){0}, &e) == AIQ_OK &&
-        sim_metrics_compute(j.trace, &res, &m[0], &e) == AIQ_OK) {
+    if (orig && sim_replay_whatif(j, orig, oname, &res, &(long){0}, &e) == AIQ_OK &&
+        sim_metrics_compute(j->trace, &res, &m[0], &e) == AIQ_OK) {
         sim_metrics_table(stdout, names, m, 2);
     } else {
         sim_metrics_table(stdout, names + 1, m + 1, 1);
     }
     sim_result_deinit(&res);
     oppolicy_free(orig);
-    printf("what-if: %ld of %d jobs start at another time under %s\n", changed, j.trace->njobs,
+    printf("what-if: %ld of %d jobs start at another time under %s\n", changed, j->trace->njobs,
            name);
-    rc = 0;
-out:
     oppolicy_free(pol);
+    return 0;
+}
+
+static int cmd_replay(const struct opts *o) {
+    struct sim_journal j;
+    memset(&j, 0, sizeof j);
+    if (!o->db == !o->jsonl) {
+        fprintf(stderr, "aiq-sim: replay needs --db FILE or --jsonl FILE\n");
+        return 2;
+    }
+    if (replay_read(o, &j) != 0)
+        return 1;
+    fprintf(stderr, "aiq-sim: journal: %d jobs, %d nodes, %d decisions in %d cycles, policy "
+            "'%s'%s\n", j.trace->njobs, j.trace->nnodes, j.ndec, j.ncycles, j.policy,
+            j.skipped ? " (some lines skipped)" : "");
+    int rc = o->npolicy == 0 ? replay_exact(o, &j) : replay_whatif(o, &j);
     sim_journal_deinit(&j);
     return rc;
 }
@@ -761,44 +821,101 @@ out:
     return rc;
 }
 
-/* inflate: the FGD paper's protocol, per placement and seed. */
-static int cmd_inflate(const struct opts *o) {
-    int rc = 1;
-    /* columns: the placements named, then one per --policy (its placement
-     * keyword, or its placementScore when it has one) */
+/* inflate's columns: the placements named, then one per --policy (its
+ * placement keyword, or its placementScore when it has one), and the
+ * unallocated share summed over the runs per column and step. */
+struct inflate_cols {
     aiq_placement pl[3 + MAX_POLICIES];
-    const char *plname[3 + MAX_POLICIES];
-    const q_placer *placer[3 + MAX_POLICIES] = {NULL};
-    oppolicy *pol[MAX_POLICIES] = {NULL};
+    const char *name[3 + MAX_POLICIES];
+    const q_placer *placer[3 + MAX_POLICIES];
+    oppolicy *pol[MAX_POLICIES];
     char polname[MAX_POLICIES][AIQ_MAX_NAME + 1];
-    static double sum[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
-    static int cnt[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
-    memset(sum, 0, sizeof sum);
-    memset(cnt, 0, sizeof cnt);
-    FILE *pf = NULL, *cf = NULL, *hf = NULL;
-    int npl = o->placement || o->npolicy == 0 ? parse_placements(o->placement, pl, plname) : 0;
-    if (npl < 0)
+    int n;
+    double sum[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+    int cnt[3 + MAX_POLICIES][SIM_INFLATE_MAX_POINTS];
+};
+
+/* The columns of o into *c (zeroed). Returns 0, or the exit status after
+ * naming the error (2: the command line; 1: a policy, c's freed). */
+static int inflate_columns(const struct opts *o, struct inflate_cols *c) {
+    c->n = o->placement || o->npolicy == 0 ? parse_placements(o->placement, c->pl, c->name) : 0;
+    if (c->n < 0)
         return 2;
     if ((o->runs > 0 || o->seed_set) && !o->sample) {
         fprintf(stderr, "aiq-sim: --seed and --runs choose the sample: add --sample\n");
         return 2;
     }
     for (int k = 0; k < o->npolicy; k++) {
-        if (!(pol[k] = load_policy(o->policy[k], polname[k], sizeof polname[k]))) {
+        if (!(c->pol[k] = load_policy(o->policy[k], c->polname[k], sizeof c->polname[k]))) {
             for (int x = 0; x < k; x++)
-                oppolicy_free(pol[x]);
+                oppolicy_free(c->pol[x]);
             return 1;
         }
         struct q_policy qp;
-        oppolicy_qpolicy(pol[k], &qp);
-        pl[npl] = qp.placement;
-        placer[npl] = oppolicy_placer(pol[k]);
-        plname[npl++] = polname[k];
+        oppolicy_qpolicy(c->pol[k], &qp);
+        c->pl[c->n] = qp.placement;
+        c->placer[c->n] = oppolicy_placer(c->pol[k]);
+        c->name[c->n++] = c->polname[k];
     }
+    return 0;
+}
+
+/* Every column's runs (runs seeds from seed0) over tr with the protocol
+ * of base, summed into c; the placements to pf and a line per point to
+ * cf (each may be NULL). *nsteps: the steps of the protocol. Returns 0,
+ * or -1 after naming the error. */
+static int inflate_runs(const struct opts *o, const struct sim_trace *tr, struct inflate_cols *c,
+                        int runs, unsigned long long seed0, FILE *pf, FILE *cf,
+                        const struct sim_inflate_config *base, int *nsteps) {
+    for (int p = 0; p < c->n; p++)
+        for (int s = 0; s < runs; s++) {
+            struct sim_inflate_result res = {0};
+            struct sim_inflate_config run = *base, *cfg = &run;
+            char what[64];
+            struct prog pg;
+            aiq_err e;
+            aiq_err_clear(&e);
+            snprintf(what, sizeof what, "%s seed %llu", c->name[p], seed0 + (unsigned)s);
+            prog_init(&pg, what, o);
+            cfg->trace = tr;
+            cfg->nodes = tr->nodes;
+            cfg->nnodes = tr->nnodes;
+            cfg->placement = c->pl[p];
+            cfg->placer = c->placer[p];
+            cfg->label = c->name[p];
+            cfg->sample = o->sample;
+            cfg->seed = seed0 + (unsigned)s;
+            cfg->placements = pf;
+            cfg->progress = progress;
+            cfg->progress_ctx = &pg;
+            if (sim_inflate(cfg, &res, &e) != AIQ_OK) {
+                fprintf(stderr, "aiq-sim: %s\n", e.message);
+                return -1;
+            }
+            *nsteps = res.nsteps;
+            for (int k = 0; k < res.npoints; k++) {
+                c->sum[p][k] += res.pt[k].unalloc;
+                c->cnt[p][k]++;
+            }
+            if (cf)
+                inflate_csv_rows(cf, c->name[p], o->sample ? cfg->seed : 0, &res);
+        }
+    return 0;
+}
+
+/* inflate: the FGD paper's protocol, per placement and seed. */
+static int cmd_inflate(const struct opts *o) {
+    int rc = 1;
+    static struct inflate_cols c; /* the sums are large for the stack */
+    memset(&c, 0, sizeof c);
+    FILE *pf = NULL, *cf = NULL, *hf = NULL;
+    int bad = inflate_columns(o, &c);
+    if (bad)
+        return bad;
     struct sim_trace *tr = load_trace(o);
     if (!tr) {
         for (int k = 0; k < o->npolicy; k++)
-            oppolicy_free(pol[k]);
+            oppolicy_free(c.pol[k]);
         return 1;
     }
     int runs = o->sample ? (o->runs > 0 ? o->runs : 1) : 1;
@@ -817,46 +934,16 @@ static int cmd_inflate(const struct opts *o) {
     struct sim_inflate_config cfg;
     sim_inflate_config_init(&cfg);
     int nsteps = 0;
-    for (int p = 0; p < npl; p++)
-        for (int s = 0; s < runs; s++) {
-            struct sim_inflate_result res = {0};
-            char what[64];
-            struct prog pg;
-            aiq_err e;
-            aiq_err_clear(&e);
-            snprintf(what, sizeof what, "%s seed %llu", plname[p], seed0 + (unsigned)s);
-            prog_init(&pg, what, o);
-            cfg.trace = tr;
-            cfg.nodes = tr->nodes;
-            cfg.nnodes = tr->nnodes;
-            cfg.placement = pl[p];
-            cfg.placer = placer[p];
-            cfg.label = plname[p];
-            cfg.sample = o->sample;
-            cfg.seed = seed0 + (unsigned)s;
-            cfg.placements = pf;
-            cfg.progress = progress;
-            cfg.progress_ctx = &pg;
-            if (sim_inflate(&cfg, &res, &e) != AIQ_OK) {
-                fprintf(stderr, "aiq-sim: %s\n", e.message);
-                goto out;
-            }
-            nsteps = res.nsteps;
-            for (int k = 0; k < res.npoints; k++) {
-                sum[p][k] += res.pt[k].unalloc;
-                cnt[p][k]++;
-            }
-            if (cf)
-                inflate_csv_rows(cf, plname[p], o->sample ? cfg.seed : 0, &res);
-        }
+    if (inflate_runs(o, tr, &c, runs, seed0, pf, cf, &cfg, &nsteps) != 0)
+        goto out;
     if (o->sample)
         printf("inflation: %d tasks sampled with replacement, seeds %llu..%llu (mean), "
                "%d nodes\n", tr->njobs, seed0, seed0 + (unsigned)runs - 1, tr->nnodes);
     else
         printf("inflation: %d tasks in trace order, %d nodes\n", tr->njobs, tr->nnodes);
     puts("unallocated GPU % (GPU capacity not allocated / all GPUs) by GPU demand arrived:");
-    inflate_table(nsteps, npl, plname, sum, cnt, cfg.from, cfg.step);
-    if (hf && inflate_html(o, hf, tr, nsteps, npl, plname, sum, cnt, cfg.from, cfg.step) != 0)
+    inflate_table(nsteps, c.n, c.name, c.sum, c.cnt, cfg.from, cfg.step);
+    if (hf && inflate_html(o, hf, tr, nsteps, c.n, c.name, c.sum, c.cnt, cfg.from, cfg.step) != 0)
         goto out;
     rc = 0;
 out:;
@@ -869,7 +956,7 @@ out:;
         rc = 1;
     sim_trace_free(tr);
     for (int k = 0; k < o->npolicy; k++)
-        oppolicy_free(pol[k]);
+        oppolicy_free(c.pol[k]);
     return rc;
 }
 
@@ -941,6 +1028,44 @@ static void tune_yaml_fn(FILE *f, const void *a) {
     sim_tune_yaml(f, t->pol, t->name, t->cfg, t->res);
 }
 
+/* The search's configuration into *cfg: the journal j's arrivals and
+ * settings (--journal), or the trace of o loaded into *tr, with pol and
+ * the options of o; progress through *pg. Returns 0, or -1 after naming
+ * the error. */
+static int tune_configure(const struct opts *o, const struct sim_journal *j,
+                          const struct aiq_policy *pol, struct sim_trace **tr,
+                          struct sim_tune_config *cfg, struct prog *pg) {
+    sim_tune_config_init(cfg);
+    if (o->journal) {
+        cfg->trace = j->trace;
+        cfg->epoch = j->epoch;
+        cfg->tick_s = j->tick_s;
+        cfg->predict = j->predict;
+    } else {
+        if (!(*tr = load_trace(o)))
+            return -1;
+        cfg->trace = *tr;
+        cfg->tick_s = o->tick;
+        cfg->predict = !o->no_predict;
+    }
+    cfg->nodes = cfg->trace->nodes;
+    cfg->nnodes = cfg->trace->nnodes;
+    cfg->policy = pol;
+    cfg->objective = o->objective;
+    cfg->fixed = o->fixed;
+    cfg->preempt_grace_s = o->grace;
+    if (o->seed_set)
+        cfg->seed = (uint64_t)o->seed;
+    if (o->budget)
+        cfg->budget = o->budget;
+    if (o->holdout > 0)
+        cfg->holdout = o->holdout;
+    prog_init(pg, "tune", o);
+    cfg->progress = progress;
+    cfg->progress_ctx = pg;
+    return 0;
+}
+
 static int cmd_tune(const struct opts *o) {
     int rc = 1, nm = 0;
     struct aiq_manifest *ms = NULL;
@@ -972,34 +1097,8 @@ static int cmd_tune(const struct opts *o) {
     const struct aiq_policy *pol = tune_policy(o->npolicy ? o->policy[0] : path, &ms, &nm);
     if (!pol)
         goto out;
-    sim_tune_config_init(&cfg);
-    if (o->journal) {
-        cfg.trace = j.trace;
-        cfg.epoch = j.epoch;
-        cfg.tick_s = j.tick_s;
-        cfg.predict = j.predict;
-    } else {
-        if (!(tr = load_trace(o)))
-            goto out;
-        cfg.trace = tr;
-        cfg.tick_s = o->tick;
-        cfg.predict = !o->no_predict;
-    }
-    cfg.nodes = cfg.trace->nodes;
-    cfg.nnodes = cfg.trace->nnodes;
-    cfg.policy = pol;
-    cfg.objective = o->objective;
-    cfg.fixed = o->fixed;
-    cfg.preempt_grace_s = o->grace;
-    if (o->seed_set)
-        cfg.seed = (uint64_t)o->seed;
-    if (o->budget)
-        cfg.budget = o->budget;
-    if (o->holdout > 0)
-        cfg.holdout = o->holdout;
-    prog_init(&pg, "tune", o);
-    cfg.progress = progress;
-    cfg.progress_ctx = &pg;
+    if (tune_configure(o, &j, pol, &tr, &cfg, &pg) != 0)
+        goto out;
     snprintf(name, sizeof name, "%.*s-tuned", AIQ_MAX_NAME - 6, pol->meta.name);
     if (o->name && !aiq_is_dns_subdomain(o->name)) {
         fprintf(stderr, "aiq-sim: --name: '%s' is not a valid object name (lower-case "

@@ -264,3 +264,24 @@ void cli_sort_by_position(struct cli_job *jobs, int n) {
     if (n > 1)
         qsort(jobs, (size_t)n, sizeof *jobs, clr_pos_cmp);
 }
+
+/* The factor names src mentions; see cli_rank.h. */
+_Static_assert(FX_NFACTORS <= 64, "factor masks are 64 bits");
+uint64_t cli_factors_used(const char *src) {
+    uint64_t m = 0;
+    for (int i = 0; src && i < FX_NFACTORS; i++) {
+        const char *name = fx_factor_name(i), *p = src;
+        size_t ln = strlen(name);
+        while ((p = strstr(p, name)) != NULL) {
+            char before = p > src ? p[-1] : ' ', after = p[ln];
+            bool wb = !(before == '.' || before == '_' || (before >= 'a' && before <= 'z'));
+            bool wa = !(after == '.' || after == '_' || (after >= 'a' && after <= 'z'));
+            if (wb && wa) {
+                m |= 1ull << i;
+                break;
+            }
+            p += ln;
+        }
+    }
+    return m;
+}

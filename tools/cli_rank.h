@@ -87,4 +87,8 @@ void cli_fairshare(const struct cli_world *w, int g, const char *user,
 /* The Group a namespace belongs to (index into w->groups) or -1. */
 int cli_group_of_ns(const struct cli_world *w, const char *ns);
 
+/* The factors src (a formula or a level's `when`; NULL: none) mentions,
+ * found by a word-boundary search: bit i set for fx_factor_name(i). */
+uint64_t cli_factors_used(const char *src);
+
 #endif
