@@ -4,7 +4,9 @@
 # against aiq-promfake (test/promfake), a fake Prometheus serving DCGM
 # exporter series from a spec file: with --util-prometheus-url the
 # operator fills every node's utilisation (aiq_util_nodes_known, GET
-# /util, the UTIL column of `kubectl aiq nodes`); samples older than
+# /util, the UTIL column of `kubectl aiq nodes`), and with the
+# utilization-aware preset active a job goes to the idle node, also where
+# binpack would choose the busy one; samples older than
 # --util-stale-after are unknown (aiq_util_samples_stale, "stale"); when
 # the source is killed, errs or answers garbage the operator says so once
 # per change (event=util_source_down reason=..., aiq_util_source_up 0,
@@ -18,10 +20,11 @@ PF_PID=""
 trap 'rc=$?; [ -n "$PF_PID" ] && kill "$PF_PID" 2>/dev/null; e2e_cleanup $rc' EXIT
 
 SPEC=$T/prom.spec
-spec() { # mode age: both nodes, 8 GPUs each, gpu-0 at 10..80 %, gpu-1 at 5 %
+spec() { # mode age [busy idle]: both nodes, 8 GPUs each, the busy node
+          # (gpu-0) at 10..80 %, the idle one (gpu-1) at 5 %
     { echo "mode $1"; echo "age $2"
-      for g in 0 1 2 3 4 5 6 7; do echo "gpu-0 $g $(( (g + 1) * 10 )) $(( g * 1000 ))"; done
-      for g in 0 1 2 3 4 5 6 7; do echo "gpu-1 $g 5 512"; done; } >"$SPEC.tmp" && mv "$SPEC.tmp" "$SPEC"
+      for g in 0 1 2 3 4 5 6 7; do echo "${3:-gpu-0} $g $(( (g + 1) * 10 )) $(( g * 1000 ))"; done
+      for g in 0 1 2 3 4 5 6 7; do echo "${4:-gpu-1} $g 5 512"; done; } >"$SPEC.tmp" && mv "$SPEC.tmp" "$SPEC"
 }
 pf_start() { # [port]
     : >"$T/pf.port"
@@ -72,6 +75,37 @@ check "kubectl aiq nodes -o json carries the samples and the source" sh -c '
   kubectl aiq nodes --operator-url "$0" -o json >"$1/nodes.json" &&
   jq -e "(.items[] | select(.name == \"gpu-1\") | .utilization.gpus | length) == 8 and
          .utilizationSource.up == true" "$1/nodes.json"' "$OPURL" "$T"
+
+# ---- placement by live utilisation: the utilization-aware preset ------------
+# Both nodes are empty, so binpack alone has no preference; the first job
+# must go to the idle node. Then the nodes swap (gpu-1 busy, gpu-0 idle):
+# binpack would now put the second job beside the first on gpu-1 (fewest
+# free GPUs left), utilisation sends it to gpu-0.
+sed 's/^  backfill: Easy$/  backfill: Easy\n  active: true/' "$ROOT/examples/policies/utilization-aware.yaml" |
+    kubectl apply -f - >/dev/null
+wait_for 15 "the utilization-aware preset is the active policy" sh -c '
+  [ "$(kubectl get queuepolicy utilization-aware -o jsonpath={.status.compiled}/{.status.active})" = true/true ]'
+ujob() { # name: a 2-GPU job that runs for 10 minutes
+    printf '%s\n' "apiVersion: aiq.dev/v1alpha1" "kind: AIJob" \
+        "metadata: {name: $1, namespace: default}" "spec:" "  user: dana" \
+        "  resources: {gpus: 2, gpuMemory: 40Gi, cpu: \"1\", memory: 1Gi}" "  template:" \
+        "    metadata: {annotations: {sim.aiq.dev/duration: 600s}}" \
+        "    spec: {containers: [{name: w, image: busybox}]}" | kubectl apply -f - >/dev/null
+}
+ujob cool-a
+wait_for 30 "a job placed while gpu-0 is busy (10..80 %) and gpu-1 idle (5 %) runs on gpu-1" sh -c '
+  [ "$(kubectl get aijob cool-a -o jsonpath={.status.phase})" = Running ] &&
+  [ "$(kubectl get aijob cool-a -o jsonpath={.status.placement[0].node})" = gpu-1 ]'
+spec ok 0 gpu-1 gpu-0
+wait_for 15 "the samples swap: gpu-1 GPU 7 at 0.8, gpu-0 at 0.05" sh -c '
+  curl -s "$0/util" | jq -e "(.nodes[] | select(.name == \"gpu-1\") | .gpus[] | select(.gpu == 7) | .util == 0.8)
+    and (.nodes[] | select(.name == \"gpu-0\") | .gpus[] | select(.gpu == 7) | .util == 0.05)"' "$OPURL"
+ujob cool-b
+wait_for 30 "the next job goes to the now idle gpu-0, not beside cool-a as binpack would put it" sh -c '
+  [ "$(kubectl get aijob cool-b -o jsonpath={.status.phase})" = Running ] &&
+  [ "$(kubectl get aijob cool-b -o jsonpath={.status.placement[0].node})" = gpu-0 ]'
+kubectl delete aijob cool-a cool-b --wait=false >/dev/null
+spec ok 0
 
 # ---- the source goes down ---------------------------------------------------
 kill "$PF_PID"; wait "$PF_PID" 2>/dev/null; PF_PID=""
