@@ -243,19 +243,16 @@ static json_object **kw_list_items(json_object *root, json_object *jitems, size_
     return items;
 }
 
-/* Queues items[0..n) (NULL ones skipped) as ADDED, taking ownership of
- * each reference; after a failure the ones not queued are released. The
- * array itself stays the caller's. */
+/* Queues items[0..n) (NULL ones skipped) as ADDED, each reference handed
+ * over and its place set to NULL; after a failure the places not yet
+ * queued still hold theirs (the caller releases them). */
 static aiq_rc kw_push_items(struct kube_watch *w, json_object **items, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (!items[i]) continue;
         json_object *it = items[i];
         items[i] = NULL;
         aiq_rc rc = kw_push(w, KUBE_EV_ADDED, it);
-        if (rc != AIQ_OK) {
-            for (size_t j = i + 1; j < n; j++) json_object_put(items[j]);
-            return rc;
-        }
+        if (rc != AIQ_OK) return rc;
     }
     return AIQ_OK;
 }
@@ -310,6 +307,7 @@ static aiq_rc kw_list_page(struct kube_watch *w, const char *url, int page, char
     root = NULL;
     rc = kw_push_items(w, items, nitems);
 out:
+    for (size_t i = 0; items && i < nitems; i++) json_object_put(items[i]);
     free(items);
     json_object_put(root);
     return rc;
