@@ -30,6 +30,7 @@
 
 #include "common/aiq_time.h"
 
+#include "common/json.h"
 #include "operator/kube_framer.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
@@ -221,8 +222,8 @@ toobig:
  * list ("PodList" -> "Pod") so consumers see uniform objects. Returns a
  * calloc'd array (at least one place), or NULL when out of memory. */
 static json_object **kw_list_items(json_object *root, json_object *jitems, size_t *nitems) {
-    const char *lkind = kube_json_str(root, "kind");
-    const char *lapi = kube_json_str(root, "apiVersion");
+    const char *lkind = aiq_jpath_str(root, "kind");
+    const char *lapi = aiq_jpath_str(root, "apiVersion");
     char kind[128] = "";
     if (lkind && strlen(lkind) > 4 && strlen(lkind) < sizeof kind &&
         strcmp(lkind + strlen(lkind) - 4, "List") == 0)
@@ -274,7 +275,7 @@ static aiq_rc kw_list_page(struct kube_watch *w, const char *url, int page, char
         rc = aiq_err_field(e, AIQ_EINVAL, "items", "GET %.200s: not a list (no items array)", url);
         goto out;
     }
-    const char *rv = kube_json_str(root, "metadata.resourceVersion");
+    const char *rv = aiq_jpath_str(root, "metadata.resourceVersion");
     if (page == 0) {
         if (!rv || !*rv || strlen(rv) >= cap) {
             rc = aiq_err_field(e, AIQ_EINVAL, "metadata.resourceVersion",
@@ -294,7 +295,7 @@ static aiq_rc kw_list_page(struct kube_watch *w, const char *url, int page, char
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out;
     }
-    const char *next = kube_json_str(root, "metadata.continue");
+    const char *next = aiq_jpath_str(root, "metadata.continue");
     if (next && *next) {
         *cont = strdup(next);
         if (!*cont) {
@@ -371,7 +372,7 @@ static aiq_rc kw_on_line(void *ud, const char *line, size_t len) {
         }
         return rc;
     }
-    kw_set_rv(w, kube_json_str(obj, "metadata.resourceVersion"));
+    kw_set_rv(w, aiq_jpath_str(obj, "metadata.resourceVersion"));
     s->events++;
     pthread_mutex_lock(&w->mu);
     if (t == KUBE_EV_BOOKMARK) w->st.bookmarks++;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "operator/crashpoint.h"
-#include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
 #include "operator/pod_lean.h"
@@ -117,19 +117,19 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
 /* ---- small helpers ----------------------------------------------------------- */
 
 const char *srv__name(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.name");
+    const char *v = aiq_jpath_str(obj, "metadata.name");
     return v ? v : "";
 }
 const char *srv__ns(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.namespace");
+    const char *v = aiq_jpath_str(obj, "metadata.namespace");
     return v ? v : "";
 }
 const char *srv__rv(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.resourceVersion");
+    const char *v = aiq_jpath_str(obj, "metadata.resourceVersion");
     return v ? v : "";
 }
 const char *srv__uid(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.uid");
+    const char *v = aiq_jpath_str(obj, "metadata.uid");
     return v ? v : "";
 }
 int64_t srv__generation(json_object *obj) {
@@ -576,7 +576,7 @@ static void srv_flush_events(struct server *s) {
         items[i].create = 1;
         items[i].patch = ev;
         if (kube_path(items[i].path, sizeof items[i].path, "", "v1",
-                      kube_json_str(ev, "metadata.namespace"), "events", NULL, NULL,
+                      aiq_jpath_str(ev, "metadata.namespace"), "events", NULL, NULL,
                       &items[i].err) != AIQ_OK)
             items[i].path[0] = '\0';
     }
@@ -584,7 +584,7 @@ static void srv_flush_events(struct server *s) {
     for (size_t i = 0; i < m; i++) {
         if (items[i].rc != AIQ_OK)
             OPLOG(&s->log, OPLOG_DEBUG, "event_post_failed",
-                  kube_json_str(items[i].patch, "involvedObject.name"), NULL,
+                  aiq_jpath_str(items[i].patch, "involvedObject.name"), NULL,
                   "http=%d msg=\"%s\"", items[i].err.http_status, items[i].err.message);
         json_object_put(items[i].out);
     }
