@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/kube_framer.h"
 
 struct fz {
@@ -22,7 +23,7 @@ static aiq_rc fz_line(void *ud, const char *line, size_t len) {
     aiq_rc rc = kube_watch_decode(line, len, &t, &obj, &e);
     if (rc == AIQ_OK) {
         if (!obj || t < KUBE_EV_ADDED || t > KUBE_EV_BOOKMARK) abort();
-        (void)kube_json_str(obj, "metadata.resourceVersion");
+        (void)aiq_jpath_str(obj, "metadata.resourceVersion");
         json_object_put(obj);
     } else if (obj) {
         abort(); /* no object after an error */

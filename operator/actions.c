@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/pods.h"
 #include "operator/server.h"
 
@@ -83,7 +84,7 @@ void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, in
             continue;
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, name);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p || !*srv__rv(p->raw) || kube_json_str(p->raw, "metadata.deletionTimestamp"))
+        if (!p || !*srv__rv(p->raw) || aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
             continue;
         const char *kv[] = {ACTIONS_ANN_PREEMPTED_BY, by && *by ? by : NULL,
                             ACTIONS_ANN_STOP_REASON, reason};
@@ -114,7 +115,7 @@ void actions_annotate_size(struct server *s, const struct aiq_aijob *j, int n) {
             continue;
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, name);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p || !*srv__rv(p->raw) || kube_json_str(p->raw, "metadata.deletionTimestamp"))
+        if (!p || !*srv__rv(p->raw) || aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
             continue;
         json_object *ann = NULL, *v = NULL, *md = NULL;
         if (json_object_object_get_ex(p->raw, "metadata", &md) &&

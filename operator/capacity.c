@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/foreign.h"
-#include "operator/kube_status.h"
 #include "operator/server.h"
 
 /* Builds the usable nodes; see server.h. */
@@ -70,7 +70,7 @@ void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
     for (size_t i = 0; i < opcache_count(pc); i++) {
         struct opcache_obj *o = opcache_at(pc, i);
         char key[OPCACHE_KEY_MAX];
-        const char *node = kube_json_str(o->raw, "spec.nodeName");
+        const char *node = aiq_jpath_str(o->raw, "spec.nodeName");
         /* Unbound (every gated pod of the queue) holds nothing: skipped
          * before any lookup, as they are most of the cache. */
         if (!node || !*node || cap_by_placement(srv__pod_job(s, o->raw, key, sizeof key)))

@@ -22,6 +22,7 @@
 
 #include "common/aiq_time.h"
 
+#include "common/json.h"
 #include "operator/kube_status.h"
 #include "operator/status.h"
 
@@ -232,7 +233,7 @@ aiq_rc kube_exec_parse(const struct kube_exec *x, const char *text, size_t len,
         rc = xerr(e, AIQ_EPARSE, x, "", "output is not a JSON object (want an ExecCredential)");
         goto out;
     }
-    const char *kind = kube_json_str(o, "kind"), *av = kube_json_str(o, "apiVersion");
+    const char *kind = aiq_jpath_str(o, "kind"), *av = aiq_jpath_str(o, "apiVersion");
     if (!kind || strcmp(kind, "ExecCredential") != 0) {
         rc = xerr(e, AIQ_EINVAL, x, "kind", "output: kind is \"%.40s\", want ExecCredential",
                   kind ? kind : "");

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 void kube_framer_init(struct kube_framer *f, size_t max_line) {
     memset(f, 0, sizeof *f);
     f->max = max_line ? max_line : KUBE_FRAMER_MAX_LINE;
@@ -144,7 +146,7 @@ aiq_rc kube_watch_decode(const char *line, size_t len,
             int64_t c = json_object_get_int64(jc);
             code = (c >= 0 && c < 1000) ? (int)c : 0;
         }
-        const char *reason = kube_json_str(jo, "reason");
+        const char *reason = aiq_jpath_str(jo, "reason");
         aiq_rc erc = code == 410 || (reason && (strcmp(reason, "Expired") == 0 ||
                                                 strcmp(reason, "Gone") == 0))
                          ? AIQ_EGONE

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "operator/kube_auth.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
@@ -478,7 +479,7 @@ aiq_rc kube__http_err(int status, const char *body, size_t len,
     snippet[n] = '\0';
     snprintf(fallback, sizeof fallback, "HTTP %d from %s %.120s%s%s", status, method, path,
              n ? ": " : "", snippet);
-    const char *reason = kube_json_str(st, "reason");
+    const char *reason = aiq_jpath_str(st, "reason");
     aiq_rc rc = kube_rc_for_http(status, reason);
     if (rc == AIQ_OK) rc = AIQ_EHTTP;
     kube_status_to_err(st, status, rc, fallback, e);
@@ -767,7 +768,7 @@ aiq_rc kube_patch_retry(struct kube_client *c, const char *path,
             }
             break;
         }
-        rc = patch_add_rv(patch, kube_json_str(cur, "metadata.resourceVersion"), &le);
+        rc = patch_add_rv(patch, aiq_jpath_str(cur, "metadata.resourceVersion"), &le);
         if (rc == AIQ_OK) rc = kube_patch(c, path, KUBE_PATCH_MERGE, patch, out, &le);
         json_object_put(patch);
         patch = NULL;

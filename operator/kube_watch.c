@@ -30,6 +30,7 @@
 
 #include "common/aiq_time.h"
 
+#include "common/json.h"
 #include "operator/kube_framer.h"
 #include "operator/kube_http_int.h"
 #include "operator/kube_status.h"
@@ -215,6 +216,104 @@ toobig:
     return aiq_err_set(e, AIQ_ETOOBIG, "list URL for %s passes %d bytes", w->path, KW_URL_MAX);
 }
 
+/* The items of a list page (root, its items array or null jitems) as new
+ * references, nitems of them (NULL where an item is not an object).
+ * Items lack kind/apiVersion in built-in lists: they are filled from the
+ * list ("PodList" -> "Pod") so consumers see uniform objects. Returns a
+ * calloc'd array (at least one place), or NULL when out of memory. */
+static json_object **kw_list_items(json_object *root, json_object *jitems, size_t *nitems) {
+    const char *lkind = aiq_jpath_str(root, "kind");
+    const char *lapi = aiq_jpath_str(root, "apiVersion");
+    char kind[128] = "";
+    if (lkind && strlen(lkind) > 4 && strlen(lkind) < sizeof kind &&
+        strcmp(lkind + strlen(lkind) - 4, "List") == 0)
+        memcpy(kind, lkind, strlen(lkind) - 4);
+    size_t n = json_object_is_type(jitems, json_type_array) ? json_object_array_length(jitems) : 0;
+    json_object **items = calloc(n ? n : 1, sizeof *items);
+    *nitems = n;
+    if (!items) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_object *it = json_object_array_get_idx(jitems, i);
+        if (!json_object_is_type(it, json_type_object)) continue;
+        if (kind[0] && !json_object_object_get_ex(it, "kind", NULL))
+            json_object_object_add(it, "kind", json_object_new_string(kind));
+        if (lapi && !json_object_object_get_ex(it, "apiVersion", NULL))
+            json_object_object_add(it, "apiVersion", json_object_new_string(lapi));
+        items[i] = json_object_get(it);
+    }
+    return items;
+}
+
+/* Queues items[0..n) (NULL ones skipped) as ADDED, each reference handed
+ * over and its place set to NULL; after a failure the places not yet
+ * queued still hold theirs (the caller releases them). */
+static aiq_rc kw_push_items(struct kube_watch *w, json_object **items, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i]) continue;
+        json_object *it = items[i];
+        items[i] = NULL;
+        aiq_rc rc = kw_push(w, KUBE_EV_ADDED, it);
+        if (rc != AIQ_OK) return rc;
+    }
+    return AIQ_OK;
+}
+
+/* GETs one page of the list (url; page counts from 0) and queues its
+ * items. The first page's resourceVersion, the snapshot all pages
+ * share, goes into list_rv (cap bytes) and RELIST_BEGIN is queued then.
+ * *cont becomes the next page's continue token (caller frees), or NULL
+ * after the last page. */
+static aiq_rc kw_list_page(struct kube_watch *w, const char *url, int page, char *list_rv,
+                           size_t cap, char **cont, aiq_err *e) {
+    json_object *root = NULL, *jitems = NULL, **items = NULL;
+    size_t nitems = 0;
+    aiq_rc rc = kw_get_json(w, url, &root, e);
+    if (rc != AIQ_OK) goto out;
+    if (!json_object_is_type(root, json_type_object) ||
+        !json_object_object_get_ex(root, "items", &jitems) ||
+        !(json_object_is_type(jitems, json_type_array) || json_object_is_type(jitems, json_type_null))) {
+        rc = aiq_err_field(e, AIQ_EINVAL, "items", "GET %.200s: not a list (no items array)", url);
+        goto out;
+    }
+    const char *rv = aiq_jpath_str(root, "metadata.resourceVersion");
+    if (page == 0) {
+        if (!rv || !*rv || strlen(rv) >= cap) {
+            rc = aiq_err_field(e, AIQ_EINVAL, "metadata.resourceVersion",
+                               "GET %.200s: list has no usable metadata.resourceVersion", url);
+            goto out;
+        }
+        memcpy(list_rv, rv, strlen(rv) + 1);
+        /* Announce the relist only once the server answered, so an
+         * outage does not flood the consumer with RELIST_BEGINs. A
+         * later page failing leaves a BEGIN without END; the next
+         * BEGIN restarts the consumer's bookkeeping. */
+        rc = kw_push(w, KUBE_EV_RELIST_BEGIN, NULL);
+        if (rc != AIQ_OK) goto out;
+    }
+    items = kw_list_items(root, jitems, &nitems);
+    if (!items) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        goto out;
+    }
+    const char *next = aiq_jpath_str(root, "metadata.continue");
+    if (next && *next) {
+        *cont = strdup(next);
+        if (!*cont) {
+            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    /* Drop the list so each item's only reference is ours. */
+    json_object_put(root);
+    root = NULL;
+    rc = kw_push_items(w, items, nitems);
+out:
+    for (size_t i = 0; items && i < nitems; i++) json_object_put(items[i]);
+    free(items);
+    json_object_put(root);
+    return rc;
+}
+
 /* Lists every page, queueing RELIST_BEGIN (after the first page), each item as ADDED, and
  * RELIST_END; sets w->rv to the list's resourceVersion. */
 static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
@@ -222,86 +321,15 @@ static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
     char *url = malloc(KW_URL_MAX);
     char *cont = NULL;
     char list_rv[64] = "";
-    json_object *root = NULL;
-    json_object **items = NULL;
 
     if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
     for (int page = 0;; page++) {
         rc = kw_list_url(w, url, cont, e);
         if (rc != AIQ_OK) goto out;
-        rc = kw_get_json(w, url, &root, e);
-        if (rc != AIQ_OK) goto out;
-        json_object *jitems = NULL;
-        if (!json_object_is_type(root, json_type_object) ||
-            !json_object_object_get_ex(root, "items", &jitems) ||
-            !(json_object_is_type(jitems, json_type_array) || json_object_is_type(jitems, json_type_null))) {
-            rc = aiq_err_field(e, AIQ_EINVAL, "items", "GET %.200s: not a list (no items array)", url);
-            goto out;
-        }
-        /* The first page's resourceVersion is the snapshot all pages share. */
-        const char *rv = kube_json_str(root, "metadata.resourceVersion");
-        if (page == 0) {
-            if (!rv || !*rv || strlen(rv) >= sizeof list_rv) {
-                rc = aiq_err_field(e, AIQ_EINVAL, "metadata.resourceVersion",
-                                   "GET %.200s: list has no usable metadata.resourceVersion", url);
-                goto out;
-            }
-            memcpy(list_rv, rv, strlen(rv) + 1);
-            /* Announce the relist only once the server answered, so an
-             * outage does not flood the consumer with RELIST_BEGINs. A
-             * later page failing leaves a BEGIN without END; the next
-             * BEGIN restarts the consumer's bookkeeping. */
-            rc = kw_push(w, KUBE_EV_RELIST_BEGIN, NULL);
-            if (rc != AIQ_OK) goto out;
-        }
-        /* Items lack kind/apiVersion in built-in lists: fill them from the
-         * list ("PodList" -> "Pod") so consumers see uniform objects. */
-        const char *lkind = kube_json_str(root, "kind");
-        const char *lapi = kube_json_str(root, "apiVersion");
-        char kind[128] = "";
-        if (lkind && strlen(lkind) > 4 && strlen(lkind) < sizeof kind &&
-            strcmp(lkind + strlen(lkind) - 4, "List") == 0)
-            memcpy(kind, lkind, strlen(lkind) - 4);
-        size_t nitems = json_object_is_type(jitems, json_type_array) ? json_object_array_length(jitems) : 0;
-        items = calloc(nitems ? nitems : 1, sizeof *items);
-        if (!items) {
-            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < nitems; i++) {
-            json_object *it = json_object_array_get_idx(jitems, i);
-            if (!json_object_is_type(it, json_type_object)) continue;
-            if (kind[0] && !json_object_object_get_ex(it, "kind", NULL))
-                json_object_object_add(it, "kind", json_object_new_string(kind));
-            if (lapi && !json_object_object_get_ex(it, "apiVersion", NULL))
-                json_object_object_add(it, "apiVersion", json_object_new_string(lapi));
-            items[i] = json_object_get(it);
-        }
         free(cont);
         cont = NULL;
-        const char *next = kube_json_str(root, "metadata.continue");
-        if (next && *next) {
-            cont = strdup(next);
-            if (!cont) {
-                rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-                goto out;
-            }
-        }
-        /* Drop the list so each item's only reference is ours. */
-        json_object_put(root);
-        root = NULL;
-        for (size_t i = 0; i < nitems; i++) {
-            if (!items[i]) continue;
-            json_object *it = items[i];
-            items[i] = NULL;
-            rc = kw_push(w, KUBE_EV_ADDED, it);
-            if (rc != AIQ_OK) {
-                for (size_t j = i + 1; j < nitems; j++) json_object_put(items[j]);
-                goto out;
-            }
-        }
-        free(items);
-        items = NULL;
+        rc = kw_list_page(w, url, page, list_rv, sizeof list_rv, &cont, e);
+        if (rc != AIQ_OK) goto out;
         if (!cont) break;
     }
     kw_set_rv(w, list_rv);
@@ -312,13 +340,10 @@ static aiq_rc kw_list(struct kube_watch *w, aiq_err *e) {
         pthread_mutex_unlock(&w->mu);
     }
 out:
-    free(items);
-    json_object_put(root);
     free(cont);
     free(url);
     return rc;
 }
-
 /* ---- watch stream ------------------------------------------------------------ */
 
 struct kw_stream {
@@ -347,7 +372,7 @@ static aiq_rc kw_on_line(void *ud, const char *line, size_t len) {
         }
         return rc;
     }
-    kw_set_rv(w, kube_json_str(obj, "metadata.resourceVersion"));
+    kw_set_rv(w, aiq_jpath_str(obj, "metadata.resourceVersion"));
     s->events++;
     pthread_mutex_lock(&w->mu);
     if (t == KUBE_EV_BOOKMARK) w->st.bookmarks++;

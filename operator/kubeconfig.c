@@ -790,74 +790,88 @@ static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *
     return kc_b64(p, cfg, cpath, "idp-certificate-authority-data", &o->ca_data);
 }
 
-static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_config *c) {
+/* The context: the one named (else current-context) into c->context,
+ * with its namespace; *ctx_i is its index in contexts, *cname and *uname
+ * the cluster and the user it names (borrowed from the document; the
+ * user may be missing, the cluster may not). */
+static aiq_rc kc_context(struct kc_parse *p, yaml_node_t *root, const char *context,
+                         struct kube_config *c, int *ctx_i, const char **cname,
+                         const char **uname) {
     aiq_rc rc = AIQ_OK;
-    yaml_node_t *root = yaml_document_get_root_node(p->doc);
-    yaml_node_t *ctx = NULL, *cl = NULL, *us = NULL;
-    const char *cur = NULL, *cname = NULL, *uname = NULL, *s = NULL;
+    yaml_node_t *ctx = NULL;
+    const char *cur = NULL, *s = NULL;
     char path[KC_PATH_MAX];
-    int i = -1;
 
-    if (!root || kc_is_null(root))
-        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is empty");
-    if (root->type != YAML_MAPPING_NODE) {
-        kc_where(p, root);
-        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is not a mapping");
-    }
     if ((rc = kc_scalar(p, root, "", "current-context", &cur)) != AIQ_OK) return rc;
     if (context && *context) cur = context;
     if (!cur || !*cur)
         return aiq_err_field(p->e, AIQ_EINVAL, "current-context",
                              "current-context: not set and no context given");
     if ((rc = kc_find(p, root, "contexts", "context", cur, context ? "context" : "current-context",
-                      &ctx, &i)) != AIQ_OK)
+                      &ctx, ctx_i)) != AIQ_OK)
         return rc;
     if ((rc = kc_strdup(p, cur, &c->context)) != AIQ_OK) return rc;
-    int ctx_i = i;
-    snprintf(path, sizeof path, "contexts[%d].context", i);
-    if ((rc = kc_scalar(p, ctx, path, "cluster", &cname)) != AIQ_OK) return rc;
-    if ((rc = kc_scalar(p, ctx, path, "user", &uname)) != AIQ_OK) return rc;
+    snprintf(path, sizeof path, "contexts[%d].context", *ctx_i);
+    if ((rc = kc_scalar(p, ctx, path, "cluster", cname)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, ctx, path, "user", uname)) != AIQ_OK) return rc;
     if ((rc = kc_scalar(p, ctx, path, "namespace", &s)) != AIQ_OK) return rc;
     if ((rc = kc_strdup(p, s, &c->namespace_)) != AIQ_OK) return rc;
-    if (!cname || !*cname) {
+    if (!*cname || !**cname) {
         char f[KC_PATH_MAX];
         kc_field(f, path, "cluster");
         return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing", f);
     }
+    return AIQ_OK;
+}
 
-    /* Cluster. */
-    char ref[KC_PATH_MAX];
-    kc_field(ref, path, "cluster");
-    if ((rc = kc_find(p, root, "clusters", "cluster", cname, ref, &cl, &i)) != AIQ_OK) return rc;
-    int cl_i = i;
-    snprintf(path, sizeof path, "clusters[%d].cluster", i);
-    if ((rc = kc_scalar(p, cl, path, "server", &s)) != AIQ_OK) return rc;
-    {
-        char f[KC_PATH_MAX];
-        kc_field(f, path, "server");
-        if (!s || !*s) return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing", f);
-        if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
-            return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" is not an http(s) URL", f, s);
-        for (const char *q = s; *q; q++)
-            if ((unsigned char)*q <= ' ' || *q == 0x7f)
-                return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" contains a space or control character", f, s);
-        size_t n = strlen(s);
-        while (n > 0 && s[n - 1] == '/') n--;
-        c->server = strndup(s, n);
-        if (!c->server) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
-    }
-    if ((rc = kc_scalar(p, cl, path, "certificate-authority", &s)) != AIQ_OK) return rc;
+/* The cluster's server URL s (at path.server; may be NULL) into
+ * c->server, without trailing slashes: an http(s) URL with no space or
+ * control character. */
+static aiq_rc kc_server(struct kc_parse *p, const char *path, const char *s,
+                        struct kube_config *c) {
+    char f[KC_PATH_MAX];
+    kc_field(f, path, "server");
+    if (!s || !*s) return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing", f);
+    if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
+        return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" is not an http(s) URL", f, s);
+    for (const char *q = s; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == 0x7f)
+            return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: \"%.100s\" contains a space or control character", f, s);
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '/') n--;
+    c->server = strndup(s, n);
+    if (!c->server) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    return AIQ_OK;
+}
+
+/* The cluster cname, named by contexts[ctx_i].context.cluster, into c
+ * (server, CA, TLS settings); *cl and *cl_i are its node and its index
+ * in clusters. */
+static aiq_rc kc_cluster(struct kc_parse *p, yaml_node_t *root, const char *cname, int ctx_i,
+                         struct kube_config *c, yaml_node_t **cl, int *cl_i) {
+    aiq_rc rc = AIQ_OK;
+    const char *s = NULL;
+    char path[KC_PATH_MAX], ref[KC_PATH_MAX];
+
+    snprintf(ref, sizeof ref, "contexts[%d].context.cluster", ctx_i);
+    if ((rc = kc_find(p, root, "clusters", "cluster", cname, ref, cl, cl_i)) != AIQ_OK) return rc;
+    snprintf(path, sizeof path, "clusters[%d].cluster", *cl_i);
+    if ((rc = kc_scalar(p, *cl, path, "server", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_server(p, path, s, c)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, *cl, path, "certificate-authority", &s)) != AIQ_OK) return rc;
     if ((rc = kc_path(p, s, &c->ca_file)) != AIQ_OK) return rc;
-    if ((rc = kc_b64(p, cl, path, "certificate-authority-data", &c->ca_data)) != AIQ_OK) return rc;
-    if ((rc = kc_bool(p, cl, path, "insecure-skip-tls-verify", &c->insecure)) != AIQ_OK) return rc;
-    if ((rc = kc_scalar(p, cl, path, "tls-server-name", &s)) != AIQ_OK) return rc;
-    if ((rc = kc_strdup(p, s, &c->tls_server_name)) != AIQ_OK) return rc;
+    if ((rc = kc_b64(p, *cl, path, "certificate-authority-data", &c->ca_data)) != AIQ_OK) return rc;
+    if ((rc = kc_bool(p, *cl, path, "insecure-skip-tls-verify", &c->insecure)) != AIQ_OK) return rc;
+    if ((rc = kc_scalar(p, *cl, path, "tls-server-name", &s)) != AIQ_OK) return rc;
+    return kc_strdup(p, s, &c->tls_server_name);
+}
 
-    /* User: optional ("user: {}" talks plain http to the local cluster). */
-    if (!uname || !*uname) return AIQ_OK;
-    snprintf(ref, sizeof ref, "contexts[%d].context.user", ctx_i);
-    if ((rc = kc_find(p, root, "users", "user", uname, ref, &us, &i)) != AIQ_OK) return rc;
-    snprintf(path, sizeof path, "users[%d].user", i);
+/* The user's fixed credentials (us at path): token, tokenFile, client
+ * certificate and key, as files or data; a certificate needs its key. */
+static aiq_rc kc_user_fixed(struct kc_parse *p, yaml_node_t *us, const char *path,
+                            struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    const char *s = NULL;
     if ((rc = kc_scalar(p, us, path, "token", &s)) != AIQ_OK) return rc;
     if (s) {
         for (const char *q = s; *q; q++)
@@ -886,6 +900,23 @@ static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_confi
         kc_field(f, path, has_cert ? "client-key" : "client-certificate");
         return aiq_err_field(p->e, AIQ_EINVAL, f, "%s: missing (a client certificate needs its key)", f);
     }
+    return AIQ_OK;
+}
+
+/* The user uname, named by contexts[ctx_i].context.user, into c: its
+ * fixed credentials, then the ones that change (cl, cl_i: the context's
+ * cluster, for an exec plugin's provideClusterInfo). */
+static aiq_rc kc_user(struct kc_parse *p, yaml_node_t *root, const char *uname, int ctx_i,
+                      yaml_node_t *cl, int cl_i, struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    yaml_node_t *us = NULL;
+    char path[KC_PATH_MAX], ref[KC_PATH_MAX];
+    int i = -1;
+
+    snprintf(ref, sizeof ref, "contexts[%d].context.user", ctx_i);
+    if ((rc = kc_find(p, root, "users", "user", uname, ref, &us, &i)) != AIQ_OK) return rc;
+    snprintf(path, sizeof path, "users[%d].user", i);
+    if ((rc = kc_user_fixed(p, us, path, c)) != AIQ_OK) return rc;
     /* Credentials that change: an exec plugin or an auth-provider (one
      * of them, as kubectl requires). With a token or certificate beside
      * them those win (kubectl does the same); they are still checked. */
@@ -899,6 +930,7 @@ static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_confi
     }
     if (!kc_is_null(xn) && (rc = kc_exec(p, xn, path, cl, cl_i, c)) != AIQ_OK) return rc;
     if (!kc_is_null(an) && (rc = kc_auth_provider(p, an, path, c)) != AIQ_OK) return rc;
+    int has_cert = c->client_cert_file || c->client_cert_data.data;
     if (!c->token && !c->token_file && !has_cert && !c->exec && !c->oidc &&
         !kc_is_null(kc_map_get(p->doc, us, "username"))) {
         char f[KC_PATH_MAX];
@@ -910,6 +942,25 @@ static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_confi
     return AIQ_OK;
 }
 
+static aiq_rc kc_fill(struct kc_parse *p, const char *context, struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    yaml_node_t *root = yaml_document_get_root_node(p->doc);
+    yaml_node_t *cl = NULL;
+    const char *cname = NULL, *uname = NULL;
+    int ctx_i = -1, cl_i = -1;
+
+    if (!root || kc_is_null(root))
+        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is empty");
+    if (root->type != YAML_MAPPING_NODE) {
+        kc_where(p, root);
+        return aiq_err_field(p->e, AIQ_EINVAL, "", "kubeconfig is not a mapping");
+    }
+    if ((rc = kc_context(p, root, context, c, &ctx_i, &cname, &uname)) != AIQ_OK) return rc;
+    if ((rc = kc_cluster(p, root, cname, ctx_i, c, &cl, &cl_i)) != AIQ_OK) return rc;
+    /* User: optional ("user: {}" talks plain http to the local cluster). */
+    if (!uname || !*uname) return AIQ_OK;
+    return kc_user(p, root, uname, ctx_i, cl, cl_i, c);
+}
 aiq_rc kube_config_parse(const char *text, size_t len, const char *base_dir,
                          const char *context, struct kube_config **out,
                          aiq_err *e) {

@@ -10,8 +10,8 @@
 
 #include "common/aiq_time.h"
 
+#include "common/json.h"
 #include "operator/kube_http.h"
-#include "operator/kube_status.h"
 
 /* Initialises the elector; see leader.h. */
 void leader_init(struct leader *l, const char *id, const char *ns,
@@ -75,8 +75,8 @@ static json_object *lead_build(const struct leader *l, json_object *old,
         json_object_put(lease);
         return NULL;
     }
-    const char *rv = old ? kube_json_str(old, "metadata.resourceVersion") : NULL;
-    const char *acq = old ? kube_json_str(old, "spec.acquireTime") : NULL;
+    const char *rv = old ? aiq_jpath_str(old, "metadata.resourceVersion") : NULL;
+    const char *acq = old ? aiq_jpath_str(old, "spec.acquireTime") : NULL;
     int64_t transitions = 0;
     json_object *sp = NULL, *tr = NULL;
     if (old && json_object_object_get_ex(old, "spec", &sp) &&
@@ -108,8 +108,8 @@ json_object *leader_next(struct leader *l, json_object *lease, double now,
         *create = 1;
         return lead_build(l, NULL, now, true);
     }
-    const char *holder = kube_json_str(lease, "spec.holderIdentity");
-    const char *renew = kube_json_str(lease, "spec.renewTime");
+    const char *holder = aiq_jpath_str(lease, "spec.holderIdentity");
+    const char *renew = aiq_jpath_str(lease, "spec.renewTime");
     json_object *sp = NULL, *d = NULL;
     double dur = l->duration_s;
     if (json_object_object_get_ex(lease, "spec", &sp) &&
@@ -209,7 +209,7 @@ aiq_rc leader_release(struct leader *l, struct kube_client *c, double now,
         rc = kube_get(c, path, &cur, err);
     if (rc != AIQ_OK)
         goto out;
-    const char *holder = kube_json_str(cur, "spec.holderIdentity");
+    const char *holder = aiq_jpath_str(cur, "spec.holderIdentity");
     if (!holder || strcmp(holder, l->id) != 0)
         goto out;
     want = lead_build(l, cur, now, false);

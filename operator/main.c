@@ -81,152 +81,156 @@ static void usage(FILE *f) {
             "  --version              print the release and the git commit, and exit\n");
 }
 
-/* Parses a duration flag or exits with a message naming it. */
-static double dur_flag(const char *name, const char *v) {
-    double secs = 0;
-    aiq_err e;
-    aiq_err_clear(&e);
-    if (aiq_duration_parse(v, &secs, &e) != AIQ_OK) {
-        fprintf(stderr, "aiq-operator: --%s: %s\n", name, e.message);
-        exit(2);
-    }
-    return secs;
+/* ---- flags ------------------------------------------------------------------ */
+
+/* Flags read by a function of their own: each stores v in fl and returns
+ * true, or returns false when v is not a value of its flag (the caller
+ * says what was expected). */
+
+static bool set_log_level(struct srv_flags *fl, const char *v) {
+    return oplog_parse_level(v, &fl->log_level) == 0;
 }
 
-int main(int argc, char **argv) {
-    enum { F_KUBECONFIG = 1, F_CONTEXT, F_DB, F_METRICS, F_LOG, F_CYCLE, F_START,
-           F_BACKOFF, F_LEADER, F_NS, F_LEASE, F_ID, F_RETENTION, F_WRITES, F_GPU_MECH, F_UNSCHED,
-           F_CAPGRACE, F_NODELOST, F_UNGROUPED, F_JMAX, F_APIREMOTE, F_UTIL_URL, F_UTIL_EVERY,
-           F_UTIL_STALE, F_UTIL_LABEL, F_UTIL_ALNAIR, F_AGGR_ADDR, F_AGGR_CERT, F_AGGR_KEY, F_RH_CA,
-           F_RH_NAMES, F_GROWBACK, F_HELP, F_VERSION };
-    static const struct option opts[] = {
-        {"kubeconfig", required_argument, 0, F_KUBECONFIG},
-        {"context", required_argument, 0, F_CONTEXT},
-        {"db", required_argument, 0, F_DB},
-        {"metrics-addr", required_argument, 0, F_METRICS},
-        {"log-level", required_argument, 0, F_LOG},
-        {"cycle-ms", required_argument, 0, F_CYCLE},
-        {"start-timeout", required_argument, 0, F_START},
-        {"grow-backoff", required_argument, 0, F_GROWBACK},
-        {"backoff", required_argument, 0, F_BACKOFF},
-        {"unschedulable-grace", required_argument, 0, F_UNSCHED},
-        {"capacity-grace", required_argument, 0, F_CAPGRACE},
-        {"node-lost-timeout", required_argument, 0, F_NODELOST},
-        {"ungrouped", required_argument, 0, F_UNGROUPED},
-        {"journal-max-mib", required_argument, 0, F_JMAX},
-        {"api-remote", no_argument, 0, F_APIREMOTE},
-        {"aggregated-addr", required_argument, 0, F_AGGR_ADDR},
-        {"aggregated-tls-cert", required_argument, 0, F_AGGR_CERT},
-        {"aggregated-tls-key", required_argument, 0, F_AGGR_KEY},
-        {"requestheader-client-ca-file", required_argument, 0, F_RH_CA},
-        {"requestheader-allowed-names", required_argument, 0, F_RH_NAMES},
-        {"leader-elect", no_argument, 0, F_LEADER},
-        {"namespace", required_argument, 0, F_NS},
-        {"lease-name", required_argument, 0, F_LEASE},
-        {"identity", required_argument, 0, F_ID},
-        {"journal-retention", required_argument, 0, F_RETENTION},
-        {"status-writes-per-s", required_argument, 0, F_WRITES},
-        {"gpu-mechanism", required_argument, 0, F_GPU_MECH},
-        {"util-prometheus-url", required_argument, 0, F_UTIL_URL},
-        {"util-interval", required_argument, 0, F_UTIL_EVERY},
-        {"util-stale-after", required_argument, 0, F_UTIL_STALE},
-        {"util-node-label", required_argument, 0, F_UTIL_LABEL},
-        {"util-alnair-annotations", no_argument, 0, F_UTIL_ALNAIR},
-        {"help", no_argument, 0, F_HELP},
-        {"version", no_argument, 0, F_VERSION},
-        {0, 0, 0, 0}};
-    srv_init(&server);
-    struct srv_flags *fl = &server.flags;
+static bool set_cycle_ms(struct srv_flags *fl, const char *v) {
+    char *end = NULL;
+    fl->cycle_ms = strtol(v, &end, 10);
+    return *v && !*end && fl->cycle_ms >= 10 && fl->cycle_ms <= 3600000;
+}
+
+static bool set_journal_max(struct srv_flags *fl, const char *v) {
+    char *end = NULL;
+    fl->journal_max_mib = strtol(v, &end, 10);
+    return *v && !*end && fl->journal_max_mib >= 0 && fl->journal_max_mib <= 1048576;
+}
+
+/* 0 (no limit) or 1..1000000; a NaN fails the first comparison. */
+static bool set_status_writes(struct srv_flags *fl, const char *v) {
+    char *end = NULL;
+    double w = fl->status_writes_per_s = strtod(v, &end);
+    return *v && !*end && w >= 0 && w <= 1e6 && !(w > 0 && w < 1);
+}
+
+static bool set_gpu_mech(struct srv_flags *fl, const char *v) {
+    return gpu_mech_parse(v, &fl->gpu_mech) == 0;
+}
+
+static bool set_ungrouped(struct srv_flags *fl, const char *v) {
+    if (strcmp(v, "wait") != 0 && strcmp(v, "run") != 0 && !aiq_is_dns_subdomain(v))
+        return false;
+    fl->ungrouped = v;
+    return true;
+}
+
+static bool set_util_node_label(struct srv_flags *fl, const char *v) {
+    if (!*v)
+        return false;
+    fl->util_node_label = v;
+    return true;
+}
+
+/* One flag: exactly one of str, on, secs and set says where its value
+ * goes. A string is kept as given (it points into argv); a duration is
+ * read by aiq_duration_parse. */
+struct flag {
+    const char *name;
+    const char **str;
+    bool *on;             /* a switch: takes no value */
+    double *secs;
+    bool (*set)(struct srv_flags *fl, const char *v);
+    const char *expect;   /* with set: what a bad value's message asks for */
+};
+
+/* getopt_long names an ambiguous abbreviation's candidates in this
+ * order. */
+static const struct flag flags[] = {
+    {"kubeconfig", .str = &server.flags.kubeconfig},
+    {"context", .str = &server.flags.context},
+    {"db", .str = &server.flags.db_path},
+    {"metrics-addr", .str = &server.flags.metrics_addr},
+    {"log-level", .set = set_log_level, .expect = "debug|info|warn|error"},
+    {"cycle-ms", .set = set_cycle_ms, .expect = "10..3600000"},
+    {"start-timeout", .secs = &server.flags.start_timeout_s},
+    {"grow-backoff", .secs = &server.flags.grow_backoff_s},
+    {"backoff", .secs = &server.flags.backoff_base_s},
+    {"unschedulable-grace", .secs = &server.flags.unsched_grace_s},
+    {"capacity-grace", .secs = &server.flags.capacity_grace_s},
+    {"node-lost-timeout", .secs = &server.flags.node_lost_s},
+    {"ungrouped", .set = set_ungrouped, .expect = "wait, run or a Group's name"},
+    {"journal-max-mib", .set = set_journal_max, .expect = "0 (no cap) or 1..1048576"},
+    {"api-remote", .on = &server.flags.api_remote},
+    {"aggregated-addr", .str = &server.flags.aggr.addr},
+    {"aggregated-tls-cert", .str = &server.flags.aggr.cert},
+    {"aggregated-tls-key", .str = &server.flags.aggr.key},
+    {"requestheader-client-ca-file", .str = &server.flags.aggr.client_ca},
+    {"requestheader-allowed-names", .str = &server.flags.aggr.allowed_names},
+    {"leader-elect", .on = &server.flags.leader_elect},
+    {"namespace", .str = &server.flags.lease_ns},
+    {"lease-name", .str = &server.flags.lease_name},
+    {"identity", .str = &server.flags.identity},
+    {"journal-retention", .secs = &server.flags.journal_retention_s},
+    {"status-writes-per-s", .set = set_status_writes, .expect = "0 (no limit) or 1..1000000"},
+    {"gpu-mechanism", .set = set_gpu_mech, .expect = "device-plugin|hami|dra"},
+    {"util-prometheus-url", .str = &server.flags.util_url},
+    {"util-interval", .secs = &server.flags.util_interval_s},
+    {"util-stale-after", .secs = &server.flags.util_stale_s},
+    {"util-node-label", .set = set_util_node_label, .expect = "a label name"},
+    {"util-alnair-annotations", .on = &server.flags.util_alnair},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+/* getopt_long's values: flags[i] is OPT_FLAG0 + i, past every character
+ * it may return itself ('?' for an unknown flag). */
+enum { OPT_HELP = 1, OPT_VERSION, OPT_FLAG0 = 256 };
+
+/* Stores v as flag f's value. Returns 0, or 2 after saying on stderr why
+ * v is not one. */
+static int flag_apply(const struct flag *f, const char *v) {
+    if (f->on) {
+        *f->on = true;
+    } else if (f->str) {
+        *f->str = v;
+    } else if (f->secs) {
+        aiq_err e;
+        aiq_err_clear(&e);
+        if (aiq_duration_parse(v, f->secs, &e) != AIQ_OK) {
+            fprintf(stderr, "aiq-operator: --%s: %s\n", f->name, e.message);
+            return 2;
+        }
+    } else if (!f->set(&server.flags, v)) {
+        fprintf(stderr, "aiq-operator: --%s: expected %s, got \"%s\"\n", f->name, f->expect, v);
+        return 2;
+    }
+    return 0;
+}
+
+/* Reads argv into server.flags. Returns -1 to go on, or the status to
+ * exit with: 0 after --help or --version, 2 after a message on stderr. */
+static int parse_flags(int argc, char **argv) {
+    static struct option opts[NFLAGS + 3];
+    for (size_t i = 0; i < NFLAGS; i++)
+        opts[i] = (struct option){flags[i].name, flags[i].on ? no_argument : required_argument,
+                                  NULL, OPT_FLAG0 + (int)i};
+    opts[NFLAGS] = (struct option){"help", no_argument, NULL, OPT_HELP};
+    opts[NFLAGS + 1] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case F_KUBECONFIG: fl->kubeconfig = optarg; break;
-        case F_CONTEXT: fl->context = optarg; break;
-        case F_DB: fl->db_path = optarg; break;
-        case F_METRICS: fl->metrics_addr = optarg; break;
-        case F_LOG:
-            if (oplog_parse_level(optarg, &fl->log_level) != 0) {
-                fprintf(stderr, "aiq-operator: --log-level: expected debug|info|warn|error, got \"%s\"\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case F_CYCLE:
-            fl->cycle_ms = strtol(optarg, &end, 10);
-            if (!*optarg || *end || fl->cycle_ms < 10 || fl->cycle_ms > 3600000) {
-                fprintf(stderr, "aiq-operator: --cycle-ms: expected 10..3600000, got \"%s\"\n", optarg);
-                return 2;
-            }
-            break;
-        case F_START: fl->start_timeout_s = dur_flag("start-timeout", optarg); break;
-        case F_GROWBACK: fl->grow_backoff_s = dur_flag("grow-backoff", optarg); break;
-        case F_BACKOFF: fl->backoff_base_s = dur_flag("backoff", optarg); break;
-        case F_UNSCHED: fl->unsched_grace_s = dur_flag("unschedulable-grace", optarg); break;
-        case F_CAPGRACE: fl->capacity_grace_s = dur_flag("capacity-grace", optarg); break;
-        case F_NODELOST: fl->node_lost_s = dur_flag("node-lost-timeout", optarg); break;
-        case F_APIREMOTE: fl->api_remote = true; break;
-        case F_UTIL_URL: fl->util_url = optarg; break;
-        case F_UTIL_ALNAIR: fl->util_alnair = true; break;
-        case F_UTIL_EVERY: fl->util_interval_s = dur_flag("util-interval", optarg); break;
-        case F_UTIL_STALE: fl->util_stale_s = dur_flag("util-stale-after", optarg); break;
-        case F_UTIL_LABEL:
-            if (!*optarg) {
-                fprintf(stderr, "aiq-operator: --util-node-label: expected a label name, got \"\"\n");
-                return 2;
-            }
-            fl->util_node_label = optarg;
-            break;
-        case F_AGGR_ADDR: fl->aggr.addr = optarg; break;
-        case F_AGGR_CERT: fl->aggr.cert = optarg; break;
-        case F_AGGR_KEY: fl->aggr.key = optarg; break;
-        case F_RH_CA: fl->aggr.client_ca = optarg; break;
-        case F_RH_NAMES: fl->aggr.allowed_names = optarg; break;
-        case F_JMAX:
-            fl->journal_max_mib = strtol(optarg, &end, 10);
-            if (!*optarg || *end || fl->journal_max_mib < 0 || fl->journal_max_mib > 1048576) {
-                fprintf(stderr, "aiq-operator: --journal-max-mib: expected 0 (no cap) or 1..1048576, "
-                        "got \"%s\"\n", optarg);
-                return 2;
-            }
-            break;
-        case F_UNGROUPED:
-            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "run") != 0 &&
-                !aiq_is_dns_subdomain(optarg)) {
-                fprintf(stderr, "aiq-operator: --ungrouped: expected wait, run or a Group's name, "
-                        "got \"%s\"\n", optarg);
-                return 2;
-            }
-            fl->ungrouped = optarg;
-            break;
-        case F_LEADER: fl->leader_elect = true; break;
-        case F_NS: fl->lease_ns = optarg; break;
-        case F_LEASE: fl->lease_name = optarg; break;
-        case F_ID: fl->identity = optarg; break;
-        case F_RETENTION: fl->journal_retention_s = dur_flag("journal-retention", optarg); break;
-        case F_WRITES:
-            fl->status_writes_per_s = strtod(optarg, &end);
-            if (!*optarg || *end || !(fl->status_writes_per_s >= 0) ||
-                fl->status_writes_per_s > 1e6 || (fl->status_writes_per_s > 0 && fl->status_writes_per_s < 1)) {
-                fprintf(stderr, "aiq-operator: --status-writes-per-s: expected 0 (no limit) or 1..1000000, "
-                        "got \"%s\"\n", optarg);
-                return 2;
-            }
-            break;
-        case F_GPU_MECH:
-            if (gpu_mech_parse(optarg, &fl->gpu_mech) != 0) {
-                fprintf(stderr, "aiq-operator: --gpu-mechanism: expected device-plugin|hami|dra, got \"%s\"\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case F_HELP: usage(stdout); return 0;
-        case F_VERSION: aiq_print_version("aiq-operator"); return 0;
-        default: usage(stderr); return 2;
+        if (c == OPT_HELP) {
+            usage(stdout);
+            return 0;
         }
+        if (c == OPT_VERSION) {
+            aiq_print_version("aiq-operator");
+            return 0;
+        }
+        if (c < OPT_FLAG0 || c >= OPT_FLAG0 + (int)NFLAGS) {
+            usage(stderr);
+            return 2;
+        }
+        if (flag_apply(&flags[c - OPT_FLAG0], optarg) != 0)
+            return 2;
     }
-    if (!fl->aggr.addr && (fl->aggr.cert || fl->aggr.key || fl->aggr.client_ca ||
-                           fl->aggr.allowed_names)) {
+    const struct opaggr_opts *ag = &server.flags.aggr;
+    if (!ag->addr && (ag->cert || ag->key || ag->client_ca || ag->allowed_names)) {
         fprintf(stderr, "aiq-operator: --aggregated-tls-cert, --aggregated-tls-key and "
                         "--requestheader-* need --aggregated-addr\n");
         return 2;
@@ -235,13 +239,27 @@ int main(int argc, char **argv) {
         fprintf(stderr, "aiq-operator: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
+    return -1;
+}
 
+/* SIGINT and SIGTERM stop the loop after its turn; a closed peer's
+ * SIGPIPE is ignored (curl and libmicrohttpd see EPIPE instead). */
+static void catch_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    /* None of these fails with a valid signal number and handler. */
+    (void)sigaction(SIGINT, &sa, NULL);
+    (void)sigaction(SIGTERM, &sa, NULL);
+    (void)signal(SIGPIPE, SIG_IGN);
+}
+
+int main(int argc, char **argv) {
+    srv_init(&server);
+    int status = parse_flags(argc, argv);
+    if (status >= 0)
+        return status;
+    catch_signals();
 
     aiq_err err;
     aiq_err_clear(&err);

@@ -396,101 +396,127 @@ static void opm_family(struct opm_buf *b, const char *header, const char *line,
         opm_printf(b, line, opm_esc(e, sizeof e, a[i].name), a[i].value);
 }
 
+/* The rendering steps, each with m's mutex held: a part of the text
+ * format appended to b. */
+
+/* The queue's families: pending jobs, admissions, finishes, preemptions,
+ * resizes, the wait and cycle histograms. */
+static void opm_render_queue(struct opm_buf *b, const opmetrics *m) {
+    opm_family(b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
+                   "# TYPE aiq_pending_jobs gauge\n",
+               "aiq_pending_jobs{level=\"%s\"} %.0f\n", m->pending, m->npending);
+    opm_printf(b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
+                   "# TYPE aiq_admitted_total counter\naiq_admitted_total %lu\n",
+               m->admitted);
+    opm_family(b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
+                   "# TYPE aiq_finished_total counter\n",
+               "aiq_finished_total{outcome=\"%s\"} %.0f\n", m->finished, m->nfinished);
+    opm_family(b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
+                   "# TYPE aiq_status_write_failures_total counter\n",
+               "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n", m->status_fail, m->nstatus_fail);
+    opm_printf(b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
+                   "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
+               m->clamped);
+    opm_printf(b, "# HELP aiq_node_failures_total Gangs requeued because a node of theirs was deleted or NotReady past --node-lost-timeout.\n"
+                   "# TYPE aiq_node_failures_total counter\naiq_node_failures_total %lu\n",
+               m->node_lost);
+    opm_family(b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
+                   "# TYPE aiq_preemptions_total counter\n",
+               "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);
+    opm_family(b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
+                   "# TYPE aiq_resizes_total counter\n",
+               "aiq_resizes_total{direction=\"%s\"} %.0f\n", m->resize, m->nresize);
+    opm__hist(b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
+    opm__hist(b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
+}
+
+/* aiq_quota_used, a series per group, user and resource. */
+static void opm_render_quota(struct opm_buf *b, const opmetrics *m) {
+    char e1[3 * OPM_NAME], e2[3 * OPM_NAME], e3[128];
+    opm_printf(b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
+                   "# TYPE aiq_quota_used gauge\n");
+    for (int i = 0; i < m->nquota; i++) {
+        const struct opm_quota *q = &m->quota[i];
+        opm_printf(b, "aiq_quota_used{group=\"%s\",user=\"%s\",resource=\"%s\"} %.6g\n",
+                   opm_esc(e1, sizeof e1, q->group), opm_esc(e2, sizeof e2, q->user),
+                   opm_esc(e3, sizeof e3, q->resource), q->value);
+    }
+}
+
+/* The operator's own health: status writes, build info, nodes left out,
+ * the store, foreign pods. */
+static void opm_render_health(struct opm_buf *b, const opmetrics *m) {
+    char e1[3 * OPM_NAME];
+    opm_printf(b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
+                   "# TYPE aiq_status_writes_total counter\naiq_status_writes_total %lu\n"
+                   "# HELP aiq_status_writes_deferred AIJob statuses due but waiting for the "
+                   "write budget.\n"
+                   "# TYPE aiq_status_writes_deferred gauge\naiq_status_writes_deferred %ld\n",
+               m->status_writes, m->status_deferred);
+    opm_printf(b, "# HELP aiq_build_info The operator's release and git commit (always 1).\n"
+                   "# TYPE aiq_build_info gauge\n"
+                   "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
+               AIQ_RELEASE, opm_esc(e1, sizeof e1, aiq_git()));
+    opm_family(b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
+                   "(missing or inconsistent GPU facts).\n"
+                   "# TYPE aiq_nodes_excluded gauge\n",
+               "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
+    opm_printf(b, "# HELP aiq_store_healthy 1 while the store takes writes; 0 while a storage "
+                   "fault holds (nothing is admitted, released or published).\n"
+                   "# TYPE aiq_store_healthy gauge\naiq_store_healthy %d\n", m->store_bad ? 0 : 1);
+    opm_family(b, "# HELP aiq_store_failures_total Store calls that failed, by operation.\n"
+                   "# TYPE aiq_store_failures_total counter\n",
+               "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
+    opm_printf(b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
+                   "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
+}
+
+/* The live utilisation source's families, while it is on. */
+static void opm_render_util(struct opm_buf *b, const opmetrics *m) {
+    if (m->util_on)
+        opm_printf(b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
+                       "last cycle (every GPU has a fresh sample, or an Alnair annotation).\n"
+                       "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
+                       "# HELP aiq_util_nodes_from_annotations Of those, nodes whose utilisation "
+                       "came from Alnair's node annotations (--util-alnair-annotations).\n"
+                       "# TYPE aiq_util_nodes_from_annotations gauge\n"
+                       "aiq_util_nodes_from_annotations %ld\n",
+                   m->utilm.nodes_known, m->utilm.nodes_annotated);
+    if (m->util_on && m->utilm.prom) {
+        const struct opmetrics_util *u = &m->utilm;
+        opm_printf(b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
+                       "source (--util-prometheus-url) succeeded, 0 when it failed.\n"
+                       "# TYPE aiq_util_source_up gauge\naiq_util_source_up %d\n"
+                       "# HELP aiq_util_samples_stale GPUs of usable nodes whose last sample is "
+                       "older than --util-stale-after (their node is placed without utilisation).\n"
+                       "# TYPE aiq_util_samples_stale gauge\naiq_util_samples_stale %ld\n",
+                   u->up ? 1 : 0, u->samples_stale);
+        opm_printf(b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
+                       "node or gpu label, value not a finite number).\n"
+                       "# TYPE aiq_util_series_skipped gauge\naiq_util_series_skipped %ld\n"
+                       "# HELP aiq_util_fetch_failures_total Fetches from the utilisation source "
+                       "that failed (unreachable, HTTP error, error status, not the API's JSON).\n"
+                       "# TYPE aiq_util_fetch_failures_total counter\n"
+                       "aiq_util_fetch_failures_total %lu\n"
+                       "# HELP aiq_util_last_success_timestamp_seconds When the utilisation "
+                       "source last answered well (unix seconds; 0 never).\n"
+                       "# TYPE aiq_util_last_success_timestamp_seconds gauge\n"
+                       "aiq_util_last_success_timestamp_seconds %.3f\n",
+                   u->series_skipped, u->failures, u->last_ok);
+    }
+}
+
 /* Renders the text format; see metrics.h. */
 char *opmetrics_render(opmetrics *m, size_t *len) {
     struct opm_buf b = {malloc(4096), 0, 4096, false};
-    char e1[3 * OPM_NAME], e2[3 * OPM_NAME], e3[128];
     if (!b.p)
         return NULL;
     b.p[0] = '\0';
     pthread_mutex_lock(&m->mu);
-    opm_family(&b, "# HELP aiq_pending_jobs Jobs waiting in the queue, per level.\n"
-                    "# TYPE aiq_pending_jobs gauge\n",
-               "aiq_pending_jobs{level=\"%s\"} %.0f\n", m->pending, m->npending);
-    opm_printf(&b, "# HELP aiq_admitted_total Gangs admitted (released) since start.\n"
-                    "# TYPE aiq_admitted_total counter\naiq_admitted_total %lu\n",
-               m->admitted);
-    opm_family(&b, "# HELP aiq_finished_total Jobs finished since start, by outcome.\n"
-                    "# TYPE aiq_finished_total counter\n",
-               "aiq_finished_total{outcome=\"%s\"} %.0f\n", m->finished, m->nfinished);
-    opm_family(&b, "# HELP aiq_status_write_failures_total Status writes (or status encodings) that failed, by kind; each is retried.\n"
-                    "# TYPE aiq_status_write_failures_total counter\n",
-               "aiq_status_write_failures_total{kind=\"%s\"} %.0f\n", m->status_fail, m->nstatus_fail);
-    opm_printf(&b, "# HELP aiq_scores_clamped_total Job scores that came out NaN or infinite and were clamped to a finite value.\n"
-                    "# TYPE aiq_scores_clamped_total counter\naiq_scores_clamped_total %lu\n",
-               m->clamped);
-    opm_printf(&b, "# HELP aiq_node_failures_total Gangs requeued because a node of theirs was deleted or NotReady past --node-lost-timeout.\n"
-                    "# TYPE aiq_node_failures_total counter\naiq_node_failures_total %lu\n",
-               m->node_lost);
-    opm_family(&b, "# HELP aiq_preemptions_total Running jobs preempted since start, by reason.\n"
-                    "# TYPE aiq_preemptions_total counter\n",
-               "aiq_preemptions_total{reason=\"%s\"} %.0f\n", m->preempt, m->npreempt);
-    opm_family(&b, "# HELP aiq_resizes_total Elastic jobs resized since start, by direction.\n"
-                    "# TYPE aiq_resizes_total counter\n",
-               "aiq_resizes_total{direction=\"%s\"} %.0f\n", m->resize, m->nresize);
-    opm__hist(&b, "aiq_wait_seconds", "Time from queued to admitted.", &m->wait);
-    opm__hist(&b, "aiq_cycle_seconds", "Duration of one queue cycle.", &m->cycle);
-    opm_printf(&b, "# HELP aiq_quota_used Quota in use per group and user (user \"\" is the group total).\n"
-                    "# TYPE aiq_quota_used gauge\n");
-    for (int i = 0; i < m->nquota; i++) {
-        const struct opm_quota *q = &m->quota[i];
-        opm_printf(&b, "aiq_quota_used{group=\"%s\",user=\"%s\",resource=\"%s\"} %.6g\n",
-                   opm_esc(e1, sizeof e1, q->group), opm_esc(e2, sizeof e2, q->user),
-                   opm_esc(e3, sizeof e3, q->resource), q->value);
-    }
-    opm_printf(&b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
-                    "# TYPE aiq_status_writes_total counter\naiq_status_writes_total %lu\n"
-                    "# HELP aiq_status_writes_deferred AIJob statuses due but waiting for the "
-                    "write budget.\n"
-                    "# TYPE aiq_status_writes_deferred gauge\naiq_status_writes_deferred %ld\n",
-               m->status_writes, m->status_deferred);
-    opm_printf(&b, "# HELP aiq_build_info The operator's release and git commit (always 1).\n"
-                    "# TYPE aiq_build_info gauge\n"
-                    "aiq_build_info{version=\"%s\",git=\"%s\"} 1\n",
-               AIQ_RELEASE, opm_esc(e1, sizeof e1, aiq_git()));
-    opm_family(&b, "# HELP aiq_nodes_excluded Nodes left out of placement, per reason "
-                    "(missing or inconsistent GPU facts).\n"
-                    "# TYPE aiq_nodes_excluded gauge\n",
-               "aiq_nodes_excluded{reason=\"%s\"} %.0f\n", m->nodex, m->nnodex);
-    opm_printf(&b, "# HELP aiq_store_healthy 1 while the store takes writes; 0 while a storage "
-                    "fault holds (nothing is admitted, released or published).\n"
-                    "# TYPE aiq_store_healthy gauge\naiq_store_healthy %d\n", m->store_bad ? 0 : 1);
-    opm_family(&b, "# HELP aiq_store_failures_total Store calls that failed, by operation.\n"
-                    "# TYPE aiq_store_failures_total counter\n",
-               "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
-    opm_printf(&b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
-                    "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
-    if (m->util_on)
-        opm_printf(&b, "# HELP aiq_util_nodes_known Nodes placed with live utilisation in the "
-                        "last cycle (every GPU has a fresh sample, or an Alnair annotation).\n"
-                        "# TYPE aiq_util_nodes_known gauge\naiq_util_nodes_known %ld\n"
-                        "# HELP aiq_util_nodes_from_annotations Of those, nodes whose utilisation "
-                        "came from Alnair's node annotations (--util-alnair-annotations).\n"
-                        "# TYPE aiq_util_nodes_from_annotations gauge\n"
-                        "aiq_util_nodes_from_annotations %ld\n",
-                   m->utilm.nodes_known, m->utilm.nodes_annotated);
-    if (m->util_on && m->utilm.prom) {
-        const struct opmetrics_util *u = &m->utilm;
-        opm_printf(&b, "# HELP aiq_util_source_up 1 when the last fetch from the utilisation "
-                        "source (--util-prometheus-url) succeeded, 0 when it failed.\n"
-                        "# TYPE aiq_util_source_up gauge\naiq_util_source_up %d\n"
-                        "# HELP aiq_util_samples_stale GPUs of usable nodes whose last sample is "
-                        "older than --util-stale-after (their node is placed without utilisation).\n"
-                        "# TYPE aiq_util_samples_stale gauge\naiq_util_samples_stale %ld\n",
-                   u->up ? 1 : 0, u->samples_stale);
-        opm_printf(&b, "# HELP aiq_util_series_skipped Series of the last answer left out (no "
-                        "node or gpu label, value not a finite number).\n"
-                        "# TYPE aiq_util_series_skipped gauge\naiq_util_series_skipped %ld\n"
-                        "# HELP aiq_util_fetch_failures_total Fetches from the utilisation source "
-                        "that failed (unreachable, HTTP error, error status, not the API's JSON).\n"
-                        "# TYPE aiq_util_fetch_failures_total counter\n"
-                        "aiq_util_fetch_failures_total %lu\n"
-                        "# HELP aiq_util_last_success_timestamp_seconds When the utilisation "
-                        "source last answered well (unix seconds; 0 never).\n"
-                        "# TYPE aiq_util_last_success_timestamp_seconds gauge\n"
-                        "aiq_util_last_success_timestamp_seconds %.3f\n",
-                   u->series_skipped, u->failures, u->last_ok);
-    }
+    opm_render_queue(&b, m);
+    opm_render_quota(&b, m);
+    opm_render_health(&b, m);
+    opm_render_util(&b, m);
     opm_printf(&b, "# HELP aiq_leader 1 when this replica holds the leader lease.\n"
                     "# TYPE aiq_leader gauge\naiq_leader %d\n", m->leader ? 1 : 0);
     pthread_mutex_unlock(&m->mu);

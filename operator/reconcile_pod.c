@@ -2,7 +2,7 @@
  * (label aiq.dev/job) re-syncs its AIJob, which decides Running,
  * Succeeded, or a teardown (see job_sync in reconcile_aijob.c). */
 
-#include "operator/kube_status.h"
+#include "common/json.h"
 #include "operator/server.h"
 
 void reconcile_pod(struct server *s, enum kube_event_type t,
@@ -14,7 +14,7 @@ void reconcile_pod(struct server *s, enum kube_event_type t,
         return;
     OPLOG(&s->log, OPLOG_DEBUG, "pod_event", srv__name(obj), srv__rv(obj),
           "job=%s phase=%s type=%s", key,
-          kube_json_str(obj, "status.phase") ? kube_json_str(obj, "status.phase") : "-",
+          aiq_jpath_str(obj, "status.phase") ? aiq_jpath_str(obj, "status.phase") : "-",
           kube_event_type_name(t));
     /* On DELETED the pod is still in the cache during this call; the job
      * is flagged and synced by the next cycle, once it is gone. */

@@ -172,162 +172,211 @@ static json_object *uq_conflict_conditions(struct server *s, const struct aiq_gr
     return arr;
 }
 
+/* What quota_refresh works with: the UserQuotas oldest first (order,
+ * n of them) and, for the group at hand, its entries for policy/
+ * quota_rules, their verdicts and their cache objects (n places each). */
+struct uq_scratch {
+    struct opcache_obj **order;
+    size_t n;
+    struct qr_entry *ents;
+    struct qr_verdict *ver;
+    struct opcache_obj **mine;
+};
+
+/* Fills sc->ents and sc->mine with group g's UserQuotas, oldest first;
+ * returns how many. */
+static int uq_group_entries(struct server *s, const struct aiq_group *g, struct uq_scratch *sc) {
+    int m = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        struct opcache_obj *o = sc->order[i];
+        const struct aiq_userquota *u = o->parse_ok ? o->parsed : NULL;
+        if (!u || !srv__ext(o) || srv__group_for_ns(s, u->meta.namespace_) != g)
+            continue;
+        sc->ents[m].name = o->key;
+        sc->ents[m].user = u->spec.user;
+        sc->ents[m].creation_time = u->meta.creation_time;
+        sc->ents[m].quota = u->spec.quota;
+        sc->ents[m].budget = u->spec.budget;
+        sc->mine[m++] = o;
+    }
+    return m;
+}
+
+/* Adds "gpuHours" to usage (may be NULL: nothing) when budget b limits
+ * GPU-hours: what user (NULL: the whole group) used in group within b's
+ * window (30 days unless set), to 4 decimals. A store error leaves it
+ * out until the next refresh. */
+static void uq_add_gpu_hours(struct server *s, json_object *usage, const char *user,
+                             const char *group, const struct aiq_budget *b, double now) {
+    double used_h = 0;
+    if (usage && b->gpu_hours >= 0 &&
+        store_usage_window(s->db, user, group, now - (b->window_s > 0 ? b->window_s : 2592000),
+                           &used_h, NULL) == AIQ_OK)
+        json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
+}
+
+/* Applies verdict v to UserQuota o of group g (logged when it changes,
+ * which also reorders the queue), wants its status and sets its
+ * aiq_quota_used series. Out of memory: no status this refresh. */
+static void uq_userquota_status(struct server *s, const struct aiq_group *g,
+                                struct opcache_obj *o, const struct qr_verdict *v, double now) {
+    struct opext *x = o->ext;
+    const struct aiq_userquota *u = o->parsed;
+    snprintf(x->group, sizeof x->group, "%s", g->meta.name);
+    bool was = x->accepted;
+    x->accepted = v->accepted;
+    const char *code = x->accepted ? ""
+                       : strstr(v->message, "already has") ? "DuplicateUser"
+                       : "ExceedsGroupQuota";
+    if (was != x->accepted) {
+        s->policy_gen++;
+        OPLOG(&s->log, OPLOG_INFO, x->accepted ? "userquota_accepted" : "userquota_rejected",
+              o->key, srv__rv(o->raw), "group=%s reason=%s msg=\"%s\"", g->meta.name,
+              code, v->message);
+    }
+    struct uq_usage uu;
+    uq__usage(s, g->meta.name, u->spec.user, &uu);
+    json_object *st = json_object_new_object();
+    if (!st)
+        return;
+    json_object_object_add(st, "accepted", json_object_new_boolean(x->accepted));
+    json_object_object_add(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"));
+    json_object_object_add(st, "group", json_object_new_string(g->meta.name));
+    if (!x->accepted) {
+        json_object_object_add(st, "reason", json_object_new_string(code));
+        json_object_object_add(st, "message", json_object_new_string(v->message));
+    }
+    json_object *usage = uq_res_obj(uu.v, false);
+    uq_add_gpu_hours(s, usage, u->spec.user, g->meta.name, &u->spec.budget, now);
+    json_object_object_add(st, "usage", usage);
+    json_object_object_add(st, "observedGeneration",
+                           json_object_new_int64(srv__generation(o->raw)));
+    srv__want_status(s, o, st);
+    opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "gpus", (double)uu.v[0]);
+    opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "jobs", (double)uu.v[4]);
+}
+
+/* Wants Group go's status (usage, GPU-hours, what its accepted
+ * UserQuotas allot, the Conflict condition) and sets its aiq_quota_used
+ * series, the group's and those of its users without a UserQuota
+ * (mine[0..m) are the group's UserQuotas). Out of memory: no status and
+ * no series this refresh. */
+static void uq_group_status(struct server *s, struct opcache_obj *go,
+                            const struct qr_allotted *allot, struct opcache_obj *const *mine,
+                            int m, double now) {
+    const struct aiq_group *g = go->parsed;
+    struct uq_usage gu;
+    int64_t sum[5];
+    uq_vec(&allot->quota, sum);
+    uq__usage(s, g->meta.name, NULL, &gu);
+    json_object *st = json_object_new_object();
+    if (!st)
+        return;
+    json_object *usage = uq_res_obj(gu.v, false);
+    uq_add_gpu_hours(s, usage, NULL, g->meta.name, &g->spec.budget, now);
+    json_object_object_add(st, "usage", usage);
+    json_object_object_add(st, "allotted", uq_res_obj(sum, true));
+    json_object_object_add(st, "conditions", uq_conflict_conditions(s, g));
+    json_object_object_add(st, "observedGeneration",
+                           json_object_new_int64(srv__generation(go->raw)));
+    srv__want_status(s, go, st);
+    opmetrics_quota_set(s->metrics, g->meta.name, "", "gpus", (double)gu.v[0]);
+    opmetrics_quota_set(s->metrics, g->meta.name, "", "jobs", (double)gu.v[4]);
+    uq_other_user_metrics(s, g, mine, m);
+}
+
+/* One Group (go, parsed): policy/quota_rules decides which of its
+ * UserQuotas fit, then their statuses and the group's. When the rules
+ * fail (logged), none of them is written this refresh. */
+static void uq_refresh_group(struct server *s, struct opcache_obj *go, struct uq_scratch *sc,
+                             double now) {
+    const struct aiq_group *g = go->parsed;
+    int m = uq_group_entries(s, g, sc);
+    struct qr_allotted allot;
+    aiq_err qe;
+    aiq_err_clear(&qe);
+    memset(&allot, 0, sizeof allot);
+    aiq_quota_unlimited(&allot.quota);
+    if (m > 0 && qr_decide(g->meta.name, &g->spec.quota, &g->spec.budget, sc->ents, m, sc->ver,
+                           &allot, &qe) != AIQ_OK) {
+        OPLOG(&s->log, OPLOG_ERROR, "quota_rules_failed", go->key, NULL, "msg=\"%s\"",
+              qe.message);
+        return;
+    }
+    for (int i = 0; i < m; i++)
+        uq_userquota_status(s, g, sc->mine[i], &sc->ver[i], now);
+    uq_group_status(s, go, &allot, sc->mine, m, now);
+}
+
+/* Rejects UserQuota o when its namespace is in no Group (NoGroup, or two
+ * Groups claim it) or it did not parse (Invalid), and wants its status;
+ * one a Group holds, or one without its extension, is left alone. */
+static void uq_reject_groupless(struct server *s, struct opcache_obj *o) {
+    struct opext *x = srv__ext(o);
+    const struct aiq_userquota *u = o->parse_ok ? o->parsed : NULL;
+    char reason[600];
+    if (!x)
+        return;
+    if (u && srv__group_for_ns(s, u->meta.namespace_))
+        return;
+    x->accepted = false;
+    x->group[0] = '\0';
+    const struct aiq_group *cl[2];
+    if (u && srv__ns_claims(s, u->meta.namespace_, cl) >= 2)
+        snprintf(reason, sizeof reason,
+                 "namespace %.200s is claimed by Groups %.150s and %.150s: no UserQuota there "
+                 "counts until only one claims it", u->meta.namespace_, cl[0]->meta.name,
+                 cl[1]->meta.name);
+    else if (u)
+        snprintf(reason, sizeof reason, "namespace %.200s is in no Group's spec.namespaces",
+                 u->meta.namespace_);
+    else
+        snprintf(reason, sizeof reason, "%s", o->perr.message);
+    json_object *st = json_object_new_object();
+    if (!st)
+        return;
+    json_object_object_add(st, "accepted", json_object_new_boolean(false));
+    json_object_object_add(st, "phase", json_object_new_string("Rejected"));
+    json_object_object_add(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"));
+    json_object_object_add(st, "message", json_object_new_string(reason));
+    json_object_object_add(st, "observedGeneration",
+                           json_object_new_int64(srv__generation(o->raw)));
+    srv__want_status(s, o, st);
+}
+
 /* Decides acceptance and writes statuses; see server.h. */
 void quota_refresh(struct server *s, double now) {
     opcache *uc = s->cache[OPK_USERQUOTA], *gc = s->cache[OPK_GROUP];
-    size_t n = opcache_count(uc);
-    struct opcache_obj **order = n ? calloc(n, sizeof *order) : NULL;
-    if (n && !order)
+    struct uq_scratch sc = {.n = opcache_count(uc)};
+    size_t n = sc.n;
+    sc.order = n ? calloc(n, sizeof *sc.order) : NULL;
+    if (n && !sc.order)
         return;
     for (size_t i = 0; i < n; i++)
-        order[i] = opcache_at(uc, i);
+        sc.order[i] = opcache_at(uc, i);
     if (n > 1)
-        qsort(order, n, sizeof *order, uq_cmp);
+        qsort(sc.order, n, sizeof *sc.order, uq_cmp);
     opmetrics_quota_reset(s->metrics);
 
-    /* Per group: policy/quota_rules decides which UserQuotas fit. */
-    struct qr_entry *ents = n ? calloc(n, sizeof *ents) : NULL;
-    struct qr_verdict *ver = n ? calloc(n, sizeof *ver) : NULL;
-    struct opcache_obj **mine = n ? calloc(n, sizeof *mine) : NULL;
-    if (n && (!ents || !ver || !mine))
+    sc.ents = n ? calloc(n, sizeof *sc.ents) : NULL;
+    sc.ver = n ? calloc(n, sizeof *sc.ver) : NULL;
+    sc.mine = n ? calloc(n, sizeof *sc.mine) : NULL;
+    if (n && (!sc.ents || !sc.ver || !sc.mine))
         goto out;
     for (size_t gi = 0; gi < opcache_count(gc); gi++) {
         struct opcache_obj *go = opcache_at(gc, gi);
-        if (!go->parse_ok || !go->parsed)
-            continue;
-        const struct aiq_group *g = go->parsed;
-        int m = 0;
-        for (size_t i = 0; i < n; i++) {
-            struct opcache_obj *o = order[i];
-            const struct aiq_userquota *u = o->parse_ok ? o->parsed : NULL;
-            if (!u || !srv__ext(o) || srv__group_for_ns(s, u->meta.namespace_) != g)
-                continue;
-            ents[m].name = o->key;
-            ents[m].user = u->spec.user;
-            ents[m].creation_time = u->meta.creation_time;
-            ents[m].quota = u->spec.quota;
-            ents[m].budget = u->spec.budget;
-            mine[m++] = o;
-        }
-        struct qr_allotted allot;
-        aiq_err qe;
-        aiq_err_clear(&qe);
-        memset(&allot, 0, sizeof allot);
-        aiq_quota_unlimited(&allot.quota);
-        if (m > 0 && qr_decide(g->meta.name, &g->spec.quota, &g->spec.budget, ents, m, ver,
-                               &allot, &qe) != AIQ_OK) {
-            OPLOG(&s->log, OPLOG_ERROR, "quota_rules_failed", go->key, NULL, "msg=\"%s\"",
-                  qe.message);
-            continue;
-        }
-        for (int i = 0; i < m; i++) {
-            struct opcache_obj *o = mine[i];
-            struct opext *x = o->ext;
-            const struct aiq_userquota *u = o->parsed;
-            snprintf(x->group, sizeof x->group, "%s", g->meta.name);
-            bool was = x->accepted;
-            x->accepted = ver[i].accepted;
-            const char *code = x->accepted ? ""
-                               : strstr(ver[i].message, "already has") ? "DuplicateUser"
-                               : "ExceedsGroupQuota";
-            if (was != x->accepted) {
-                s->policy_gen++;
-                OPLOG(&s->log, OPLOG_INFO, x->accepted ? "userquota_accepted" : "userquota_rejected",
-                      o->key, srv__rv(o->raw), "group=%s reason=%s msg=\"%s\"", g->meta.name,
-                      code, ver[i].message);
-            }
-            struct uq_usage uu;
-            uq__usage(s, g->meta.name, u->spec.user, &uu);
-            json_object *st = json_object_new_object();
-            if (!st)
-                continue;
-            json_object_object_add(st, "accepted", json_object_new_boolean(x->accepted));
-            json_object_object_add(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"));
-            json_object_object_add(st, "group", json_object_new_string(g->meta.name));
-            if (!x->accepted) {
-                json_object_object_add(st, "reason", json_object_new_string(code));
-                json_object_object_add(st, "message", json_object_new_string(ver[i].message));
-            }
-            json_object *usage = uq_res_obj(uu.v, false);
-            double used_h = 0;
-            if (usage && u->spec.budget.gpu_hours >= 0 &&
-                store_usage_window(s->db, u->spec.user, g->meta.name,
-                                   now - (u->spec.budget.window_s > 0 ? u->spec.budget.window_s : 2592000),
-                                   &used_h, NULL) == AIQ_OK)
-                json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
-            json_object_object_add(st, "usage", usage);
-            json_object_object_add(st, "observedGeneration",
-                                   json_object_new_int64(srv__generation(o->raw)));
-            srv__want_status(s, o, st);
-            opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "gpus", (double)uu.v[0]);
-            opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "jobs", (double)uu.v[4]);
-        }
-        /* The group's own status. */
-        struct uq_usage gu;
-        int64_t sum[5];
-        uq_vec(&allot.quota, sum);
-        uq__usage(s, g->meta.name, NULL, &gu);
-        json_object *st = json_object_new_object();
-        if (!st)
-            continue;
-        json_object *usage = uq_res_obj(gu.v, false);
-        double used_h = 0;
-        if (usage && g->spec.budget.gpu_hours >= 0 &&
-            store_usage_window(s->db, NULL, g->meta.name,
-                               now - (g->spec.budget.window_s > 0 ? g->spec.budget.window_s : 2592000),
-                               &used_h, NULL) == AIQ_OK)
-            json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
-        json_object_object_add(st, "usage", usage);
-        json_object_object_add(st, "allotted", uq_res_obj(sum, true));
-        json_object_object_add(st, "conditions", uq_conflict_conditions(s, g));
-        json_object_object_add(st, "observedGeneration",
-                               json_object_new_int64(srv__generation(go->raw)));
-        srv__want_status(s, go, st);
-        opmetrics_quota_set(s->metrics, g->meta.name, "", "gpus", (double)gu.v[0]);
-        opmetrics_quota_set(s->metrics, g->meta.name, "", "jobs", (double)gu.v[4]);
-        uq_other_user_metrics(s, g, mine, m);
+        if (go->parse_ok && go->parsed)
+            uq_refresh_group(s, go, &sc, now);
     }
     /* UserQuotas outside every group. */
-    for (size_t i = 0; i < n; i++) {
-        struct opcache_obj *o = order[i];
-        struct opext *x = srv__ext(o);
-        const struct aiq_userquota *u = o->parse_ok ? o->parsed : NULL;
-        char reason[600];
-        if (!x)
-            continue;
-        if (u && srv__group_for_ns(s, u->meta.namespace_))
-            continue;
-        x->accepted = false;
-        x->group[0] = '\0';
-        const struct aiq_group *cl[2];
-        if (u && srv__ns_claims(s, u->meta.namespace_, cl) >= 2)
-            snprintf(reason, sizeof reason,
-                     "namespace %.200s is claimed by Groups %.150s and %.150s: no UserQuota there "
-                     "counts until only one claims it", u->meta.namespace_, cl[0]->meta.name,
-                     cl[1]->meta.name);
-        else if (u)
-            snprintf(reason, sizeof reason, "namespace %.200s is in no Group's spec.namespaces",
-                     u->meta.namespace_);
-        else
-            snprintf(reason, sizeof reason, "%s", o->perr.message);
-        json_object *st = json_object_new_object();
-        if (!st)
-            continue;
-        json_object_object_add(st, "accepted", json_object_new_boolean(false));
-        json_object_object_add(st, "phase", json_object_new_string("Rejected"));
-        json_object_object_add(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"));
-        json_object_object_add(st, "message", json_object_new_string(reason));
-        json_object_object_add(st, "observedGeneration",
-                               json_object_new_int64(srv__generation(o->raw)));
-        srv__want_status(s, o, st);
-    }
+    for (size_t i = 0; i < n; i++)
+        uq_reject_groupless(s, sc.order[i]);
 out:
-    free(ents);
-    free(ver);
-    free(mine);
-    free(order);
+    free(sc.ents);
+    free(sc.ver);
+    free(sc.mine);
+    free(sc.order);
 }
-
 void reconcile_userquota(struct server *s, enum kube_event_type t,
                          struct opcache_obj *o, json_object *obj) {
     double now = srv_now();

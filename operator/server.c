@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "operator/crashpoint.h"
-#include "operator/kube_status.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
 #include "operator/pod_lean.h"
@@ -117,19 +117,19 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
 /* ---- small helpers ----------------------------------------------------------- */
 
 const char *srv__name(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.name");
+    const char *v = aiq_jpath_str(obj, "metadata.name");
     return v ? v : "";
 }
 const char *srv__ns(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.namespace");
+    const char *v = aiq_jpath_str(obj, "metadata.namespace");
     return v ? v : "";
 }
 const char *srv__rv(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.resourceVersion");
+    const char *v = aiq_jpath_str(obj, "metadata.resourceVersion");
     return v ? v : "";
 }
 const char *srv__uid(json_object *obj) {
-    const char *v = kube_json_str(obj, "metadata.uid");
+    const char *v = aiq_jpath_str(obj, "metadata.uid");
     return v ? v : "";
 }
 int64_t srv__generation(json_object *obj) {
@@ -576,7 +576,7 @@ static void srv_flush_events(struct server *s) {
         items[i].create = 1;
         items[i].patch = ev;
         if (kube_path(items[i].path, sizeof items[i].path, "", "v1",
-                      kube_json_str(ev, "metadata.namespace"), "events", NULL, NULL,
+                      aiq_jpath_str(ev, "metadata.namespace"), "events", NULL, NULL,
                       &items[i].err) != AIQ_OK)
             items[i].path[0] = '\0';
     }
@@ -584,7 +584,7 @@ static void srv_flush_events(struct server *s) {
     for (size_t i = 0; i < m; i++) {
         if (items[i].rc != AIQ_OK)
             OPLOG(&s->log, OPLOG_DEBUG, "event_post_failed",
-                  kube_json_str(items[i].patch, "involvedObject.name"), NULL,
+                  aiq_jpath_str(items[i].patch, "involvedObject.name"), NULL,
                   "http=%d msg=\"%s\"", items[i].err.http_status, items[i].err.message);
         json_object_put(items[i].out);
     }
@@ -826,14 +826,10 @@ void srv_init(struct server *s) {
     s->leading = true;
 }
 
-aiq_rc srv_start(struct server *s, aiq_err *err) {
-    static void (*const free_parsed[OPK__N])(void *) = {
-        [OPK_AIJOB] = srv_free_job, [OPK_POLICY] = srv_free_policy,
-        [OPK_GROUP] = srv_free_group, [OPK_USERQUOTA] = srv_free_uq,
-        [OPK_NODE] = free, [OPK_POD] = free};
+/* Loads the kubeconfig (in-cluster config inside a pod unless
+ * --kubeconfig says otherwise) and creates the API client. */
+static aiq_rc srv_connect(struct server *s, aiq_err *err) {
     aiq_rc rc = AIQ_OK;
-    s->log.level = s->flags.log_level;
-
     if (s->flags.kubeconfig || !getenv("KUBERNETES_SERVICE_HOST"))
         rc = kube_config_load(s->flags.kubeconfig, s->flags.context, &s->kcfg, err);
     else
@@ -843,9 +839,16 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     struct kube_client_opts copts = {0};
     copts.user_agent = "aiq-operator/0.1";
     copts.pool_size = 8;
-    rc = kube_client_create(s->kcfg, &copts, &s->kc, err);
-    if (rc != AIQ_OK)
-        return rc;
+    return kube_client_create(s->kcfg, &copts, &s->kc, err);
+}
+
+/* Opens the store and creates the state the loop keeps: metrics, queue
+ * state, the default policy, a cache per kind and the foreign pods. */
+static aiq_rc srv_open_state(struct server *s, aiq_err *err) {
+    static void (*const free_parsed[OPK__N])(void *) = {
+        [OPK_AIJOB] = srv_free_job, [OPK_POLICY] = srv_free_policy,
+        [OPK_GROUP] = srv_free_group, [OPK_USERQUOTA] = srv_free_uq,
+        [OPK_NODE] = free, [OPK_POD] = free};
     s->db = store_open(s->flags.db_path, NULL, err);
     if (!s->db)
         return err ? err->code : AIQ_EDB;
@@ -867,9 +870,16 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     s->foreign = fpods_create();
     if (!s->foreign)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
+    return AIQ_OK;
+}
+
+/* What the HTTP threads serve: /journal, /queue, the remote callers'
+ * checks, the utilisation source, then the metrics listener and the
+ * aggregated API when their flags ask for them. */
+static aiq_rc srv_serve(struct server *s, aiq_err *err) {
     /* /journal on the metrics port: its own read-only connection to the
      * file store_open just created, so the HTTP thread never shares s->db. */
-    rc = opapi_create(s->flags.db_path, &s->api, err);
+    aiq_rc rc = opapi_create(s->flags.db_path, &s->api, err);
     if (rc != AIQ_OK)
         return rc;
     opmetrics_set_api(s->metrics, s->api);
@@ -902,54 +912,64 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
         OPLOG(&s->log, OPLOG_INFO, "aggregated_listening", NULL, NULL, "port=%d group=%s",
               opaggr_port(s->aggr), OPAGGR_GROUP "/" OPAGGR_VERSION);
     }
-    leader_init(&s->lead, s->flags.identity, s->flags.lease_ns, s->flags.lease_name);
-    s->leading = !s->flags.leader_elect;
-    opmetrics_set_leader(s->metrics, s->leading);
-    if (s->flags.leader_elect)
-        s->last_lease = -1e18; /* renew at the first cron */
+    return AIQ_OK;
+}
 
-    rc = kube_evq_create(0, &s->evq, err);
+/* Starts a watch (name) of resource in group/version, all namespaces,
+ * with label_selector (may be NULL), into s->evq; *out is the handle. */
+static aiq_rc srv_watch(struct server *s, const char *group, const char *version,
+                        const char *resource, const char *name, const char *label_selector,
+                        struct kube_watch **out, aiq_err *err) {
+    char path[256];
+    struct kube_watch_opts wo = {0};
+    aiq_rc rc = kube_path(path, sizeof path, group, version, NULL, resource, NULL, NULL, err);
+    if (rc != AIQ_OK)
+        return rc;
+    wo.name = name;
+    wo.path = path;
+    wo.label_selector = label_selector;
+    return kube_watch_start(s->kc, &wo, s->evq, out, err);
+}
+
+/* The event queue and a watch per kind, then the foreign pods' watch. */
+static aiq_rc srv_start_watches(struct server *s, aiq_err *err) {
+    aiq_rc rc = kube_evq_create(0, &s->evq, err);
     if (rc != AIQ_OK)
         return rc;
     for (int k = 0; k < OPK__N; k++) {
         const struct reconciler *r = &srv_reconcilers[k];
-        char path[256];
-        struct kube_watch_opts wo = {0};
-        rc = kube_path(path, sizeof path, r->group, r->version, NULL, r->resource,
-                       NULL, NULL, err);
-        if (rc != AIQ_OK)
-            return rc;
-        wo.name = r->resource;
-        wo.path = path;
         /* Only our pods: the gang's label. */
-        if (k == OPK_POD)
-            wo.label_selector = "aiq.dev/job";
-        rc = kube_watch_start(s->kc, &wo, s->evq, &s->watch[k], err);
+        rc = srv_watch(s, r->group, r->version, r->resource, r->resource,
+                       k == OPK_POD ? "aiq.dev/job" : NULL, &s->watch[k], err);
         if (rc != AIQ_OK)
             return rc;
     }
     /* Every other pod, reduced to what it holds (foreign.h): free
      * capacity counts every pod on a node, not only aiq's. */
-    {
-        char path[256];
-        struct kube_watch_opts wo = {0};
-        rc = kube_path(path, sizeof path, "", "v1", NULL, "pods", NULL, NULL, err);
-        if (rc != AIQ_OK)
-            return rc;
-        wo.name = FOREIGN_WATCH;
-        wo.path = path;
-        wo.label_selector = FOREIGN_SELECTOR;
-        rc = kube_watch_start(s->kc, &wo, s->evq, &s->foreign_watch, err);
-        if (rc != AIQ_OK)
-            return rc;
-    }
+    return srv_watch(s, "", "v1", "pods", FOREIGN_WATCH, FOREIGN_SELECTOR, &s->foreign_watch,
+                     err);
+}
+
+aiq_rc srv_start(struct server *s, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    s->log.level = s->flags.log_level;
+    if ((rc = srv_connect(s, err)) != AIQ_OK || (rc = srv_open_state(s, err)) != AIQ_OK ||
+        (rc = srv_serve(s, err)) != AIQ_OK)
+        return rc;
+    leader_init(&s->lead, s->flags.identity, s->flags.lease_ns, s->flags.lease_name);
+    s->leading = !s->flags.leader_elect;
+    opmetrics_set_leader(s->metrics, s->leading);
+    if (s->flags.leader_elect)
+        s->last_lease = -1e18; /* renew at the first cron */
+    rc = srv_start_watches(s, err);
+    if (rc != AIQ_OK)
+        return rc;
     OPLOG(&s->log, OPLOG_INFO, "started", NULL, NULL,
           "server=%s db=%s cycle_ms=%ld leader_elect=%d identity=%s",
           kube_client_server(s->kc), s->flags.db_path, s->flags.cycle_ms,
           (int)s->flags.leader_elect, s->lead.id);
     return AIQ_OK;
 }
-
 void srv_deinit(struct server *s) {
     for (int k = 0; k < OPK__N; k++) {
         kube_watch_free(s->watch[k]);

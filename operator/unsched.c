@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "operator/kube_status.h"
+#include "common/json.h"
 #include "operator/pods.h"
 #include "operator/release.h"
 #include "operator/server.h"
@@ -21,8 +21,8 @@ static const char *un_verdict(json_object *pod) {
         return NULL;
     for (size_t i = 0; i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *type = kube_json_str(c, "type"), *status = kube_json_str(c, "status");
-        const char *reason = kube_json_str(c, "reason"), *msg = kube_json_str(c, "message");
+        const char *type = aiq_jpath_str(c, "type"), *status = aiq_jpath_str(c, "status");
+        const char *reason = aiq_jpath_str(c, "reason"), *msg = aiq_jpath_str(c, "message");
         if (type && strcmp(type, "PodScheduled") == 0)
             return status && strcmp(status, "False") == 0 && reason &&
                            strcmp(reason, "Unschedulable") == 0
@@ -43,7 +43,7 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
         if (!p || pods_is_gated(p->raw) || pods_attempt(p->raw) > attempt)
             continue;
-        const char *node = kube_json_str(p->raw, "spec.nodeName");
+        const char *node = aiq_jpath_str(p->raw, "spec.nodeName");
         if (node && *node)
             continue; /* bound: the scheduler has placed it */
         const char *why = un_verdict(p->raw);

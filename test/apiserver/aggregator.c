@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "operator/kubeconfig.h"
 
 #define AGGR_KEY "apiregistration.k8s.io/apiservices"
@@ -144,9 +145,9 @@ out:
 /* Fills b from the APIService as. Returns 0, or -1 with b->reason and
  * b->msg as kube-aggregator's availability controller words them. */
 static int aggr_resolve(apisrv *s, json_object *as, struct aggr_backend *b) {
-    const char *ns = apisrv__str_at(as, "spec.service.namespace"),
-               *name = apisrv__str_at(as, "spec.service.name"),
-               *ca = apisrv__str_at(as, "spec.caBundle");
+    const char *ns = aiq_jpath_str(as, "spec.service.namespace"),
+               *name = aiq_jpath_str(as, "spec.service.name"),
+               *ca = aiq_jpath_str(as, "spec.caBundle");
     json_object *port = NULL, *svc_obj, *ports = NULL, *insecure = NULL;
     json_object *spec = apisrv__obj_child(as, "spec"), *svc = apisrv__obj_child(spec, "service");
     int want = svc && json_object_object_get_ex(svc, "port", &port) ? json_object_get_int(port) : 443;
@@ -425,8 +426,8 @@ static void aggr_set_available(apisrv *s, const char *name, bool up, const char 
     if (st && json_object_object_get_ex(st, "conditions", &conds) &&
         json_object_array_length(conds) == 1) {
         json_object *c = json_object_array_get_idx(conds, 0);
-        const char *os = apisrv__str_at(c, "status"), *orsn = apisrv__str_at(c, "reason"),
-                   *om = apisrv__str_at(c, "message");
+        const char *os = aiq_jpath_str(c, "status"), *orsn = aiq_jpath_str(c, "reason"),
+                   *om = aiq_jpath_str(c, "message");
         if (os && orsn && om && !strcmp(os, up ? "True" : "False") && !strcmp(orsn, reason) &&
             !strcmp(om, msg)) {
             json_object_put(obj);
@@ -486,12 +487,12 @@ static void aggr_remember(apisrv *s, const char *name, const char *path, json_ob
 /* One APIResourceList entry as a v2 APIResourceDiscovery. */
 static json_object *aggr_v2_resource(json_object *r, const char *group, const char *version) {
     json_object *o = json_object_new_object(), *k = json_object_new_object(), *v = NULL;
-    json_object_object_add(o, "resource", json_object_new_string(apisrv__str_at(r, "name") ?
-                                                                 apisrv__str_at(r, "name") : ""));
+    json_object_object_add(o, "resource", json_object_new_string(aiq_jpath_str(r, "name") ?
+                                                                 aiq_jpath_str(r, "name") : ""));
     json_object_object_add(k, "group", json_object_new_string(group));
     json_object_object_add(k, "version", json_object_new_string(version));
-    json_object_object_add(k, "kind", json_object_new_string(apisrv__str_at(r, "kind") ?
-                                                             apisrv__str_at(r, "kind") : ""));
+    json_object_object_add(k, "kind", json_object_new_string(aiq_jpath_str(r, "kind") ?
+                                                             aiq_jpath_str(r, "kind") : ""));
     json_object_object_add(o, "responseKind", k);
     bool ns = json_object_object_get_ex(r, "namespaced", &v) && json_object_get_boolean(v);
     json_object_object_add(o, "scope", json_object_new_string(ns ? "Namespaced" : "Cluster"));
@@ -505,7 +506,7 @@ static json_object *aggr_v2_resource(json_object *r, const char *group, const ch
 void apisrv__aggr_discovery(apisrv *s, bool v2, json_object *groups) {
     if (!s->aggr_disc) return;
     json_object_object_foreach(s->aggr_disc, name, e) {
-        const char *group = apisrv__str_at(e, "group"), *version = apisrv__str_at(e, "version");
+        const char *group = aiq_jpath_str(e, "group"), *version = aiq_jpath_str(e, "version");
         json_object *g = json_object_new_object(), *vers = json_object_new_array(),
                     *ver = json_object_new_object(), *list = NULL, *res = NULL;
         char gv[400];
@@ -547,8 +548,8 @@ static void aggr_check(apisrv *s, const char *name) {
     bool service = as && apisrv__obj_child(apisrv__obj_child(as, "spec"), "service");
     int res = service ? aggr_resolve(s, as, &b) : 0;
     char path[400];
-    snprintf(path, sizeof path, "/apis/%s/%s", as ? apisrv__str_at(as, "spec.group") : "",
-             as ? apisrv__str_at(as, "spec.version") : "");
+    snprintf(path, sizeof path, "/apis/%s/%s", as ? aiq_jpath_str(as, "spec.group") : "",
+             as ? aiq_jpath_str(as, "spec.version") : "");
     pthread_mutex_unlock(&s->mu);
     bool have = as != NULL;
     json_object_put(as);

@@ -241,8 +241,6 @@ int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
 /* Current time as RFC3339 into buf. */
 void apisrv__now_rfc3339(char *buf, size_t cap);
 double apisrv__now(void);
-/* Borrowed string at obj.a.b (dotted path of plain keys) or NULL. */
-const char *apisrv__str_at(json_object *obj, const char *dotted);
 /* Borrowed obj.k, creating an empty object there if absent. */
 json_object *apisrv__obj_child(json_object *obj, const char *k);
 

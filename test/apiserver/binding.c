@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 /* 409 Conflict on pods/binding: `... on pods/binding "NAME": WHY`. */
 static void bind_conflict(struct apisrv__st *st, const char *name, const char *why) {
     apisrv__st_set(st, 409, "Conflict", "Operation cannot be fulfilled on pods/binding \"%s\": %s", name, why);
@@ -47,16 +49,16 @@ static void bind_scheduled(json_object *pod) {
     }
     for (size_t i = 0; i < json_object_array_length(conds) && !old; i++) {
         json_object *x = json_object_array_get_idx(conds, i);
-        const char *ty = apisrv__str_at(x, "type");
+        const char *ty = aiq_jpath_str(x, "type");
         if (ty && !strcmp(ty, "PodScheduled")) old = x;
     }
     c = json_object_new_object();
     json_object_object_add(c, "type", json_object_new_string("PodScheduled"));
     json_object_object_add(c, "status", json_object_new_string("True"));
     json_object_object_add(c, "lastProbeTime", NULL);
-    if (old && apisrv__str_at(old, "status") && !strcmp(apisrv__str_at(old, "status"), "True") &&
-        apisrv__str_at(old, "lastTransitionTime"))
-        since = apisrv__str_at(old, "lastTransitionTime");
+    if (old && aiq_jpath_str(old, "status") && !strcmp(aiq_jpath_str(old, "status"), "True") &&
+        aiq_jpath_str(old, "lastTransitionTime"))
+        since = aiq_jpath_str(old, "lastTransitionTime");
     json_object_object_add(c, "lastTransitionTime", json_object_new_string(since));
     if (old) {
         for (size_t i = 0; i < json_object_array_length(conds); i++)
@@ -80,11 +82,11 @@ int apisrv__pod_bind(apisrv *s, const char *ns, const char *name, json_object *b
     if (!t) return apisrv__st_set(st, 500, "InternalError", "pods are not served");
     if (!binding || !json_object_is_type(binding, json_type_object))
         return apisrv__st_set(st, 400, "BadRequest", "not a Binding object");
-    bname = apisrv__str_at(binding, "metadata.name");
+    bname = aiq_jpath_str(binding, "metadata.name");
     if (!bname || strcmp(bname, name))
         return apisrv__st_set(st, 400, "BadRequest", "name in URL does not match name in Binding object");
-    kind = apisrv__str_at(binding, "target.kind");
-    node = apisrv__str_at(binding, "target.name");
+    kind = aiq_jpath_str(binding, "target.kind");
+    node = aiq_jpath_str(binding, "target.name");
     if (kind && kind[0] && strcmp(kind, "Node")) {
         apisrv__go_quote(kind, q, sizeof q);
         snprintf(errs[nerr++], sizeof errs[0],
@@ -97,17 +99,17 @@ int apisrv__pod_bind(apisrv *s, const char *ns, const char *name, json_object *b
         return apisrv__st_set(st, 500, "", "[%s, %s]", errs[0], errs[1]);
     pod = apisrv__store_get(s, t->key, ns, name);
     if (!pod) return apisrv__st_notfound(st, t, name);
-    uid_pre = apisrv__str_at(binding, "metadata.uid");
-    rv_pre = apisrv__str_at(binding, "metadata.resourceVersion");
-    uid = apisrv__str_at(pod, "metadata.uid");
-    rv = apisrv__str_at(pod, "metadata.resourceVersion");
-    cur = apisrv__str_at(pod, "spec.nodeName");
+    uid_pre = aiq_jpath_str(binding, "metadata.uid");
+    rv_pre = aiq_jpath_str(binding, "metadata.resourceVersion");
+    uid = aiq_jpath_str(pod, "metadata.uid");
+    rv = aiq_jpath_str(pod, "metadata.resourceVersion");
+    cur = aiq_jpath_str(pod, "spec.nodeName");
     if (json_object_object_get_ex(pod, "spec", &spec)) json_object_object_get_ex(spec, "schedulingGates", &gates);
     if (uid_pre && uid_pre[0] && strcmp(uid_pre, uid ? uid : "")) {
         bind_precondition(st, ns, name, "UID", uid_pre, uid ? uid : "");
     } else if (rv_pre && rv_pre[0] && strcmp(rv_pre, rv ? rv : "")) {
         bind_precondition(st, ns, name, "ResourceVersion", rv_pre, rv ? rv : "");
-    } else if (apisrv__str_at(pod, "metadata.deletionTimestamp")) {
+    } else if (aiq_jpath_str(pod, "metadata.deletionTimestamp")) {
         snprintf(why, sizeof why, "pod %s is being deleted, cannot be assigned to a host", name);
         bind_conflict(st, name, why);
     } else if (cur && cur[0]) {

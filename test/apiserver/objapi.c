@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 static const struct apisrv__type *objapi_type(apisrv *s, const char *resource,
                                               aiq_err *err) {
     const struct apisrv__type *t = apisrv__type_by_resource(s, resource);
@@ -107,13 +109,13 @@ aiq_rc apisrv_obj_update(apisrv *s, const char *resource, json_object *obj,
     char ns[APISRV__MAX_NAME + 1], name[APISRV__MAX_NAME + 1];
     const char *p;
     apisrv__st_init(&st);
-    p = obj ? apisrv__str_at(obj, "metadata.name") : NULL;
+    p = obj ? aiq_jpath_str(obj, "metadata.name") : NULL;
     if (!p) {
         json_object_put(obj);
         return aiq_err_field(err, AIQ_EINVAL, "metadata.name", "metadata.name: Required value");
     }
     snprintf(name, sizeof name, "%s", p);
-    p = apisrv__str_at(obj, "metadata.namespace");
+    p = aiq_jpath_str(obj, "metadata.namespace");
     snprintf(ns, sizeof ns, "%s", p ? p : "default");
     pthread_mutex_lock(&s->mu);
     const struct apisrv__type *t = objapi_type(s, resource, err);
@@ -199,9 +201,9 @@ static aiq_rc objapi_event(apisrv *s, json_object *involved, const char *type,
     struct apisrv__st st;
     aiq_rc rc = AIQ_OK;
     char now[40], name[APISRV__MAX_NAME + 1];
-    const char *iname = apisrv__str_at(involved, "metadata.name");
-    const char *ins = apisrv__str_at(involved, "metadata.namespace");
-    const char *uid = apisrv__str_at(involved, "metadata.uid");
+    const char *iname = aiq_jpath_str(involved, "metadata.name");
+    const char *ins = aiq_jpath_str(involved, "metadata.namespace");
+    const char *uid = aiq_jpath_str(involved, "metadata.uid");
     const char *ns = ins && ins[0] ? ins : "default";
     const char *comp = component ? component : "aiq-apiserver";
     json_object *found = NULL;
@@ -230,7 +232,7 @@ static aiq_rc objapi_event(apisrv *s, json_object *involved, const char *type,
         json_object_object_add(md, "name", json_object_new_string(name));
         json_object_object_add(md, "namespace", json_object_new_string(ns));
         json_object_object_add(ev, "metadata", md);
-        const char *ik = apisrv__str_at(involved, "kind"), *iav = apisrv__str_at(involved, "apiVersion");
+        const char *ik = aiq_jpath_str(involved, "kind"), *iav = aiq_jpath_str(involved, "apiVersion");
         json_object_object_add(io, "kind", json_object_new_string(ik ? ik : ""));
         if (iav) json_object_object_add(io, "apiVersion", json_object_new_string(iav));
         json_object_object_add(io, "name", json_object_new_string(iname));

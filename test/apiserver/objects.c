@@ -143,14 +143,14 @@ static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
 
 static void crd_validate(json_object *obj, const char *name,
                          struct apisrv__st *st) {
-    const char *group = apisrv__str_at(obj, "spec.group");
-    const char *plural = apisrv__str_at(obj, "spec.names.plural");
+    const char *group = aiq_jpath_str(obj, "spec.group");
+    const char *plural = aiq_jpath_str(obj, "spec.names.plural");
     json_object *spec = NULL, *v = NULL;
     if (!group || !group[0])
         apisrv__st_cause(st, "FieldValueRequired", "spec.group", "Required value");
     if (!plural || !plural[0])
         apisrv__st_cause(st, "FieldValueRequired", "spec.names.plural", "Required value");
-    if (!apisrv__str_at(obj, "spec.names.kind"))
+    if (!aiq_jpath_str(obj, "spec.names.kind"))
         apisrv__st_cause(st, "FieldValueRequired", "spec.names.kind", "Required value");
     json_object_object_get_ex(obj, "spec", &spec);
     if (!spec || !json_object_object_get_ex(spec, "versions", &v) ||
@@ -249,7 +249,7 @@ static void initial_status(const struct apisrv__type *t, json_object *obj) {
         json_object *sv = json_object_new_array(), *vers;
         if (spec && json_object_object_get_ex(spec, "versions", &vers))
             for (size_t i = 0; i < json_object_array_length(vers); i++) {
-                const char *vn = apisrv__str_at(json_object_array_get_idx(vers, i), "name");
+                const char *vn = aiq_jpath_str(json_object_array_get_idx(vers, i), "name");
                 if (vn) json_object_array_add(sv, json_object_new_string(vn));
             }
         json_object_object_add(st, "storedVersions", sv);
@@ -425,12 +425,12 @@ static void delete_rows(apisrv *s, json_object *rows, const char *prop) {
     struct apisrv__wopts o = {.propagation = prop};
     for (size_t i = 0; i < json_object_array_length(rows); i++) {
         json_object *r = json_object_array_get_idx(rows, i);
-        const struct apisrv__type *t = apisrv__type_by_key(s, apisrv__str_at(r, "key"));
+        const struct apisrv__type *t = apisrv__type_by_key(s, aiq_jpath_str(r, "key"));
         struct apisrv__st st;
         apisrv__st_init(&st);
         if (t) {
-            const char *ns = apisrv__str_at(r, "ns");
-            apisrv__delete(s, t, ns && ns[0] ? ns : NULL, apisrv__str_at(r, "name"), &o, NULL, &st);
+            const char *ns = aiq_jpath_str(r, "ns");
+            apisrv__delete(s, t, ns && ns[0] ? ns : NULL, aiq_jpath_str(r, "name"), &o, NULL, &st);
         }
         apisrv__st_deinit(&st);
     }
@@ -456,7 +456,7 @@ static int crd_row(void *u, const char *key, const char *ns, const char *name,
 /* Removes every instance of a CRD's kind (finalizers are not waited for)
  * with a DELETED event each, while the kind is still registered. */
 static void crd_remove_instances(apisrv *s, json_object *crd) {
-    const char *g = apisrv__str_at(crd, "spec.group"), *p = apisrv__str_at(crd, "spec.names.plural");
+    const char *g = aiq_jpath_str(crd, "spec.group"), *p = aiq_jpath_str(crd, "spec.names.plural");
     char key[APISRV__KEY];
     struct collect c;
     const struct apisrv__type *ct;
@@ -468,9 +468,9 @@ static void crd_remove_instances(apisrv *s, json_object *crd) {
     for (size_t i = 0; i < json_object_array_length(c.rows); i++) {
         json_object *r = json_object_array_get_idx(c.rows, i);
         struct apisrv__st st;
-        const char *ns = apisrv__str_at(r, "ns");
+        const char *ns = aiq_jpath_str(r, "ns");
         apisrv__st_init(&st);
-        commit(s, ct, ns && ns[0] ? ns : NULL, apisrv__str_at(r, "name"),
+        commit(s, ct, ns && ns[0] ? ns : NULL, aiq_jpath_str(r, "name"),
                json_object_object_get(r, "obj"), NULL, "DELETED", &st);
         apisrv__st_deinit(&st);
     }
@@ -550,8 +550,8 @@ static int delete_preconditions(const struct apisrv__type *t, json_object *obj,
 static long long pod_grace(json_object *pod, const struct apisrv__wopts *o) {
     long long period = 0;
     json_object *spec, *g;
-    const char *node = apisrv__str_at(pod, "spec.nodeName");
-    const char *phase = apisrv__str_at(pod, "status.phase");
+    const char *node = aiq_jpath_str(pod, "spec.nodeName");
+    const char *phase = aiq_jpath_str(pod, "status.phase");
     if (o && o->has_grace)
         period = o->grace;
     else if (json_object_object_get_ex(pod, "spec", &spec) &&

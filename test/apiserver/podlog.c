@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #define PODLOG_MAX (64u * 1024u)
 
 struct podlog_buf {
@@ -47,24 +49,24 @@ void apisrv__pod_log(apisrv *s, struct apisrv__req *r, const struct apisrv__targ
     }
     if (json_object_object_get_ex(pod, "spec", &spec)) json_object_object_get_ex(spec, "containers", &ctrs);
     if (json_object_object_get_ex(pod, "status", &status)) json_object_object_get_ex(status, "containerStatuses", &cs);
-    const char *node = apisrv__str_at(pod, "spec.nodeName");
+    const char *node = aiq_jpath_str(pod, "spec.nodeName");
     for (size_t i = 0; ctrs && json_object_is_type(ctrs, json_type_array) &&
                        i < json_object_array_length(ctrs); i++) {
-        const char *cn = apisrv__str_at(json_object_array_get_idx(ctrs, i), "name");
+        const char *cn = aiq_jpath_str(json_object_array_get_idx(ctrs, i), "name");
         json_object *cst = NULL;
         if (!cn || (want && strcmp(want, cn))) continue;
         found = true;
         for (size_t k = 0; cs && json_object_is_type(cs, json_type_array) &&
                            k < json_object_array_length(cs); k++) {
-            const char *sn = apisrv__str_at(json_object_array_get_idx(cs, k), "name");
+            const char *sn = aiq_jpath_str(json_object_array_get_idx(cs, k), "name");
             if (sn && !strcmp(sn, cn)) cst = json_object_array_get_idx(cs, k);
         }
         podlog_line(b, "aiq-apiserver: simulated container %s of pod %s on node %s\n", cn,
                     tg->name, node && node[0] ? node : "<none>");
-        const char *started = apisrv__str_at(cst, "state.running.startedAt");
-        const char *fin = apisrv__str_at(cst, "state.terminated.finishedAt");
-        const char *reason = apisrv__str_at(cst, "state.terminated.reason");
-        if (!started) started = apisrv__str_at(cst, "state.terminated.startedAt");
+        const char *started = aiq_jpath_str(cst, "state.running.startedAt");
+        const char *fin = aiq_jpath_str(cst, "state.terminated.finishedAt");
+        const char *reason = aiq_jpath_str(cst, "state.terminated.reason");
+        if (!started) started = aiq_jpath_str(cst, "state.terminated.startedAt");
         if (started) podlog_line(b, "%s started%s%s\n", started, "", "");
         if (fin) {
             json_object *code = NULL;
@@ -76,7 +78,7 @@ void apisrv__pod_log(apisrv *s, struct apisrv__req *r, const struct apisrv__targ
             podlog_line(b, "%s terminated: %s, exit code %s\n", fin, reason ? reason : "", codes);
         }
         if (!started && !fin) podlog_line(b, "not started (pod phase %s)%s%s\n",
-                                          apisrv__str_at(pod, "status.phase") ? apisrv__str_at(pod, "status.phase") : "Pending", "", "");
+                                          aiq_jpath_str(pod, "status.phase") ? aiq_jpath_str(pod, "status.phase") : "Pending", "", "");
     }
     if (!found && want) {
         apisrv__resp_err(w, 400, "BadRequest", "container %.100s is not valid for pod %s", want, tg->name);

@@ -87,12 +87,12 @@ int apisrv__st_invalid(struct apisrv__st *st, const struct apisrv__type *t,
     msg[0] = 0;
     for (size_t i = 0; i < n && len < sizeof msg - 1; i++) {
         json_object *c = json_object_array_get_idx(st->causes, i);
-        const char *f = apisrv__str_at(c, "field"), *m = apisrv__str_at(c, "message");
+        const char *f = aiq_jpath_str(c, "field"), *m = aiq_jpath_str(c, "message");
         bool dup = false;
         /* ToAggregate drops an error whose text repeats an earlier one */
         for (size_t k = 0; k < i && !dup; k++) {
             json_object *e = json_object_array_get_idx(st->causes, k);
-            const char *ef = apisrv__str_at(e, "field"), *em = apisrv__str_at(e, "message");
+            const char *ef = aiq_jpath_str(e, "field"), *em = aiq_jpath_str(e, "message");
             dup = !strcmp(f ? f : "", ef ? ef : "") && !strcmp(m ? m : "", em ? em : "");
         }
         if (dup) continue;
@@ -169,11 +169,6 @@ double apisrv__now(void) {
 /* Current UTC time as "2026-11-21T10:00:00Z". */
 void apisrv__now_rfc3339(char *buf, size_t cap) {
     aiq_rfc3339(buf, cap, (double)time(NULL), 0);
-}
-
-/* See apisrv_int.h. */
-const char *apisrv__str_at(json_object *obj, const char *dotted) {
-    return aiq_jpath_str(obj, dotted);
 }
 
 /* See apisrv_int.h. */

@@ -12,6 +12,7 @@
 
 #include "test/apiserver/humantime.h"
 #include "test/apiserver/jsonpath.h"
+#include "common/json.h"
 
 typedef json_object *(*table_cell_fn)(json_object *obj, double now);
 
@@ -38,11 +39,11 @@ static json_object *age_of(const char *ts, double now) {
 
 static json_object *c_name(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "metadata.name"), "");
+    return str_or(aiq_jpath_str(o, "metadata.name"), "");
 }
 
 static json_object *c_age(json_object *o, double now) {
-    return age_of(apisrv__str_at(o, "metadata.creationTimestamp"), now);
+    return age_of(aiq_jpath_str(o, "metadata.creationTimestamp"), now);
 }
 
 static json_object *arr_at(json_object *o, const char *a, const char *b) {
@@ -69,17 +70,17 @@ static json_object *c_pod_ready(json_object *o, double now) {
 }
 
 static json_object *c_pod_status(json_object *o, double now) {
-    const char *phase = apisrv__str_at(o, "status.phase"), *reason = apisrv__str_at(o, "status.reason");
+    const char *phase = aiq_jpath_str(o, "status.phase"), *reason = aiq_jpath_str(o, "status.reason");
     json_object *gates = arr_at(o, "spec", "schedulingGates"), *cs = arr_at(o, "status", "containerStatuses");
     (void)now;
-    if (apisrv__str_at(o, "metadata.deletionTimestamp")) return json_object_new_string("Terminating");
+    if (aiq_jpath_str(o, "metadata.deletionTimestamp")) return json_object_new_string("Terminating");
     if (reason && reason[0]) return json_object_new_string(reason);
     if ((!phase || !strcmp(phase, "Pending")) && gates && json_object_array_length(gates) > 0)
         return json_object_new_string("SchedulingGated");
     for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
         json_object *c = json_object_array_get_idx(cs, i);
-        const char *wr = apisrv__str_at(c, "state.waiting.reason");
-        const char *tr = apisrv__str_at(c, "state.terminated.reason");
+        const char *wr = aiq_jpath_str(c, "state.waiting.reason");
+        const char *tr = aiq_jpath_str(c, "state.terminated.reason");
         if (wr && wr[0]) return json_object_new_string(wr);
         if (tr && tr[0] && phase && strcmp(phase, "Running")) return json_object_new_string(tr);
     }
@@ -100,12 +101,12 @@ static json_object *c_pod_restarts(json_object *o, double now) {
 
 static json_object *c_pod_ip(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "status.podIP"), "<none>");
+    return str_or(aiq_jpath_str(o, "status.podIP"), "<none>");
 }
 
 static json_object *c_pod_node(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "spec.nodeName"), "<none>");
+    return str_or(aiq_jpath_str(o, "spec.nodeName"), "<none>");
 }
 
 static json_object *c_none(json_object *o, double now) {
@@ -120,7 +121,7 @@ static json_object *c_node_status(json_object *o, double now) {
     (void)now;
     for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        const char *ty = apisrv__str_at(c, "type"), *s = apisrv__str_at(c, "status");
+        const char *ty = aiq_jpath_str(c, "type"), *s = aiq_jpath_str(c, "status");
         if (ty && !strcmp(ty, "Ready")) st = s && !strcmp(s, "True") ? "Ready" : "NotReady";
     }
     bool unsched = json_object_object_get_ex(o, "spec", &spec) &&
@@ -150,7 +151,7 @@ static json_object *c_node_roles(json_object *o, double now) {
 
 static json_object *c_node_version(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "status.nodeInfo.kubeletVersion"), "");
+    return str_or(aiq_jpath_str(o, "status.nodeInfo.kubeletVersion"), "");
 }
 
 static json_object *c_node_ip(json_object *o, double now) {
@@ -158,52 +159,52 @@ static json_object *c_node_ip(json_object *o, double now) {
     (void)now;
     for (size_t i = 0; addrs && i < json_object_array_length(addrs); i++) {
         json_object *a = json_object_array_get_idx(addrs, i);
-        const char *ty = apisrv__str_at(a, "type");
-        if (ty && !strcmp(ty, "InternalIP")) return str_or(apisrv__str_at(a, "address"), "<none>");
+        const char *ty = aiq_jpath_str(a, "type");
+        if (ty && !strcmp(ty, "InternalIP")) return str_or(aiq_jpath_str(a, "address"), "<none>");
     }
     return json_object_new_string("<none>");
 }
 
 static json_object *c_node_os(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "status.nodeInfo.osImage"), "<unknown>");
+    return str_or(aiq_jpath_str(o, "status.nodeInfo.osImage"), "<unknown>");
 }
 
 static json_object *c_node_kernel(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "status.nodeInfo.kernelVersion"), "<unknown>");
+    return str_or(aiq_jpath_str(o, "status.nodeInfo.kernelVersion"), "<unknown>");
 }
 
 static json_object *c_node_runtime(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "status.nodeInfo.containerRuntimeVersion"), "<unknown>");
+    return str_or(aiq_jpath_str(o, "status.nodeInfo.containerRuntimeVersion"), "<unknown>");
 }
 
 static json_object *c_ns_status(json_object *o, double now) {
     (void)now;
-    if (apisrv__str_at(o, "metadata.deletionTimestamp")) return json_object_new_string("Terminating");
-    return str_or(apisrv__str_at(o, "status.phase"), "Active");
+    if (aiq_jpath_str(o, "metadata.deletionTimestamp")) return json_object_new_string("Terminating");
+    return str_or(aiq_jpath_str(o, "status.phase"), "Active");
 }
 
 static json_object *c_ev_last(json_object *o, double now) {
-    const char *ts = apisrv__str_at(o, "lastTimestamp");
-    if (!ts) ts = apisrv__str_at(o, "eventTime");
-    if (!ts) ts = apisrv__str_at(o, "metadata.creationTimestamp");
+    const char *ts = aiq_jpath_str(o, "lastTimestamp");
+    if (!ts) ts = aiq_jpath_str(o, "eventTime");
+    if (!ts) ts = aiq_jpath_str(o, "metadata.creationTimestamp");
     return age_of(ts, now);
 }
 
 static json_object *c_ev_type(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "type"), "Normal");
+    return str_or(aiq_jpath_str(o, "type"), "Normal");
 }
 
 static json_object *c_ev_reason(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "reason"), "");
+    return str_or(aiq_jpath_str(o, "reason"), "");
 }
 
 static json_object *c_ev_object(json_object *o, double now) {
-    const char *k = apisrv__str_at(o, "involvedObject.kind"), *n = apisrv__str_at(o, "involvedObject.name");
+    const char *k = aiq_jpath_str(o, "involvedObject.kind"), *n = aiq_jpath_str(o, "involvedObject.name");
     char buf[400], kl[128];
     size_t i;
     (void)now;
@@ -216,17 +217,17 @@ static json_object *c_ev_object(json_object *o, double now) {
 
 static json_object *c_ev_message(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "message"), "");
+    return str_or(aiq_jpath_str(o, "message"), "");
 }
 
 static json_object *c_lease_holder(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "spec.holderIdentity"), "");
+    return str_or(aiq_jpath_str(o, "spec.holderIdentity"), "");
 }
 
 static json_object *c_created_at(json_object *o, double now) {
     (void)now;
-    return str_or(apisrv__str_at(o, "metadata.creationTimestamp"), "");
+    return str_or(aiq_jpath_str(o, "metadata.creationTimestamp"), "");
 }
 
 #define NAME_DESC "Name must be unique within a namespace."
@@ -307,7 +308,7 @@ static json_object *col_def(const char *name, const char *type, const char *form
 
 /* One cell of a CRD printer column. */
 static json_object *crd_cell(json_object *col, json_object *obj, double now) {
-    const char *path = apisrv__str_at(col, "jsonPath"), *type = apisrv__str_at(col, "type");
+    const char *path = aiq_jpath_str(col, "jsonPath"), *type = aiq_jpath_str(col, "type");
     json_object *v = path ? jpath_get(obj, path) : NULL;
     if (!v) return NULL;
     if (type && !strcmp(type, "date")) {
@@ -370,10 +371,10 @@ json_object *apisrv__table(apisrv *s, const struct apisrv__type *t,
         for (size_t i = 0; i < ncc; i++) {
             json_object *c = json_object_array_get_idx(cc, i), *p;
             int prio = json_object_object_get_ex(c, "priority", &p) ? json_object_get_int(p) : 0;
-            json_object_array_add(defs, col_def(apisrv__str_at(c, "name") ? apisrv__str_at(c, "name") : "",
-                                                apisrv__str_at(c, "type") ? apisrv__str_at(c, "type") : "string",
-                                                apisrv__str_at(c, "format"), prio,
-                                                apisrv__str_at(c, "description")));
+            json_object_array_add(defs, col_def(aiq_jpath_str(c, "name") ? aiq_jpath_str(c, "name") : "",
+                                                aiq_jpath_str(c, "type") ? aiq_jpath_str(c, "type") : "string",
+                                                aiq_jpath_str(c, "format"), prio,
+                                                aiq_jpath_str(c, "description")));
         }
     } else {
         bc = builtin_cols(t);

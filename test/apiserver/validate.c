@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #define V_QNAME_MSG "must consist of alphanumeric characters, '-', '_' or '.', and must " \
     "start and end with an alphanumeric character"
 #define V_QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -208,8 +210,8 @@ static void v_owner_refs(json_object *refs, struct apisrv__st *st) {
     size_t n = refs && json_object_is_type(refs, json_type_array) ? json_object_array_length(refs) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *r = json_object_array_get_idx(refs, i);
-        const char *av = apisrv__str_at(r, "apiVersion"), *k = apisrv__str_at(r, "kind");
-        const char *nm = apisrv__str_at(r, "name"), *uid = apisrv__str_at(r, "uid");
+        const char *av = aiq_jpath_str(r, "apiVersion"), *k = aiq_jpath_str(r, "kind");
+        const char *nm = aiq_jpath_str(r, "name"), *uid = aiq_jpath_str(r, "uid");
         const char *slash = av ? strchr(av, '/') : NULL;
         char q[600];
         /* schema.FromAPIVersionAndKind: the version follows the slash */
@@ -261,8 +263,8 @@ void apisrv__validate_meta(const struct apisrv__type *t, json_object *obj, struc
     const char *gen, *name;
     if (!json_object_object_get_ex(obj, "metadata", &md) || !json_object_is_type(md, json_type_object))
         return;
-    gen = apisrv__str_at(md, "generateName");
-    name = apisrv__str_at(md, "name");
+    gen = aiq_jpath_str(md, "generateName");
+    name = aiq_jpath_str(md, "name");
     if (gen && gen[0]) {
         struct apisrv__msgs m = {0};
         v_name(t, gen, true, &m);

@@ -12,6 +12,7 @@
 
 #include "test/apiserver/jpatch.h"
 #include "test/apiserver/selector.h"
+#include "common/json.h"
 
 #define VERBS_MAX_LIMIT 100000
 
@@ -394,10 +395,10 @@ static void verbs_patch(apisrv *s, struct apisrv__req *r, const struct apisrv__t
         goto out;
     }
     if (json_object_is_type(nw, json_type_object) &&
-        !apisrv__str_at(nw, "metadata.resourceVersion") && apisrv__str_at(old, "metadata.resourceVersion"))
+        !aiq_jpath_str(nw, "metadata.resourceVersion") && aiq_jpath_str(old, "metadata.resourceVersion"))
         /* a patch is conditional only when it names a resourceVersion */
         json_object_object_add(apisrv__obj_child(nw, "metadata"), "resourceVersion",
-                               json_object_new_string(apisrv__str_at(old, "metadata.resourceVersion")));
+                               json_object_new_string(aiq_jpath_str(old, "metadata.resourceVersion")));
     if (apisrv__update(s, t, ns, tg->name, nw, &o, &out, &st)) {
         verbs_send_st(w, &st);
         goto out;
@@ -472,8 +473,8 @@ static void verbs_delete(apisrv *s, struct apisrv__req *r, const struct apisrv__
         apisrv__store_scan(s, tg->t->key, tg->ns, NULL, NULL, list_row, &c);
         for (size_t i = 0; i < json_object_array_length(c.items); i++) {
             json_object *it = json_object_array_get_idx(c.items, i);
-            const char *ins = apisrv__str_at(it, "metadata.namespace");
-            apisrv__delete(s, tg->t, ins, apisrv__str_at(it, "metadata.name"), &o, NULL, &st);
+            const char *ins = aiq_jpath_str(it, "metadata.namespace");
+            apisrv__delete(s, tg->t, ins, aiq_jpath_str(it, "metadata.name"), &o, NULL, &st);
             apisrv__st_deinit(&st);
         }
         json_object_put(c.items);

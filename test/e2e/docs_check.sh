@@ -18,7 +18,7 @@ bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
 
 # Metric families rendered by metrics.c: "# TYPE name" lines and the
 # histograms passed to opm__hist (which renders its own TYPE line).
-HIST=$(grep -o 'opm__hist(&b, "aiq_[a-z_]*"' "$M" | sed 's/.*"\(aiq_[a-z_]*\)"/\1/' | sort -u)
+HIST=$(grep -o 'opm__hist([&]*b, "aiq_[a-z_]*"' "$M" | sed 's/.*"\(aiq_[a-z_]*\)"/\1/' | sort -u)
 NAMES=$( { grep -o '# TYPE aiq_[a-z_]*' "$M" | sed 's/# TYPE //'; echo "$HIST"; } | sort -u)
 [ -n "$HIST" ] && [ "$(echo "$NAMES" | wc -l)" -ge 5 ] && ok "metric names read from operator/metrics.c: $(echo $NAMES)" ||
     bad "could not read metric names from operator/metrics.c"

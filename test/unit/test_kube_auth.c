@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "operator/kube_auth.h"
 #include "operator/kube_exec.h"
 #include "operator/kube_http.h"
@@ -542,12 +543,12 @@ TEST(exec_info_carries_the_cluster) {
     char *info = dir_read(dir, "info.1"), *env = dir_read(dir, "env.1");
     json_object *o = NULL;
     CHECK(info && kube_json_parse(info, strlen(info), &o, NULL) == AIQ_OK);
-    CHECK_STR(kube_json_str(o, "kind"), "ExecCredential");
-    CHECK_STR(kube_json_str(o, "apiVersion"), "client.authentication.k8s.io/v1");
-    CHECK_STR(kube_json_str(o, "spec.cluster.server"), s.url);
-    CHECK_STR(kube_json_str(o, "spec.cluster.certificate-authority-data"),
+    CHECK_STR(aiq_jpath_str(o, "kind"), "ExecCredential");
+    CHECK_STR(aiq_jpath_str(o, "apiVersion"), "client.authentication.k8s.io/v1");
+    CHECK_STR(aiq_jpath_str(o, "spec.cluster.server"), s.url);
+    CHECK_STR(aiq_jpath_str(o, "spec.cluster.certificate-authority-data"),
               "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkZBS0VDQQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==");
-    CHECK_STR(kube_json_str(o, "spec.cluster.config.audience"), "sts.example");
+    CHECK_STR(aiq_jpath_str(o, "spec.cluster.config.audience"), "sts.example");
     json_object *v = NULL, *spec = NULL;
     CHECK(json_object_object_get_ex(o, "spec", &spec) && json_object_object_get_ex(spec, "interactive", &v) &&
           json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v));

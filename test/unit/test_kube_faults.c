@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "operator/kube_watch.h"
 #include "operator/kubeconfig.h"
 
@@ -147,7 +148,7 @@ TEST(watch_view_converges_under_api_faults) {
         }
         quiet = 0;
         nev++;
-        int i = cm_index(kube_json_str(ev->obj, "metadata.name"));
+        int i = cm_index(aiq_jpath_str(ev->obj, "metadata.name"));
         switch (ev->type) {
         case KUBE_EV_RELIST_BEGIN:
             for (int k = 0; k < NCM; k++) view[k].seen = 0;
@@ -159,7 +160,7 @@ TEST(watch_view_converges_under_api_faults) {
         case KUBE_EV_ADDED:
         case KUBE_EV_MODIFIED:
             if (i >= 0) {
-                const char *rv = kube_json_str(ev->obj, "metadata.resourceVersion");
+                const char *rv = aiq_jpath_str(ev->obj, "metadata.resourceVersion");
                 view[i].live = view[i].seen = 1;
                 snprintf(view[i].rv, sizeof view[i].rv, "%s", rv ? rv : "");
             }
@@ -190,11 +191,11 @@ TEST(watch_view_converges_under_api_faults) {
     json_object *items = json_object_object_get(list, "items");
     for (size_t k = 0; k < json_object_array_length(items); k++) {
         json_object *it = json_object_array_get_idx(items, k);
-        int i = cm_index(kube_json_str(it, "metadata.name"));
+        int i = cm_index(aiq_jpath_str(it, "metadata.name"));
         if (i < 0) continue;
         live[i] = 1;
         nlive++;
-        const char *rv = kube_json_str(it, "metadata.resourceVersion");
+        const char *rv = aiq_jpath_str(it, "metadata.resourceVersion");
         if (!view[i].live || !rv || strcmp(rv, view[i].rv) != 0) mismatches++;
     }
     for (int i = 0; i < NCM; i++)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "common/json.h"
 #include "operator/kube_watch.h"
 #include "test/unit/kube_testsrv.h"
 
@@ -111,7 +112,7 @@ TEST(decode_events_and_garbage) {
     aiq_err e;
     CHECK_INT(decode("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"42\"}}}", &t, &o, &e), AIQ_OK);
     CHECK_INT(t, KUBE_EV_MODIFIED);
-    CHECK_STR(kube_json_str(o, "metadata.resourceVersion"), "42");
+    CHECK_STR(aiq_jpath_str(o, "metadata.resourceVersion"), "42");
     json_object_put(o);
     CHECK_INT(decode(" {\"type\":\"BOOKMARK\",\"object\":{}} ", &t, &o, &e), AIQ_OK);
     CHECK_INT(t, KUBE_EV_BOOKMARK);
@@ -303,11 +304,11 @@ static const char *pop_ev(struct kube_evq *q, char *buf, size_t cap, bool aijob)
         snprintf(buf, cap, "(timeout)");
         return buf;
     }
-    const char *name = kube_json_str(ev->obj, "metadata.name");
+    const char *name = aiq_jpath_str(ev->obj, "metadata.name");
     snprintf(buf, cap, "%s%s%s", kube_event_type_name(ev->type), name ? " " : "", name ? name : "");
     if (aijob && (ev->type == KUBE_EV_ADDED || ev->type == KUBE_EV_MODIFIED)) {
-        CHECK_STR(kube_json_str(ev->obj, "kind"), "AIJob");
-        CHECK_STR(kube_json_str(ev->obj, "apiVersion"), "aiq.dev/v1alpha1");
+        CHECK_STR(aiq_jpath_str(ev->obj, "kind"), "AIJob");
+        CHECK_STR(aiq_jpath_str(ev->obj, "apiVersion"), "aiq.dev/v1alpha1");
         CHECK_STR(ev->resource, "aijobs");
     }
     kube_event_free(ev);
@@ -468,8 +469,8 @@ TEST(watch_errors_back_off_and_resume) {
     CHECK_INT(kube_evq_pop(q, 10000, &ev), AIQ_OK);
     if (ev) {
         CHECK_INT(ev->type, KUBE_EV_ADDED);
-        CHECK_STR(kube_json_str(ev->obj, "metadata.name"), "p1");
-        CHECK_STR(kube_json_str(ev->obj, "kind"), NULL); /* watch objects are not touched */
+        CHECK_STR(aiq_jpath_str(ev->obj, "metadata.name"), "p1");
+        CHECK_STR(aiq_jpath_str(ev->obj, "kind"), NULL); /* watch objects are not touched */
         CHECK_STR(ev->rv, "101");
         kube_event_free(ev);
     }

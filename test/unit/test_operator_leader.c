@@ -5,7 +5,7 @@
 
 #include <json-c/json.h>
 
-#include "operator/kube_status.h"
+#include "common/json.h"
 #include "operator/leader.h"
 #include "test/unit/th.h"
 
@@ -30,11 +30,11 @@ TEST(leader_creates_missing_lease) {
     json_object *w = leader_next(&l, NULL, 1000.5, &create);
     CHECK(w != NULL);
     CHECK_INT(create, 1);
-    CHECK_STR(kube_json_str(w, "spec.holderIdentity"), "me");
-    CHECK_STR(kube_json_str(w, "spec.renewTime"), "1970-01-01T00:16:40.500000Z");
-    CHECK_STR(kube_json_str(w, "metadata.namespace"), "aiq-system");
-    CHECK_STR(kube_json_str(w, "apiVersion"), "coordination.k8s.io/v1");
-    CHECK(kube_json_str(w, "metadata.resourceVersion") == NULL);
+    CHECK_STR(aiq_jpath_str(w, "spec.holderIdentity"), "me");
+    CHECK_STR(aiq_jpath_str(w, "spec.renewTime"), "1970-01-01T00:16:40.500000Z");
+    CHECK_STR(aiq_jpath_str(w, "metadata.namespace"), "aiq-system");
+    CHECK_STR(aiq_jpath_str(w, "apiVersion"), "coordination.k8s.io/v1");
+    CHECK(aiq_jpath_str(w, "metadata.resourceVersion") == NULL);
     CHECK(!l.is_leader); /* only after the write succeeded */
     leader_written(&l, true, 1000.5);
     CHECK(l.is_leader);
@@ -49,9 +49,9 @@ TEST(leader_renews_own_lease_with_rv) {
     json_object *w = leader_next(&l, cur, 2000, &create);
     CHECK(w != NULL);
     CHECK_INT(create, 0);
-    CHECK_STR(kube_json_str(w, "metadata.resourceVersion"), "77");
+    CHECK_STR(aiq_jpath_str(w, "metadata.resourceVersion"), "77");
     /* A renewal keeps acquireTime and the transition count. */
-    CHECK_STR(kube_json_str(w, "spec.acquireTime"), "2026-01-01T00:00:00.000000Z");
+    CHECK_STR(aiq_jpath_str(w, "spec.acquireTime"), "2026-01-01T00:00:00.000000Z");
     json_object *sp = NULL, *tr = NULL;
     json_object_object_get_ex(w, "spec", &sp);
     json_object_object_get_ex(sp, "leaseTransitions", &tr);
@@ -73,8 +73,8 @@ TEST(leader_waits_for_live_holder_then_takes_over) {
     json_object *w = leader_next(&l, cur, 115, &create);
     CHECK(w != NULL);
     CHECK_INT(create, 0);
-    CHECK_STR(kube_json_str(w, "spec.holderIdentity"), "me");
-    CHECK_STR(kube_json_str(w, "metadata.resourceVersion"), "10");
+    CHECK_STR(aiq_jpath_str(w, "spec.holderIdentity"), "me");
+    CHECK_STR(aiq_jpath_str(w, "metadata.resourceVersion"), "10");
     json_object *sp = NULL, *tr = NULL;
     json_object_object_get_ex(w, "spec", &sp);
     json_object_object_get_ex(sp, "leaseTransitions", &tr);

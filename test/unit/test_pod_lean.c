@@ -6,10 +6,10 @@
 #include <json-c/json.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/cache.h"
 #include "operator/foreign.h"
 #include "operator/gpu_mech.h"
-#include "operator/kube_status.h"
 #include "operator/pod_lean.h"
 #include "operator/pods.h"
 #include "operator/release.h"
@@ -70,15 +70,15 @@ static json_object *path(json_object *o, const char *a, const char *b) {
     return json_object_object_get_ex(x, b, &y) ? y : NULL;
 }
 
-/* The string readers the operator runs (kube_json_str paths). */
+/* The string readers the operator runs (aiq_jpath_str paths). */
 static void same_strings(json_object *full, json_object *lean) {
     static const char *const paths[] = {"metadata.name", "metadata.namespace", "metadata.uid",
                                         "metadata.resourceVersion", "metadata.deletionTimestamp",
                                         "spec.nodeName", "status.phase", "status.startTime"};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
-        CHECK(kube_json_str(lean, paths[i]) != NULL);
-        CHECK_STR(kube_json_str(lean, paths[i]) ? kube_json_str(lean, paths[i]) : "(none)",
-                  kube_json_str(full, paths[i]));
+        CHECK(aiq_jpath_str(lean, paths[i]) != NULL);
+        CHECK_STR(aiq_jpath_str(lean, paths[i]) ? aiq_jpath_str(lean, paths[i]) : "(none)",
+                  aiq_jpath_str(full, paths[i]));
     }
 }
 
@@ -113,7 +113,7 @@ TEST(pod_lean_gated_keeps_what_is_read) {
     CHECK_INT(opcache_key(k1, sizeof k1, full), 0);
     CHECK_INT(opcache_key(k2, sizeof k2, lean), 0);
     CHECK_STR(k2, k1);
-    CHECK(kube_json_str(lean, "spec.nodeName") && !*kube_json_str(lean, "spec.nodeName"));
+    CHECK(aiq_jpath_str(lean, "spec.nodeName") && !*aiq_jpath_str(lean, "spec.nodeName"));
     same_release(full, lean);
     CHECK(json_object_equal(path(full, "metadata", "labels"), path(lean, "metadata", "labels")));
     /* Every aiq.dev/ annotation, and nothing else. */
@@ -163,7 +163,7 @@ TEST(pod_lean_bound_keeps_its_count) {
     /* The scheduler's verdict is kept, whole. */
     json_object *conds = path(lean, "status", "conditions");
     CHECK(conds && json_object_array_length(conds) == 1);
-    CHECK_STR(kube_json_str(json_object_array_get_idx(conds, 0), "message"),
+    CHECK_STR(aiq_jpath_str(json_object_array_get_idx(conds, 0), "message"),
               "0/3 nodes are available");
     CHECK(!path(json_object_array_get_idx(path(lean, "spec", "containers"), 0), "image", NULL));
     json_object_put(full);

@@ -11,6 +11,7 @@
 #include "test/apiserver/apisrv_int.h"
 #include "test/apiserver/jpatch.h"
 #include "test/unit/th.h"
+#include "common/json.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -22,7 +23,7 @@ static const char *causes(const struct apisrv__st *st) {
     for (size_t i = 0; st->causes && i < json_object_array_length(st->causes); i++) {
         json_object *c = json_object_array_get_idx(st->causes, i);
         j += (size_t)snprintf(buf + j, sizeof buf - j, "%s%s=%s", i ? " " : "",
-                              apisrv__str_at(c, "field"), apisrv__str_at(c, "reason"));
+                              aiq_jpath_str(c, "field"), aiq_jpath_str(c, "reason"));
         if (j >= sizeof buf) break;
     }
     return buf;
@@ -31,7 +32,7 @@ static const char *causes(const struct apisrv__st *st) {
 static const char *cause_msg(const struct apisrv__st *st, size_t i) {
     json_object *c = st->causes && i < json_object_array_length(st->causes)
                          ? json_object_array_get_idx(st->causes, i) : NULL;
-    return c ? apisrv__str_at(c, "message") : "";
+    return c ? aiq_jpath_str(c, "message") : "";
 }
 
 static json_object *parse(const char *s) {
@@ -168,28 +169,28 @@ TEST(pod_rules_defaults) {
     json_object_object_add(c, "resources", res);
     apisrv__st_init(&st);
     CHECK_INT(apisrv__pod_default(p, &st), 0);
-    CHECK_STR(apisrv__str_at(p, "spec.restartPolicy"), "Always");
-    CHECK_STR(apisrv__str_at(p, "spec.dnsPolicy"), "ClusterFirst");
-    CHECK_STR(apisrv__str_at(p, "spec.schedulerName"), "default-scheduler");
+    CHECK_STR(aiq_jpath_str(p, "spec.restartPolicy"), "Always");
+    CHECK_STR(aiq_jpath_str(p, "spec.dnsPolicy"), "ClusterFirst");
+    CHECK_STR(aiq_jpath_str(p, "spec.schedulerName"), "default-scheduler");
     CHECK_INT(json_object_get_int(json_object_object_get(json_object_object_get(p, "spec"),
                                                          "terminationGracePeriodSeconds")), 30);
-    CHECK_STR(apisrv__str_at(c, "imagePullPolicy"), "Always");
-    CHECK_STR(apisrv__str_at(c, "terminationMessagePolicy"), "File");
-    CHECK_STR(apisrv__str_at(c, "resources.limits.cpu"), "1");
-    CHECK_STR(apisrv__str_at(c, "resources.limits.memory"), "1Gi");
+    CHECK_STR(aiq_jpath_str(c, "imagePullPolicy"), "Always");
+    CHECK_STR(aiq_jpath_str(c, "terminationMessagePolicy"), "File");
+    CHECK_STR(aiq_jpath_str(c, "resources.limits.cpu"), "1");
+    CHECK_STR(aiq_jpath_str(c, "resources.limits.memory"), "1Gi");
     json_object *req = json_object_object_get(json_object_object_get(c, "resources"), "requests");
     CHECK_STR(json_object_get_string(json_object_object_get(req, "cpu")), "500m");   /* its own */
     CHECK_STR(json_object_get_string(json_object_object_get(req, "memory")), "1Gi"); /* from the limit */
     CHECK_STR(json_object_get_string(json_object_object_get(req, "nvidia.com/gpu")), "2");
     json_object *ic = json_object_array_get_idx(
         json_object_object_get(json_object_object_get(p, "spec"), "initContainers"), 0);
-    CHECK_STR(apisrv__str_at(ic, "imagePullPolicy"), "IfNotPresent");   /* a digest */
+    CHECK_STR(aiq_jpath_str(ic, "imagePullPolicy"), "IfNotPresent");   /* a digest */
     /* the admission plugin's tolerations: not-ready added, unreachable
      * already tolerated; defaulting twice adds nothing more */
     CHECK_INT(apisrv__pod_default(p, &st), 0);
     json_object *tols = json_object_object_get(json_object_object_get(p, "spec"), "tolerations");
     CHECK_INT(json_object_array_length(tols), 2);
-    CHECK_STR(apisrv__str_at(json_object_array_get_idx(tols, 1), "key"), "node.kubernetes.io/not-ready");
+    CHECK_STR(aiq_jpath_str(json_object_array_get_idx(tols, 1), "key"), "node.kubernetes.io/not-ready");
     CHECK_STR(apisrv__pod_qos(p), "Burstable");
     apisrv__st_deinit(&st);
     json_object_put(p);
@@ -204,9 +205,9 @@ TEST(pod_rules_defaults) {
         p = pod(spec);
         apisrv__st_init(&st);
         apisrv__pod_default(p, &st);
-        CHECK_STR(apisrv__str_at(json_object_array_get_idx(
-                                     json_object_object_get(json_object_object_get(p, "spec"), "containers"), 0),
-                                 "imagePullPolicy"), pulls[i].policy);
+        CHECK_STR(aiq_jpath_str(json_object_array_get_idx(
+                                    json_object_object_get(json_object_object_get(p, "spec"), "containers"), 0),
+                                "imagePullPolicy"), pulls[i].policy);
         apisrv__st_deinit(&st);
         json_object_put(p);
     }
