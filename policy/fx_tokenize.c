@@ -4,7 +4,7 @@
  * [A-Za-z_][A-Za-z0-9_.]*, numbers are decimal with an optional fraction
  * and exponent, and a number followed by a unit letter (s m h d w) is a
  * duration in hours (`90m` = 1.5, `1h30m` = 1.5). Operators come from a
- * table, longest first. `#` starts a comment to the end of the line, so
+ * table indexed by their first byte, the two-byte form tried first. `#` starts a comment to the end of the line, so
  * multi-line YAML formulas can carry notes. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,17 +43,26 @@ static const unsigned char fx_class[256] = {
     ['#'] = C_HASH,
 };
 
-/* Operators, two-byte ones first so the first match is the longest. */
+/* Operators by first byte: the one-byte token (FX_T_END: the byte is no
+ * operator alone, and `alone` says what was meant), and the two-byte one,
+ * whose second byte is `second` (0: none), which wins when it matches. */
 static const struct {
-    const char *text;
-    fx_tok_type type;
-} fx_optab[] = {
-    {"&&", FX_T_AND}, {"||", FX_T_OR}, {"<=", FX_T_LE}, {">=", FX_T_GE},
-    {"==", FX_T_EQ},  {"!=", FX_T_NE}, {"+", FX_T_PLUS}, {"-", FX_T_MINUS},
-    {"*", FX_T_STAR}, {"/", FX_T_SLASH}, {"%", FX_T_PERCENT},
-    {"^", FX_T_CARET}, {"(", FX_T_LPAREN}, {")", FX_T_RPAREN},
-    {",", FX_T_COMMA}, {"?", FX_T_QUESTION}, {":", FX_T_COLON},
-    {"<", FX_T_LT}, {">", FX_T_GT}, {"!", FX_T_NOT},
+    fx_tok_type one;
+    char second;
+    fx_tok_type two;
+    const char *alone;
+} fx_ops[256] = {
+    ['+'] = {FX_T_PLUS, 0, FX_T_END, NULL},    ['-'] = {FX_T_MINUS, 0, FX_T_END, NULL},
+    ['*'] = {FX_T_STAR, 0, FX_T_END, NULL},    ['/'] = {FX_T_SLASH, 0, FX_T_END, NULL},
+    ['%'] = {FX_T_PERCENT, 0, FX_T_END, NULL}, ['^'] = {FX_T_CARET, 0, FX_T_END, NULL},
+    ['('] = {FX_T_LPAREN, 0, FX_T_END, NULL},  [')'] = {FX_T_RPAREN, 0, FX_T_END, NULL},
+    [','] = {FX_T_COMMA, 0, FX_T_END, NULL},   ['?'] = {FX_T_QUESTION, 0, FX_T_END, NULL},
+    [':'] = {FX_T_COLON, 0, FX_T_END, NULL},
+    ['<'] = {FX_T_LT, '=', FX_T_LE, NULL},     ['>'] = {FX_T_GT, '=', FX_T_GE, NULL},
+    ['!'] = {FX_T_NOT, '=', FX_T_NE, NULL},
+    ['='] = {FX_T_END, '=', FX_T_EQ, "; compare with '=='"},
+    ['&'] = {FX_T_END, '&', FX_T_AND, "; did you mean '&&'?"},
+    ['|'] = {FX_T_END, '|', FX_T_OR, "; did you mean '||'?"},
 };
 
 /* Duration units in hours. */
@@ -129,6 +138,117 @@ void fx__tok_text(const fx_parse_ctx *ctx, const fx_tok *t, char *buf,
     buf[o] = '\0';
 }
 
+/* Ends the bad token s[p, e) at e and sets the context error: pre, the
+ * token's quoted text, then post. Returns FX_T_ERROR. */
+static fx_tok_type fx_bad_token(fx_parse_ctx *ctx, uint32_t p, uint32_t e, const char *pre,
+                                const char *post) {
+    fx_tok *t = &ctx->tok;
+    t->len = e - p;
+    ctx->pos = e;
+    char txt[64];
+    fx__tok_text(ctx, t, txt, sizeof txt);
+    fx__error(ctx, AIQ_EPARSE, p, "%s%s%s", pre, txt, post);
+    return t->type = FX_T_ERROR;
+}
+
+/* The end of the name (or of the letters glued to a number) at q: letters,
+ * digits and dots. */
+static uint32_t fx_word_end(const char *s, uint32_t q, uint32_t len) {
+    while (q < len && (fx_class[(unsigned char)s[q]] == C_ALPHA ||
+                       fx_class[(unsigned char)s[q]] == C_DIGIT ||
+                       fx_class[(unsigned char)s[q]] == C_DOT))
+        q++;
+    return q;
+}
+
+/* The hours of the unit letter at q (a letter right after a number), or
+ * 0 when it is no unit or more letters or a dot are glued to it. */
+static double fx_unit_at(const char *s, uint32_t q, uint32_t len) {
+    int next_ok = q + 1 >= len ||
+                  (fx_class[(unsigned char)s[q + 1]] != C_ALPHA && s[q + 1] != '.');
+    return next_ok ? fx_unit_hours(s[q]) : 0.0;
+}
+
+/* A number at p (a digit, or '.' before a digit): FX_T_NUM, or FX_T_DUR
+ * with the value in hours when units follow (`1h30m`); FX_T_ERROR when
+ * it is out of range or a unit is bad or missing. */
+static fx_tok_type fx_lex_number(fx_parse_ctx *ctx, uint32_t p) {
+    const char *s = ctx->src;
+    uint32_t len = ctx->len, q = p;
+    fx_tok *t = &ctx->tok;
+    double total = 0;
+    int is_dur = 0;
+    for (;;) {
+        uint32_t n = fx_scan_number(s, q, len);
+        double v;
+        if (fx_number_value(s, q, n, &v) != 0)
+            return fx_bad_token(ctx, p, q + n, "number ", " is out of range");
+        q += n;
+        if (q < len && fx_class[(unsigned char)s[q]] == C_ALPHA) {
+            /* a unit, or garbage glued to the number */
+            double h = fx_unit_at(s, q, len);
+            if (h == 0)
+                return fx_bad_token(ctx, p, fx_word_end(s, q, len), "invalid number ",
+                                    "; a duration unit is one of s, m, h, d, w");
+            total += v * h;
+            is_dur = 1;
+            q++;
+            /* compound durations: 1h30m */
+            if (q < len && fx_class[(unsigned char)s[q]] == C_DIGIT)
+                continue;
+        } else if (is_dur) {
+            /* a bare number after a unit, e.g. "1h30" */
+            return fx_bad_token(ctx, p, q, "invalid duration ",
+                                ": every number needs a unit (s, m, h, d, w)");
+        } else {
+            total = v;
+        }
+        break;
+    }
+    t->len = q - p;
+    ctx->pos = q;
+    if (!(total <= DBL_MAX)) {
+        fx__error(ctx, AIQ_EPARSE, p, "duration is out of range");
+        return t->type = FX_T_ERROR;
+    }
+    t->num = total;
+    return t->type = is_dur ? FX_T_DUR : FX_T_NUM;
+}
+
+/* A name at p, or the literal true or false. */
+static fx_tok_type fx_lex_name(fx_parse_ctx *ctx, uint32_t p) {
+    const char *s = ctx->src;
+    uint32_t q = fx_word_end(s, p, ctx->len);
+    fx_tok *t = &ctx->tok;
+    t->len = q - p;
+    ctx->pos = q;
+    if (t->len == 4 && memcmp(s + p, "true", 4) == 0)
+        return t->type = FX_T_TRUE;
+    if (t->len == 5 && memcmp(s + p, "false", 5) == 0)
+        return t->type = FX_T_FALSE;
+    return t->type = FX_T_NAME;
+}
+
+/* An operator at p (a C_OP byte), from fx_ops. A byte that is no
+ * operator alone ('=', '&', '|') is an error that names the one meant. */
+static fx_tok_type fx_lex_op(fx_parse_ctx *ctx, uint32_t p) {
+    const char *s = ctx->src;
+    unsigned char c = (unsigned char)s[p];
+    fx_tok *t = &ctx->tok;
+    if (fx_ops[c].second && p + 1 < ctx->len && s[p + 1] == fx_ops[c].second) {
+        t->len = 2;
+        ctx->pos = p + 2;
+        return t->type = fx_ops[c].two;
+    }
+    if (fx_ops[c].one != FX_T_END) {
+        t->len = 1;
+        ctx->pos = p + 1;
+        return t->type = fx_ops[c].one;
+    }
+    return fx_bad_token(ctx, p, p + 1, fx_ops[c].alone ? "unexpected " : "unexpected character ",
+                        fx_ops[c].alone ? fx_ops[c].alone : "");
+}
+
 /* Reads the next token into ctx->tok (see fx_int.h). */
 fx_tok_type fx__next(fx_parse_ctx *ctx) {
     const char *s = ctx->src;
@@ -147,136 +267,22 @@ fx_tok_type fx__next(fx_parse_ctx *ctx) {
     t->len = 0;
     t->num = 0;
     if (p >= len) {
-        t->type = FX_T_END;
         ctx->pos = p;
-        return t->type;
+        return t->type = FX_T_END;
     }
-    unsigned char c = (unsigned char)s[p];
-    switch (fx_class[c]) {
+    switch (fx_class[(unsigned char)s[p]]) {
     case C_DIGIT:
-    case C_DOT: {
-        if (fx_class[c] == C_DOT &&
-            !(p + 1 < len && fx_class[(unsigned char)s[p + 1]] == C_DIGIT))
-            goto bad_char;
-        double total = 0;
-        int is_dur = 0;
-        uint32_t q = p;
-        for (;;) {
-            uint32_t n = fx_scan_number(s, q, len);
-            double v;
-            if (fx_number_value(s, q, n, &v) != 0) {
-                t->len = q + n - p;
-                ctx->pos = q + n;
-                char txt[64];
-                fx__tok_text(ctx, t, txt, sizeof txt);
-                fx__error(ctx, AIQ_EPARSE, p, "number %s is out of range",
-                          txt);
-                return t->type = FX_T_ERROR;
-            }
-            q += n;
-            if (q < len && fx_class[(unsigned char)s[q]] == C_ALPHA) {
-                /* a unit, or garbage glued to the number */
-                uint32_t e = q;
-                while (e < len && (fx_class[(unsigned char)s[e]] == C_ALPHA ||
-                                   fx_class[(unsigned char)s[e]] == C_DIGIT ||
-                                   s[e] == '.'))
-                    e++;
-                double h = fx_unit_hours(s[q]);
-                int next_ok = q + 1 >= len ||
-                              (fx_class[(unsigned char)s[q + 1]] != C_ALPHA &&
-                               s[q + 1] != '.');
-                if (h == 0 || !next_ok) {
-                    t->len = e - p;
-                    ctx->pos = e;
-                    char txt[64];
-                    fx__tok_text(ctx, t, txt, sizeof txt);
-                    fx__error(ctx, AIQ_EPARSE, p,
-                              "invalid number %s; a duration unit is one of "
-                              "s, m, h, d, w",
-                              txt);
-                    return t->type = FX_T_ERROR;
-                }
-                total += v * h;
-                is_dur = 1;
-                q++;
-                /* compound durations: 1h30m */
-                if (q < len && fx_class[(unsigned char)s[q]] == C_DIGIT)
-                    continue;
-            } else if (is_dur) {
-                /* a bare number after a unit, e.g. "1h30" */
-                t->len = q - p;
-                ctx->pos = q;
-                char txt[64];
-                fx__tok_text(ctx, t, txt, sizeof txt);
-                fx__error(ctx, AIQ_EPARSE, p,
-                          "invalid duration %s: every number needs a unit "
-                          "(s, m, h, d, w)", txt);
-                return t->type = FX_T_ERROR;
-            } else {
-                total = v;
-            }
-            break;
-        }
-        if (!(total <= DBL_MAX)) {
-            t->len = q - p;
-            ctx->pos = q;
-            fx__error(ctx, AIQ_EPARSE, p, "duration is out of range");
-            return t->type = FX_T_ERROR;
-        }
-        t->type = is_dur ? FX_T_DUR : FX_T_NUM;
-        t->num = total;
-        t->len = q - p;
-        ctx->pos = q;
-        return t->type;
-    }
-    case C_ALPHA: {
-        uint32_t q = p;
-        while (q < len && (fx_class[(unsigned char)s[q]] == C_ALPHA ||
-                           fx_class[(unsigned char)s[q]] == C_DIGIT ||
-                           fx_class[(unsigned char)s[q]] == C_DOT))
-            q++;
-        t->len = q - p;
-        ctx->pos = q;
-        if (t->len == 4 && memcmp(s + p, "true", 4) == 0)
-            return t->type = FX_T_TRUE;
-        if (t->len == 5 && memcmp(s + p, "false", 5) == 0)
-            return t->type = FX_T_FALSE;
-        return t->type = FX_T_NAME;
-    }
+        return fx_lex_number(ctx, p);
+    case C_DOT: /* a number only when a digit follows */
+        if (p + 1 < len && fx_class[(unsigned char)s[p + 1]] == C_DIGIT)
+            return fx_lex_number(ctx, p);
+        break;
+    case C_ALPHA:
+        return fx_lex_name(ctx, p);
     case C_OP:
-        for (size_t i = 0; i < sizeof fx_optab / sizeof fx_optab[0]; i++) {
-            size_t n = strlen(fx_optab[i].text);
-            if (p + n <= len && memcmp(s + p, fx_optab[i].text, n) == 0) {
-                t->len = (uint32_t)n;
-                ctx->pos = p + (uint32_t)n;
-                return t->type = fx_optab[i].type;
-            }
-        }
-        if (c == '=') {
-            t->len = 1;
-            ctx->pos = p + 1;
-            fx__error(ctx, AIQ_EPARSE, p,
-                      "unexpected '='; compare with '=='");
-            return t->type = FX_T_ERROR;
-        }
-        if (c == '&' || c == '|') {
-            t->len = 1;
-            ctx->pos = p + 1;
-            fx__error(ctx, AIQ_EPARSE, p, "unexpected '%c'; did you mean '%c%c'?",
-                      c, c, c);
-            return t->type = FX_T_ERROR;
-        }
-        goto bad_char;
+        return fx_lex_op(ctx, p);
     default:
-        goto bad_char;
+        break;
     }
-bad_char:
-    t->len = 1;
-    ctx->pos = p + 1;
-    {
-        char txt[64];
-        fx__tok_text(ctx, t, txt, sizeof txt);
-        fx__error(ctx, AIQ_EPARSE, p, "unexpected character %s", txt);
-    }
-    return t->type = FX_T_ERROR;
+    return fx_bad_token(ctx, p, p + 1, "unexpected character ", "");
 }

@@ -345,7 +345,6 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
     int32_t huser = -1, hgroup = -1;
     memset(&hneed, 0, sizeof hneed);
     st->nadmitted = 0;
-    st->any_quota_wait = false;
     bool lazy = st->eta_lazy;
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
@@ -400,7 +399,6 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
                 if (rc == 1) goto next;
                 *r = keep;
             }
-            st->any_quota_wait |= r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW;
             goto next;
         }
         if (head >= 0) {

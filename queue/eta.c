@@ -383,6 +383,32 @@ static int eta_begin(q_state *st, const struct q_input *in) {
     return 0;
 }
 
+/* Pops ends, moving the clock *t forward and adding what they free to
+ * *free_, until need GPUs are free and (later) *t is past now, or no end
+ * is left. Returns 0 or -1 out of memory. */
+static inline int eta_wait_free(q_state *st, const struct q_input *in, int64_t need, bool later,
+                                double *t, int64_t *free_) {
+    while ((*free_ < need || (later && *t <= in->now)) && st->rb_size > 0) {
+        q__ev e;
+        if (rpop(st, &e)) return -1;
+        if (e.t > *t) *t = e.t;
+        *free_ += e.aux;
+    }
+    return 0;
+}
+
+/* Job j (order record o) starts at start on need GPUs: its owners count
+ * it from then, and its predicted end gives the GPUs back. Returns 0 or
+ * -1 out of memory. */
+static inline int eta_start(q_state *st, const struct q_input *in, const q__orec *o, int j,
+                            int64_t need, double start, const bool post[2]) {
+    if (owners_take(st, in, o, j, start, post)) return -1;
+    if (o->pred > 0 && need > 0 &&
+        rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now)))
+        return -1;
+    return 0;
+}
+
 /* Estimates order indexes st->eta_k .. kend-1 and leaves the pass there.
  * The results are st->rseq[k] (eager) or st->res[slot] (lazy). */
 static int eta_steps(q_state *st, const struct q_input *in, int kend) {
@@ -426,16 +452,8 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
             /* It takes its GPUs when its owners have room: an event that
              * takes them then (capacity is not checked again at that
              * time: an estimate). */
-            if (need > 0 && rpush(st, (q__ev){sq, j, (int32_t)-need, 0}, rkey(sq, in->now))) {
-                rc = -1;
-                goto out;
-            }
-            if (need > 0 && o->pred > 0 &&
-                rpush(st, (q__ev){sq + o->pred, j, (int32_t)need, 0}, rkey(sq + o->pred, in->now))) {
-                rc = -1;
-                goto out;
-            }
-            if (owners_take(st, in, o, j, sq, post)) {
+            if ((need > 0 && rpush(st, (q__ev){sq, j, (int32_t)-need, 0}, rkey(sq, in->now))) ||
+                eta_start(st, in, o, j, need, sq, post)) {
                 rc = -1;
                 goto out;
             }
@@ -446,14 +464,9 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
          * may hide that from the whole-GPU count, so it starts no earlier
          * than the first end after now. */
         bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED;
-        while ((free_ < need || (later && t <= in->now)) && st->rb_size > 0) {
-            q__ev e;
-            if (rpop(st, &e)) {
-                rc = -1;
-                goto out;
-            }
-            if (e.t > t) t = e.t;
-            free_ += e.aux;
+        if (eta_wait_free(st, in, need, later, &t, &free_)) {
+            rc = -1;
+            goto out;
         }
         if (free_ < need) { /* no predicted end frees enough */
             stuck = strict;
@@ -464,12 +477,7 @@ static int eta_steps(q_state *st, const struct q_input *in, int kend) {
         t = start;
         r->eta = start;
         free_ -= need;
-        if (owners_take(st, in, o, j, start, post)) {
-            rc = -1;
-            goto out;
-        }
-        if (o->pred > 0 && need > 0 &&
-            rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now))) {
+        if (eta_start(st, in, o, j, need, start, post)) {
             rc = -1;
             goto out;
         }

@@ -71,11 +71,10 @@ static void avoid_nodes(q_state *st, const struct q_job *j, bool on, claim_sv *s
     st->epoch++; /* cached "fits" answers are stale */
 }
 
-int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool spread) {
-    if (in->policy.no_grow || !in->actions_on) return 0;
-    /* check_input noted whether any running job is elastic; only the few
-     * admitted this cycle are looked at here (no pass over running jobs
-     * when nothing is elastic). */
+/* Is there a job to grow: a running elastic job below its maximum
+ * (check_input noted whether any running job is elastic: no pass over
+ * running jobs when none is), or one of the few admitted this cycle? */
+static inline bool any_growable(const q_state *st, const struct q_input *in) {
     bool any = false;
     for (int k = 0; k < st->nrunl && !any && st->any_elastic; k++) {
         const struct q_job *j = &in->jobs[st->runl[k]];
@@ -85,12 +84,14 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
         const struct q_job *j = &in->jobs[st->ord[st->admitted[a]].slot];
         any = growable(j) && q__size(j) < j->max_replicas;
     }
-    if (!any) return 0;
-    if (q__rinf_init(st, in)) return -1;
-    q__score_running(st, in, sc);
+    return any;
+}
+
+/* Fills c with the growth candidates (running jobs that are not victims
+ * and not resized this cycle, then jobs admitted this cycle), unsorted;
+ * returns how many. */
+static inline int grow_candidates(const q_state *st, const struct q_input *in, gcand *c) {
     int n = 0;
-    gcand *c = q__alloc(st, (size_t)(st->nrunl + st->nadmitted + 1) * sizeof *c);
-    if (!c) return -1;
     for (int k = 0; k < st->nrunl; k++) {
         const struct q_job *j = &in->jobs[st->runl[k]];
         const q__rinf *ri = &st->rinf[k];
@@ -106,73 +107,84 @@ int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool
         int32_t off = st->eta_lazy ? st->res[o->slot].place_off : st->rseq[st->admitted[a]].place_off;
         c[n++] = (gcand){o->score, o->queued, o->level, o->slot, -1, off};
     }
+    return n;
+}
+
+/* Grows candidate g one replica at a time, while its quota, the free
+ * capacity of its domain and *budget allow, and pushes the Q_ACT_GROW
+ * action when it grew. Returns 0, or -1 out of memory. */
+static int grow_one(q_state *st, const struct q_input *in, const gcand *g, bool spread,
+                    int *budget) {
+    const struct q_job *j = &in->jobs[g->job];
+    int size;
+    const struct q_place *first;
+    double left;
+    if (g->k >= 0) {
+        size = j->replicas;
+        first = &j->placement[0];
+        left = j->end_time > in->now ? j->end_time - in->now : 0;
+    } else {
+        size = q__size(j);
+        first = &st->places[g->place_off];
+        left = q__pred_runtime(j);
+    }
+    q__req req;
+    memset(&req, 0, sizeof req);
+    req.dom = st->ns.n[first->node].dom; /* a gang stays in its domain */
+    req.model = q__resolve(&st->models, j->gpu_model);
+    req.replicas = 1;
+    req.gpus = j->gpus;
+    req.gmem = j->gpu_memory_mib;
+    req.milli = j->gpu_milli;
+    req.cpu = j->cpu_milli;
+    req.mem = j->memory_bytes;
+    if (req.model == Q__UNKNOWN || req.gpus > Q_MAX_GPUS) return 0;
+    q__res need;
+    q__need_n(j, 1, false, &need);
+    int64_t u = q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
+    double hours = (double)u * left / 3600.0;
+    int off = st->nplaces, grown = 0;
+    claim_sv sv[Q_MAX_GROW_AVOID];
+    if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, true, sv);
+    while (size + grown < j->max_replicas && *budget > 0) {
+        if (q__quota_fits(st, in, j->user, j->group, &need, hours, false)) break;
+        int p = q__place(st, &st->ns, &req, true, spread);
+        if (p < 0) return -1; /* the cycle fails: its node set is not used again */
+        if (p == 0) break;
+        q__quota_add(st, in, j->user, j->group, &need, hours, false);
+        st->epoch++;
+        grown++;
+        (*budget)--;
+    }
+    if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, false, sv);
+    if (grown == 0) return 0;
+    if (g->k >= 0) st->rinf[g->k].size = size + grown;
+    struct q_action act = {g->job, -1, size + grown, off, grown, Q_ACT_GROW, Q_R_GROWN};
+    return q__act_push(st, &act) ? -1 : 0;
+}
+
+/* Elastic growth after the walk; see q_int.h. */
+int q__grow_jobs(q_state *st, const struct q_input *in, const q_scorer *sc, bool spread) {
+    if (in->policy.no_grow || !in->actions_on) return 0;
+    if (!any_growable(st, in)) return 0;
+    if (q__rinf_init(st, in)) return -1;
+    q__score_running(st, in, sc);
+    gcand *c = q__alloc(st, (size_t)(st->nrunl + st->nadmitted + 1) * sizeof *c);
+    if (!c) return -1;
+    int n = grow_candidates(st, in, c);
     int rc = 0;
-    int32_t *idx = NULL;
     if (Q_GROW(st, st->gcand, st->cap_gcand, (size_t)n + 1) ||
         Q_GROW(st, st->tmp1, st->cap_tmp1, (size_t)n + 1)) {
         rc = -1;
         goto out_free;
     }
-    idx = st->gcand;
+    int32_t *idx = st->gcand;
     for (int i = 0; i < n; i++) idx[i] = i;
     gctx gx = {c, in};
     q__msort(idx, n, st->tmp1, gcand_cmp, &gx);
     int budget = Q__MAX_GROW;
-    for (int x = 0; x < n && budget > 0; x++) {
-        const gcand *g = &c[idx[x]];
-        const struct q_job *j = &in->jobs[g->job];
-        int size;
-        const struct q_place *first;
-        double left;
-        if (g->k >= 0) {
-            size = j->replicas;
-            first = &j->placement[0];
-            left = j->end_time > in->now ? j->end_time - in->now : 0;
-        } else {
-            size = q__size(j);
-            first = &st->places[g->place_off];
-            left = q__pred_runtime(j);
-        }
-        q__req req;
-        memset(&req, 0, sizeof req);
-        req.dom = st->ns.n[first->node].dom; /* a gang stays in its domain */
-        req.model = q__resolve(&st->models, j->gpu_model);
-        req.replicas = 1;
-        req.gpus = j->gpus;
-        req.gmem = j->gpu_memory_mib;
-        req.milli = j->gpu_milli;
-        req.cpu = j->cpu_milli;
-        req.mem = j->memory_bytes;
-        if (req.model == Q__UNKNOWN || req.gpus > Q_MAX_GPUS) continue;
-        q__res need;
-        q__need_n(j, 1, false, &need);
-        int64_t u = q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
-        double hours = (double)u * left / 3600.0;
-        int off = st->nplaces, grown = 0;
-        claim_sv sv[Q_MAX_GROW_AVOID];
-        if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, true, sv);
-        while (size + grown < j->max_replicas && budget > 0) {
-            if (q__quota_fits(st, in, j->user, j->group, &need, hours, false)) break;
-            int p = q__place(st, &st->ns, &req, true, spread);
-            if (p < 0) {
-                rc = -1;
-                goto out_free;
-            }
-            if (p == 0) break;
-            q__quota_add(st, in, j->user, j->group, &need, hours, false);
-            st->epoch++;
-            grown++;
-            budget--;
-        }
-        if (g->k >= 0 && j->ngrow_avoid > 0) avoid_nodes(st, j, false, sv);
-        if (grown == 0) continue;
-        if (g->k >= 0) st->rinf[g->k].size = size + grown;
-        struct q_action act = {g->job, -1, size + grown, off, grown, Q_ACT_GROW, Q_R_GROWN};
-        if (q__act_push(st, &act)) {
-            rc = -1;
-            goto out_free;
-        }
-    }
+    for (int x = 0; x < n && budget > 0 && rc == 0; x++)
+        rc = grow_one(st, in, &c[idx[x]], spread, &budget);
 out_free:
     q__free(st, c);
     return rc;

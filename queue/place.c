@@ -65,107 +65,124 @@ static int shape_find_or_add(q_state *st, const q__shape *s, uint32_t h) {
     }
 }
 
-/* Builds st->ns (and the shapes) from in->nodes. Returns 0, or -1 with
- * err set (AIQ_EINVAL naming the node field, or AIQ_ENOMEM). */
-int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
-    q__nodeset *ns = &st->ns;
-    int nn = in->nnodes;
-    if (Q_GROW(st, ns->n, ns->cap_n, (size_t)nn + 1)) goto oom;
-    for (int i = 0; i < nn; i++) {
-        const struct q_node *src = &in->nodes[i];
-        q__node *n = &ns->n[i];
-        if (src->ngpus < 0 || src->ngpus > Q_MAX_GPUS) {
-            aiq_err_field(err, AIQ_EINVAL, "nodes[].ngpus",
-                          "nodes[%d].ngpus: must be 0..%d, got %d", i,
-                          Q_MAX_GPUS, src->ngpus);
-            return -1;
-        }
-        memset(n, 0, sizeof *n);
-        n->ngpus = src->ngpus;
-        for (int g = 0; g < n->ngpus; g++) {
-            int64_t t = src->gpu_mem_total[g], u = src->gpu_mem_used[g];
-            if (t <= 0 || u < 0 || u > t) {
-                aiq_err_field(err, AIQ_EINVAL, "nodes[].gpu_mem",
-                              "nodes[%d] (%s) GPU %d: memory total %lld, used "
-                              "%lld (need total > 0 and 0 <= used <= total)",
-                              i, src->name ? src->name : "?", g, (long long)t,
-                              (long long)u);
-                return -1;
-            }
-            n->tot[g] = t;
-            n->used[g] = u;
-        }
-        if (src->cpu_alloc < 0 || src->cpu_used < 0 || src->cpu_alloc > Q__MAX_CPU * 1024 ||
-            src->cpu_used > Q__MAX_CPU * 1024 || src->mem_alloc < 0 || src->mem_used < 0 ||
-            src->mem_alloc > Q__MAX_MEM * 1024 || src->mem_used > Q__MAX_MEM * 1024) {
-            aiq_err_field(err, AIQ_EINVAL, "nodes[].cpu",
-                          "nodes[%d] (%s): cpu %lld/%lldm or memory %lld/%lld bytes out of range",
-                          i, src->name ? src->name : "?", (long long)src->cpu_used,
-                          (long long)src->cpu_alloc, (long long)src->mem_used,
-                          (long long)src->mem_alloc);
-            return -1;
-        }
-        n->cpu_free = src->cpu_alloc - src->cpu_used;
-        n->mem_free = src->mem_alloc - src->mem_used;
-        n->sched = src->schedulable;
-        n->dom = q__intern_id(st, &st->doms, src->domain);
-        n->model = q__intern_id(st, &st->models, src->gpu_model);
-        if (n->dom < 0 || n->model < 0) goto oom;
-        n->prev = n->next = n->bucket = -1;
-        n->nfree = 0;
+static int nodes_oom(aiq_err *err) {
+    aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory building nodes");
+    return -1;
+}
+
+/* Checks in->nodes[i] and loads it into n (not yet in a bucket). Returns
+ * 0, or -1 with err set (AIQ_EINVAL naming the node field, or
+ * AIQ_ENOMEM). */
+static inline int node_load(q_state *st, const struct q_node *src, int i, q__node *n,
+                            aiq_err *err) {
+    if (src->ngpus < 0 || src->ngpus > Q_MAX_GPUS) {
+        aiq_err_field(err, AIQ_EINVAL, "nodes[].ngpus",
+                      "nodes[%d].ngpus: must be 0..%d, got %d", i,
+                      Q_MAX_GPUS, src->ngpus);
+        return -1;
     }
-    ns->nn = nn;
+    memset(n, 0, sizeof *n);
+    n->ngpus = src->ngpus;
+    for (int g = 0; g < n->ngpus; g++) {
+        int64_t t = src->gpu_mem_total[g], u = src->gpu_mem_used[g];
+        if (t <= 0 || u < 0 || u > t) {
+            aiq_err_field(err, AIQ_EINVAL, "nodes[].gpu_mem",
+                          "nodes[%d] (%s) GPU %d: memory total %lld, used "
+                          "%lld (need total > 0 and 0 <= used <= total)",
+                          i, src->name ? src->name : "?", g, (long long)t,
+                          (long long)u);
+            return -1;
+        }
+        n->tot[g] = t;
+        n->used[g] = u;
+    }
+    if (src->cpu_alloc < 0 || src->cpu_used < 0 || src->cpu_alloc > Q__MAX_CPU * 1024 ||
+        src->cpu_used > Q__MAX_CPU * 1024 || src->mem_alloc < 0 || src->mem_used < 0 ||
+        src->mem_alloc > Q__MAX_MEM * 1024 || src->mem_used > Q__MAX_MEM * 1024) {
+        aiq_err_field(err, AIQ_EINVAL, "nodes[].cpu",
+                      "nodes[%d] (%s): cpu %lld/%lldm or memory %lld/%lld bytes out of range",
+                      i, src->name ? src->name : "?", (long long)src->cpu_used,
+                      (long long)src->cpu_alloc, (long long)src->mem_used,
+                      (long long)src->mem_alloc);
+        return -1;
+    }
+    n->cpu_free = src->cpu_alloc - src->cpu_used;
+    n->mem_free = src->mem_alloc - src->mem_used;
+    n->sched = src->schedulable;
+    n->dom = q__intern_id(st, &st->doms, src->domain);
+    n->model = q__intern_id(st, &st->models, src->gpu_model);
+    if (n->dom < 0 || n->model < 0) return nodes_oom(err);
+    n->prev = n->next = n->bucket = -1;
+    n->nfree = 0;
+    return 0;
+}
+
+/* The free-capacity index of the loaded nodes: per domain, schedulable
+ * nodes bucketed by free GPUs. Returns 0, or -1 out of memory. */
+static inline int buckets_build(q_state *st) {
+    q__nodeset *ns = &st->ns;
     ns->ndom = st->doms.n;
-    if (Q_GROW(st, ns->head, ns->cap_head, (size_t)ns->ndom * Q__NBUCKET + 1))
-        goto oom;
-    if (Q_GROW(st, ns->dom_free, ns->cap_dom, (size_t)ns->ndom + 1)) goto oom;
+    if (Q_GROW(st, ns->head, ns->cap_head, (size_t)ns->ndom * Q__NBUCKET + 1)) return -1;
+    if (Q_GROW(st, ns->dom_free, ns->cap_dom, (size_t)ns->ndom + 1)) return -1;
     for (int k = 0; k < ns->ndom * Q__NBUCKET; k++) ns->head[k] = -1;
     for (int d = 0; d < ns->ndom; d++) ns->dom_free[d] = 0;
     /* Link in reverse so every bucket lists nodes in input order. */
-    for (int i = nn - 1; i >= 0; i--) rebucket(ns, i);
+    for (int i = ns->nn - 1; i >= 0; i--) rebucket(ns, i);
+    return 0;
+}
 
-    /* Shapes: nodes that look alike, for reject checks. */
+/* Node n's shape (src is its input): domain, model, GPU memories in
+ * descending order, allocatable cpu and memory. */
+static inline void shape_of(const q__node *n, const struct q_node *src, q__shape *s) {
+    memset(s, 0, sizeof *s);
+    s->dom = n->dom;
+    s->model = n->model;
+    s->ngpus = src->ngpus;
+    for (int g = 0; g < s->ngpus; g++) {
+        int64_t t = src->gpu_mem_total[g];
+        int k = g;
+        while (k > 0 && s->tot[k - 1] < t) {
+            s->tot[k] = s->tot[k - 1];
+            k--;
+        }
+        s->tot[k] = t;
+    }
+    s->cpu = src->cpu_alloc;
+    s->mem = src->mem_alloc;
+}
+
+/* Hashed a word at a time: byte-wise FNV over 5k nodes of 160 bytes was
+ * a visible part of an incremental cycle. */
+static inline uint32_t shape_hash(const q__shape *s) {
+    uint64_t hw = 0x9e3779b97f4a7c15ull;
+    const unsigned char *b = (const unsigned char *)s;
+    for (size_t k = 0; k + 8 <= sizeof *s; k += 8) {
+        uint64_t w;
+        memcpy(&w, b + k, 8);
+        hw = (hw ^ w) * 0xbf58476d1ce4e5b9ull;
+        hw ^= hw >> 31;
+    }
+    return (uint32_t)(hw ^ (hw >> 32));
+}
+
+/* Shapes: nodes that look alike, for reject checks, counted; then the
+ * key of what reject checks depend on (the shapes, their counts, the
+ * input generation: quotas and budgets). Returns 0, or -1 out of memory. */
+static inline int shapes_build(q_state *st, const struct q_input *in) {
+    int nn = in->nnodes;
     size_t tcap = 64;
     while (tcap < (size_t)nn * 2) tcap *= 2;
-    if (Q_GROW(st, st->shape_tab, st->cap_shape_tab, tcap)) goto oom;
-    if (Q_GROW(st, st->shapes, st->cap_shapes, (size_t)nn + 1)) goto oom;
+    if (Q_GROW(st, st->shape_tab, st->cap_shape_tab, tcap)) return -1;
+    if (Q_GROW(st, st->shapes, st->cap_shapes, (size_t)nn + 1)) return -1;
     tcap = st->cap_shape_tab;
     for (size_t k = 0; k < tcap; k++) st->shape_tab[k] = -1;
     st->nshapes = 0;
     for (int i = 0; i < nn; i++) {
-        const struct q_node *src = &in->nodes[i];
         q__shape s;
-        memset(&s, 0, sizeof s);
-        s.dom = ns->n[i].dom;
-        s.model = ns->n[i].model;
-        s.ngpus = src->ngpus;
-        for (int g = 0; g < s.ngpus; g++) {
-            int64_t t = src->gpu_mem_total[g];
-            int k = g;
-            while (k > 0 && s.tot[k - 1] < t) {
-                s.tot[k] = s.tot[k - 1];
-                k--;
-            }
-            s.tot[k] = t;
-        }
-        s.cpu = src->cpu_alloc;
-        s.mem = src->mem_alloc;
-        /* Hashed a word at a time: byte-wise FNV over 5k nodes of 160
-         * bytes was a visible part of an incremental cycle. */
-        uint64_t hw = 0x9e3779b97f4a7c15ull;
-        const unsigned char *b = (const unsigned char *)&s;
-        for (size_t k = 0; k + 8 <= sizeof s; k += 8) {
-            uint64_t w;
-            memcpy(&w, b + k, 8);
-            hw = (hw ^ w) * 0xbf58476d1ce4e5b9ull;
-            hw ^= hw >> 31;
-        }
-        uint32_t h = (uint32_t)(hw ^ (hw >> 32));
-        int id = shape_find_or_add(st, &s, h);
+        shape_of(&st->ns.n[i], &in->nodes[i], &s);
+        int id = shape_find_or_add(st, &s, shape_hash(&s));
         st->shapes[id].count++;
     }
-    /* What reject checks depend on: the shapes, their counts, the input
-     * generation (quotas and budgets). */
     uint64_t fk = in->gen * 0x9e3779b97f4a7c15ull + (uint64_t)st->nshapes + 1;
     for (int k = 0; k < st->nshapes; k++) {
         const unsigned char *b = (const unsigned char *)&st->shapes[k];
@@ -173,9 +190,19 @@ int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
     }
     st->fit_key = fk ? fk : 1;
     return 0;
-oom:
-    aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory building nodes");
-    return -1;
+}
+
+/* Builds st->ns (and the shapes) from in->nodes. Returns 0, or -1 with
+ * err set (AIQ_EINVAL naming the node field, or AIQ_ENOMEM). */
+int q__nodeset_build(q_state *st, const struct q_input *in, aiq_err *err) {
+    q__nodeset *ns = &st->ns;
+    int nn = in->nnodes;
+    if (Q_GROW(st, ns->n, ns->cap_n, (size_t)nn + 1)) return nodes_oom(err);
+    for (int i = 0; i < nn; i++)
+        if (node_load(st, &in->nodes[i], i, &ns->n[i], err)) return -1;
+    ns->nn = nn;
+    if (buckets_build(st) || shapes_build(st, in)) return nodes_oom(err);
+    return 0;
 }
 
 /* Copies src into dst (dst's arrays grown as needed). Returns 0 or -1. */

@@ -233,7 +233,6 @@ struct q_state {
     int32_t *admitted; size_t cap_admitted; int nadmitted; /* order idx */
     struct q_result *rseq; size_t cap_rseq;        /* results in order */
     int32_t *runl; size_t cap_runl; int nrunl;     /* running jobs */
-    bool any_quota_wait;                           /* walk -> eta */
     q__memo_key *memo; size_t cap_memo; int nmemo;
     uint32_t epoch;     /* bumped by every admission in the walk */
     uint64_t fit_key;   /* node shapes + input generation of this cycle */

@@ -752,11 +752,180 @@ static double frag_now(struct run *r) {
     return sim_fragmentation(r->nodes, r->nn, minw, minw_mib, mins, minf);
 }
 
+/* Fills q, the queue's view of active job i at now (pending, or running
+ * with its placement). */
+static void qjob_fill(const struct run *r, int i, double now, struct q_job *q) {
+    const struct sim_job *j = &r->tr->jobs[i];
+    const struct sim_jobres *jr = &r->res->jobs[i];
+    const struct jrun *js = &r->js[i];
+    memset(q, 0, sizeof *q);
+    q->key = j->id;
+    q->uid = j->id;
+    /* A job back from preemption is a changed job: rescored. */
+    q->gen = (uint64_t)r->jst[i] + 4u * (uint64_t)js->npre;
+    q->user = r->juser[i];
+    q->group = r->jgroup[i];
+    q->priority = j->priority;
+    q->replicas = j->replicas;
+    q->gpus = j->gpus;
+    q->gpu_memory_mib = j->gpu_mem_mib;
+    q->gpu_milli = j->gpu_milli;
+    q->cpu_milli = j->cpu_milli;
+    q->memory_bytes = j->mem_bytes;
+    q->gpu_model = j->gpu_model;
+    q->created = q->queued = jr->submit;
+    if (j->times_set) {
+        q->created = r->cfg->epoch + j->created;
+        q->queued = r->cfg->epoch + j->queued;
+    }
+    if (js->queued > 0)
+        q->queued = js->queued; /* back from preemption */
+    q->est_runtime_s = j->estimate_s;
+    q->pred_runtime_s = jr->pred_s;
+    q->min_replicas = j->min_replicas;
+    q->max_replicas = j->max_replicas;
+    q->min_runtime_s = j->min_runtime_s;
+    q->non_preemptible = j->non_preemptible;
+    q->checkpointable = j->checkpoint_s > 0;
+    q->checkpoint_interval_s = j->checkpoint_s;
+    q->preemptions = js->npre;
+    for (int x = 0; x < js->npre && x < 8; x++)
+        q->preemptions_1h += js->pre_t[x] > now - 3600;
+    q->attained_gpu_hours = js->attained_s / 3600.0;
+    if (r->jst[i] == JS_RUNNING) {
+        double plan = jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
+        q->state = Q_JOB_RUNNING;
+        q->replicas = js->rep;
+        q->stopping = js->stopping;
+        q->terminating = js->terminating;
+        q->placement = &r->places[r->poff[i]];
+        q->started = js->run_start;
+        q->end_time = plan > 0 ? js->run_start + plan : 0;
+        q->attempts = 1;
+        /* the queue adds this run's GPU time itself */
+        q->attained_gpu_hours = js->attained0 / 3600.0;
+    } else {
+        q->state = Q_JOB_PENDING;
+    }
+}
+
+/* The queue's jobs at now, in trace order (r->qjobs, r->qidx their trace
+ * indexes); finished ones leave the active list. Returns how many. */
+static int queue_jobs(struct run *r, double now) {
+    int nq = 0, w = 0;
+    for (int a = 0; a < r->nactive; a++) {
+        int i = r->active[a];
+        if (r->jst[i] != JS_PENDING && r->jst[i] != JS_RUNNING)
+            continue;
+        r->active[w++] = i;
+        qjob_fill(r, i, now, &r->qjobs[nq]);
+        r->qidx[nq++] = i;
+    }
+    r->nactive = w;
+    return nq;
+}
+
+/* The cycle's input: the simulated nodes, groups, users, the nq jobs of
+ * queue_jobs and the policy; the simulator carries out actions. */
+static void queue_input(const struct run *r, double now, int nq, struct q_input *in) {
+    memset(in, 0, sizeof *in);
+    in->now = now;
+    in->nodes = r->nodes;
+    in->nnodes = r->nn;
+    in->groups = r->groups;
+    in->ngroups = r->res->ngroups;
+    in->users = r->users;
+    in->nusers = r->res->nusers;
+    in->jobs = r->qjobs;
+    in->njobs = nq;
+    oppolicy_qpolicy(r->cfg->policy, &in->policy);
+    in->placer = oppolicy_placer(r->cfg->policy);
+    in->gen = r->gen;
+    in->actions_on = true; /* the simulator carries out preemptions and resizes */
+}
+
+/* Pending job i's decision q (placements in out) at now: recorded, and
+ * carried out when it is a rejection or an admission (its gang takes its
+ * GPUs and its end is scheduled; *admitted counts it). */
+static aiq_rc decided(struct run *r, int i, double now, const struct q_result *q,
+                      const q_output *out, int *admitted, aiq_err *err) {
+    aiq_rc rc;
+    const struct sim_job *j = &r->tr->jobs[i];
+    struct sim_jobres *jr = &r->res->jobs[i];
+    if (!r->last[i].seen) {
+        r->last[i].seen = true;
+        jr->waited = q->decision != Q_DEC_ADMIT;
+        jr->eta = q->decision == Q_DEC_ADMIT ? now : q->eta;
+    }
+    if ((rc = record(r, i, now, q, err)) != AIQ_OK)
+        return rc;
+    if (q->decision == Q_DEC_REJECT) {
+        r->jst[i] = JS_REJECTED;
+        r->npending--;
+        jr->state = SIM_J_REJECTED;
+        jr->reject_reason = q->reason;
+        return AIQ_OK;
+    }
+    struct jrun *js = &r->js[i];
+    if (q->decision != Q_DEC_ADMIT || q->nplace < 1 || q->nplace > js->cap)
+        return AIQ_OK;
+    double held = 0;
+    for (int p = 0; p < q->nplace; p++) {
+        struct q_place pl = out->places[q->place_off + p];
+        r->places[r->poff[i] + p] = pl;
+        held += hold(r, j, &pl, +1);
+    }
+    if (jr->start == 0) {
+        jr->start = now;
+        jr->gpus = held;
+    }
+    js->rep = q->nplace;
+    js->run_start = js->acc_t = now;
+    js->done0 = js->done;
+    js->attained0 = js->attained_s;
+    held_add(r, i, held);
+    r->jst[i] = JS_RUNNING;
+    r->npending--;
+    (*admitted)++;
+    return schedule_end(r, i, now, err);
+}
+
+/* One of the queue's actions (out->actions), as the operator carries it
+ * out: recorded; victims and shrunk replicas stop after the grace
+ * period, growth is at once. */
+static aiq_rc carry_out(struct run *r, double now, const q_output *out, const struct q_action *a,
+                        aiq_err *err) {
+    aiq_rc rc;
+    struct sim_result *res = r->res;
+    double grace = r->cfg->preempt_grace_s > 0 ? r->cfg->preempt_grace_s : 0;
+    int i = r->qidx[a->job];
+    int by = a->for_job >= 0 ? r->qidx[a->for_job] : -1;
+    struct jrun *js = &r->js[i];
+    if ((rc = record_action(r, i, now, a, &out->res[a->job], by, err)) != AIQ_OK)
+        return rc;
+    if (r->jst[i] != JS_RUNNING)
+        return AIQ_OK;
+    if (a->kind == Q_ACT_GROW) {
+        res->ngrow++;
+        return resize(r, i, now, a->replicas, &out->places[a->place_off], err);
+    }
+    if (a->kind == Q_ACT_PREEMPT) {
+        res->npreempt++;
+        js->terminating = true;
+        if (!r->cfg->script && heap_push(r, now + grace, i, EV_STOP))
+            return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    } else {
+        res->nshrink++;
+        js->stopping = js->rep - a->replicas;
+        if (!r->cfg->script && heap_push(r, now + grace, i, EV_SHRINK))
+            return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    }
+    return AIQ_OK;
+}
+
 /* One queue cycle at now. *admitted gets the number of admissions. */
 static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
     aiq_rc rc;
-    const struct sim_trace *tr = r->tr;
-    struct sim_result *res = r->res;
     *admitted = 0;
     if ((rc = fairshare(r, now, err)) != AIQ_OK)
         return rc;
@@ -764,167 +933,24 @@ static aiq_rc cycle(struct run *r, double now, int *admitted, aiq_err *err) {
         r->gen++;
         r->usage_changed = false;
     }
-    /* Jobs in trace order; finished ones leave the active list. */
-    int nq = 0, w = 0;
-    for (int a = 0; a < r->nactive; a++) {
-        int i = r->active[a];
-        if (r->jst[i] != JS_PENDING && r->jst[i] != JS_RUNNING)
-            continue;
-        r->active[w++] = i;
-        const struct sim_job *j = &tr->jobs[i];
-        const struct sim_jobres *jr = &res->jobs[i];
-        const struct jrun *js = &r->js[i];
-        struct q_job *q = &r->qjobs[nq];
-        memset(q, 0, sizeof *q);
-        q->key = j->id;
-        q->uid = j->id;
-        /* A job back from preemption is a changed job: rescored. */
-        q->gen = (uint64_t)r->jst[i] + 4u * (uint64_t)js->npre;
-        q->user = r->juser[i];
-        q->group = r->jgroup[i];
-        q->priority = j->priority;
-        q->replicas = j->replicas;
-        q->gpus = j->gpus;
-        q->gpu_memory_mib = j->gpu_mem_mib;
-        q->gpu_milli = j->gpu_milli;
-        q->cpu_milli = j->cpu_milli;
-        q->memory_bytes = j->mem_bytes;
-        q->gpu_model = j->gpu_model;
-        q->created = q->queued = jr->submit;
-        if (j->times_set) {
-            q->created = r->cfg->epoch + j->created;
-            q->queued = r->cfg->epoch + j->queued;
-        }
-        if (js->queued > 0)
-            q->queued = js->queued; /* back from preemption */
-        q->est_runtime_s = j->estimate_s;
-        q->pred_runtime_s = jr->pred_s;
-        q->min_replicas = j->min_replicas;
-        q->max_replicas = j->max_replicas;
-        q->min_runtime_s = j->min_runtime_s;
-        q->non_preemptible = j->non_preemptible;
-        q->checkpointable = j->checkpoint_s > 0;
-        q->checkpoint_interval_s = j->checkpoint_s;
-        q->preemptions = js->npre;
-        for (int x = 0; x < js->npre && x < 8; x++)
-            q->preemptions_1h += js->pre_t[x] > now - 3600;
-        q->attained_gpu_hours = js->attained_s / 3600.0;
-        if (r->jst[i] == JS_RUNNING) {
-            double plan = jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
-            q->state = Q_JOB_RUNNING;
-            q->replicas = js->rep;
-            q->stopping = js->stopping;
-            q->terminating = js->terminating;
-            q->placement = &r->places[r->poff[i]];
-            q->started = js->run_start;
-            q->end_time = plan > 0 ? js->run_start + plan : 0;
-            q->attempts = 1;
-            /* the queue adds this run's GPU time itself */
-            q->attained_gpu_hours = js->attained0 / 3600.0;
-        } else {
-            q->state = Q_JOB_PENDING;
-        }
-        r->qidx[nq++] = i;
-    }
-    r->nactive = w;
+    int nq = queue_jobs(r, now);
     struct q_input in;
-    memset(&in, 0, sizeof in);
-    in.now = now;
-    in.nodes = r->nodes;
-    in.nnodes = r->nn;
-    in.groups = r->groups;
-    in.ngroups = res->ngroups;
-    in.users = r->users;
-    in.nusers = res->nusers;
-    in.jobs = r->qjobs;
-    in.njobs = nq;
-    oppolicy_qpolicy(r->cfg->policy, &in.policy);
-    in.placer = oppolicy_placer(r->cfg->policy);
-    in.gen = r->gen;
-    in.actions_on = true; /* the simulator carries out preemptions and resizes */
+    queue_input(r, now, nq, &in);
     q_scorer sc;
     oppolicy_scorer(r->cfg->policy, &sc);
     q_output out;
     if ((rc = q_cycle_run(r->qs, &in, &sc, &out, err)) != AIQ_OK)
         return rc;
-    res->ncycles++;
+    r->res->ncycles++;
     for (int k = 0; k < nq; k++) {
         int i = r->qidx[k];
-        if (r->jst[i] != JS_PENDING)
-            continue;
-        const struct q_result *q = &out.res[k];
-        const struct sim_job *j = &tr->jobs[i];
-        struct sim_jobres *jr = &res->jobs[i];
-        if (!r->last[i].seen) {
-            r->last[i].seen = true;
-            jr->waited = q->decision != Q_DEC_ADMIT;
-            jr->eta = q->decision == Q_DEC_ADMIT ? now : q->eta;
-        }
-        if ((rc = record(r, i, now, q, err)) != AIQ_OK)
-            return rc;
-        if (q->decision == Q_DEC_REJECT) {
-            r->jst[i] = JS_REJECTED;
-            r->npending--;
-            jr->state = SIM_J_REJECTED;
-            jr->reject_reason = q->reason;
-            continue;
-        }
-        struct jrun *js = &r->js[i];
-        if (q->decision != Q_DEC_ADMIT || q->nplace < 1 || q->nplace > js->cap)
-            continue;
-        double held = 0;
-        for (int p = 0; p < q->nplace; p++) {
-            struct q_place pl = out.places[q->place_off + p];
-            r->places[r->poff[i] + p] = pl;
-            held += hold(r, j, &pl, +1);
-        }
-        if (jr->start == 0) {
-            jr->start = now;
-            jr->gpus = held;
-        }
-        js->rep = q->nplace;
-        js->run_start = js->acc_t = now;
-        js->done0 = js->done;
-        js->attained0 = js->attained_s;
-        held_add(r, i, held);
-        r->jst[i] = JS_RUNNING;
-        r->npending--;
-        (*admitted)++;
-        if ((rc = schedule_end(r, i, now, err)) != AIQ_OK)
+        if (r->jst[i] == JS_PENDING &&
+            (rc = decided(r, i, now, &out.res[k], &out, admitted, err)) != AIQ_OK)
             return rc;
     }
-    /* The queue's actions, as the operator carries them out: victims and
-     * shrunk replicas stop after the grace period, growth is at once. */
-    double grace = r->cfg->preempt_grace_s > 0 ? r->cfg->preempt_grace_s : 0;
-    for (int x = 0; x < out.nactions; x++) {
-        const struct q_action *a = &out.actions[x];
-        int i = r->qidx[a->job];
-        int by = a->for_job >= 0 ? r->qidx[a->for_job] : -1;
-        struct jrun *js = &r->js[i];
-        if ((rc = record_action(r, i, now, a, &out.res[a->job], by, err)) != AIQ_OK)
+    for (int x = 0; x < out.nactions; x++)
+        if ((rc = carry_out(r, now, &out, &out.actions[x], err)) != AIQ_OK)
             return rc;
-        if (a->kind == Q_ACT_GROW) {
-            if (r->jst[i] != JS_RUNNING)
-                continue;
-            res->ngrow++;
-            if ((rc = resize(r, i, now, a->replicas, &out.places[a->place_off], err)) != AIQ_OK)
-                return rc;
-            continue;
-        }
-        if (r->jst[i] != JS_RUNNING)
-            continue;
-        if (a->kind == Q_ACT_PREEMPT) {
-            res->npreempt++;
-            js->terminating = true;
-            if (!r->cfg->script && heap_push(r, now + grace, i, EV_STOP))
-                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
-        } else {
-            res->nshrink++;
-            js->stopping = js->rep - a->replicas;
-            if (!r->cfg->script && heap_push(r, now + grace, i, EV_SHRINK))
-                return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
-        }
-    }
     if (r->cfg->journal && ++r->since_commit >= 512) {
         r->since_commit = 0;
         if ((rc = store_commit(r->cfg->journal, err)) != AIQ_OK ||
@@ -963,12 +989,12 @@ static void run_free(struct run *r) {
     pred_hist_free(r->ph);
 }
 
-/* Sets up nodes, groups, users and the per-job arrays. */
-static aiq_rc setup(struct run *r, aiq_err *err) {
+/* Allocates the per-job arrays of the run and the result, the queue's
+ * state and the predictor's history. */
+static aiq_rc alloc_jobs(struct run *r, aiq_err *err) {
     const struct sim_config *cfg = r->cfg;
-    const struct sim_trace *tr = r->tr;
     struct sim_result *res = r->res;
-    int n = tr->njobs;
+    int n = r->tr->njobs;
     r->nn = cfg->nnodes;
     r->nodes = calloc((size_t)r->nn, sizeof *r->nodes);
     r->jgroup = malloc((size_t)n * sizeof *r->jgroup);
@@ -991,12 +1017,14 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
         (cfg->predict && !r->ph))
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     res->njobs = n;
-    for (int k = 0; k < r->nn; k++) {
-        aiq_rc rc = sim__q_node(&cfg->nodes[k], k, &r->nodes[k], err);
-        if (rc != AIQ_OK)
-            return rc;
-        res->total_gpus += cfg->nodes[k].gpus;
-    }
+    return AIQ_OK;
+}
+
+/* Indexes every job's group and user (trace order must be submit order)
+ * and its room for placements: its largest size. */
+static aiq_rc index_jobs(struct run *r, aiq_err *err) {
+    const struct sim_trace *tr = r->tr;
+    int n = tr->njobs;
     long long nplaces = 0;
     for (int i = 0; i < n; i++) {
         const struct sim_job *j = &tr->jobs[i];
@@ -1019,6 +1047,14 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     if (nplaces > INT32_MAX)
         return aiq_err_set(err, AIQ_ETOOBIG, "trace: too many replicas");
     r->places = calloc((size_t)nplaces, sizeof *r->places);
+    if (!r->places)
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    return AIQ_OK;
+}
+
+/* Allocates the per-group and per-user arrays of the run and the result. */
+static aiq_rc alloc_owners(struct run *r, aiq_err *err) {
+    struct sim_result *res = r->res;
     int ng = r->gmap.n, nu = r->umap.n;
     res->ngroups = ng;
     res->nusers = nu;
@@ -1042,12 +1078,19 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     r->gbusy = calloc((size_t)ng, sizeof *r->gbusy);
     r->ubusy = calloc((size_t)nu, sizeof *r->ubusy);
     if (!res->group_cont_s || !res->user_cont_s || !r->gbusy || !r->ubusy ||
-        !r->places || !r->groups || !r->users || !r->gusage || !r->uusage || !r->fsg ||
+        !r->groups || !r->users || !r->gusage || !r->uusage || !r->fsg ||
         !r->fsu || !r->fgo || !r->fuo || !res->group_name || !res->group_ent ||
         !res->group_gpu_s || !res->user_name || !res->user_group || !res->user_ent ||
         !res->user_gpu_s)
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
-    /* Every group has one share, every user one share of its group. */
+    return AIQ_OK;
+}
+
+/* Every group has one share, every user one share of its group; no
+ * quota but the config's GPUs per group, no budget. */
+static aiq_rc init_owners(struct run *r, aiq_err *err) {
+    struct sim_result *res = r->res;
+    int ng = res->ngroups, nu = res->nusers;
     for (int g = 0; g < ng; g++) {
         struct q_group *q = &r->groups[g];
         q->name = r->gmap.k1[g];
@@ -1080,6 +1123,21 @@ static aiq_rc setup(struct run *r, aiq_err *err) {
     }
     free(members);
     return AIQ_OK;
+}
+
+/* Sets up nodes, groups, users and the per-job arrays. */
+static aiq_rc setup(struct run *r, aiq_err *err) {
+    aiq_rc rc;
+    if ((rc = alloc_jobs(r, err)) != AIQ_OK)
+        return rc;
+    for (int k = 0; k < r->nn; k++) {
+        if ((rc = sim__q_node(&r->cfg->nodes[k], k, &r->nodes[k], err)) != AIQ_OK)
+            return rc;
+        r->res->total_gpus += r->cfg->nodes[k].gpus;
+    }
+    if ((rc = index_jobs(r, err)) != AIQ_OK || (rc = alloc_owners(r, err)) != AIQ_OK)
+        return rc;
+    return init_owners(r, err);
 }
 
 /* Journal header: the policy and the nodes. */
@@ -1127,14 +1185,169 @@ static int dep_cmp(const void *a, const void *b) {
     return x->t < y->t ? -1 : x->t > y->t ? 1 : x->job - y->job;
 }
 
+/* Where the event loop is: the script's departures (replay), the next
+ * arrival, departure, cycle and stop of the script, the clock, the last
+ * cycle and the fragmentation it left. */
+struct loop {
+    struct ev *deps;
+    int ndeps;
+    int ai, di, ci, si, step;
+    double t, last_cycle, frag;
+};
+
+/* Replay: the script's departures in time order into L->deps (a job that
+ * ends at d and holds its GPUs until g > d has a stop at d and an end at
+ * g). */
+static aiq_rc script_departures(const struct sim_config *cfg, struct loop *L, aiq_err *err) {
+    int n = cfg->trace->njobs;
+    L->deps = malloc((size_t)(2 * n) * sizeof *L->deps);
+    if (!L->deps)
+        return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    for (int i = 0; i < n; i++) {
+        double d = cfg->script->depart_t[i];
+        double g = cfg->script->release_t ? cfg->script->release_t[i] : 0;
+        if (d <= 0)
+            continue;
+        if (g > d) { /* ends at d, holds its GPUs until g */
+            L->deps[L->ndeps++] = (struct ev){d, i, 0, EV_STOP};
+            L->deps[L->ndeps++] = (struct ev){g, i, 0, EV_END};
+        } else {
+            L->deps[L->ndeps++] = (struct ev){d, i, 0, EV_END};
+        }
+    }
+    qsort(L->deps, (size_t)L->ndeps, sizeof *L->deps, dep_cmp);
+    return AIQ_OK;
+}
+
+/* The time of the next event (INFINITY: none): an arrival, and in a
+ * replay the script's departures, cycles and stops, else the heap's next
+ * live event and, while jobs wait, the next tick. */
+static double next_time(struct run *r, const struct loop *L) {
+    const struct sim_config *cfg = r->cfg;
+    int n = r->tr->njobs;
+    double t_arr = L->ai < n ? cfg->epoch + r->tr->jobs[L->ai].submit : INFINITY;
+    if (cfg->script) {
+        double t_dep = L->di < L->ndeps ? L->deps[L->di].t : INFINITY;
+        double t_cyc = L->ci < cfg->script->ncycles ? cfg->script->cycle_t[L->ci] : INFINITY;
+        double t_stop = L->si < cfg->script->nstops ? cfg->script->stops[L->si].t : INFINITY;
+        return fmin(fmin(t_arr, t_stop), fmin(t_dep, t_cyc));
+    }
+    heap_clean(r);
+    double t_end = r->nh ? r->heap[0].t : INFINITY;
+    double t_tick = r->npending > 0 && cfg->tick_s > 0 ? L->last_cycle + cfg->tick_s : INFINITY;
+    return fmin(t_arr, fmin(t_end, t_tick));
+}
+
+/* Replay: the script's stops (preemptions, shrinks) and departures up
+ * to L->t, of jobs still running. */
+static aiq_rc script_events(struct run *r, struct loop *L, aiq_err *err) {
+    const struct sim_script *sc = r->cfg->script;
+    int n = r->tr->njobs;
+    double t = L->t;
+    aiq_rc rc = AIQ_OK;
+    for (; L->si < sc->nstops && sc->stops[L->si].t <= t; L->si++) {
+        const struct sim_stop *x = &sc->stops[L->si];
+        if (x->job < 0 || x->job >= n || r->jst[x->job] != JS_RUNNING)
+            continue;
+        if (x->replicas < 0)
+            rc = stop_preempted(r, x->job, t, err);
+        else if (x->replicas < r->js[x->job].rep)
+            rc = resize(r, x->job, t, x->replicas, NULL, err);
+        if (rc != AIQ_OK)
+            return rc;
+    }
+    for (; L->di < L->ndeps && L->deps[L->di].t <= t; L->di++) {
+        int k = L->deps[L->di].job;
+        if (r->jst[k] != JS_RUNNING)
+            continue;
+        if (L->deps[L->di].kind == EV_STOP) { /* its run is over, its pods not yet gone */
+            accrue(r, k, t);
+            r->js[k].terminating = r->js[k].releasing = true;
+        } else if ((rc = complete(r, k, t, err)) != AIQ_OK) {
+            return rc;
+        }
+    }
+    return AIQ_OK;
+}
+
+/* Simulation: the live heap events up to t (ends, victims gone, shrunk
+ * replicas gone). */
+static aiq_rc timed_events(struct run *r, double t, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    while (r->nh && r->heap[0].t <= t) {
+        struct ev e = heap_pop(r);
+        if (!ev_live(r, &e))
+            continue;
+        if (e.kind == EV_END)
+            rc = complete(r, e.job, t, err);
+        else if (e.kind == EV_STOP)
+            rc = stop_preempted(r, e.job, t, err);
+        else
+            rc = resize(r, e.job, t, r->js[e.job].rep - r->js[e.job].stopping, NULL, err);
+        if (rc != AIQ_OK)
+            return rc;
+    }
+    return AIQ_OK;
+}
+
+/* Is a cycle due at L->t? Simulation: when jobs wait or an elastic job
+ * could grow; replay: when the script has one (every one up to L->t is
+ * taken). */
+static bool cycle_due(struct run *r, struct loop *L) {
+    const struct sim_script *sc = r->cfg->script;
+    if (!sc)
+        return r->npending > 0 || can_grow(r);
+    bool due = false;
+    while (L->ci < sc->ncycles && sc->cycle_t[L->ci] <= L->t) {
+        L->ci++;
+        due = true;
+    }
+    return due;
+}
+
+/* Runs events until none is left, or (simulation) nothing runs, nothing
+ * comes and a cycle admitted nothing: the rest can never start. */
+static aiq_rc run_events(struct run *r, struct loop *L, aiq_err *err) {
+    const struct sim_config *cfg = r->cfg;
+    int n = r->tr->njobs;
+    aiq_rc rc;
+    for (;;) {
+        double t_next = next_time(r, L);
+        if (!isfinite(t_next))
+            return AIQ_OK;
+        L->t = t_next;
+        if ((rc = advance(r, L->t, L->frag, err)) != AIQ_OK)
+            return rc;
+        rc = cfg->script ? script_events(r, L, err) : timed_events(r, L->t, err);
+        if (rc != AIQ_OK)
+            return rc;
+        for (; L->ai < n && cfg->epoch + r->tr->jobs[L->ai].submit <= L->t; L->ai++) {
+            if ((rc = arrive(r, L->ai, L->t, err)) != AIQ_OK)
+                return rc;
+            if (cfg->progress && L->ai % L->step == 0)
+                cfg->progress(cfg->progress_ctx, (double)L->ai / n);
+        }
+        if (!cycle_due(r, L))
+            continue;
+        int adm = 0;
+        if ((rc = cycle(r, L->t, &adm, err)) != AIQ_OK)
+            return rc;
+        L->last_cycle = L->t;
+        L->frag = frag_now(r);
+        heap_clean(r);
+        if (!cfg->script && adm == 0 && r->nh == 0 && L->ai == n)
+            return AIQ_OK;
+    }
+}
+
 /* The event loop; see sim.h. */
 aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *err) {
     aiq_rc rc = AIQ_OK;
     struct run r;
-    struct ev *deps = NULL;
-    int ndeps = 0;
+    struct loop L;
     memset(res, 0, sizeof *res);
     memset(&r, 0, sizeof r);
+    memset(&L, 0, sizeof L);
     r.cfg = cfg;
     r.tr = cfg->trace;
     r.res = res;
@@ -1148,125 +1361,20 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
     r.half_life = oppolicy_half_life(cfg->policy);
     if ((rc = setup(&r, err)) != AIQ_OK)
         goto out_free;
-    const struct sim_trace *tr = cfg->trace;
-    int n = tr->njobs;
-    double t = cfg->epoch + tr->jobs[0].submit;
-    res->t0 = r.last_t = t;
+    int n = cfg->trace->njobs;
+    L.t = L.last_cycle = res->t0 = r.last_t = cfg->epoch + cfg->trace->jobs[0].submit;
+    L.step = n / 50 > 0 ? n / 50 : 1;
     if (cfg->journal) {
         if (!store_in_transaction(cfg->journal) && (rc = store_begin(cfg->journal, err)) != AIQ_OK)
             goto out_free;
         if ((rc = jr_header(&r, cfg->epoch, err)) != AIQ_OK)
             goto out_free;
     }
-    if (cfg->script) {
-        deps = malloc((size_t)(2 * n) * sizeof *deps);
-        if (!deps) {
-            rc = aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
-            goto out_free;
-        }
-        for (int i = 0; i < n; i++) {
-            double d = cfg->script->depart_t[i];
-            double g = cfg->script->release_t ? cfg->script->release_t[i] : 0;
-            if (d <= 0)
-                continue;
-            if (g > d) { /* ends at d, holds its GPUs until g */
-                deps[ndeps++] = (struct ev){d, i, 0, EV_STOP};
-                deps[ndeps++] = (struct ev){g, i, 0, EV_END};
-            } else {
-                deps[ndeps++] = (struct ev){d, i, 0, EV_END};
-            }
-        }
-        qsort(deps, (size_t)ndeps, sizeof *deps, dep_cmp);
-    }
-    int ai = 0, di = 0, ci = 0, si = 0, step = n / 50 > 0 ? n / 50 : 1;
-    double last_cycle = t, frag = 0;
-    for (;;) {
-        double t_arr = ai < n ? cfg->epoch + tr->jobs[ai].submit : INFINITY;
-        double t_next;
-        if (cfg->script) {
-            double t_dep = di < ndeps ? deps[di].t : INFINITY;
-            double t_cyc = ci < cfg->script->ncycles ? cfg->script->cycle_t[ci] : INFINITY;
-            double t_stop = si < cfg->script->nstops ? cfg->script->stops[si].t : INFINITY;
-            t_next = fmin(fmin(t_arr, t_stop), fmin(t_dep, t_cyc));
-        } else {
-            heap_clean(&r);
-            double t_end = r.nh ? r.heap[0].t : INFINITY;
-            double t_tick = r.npending > 0 && cfg->tick_s > 0 ? last_cycle + cfg->tick_s
-                                                              : INFINITY;
-            t_next = fmin(t_arr, fmin(t_end, t_tick));
-        }
-        if (!isfinite(t_next))
-            break;
-        t = t_next;
-        if ((rc = advance(&r, t, frag, err)) != AIQ_OK)
-            goto out_free;
-        if (cfg->script) {
-            for (; si < cfg->script->nstops && cfg->script->stops[si].t <= t; si++) {
-                const struct sim_stop *x = &cfg->script->stops[si];
-                if (x->job < 0 || x->job >= n || r.jst[x->job] != JS_RUNNING)
-                    continue;
-                if (x->replicas < 0)
-                    rc = stop_preempted(&r, x->job, t, err);
-                else if (x->replicas < r.js[x->job].rep)
-                    rc = resize(&r, x->job, t, x->replicas, NULL, err);
-                if (rc != AIQ_OK)
-                    goto out_free;
-            }
-            for (; di < ndeps && deps[di].t <= t; di++) {
-                int k = deps[di].job;
-                if (r.jst[k] != JS_RUNNING)
-                    continue;
-                if (deps[di].kind == EV_STOP) { /* its run is over, its pods not yet gone */
-                    accrue(&r, k, t);
-                    r.js[k].terminating = r.js[k].releasing = true;
-                } else if ((rc = complete(&r, k, t, err)) != AIQ_OK) {
-                    goto out_free;
-                }
-            }
-        } else {
-            while (r.nh && r.heap[0].t <= t) {
-                struct ev e = heap_pop(&r);
-                if (!ev_live(&r, &e))
-                    continue;
-                if (e.kind == EV_END)
-                    rc = complete(&r, e.job, t, err);
-                else if (e.kind == EV_STOP)
-                    rc = stop_preempted(&r, e.job, t, err);
-                else
-                    rc = resize(&r, e.job, t, r.js[e.job].rep - r.js[e.job].stopping, NULL, err);
-                if (rc != AIQ_OK)
-                    goto out_free;
-            }
-        }
-        for (; ai < n && cfg->epoch + tr->jobs[ai].submit <= t; ai++) {
-            if ((rc = arrive(&r, ai, t, err)) != AIQ_OK)
-                goto out_free;
-            if (cfg->progress && ai % step == 0)
-                cfg->progress(cfg->progress_ctx, (double)ai / n);
-        }
-        /* A cycle when jobs wait, or when an elastic job could grow. */
-        bool run_cycle = r.npending > 0 || can_grow(&r);
-        if (cfg->script) {
-            run_cycle = false;
-            while (ci < cfg->script->ncycles && cfg->script->cycle_t[ci] <= t) {
-                ci++;
-                run_cycle = true;
-            }
-        }
-        if (run_cycle) {
-            int adm = 0;
-            if ((rc = cycle(&r, t, &adm, err)) != AIQ_OK)
-                goto out_free;
-            last_cycle = t;
-            frag = frag_now(&r);
-            /* Nothing runs, nothing comes, nothing was admitted: the rest
-             * can never start. */
-            heap_clean(&r);
-            if (!cfg->script && adm == 0 && r.nh == 0 && ai == n)
-                break;
-        }
-    }
-    res->t_end = t;
+    if (cfg->script && (rc = script_departures(cfg, &L, err)) != AIQ_OK)
+        goto out_free;
+    if ((rc = run_events(&r, &L, err)) != AIQ_OK)
+        goto out_free;
+    res->t_end = L.t;
     for (int i = 0; i < n; i++)
         if (r.jst[i] != JS_DONE && r.jst[i] != JS_REJECTED)
             res->jobs[i].state = SIM_J_UNFINISHED;
@@ -1277,7 +1385,7 @@ aiq_rc sim_run(const struct sim_config *cfg, struct sim_result *res, aiq_err *er
 out_free:
     if (rc != AIQ_OK && cfg->journal)
         store_rollback(cfg->journal, NULL);
-    free(deps);
+    free(L.deps);
     run_free(&r);
     return rc;
 }

@@ -12,16 +12,6 @@
 #include "common/units.h"
 
 /* See sim_int.h. */
-json_object *sim__get(json_object *o, const char *dotted) {
-    return aiq_jpath(o, dotted);
-}
-
-/* See sim_int.h. */
-const char *sim__str(json_object *o, const char *dotted) {
-    return aiq_jpath_str(o, dotted);
-}
-
-/* See sim_int.h. */
 json_object *sim__child(json_object *o, const char *k) {
     json_object *v = NULL;
     if (json_object_object_get_ex(o, k, &v) && v && json_object_is_type(v, json_type_object))
@@ -54,8 +44,8 @@ static bool sim_res_value(json_object *m, const char *name, int64_t *out) {
 /* Adds a container's requests (limits when a request is absent). */
 static void sim_container_res(json_object *c, struct sim__res *r) {
     static const char *names[3] = {"cpu", "memory", SIM__GPU};
-    json_object *req = sim__get(c, "resources.requests");
-    json_object *lim = sim__get(c, "resources.limits");
+    json_object *req = aiq_jpath(c, "resources.requests");
+    json_object *lim = aiq_jpath(c, "resources.limits");
     int64_t *dst[3] = {&r->cpu_m, &r->mem_b, &r->gpu};
     for (int i = 0; i < 3; i++) {
         int64_t v = 0;
@@ -66,10 +56,10 @@ static void sim_container_res(json_object *c, struct sim__res *r) {
 /* See sim_int.h. */
 void sim__pod_requests(json_object *pod, struct sim__res *r) {
     memset(r, 0, sizeof *r);
-    json_object *cs = sim__get(pod, "spec.containers");
+    json_object *cs = aiq_jpath(pod, "spec.containers");
     size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
     for (size_t i = 0; i < n; i++) sim_container_res(json_object_array_get_idx(cs, i), r);
-    json_object *ic = sim__get(pod, "spec.initContainers");
+    json_object *ic = aiq_jpath(pod, "spec.initContainers");
     n = ic && json_object_is_type(ic, json_type_array) ? json_object_array_length(ic) : 0;
     for (size_t i = 0; i < n; i++) {
         struct sim__res one = {0, 0, 0, 0};
@@ -84,8 +74,8 @@ void sim__pod_requests(json_object *pod, struct sim__res *r) {
 /* See sim_int.h. */
 void sim__node_allocatable(json_object *node, struct sim__res *r) {
     memset(r, 0, sizeof *r);
-    json_object *a = sim__get(node, "status.allocatable");
-    if (!a) a = sim__get(node, "status.capacity");
+    json_object *a = aiq_jpath(node, "status.allocatable");
+    if (!a) a = aiq_jpath(node, "status.capacity");
     sim_res_value(a, "cpu", &r->cpu_m);
     sim_res_value(a, "memory", &r->mem_b);
     sim_res_value(a, SIM__GPU, &r->gpu);
@@ -94,23 +84,23 @@ void sim__node_allocatable(json_object *node, struct sim__res *r) {
 
 /* See sim_int.h. */
 bool sim__pod_terminal(json_object *pod) {
-    const char *ph = sim__str(pod, "status.phase");
+    const char *ph = aiq_jpath_str(pod, "status.phase");
     return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
 }
 
 /* See sim_int.h. */
 bool sim__pod_gated(json_object *pod) {
-    json_object *g = sim__get(pod, "spec.schedulingGates");
+    json_object *g = aiq_jpath(pod, "spec.schedulingGates");
     return g && json_object_is_type(g, json_type_array) && json_object_array_length(g) > 0;
 }
 
 /* See sim_int.h. */
 json_object *sim__condition(json_object *pod, const char *type) {
-    json_object *cs = sim__get(pod, "status.conditions");
+    json_object *cs = aiq_jpath(pod, "status.conditions");
     size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *c = json_object_array_get_idx(cs, i);
-        const char *t = sim__str(c, "type");
+        const char *t = aiq_jpath_str(c, "type");
         if (t && strcmp(t, type) == 0) return c;
     }
     return NULL;
@@ -130,7 +120,7 @@ void sim__set_condition(json_object *pod, const char *type, const char *status,
     const char *since = now;
     char keep[64] = "";
     if (c) {
-        const char *old = sim__str(c, "status"), *lt = sim__str(c, "lastTransitionTime");
+        const char *old = aiq_jpath_str(c, "status"), *lt = aiq_jpath_str(c, "lastTransitionTime");
         if (old && strcmp(old, status) == 0 && lt) {
             snprintf(keep, sizeof keep, "%s", lt);
             since = keep;

@@ -27,10 +27,6 @@ struct sim__res {
     int64_t pods;    /* pod slots */
 };
 
-/* Borrowed value at a dotted path of plain keys, or NULL. */
-json_object *sim__get(json_object *o, const char *dotted);
-/* Borrowed string at a dotted path, or NULL when absent / not a string. */
-const char *sim__str(json_object *o, const char *dotted);
 /* Borrowed obj[k], created as an empty object when absent. */
 json_object *sim__child(json_object *o, const char *k);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "test/apiserver/humantime.h"
 
 /* FNV-1a, for stable fake IPs and container ids. */
@@ -25,7 +26,7 @@ static uint32_t sim_hash(const char *s) {
 static json_object *sim_find_node(json_object *nodes, const char *name) {
     for (size_t i = 0; i < json_object_array_length(nodes); i++) {
         json_object *n = json_object_array_get_idx(nodes, i);
-        const char *nn = sim__str(n, "metadata.name");
+        const char *nn = aiq_jpath_str(n, "metadata.name");
         if (nn && strcmp(nn, name) == 0) return n;
     }
     return NULL;
@@ -33,19 +34,20 @@ static json_object *sim_find_node(json_object *nodes, const char *name) {
 
 /* The node's InternalIP, or "10.0.0.1". */
 static const char *sim_node_ip(json_object *node) {
-    json_object *as = sim__get(node, "status.addresses");
+    json_object *as = aiq_jpath(node, "status.addresses");
     size_t n = as && json_object_is_type(as, json_type_array) ? json_object_array_length(as) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *a = json_object_array_get_idx(as, i);
-        const char *t = sim__str(a, "type");
-        if (t && strcmp(t, "InternalIP") == 0 && sim__str(a, "address")) return sim__str(a, "address");
+        const char *t = aiq_jpath_str(a, "type");
+        if (t && strcmp(t, "InternalIP") == 0 && aiq_jpath_str(a, "address"))
+            return aiq_jpath_str(a, "address");
     }
     return "10.0.0.1";
 }
 
 /* A duration annotation (Go syntax) in seconds, or dflt. */
 static double sim_ann_duration(json_object *pod, const char *key, double dflt) {
-    json_object *ann = sim__get(pod, "metadata.annotations");
+    json_object *ann = aiq_jpath(pod, "metadata.annotations");
     json_object *v = NULL;
     double secs = dflt;
     if (ann && json_object_object_get_ex(ann, key, &v) && v &&
@@ -61,7 +63,7 @@ static double sim_duration(json_object *pod) {
 }
 
 static int sim_exit_code(json_object *pod) {
-    json_object *ann = sim__get(pod, "metadata.annotations"), *v = NULL;
+    json_object *ann = aiq_jpath(pod, "metadata.annotations"), *v = NULL;
     if (!ann || !json_object_object_get_ex(ann, SIM__ANN_EXIT, &v) || !v) return 0;
     if (json_object_is_type(v, json_type_int)) return json_object_get_int(v);
     if (!json_object_is_type(v, json_type_string)) return 0;
@@ -76,12 +78,12 @@ static int sim_exit_code(json_object *pod) {
 static json_object *sim_container_statuses(json_object *pod, const char *state, const char *started,
                                            const char *finished, int exit_code) {
     json_object *out = json_object_new_array();
-    json_object *cs = sim__get(pod, "spec.containers");
+    json_object *cs = aiq_jpath(pod, "spec.containers");
     size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
-    const char *uid = sim__str(pod, "metadata.uid");
+    const char *uid = aiq_jpath_str(pod, "metadata.uid");
     for (size_t i = 0; i < n; i++) {
         json_object *c = json_object_array_get_idx(cs, i);
-        const char *name = sim__str(c, "name"), *image = sim__str(c, "image");
+        const char *name = aiq_jpath_str(c, "name"), *image = aiq_jpath_str(c, "image");
         char cid[96], iid[300];
         snprintf(cid, sizeof cid, "containerd://%08x%08x", sim_hash(uid), sim_hash(name));
         snprintf(iid, sizeof iid, "%s@sha256:%08x", image ? image : "", sim_hash(image));
@@ -114,7 +116,7 @@ static void sim_start(apisrv *s, json_object *pod, json_object *node, double now
     json_object *p = NULL;
     if (json_object_deep_copy(pod, &p, NULL) != 0) return;
     const char *hip = sim_node_ip(node);
-    const char *uid = sim__str(pod, "metadata.uid");
+    const char *uid = aiq_jpath_str(pod, "metadata.uid");
     unsigned a = 0, b = 0, c = 0;
     /* pod IP: 10.<third octet of the host + 100>.<hash>.<hash> */
     const char *dot = strrchr(hip, '.');
@@ -122,7 +124,7 @@ static void sim_start(apisrv *s, json_object *pod, json_object *node, double now
     if (p2) p2 = strchr(p2 + 1, '.');
     if (p2 && dot && p2 < dot) a = (unsigned)strtoul(p2 + 1, NULL, 10);
     b = sim_hash(uid) % 256;
-    c = sim_hash(sim__str(pod, "metadata.name")) % 253 + 2;
+    c = sim_hash(aiq_jpath_str(pod, "metadata.name")) % 253 + 2;
     snprintf(ip, sizeof ip, "10.%u.%u.%u", 100 + a % 150, b, c);
     sim__time(now, false, ts, sizeof ts);
     sim__time(now, true, start, sizeof start);
@@ -143,10 +145,10 @@ static void sim_start(apisrv *s, json_object *pod, json_object *node, double now
     sim__set_condition(p, "ContainersReady", "True", NULL, NULL, ts);
     sim__set_condition(p, "PodScheduled", "True", NULL, NULL, ts);
     if (apisrv_obj_update(s, "pods", p, true, NULL) != AIQ_OK) return;
-    json_object *cs = sim__get(pod, "spec.containers");
+    json_object *cs = aiq_jpath(pod, "spec.containers");
     for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
                        i < json_object_array_length(cs); i++) {
-        const char *name = sim__str(json_object_array_get_idx(cs, i), "name");
+        const char *name = aiq_jpath_str(json_object_array_get_idx(cs, i), "name");
         snprintf(msg, sizeof msg, "Started container %s", name ? name : "");
         apisrv_event(s, pod, "Normal", "Started", msg, "kubelet");
     }
@@ -182,16 +184,19 @@ static void sim_finish(apisrv *s, json_object *pod, double now, double start) {
  * (Failed, exit 143, or 137 when killed) and is deleted with grace 0 and
  * a uid precondition, unless finalizers keep it. */
 static void sim_terminate(apisrv *s, json_object *pod, double now, double time_scale) {
-    const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");
-    json_object *fin = sim__get(pod, "metadata.finalizers"), *g = sim__get(pod, "metadata.deletionGracePeriodSeconds");
-    struct apisrv_delete_opts d = {.has_grace = true, .grace = 0, .uid = sim__str(pod, "metadata.uid")};
+    const char *ns = aiq_jpath_str(pod, "metadata.namespace");
+    const char *name = aiq_jpath_str(pod, "metadata.name");
+    json_object *fin = aiq_jpath(pod, "metadata.finalizers");
+    json_object *g = aiq_jpath(pod, "metadata.deletionGracePeriodSeconds");
+    struct apisrv_delete_opts d = {.has_grace = true, .grace = 0,
+                                   .uid = aiq_jpath_str(pod, "metadata.uid")};
     if (!sim__pod_terminal(pod)) {
         double grace = g ? (double)json_object_get_int64(g) : 30;
         double stop = sim_ann_duration(pod, SIM__ANN_STOP, 0) / time_scale;
-        double began = rfc3339_parse(sim__str(pod, "metadata.deletionTimestamp")) - grace;
+        double began = rfc3339_parse(aiq_jpath_str(pod, "metadata.deletionTimestamp")) - grace;
         bool killed = false;
         char ts[40], st0[40], msg[400];
-        json_object *p = NULL, *cs = sim__get(pod, "spec.containers");
+        json_object *p = NULL, *cs = aiq_jpath(pod, "spec.containers");
         if (stop > grace) {
             stop = grace;
             killed = true;
@@ -199,7 +204,7 @@ static void sim_terminate(apisrv *s, json_object *pod, double now, double time_s
         if (stop - (now - began) > 0) {
             for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
                                i < json_object_array_length(cs); i++) {
-                const char *cn = sim__str(json_object_array_get_idx(cs, i), "name");
+                const char *cn = aiq_jpath_str(json_object_array_get_idx(cs, i), "name");
                 snprintf(msg, sizeof msg, "Stopping container %s", cn ? cn : "");
                 apisrv_event_once(s, pod, "Normal", "Killing", msg, "kubelet");
             }
@@ -207,9 +212,9 @@ static void sim_terminate(apisrv *s, json_object *pod, double now, double time_s
         }
         if (json_object_deep_copy(pod, &p, NULL) != 0) return;
         sim__time(now, false, ts, sizeof ts);
-        double start = rfc3339_parse(sim__str(pod, "status.startTime"));
+        double start = rfc3339_parse(aiq_jpath_str(pod, "status.startTime"));
         sim__time(start < 0 ? now : start, false, st0, sizeof st0);
-        const char *phase = sim__str(pod, "status.phase");
+        const char *phase = aiq_jpath_str(pod, "status.phase");
         json_object *st = sim__child(p, "status");
         if (phase && strcmp(phase, "Running") == 0)
             json_object_object_add(st, "containerStatuses",
@@ -230,20 +235,20 @@ void sim__kubelet(apisrv *s, double now, double time_scale, json_object *pods,
     size_t np = json_object_array_length(pods);
     for (size_t i = 0; i < np && !sim__stop_requested(s); i++) {
         json_object *pod = json_object_array_get_idx(pods, i);
-        const char *node = sim__str(pod, "spec.nodeName");
-        if (!sim__str(pod, "metadata.name") || !node || !*node) continue;
+        const char *node = aiq_jpath_str(pod, "spec.nodeName");
+        if (!aiq_jpath_str(pod, "metadata.name") || !node || !*node) continue;
         json_object *n = sim_find_node(nodes, node);
         if (!n) continue; /* bound to a node we do not simulate */
-        if (sim__get(pod, "metadata.deletionTimestamp")) {
+        if (aiq_jpath(pod, "metadata.deletionTimestamp")) {
             sim_terminate(s, pod, now, time_scale);
             continue;
         }
         if (sim__pod_terminal(pod)) continue;
-        const char *phase = sim__str(pod, "status.phase");
+        const char *phase = aiq_jpath_str(pod, "status.phase");
         if (!phase || strcmp(phase, "Pending") == 0) {
             sim_start(s, pod, n, now);
         } else if (strcmp(phase, "Running") == 0) {
-            double start = rfc3339_parse(sim__str(pod, "status.startTime"));
+            double start = rfc3339_parse(aiq_jpath_str(pod, "status.startTime"));
             if (start < 0) start = now;
             if ((now - start) * time_scale >= sim_duration(pod)) sim_finish(s, pod, now, start);
         }

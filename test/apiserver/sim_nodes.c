@@ -23,6 +23,7 @@
 #include <time.h>
 #include <yaml.h>
 
+#include "common/json.h"
 #include "common/units.h"
 
 #define SIM_NODES_MAX_FILE (1u << 20)
@@ -192,7 +193,7 @@ static json_object *sim_node_obj(json_object *entry, const char *name, long long
         }
     }
     if (domain) sim_set(lb, "aiq.dev/domain", domain);
-    json_object *extra = sim__get(entry, "labels");
+    json_object *extra = aiq_jpath(entry, "labels");
     if (extra && json_object_is_type(extra, json_type_object)) {
         json_object_object_foreach(extra, k, v) {
             char t[64];
@@ -203,10 +204,10 @@ static json_object *sim_node_obj(json_object *entry, const char *name, long long
         }
     }
     json_object *spec = sim__child(n, "spec");
-    json_object *un = sim__get(entry, "unschedulable");
+    json_object *un = aiq_jpath(entry, "unschedulable");
     if (un && json_object_is_type(un, json_type_boolean) && json_object_get_boolean(un))
         json_object_object_add(spec, "unschedulable", json_object_new_boolean(1));
-    json_object *taints = sim__get(entry, "taints");
+    json_object *taints = aiq_jpath(entry, "taints");
     if (taints && json_object_is_type(taints, json_type_array)) {
         json_object *copy = NULL;
         if (json_object_deep_copy(taints, &copy, NULL) == 0) json_object_object_add(spec, "taints", copy);
@@ -281,7 +282,7 @@ static aiq_rc sim_load_entry(apisrv *s, json_object *e, int idx, int *ip_idx, ai
     }
     const char *cpu = sim_text(e, "cpu", b2, sizeof b2);
     const char *mem = sim_text(e, "memory", b3, sizeof b3);
-    const char *product = sim__str(e, "gpuProduct"), *domain = sim__str(e, "domain");
+    const char *product = aiq_jpath_str(e, "gpuProduct"), *domain = aiq_jpath_str(e, "domain");
     int64_t tmp;
     if (!cpu) cpu = "32";
     if (!mem) mem = "256Gi";
@@ -338,7 +339,7 @@ aiq_rc sim_load_nodes(apisrv *s, const char *path, aiq_err *err) {
         goto out_free;
     }
     json_object *list = doc;
-    if (json_object_is_type(doc, json_type_object)) list = sim__get(doc, "nodes");
+    if (json_object_is_type(doc, json_type_object)) list = aiq_jpath(doc, "nodes");
     if (!list || !json_object_is_type(list, json_type_array)) {
         rc = aiq_err_set(err, AIQ_EINVAL, "nodes file %s: expected a list of nodes (or a map with "
                          "a \"nodes\" list)", path);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #define SIM_MAX_NODES 4096
 
 struct sim_node {
@@ -47,8 +49,8 @@ static bool sim_int_of(const char *s, long long *out) {
 /* One NodeSelectorRequirement against a label set (or, for matchFields,
  * a map holding only metadata.name). */
 static bool sim_req_match(json_object *req, json_object *labels) {
-    const char *key = sim__str(req, "key"), *op = sim__str(req, "operator");
-    json_object *values = sim__get(req, "values");
+    const char *key = aiq_jpath_str(req, "key"), *op = aiq_jpath_str(req, "operator");
+    json_object *values = aiq_jpath(req, "values");
     if (!key || !op) return false;
     json_object *lv = NULL;
     bool has = labels && json_object_object_get_ex(labels, key, &lv) && lv &&
@@ -79,8 +81,8 @@ static bool sim_reqs_match(json_object *reqs, json_object *labels) {
 
 /* spec.nodeSelector and requiredDuringScheduling node affinity. */
 static bool sim_affinity_ok(json_object *pod, json_object *node) {
-    json_object *labels = sim__get(node, "metadata.labels");
-    json_object *sel = sim__get(pod, "spec.nodeSelector");
+    json_object *labels = aiq_jpath(node, "metadata.labels");
+    json_object *sel = aiq_jpath(pod, "spec.nodeSelector");
     if (sel && json_object_is_type(sel, json_type_object)) {
         json_object_object_foreach(sel, k, v) {
             json_object *lv = NULL;
@@ -89,17 +91,17 @@ static bool sim_affinity_ok(json_object *pod, json_object *node) {
                 return false;
         }
     }
-    json_object *terms = sim__get(pod, "spec.affinity.nodeAffinity."
+    json_object *terms = aiq_jpath(pod, "spec.affinity.nodeAffinity."
                                        "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
     if (!terms) return true;
     if (!json_object_is_type(terms, json_type_array)) return false;
     json_object *fields = json_object_new_object();
-    const char *name = sim__str(node, "metadata.name");
+    const char *name = aiq_jpath_str(node, "metadata.name");
     json_object_object_add(fields, "metadata.name", json_object_new_string(name ? name : ""));
     bool ok = false;
     for (size_t i = 0; i < json_object_array_length(terms) && !ok; i++) {
         json_object *t = json_object_array_get_idx(terms, i);
-        json_object *me = sim__get(t, "matchExpressions"), *mf = sim__get(t, "matchFields");
+        json_object *me = aiq_jpath(t, "matchExpressions"), *mf = aiq_jpath(t, "matchFields");
         size_t ne = me && json_object_is_type(me, json_type_array) ? json_object_array_length(me) : 0;
         size_t nf = mf && json_object_is_type(mf, json_type_array) ? json_object_array_length(mf) : 0;
         if (ne + nf == 0) continue; /* an empty term matches no node */
@@ -115,8 +117,8 @@ static bool sim_affinity_ok(json_object *pod, json_object *node) {
  * Toleration.ToleratesTaint: empty key with Exists matches every taint;
  * empty effect matches every effect; operator Equal by default.) */
 static bool sim_tolerates(json_object *tol, const char *key, const char *value, const char *effect) {
-    const char *tk = sim__str(tol, "key"), *op = sim__str(tol, "operator");
-    const char *tv = sim__str(tol, "value"), *te = sim__str(tol, "effect");
+    const char *tk = aiq_jpath_str(tol, "key"), *op = aiq_jpath_str(tol, "operator");
+    const char *tv = aiq_jpath_str(tol, "value"), *te = aiq_jpath_str(tol, "effect");
     if (te && *te && strcmp(te, effect) != 0) return false;
     if (tk && *tk && strcmp(tk, key) != 0) return false;
     if (op && strcmp(op, "Exists") == 0) return true;
@@ -126,7 +128,7 @@ static bool sim_tolerates(json_object *tol, const char *key, const char *value, 
 
 static bool sim_pod_tolerates(json_object *pod, const char *key, const char *value,
                               const char *effect) {
-    json_object *tols = sim__get(pod, "spec.tolerations");
+    json_object *tols = aiq_jpath(pod, "spec.tolerations");
     size_t n = tols && json_object_is_type(tols, json_type_array) ? json_object_array_length(tols) : 0;
     for (size_t i = 0; i < n; i++)
         if (sim_tolerates(json_object_array_get_idx(tols, i), key, value, effect)) return true;
@@ -136,11 +138,12 @@ static bool sim_pod_tolerates(json_object *pod, const char *key, const char *val
 /* The first NoSchedule/NoExecute taint of node the pod does not tolerate,
  * as kube-scheduler words it ("{key: value}"), into buf; false if none. */
 static bool sim_untolerated(json_object *pod, json_object *node, char *buf, size_t cap) {
-    json_object *taints = sim__get(node, "spec.taints");
+    json_object *taints = aiq_jpath(node, "spec.taints");
     size_t n = taints && json_object_is_type(taints, json_type_array) ? json_object_array_length(taints) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *t = json_object_array_get_idx(taints, i);
-        const char *k = sim__str(t, "key"), *v = sim__str(t, "value"), *e = sim__str(t, "effect");
+        const char *k = aiq_jpath_str(t, "key"), *v = aiq_jpath_str(t, "value");
+        const char *e = aiq_jpath_str(t, "effect");
         if (!k || !e || (strcmp(e, "NoSchedule") != 0 && strcmp(e, "NoExecute") != 0)) continue;
         if (sim_pod_tolerates(pod, k, v ? v : "", e)) continue;
         snprintf(buf, cap, "node(s) had untolerated taint {%s: %s}", k, v ? v : "");
@@ -219,7 +222,8 @@ static int sim_cmp_pending(const void *a, const void *b) {
  * pod changed under us (bound, gated again or being deleted). */
 static bool sim_bind(apisrv *s, json_object *pod, const char *node) {
     char msg[600];
-    const char *ns = sim__str(pod, "metadata.namespace"), *name = sim__str(pod, "metadata.name");
+    const char *ns = aiq_jpath_str(pod, "metadata.namespace");
+    const char *name = aiq_jpath_str(pod, "metadata.name");
     if (!name || apisrv_obj_bind(s, ns, name, node, NULL) != AIQ_OK) return false;
     snprintf(msg, sizeof msg, "Successfully assigned %s/%s to %s", ns ? ns : "default",
              name ? name : "", node);
@@ -230,7 +234,8 @@ static bool sim_bind(apisrv *s, json_object *pod, const char *node) {
 /* Records why pod cannot be scheduled, once per distinct message. */
 static void sim_unschedulable(apisrv *s, json_object *pod, const char *msg, double now) {
     json_object *c = sim__condition(pod, "PodScheduled");
-    const char *om = c ? sim__str(c, "message") : NULL, *orr = c ? sim__str(c, "reason") : NULL;
+    const char *om = c ? aiq_jpath_str(c, "message") : NULL;
+    const char *orr = c ? aiq_jpath_str(c, "reason") : NULL;
     if (om && orr && strcmp(om, msg) == 0 && strcmp(orr, "Unschedulable") == 0) return;
     char ts[40];
     json_object *u = NULL;
@@ -252,13 +257,13 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
     if (!nv || !pend) goto out_free;
     for (size_t i = 0; i < nn; i++) {
         nv[i].obj = json_object_array_get_idx(nodes, i);
-        nv[i].name = sim__str(nv[i].obj, "metadata.name");
+        nv[i].name = aiq_jpath_str(nv[i].obj, "metadata.name");
         sim__node_allocatable(nv[i].obj, &nv[i].free);
     }
     /* Subtract what bound, non-terminated pods use. */
     for (size_t i = 0; i < np; i++) {
         json_object *p = json_object_array_get_idx(pods, i);
-        const char *on = sim__str(p, "spec.nodeName");
+        const char *on = aiq_jpath_str(p, "spec.nodeName");
         if (on && *on) {
             if (sim__pod_terminal(p)) continue;
             struct sim__res r;
@@ -272,15 +277,15 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
                 }
             continue;
         }
-        if (sim__pod_gated(p) || sim__get(p, "metadata.deletionTimestamp") || sim__pod_terminal(p))
+        if (sim__pod_gated(p) || aiq_jpath(p, "metadata.deletionTimestamp") || sim__pod_terminal(p))
             continue;
         /* pods for another scheduler are not ours to place */
-        const char *sched = sim__str(p, "spec.schedulerName");
+        const char *sched = aiq_jpath_str(p, "spec.schedulerName");
         if (sched && sched[0] && strcmp(sched, "default-scheduler") != 0) continue;
         pend[npend].pod = p;
-        pend[npend].created = sim__str(p, "metadata.creationTimestamp");
-        pend[npend].ns = sim__str(p, "metadata.namespace");
-        pend[npend].name = sim__str(p, "metadata.name");
+        pend[npend].created = aiq_jpath_str(p, "metadata.creationTimestamp");
+        pend[npend].ns = aiq_jpath_str(p, "metadata.namespace");
+        pend[npend].name = aiq_jpath_str(p, "metadata.name");
         npend++;
     }
     qsort(pend, npend, sizeof *pend, sim_cmp_pending);
@@ -292,7 +297,7 @@ int sim__schedule(apisrv *s, double now, json_object *pods, json_object *nodes) 
         sim__pod_requests(p, &r);
         long chosen = -1;
         for (size_t k = 0; k < nn && chosen < 0; k++) {
-            json_object *unsched = sim__get(nv[k].obj, "spec.unschedulable");
+            json_object *unsched = aiq_jpath(nv[k].obj, "spec.unschedulable");
             char taint[160];
             if (unsched && json_object_get_boolean(unsched) &&
                 !sim_pod_tolerates(p, "node.kubernetes.io/unschedulable", "", "NoSchedule")) {
