@@ -95,6 +95,51 @@ static bool parse_exp_suffix(const char *p, int *exp) {
     return true;
 }
 
+/* Finds the suffix p of quantity s: a unit ("Ki", "m", ...) or a decimal
+ * exponent ("e3"), into *exp10 and *exp2 (*exp2 is left as it is for an
+ * exponent). */
+static aiq_rc quantity_suffix(const char *s, const char *p, int *exp10, int *exp2,
+                              aiq_err *err) {
+    char q[AIQ_QUANTITY_MAX_LEN * 4 + 8];
+    for (size_t i = 0; i < sizeof qsuffixes / sizeof qsuffixes[0]; i++) {
+        if (strcmp(p, qsuffixes[i].s) == 0) {
+            *exp10 = qsuffixes[i].exp10;
+            *exp2 = qsuffixes[i].exp2;
+            return AIQ_OK;
+        }
+    }
+    if (!parse_exp_suffix(p, exp10)) {
+        char qs[AIQ_QUANTITY_MAX_LEN * 4 + 8];
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid quantity %s: unknown suffix %s",
+                           aiq_quotes(q, sizeof q, s),
+                           aiq_quotes(qs, sizeof qs, p));
+    }
+    return AIQ_OK;
+}
+
+/* b = b * 2^exp2 * 10^e, rounded up (away from zero) when dividing by a
+ * power of ten leaves a remainder. Returns false when the product passes
+ * 2^64 - 1 (b is then left part way). */
+static bool quantity_rescale(struct big *b, int exp2, int e) {
+    for (int i = 0; i < exp2 / 10 && !big_is_zero(b); i++)
+        big_muladd(b, 1024, 0); /* mantissa < 2^213: 2^60 more fits */
+    if (e > 0) {
+        for (int i = 0; i < e && !big_is_zero(b); i++) {
+            big_muladd(b, 10, 0);
+            if (big_over64(b)) return false;
+        }
+    } else if (e < 0) {
+        bool inexact = false;
+        /* Past 10^90 every nonzero value here becomes 0 < x < 1. */
+        int k = -e > 90 ? 90 : -e;
+        for (int i = 0; i < k; i++)
+            if (big_div(b, 10)) inexact = true;
+        if (inexact) big_muladd(b, 1, 1); /* round up (away from zero) */
+    }
+    return true;
+}
+
 aiq_rc aiq_quantity_scaled(const char *s, int scale10, int64_t *out,
                            aiq_err *err) {
     char q[AIQ_QUANTITY_MAX_LEN * 4 + 8];
@@ -102,6 +147,7 @@ aiq_rc aiq_quantity_scaled(const char *s, int scale10, int64_t *out,
     bool neg = false;
     struct big b;
     int nfrac = 0, ndigits = 0, exp10 = 0, exp2 = 0;
+    aiq_rc rc = AIQ_OK;
 
     if (!s || !*s)
         return aiq_err_set(err, AIQ_EINVAL, "invalid quantity \"\": empty");
@@ -127,43 +173,11 @@ aiq_rc aiq_quantity_scaled(const char *s, int scale10, int64_t *out,
         return aiq_err_set(err, AIQ_EINVAL,
                            "invalid quantity %s: no number before the suffix",
                            aiq_quotes(q, sizeof q, s));
-
     /* The rest is the suffix. */
-    bool found = false;
-    for (size_t i = 0; i < sizeof qsuffixes / sizeof qsuffixes[0]; i++) {
-        if (strcmp(p, qsuffixes[i].s) == 0) {
-            exp10 = qsuffixes[i].exp10;
-            exp2 = qsuffixes[i].exp2;
-            found = true;
-            break;
-        }
-    }
-    if (!found && !parse_exp_suffix(p, &exp10)) {
-        char qs[AIQ_QUANTITY_MAX_LEN * 4 + 8];
-        return aiq_err_set(err, AIQ_EINVAL,
-                           "invalid quantity %s: unknown suffix %s",
-                           aiq_quotes(q, sizeof q, s),
-                           aiq_quotes(qs, sizeof qs, p));
-    }
+    if ((rc = quantity_suffix(s, p, &exp10, &exp2, err)) != AIQ_OK) return rc;
 
     /* value = digits * 2^exp2 * 10^(exp10 - nfrac), in units of 10^scale10 */
-    int e = exp10 - nfrac - scale10;
-    bool too_big = false;
-    for (int i = 0; i < exp2 / 10 && !big_is_zero(&b); i++)
-        big_muladd(&b, 1024, 0); /* mantissa < 2^213: 2^60 more fits */
-    if (e > 0) {
-        for (int i = 0; i < e && !big_is_zero(&b); i++) {
-            big_muladd(&b, 10, 0);
-            if (big_over64(&b)) { too_big = true; break; }
-        }
-    } else if (e < 0) {
-        bool inexact = false;
-        /* Past 10^90 every nonzero value here becomes 0 < x < 1. */
-        int k = -e > 90 ? 90 : -e;
-        for (int i = 0; i < k; i++)
-            if (big_div(&b, 10)) inexact = true;
-        if (inexact) big_muladd(&b, 1, 1); /* round up (away from zero) */
-    }
+    bool too_big = !quantity_rescale(&b, exp2, exp10 - nfrac - scale10);
     uint64_t mag = 0;
     if (!too_big && !big_over64(&b))
         mag = ((uint64_t)b.l[1] << 32) | b.l[0];
@@ -280,13 +294,84 @@ static const struct dunit dunits[] = {
     {"d", 86400ULL * 1000000000ULL}, /* aiq extension: 24h */
 };
 
+/* The largest magnitude of a duration, in ns: |d| <= 2^63 (Go). */
+#define DURATION_LIMIT_NS ((uint64_t)1 << 63)
+
+/* Reads the number of one term of duration s ("1.5" of "1.5h") at *pp
+ * and moves *pp past it: its whole part into *v, the digits of its
+ * fraction into *f and 10^(their count) into *scale. q is s quoted, for
+ * the errors. */
+static aiq_rc duration_number(const char *s, const char *q, const char **pp, uint64_t *v,
+                              uint64_t *f, double *scale, aiq_err *err) {
+    const char *p = *pp;
+    bool pre = false, post = false, vover = false;
+    if (!(*p == '.' || is_digit(*p)))
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid duration %s: expected a number at "
+                           "offset %d",
+                           q, (int)(p - s));
+    for (; is_digit(*p); p++) {
+        pre = true;
+        if (*v > (DURATION_LIMIT_NS - (uint64_t)(*p - '0')) / 10) vover = true;
+        else *v = *v * 10 + (uint64_t)(*p - '0');
+    }
+    if (vover)
+        return aiq_err_set(err, AIQ_EINVAL, "invalid duration %s: too large",
+                           q);
+    if (*p == '.') {
+        p++;
+        bool fover = false;
+        for (; is_digit(*p); p++) {
+            post = true;
+            if (fover) continue; /* further digits cannot matter */
+            if (*f > ((uint64_t)INT64_MAX - 9) / 10) { fover = true; continue; }
+            *f = *f * 10 + (uint64_t)(*p - '0');
+            *scale *= 10;
+        }
+    }
+    if (!pre && !post)
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid duration %s: expected a number at "
+                           "offset %d",
+                           q, (int)(p - s));
+    *pp = p;
+    return AIQ_OK;
+}
+
+/* Reads the unit of one term at *pp (up to the next number) and moves
+ * *pp past it; *unit is its length in ns. q is the duration quoted. */
+static aiq_rc duration_unit(const char *q, const char **pp, uint64_t *unit, aiq_err *err) {
+    const char *u = *pp, *p = *pp;
+    while (*p && *p != '.' && !is_digit(*p)) p++;
+    size_t ul = (size_t)(p - u);
+    if (ul == 0)
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid duration %s: missing unit (one of ns, "
+                           "us, ms, s, m, h, d)",
+                           q);
+    *unit = 0;
+    for (size_t i = 0; i < sizeof dunits / sizeof dunits[0]; i++)
+        if (strlen(dunits[i].s) == ul && memcmp(dunits[i].s, u, ul) == 0)
+            *unit = dunits[i].ns;
+    if (!*unit) {
+        char qu[AIQ_DURATION_MAX_LEN * 4 + 8];
+        return aiq_err_set(err, AIQ_EINVAL,
+                           "invalid duration %s: unknown unit %s (use ns, "
+                           "us, ms, s, m, h or d)",
+                           q, aiq_quote(qu, sizeof qu, u, ul));
+    }
+    *pp = p;
+    return AIQ_OK;
+}
+
 static aiq_rc duration_parse(const char *s, bool allow_neg, double *secs,
                              aiq_err *err) {
     char q[AIQ_DURATION_MAX_LEN * 4 + 8];
-    const uint64_t limit = (uint64_t)1 << 63; /* |d| <= 2^63 (Go) */
+    const uint64_t limit = DURATION_LIMIT_NS;
     const char *p = s;
     bool neg = false;
     uint64_t d = 0;
+    aiq_rc rc = AIQ_OK;
 
     if (!s || !*s)
         return aiq_err_set(err, AIQ_EINVAL, "invalid duration \"\": empty");
@@ -304,57 +389,11 @@ static aiq_rc duration_parse(const char *s, bool allow_neg, double *secs,
         return aiq_err_set(err, AIQ_EINVAL, "invalid duration %s: no number",
                            q);
     while (*p) {
-        uint64_t v = 0, f = 0;
+        uint64_t v = 0, f = 0, unit = 0;
         double scale = 1;
-        bool pre = false, post = false, vover = false;
-        if (!(*p == '.' || is_digit(*p)))
-            return aiq_err_set(err, AIQ_EINVAL,
-                               "invalid duration %s: expected a number at "
-                               "offset %d",
-                               q, (int)(p - s));
-        for (; is_digit(*p); p++) {
-            pre = true;
-            if (v > (limit - (uint64_t)(*p - '0')) / 10) vover = true;
-            else v = v * 10 + (uint64_t)(*p - '0');
-        }
-        if (vover)
-            return aiq_err_set(err, AIQ_EINVAL, "invalid duration %s: too large",
-                               q);
-        if (*p == '.') {
-            p++;
-            bool fover = false;
-            for (; is_digit(*p); p++) {
-                post = true;
-                if (fover) continue; /* further digits cannot matter */
-                if (f > ((uint64_t)INT64_MAX - 9) / 10) { fover = true; continue; }
-                f = f * 10 + (uint64_t)(*p - '0');
-                scale *= 10;
-            }
-        }
-        if (!pre && !post)
-            return aiq_err_set(err, AIQ_EINVAL,
-                               "invalid duration %s: expected a number at "
-                               "offset %d",
-                               q, (int)(p - s));
-        const char *u = p;
-        while (*p && *p != '.' && !is_digit(*p)) p++;
-        size_t ul = (size_t)(p - u);
-        if (ul == 0)
-            return aiq_err_set(err, AIQ_EINVAL,
-                               "invalid duration %s: missing unit (one of ns, "
-                               "us, ms, s, m, h, d)",
-                               q);
-        uint64_t unit = 0;
-        for (size_t i = 0; i < sizeof dunits / sizeof dunits[0]; i++)
-            if (strlen(dunits[i].s) == ul && memcmp(dunits[i].s, u, ul) == 0)
-                unit = dunits[i].ns;
-        if (!unit) {
-            char qu[AIQ_DURATION_MAX_LEN * 4 + 8];
-            return aiq_err_set(err, AIQ_EINVAL,
-                               "invalid duration %s: unknown unit %s (use ns, "
-                               "us, ms, s, m, h or d)",
-                               q, aiq_quote(qu, sizeof qu, u, ul));
-        }
+        if ((rc = duration_number(s, q, &p, &v, &f, &scale, err)) != AIQ_OK ||
+            (rc = duration_unit(q, &p, &unit, err)) != AIQ_OK)
+            return rc;
         if (v > limit / unit)
             return aiq_err_set(err, AIQ_EINVAL, "invalid duration %s: too large",
                                q);

@@ -215,11 +215,88 @@ static aiq_rc cred_pem(const struct kube_exec *x, const char *s, const char *fie
     return AIQ_OK;
 }
 
+/* Checks the ExecCredential o's kind and apiVersion and finds its status
+ * object: *st is status as found (borrowed from o; set, object or not,
+ * whenever o has one, so that the caller can wipe it). */
+static aiq_rc cred_envelope(const struct kube_exec *x, json_object *o, json_object **st,
+                            aiq_err *e) {
+    const char *kind = aiq_jpath_str(o, "kind"), *av = aiq_jpath_str(o, "apiVersion");
+    if (!kind || strcmp(kind, "ExecCredential") != 0)
+        return xerr(e, AIQ_EINVAL, x, "kind", "output: kind is \"%.40s\", want ExecCredential",
+                    kind ? kind : "");
+    if (!av || strcmp(av, x->api_version) != 0)
+        return xerr(e, AIQ_EINVAL, x, "apiVersion",
+                    "output: apiVersion is \"%.60s\", but the kubeconfig configures %s",
+                    av ? av : "", x->api_version);
+    if (!json_object_object_get_ex(o, "status", st) || !json_object_is_type(*st, json_type_object))
+        return xerr(e, AIQ_EINVAL, x, "status", "output: status: %s",
+                    *st ? "expected an object" : "missing (no credential)");
+    return AIQ_OK;
+}
+
+/* The credential in status st: a token, a client certificate with its
+ * key, or both (borrowed from st, NULL when absent). The token must fit
+ * in an HTTP header. */
+static aiq_rc cred_fields(const struct kube_exec *x, json_object *st, const char **tok,
+                          const char **cert, const char **key, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    if ((rc = cred_str(x, st, "token", tok, e)) != AIQ_OK ||
+        (rc = cred_str(x, st, "clientCertificateData", cert, e)) != AIQ_OK ||
+        (rc = cred_str(x, st, "clientKeyData", key, e)) != AIQ_OK)
+        return rc;
+    if (!*tok && !*cert && !*key)
+        return xerr(e, AIQ_EINVAL, x, "status",
+                    "output: status has no token and no clientCertificateData/clientKeyData");
+    if (!*cert != !*key) {
+        const char *miss = *cert ? "status.clientKeyData" : "status.clientCertificateData";
+        return xerr(e, AIQ_EINVAL, x, miss, "output: %s: missing (a client certificate needs its key)",
+                    miss);
+    }
+    for (const char *q = *tok; q && *q; q++)
+        if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e)
+            return xerr(e, AIQ_EINVAL, x, "status.token",
+                        "output: status.token: byte %zu (0x%02x) cannot go in an HTTP header",
+                        (size_t)(q - *tok), (unsigned char)*q);
+    return AIQ_OK;
+}
+
+/* status.expirationTimestamp, when set, into *expiry (left as it is
+ * when absent or null). */
+static aiq_rc cred_expiry(const struct kube_exec *x, json_object *st, time_t *expiry,
+                          aiq_err *e) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(st, "expirationTimestamp", &v) ||
+        json_object_is_type(v, json_type_null))
+        return AIQ_OK;
+    const char *exp = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    double t = opst_parse_time(exp);
+    if (!exp || t <= 0)
+        return xerr(e, AIQ_EINVAL, x, "status.expirationTimestamp",
+                    "output: status.expirationTimestamp: \"%.40s\" is not an RFC 3339 time",
+                    exp ? exp : json_object_to_json_string(v));
+    *expiry = (time_t)t;
+    return AIQ_OK;
+}
+
+/* Wipes the secrets (the token, the client key) in the parsed status st
+ * (may be NULL) before it is freed. */
+static void cred_wipe_parsed(json_object *st) {
+    const char *keys[] = {"token", "clientKeyData"};
+    json_object *v = NULL;
+    if (!st) return;
+    for (size_t i = 0; i < 2; i++) {
+        const char *s = NULL;
+        if (json_object_object_get_ex(st, keys[i], &v) && json_object_is_type(v, json_type_string) &&
+            (s = json_object_get_string(v)))
+            wipe((void *)s, strlen(s));
+    }
+}
+
 aiq_rc kube_exec_parse(const struct kube_exec *x, const char *text, size_t len,
                        struct kube_cred *out, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
-    json_object *o = NULL, *st = NULL, *v = NULL;
-    const char *tok = NULL, *cert = NULL, *key = NULL, *exp = NULL;
+    json_object *o = NULL, *st = NULL;
+    const char *tok = NULL, *cert = NULL, *key = NULL;
     aiq_err le;
 
     memset(out, 0, sizeof *out);
@@ -233,59 +310,10 @@ aiq_rc kube_exec_parse(const struct kube_exec *x, const char *text, size_t len,
         rc = xerr(e, AIQ_EPARSE, x, "", "output is not a JSON object (want an ExecCredential)");
         goto out;
     }
-    const char *kind = aiq_jpath_str(o, "kind"), *av = aiq_jpath_str(o, "apiVersion");
-    if (!kind || strcmp(kind, "ExecCredential") != 0) {
-        rc = xerr(e, AIQ_EINVAL, x, "kind", "output: kind is \"%.40s\", want ExecCredential",
-                  kind ? kind : "");
+    if ((rc = cred_envelope(x, o, &st, e)) != AIQ_OK ||
+        (rc = cred_fields(x, st, &tok, &cert, &key, e)) != AIQ_OK ||
+        (rc = cred_expiry(x, st, &out->expiry, e)) != AIQ_OK)
         goto out;
-    }
-    if (!av || strcmp(av, x->api_version) != 0) {
-        rc = xerr(e, AIQ_EINVAL, x, "apiVersion",
-                  "output: apiVersion is \"%.60s\", but the kubeconfig configures %s", av ? av : "",
-                  x->api_version);
-        goto out;
-    }
-    if (!json_object_object_get_ex(o, "status", &st) || !json_object_is_type(st, json_type_object)) {
-        rc = xerr(e, AIQ_EINVAL, x, "status", "output: status: %s",
-                  st ? "expected an object" : "missing (no credential)");
-        goto out;
-    }
-    if ((rc = cred_str(x, st, "token", &tok, e)) != AIQ_OK ||
-        (rc = cred_str(x, st, "clientCertificateData", &cert, e)) != AIQ_OK ||
-        (rc = cred_str(x, st, "clientKeyData", &key, e)) != AIQ_OK)
-        goto out;
-    if (!tok && !cert && !key) {
-        rc = xerr(e, AIQ_EINVAL, x, "status",
-                  "output: status has no token and no clientCertificateData/clientKeyData");
-        goto out;
-    }
-    if (!cert != !key) {
-        const char *miss = cert ? "status.clientKeyData" : "status.clientCertificateData";
-        rc = xerr(e, AIQ_EINVAL, x, miss, "output: %s: missing (a client certificate needs its key)",
-                  miss);
-        goto out;
-    }
-    if (tok) {
-        for (const char *q = tok; *q; q++)
-            if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
-                rc = xerr(e, AIQ_EINVAL, x, "status.token",
-                          "output: status.token: byte %zu (0x%02x) cannot go in an HTTP header",
-                          (size_t)(q - tok), (unsigned char)*q);
-                goto out;
-            }
-    }
-    if (json_object_object_get_ex(st, "expirationTimestamp", &v) &&
-        !json_object_is_type(v, json_type_null)) {
-        exp = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-        double t = opst_parse_time(exp);
-        if (!exp || t <= 0) {
-            rc = xerr(e, AIQ_EINVAL, x, "status.expirationTimestamp",
-                      "output: status.expirationTimestamp: \"%.40s\" is not an RFC 3339 time",
-                      exp ? exp : json_object_to_json_string(v));
-            goto out;
-        }
-        out->expiry = (time_t)t;
-    }
     if (tok && !(out->token = strdup(tok))) {
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out;
@@ -295,15 +323,7 @@ aiq_rc kube_exec_parse(const struct kube_exec *x, const char *text, size_t len,
         goto out;
 out:
     /* The parsed object holds the secret too. */
-    if (st) {
-        const char *keys[] = {"token", "clientKeyData"};
-        for (size_t i = 0; i < 2; i++) {
-            const char *s = NULL;
-            if (json_object_object_get_ex(st, keys[i], &v) && json_object_is_type(v, json_type_string) &&
-                (s = json_object_get_string(v)))
-                wipe((void *)s, strlen(s));
-        }
-    }
+    cred_wipe_parsed(st);
     json_object_put(o);
     if (rc != AIQ_OK) kube_cred_clear(out);
     return rc;
@@ -481,16 +501,191 @@ static void exec_tail(const struct exec_io *io, char *dst, size_t cap) {
     dst[k] = '\0';
 }
 
+/* The child of one run, and how it ended. */
+struct exec_child {
+    pid_t pid;
+    int status;    /* from waitpid, once reaped */
+    int reaped, timedout;
+    long deadline; /* mono_ms() by which it must have answered */
+};
+
+/* The file actions and attributes of a run's spawn: stdin the terminal
+ * only for an interactive run (else /dev/null); stdout to out_w; stderr
+ * to err_w unless interactive (then ours, so prompts show); no other
+ * descriptor of ours; default signal handling, nothing blocked; its own
+ * process group unless interactive. Returns 0, or -1 when one fails. */
+static int exec_spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at, int out_w,
+                            int err_w, int interactive) {
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    static const int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM,
+                                SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaddset(&dfl, reset[i]);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    /* Its own process group, so a timeout kills what it started too; an
+     * interactive run stays in ours, where the terminal lets it read. */
+    if (!interactive) flags |= POSIX_SPAWN_SETPGROUP;
+    if ((!interactive && posix_spawn_file_actions_addopen(fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) != 0) ||
+        posix_spawn_file_actions_adddup2(fa, out_w, STDOUT_FILENO) != 0 ||
+        (!interactive && posix_spawn_file_actions_adddup2(fa, err_w, STDERR_FILENO) != 0) ||
+        posix_spawn_file_actions_addclosefrom_np(fa, STDERR_FILENO + 1) != 0 ||
+        posix_spawnattr_setflags(at, flags) != 0 || posix_spawnattr_setsigmask(at, &none) != 0 ||
+        posix_spawnattr_setsigdefault(at, &dfl) != 0 || posix_spawnattr_setpgroup(at, 0) != 0)
+        return -1;
+    return 0;
+}
+
+/* Starts prog with argv and envp, its stdout (and, unless interactive,
+ * its stderr) into pipes whose read ends go to io, non-blocking. On
+ * AIQ_OK *pid is the child; on error *pid is -1 and no descriptor of the
+ * run is left open. */
+static aiq_rc exec_spawn(const struct kube_exec *x, const char *prog, char **argv, char **envp,
+                         int interactive, pid_t *pid, struct exec_io *io, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    int fa_ok = 0, at_ok = 0;
+
+    *pid = -1;
+    if (pipe2(po, O_CLOEXEC) != 0 || (!interactive && pipe2(pe, O_CLOEXEC) != 0)) {
+        rc = xerr(e, AIQ_EIO, x, NULL, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
+    at_ok = posix_spawnattr_init(&at) == 0;
+    if (!fa_ok || !at_ok || exec_spawn_setup(&fa, &at, po[1], pe[1], interactive) != 0) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory setting up %s", x->command);
+        goto out;
+    }
+    int err = posix_spawn(pid, prog, &fa, &at, argv, envp);
+    if (err != 0) {
+        *pid = -1;
+        rc = xerr(e, err == ENOENT ? AIQ_ENOTFOUND : AIQ_EIO, x, "command", "cannot run %s: %s", prog,
+                  strerror(err));
+        goto out;
+    }
+    /* The write ends are the child's now (closed below); the read ends
+     * are ours. */
+    io->fd_out = po[0];
+    io->fd_err = pe[0];
+    po[0] = pe[0] = -1;
+    fcntl(io->fd_out, F_SETFL, fcntl(io->fd_out, F_GETFL) | O_NONBLOCK);
+    if (io->fd_err >= 0) fcntl(io->fd_err, F_SETFL, fcntl(io->fd_err, F_GETFL) | O_NONBLOCK);
+out:
+    for (int i = 0; i < 2; i++) {
+        if (po[i] >= 0) close(po[i]);
+        if (pe[i] >= 0) close(pe[i]);
+    }
+    if (at_ok) posix_spawnattr_destroy(&at);
+    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* Reads the child's stdout and stderr into io until both are closed, the
+ * output passes its cap (io->toobig), memory runs out (io->nomem) or the
+ * deadline passes (ch->timedout). A child that has exited while its
+ * pipes stay open (in a process it started) is reaped when it goes
+ * quiet (ch->reaped), and what is there is taken. AIQ_EIO when poll
+ * fails. */
+static aiq_rc exec_collect(const struct kube_exec *x, struct exec_child *ch, struct exec_io *io,
+                           aiq_err *e) {
+    while ((io->fd_out >= 0 || io->fd_err >= 0) && !io->toobig && !io->nomem) {
+        long left = ch->deadline - mono_ms();
+        if (left <= 0) {
+            ch->timedout = 1;
+            return AIQ_OK;
+        }
+        struct pollfd pfd[2];
+        int np = 0;
+        if (io->fd_out >= 0) pfd[np++] = (struct pollfd){.fd = io->fd_out, .events = POLLIN};
+        if (io->fd_err >= 0) pfd[np++] = (struct pollfd){.fd = io->fd_err, .events = POLLIN};
+        int pr = poll(pfd, (nfds_t)np, left < EXEC_POLL_MS ? (int)left : EXEC_POLL_MS);
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr < 0) return xerr(e, AIQ_EIO, x, NULL, "poll: %s", strerror(errno));
+        if (pr == 0) {
+            /* Quiet: has it exited, leaving its pipes open in a process
+             * it started? Then take what is there and stop reading. */
+            pid_t w = waitpid(ch->pid, &ch->status, WNOHANG);
+            if (w == ch->pid) {
+                ch->reaped = 1;
+                if (io->fd_out >= 0) exec_read(io, &io->fd_out, 1);
+                if (io->fd_err >= 0) exec_read(io, &io->fd_err, 0);
+                return AIQ_OK;
+            }
+            continue;
+        }
+        for (int i = 0; i < np; i++)
+            if (pfd[i].revents) {
+                int is_out = pfd[i].fd == io->fd_out;
+                exec_read(io, is_out ? &io->fd_out : &io->fd_err, is_out);
+            }
+    }
+    return AIQ_OK;
+}
+
+/* Ends the child: after a run that went well (failed 0, output complete)
+ * waits for it up to the deadline; kills it (and, when it has its own
+ * group, what it started) when the run failed or timed out; then reaps
+ * it. */
+static void exec_reap(struct exec_child *ch, const struct exec_io *io, int interactive,
+                      int failed) {
+    /* Its output is closed but it may still run: wait for it up to the
+     * same deadline. */
+    while (!ch->reaped && !ch->timedout && !io->toobig && !io->nomem && !failed) {
+        pid_t w = waitpid(ch->pid, &ch->status, WNOHANG);
+        if (w == ch->pid) {
+            ch->reaped = 1;
+        } else if (w < 0 && errno != EINTR) {
+            break; /* ECHILD: someone else reaped it */
+        } else if (mono_ms() >= ch->deadline) {
+            ch->timedout = 1;
+        } else {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!ch->reaped && (ch->timedout || io->toobig || io->nomem || failed)) {
+        /* Kill it (and, when it has its own group, what it started). */
+        if (kill(interactive ? ch->pid : -ch->pid, SIGKILL) != 0) kill(ch->pid, SIGKILL);
+    }
+    while (!ch->reaped) {
+        pid_t w = waitpid(ch->pid, &ch->status, 0);
+        if (w == ch->pid) ch->reaped = 1;
+        else if (w < 0 && errno != EINTR) break; /* ECHILD: someone else reaped it */
+    }
+}
+
+/* The error of a finished run, AIQ_OK when it answered in time, within
+ * the cap, and exited 0: a timeout, too much output, no memory, a
+ * non-zero exit or a signal (with the tail of its stderr). */
+static aiq_rc exec_outcome(const struct kube_exec *x, const struct exec_io *io,
+                           const struct exec_child *ch, long timeout_ms, aiq_err *e) {
+    char tail[KUBE_EXEC_STDERR_KEEP + 8];
+    exec_tail(io, tail, sizeof tail);
+    if (ch->timedout)
+        return xerr(e, AIQ_ETIMEOUT, x, NULL, "no answer within %ld ms; killed it%s%s", timeout_ms,
+                    tail[0] ? "; stderr: " : "", tail);
+    if (io->toobig)
+        return xerr(e, AIQ_ETOOBIG, x, NULL, "printed more than %zu bytes; killed it",
+                    KUBE_EXEC_MAX_OUTPUT);
+    if (io->nomem) return aiq_err_set(e, AIQ_ENOMEM, "out of memory reading %s", x->command);
+    if (ch->reaped && WIFEXITED(ch->status) && WEXITSTATUS(ch->status) != 0)
+        return xerr(e, AIQ_EAUTH, x, NULL, "exited with status %d%s%s", WEXITSTATUS(ch->status),
+                    tail[0] ? ": " : "", tail);
+    if (ch->reaped && WIFSIGNALED(ch->status))
+        return xerr(e, AIQ_EAUTH, x, NULL, "killed by signal %d%s%s", WTERMSIG(ch->status),
+                    tail[0] ? ": " : "", tail);
+    return AIQ_OK;
+}
+
 aiq_rc kube_exec_run(const struct kube_exec *x, const char *info, int interactive,
                      long timeout_ms, char **out, size_t *len, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
     char **argv = NULL, **envp = NULL, *prog = NULL;
     size_t nours = 0;
-    int po[2] = {-1, -1}, pe[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    int fa_ok = 0, at_ok = 0, status = 0, reaped = 0, timedout = 0;
-    pid_t pid = -1;
+    struct exec_child ch = {.pid = -1};
     struct exec_io io;
 
     *out = NULL;
@@ -509,153 +704,25 @@ aiq_rc kube_exec_run(const struct kube_exec *x, const char *info, int interactiv
     for (size_t i = 0; i < x->nargs; i++) argv[i + 1] = x->args[i];
     if ((rc = exec_env(x, info, &envp, &nours, e)) != AIQ_OK) goto out;
 
-    if (pipe2(po, O_CLOEXEC) != 0 || (!interactive && pipe2(pe, O_CLOEXEC) != 0)) {
-        rc = xerr(e, AIQ_EIO, x, NULL, "pipe: %s", strerror(errno));
+    if ((rc = exec_spawn(x, prog, argv, envp, interactive, &ch.pid, &io, e)) != AIQ_OK) goto out;
+    ch.deadline = mono_ms() + timeout_ms;
+    rc = exec_collect(x, &ch, &io, e);
+    exec_reap(&ch, &io, interactive, rc != AIQ_OK);
+    if (rc != AIQ_OK || (rc = exec_outcome(x, &io, &ch, timeout_ms, e)) != AIQ_OK) goto out_close;
+    if (!io.out && !(io.out = calloc(1, 1))) {
+        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out_close;
     }
-    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
-    at_ok = posix_spawnattr_init(&at) == 0;
-    if (!fa_ok || !at_ok) {
-        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory setting up %s", x->command);
-        goto out_close;
-    }
-    /* stdin: the terminal only for an interactive run; stdout to us;
-     * stderr to us unless interactive (then ours, so prompts show). No
-     * other descriptor of ours leaks into the plugin. */
-    sigset_t none, dfl;
-    sigemptyset(&none);
-    sigemptyset(&dfl);
-    static const int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM,
-                                SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaddset(&dfl, reset[i]);
-    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-    /* Its own process group, so a timeout kills what it started too; an
-     * interactive run stays in ours, where the terminal lets it read. */
-    if (!interactive) flags |= POSIX_SPAWN_SETPGROUP;
-    if ((!interactive && posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) != 0) ||
-        posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO) != 0 ||
-        (!interactive && posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO) != 0) ||
-        posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1) != 0 ||
-        posix_spawnattr_setflags(&at, flags) != 0 || posix_spawnattr_setsigmask(&at, &none) != 0 ||
-        posix_spawnattr_setsigdefault(&at, &dfl) != 0 || posix_spawnattr_setpgroup(&at, 0) != 0) {
-        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory setting up %s", x->command);
-        goto out_close;
-    }
-    int err = posix_spawn(&pid, prog, &fa, &at, argv, envp);
-    if (err != 0) {
-        pid = -1;
-        rc = xerr(e, err == ENOENT ? AIQ_ENOTFOUND : AIQ_EIO, x, "command", "cannot run %s: %s", prog,
-                  strerror(err));
-        goto out_close;
-    }
-    close(po[1]);
-    po[1] = -1;
-    if (pe[1] >= 0) {
-        close(pe[1]);
-        pe[1] = -1;
-    }
-    io.fd_out = po[0];
-    io.fd_err = pe[0];
-    po[0] = pe[0] = -1;
-    fcntl(io.fd_out, F_SETFL, fcntl(io.fd_out, F_GETFL) | O_NONBLOCK);
-    if (io.fd_err >= 0) fcntl(io.fd_err, F_SETFL, fcntl(io.fd_err, F_GETFL) | O_NONBLOCK);
-
-    long deadline = mono_ms() + timeout_ms;
-    while ((io.fd_out >= 0 || io.fd_err >= 0) && !io.toobig && !io.nomem) {
-        long left = deadline - mono_ms();
-        if (left <= 0) {
-            timedout = 1;
-            break;
-        }
-        struct pollfd pfd[2];
-        int np = 0;
-        if (io.fd_out >= 0) pfd[np++] = (struct pollfd){.fd = io.fd_out, .events = POLLIN};
-        if (io.fd_err >= 0) pfd[np++] = (struct pollfd){.fd = io.fd_err, .events = POLLIN};
-        int pr = poll(pfd, (nfds_t)np, left < EXEC_POLL_MS ? (int)left : EXEC_POLL_MS);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr < 0) {
-            rc = xerr(e, AIQ_EIO, x, NULL, "poll: %s", strerror(errno));
-            break;
-        }
-        if (pr == 0) {
-            /* Quiet: has it exited, leaving its pipes open in a process
-             * it started? Then take what is there and stop reading. */
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            if (w == pid) {
-                reaped = 1;
-                if (io.fd_out >= 0) exec_read(&io, &io.fd_out, 1);
-                if (io.fd_err >= 0) exec_read(&io, &io.fd_err, 0);
-                break;
-            }
-            continue;
-        }
-        for (int i = 0; i < np; i++)
-            if (pfd[i].revents) {
-                int is_out = pfd[i].fd == io.fd_out;
-                exec_read(&io, is_out ? &io.fd_out : &io.fd_err, is_out);
-            }
-    }
-    /* Its output is closed but it may still run: wait for it up to the
-     * same deadline. */
-    while (!reaped && !timedout && !io.toobig && !io.nomem && rc == AIQ_OK) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) {
-            reaped = 1;
-        } else if (w < 0 && errno != EINTR) {
-            break; /* ECHILD: someone else reaped it */
-        } else if (mono_ms() >= deadline) {
-            timedout = 1;
-        } else {
-            struct timespec ts = {0, 10 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!reaped && (timedout || io.toobig || io.nomem || rc != AIQ_OK)) {
-        /* Kill it (and, when it has its own group, what it started). */
-        if (kill(interactive ? pid : -pid, SIGKILL) != 0) kill(pid, SIGKILL);
-    }
-    while (!reaped) {
-        pid_t w = waitpid(pid, &status, 0);
-        if (w == pid) reaped = 1;
-        else if (w < 0 && errno != EINTR) break; /* ECHILD: someone else reaped it */
-    }
-    if (rc != AIQ_OK) goto out_close;
-    char tail[KUBE_EXEC_STDERR_KEEP + 8];
-    exec_tail(&io, tail, sizeof tail);
-    if (timedout) {
-        rc = xerr(e, AIQ_ETIMEOUT, x, NULL, "no answer within %ld ms; killed it%s%s", timeout_ms,
-                  tail[0] ? "; stderr: " : "", tail);
-    } else if (io.toobig) {
-        rc = xerr(e, AIQ_ETOOBIG, x, NULL, "printed more than %zu bytes; killed it",
-                  KUBE_EXEC_MAX_OUTPUT);
-    } else if (io.nomem) {
-        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory reading %s", x->command);
-    } else if (reaped && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-        rc = xerr(e, AIQ_EAUTH, x, NULL, "exited with status %d%s%s", WEXITSTATUS(status),
-                  tail[0] ? ": " : "", tail);
-    } else if (reaped && WIFSIGNALED(status)) {
-        rc = xerr(e, AIQ_EAUTH, x, NULL, "killed by signal %d%s%s", WTERMSIG(status),
-                  tail[0] ? ": " : "", tail);
-    }
-    if (rc == AIQ_OK) {
-        if (!io.out && !(io.out = calloc(1, 1))) {
-            rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-            goto out_close;
-        }
-        *out = io.out;
-        *len = io.len;
-        io.out = NULL;
-    }
+    *out = io.out;
+    *len = io.len;
+    io.out = NULL;
 out_close:
     if (io.out) {
         wipe(io.out, io.len);
         free(io.out);
     }
-    int fds[] = {io.fd_out, io.fd_err, po[0], po[1], pe[0], pe[1]};
-    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-        if (fds[i] >= 0) close(fds[i]);
-    if (at_ok) posix_spawnattr_destroy(&at);
-    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    if (io.fd_out >= 0) close(io.fd_out);
+    if (io.fd_err >= 0) close(io.fd_err);
 out:
     exec_env_free(envp, nours);
     free(argv);

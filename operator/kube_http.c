@@ -316,40 +316,29 @@ static aiq_rc auth_header(const char *token, char **out, aiq_err *e) {
     return AIQ_OK;
 }
 
-aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
-                          const char *path, const char *content_type,
-                          long timeout_ms, struct curl_slist **hdrs,
-                          unsigned long *cred_gen, aiq_err *e) {
-    aiq_rc rc = AIQ_OK;
-    char *url = NULL, *auth = NULL;
-    struct curl_slist *l = NULL, *tmp = NULL;
-    struct kube_auth_cred ac;
-
-    *hdrs = NULL;
-    *cred_gen = 0;
-    memset(&ac, 0, sizeof ac);
+/* The request URL, url_base + path, into *out (a new string). path must
+ * start with '/' and be at most KUBE_MAX_PATH bytes. */
+static aiq_rc request_url(const struct kube_client *c, const char *path, char **out, aiq_err *e) {
+    *out = NULL;
     if (!path || path[0] != '/')
         return aiq_err_set(e, AIQ_EINVAL, "API path \"%.100s\" does not start with '/'", path ? path : "");
     size_t plen = strlen(path);
     if (plen > KUBE_MAX_PATH)
         return aiq_err_set(e, AIQ_ETOOBIG, "API path of %zu bytes passes the %d byte cap", plen, KUBE_MAX_PATH);
     size_t blen = strlen(c->url_base);
-    url = malloc(blen + plen + 1);
+    char *url = malloc(blen + plen + 1);
     if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
     memcpy(url, c->url_base, blen);
     memcpy(url + blen, path, plen + 1);
+    *out = url;
+    return AIQ_OK;
+}
 
-    if (c->auth) {
-        /* May run the plugin (or wait for another thread's run): not
-         * under c->mu, which every request needs. */
-        pthread_mutex_lock(&c->mu);
-        unsigned long have = c->cred_gen;
-        pthread_mutex_unlock(&c->mu);
-        if ((rc = kube_auth_get(c->auth, have, &ac, e)) != AIQ_OK) goto out;
-        *cred_gen = ac.gen;
-        if ((rc = auth_header(ac.token, &auth, e)) != AIQ_OK) goto out;
-    }
-
+/* Resets h and sets what does not change between requests of c: the
+ * URL and method, timeouts, the route for tls-server-name, compression
+ * and how the server's certificate is checked. */
+static void easy_set_transport(const struct kube_client *c, CURL *h, const char *method,
+                               const char *url, long timeout_ms) {
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
@@ -375,27 +364,32 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     } else if (c->ca_file) {
         curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
     }
+}
 
-    /* The client certificate and the static token may change under us
-     * (a plugin's new certificate, a re-read token file): read them, and
-     * hand them to curl (which copies blobs), under the lock. */
-    pthread_mutex_lock(&c->mu);
+/* Called with c->mu held. With a changing credential (c->auth), keeps
+ * the certificate ac carries when it is newer than ours (ac gives it
+ * up); without one, re-reads the token file when due and builds *auth,
+ * the Authorization header, from the static token. Then hands the client
+ * certificate and key to h (curl copies blobs), also after an error. */
+static aiq_rc easy_set_credentials_locked(struct kube_client *c, CURL *h,
+                                          struct kube_auth_cred *ac, char **auth, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
     if (c->auth) {
         /* ac carries a certificate copy only when its generation is not
          * the one we hold; a newer one replaces ours (an older one, from
          * a thread that was overtaken, is dropped). */
-        if (ac.gen > c->cred_gen) {
+        if (ac->gen > c->cred_gen) {
             blob_free(&c->cert);
             blob_wipe_free(&c->key);
-            c->cert = ac.cert;
-            c->key = ac.key;
-            memset(&ac.cert, 0, sizeof ac.cert);
-            memset(&ac.key, 0, sizeof ac.key);
-            c->cred_gen = ac.gen;
+            c->cert = ac->cert;
+            c->key = ac->key;
+            memset(&ac->cert, 0, sizeof ac->cert);
+            memset(&ac->key, 0, sizeof ac->key);
+            c->cred_gen = ac->gen;
         }
     } else {
         rc = token_refresh_locked(c, e);
-        if (rc == AIQ_OK) rc = auth_header(c->token, &auth, e);
+        if (rc == AIQ_OK) rc = auth_header(c->token, auth, e);
     }
     if (c->cert.data) {
         struct curl_blob b = {.data = c->cert.data, .len = c->cert.len, .flags = CURL_BLOB_COPY};
@@ -411,9 +405,18 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
     } else if (c->key_file) {
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
     }
-    pthread_mutex_unlock(&c->mu);
-    if (rc != AIQ_OK) goto out;
+    return rc;
+}
 
+/* The request's header list into *out (a new list; NULL on error):
+ * Accept, no Expect, the Content-Type when content_type is non-NULL and
+ * the Authorization line auth when non-NULL. */
+static aiq_rc request_headers(const char *content_type, const char *auth,
+                              struct curl_slist **out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    struct curl_slist *l = NULL, *tmp = NULL;
+
+    *out = NULL;
     /* "Expect:" off: curl would otherwise wait for 100-continue on larger
      * bodies, a stall with servers that never send it. */
     static const char *const fixed[] = {"Accept: application/json", "Expect:"};
@@ -437,16 +440,54 @@ aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
         if (!tmp) goto out_nomem;
         l = tmp;
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
-    /* CURLOPT_URL copied the string; the header list must outlive the
-     * transfer, so it goes to the caller. */
-    *hdrs = l;
+    *out = l;
     l = NULL;
     goto out;
 out_nomem:
     rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory building request headers");
 out:
     curl_slist_free_all(l);
+    return rc;
+}
+
+aiq_rc kube__easy_prepare(struct kube_client *c, CURL *h, const char *method,
+                          const char *path, const char *content_type,
+                          long timeout_ms, struct curl_slist **hdrs,
+                          unsigned long *cred_gen, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    char *url = NULL, *auth = NULL;
+    struct curl_slist *l = NULL;
+    struct kube_auth_cred ac;
+
+    *hdrs = NULL;
+    *cred_gen = 0;
+    memset(&ac, 0, sizeof ac);
+    if ((rc = request_url(c, path, &url, e)) != AIQ_OK) return rc;
+
+    if (c->auth) {
+        /* May run the plugin (or wait for another thread's run): not
+         * under c->mu, which every request needs. */
+        pthread_mutex_lock(&c->mu);
+        unsigned long have = c->cred_gen;
+        pthread_mutex_unlock(&c->mu);
+        if ((rc = kube_auth_get(c->auth, have, &ac, e)) != AIQ_OK) goto out;
+        *cred_gen = ac.gen;
+        if ((rc = auth_header(ac.token, &auth, e)) != AIQ_OK) goto out;
+    }
+    easy_set_transport(c, h, method, url, timeout_ms);
+    /* The client certificate and the static token may change under us
+     * (a plugin's new certificate, a re-read token file): read them, and
+     * hand them to curl, under the lock. */
+    pthread_mutex_lock(&c->mu);
+    rc = easy_set_credentials_locked(c, h, &ac, &auth, e);
+    pthread_mutex_unlock(&c->mu);
+    if (rc != AIQ_OK) goto out;
+    if ((rc = request_headers(content_type, auth, &l, e)) != AIQ_OK) goto out;
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
+    /* CURLOPT_URL copied the string; the header list must outlive the
+     * transfer, so it goes to the caller. */
+    *hdrs = l;
+out:
     token_wipe_free(auth);
     kube_auth_cred_clear(&ac);
     free(url);
@@ -533,6 +574,48 @@ static void pool_put(struct kube_client *c, int i) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Counts one request of c; returns 1 when kube_client_inject_fault says
+ * this one fails. */
+static int request_count(struct kube_client *c) {
+    int fault = 0;
+    pthread_mutex_lock(&c->mu);
+    c->nreq++;
+    if (c->fault_every && ++c->fault_count % c->fault_every == 0) fault = 1;
+    pthread_mutex_unlock(&c->mu);
+    return fault;
+}
+
+/* What a finished transfer (curl result cc, HTTP status code, curl's
+ * message errbuf, the answer in buf) comes to: the error of a failed
+ * transfer (the body cap, memory, curl's reason), the API's Status for
+ * an HTTP error, or AIQ_OK with the body handed to *resp when resp is
+ * non-NULL ("" for none; buf->p is then NULL) and its length to
+ * *resp_len when that is non-NULL. */
+static aiq_rc request_outcome(const struct kube_client *c, CURLcode cc, long code,
+                              const char *errbuf, struct kube__buf *buf, const char *method,
+                              const char *path, char **resp, size_t *resp_len, aiq_err *e) {
+    if (cc != CURLE_OK) {
+        if (buf->toobig)
+            return aiq_err_set(e, AIQ_ETOOBIG, "%s %.200s: response passes the %zu byte cap",
+                               method, path, c->max_body);
+        if (buf->nomem)
+            return aiq_err_set(e, AIQ_ENOMEM, "%s %.200s: out of memory for the response",
+                               method, path);
+        return kube__curl_err(cc, errbuf, method, path, e);
+    }
+    if (code >= 400) return kube__http_err((int)code, buf->p, buf->len, method, path, e);
+    if (resp) {
+        if (!buf->p) {
+            buf->p = calloc(1, 1);
+            if (!buf->p) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+        }
+        *resp = buf->p;
+        buf->p = NULL;
+    }
+    if (resp_len) *resp_len = buf->len;
+    return AIQ_OK;
+}
+
 aiq_rc kube_request(struct kube_client *c, const char *method,
                     const char *path, const char *content_type,
                     const char *body, size_t len, int *status, char **resp,
@@ -542,17 +625,11 @@ aiq_rc kube_request(struct kube_client *c, const char *method,
     struct kube__buf buf = {.max = c->max_body};
     char errbuf[CURL_ERROR_SIZE];
     long code = 0;
-    int fault = 0;
 
     if (status) *status = 0;
     if (resp) *resp = NULL;
     if (resp_len) *resp_len = 0;
-
-    pthread_mutex_lock(&c->mu);
-    c->nreq++;
-    if (c->fault_every && ++c->fault_count % c->fault_every == 0) fault = 1;
-    pthread_mutex_unlock(&c->mu);
-    if (fault) return aiq_err_set(e, AIQ_EIO, "%s %.200s: injected fault", method, path);
+    if (request_count(c)) return aiq_err_set(e, AIQ_EIO, "%s %.200s: injected fault", method, path);
 
     int slot = pool_get(c);
     CURL *h = c->pool[slot];
@@ -588,33 +665,7 @@ aiq_rc kube_request(struct kube_client *c, const char *method,
         pthread_mutex_unlock(&c->mu);
     }
     if (status) *status = (int)code;
-    if (cc != CURLE_OK) {
-        if (buf.toobig)
-            rc = aiq_err_set(e, AIQ_ETOOBIG, "%s %.200s: response passes the %zu byte cap", method,
-                             path, c->max_body);
-        else if (buf.nomem)
-            rc = aiq_err_set(e, AIQ_ENOMEM, "%s %.200s: out of memory for the response", method, path);
-        else
-            rc = kube__curl_err(cc, errbuf, method, path, e);
-        goto out_free;
-    }
-    if (code >= 400) {
-        rc = kube__http_err((int)code, buf.p, buf.len, method, path, e);
-        goto out_free;
-    }
-    if (resp) {
-        if (!buf.p) {
-            buf.p = calloc(1, 1);
-            if (!buf.p) {
-                rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-                goto out_free;
-            }
-        }
-        *resp = buf.p;
-        buf.p = NULL;
-    }
-    if (resp_len) *resp_len = buf.len;
-out_free:
+    rc = request_outcome(c, cc, code, errbuf, &buf, method, path, resp, resp_len, e);
     free(buf.p);
     curl_slist_free_all(hdrs);
 out_put:

@@ -195,31 +195,23 @@ static void snippet(const struct kube__buf *b, char *dst, size_t cap) {
     dst[n] = '\0';
 }
 
-aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
-                         long timeout_ms, struct kube_oidc_tokens *out, aiq_err *e) {
+/* Step 1, discovery: GETs the issuer's openid-configuration with h and
+ * copies its token_endpoint into *token_url (a new string; NULL on
+ * error). The discovery document is public: freed, not wiped. */
+static aiq_rc oidc_discover(CURL *h, const struct kube_oidc *o, long timeout_ms,
+                            char **token_url, aiq_err *e) {
     aiq_rc rc = AIQ_OK;
-    CURL *h = NULL;
-    char *url = NULL, *form = NULL, *rt = NULL, *cid = NULL, *token_url = NULL;
     struct kube__buf b = {.max = KUBE_OIDC_MAX_BODY};
     json_object *doc = NULL;
     long status = 0;
     char snip[160];
+    aiq_err le;
 
-    memset(out, 0, sizeof *out);
-    if (timeout_ms <= 0) timeout_ms = KUBE_OIDC_TIMEOUT_MS;
-    if (!refresh_token || !*refresh_token)
-        return oerr(e, AIQ_EAUTH, o, "no refresh-token to get a new id-token with");
-    h = curl_easy_init();
-    if (!h) return aiq_err_set(e, AIQ_ENOMEM, "curl_easy_init failed");
-
-    /* 1. Discovery: where the token endpoint is. */
+    *token_url = NULL;
     size_t il = strlen(o->issuer_url);
     while (il > 0 && o->issuer_url[il - 1] == '/') il--;
-    url = malloc(il + sizeof OIDC_DISCOVERY);
-    if (!url) {
-        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-        goto out;
-    }
+    char *url = malloc(il + sizeof OIDC_DISCOVERY);
+    if (!url) return aiq_err_set(e, AIQ_ENOMEM, "out of memory");
     memcpy(url, o->issuer_url, il);
     memcpy(url + il, OIDC_DISCOVERY, sizeof OIDC_DISCOVERY);
     if ((rc = oidc_do(h, o, url, NULL, timeout_ms, &status, &b, e)) != AIQ_OK) goto out;
@@ -229,7 +221,6 @@ aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
                   snip[0] ? ": " : "", snip);
         goto out;
     }
-    aiq_err le;
     aiq_err_clear(&le);
     if (kube_json_parse(b.p ? b.p : "", b.len, &doc, &le) != AIQ_OK ||
         !json_object_is_type(doc, json_type_object)) {
@@ -241,32 +232,56 @@ aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
         rc = oerr(e, AIQ_EINVAL, o, "discovery %.200s: no token_endpoint", url);
         goto out;
     }
-    if (!(token_url = strdup(te))) {
-        rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!(*token_url = strdup(te))) rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
+out:
     json_object_put(doc);
-    doc = NULL;
     free(b.p);
-    b = (struct kube__buf){.max = KUBE_OIDC_MAX_BODY};
+    free(url);
+    return rc;
+}
 
-    /* 2. The refresh_token grant. */
-    rt = oidc_escape(refresh_token);
-    cid = o->client_secret ? NULL : oidc_escape(o->client_id);
+/* The form of step 2, the refresh_token grant: the refresh-token, and
+ * the client-id when there is no client-secret (with one, oidc_do sends
+ * both in Basic authentication). *form is a new string, NULL on error. */
+static aiq_rc oidc_grant_form(const struct kube_oidc *o, const char *refresh_token,
+                              char **form, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    char *rt = oidc_escape(refresh_token);
+    char *cid = o->client_secret ? NULL : oidc_escape(o->client_id);
+
+    *form = NULL;
     if (!rt || (!o->client_secret && !cid)) {
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out;
     }
     size_t fl = strlen(rt) + (cid ? strlen(cid) : 0) + 64;
-    form = malloc(fl);
-    if (!form) {
+    *form = malloc(fl);
+    if (!*form) {
         rc = aiq_err_set(e, AIQ_ENOMEM, "out of memory");
         goto out;
     }
-    snprintf(form, fl, "grant_type=refresh_token&refresh_token=%s%s%s", rt, cid ? "&client_id=" : "",
-             cid ? cid : "");
-    if ((rc = oidc_do(h, o, token_url, form, timeout_ms, &status, &b, e)) != AIQ_OK) goto out;
-    if (kube_json_parse(b.p ? b.p : "", b.len, &doc, &le) != AIQ_OK ||
+    snprintf(*form, fl, "grant_type=refresh_token&refresh_token=%s%s%s", rt,
+             cid ? "&client_id=" : "", cid ? cid : "");
+out:
+    wipe_free(rt);
+    free(cid);
+    return rc;
+}
+
+/* Step 2's answer from token_url (HTTP status, body b): the new id-token
+ * and, when the issuer sent one, the new refresh-token into out (new
+ * strings; out is left empty on error). The tokens in the parsed answer
+ * are wiped before it is freed. */
+static aiq_rc oidc_take_tokens(const struct kube_oidc *o, const char *token_url, long status,
+                               const struct kube__buf *b, struct kube_oidc_tokens *out,
+                               aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    json_object *doc = NULL;
+    char snip[160];
+    aiq_err le;
+
+    aiq_err_clear(&le);
+    if (kube_json_parse(b->p ? b->p : "", b->len, &doc, &le) != AIQ_OK ||
         !json_object_is_type(doc, json_type_object)) {
         json_object_put(doc);
         doc = NULL;
@@ -274,7 +289,7 @@ aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
     if (status != 200) {
         /* RFC 6749 5.2: {"error": ..., "error_description": ...}. */
         const char *er = aiq_jstr(doc, "error"), *ed = aiq_jstr(doc, "error_description");
-        snippet(&b, snip, sizeof snip);
+        snippet(b, snip, sizeof snip);
         rc = oerr(e, AIQ_EAUTH, o, "the issuer refused the refresh-token: POST %.160s answered HTTP %ld: %.80s%s%.160s",
                   token_url, status, er ? er : snip, ed ? ": " : "", ed ? ed : "");
         goto out;
@@ -308,13 +323,35 @@ out:
         }
     }
     json_object_put(doc);
+    return rc;
+}
+
+aiq_rc kube_oidc_refresh(const struct kube_oidc *o, const char *refresh_token,
+                         long timeout_ms, struct kube_oidc_tokens *out, aiq_err *e) {
+    aiq_rc rc = AIQ_OK;
+    CURL *h = NULL;
+    char *form = NULL, *token_url = NULL;
+    struct kube__buf b = {.max = KUBE_OIDC_MAX_BODY};
+    long status = 0;
+
+    memset(out, 0, sizeof *out);
+    if (timeout_ms <= 0) timeout_ms = KUBE_OIDC_TIMEOUT_MS;
+    if (!refresh_token || !*refresh_token)
+        return oerr(e, AIQ_EAUTH, o, "no refresh-token to get a new id-token with");
+    h = curl_easy_init();
+    if (!h) return aiq_err_set(e, AIQ_ENOMEM, "curl_easy_init failed");
+
+    /* 1. Discovery: where the token endpoint is. */
+    if ((rc = oidc_discover(h, o, timeout_ms, &token_url, e)) != AIQ_OK) goto out;
+    /* 2. The refresh_token grant. */
+    if ((rc = oidc_grant_form(o, refresh_token, &form, e)) != AIQ_OK) goto out;
+    if ((rc = oidc_do(h, o, token_url, form, timeout_ms, &status, &b, e)) != AIQ_OK) goto out;
+    rc = oidc_take_tokens(o, token_url, status, &b, out, e);
+out:
     if (b.p) wipe(b.p, b.len);
     free(b.p);
     wipe_free(form);
-    wipe_free(rt);
-    free(cid);
     free(token_url);
-    free(url);
     curl_easy_cleanup(h);
     return rc;
 }

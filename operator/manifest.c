@@ -592,37 +592,73 @@ static aiq_rc opt_enum(json_object *obj, const char *key, const char *const *nam
                          show(v, s, sizeof s));
 }
 
+/* spec.levels: each level's name and its when predicate ("" counts as
+ * none). */
+static aiq_rc decode_policy_levels(json_object *spec, struct aiq_policy_spec *s, aiq_err *err) {
+    char lp[PATH_CAP];
+    json_object *list;
+    int n = 0;
+    aiq_rc rc = AIQ_OK;
+    if ((rc = opt_list(spec, "spec", "levels", AIQ_MAX_LEVELS, "levels", &list, &n, err)))
+        return rc;
+    if (n <= 0) return AIQ_OK;
+    if (!(s->levels = calloc((size_t)n, sizeof *s->levels))) return no_mem(err);
+    s->nlevels = n;
+    for (int i = 0; i < n; i++) {
+        json_object *l = json_object_array_get_idx(list, (size_t)i);
+        snprintf(lp, sizeof lp, "spec.levels[%d]", i);
+        if (!l) return aiq_field_err(err, lp, "must be an object, got null");
+        if ((rc = want_object(l, lp, err))) return rc;
+        if ((rc = check_fields(l, lp, level_fields, err))) return rc;
+        if ((rc = opt_str(l, lp, "name", 63, &s->levels[i].name, err))) return rc;
+        if ((rc = opt_str(l, lp, "when", AIQ_MAX_FORMULA, &s->levels[i].when, err)))
+            return rc;
+        if (s->levels[i].when && !*s->levels[i].when) {
+            free(s->levels[i].when); /* "" is the same as no predicate */
+            s->levels[i].when = NULL;
+        }
+    }
+    return AIQ_OK;
+}
+
+/* spec.preemption: lowerLevels, withinLevel (present means on),
+ * reclaimBorrowed (on by default), and the runtime and rate limits. */
+static aiq_rc decode_policy_preemption(json_object *spec, struct aiq_policy_spec *s,
+                                       aiq_err *err) {
+    char path[PATH_CAP], wp[PATH_CAP];
+    json_object *o, *w;
+    aiq_rc rc = AIQ_OK;
+    if ((rc = opt_object(spec, "spec", "preemption", preemption_fields, &o, path, err)))
+        return rc;
+    if (!o) return AIQ_OK;
+    if ((rc = opt_bool(o, path, "lowerLevels", &s->preempt_lower_levels, err))) return rc;
+    if ((rc = opt_object(o, path, "withinLevel", within_fields, &w, wp, err))) return rc;
+    if (w) {
+        s->preempt_within_level = true;
+        if ((rc = opt_num(w, wp, "scoreMargin", &s->preempt_score_margin, err))) return rc;
+    }
+    bool reclaim = true;
+    if ((rc = opt_bool(o, path, "reclaimBorrowed", &reclaim, err))) return rc;
+    s->preempt_no_reclaim = !reclaim;
+    if ((rc = opt_duration(o, path, "minRuntime", &s->preempt_min_runtime_s, err))) return rc;
+    if ((rc = opt_duration(o, path, "maxJobMinRuntime", &s->preempt_max_job_min_runtime_s,
+                           err)))
+        return rc;
+    return opt_i32(o, path, "maxPerJobPerHour", 0, 1000, &s->preempt_max_per_hour, err);
+}
+
 static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
                                  aiq_err *err) {
     static const char *const backfills[] = {"None", "Easy", NULL};
     static const char *const placements[] = {"binpack", "spread", "fgd", NULL};
-    char path[PATH_CAP], lp[PATH_CAP];
-    json_object *o, *list;
-    int n = 0, e = 0;
+    char path[PATH_CAP];
+    json_object *o;
+    int e = 0;
     aiq_rc rc = AIQ_OK;
     if ((rc = check_fields(spec, "spec", policy_fields, err))) return rc;
     if ((rc = opt_str(spec, "spec", "formula", AIQ_MAX_FORMULA, &s->formula, err)))
         return rc;
-    if ((rc = opt_list(spec, "spec", "levels", AIQ_MAX_LEVELS, "levels", &list, &n, err)))
-        return rc;
-    if (n > 0) {
-        if (!(s->levels = calloc((size_t)n, sizeof *s->levels))) return no_mem(err);
-        s->nlevels = n;
-        for (int i = 0; i < n; i++) {
-            json_object *l = json_object_array_get_idx(list, (size_t)i);
-            snprintf(lp, sizeof lp, "spec.levels[%d]", i);
-            if (!l) return aiq_field_err(err, lp, "must be an object, got null");
-            if ((rc = want_object(l, lp, err))) return rc;
-            if ((rc = check_fields(l, lp, level_fields, err))) return rc;
-            if ((rc = opt_str(l, lp, "name", 63, &s->levels[i].name, err))) return rc;
-            if ((rc = opt_str(l, lp, "when", AIQ_MAX_FORMULA, &s->levels[i].when, err)))
-                return rc;
-            if (s->levels[i].when && !*s->levels[i].when) {
-                free(s->levels[i].when); /* "" is the same as no predicate */
-                s->levels[i].when = NULL;
-            }
-        }
-    }
+    if ((rc = decode_policy_levels(spec, s, err))) return rc;
     e = (int)s->backfill;
     if ((rc = opt_enum(spec, "backfill", backfills, &e, err))) return rc;
     s->backfill = (aiq_backfill)e;
@@ -646,27 +682,7 @@ static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
         return rc;
     if (o && (rc = opt_duration(o, path, "halfLife", &s->fairshare_half_life_s, err)))
         return rc;
-    if ((rc = opt_object(spec, "spec", "preemption", preemption_fields, &o, path, err)))
-        return rc;
-    if (o) {
-        json_object *w;
-        char wp[PATH_CAP];
-        if ((rc = opt_bool(o, path, "lowerLevels", &s->preempt_lower_levels, err))) return rc;
-        if ((rc = opt_object(o, path, "withinLevel", within_fields, &w, wp, err))) return rc;
-        if (w) {
-            s->preempt_within_level = true;
-            if ((rc = opt_num(w, wp, "scoreMargin", &s->preempt_score_margin, err))) return rc;
-        }
-        bool reclaim = true;
-        if ((rc = opt_bool(o, path, "reclaimBorrowed", &reclaim, err))) return rc;
-        s->preempt_no_reclaim = !reclaim;
-        if ((rc = opt_duration(o, path, "minRuntime", &s->preempt_min_runtime_s, err))) return rc;
-        if ((rc = opt_duration(o, path, "maxJobMinRuntime", &s->preempt_max_job_min_runtime_s,
-                               err)))
-            return rc;
-        if ((rc = opt_i32(o, path, "maxPerJobPerHour", 0, 1000, &s->preempt_max_per_hour, err)))
-            return rc;
-    }
+    if ((rc = decode_policy_preemption(spec, s, err))) return rc;
     if ((rc = opt_object(spec, "spec", "elastic", elastic_fields, &o, path, err))) return rc;
     if (o) {
         bool grow = true;

@@ -405,6 +405,50 @@ static aiq_rc on_doc_end(struct conv *c, const yaml_event_t *ev) {
     return AIQ_OK;
 }
 
+/* Sets the error for a failed yaml_parser_parse: out of memory, or a
+ * syntax error at the parser's mark (an encoding error at the line and
+ * column of its byte offset in text). Returns the code. */
+static aiq_rc parse_error(struct conv *c, const yaml_parser_t *parser, const char *text,
+                          size_t len) {
+    char d[300];
+    snprintf(d, sizeof d, "%s%s%s",
+             parser->problem ? parser->problem : "syntax error",
+             parser->context ? " " : "",
+             parser->context ? parser->context : "");
+    if (parser->error == YAML_MEMORY_ERROR)
+        return aiq_err_set(c->err, AIQ_ENOMEM, "out of memory");
+    if (parser->error == YAML_READER_ERROR) {
+        /* Encoding errors carry a byte offset, not a mark. */
+        yaml_mark_t at = {parser->problem_offset, 0, 0};
+        for (size_t i = 0; i < parser->problem_offset && i < len; i++) {
+            if (text[i] == '\n') { at.line++; at.column = 0; }
+            else at.column++;
+        }
+        return conv_err(c, AIQ_EPARSE, &at, "YAML syntax error: ", d);
+    }
+    return conv_err(c, AIQ_EPARSE, &parser->problem_mark, "YAML syntax error: ", d);
+}
+
+/* Hands one event to its handler; *done at the end of the stream. */
+static aiq_rc on_event(struct conv *c, const yaml_event_t *ev, bool *done) {
+    switch (ev->type) {
+    case YAML_STREAM_END_EVENT: *done = true; return AIQ_OK;
+    case YAML_DOCUMENT_START_EVENT:
+        conv_reset_doc(c);
+        c->doc_start = ev->start_mark.index;
+        c->doc_line = (int)ev->start_mark.line + 1;
+        return AIQ_OK;
+    case YAML_DOCUMENT_END_EVENT: return on_doc_end(c, ev);
+    case YAML_SCALAR_EVENT: return on_scalar(c, ev);
+    case YAML_ALIAS_EVENT: return on_alias(c, ev);
+    case YAML_MAPPING_START_EVENT: return on_start(c, ev, true);
+    case YAML_SEQUENCE_START_EVENT: return on_start(c, ev, false);
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT: return on_end(c, ev);
+    default: return AIQ_OK;
+    }
+}
+
 aiq_rc aiq_yaml_to_json_lines(const char *text, size_t len,
                               json_object ***docs, int *ndocs, int **lines,
                               aiq_err *err) {
@@ -428,24 +472,7 @@ aiq_rc aiq_yaml_to_json_lines(const char *text, size_t len,
     while (!done && rc == AIQ_OK) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
-            char d[300];
-            snprintf(d, sizeof d, "%s%s%s",
-                     parser.problem ? parser.problem : "syntax error",
-                     parser.context ? " " : "",
-                     parser.context ? parser.context : "");
-            if (parser.error == YAML_MEMORY_ERROR) {
-                rc = aiq_err_set(err, AIQ_ENOMEM, "out of memory");
-            } else if (parser.error == YAML_READER_ERROR) {
-                /* Encoding errors carry a byte offset, not a mark. */
-                yaml_mark_t at = {parser.problem_offset, 0, 0};
-                for (size_t i = 0; i < parser.problem_offset && i < len; i++) {
-                    if (text[i] == '\n') { at.line++; at.column = 0; }
-                    else at.column++;
-                }
-                rc = conv_err(&c, AIQ_EPARSE, &at, "YAML syntax error: ", d);
-            } else
-                rc = conv_err(&c, AIQ_EPARSE, &parser.problem_mark,
-                              "YAML syntax error: ", d);
+            rc = parse_error(&c, &parser, text, len);
             break;
         }
         if (ev.type != YAML_STREAM_START_EVENT && ev.type != YAML_STREAM_END_EVENT &&
@@ -458,22 +485,7 @@ aiq_rc aiq_yaml_to_json_lines(const char *text, size_t len,
             yaml_event_delete(&ev);
             break;
         }
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT: done = true; break;
-        case YAML_DOCUMENT_START_EVENT:
-            conv_reset_doc(&c);
-            c.doc_start = ev.start_mark.index;
-            c.doc_line = (int)ev.start_mark.line + 1;
-            break;
-        case YAML_DOCUMENT_END_EVENT: rc = on_doc_end(&c, &ev); break;
-        case YAML_SCALAR_EVENT: rc = on_scalar(&c, &ev); break;
-        case YAML_ALIAS_EVENT: rc = on_alias(&c, &ev); break;
-        case YAML_MAPPING_START_EVENT: rc = on_start(&c, &ev, true); break;
-        case YAML_SEQUENCE_START_EVENT: rc = on_start(&c, &ev, false); break;
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT: rc = on_end(&c, &ev); break;
-        default: break;
-        }
+        rc = on_event(&c, &ev, &done);
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&parser);
