@@ -473,6 +473,118 @@ fx_prog *fx_compile_names(const char *src, fx_mode mode, const char *const *name
     return fx__compile_table(src, mode, 0, names, nnames, noun ? noun : "name", err);
 }
 
+/* The top-level additive terms of root: walks the left spine of + and -
+ * (only for FX_EXPR; a predicate is one term) into refs[0..*nrefs), in
+ * source order, each with the sign it is added with. Returns -1 with the
+ * error in c when there are more than FX_MAX_TERMS. */
+static int fx_split_terms(fx_parse_ctx *c, int root, fx_mode mode, fx_termref *refs,
+                          int *nrefs) {
+    int total = 1;
+    if (mode == FX_EXPR) {
+        for (int i = root; c->nodes[i].kind == FX_N_BINARY &&
+                           (c->nodes[i].op == FX_OP_ADD || c->nodes[i].op == FX_OP_SUB);
+             i = c->nodes[i].kid)
+            total++;
+    }
+    if (total > FX_MAX_TERMS) {
+        fx__error(c, AIQ_ETOOBIG, 0,
+                  "formula has %d top-level terms; at most %d are allowed",
+                  total, FX_MAX_TERMS);
+        return -1;
+    }
+    int i = root, t = total - 1;
+    while (t > 0) {
+        const fx_node *n = &c->nodes[i];
+        refs[t].node = c->nodes[n->kid].next;
+        refs[t].neg = n->op == FX_OP_SUB;
+        i = n->kid;
+        t--;
+    }
+    refs[0].node = i;
+    refs[0].neg = 0;
+    *nrefs = total;
+    return 0;
+}
+
+/* Folds constants in the tree under root; with nofuse the tree stays as
+ * written and only a copy is folded, to refuse the same constants the
+ * optimised compile refuses. Returns -1 (err filled) when out of memory;
+ * a refused constant is the formula's error, in c. */
+static int fx_fold_tree(fx_parse_ctx *c, int root, int nofuse, aiq_err *err) {
+    if (!nofuse) {
+        fx_fold(c, root);
+        return 0;
+    }
+    fx_node *keep = c->nodes;
+    fx_node *copy = malloc((size_t)c->nnodes * sizeof *copy);
+    if (!copy) {
+        aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling a formula");
+        return -1;
+    }
+    memcpy(copy, keep, (size_t)c->nnodes * sizeof *copy);
+    c->nodes = copy;
+    fx_fold(c, root);
+    c->nodes = keep;
+    free(copy);
+    return 0;
+}
+
+/* The main program: root's code, made 0/1 for a predicate whose root is
+ * not already boolean, then END. Returns -1 with the error in g->pc. */
+static int fx_gen_main(fx_gen *g, int root, fx_mode mode) {
+    if (fx_gen_node(g, root) < 0) return -1;
+    const fx_node *r = &g->pc->nodes[root];
+    int boolean = r->kind == FX_N_AND || r->kind == FX_N_OR ||
+                  (r->kind == FX_N_UNARY && r->op == FX_OP_NOT) ||
+                  (r->kind == FX_N_BINARY && r->op >= FX_OP_LT && r->op <= FX_OP_NE);
+    if (mode == FX_PREDICATE && !boolean && fx_emit(g, FX_OP_TRUTH, 0, 0, 0) < 0)
+        return -1;
+    return fx_emit(g, FX_OP_END, 0, 0, -1) < 0 ? -1 : 0;
+}
+
+/* The program from the main code in g and the terms: each term's label,
+ * and when there are several, its own code after the main program (for
+ * fx_explain). Returns the new program, or NULL with the error in err
+ * (out of memory) or in g->pc (code generation), nothing allocated. */
+static fx_prog *fx_make_prog(fx_gen *g, const fx_termref *refs, int nrefs, fx_mode mode,
+                             aiq_err *err) {
+    const fx_parse_ctx *c = g->pc;
+    fx_prog *p = calloc(1, sizeof *p);
+    if (!p) goto nomem;
+    p->mode = mode;
+    p->place = c->place;
+    p->terms = calloc((size_t)nrefs, sizeof *p->terms);
+    if (!p->terms) goto nomem;
+    p->nterms = nrefs;
+    for (int t = 0; t < nrefs; t++) {
+        const fx_node *n = &c->nodes[refs[t].node];
+        fx_label(c->src, n->start, n->end, refs[t].neg, p->terms[t].label,
+                 sizeof p->terms[t].label);
+        if (nrefs == 1) { p->terms[t].pc = 0; break; } /* the main program */
+        p->terms[t].pc = (uint32_t)g->n;
+        g->depth = 0;
+        g->barrier = g->n; /* each term's code starts fresh */
+        if (fx_gen_node(g, refs[t].node) < 0) goto fail;
+        if (refs[t].neg && fx_emit(g, FX_OP_NEG, 0, 0, 0) < 0) goto fail;
+        if (fx_emit(g, FX_OP_END, 0, 0, -1) < 0) goto fail;
+    }
+    if (mode == FX_PREDICATE) fx_label(c->src, 0, c->len, 0, p->terms[0].label,
+                                       sizeof p->terms[0].label);
+    p->code = malloc((size_t)g->n * sizeof *p->code);
+    if (!p->code) goto nomem;
+    memcpy(p->code, g->code, (size_t)g->n * sizeof *p->code);
+    fx__set_dispatch(p->code, g->n);
+    p->ncode = g->n;
+    p->max_stack = g->max_depth;
+    return p;
+
+nomem:
+    aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling a formula");
+fail:
+    fx_free(p);
+    return NULL;
+}
+
 /* The compiler proper; see fx_int.h. */
 fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
                            const char *const *names, int nnames,
@@ -512,99 +624,14 @@ fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
     }
     int root = fx__parse(&ctx);
     if (root < 0 || ctx.failed) goto out;
-
-    /* top-level additive terms: walk the left spine of + and - */
-    int nrefs = 0, total = 1;
-    if (mode == FX_EXPR) {
-        for (int i = root; ctx.nodes[i].kind == FX_N_BINARY &&
-                           (ctx.nodes[i].op == FX_OP_ADD || ctx.nodes[i].op == FX_OP_SUB);
-             i = ctx.nodes[i].kid)
-            total++;
-    }
-    if (total > FX_MAX_TERMS) {
-        fx__error(&ctx, AIQ_ETOOBIG, 0,
-                  "formula has %d top-level terms; at most %d are allowed",
-                  total, FX_MAX_TERMS);
-        goto out;
-    }
-    nrefs = total;
-    {
-        int i = root, t = total - 1;
-        while (t > 0) {
-            const fx_node *n = &ctx.nodes[i];
-            refs[t].node = ctx.nodes[n->kid].next;
-            refs[t].neg = n->op == FX_OP_SUB;
-            i = n->kid;
-            t--;
-        }
-        refs[0].node = i;
-        refs[0].neg = 0;
-    }
+    int nrefs = 0;
+    if (fx_split_terms(&ctx, root, mode, refs, &nrefs) < 0) goto out;
     /* Fold after the terms are known, so each term keeps its own value
      * even when the whole sum is constant. */
-    if (!g.nofuse) {
-        fx_fold(&ctx, root);
-    } else {
-        /* The plain code keeps the tree as written; fold a copy only to
-         * refuse the same constants the optimised compile refuses. */
-        fx_node *keep = ctx.nodes;
-        fx_node *copy = malloc((size_t)ctx.nnodes * sizeof *copy);
-        if (!copy) goto nomem;
-        memcpy(copy, keep, (size_t)ctx.nnodes * sizeof *copy);
-        ctx.nodes = copy;
-        fx_fold(&ctx, root);
-        ctx.nodes = keep;
-        free(copy);
-    }
-    if (ctx.failed) goto out;
-
+    if (fx_fold_tree(&ctx, root, g.nofuse, err) < 0 || ctx.failed) goto out;
     g.pc = &ctx;
-    if (fx_gen_node(&g, root) < 0) goto out;
-    {
-        const fx_node *r = &ctx.nodes[root];
-        int boolean = r->kind == FX_N_AND || r->kind == FX_N_OR ||
-                      (r->kind == FX_N_UNARY && r->op == FX_OP_NOT) ||
-                      (r->kind == FX_N_BINARY && r->op >= FX_OP_LT && r->op <= FX_OP_NE);
-        if (mode == FX_PREDICATE && !boolean &&
-            fx_emit(&g, FX_OP_TRUTH, 0, 0, 0) < 0)
-            goto out;
-    }
-    if (fx_emit(&g, FX_OP_END, 0, 0, -1) < 0) goto out;
-
-    p = calloc(1, sizeof *p);
-    if (!p) goto nomem;
-    p->mode = mode;
-    p->place = ctx.place;
-    p->terms = calloc((size_t)nrefs, sizeof *p->terms);
-    if (!p->terms) goto nomem;
-    p->nterms = nrefs;
-    for (int t = 0; t < nrefs; t++) {
-        const fx_node *n = &ctx.nodes[refs[t].node];
-        fx_label(src, n->start, n->end, refs[t].neg, p->terms[t].label,
-                 sizeof p->terms[t].label);
-        if (nrefs == 1) { p->terms[t].pc = 0; break; } /* the main program */
-        p->terms[t].pc = (uint32_t)g.n;
-        g.depth = 0;
-        g.barrier = g.n; /* each term's code starts fresh */
-        if (fx_gen_node(&g, refs[t].node) < 0) goto fail;
-        if (refs[t].neg && fx_emit(&g, FX_OP_NEG, 0, 0, 0) < 0) goto fail;
-        if (fx_emit(&g, FX_OP_END, 0, 0, -1) < 0) goto fail;
-    }
-    if (mode == FX_PREDICATE) fx_label(src, 0, ctx.len, 0, p->terms[0].label,
-                                       sizeof p->terms[0].label);
-    p->code = malloc((size_t)g.n * sizeof *p->code);
-    if (!p->code) goto nomem;
-    memcpy(p->code, g.code, (size_t)g.n * sizeof *p->code);
-    fx__set_dispatch(p->code, g.n);
-    p->ncode = g.n;
-    p->max_stack = g.max_depth;
-    goto out;
-
-nomem:
-    aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling a formula");
-fail:
-    fx_free(p);
-    p = NULL;
+    if (fx_gen_main(&g, root, mode) < 0) goto out;
+    p = fx_make_prog(&g, refs, nrefs, mode, err);
 out:
     free(refs);
     free(g.code);

@@ -76,6 +76,92 @@ static int qr_cmp(const void *a, const void *b) {
 
 static double qr_window(double w) { return w > 0 ? w : 2592000.0; }
 
+/* The earlier entry in order[0..k) that v accepted for the same user as
+ * order[k] (one accepted UserQuota per user), or -1. */
+static int qr_same_user(const struct qr_entry *const *order, const struct qr_verdict *v,
+                        const struct qr_entry *e, int k) {
+    const struct qr_entry *q = order[k];
+    for (int j = 0; j < k && q->user; j++)
+        if (v[order[j] - e].accepted && order[j]->user &&
+            strcmp(order[j]->user, q->user) == 0)
+            return j;
+    return -1;
+}
+
+/* Whether q's quota fits beside sum[] (what is allotted so far) in the
+ * group quota gq: next[] gets the sums with q accepted. Returns 1 with
+ * d->message saying why when it does not fit, else 0. */
+static int qr_over_quota(const char *group, const struct aiq_quota *gq,
+                         const int64_t sum[QR_NRES], const struct qr_entry *q,
+                         int64_t next[QR_NRES], struct qr_verdict *d) {
+    char a[48], b[48];
+    int bad = 0;
+    for (int r = 0; r < QR_NRES && !bad; r++) {
+        int64_t g = qr_get(gq, r), u = qr_get(&q->quota, r);
+        next[r] = sum[r];
+        if (g < 0) continue;
+        if (u < 0) {
+            if (sum[r] > 0) {
+                qr_amount(r, g, a, sizeof a);
+                qr_amount(r, sum[r], b, sizeof b);
+                snprintf(d->message, sizeof d->message,
+                         "user quota for %s is unlimited, but group %.64s limits %s "
+                         "to %s and %s is already allotted",
+                         qr_res_name[r], group, qr_res_name[r], a, b);
+                bad = 1;
+            }
+            next[r] = g; /* takes the whole group quota */
+            continue;
+        }
+        if (u > INT64_MAX - sum[r] || sum[r] + u > g) {
+            if (u > INT64_MAX - sum[r]) snprintf(a, sizeof a, "more than %lld",
+                                                 (long long)INT64_MAX);
+            else qr_amount(r, sum[r] + u, a, sizeof a);
+            qr_amount(r, g, b, sizeof b);
+            snprintf(d->message, sizeof d->message,
+                     "sum of user quotas for %s would be %s, group %.64s has %s",
+                     qr_res_name[r], a, group, b);
+            bad = 1;
+            continue;
+        }
+        next[r] = sum[r] + u;
+    }
+    return bad;
+}
+
+/* Whether q's GPU-hour budget, scaled to the group's window gwin, fits
+ * beside bsum (allotted so far) in the group budget gb: *bnext gets the
+ * sum with q accepted. Returns 1 with d->message saying why when it does
+ * not fit, else 0. */
+static int qr_over_budget(const char *group, const struct aiq_budget *gb, double gwin,
+                          double bsum, const struct qr_entry *q, double *bnext,
+                          struct qr_verdict *d) {
+    char w[32];
+    qr_format_window(gwin, w, sizeof w);
+    if (q->budget.gpu_hours < 0) {
+        *bnext = gb->gpu_hours;
+        if (bsum > 0) {
+            snprintf(d->message, sizeof d->message,
+                     "user budget is unlimited, but group %.64s has %g GPU-hours "
+                     "per %s and %g are already allotted",
+                     group, gb->gpu_hours, w, bsum);
+            return 1;
+        }
+        return 0;
+    }
+    double uh = q->budget.gpu_hours * gwin / qr_window(q->budget.window_s);
+    *bnext = bsum + uh;
+    /* a little slack for the window scaling's rounding */
+    if (*bnext > gb->gpu_hours * (1 + 1e-12)) {
+        snprintf(d->message, sizeof d->message,
+                 "sum of user budgets would be %g GPU-hours per %s, "
+                 "group %.64s has %g",
+                 *bnext, w, group, gb->gpu_hours);
+        return 1;
+    }
+    return 0;
+}
+
 aiq_rc qr_decide(const char *group, const struct aiq_quota *gq,
                  const struct aiq_budget *gb, const struct qr_entry *e,
                  int n, struct qr_verdict *out, struct qr_allotted *allotted,
@@ -104,15 +190,7 @@ aiq_rc qr_decide(const char *group, const struct aiq_quota *gq,
     for (int k = 0; k < n; k++) {
         const struct qr_entry *q = order[k];
         struct qr_verdict *d = &v[q - e];
-        char a[48], b[48];
-        /* one accepted UserQuota per user */
-        int dup = -1;
-        for (int j = 0; j < k && q->user; j++)
-            if (v[order[j] - e].accepted && order[j]->user &&
-                strcmp(order[j]->user, q->user) == 0) {
-                dup = j;
-                break;
-            }
+        int dup = qr_same_user(order, v, e, k);
         if (dup >= 0) {
             snprintf(d->message, sizeof d->message,
                      "user %.64s already has UserQuota %.64s in group %.64s",
@@ -120,64 +198,10 @@ aiq_rc qr_decide(const char *group, const struct aiq_quota *gq,
             continue;
         }
         int64_t next[QR_NRES];
-        int bad = 0;
-        for (int r = 0; r < QR_NRES && !bad; r++) {
-            int64_t g = qr_get(gq, r), u = qr_get(&q->quota, r);
-            next[r] = sum[r];
-            if (g < 0) continue;
-            if (u < 0) {
-                if (sum[r] > 0) {
-                    qr_amount(r, g, a, sizeof a);
-                    qr_amount(r, sum[r], b, sizeof b);
-                    snprintf(d->message, sizeof d->message,
-                             "user quota for %s is unlimited, but group %.64s limits %s "
-                             "to %s and %s is already allotted",
-                             qr_res_name[r], group, qr_res_name[r], a, b);
-                    bad = 1;
-                }
-                next[r] = g; /* takes the whole group quota */
-                continue;
-            }
-            if (u > INT64_MAX - sum[r] || sum[r] + u > g) {
-                if (u > INT64_MAX - sum[r]) snprintf(a, sizeof a, "more than %lld",
-                                                     (long long)INT64_MAX);
-                else qr_amount(r, sum[r] + u, a, sizeof a);
-                qr_amount(r, g, b, sizeof b);
-                snprintf(d->message, sizeof d->message,
-                         "sum of user quotas for %s would be %s, group %.64s has %s",
-                         qr_res_name[r], a, group, b);
-                bad = 1;
-                continue;
-            }
-            next[r] = sum[r] + u;
-        }
         double bnext = bsum;
-        if (!bad && has_budget) {
-            char w[32];
-            qr_format_window(gwin, w, sizeof w);
-            if (q->budget.gpu_hours < 0) {
-                if (bsum > 0) {
-                    snprintf(d->message, sizeof d->message,
-                             "user budget is unlimited, but group %.64s has %g GPU-hours "
-                             "per %s and %g are already allotted",
-                             group, gb->gpu_hours, w, bsum);
-                    bad = 1;
-                }
-                bnext = gb->gpu_hours;
-            } else {
-                double uh = q->budget.gpu_hours * gwin / qr_window(q->budget.window_s);
-                bnext = bsum + uh;
-                /* a little slack for the window scaling's rounding */
-                if (bnext > gb->gpu_hours * (1 + 1e-12)) {
-                    snprintf(d->message, sizeof d->message,
-                             "sum of user budgets would be %g GPU-hours per %s, "
-                             "group %.64s has %g",
-                             bnext, w, group, gb->gpu_hours);
-                    bad = 1;
-                }
-            }
-        }
-        if (bad) continue;
+        if (qr_over_quota(group, gq, sum, q, next, d) ||
+            (has_budget && qr_over_budget(group, gb, gwin, bsum, q, &bnext, d)))
+            continue;
         d->accepted = true;
         memcpy(sum, next, sizeof sum);
         bsum = bnext;

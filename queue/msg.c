@@ -193,6 +193,183 @@ static void running_message(wr *w, const struct q_input *in, const q_output *out
     }
 }
 
+/* "admitted: 2 replicas on n1 GPU 0,1, n2 GPU 3": where the gang goes,
+ * the first three places listed, and whether it backfilled or grows. */
+static void admitted_message(wr *w, const struct q_input *in, const q_output *out, int j,
+                             const struct q_result *r) {
+    put(w, "admitted: %d replica%s on ", r->nplace, r->nplace == 1 ? "" : "s");
+    for (int k = 0; k < r->nplace && k < 3; k++) {
+        const struct q_place *p = &out->places[r->place_off + k];
+        put(w, "%s%s", k ? ", " : "", nz(in->nodes[p->node].name, "?"));
+        if (p->gpu_mask) {
+            put(w, " GPU");
+            const char *sep = " ";
+            for (int g = 0; g < Q_MAX_GPUS; g++)
+                if ((p->gpu_mask >> g) & 1u) {
+                    put(w, "%s%d", sep, g);
+                    sep = ",";
+                }
+        }
+    }
+    if (r->nplace > 3) put(w, ", ... (%d nodes listed in placement)", r->nplace);
+    if (r->backfilled) put(w, " (backfilled)");
+    for (int i = 0; i < out->nactions; i++)
+        if (out->actions[i].job == j && out->actions[i].kind == Q_ACT_GROW)
+            put(w, " (elastic: growing to %d replicas)", out->actions[i].replicas);
+}
+
+/* The message of a pending job that waits: for preempted jobs to stop,
+ * for quota (its own or the cohort's), budget or capacity, or behind a
+ * job that cannot start. */
+static void waiting_message(wr *w, const struct q_input *in, const q_output *out, int j,
+                            const struct q_result *r) {
+    const struct q_job *job = &in->jobs[j];
+    char tb[64], lb[32];
+    switch ((q_reason)r->reason) {
+    case Q_R_PREEMPTING:
+        if (r->inuse > 0) {
+            put(w, "preempting to start: stopping ");
+            list_for(w, in, out, j);
+        } else {
+            put(w, "waiting for preempted or shrunk jobs to stop");
+        }
+        break;
+    case Q_R_BORROW:
+        put(w, "waiting for ");
+        amount(w, r->res, r->inuse + r->need - r->limit);
+        put(w, " of borrowable quota in the cohort of ");
+        owner_name(w, in, job, 1);
+        put(w, " (lendable ");
+        quota_number(w, r->res, r->limit);
+        /* inuse counts what the other groups' pending jobs hold */
+        put(w, ", lent or held for the lenders' pending jobs ");
+        quota_number(w, r->res, r->inuse);
+        put(w, ")");
+        break;
+    case Q_R_SUSPENDED:
+        put(w, "suspended (spec.suspend is true)");
+        break;
+    case Q_R_QUOTA: {
+        int64_t shortfall = r->inuse + r->need - r->limit;
+        put(w, "waiting for ");
+        amount(w, r->res, shortfall);
+        put(w, " in ");
+        owner_name(w, in, job, r->group_scope);
+        put(w, " (quota ");
+        quota_number(w, r->res, r->limit);
+        put(w, ", in use ");
+        quota_number(w, r->res, r->inuse);
+        put(w, ")");
+        break;
+    }
+    case Q_R_BUDGET:
+        put(w, "%s budget exhausted ", r->group_scope ? "group" : "user");
+        if (r->t > 0) {
+            q_rfc3339(r->t, tb, sizeof tb);
+            put(w, "until %s", tb);
+        } else {
+            put(w, "(window end unknown)");
+        }
+        break;
+    case Q_R_CAPACITY:
+        put(w, "waiting for capacity: ");
+        if (job->replicas > 1) put(w, "%d replicas of ", job->replicas);
+        replica_need(w, job);
+        put(w, " free on one %s", job->replicas > 1 ? "domain" : "node");
+        if (job->domain && *job->domain) put(w, " in domain %s", job->domain);
+        break;
+    case Q_R_BLOCKED: {
+        int b = r->blocker;
+        if (b < 0 || b >= in->njobs) {
+            put(w, "blocked behind a job that cannot start");
+            break;
+        }
+        const struct q_result *br = &out->res[b];
+        put(w, "blocked behind %s (level %s, position %d)", nz(in->jobs[b].key, "?"),
+            level_name(in, br->level, lb, sizeof lb), br->pos_level);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* "rejected: needs ...": the one thing no node has enough of for one
+ * replica (r->res says which), or the whole replica when none alone. */
+static void too_small_message(wr *w, const struct q_job *job, const struct q_result *r) {
+    switch (r->res) {
+    case Q_TOO_GPUS:
+        put(w, "rejected: needs %lld GPUs per replica, largest node has %lld",
+            (long long)r->need, (long long)r->limit);
+        break;
+    case Q_TOO_GPU_MEM:
+        put(w, "rejected: needs ");
+        mib(w, r->need);
+        put(w, " per GPU, largest GPU has ");
+        mib(w, r->limit);
+        break;
+    case Q_TOO_CPU:
+        put(w, "rejected: needs %lldm CPU per replica, largest node has %lldm",
+            (long long)r->need, (long long)r->limit);
+        break;
+    case Q_TOO_MEM:
+        put(w, "rejected: needs ");
+        bytes_mib(w, r->need);
+        put(w, " memory per replica, largest node has ");
+        mib(w, r->limit / 1048576);
+        break;
+    default:
+        put(w, "rejected: no node fits one replica (");
+        replica_need(w, job);
+        put(w, ", %lldm CPU, ", (long long)job->cpu_milli);
+        bytes_mib(w, job->memory_bytes);
+        put(w, " memory)");
+        break;
+    }
+}
+
+/* The message of a job the cycle rejected (it can never start as it is),
+ * or of a reason this file does not word: its name. */
+static void rejected_message(wr *w, const struct q_input *in, const struct q_job *job,
+                             const struct q_result *r) {
+    switch ((q_reason)r->reason) {
+    case Q_R_NO_NODE:
+        if (r->res == 0) put(w, "rejected: no node in domain %s", nz(job->domain, "?"));
+        else if (r->res == 1) put(w, "rejected: no node has GPU model %s", nz(job->gpu_model, "?"));
+        else put(w, "rejected: no node in domain %s has GPU model %s", nz(job->domain, "?"),
+                 nz(job->gpu_model, "?"));
+        break;
+    case Q_R_NODE_TOO_SMALL:
+        too_small_message(w, job, r);
+        break;
+    case Q_R_GANG_TOO_BIG:
+        put(w, "rejected: gang of %lld replicas does not fit in any domain (at most %lld fit)",
+            (long long)r->need, (long long)r->limit);
+        break;
+    case Q_R_OVER_QUOTA:
+        put(w, "rejected: needs ");
+        amount(w, r->res, r->need);
+        put(w, ", ");
+        owner_name(w, in, job, r->group_scope);
+        put(w, " quota is ");
+        quota_number(w, r->res, r->limit);
+        break;
+    case Q_R_OVER_BUDGET:
+        put(w, "rejected: needs %.1f GPU-hours, ", r->t);
+        owner_name(w, in, job, r->group_scope);
+        put(w, " budget is %.1f per window", r->t2);
+        break;
+    case Q_R_INVALID:
+        put(w, "rejected: %s, got %lld",
+            r->res < sizeof bad_fields / sizeof bad_fields[0] ? bad_fields[r->res] : "invalid field",
+            (long long)r->need);
+        break;
+    default:
+        put(w, "%s", q_reason_name((q_reason)r->reason));
+        break;
+    }
+}
+
 int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
               size_t cap) {
     wr w = {buf, cap, 0};
@@ -203,161 +380,28 @@ int q_message(const struct q_input *in, const q_output *out, int j, char *buf,
     }
     const struct q_result *r = &out->res[j];
     const struct q_job *job = &in->jobs[j];
-    char tb[64], lb[32];
     if (r->decision == Q_DEC_PREEMPT || r->decision == Q_DEC_RESIZE) {
         running_message(&w, in, out, j, r);
         return w.len;
     }
     switch ((q_reason)r->reason) {
     case Q_R_NONE:
-        if (r->decision != Q_DEC_ADMIT) {
+        if (r->decision == Q_DEC_ADMIT)
+            admitted_message(&w, in, out, j, r);
+        else
             put(&w, "%s", job->state == Q_JOB_RUNNING ? "running" : "not scheduled");
-            break;
-        }
-        put(&w, "admitted: %d replica%s on ", r->nplace, r->nplace == 1 ? "" : "s");
-        for (int k = 0; k < r->nplace && k < 3; k++) {
-            const struct q_place *p = &out->places[r->place_off + k];
-            put(&w, "%s%s", k ? ", " : "", nz(in->nodes[p->node].name, "?"));
-            if (p->gpu_mask) {
-                put(&w, " GPU");
-                const char *sep = " ";
-                for (int g = 0; g < Q_MAX_GPUS; g++)
-                    if ((p->gpu_mask >> g) & 1u) {
-                        put(&w, "%s%d", sep, g);
-                        sep = ",";
-                    }
-            }
-        }
-        if (r->nplace > 3) put(&w, ", ... (%d nodes listed in placement)", r->nplace);
-        if (r->backfilled) put(&w, " (backfilled)");
-        for (int i = 0; i < out->nactions; i++)
-            if (out->actions[i].job == j && out->actions[i].kind == Q_ACT_GROW)
-                put(&w, " (elastic: growing to %d replicas)", out->actions[i].replicas);
         break;
     case Q_R_PREEMPTING:
-        if (r->inuse > 0) {
-            put(&w, "preempting to start: stopping ");
-            list_for(&w, in, out, j);
-        } else {
-            put(&w, "waiting for preempted or shrunk jobs to stop");
-        }
-        break;
     case Q_R_BORROW:
-        put(&w, "waiting for ");
-        amount(&w, r->res, r->inuse + r->need - r->limit);
-        put(&w, " of borrowable quota in the cohort of ");
-        owner_name(&w, in, job, 1);
-        put(&w, " (lendable ");
-        quota_number(&w, r->res, r->limit);
-        /* inuse counts what the other groups' pending jobs hold */
-        put(&w, ", lent or held for the lenders' pending jobs ");
-        quota_number(&w, r->res, r->inuse);
-        put(&w, ")");
-        break;
     case Q_R_SUSPENDED:
-        put(&w, "suspended (spec.suspend is true)");
-        break;
-    case Q_R_QUOTA: {
-        int64_t shortfall = r->inuse + r->need - r->limit;
-        put(&w, "waiting for ");
-        amount(&w, r->res, shortfall);
-        put(&w, " in ");
-        owner_name(&w, in, job, r->group_scope);
-        put(&w, " (quota ");
-        quota_number(&w, r->res, r->limit);
-        put(&w, ", in use ");
-        quota_number(&w, r->res, r->inuse);
-        put(&w, ")");
-        break;
-    }
+    case Q_R_QUOTA:
     case Q_R_BUDGET:
-        put(&w, "%s budget exhausted ", r->group_scope ? "group" : "user");
-        if (r->t > 0) {
-            q_rfc3339(r->t, tb, sizeof tb);
-            put(&w, "until %s", tb);
-        } else {
-            put(&w, "(window end unknown)");
-        }
-        break;
     case Q_R_CAPACITY:
-        put(&w, "waiting for capacity: ");
-        if (job->replicas > 1) put(&w, "%d replicas of ", job->replicas);
-        replica_need(&w, job);
-        put(&w, " free on one %s", job->replicas > 1 ? "domain" : "node");
-        if (job->domain && *job->domain) put(&w, " in domain %s", job->domain);
-        break;
-    case Q_R_BLOCKED: {
-        int b = r->blocker;
-        if (b < 0 || b >= in->njobs) {
-            put(&w, "blocked behind a job that cannot start");
-            break;
-        }
-        const struct q_result *br = &out->res[b];
-        put(&w, "blocked behind %s (level %s, position %d)", nz(in->jobs[b].key, "?"),
-            level_name(in, br->level, lb, sizeof lb), br->pos_level);
-        break;
-    }
-    case Q_R_NO_NODE:
-        if (r->res == 0) put(&w, "rejected: no node in domain %s", nz(job->domain, "?"));
-        else if (r->res == 1) put(&w, "rejected: no node has GPU model %s", nz(job->gpu_model, "?"));
-        else put(&w, "rejected: no node in domain %s has GPU model %s", nz(job->domain, "?"),
-                 nz(job->gpu_model, "?"));
-        break;
-    case Q_R_NODE_TOO_SMALL:
-        switch (r->res) {
-        case Q_TOO_GPUS:
-            put(&w, "rejected: needs %lld GPUs per replica, largest node has %lld",
-                (long long)r->need, (long long)r->limit);
-            break;
-        case Q_TOO_GPU_MEM:
-            put(&w, "rejected: needs ");
-            mib(&w, r->need);
-            put(&w, " per GPU, largest GPU has ");
-            mib(&w, r->limit);
-            break;
-        case Q_TOO_CPU:
-            put(&w, "rejected: needs %lldm CPU per replica, largest node has %lldm",
-                (long long)r->need, (long long)r->limit);
-            break;
-        case Q_TOO_MEM:
-            put(&w, "rejected: needs ");
-            bytes_mib(&w, r->need);
-            put(&w, " memory per replica, largest node has ");
-            mib(&w, r->limit / 1048576);
-            break;
-        default:
-            put(&w, "rejected: no node fits one replica (");
-            replica_need(&w, job);
-            put(&w, ", %lldm CPU, ", (long long)job->cpu_milli);
-            bytes_mib(&w, job->memory_bytes);
-            put(&w, " memory)");
-            break;
-        }
-        break;
-    case Q_R_GANG_TOO_BIG:
-        put(&w, "rejected: gang of %lld replicas does not fit in any domain (at most %lld fit)",
-            (long long)r->need, (long long)r->limit);
-        break;
-    case Q_R_OVER_QUOTA:
-        put(&w, "rejected: needs ");
-        amount(&w, r->res, r->need);
-        put(&w, ", ");
-        owner_name(&w, in, job, r->group_scope);
-        put(&w, " quota is ");
-        quota_number(&w, r->res, r->limit);
-        break;
-    case Q_R_OVER_BUDGET:
-        put(&w, "rejected: needs %.1f GPU-hours, ", r->t);
-        owner_name(&w, in, job, r->group_scope);
-        put(&w, " budget is %.1f per window", r->t2);
-        break;
-    case Q_R_INVALID:
-        put(&w, "rejected: %s, got %lld",
-            r->res < sizeof bad_fields / sizeof bad_fields[0] ? bad_fields[r->res] : "invalid field",
-            (long long)r->need);
+    case Q_R_BLOCKED:
+        waiting_message(&w, in, out, j, r);
         break;
     default:
-        put(&w, "%s", q_reason_name((q_reason)r->reason));
+        rejected_message(&w, in, job, r);
         break;
     }
     return w.len;

@@ -99,20 +99,18 @@ static double gnum_in(json_object *o, const char *k, double lo, double hi, doubl
     return v;
 }
 
-/* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
-static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, double t_abs,
-                               struct sim_job *j, const char *path, int line, aiq_err *err) {
-    json_object *spec = aiq_jget(p, "spec"), *res = aiq_jget(spec, "resources"), *model = aiq_jget(spec, "model");
-    const char *q;
-    memset(j, 0, sizeof *j);
-    j->id = (char *)aiq_jstr(p, "uid");
-    if (!j->id)
-        j->id = (char *)key;
-    if (!j->id || !spec)
-        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival without uid or spec", path, line);
-    j->group = (char *)aiq_jstr(p, "group");
-    j->user = (char *)aiq_jstr(spec, "user");
-    j->submit = submit;
+/* The error of an arrival whose field bad is out of range. */
+static aiq_rc arrival_out_of_range(aiq_err *err, const char *path, int line,
+                                   const struct sim_job *j, const char *bad) {
+    return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range", path,
+                       line, j->id, bad);
+}
+
+/* An arrival's sizes: priority, replicas, what each replica asks of its
+ * GPUs, the recorded runtime and *est (the journaled estimate, -1 when
+ * there is none). Returns the first field out of range, or NULL. */
+static const char *arrival_sizes(json_object *p, json_object *spec, json_object *res,
+                                 struct sim_job *j, double *est) {
     const char *bad = NULL;
     j->priority = (int)gnum_in(spec, "priority", 0, 1000000, 0, &bad);
     j->replicas = (int)gnum_in(spec, "replicas", 1, AIQ_MAX_REPLICAS, 1, &bad);
@@ -129,10 +127,14 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
             bad = "gpuMemory";
     }
     j->duration_s = gnum_in(p, "duration_s", 0, 1e10, 0, &bad);
-    double est = gnum_in(p, "estimate_s", 0, 1e10, -1, &bad);
-    if (bad)
-        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
-                           path, line, j->id, bad);
+    *est = gnum_in(p, "estimate_s", 0, 1e10, -1, &bad);
+    return bad;
+}
+
+/* An arrival's elastic range and checkpoint interval, checked. */
+static aiq_rc arrival_elastic(json_object *p, json_object *spec, struct sim_job *j,
+                              const char *path, int line, aiq_err *err) {
+    const char *bad = NULL, *q;
     j->min_replicas = (int)gnum_in(spec, "minReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
     j->max_replicas = (int)gnum_in(spec, "maxReplicas", 1, AIQ_MAX_REPLICAS, 0, &bad);
     json_object *ck = aiq_jget(spec, "checkpointable");
@@ -145,12 +147,20 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
                                "'%.64s'", path, line, q);
     }
     if (bad)
-        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
-                           path, line, j->id, bad);
+        return arrival_out_of_range(err, path, line, j, bad);
     if ((j->min_replicas > 0) != (j->max_replicas > 0) || j->min_replicas > j->max_replicas)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: minReplicas %d, "
                            "maxReplicas %d (an elastic job needs both, in order)", path, line,
                            j->id, j->min_replicas, j->max_replicas);
+    return AIQ_OK;
+}
+
+/* An arrival's fields written as Kubernetes text: minRuntime, the GPU
+ * model, cpu and memory, and the estimate when est (the journaled one)
+ * is -1: spec.estimatedRuntime, else 0. */
+static aiq_rc arrival_texts(json_object *spec, json_object *res, double est, struct sim_job *j,
+                            const char *path, int line, aiq_err *err) {
+    const char *q;
     if ((q = aiq_jstr(spec, "minRuntime")) && aiq_duration_parse(q, &j->min_runtime_s, NULL) != AIQ_OK)
         return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.minRuntime: bad duration '%.64s'", path,
                            line, q);
@@ -171,6 +181,30 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
             return aiq_err_set(err, AIQ_EPARSE, "%s:%d: spec.estimatedRuntime: bad duration "
                                "'%.64s'", path, line, q);
     }
+    return AIQ_OK;
+}
+
+/* Fills a job from an arrival payload {"uid","group","spec":{...}}. */
+static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, double t_abs,
+                               struct sim_job *j, const char *path, int line, aiq_err *err) {
+    json_object *spec = aiq_jget(p, "spec"), *res = aiq_jget(spec, "resources"), *model = aiq_jget(spec, "model");
+    aiq_rc rc;
+    memset(j, 0, sizeof *j);
+    j->id = (char *)aiq_jstr(p, "uid");
+    if (!j->id)
+        j->id = (char *)key;
+    if (!j->id || !spec)
+        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival without uid or spec", path, line);
+    j->group = (char *)aiq_jstr(p, "group");
+    j->user = (char *)aiq_jstr(spec, "user");
+    j->submit = submit;
+    double est;
+    const char *bad = arrival_sizes(p, spec, res, j, &est);
+    if (bad)
+        return arrival_out_of_range(err, path, line, j, bad);
+    if ((rc = arrival_elastic(p, spec, j, path, line, err)) != AIQ_OK ||
+        (rc = arrival_texts(spec, res, est, j, path, line, err)) != AIQ_OK)
+        return rc;
     /* The operator's creationTimestamp and queue entry, when journaled
      * (absolute unix seconds; t is the arrival's). */
     double created = gnum_in(p, "created", 1, 1e11, -1, &bad);
@@ -181,8 +215,7 @@ static aiq_rc job_from_arrival(json_object *p, const char *key, double submit, d
         j->queued = (queued > 0 ? queued : created) - (t_abs - submit);
     }
     if (bad)
-        return aiq_err_set(err, AIQ_EPARSE, "%s:%d: job_arrival %.64s: '%s' out of range",
-                           path, line, j->id, bad);
+        return arrival_out_of_range(err, path, line, j, bad);
     j->task = (char *)aiq_jstr(spec, "taskType");
     j->model = (char *)aiq_jstr(model, "name");
     return AIQ_OK;
@@ -427,134 +460,190 @@ out_free:
     return rc;
 }
 
+/* One journal file being read: the journal filled, the uid map, the
+ * per-job arrays and the capacities of the journal's growing arrays. */
+struct jread {
+    struct sim_journal *j;
+    struct umap um;
+    struct perjob pj;
+    int cdec, ccyc, cstop; /* capacities of j->dec, j->cycle_t, j->stops */
+    const char *path;
+    int lineno;
+};
+
+/* Parses one line (len bytes) into a JSON object *o with its time *t.
+ * On error *o is NULL, *t 0 and err says where. */
+static aiq_rc parse_line(const struct jread *r, const char *line, ssize_t len, json_object **o,
+                         double *t, aiq_err *err) {
+    *o = NULL;
+    *t = 0;
+    json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
+    if (!tok)
+        return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    json_object *x = json_tokener_parse_ex(tok, line, (int)len);
+    enum json_tokener_error te = json_tokener_get_error(tok);
+    size_t off = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (!x || te != json_tokener_success) {
+        json_object_put(x);
+        aiq_rc rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%zu: not a JSON object: %s", r->path,
+                                r->lineno, off + 1, json_tokener_error_desc(te));
+        if (err)
+            err->line = r->lineno, err->col = (int)off + 1;
+        return rc;
+    }
+    *t = aiq_jnum(x, "t", 0);
+    if (!isfinite(*t) || *t < 0 || *t > 1e11) {
+        json_object_put(x);
+        aiq_rc rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: 't' out of range", r->path, r->lineno);
+        if (err)
+            err->line = r->lineno, err->col = 1;
+        return rc;
+    }
+    *o = x;
+    return AIQ_OK;
+}
+
+/* A policy event: the active policy's name, whether it predicts
+ * runtimes, and its cycle tick. */
+static void policy_event(struct sim_journal *j, const char *key, json_object *p) {
+    snprintf(j->policy, sizeof j->policy, "%s", aiq_jstr(p, "active") ? aiq_jstr(p, "active")
+                                                                    : (key ? key : ""));
+    json_object *pr = aiq_jget(p, "predict");
+    j->predict = pr && json_object_get_boolean(pr);
+    j->tick_s = aiq_jnum(p, "tick_s", j->tick_s);
+}
+
+/* A job_arrival at t: a new trace entry, unless its uid is known. */
+static aiq_rc arrival(struct jread *r, const char *key, json_object *p, double t,
+                      aiq_err *err) {
+    struct sim_journal *j = r->j;
+    struct sim_job sj;
+    aiq_rc rc = job_from_arrival(p, key, t - j->epoch, t, &sj, r->path, r->lineno, err);
+    if (rc != AIQ_OK || umap_find(&r->um, j->trace, sj.id) >= 0)
+        return rc;
+    if ((rc = sim_trace_add_job(j->trace, &sj, err)) == AIQ_OK &&
+        umap_put(&r->um, j->trace, j->trace->njobs - 1) != 0)
+        rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+    if (rc == AIQ_OK)
+        rc = perjob_grow(j, &r->pj, j->trace->njobs, err);
+    return rc;
+}
+
+/* A job_departure {"uid","runtime_s"} at t: the job's end, and its
+ * runtime when the arrival had none. */
+static void departure(struct jread *r, json_object *p, double t) {
+    struct sim_journal *j = r->j;
+    int idx = umap_find(&r->um, j->trace, aiq_jstr(p, "uid"));
+    if (idx < 0) {
+        j->skipped++;
+        return;
+    }
+    j->depart_t[idx] = t;
+    double rt = aiq_jnum(p, "runtime_s", 0);
+    if (j->trace->jobs[idx].duration_s <= 0 && rt > 0 && rt < 1e10)
+        j->trace->jobs[idx].duration_s = rt;
+}
+
+/* An event record at t, by its kind; the kinds replay does not use are
+ * counted as skipped (quota events are known and not counted). */
+static aiq_rc read_event(struct jread *r, json_object *o, double t, aiq_err *err) {
+    struct sim_journal *j = r->j;
+    const char *kind = aiq_jstr(o, "kind"), *key = aiq_jstr(o, "key");
+    json_object *p = aiq_jget(o, "payload");
+    if (kind && strcmp(kind, "policy") == 0)
+        policy_event(j, key, p);
+    else if (kind && strcmp(kind, "node") == 0 && key)
+        return add_node(j, key, p, r->path, r->lineno, err);
+    else if (kind && strcmp(kind, "job_arrival") == 0)
+        return arrival(r, key, p, t, err);
+    else if (kind && strcmp(kind, "job_departure") == 0)
+        departure(r, p, t);
+    else if (kind && strcmp(kind, "job_requeue") == 0)
+        return requeue(j, &r->um, &r->pj, p, t, r->path, r->lineno, err);
+    else if (kind && strcmp(kind, "job_released") == 0)
+        return released(j, &r->um, &r->pj, p, t);
+    else if (kind && strcmp(kind, "job_start") == 0)
+        return job_start(j, &r->um, p, r->path, r->lineno, err);
+    else if (kind && (strcmp(kind, "job_preempted") == 0 || strcmp(kind, "job_resized") == 0))
+        return add_stop(j, &r->um, &r->cstop, p, t, strcmp(kind, "job_preempted") == 0, r->path,
+                        r->lineno, err);
+    else if (!kind || strcmp(kind, "quota") != 0)
+        j->skipped++;
+    return AIQ_OK;
+}
+
+/* A decision record at t: appended to the journal's decisions, and t to
+ * its cycle times when a new cycle begins. */
+static aiq_rc read_decision(struct jread *r, json_object *o, double t, aiq_err *err) {
+    struct sim_journal *j = r->j;
+    aiq_rc rc;
+    int idx = umap_find(&r->um, j->trace, aiq_jstr(o, "job"));
+    int action = sim__action_parse(aiq_jstr(o, "action"));
+    /* preempt/shrink: the message is the uid of the job it is for */
+    int by = action == Q_DEC_PREEMPT || action == Q_DEC_RESIZE
+                 ? umap_find(&r->um, j->trace, aiq_jstr(o, "message")) : -1;
+    bool bf = false;
+    int reason = sim__reason_parse(aiq_jstr(o, "reason"), &bf);
+    if (idx < 0 || action == 0) {
+        j->skipped++;
+        return AIQ_OK;
+    }
+    if ((rc = grow((void **)&j->dec, &r->cdec, j->ndec + 1, sizeof *j->dec, err)) != AIQ_OK ||
+        (rc = grow((void **)&j->cycle_t, &r->ccyc, j->ncycles + 1, sizeof *j->cycle_t, err)) !=
+            AIQ_OK)
+        return rc;
+    const char *bad = NULL;
+    j->dec[j->ndec++] = (struct sim_decision){
+        (int64_t)gnum_in(o, "cycle", 0, 9e15, 0, &bad), t, idx, (uint8_t)action,
+        (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
+        (int32_t)gnum_in(o, "level", 0, AIQ_MAX_LEVELS, 0, &bad),
+        (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), aiq_jnum(o, "score", 0), by};
+    if (bad)
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: decision: '%s' out of range", r->path,
+                         r->lineno, bad);
+    if (j->ncycles == 0 || j->cycle_t[j->ncycles - 1] != t)
+        j->cycle_t[j->ncycles++] = t;
+    return rc;
+}
+
 /* Reads JSON lines; see sim.h. */
 aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
                               aiq_err *err) {
     aiq_rc rc = AIQ_OK;
-    struct umap um = {NULL, 0};
+    struct jread r = {j, {NULL, 0}, {0, NULL}, 0, 0, 0, path, 0};
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
-    int lineno = 0, cdec = 0, ccyc = 0, cstop = 0;
-    struct perjob pj = {0, NULL};
     bool have_epoch = false;
     memset(j, 0, sizeof *j);
     j->tick_s = 600;
     if (!(j->trace = sim_trace_create()))
         return aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
     while ((len = getline(&line, &lcap, f)) >= 0) {
-        lineno++;
+        r.lineno++;
         if (len > SIM_MAX_JLINE) {
-            rc = aiq_err_set(err, AIQ_ETOOBIG, "%s:%d: line longer than %d bytes", path, lineno,
+            rc = aiq_err_set(err, AIQ_ETOOBIG, "%s:%d: line longer than %d bytes", path, r.lineno,
                              SIM_MAX_JLINE);
             goto out_free;
         }
         if (len <= 1)
             continue;
-        json_tokener *tok = json_tokener_new_ex(AIQ_MAX_DEPTH);
-        if (!tok) {
-            rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
+        json_object *o;
+        double t;
+        if ((rc = parse_line(&r, line, len, &o, &t, err)) != AIQ_OK)
             goto out_free;
-        }
-        json_object *o = json_tokener_parse_ex(tok, line, (int)len);
-        enum json_tokener_error te = json_tokener_get_error(tok);
-        size_t off = json_tokener_get_parse_end(tok);
-        json_tokener_free(tok);
-        if (!o || te != json_tokener_success) {
-            json_object_put(o);
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%zu: not a JSON object: %s", path, lineno,
-                             off + 1, json_tokener_error_desc(te));
-            if (err)
-                err->line = lineno, err->col = (int)off + 1;
-            goto out_free;
-        }
-        const char *type = aiq_jstr(o, "type");
-        double t = aiq_jnum(o, "t", 0);
-        if (!isfinite(t) || t < 0 || t > 1e11) {
-            json_object_put(o);
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: 't' out of range", path, lineno);
-            if (err)
-                err->line = lineno, err->col = 1;
-            goto out_free;
-        }
         if (!have_epoch) {
             j->epoch = t;
             have_epoch = true;
         }
-        if (type && strcmp(type, "event") == 0) {
-            const char *kind = aiq_jstr(o, "kind"), *key = aiq_jstr(o, "key");
-            json_object *p = aiq_jget(o, "payload");
-            if (kind && strcmp(kind, "policy") == 0) {
-                snprintf(j->policy, sizeof j->policy, "%s", aiq_jstr(p, "active") ? aiq_jstr(p, "active")
-                                                                                : (key ? key : ""));
-                json_object *pr = aiq_jget(p, "predict");
-                j->predict = pr && json_object_get_boolean(pr);
-                j->tick_s = aiq_jnum(p, "tick_s", j->tick_s);
-            } else if (kind && strcmp(kind, "node") == 0 && key) {
-                rc = add_node(j, key, p, path, lineno, err);
-            } else if (kind && strcmp(kind, "job_arrival") == 0) {
-                struct sim_job sj;
-                if ((rc = job_from_arrival(p, key, t - j->epoch, t, &sj, path, lineno, err)) ==
-                        AIQ_OK &&
-                    umap_find(&um, j->trace, sj.id) < 0) {
-                    if ((rc = sim_trace_add_job(j->trace, &sj, err)) == AIQ_OK &&
-                        umap_put(&um, j->trace, j->trace->njobs - 1) != 0)
-                        rc = aiq_err_set(err, AIQ_ENOMEM, "journal: out of memory");
-                    if (rc == AIQ_OK)
-                        rc = perjob_grow(j, &pj, j->trace->njobs, err);
-                }
-            } else if (kind && strcmp(kind, "job_departure") == 0) {
-                int idx = umap_find(&um, j->trace, aiq_jstr(p, "uid"));
-                if (idx >= 0) {
-                    j->depart_t[idx] = t;
-                    double rt = aiq_jnum(p, "runtime_s", 0);
-                    if (j->trace->jobs[idx].duration_s <= 0 && rt > 0 && rt < 1e10)
-                        j->trace->jobs[idx].duration_s = rt;
-                } else {
-                    j->skipped++;
-                }
-            } else if (kind && strcmp(kind, "job_requeue") == 0) {
-                rc = requeue(j, &um, &pj, p, t, path, lineno, err);
-            } else if (kind && strcmp(kind, "job_released") == 0) {
-                rc = released(j, &um, &pj, p, t);
-            } else if (kind && strcmp(kind, "job_start") == 0) {
-                rc = job_start(j, &um, p, path, lineno, err);
-            } else if (kind && (strcmp(kind, "job_preempted") == 0 ||
-                                strcmp(kind, "job_resized") == 0)) {
-                rc = add_stop(j, &um, &cstop, p, t, strcmp(kind, "job_preempted") == 0, path, lineno,
-                              err);
-            } else if (!kind || strcmp(kind, "quota") != 0) {
-                j->skipped++;
-            }
-        } else if (type && strcmp(type, "decision") == 0) {
-            int idx = umap_find(&um, j->trace, aiq_jstr(o, "job"));
-            int action = sim__action_parse(aiq_jstr(o, "action"));
-            /* preempt/shrink: the message is the uid of the job it is for */
-            int by = action == Q_DEC_PREEMPT || action == Q_DEC_RESIZE
-                         ? umap_find(&um, j->trace, aiq_jstr(o, "message")) : -1;
-            bool bf = false;
-            int reason = sim__reason_parse(aiq_jstr(o, "reason"), &bf);
-            if (idx < 0 || action == 0) {
-                j->skipped++;
-            } else if ((rc = grow((void **)&j->dec, &cdec, j->ndec + 1, sizeof *j->dec, err)) ==
-                           AIQ_OK &&
-                       (rc = grow((void **)&j->cycle_t, &ccyc, j->ncycles + 1,
-                                  sizeof *j->cycle_t, err)) == AIQ_OK) {
-                const char *bad = NULL;
-                j->dec[j->ndec++] = (struct sim_decision){
-                    (int64_t)gnum_in(o, "cycle", 0, 9e15, 0, &bad), t, idx, (uint8_t)action,
-                    (uint8_t)(reason < 0 ? Q_R_SCORE_ERROR : reason), bf,
-                    (int32_t)gnum_in(o, "level", 0, AIQ_MAX_LEVELS, 0, &bad),
-                    (int32_t)gnum_in(o, "position", 0, 2e9, 0, &bad), aiq_jnum(o, "score", 0), by};
-                if (bad)
-                    rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d: decision: '%s' out of range",
-                                     path, lineno, bad);
-                if (j->ncycles == 0 || j->cycle_t[j->ncycles - 1] != t)
-                    j->cycle_t[j->ncycles++] = t;
-            }
-        } else {
+        const char *type = aiq_jstr(o, "type");
+        if (type && strcmp(type, "event") == 0)
+            rc = read_event(&r, o, t, err);
+        else if (type && strcmp(type, "decision") == 0)
+            rc = read_decision(&r, o, t, err);
+        else
             j->skipped++;
-        }
         json_object_put(o);
         if (rc != AIQ_OK)
             goto out_free;
@@ -570,8 +659,8 @@ aiq_rc sim_journal_read_jsonl(FILE *f, const char *path, struct sim_journal *j,
     }
 out_free:
     free(line);
-    free(um.slot);
-    free(pj.prev);
+    free(r.um.slot);
+    free(r.pj.prev);
     if (rc != AIQ_OK)
         sim_journal_deinit(j);
     return rc;

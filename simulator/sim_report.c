@@ -72,26 +72,22 @@ double sim_fragmentation(const struct q_node *nodes, int nnodes,
     return free_all > 0 ? unusable / free_all : 0;
 }
 
-/* Computes the metrics; see sim.h. */
-aiq_rc sim_metrics_compute(const struct sim_trace *tr,
-                           const struct sim_result *res,
-                           struct sim_metrics *m, aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
-    int n = res->njobs;
-    memset(m, 0, sizeof *m);
-    m->njobs = n;
-    double *jct = malloc((size_t)(n ? n : 1) * sizeof *jct);
-    double *wait = malloc((size_t)(n ? n : 1) * sizeof *wait);
-    double *x = malloc((size_t)(res->nusers + res->ngroups + 1) * sizeof *x);
-    double *etae = malloc((size_t)(n ? n : 1) * sizeof *etae);
-    double *prede = malloc((size_t)(n ? n : 1) * sizeof *prede);
-    int nwaited = 0;
-    if (!jct || !wait || !x || !etae || !prede) {
-        rc = aiq_err_set(err, AIQ_ENOMEM, "metrics: out of memory");
-        goto out_free;
-    }
-    double sj = 0, sw = 0, se = 0, sp = 0, spa = 0, sest = 0;
-    for (int i = 0; i < n; i++) {
+/* What the per-job pass gathers: each finished job's JCT and wait (h),
+ * ETA and prediction errors, and the sums the averages divide. */
+struct job_sums {
+    double *jct, *wait, *etae, *prede;
+    double sj, sw;      /* JCT, wait */
+    double se;          /* ETA error, h */
+    double sp, sest;    /* prediction and estimate error, paired */
+    double spa;         /* prediction error, every predicted job */
+    int nwaited;        /* finished jobs that waited */
+};
+
+/* One pass over the jobs: counts them by outcome into m and gathers the
+ * finished ones' times and errors into s. */
+static void sum_jobs(const struct sim_trace *tr, const struct sim_result *res,
+                     struct sim_metrics *m, struct job_sums *s) {
+    for (int i = 0; i < res->njobs; i++) {
         const struct sim_jobres *j = &res->jobs[i];
         const struct sim_job *t = &tr->jobs[i];
         if (j->state == SIM_J_REJECTED) {
@@ -102,48 +98,59 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
             m->nunfinished++;
             continue;
         }
-        jct[m->ndone] = (j->end - j->submit) / 3600.0;
-        wait[m->ndone] = (j->start - j->submit) / 3600.0;
-        sj += jct[m->ndone];
-        sw += wait[m->ndone];
+        s->jct[m->ndone] = (j->end - j->submit) / 3600.0;
+        s->wait[m->ndone] = (j->start - j->submit) / 3600.0;
+        s->sj += s->jct[m->ndone];
+        s->sw += s->wait[m->ndone];
         m->ndone++;
         double waited_s = j->start - j->submit;
-        nwaited += j->waited && waited_s > 0;
+        s->nwaited += j->waited && waited_s > 0;
         if (j->waited && j->eta > 0 && waited_s > 0) {
-            se += fabs(j->eta - j->start) / 3600.0;
-            etae[m->eta_n++] = fabs(j->eta - j->start) / waited_s;
+            s->se += fabs(j->eta - j->start) / 3600.0;
+            s->etae[m->eta_n++] = fabs(j->eta - j->start) / waited_s;
         }
         double actual = j->end - j->start;
         if (actual > 0 && j->pred_s > 0 && j->pred_samples > 0)
-            prede[m->pred_hist_n++] = fabs(j->pred_s - actual) / actual;
+            s->prede[m->pred_hist_n++] = fabs(j->pred_s - actual) / actual;
         if (actual > 0 && j->pred_s > 0) {
-            spa += fabs(j->pred_s - actual) / actual;
+            s->spa += fabs(j->pred_s - actual) / actual;
             m->pred_all_n++;
         }
         /* Paired: jobs with both, so the two errors compare. */
         if (actual > 0 && j->pred_s > 0 && t->estimate_s > 0) {
-            sp += fabs(j->pred_s - actual) / actual;
-            sest += fabs(t->estimate_s - actual) / actual;
+            s->sp += fabs(j->pred_s - actual) / actual;
+            s->sest += fabs(t->estimate_s - actual) / actual;
             m->pred_n++;
         }
     }
+}
+
+/* The job metrics from s: averages, percentiles (s's arrays sorted in
+ * place), ETA and prediction errors. */
+static void job_metrics(struct sim_metrics *m, struct job_sums *s) {
     if (m->ndone > 0) {
-        m->jct_avg = sj / m->ndone;
-        m->wait_avg = sw / m->ndone;
-        m->jct_p50 = sim_percentile(jct, m->ndone, 50);
-        m->jct_p95 = sim_percentile(jct, m->ndone, 95);
-        m->jct_p99 = sim_percentile(jct, m->ndone, 99);
-        m->wait_p50 = sim_percentile(wait, m->ndone, 50);
-        m->wait_p95 = sim_percentile(wait, m->ndone, 95);
-        m->wait_p99 = sim_percentile(wait, m->ndone, 99);
+        m->jct_avg = s->sj / m->ndone;
+        m->wait_avg = s->sw / m->ndone;
+        m->jct_p50 = sim_percentile(s->jct, m->ndone, 50);
+        m->jct_p95 = sim_percentile(s->jct, m->ndone, 95);
+        m->jct_p99 = sim_percentile(s->jct, m->ndone, 99);
+        m->wait_p50 = sim_percentile(s->wait, m->ndone, 50);
+        m->wait_p95 = sim_percentile(s->wait, m->ndone, 95);
+        m->wait_p99 = sim_percentile(s->wait, m->ndone, 99);
     }
-    m->eta_mae_h = m->eta_n ? se / m->eta_n : 0;
-    m->eta_err_p50 = sim_percentile(etae, m->eta_n, 50);
-    m->eta_known = nwaited ? (double)m->eta_n / nwaited : 0;
-    m->pred_err_p50 = sim_percentile(prede, m->pred_hist_n, 50);
-    m->pred_mape = m->pred_n ? sp / m->pred_n : 0;
-    m->est_mape = m->pred_n ? sest / m->pred_n : 0;
-    m->pred_all_mape = m->pred_all_n ? spa / m->pred_all_n : 0;
+    m->eta_mae_h = m->eta_n ? s->se / m->eta_n : 0;
+    m->eta_err_p50 = sim_percentile(s->etae, m->eta_n, 50);
+    m->eta_known = s->nwaited ? (double)m->eta_n / s->nwaited : 0;
+    m->pred_err_p50 = sim_percentile(s->prede, m->pred_hist_n, 50);
+    m->pred_mape = m->pred_n ? s->sp / m->pred_n : 0;
+    m->est_mape = m->pred_n ? s->sest / m->pred_n : 0;
+    m->pred_all_mape = m->pred_all_n ? s->spa / m->pred_all_n : 0;
+}
+
+/* The run's metrics: actions, lost work, makespan, utilisation and
+ * fragmentation, and Jain's index over the groups' and the users'
+ * contended share / entitlement (x: room for the larger count). */
+static void run_metrics(const struct sim_result *res, struct sim_metrics *m, double *x) {
     m->preemptions = (int)res->npreempt;
     m->shrinks = (int)res->nshrink;
     m->grows = (int)res->ngrow;
@@ -163,11 +170,35 @@ aiq_rc sim_metrics_compute(const struct sim_trace *tr,
     for (int u = 0; u < res->nusers; u++)
         x[u] = tot > 0 && res->user_ent[u] > 0 ? res->user_cont_s[u] / tot / res->user_ent[u] : 0;
     m->jain_users = sim_jain(x, res->nusers);
+}
+
+/* Computes the metrics; see sim.h. */
+aiq_rc sim_metrics_compute(const struct sim_trace *tr,
+                           const struct sim_result *res,
+                           struct sim_metrics *m, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    int n = res->njobs;
+    memset(m, 0, sizeof *m);
+    m->njobs = n;
+    struct job_sums s;
+    memset(&s, 0, sizeof s);
+    s.jct = malloc((size_t)(n ? n : 1) * sizeof *s.jct);
+    s.wait = malloc((size_t)(n ? n : 1) * sizeof *s.wait);
+    double *x = malloc((size_t)(res->nusers + res->ngroups + 1) * sizeof *x);
+    s.etae = malloc((size_t)(n ? n : 1) * sizeof *s.etae);
+    s.prede = malloc((size_t)(n ? n : 1) * sizeof *s.prede);
+    if (!s.jct || !s.wait || !x || !s.etae || !s.prede) {
+        rc = aiq_err_set(err, AIQ_ENOMEM, "metrics: out of memory");
+        goto out_free;
+    }
+    sum_jobs(tr, res, m, &s);
+    job_metrics(m, &s);
+    run_metrics(res, m, x);
 out_free:
-    free(etae);
-    free(prede);
-    free(jct);
-    free(wait);
+    free(s.etae);
+    free(s.prede);
+    free(s.jct);
+    free(s.wait);
     free(x);
     return rc;
 }

@@ -84,6 +84,26 @@ static void spec_model__(const char *spec, char *one, size_t onecap) {
         snprintf(one, onecap, "%s", spec);
 }
 
+/* The pod list's required columns, found in its header: ix[] gets the
+ * index of name, num_gpu, gpu_milli, creation_time, deletion_time and
+ * scheduled_time. AIQ_EPARSE naming the first one missing. */
+static aiq_rc pod_columns(const struct sim__row *hdr, const char *path, int ix[6],
+                          aiq_err *err) {
+    static const char *const need[] = {"name", "num_gpu", "gpu_milli", "creation_time",
+                                       "deletion_time", "scheduled_time"};
+    for (int k = 0; k < 6; k++)
+        if ((ix[k] = sim__row_find(hdr, need[k])) < 0) {
+            aiq_rc rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: header: missing column '%s' (an "
+                                    "Alibaba pod list has name,cpu_milli,memory_mib,num_gpu,"
+                                    "gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+                                    "deletion_time,scheduled_time)", path, need[k]);
+            if (err)
+                err->line = 1, err->col = 1;
+            return rc;
+        }
+    return AIQ_OK;
+}
+
 /* Reads the pod list; see sim_trace.h. */
 aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
                              aiq_err *err) {
@@ -98,19 +118,9 @@ aiq_rc sim_read_alibaba_pods(FILE *f, const char *path, struct sim_trace *tr,
                               "the header name,cpu_milli,memory_mib,num_gpu,gpu_milli,...",
                               err)) != AIQ_OK)
         goto out_free;
-    static const char *const need[] = {"name", "num_gpu", "gpu_milli", "creation_time",
-                                       "deletion_time", "scheduled_time"};
     int ix[6];
-    for (int k = 0; k < 6; k++)
-        if ((ix[k] = sim__row_find(hdr, need[k])) < 0) {
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:1:1: header: missing column '%s' (an Alibaba "
-                             "pod list has name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,"
-                             "qos,pod_phase,creation_time,deletion_time,scheduled_time)", path,
-                             need[k]);
-            if (err)
-                err->line = 1, err->col = 1;
-            goto out_free;
-        }
+    if ((rc = pod_columns(hdr, path, ix, err)) != AIQ_OK)
+        goto out_free;
     int icpu = sim__row_find(hdr, "cpu_milli"), imem = sim__row_find(hdr, "memory_mib"),
         ispec = sim__row_find(hdr, "gpu_spec"), iqos = sim__row_find(hdr, "qos");
     while ((got = sim__row_next(f, path, &line, hdr, row, 0, &bad, err)) == 1) {

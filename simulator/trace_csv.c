@@ -42,6 +42,67 @@ static aiq_rc check_share(const struct sim__row *row, const int *idx, const char
     return rc;
 }
 
+/* One row's job (its strings borrowed from row), every column checked.
+ * Returns AIQ_OK or AIQ_EPARSE naming the line and column. */
+static aiq_rc row_job(const struct sim__row *row, const int *idx, const char *path, int line,
+                      struct sim_job *j, aiq_err *err) {
+    aiq_rc rc;
+    int64_t replicas, gpus, gmem, cpu, mem, prio, minr, maxr, milli;
+    memset(j, 0, sizeof *j);
+    if ((rc = sim__get_double(row, idx[C_SUBMIT], "submit_s", 0, 1e10, 0, &j->submit, path,
+                              line, err)) ||
+        (rc = sim__get_i64(row, idx[C_REPLICAS], "replicas", 1, 1024, 1, &replicas, path,
+                           line, err)) ||
+        (rc = sim__get_i64(row, idx[C_GPUS], "gpus", 0, 16, 1, &gpus, path, line, err)) ||
+        (rc = sim__get_i64(row, idx[C_GPU_MEM], "gpu_mem_mib", 0, 1 << 20, 0, &gmem, path,
+                           line, err)) ||
+        (rc = sim__get_i64(row, idx[C_CPU], "cpu_milli", 0, 100000000, 0, &cpu, path, line,
+                           err)) ||
+        (rc = sim__get_i64(row, idx[C_MEM], "mem_mib", 0, 1LL << 30, 0, &mem, path, line,
+                           err)) ||
+        (rc = sim__get_double(row, idx[C_DURATION], "duration_s", 0, 1e9, 0, &j->duration_s,
+                              path, line, err)) ||
+        (rc = sim__get_double(row, idx[C_ESTIMATE], "estimate_s", 0, 1e9, 0, &j->estimate_s,
+                              path, line, err)) ||
+        (rc = sim__get_i64(row, idx[C_PRIORITY], "priority", 0, 1000000, 0, &prio, path,
+                           line, err)) ||
+        (rc = sim__get_i64(row, idx[C_MIN_REP], "min_replicas", 0, 1024, 0, &minr, path,
+                           line, err)) ||
+        (rc = sim__get_i64(row, idx[C_MAX_REP], "max_replicas", 0, 1024, 0, &maxr, path,
+                           line, err)) ||
+        (rc = sim__get_double(row, idx[C_CKPT], "checkpoint_s", 0, 1e9, 0, &j->checkpoint_s,
+                              path, line, err)) ||
+        (rc = sim__get_i64(row, idx[C_GPU_MILLI], "gpu_milli", 0, 999, 0, &milli, path,
+                           line, err)) ||
+        (rc = check_share(row, idx, path, line, gpus, gmem, milli, cpu, err)))
+        return rc;
+    if ((minr > 0) != (maxr > 0) || minr > maxr) {
+        int c = idx[C_MAX_REP] >= 0 ? idx[C_MAX_REP] : idx[C_MIN_REP];
+        rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'max_replicas': an elastic job "
+                         "needs 1 <= min_replicas <= max_replicas, got %lld..%lld", path, line,
+                         row->col[c], (long long)minr, (long long)maxr);
+        if (err)
+            err->line = line, err->col = row->col[c];
+        return rc;
+    }
+    j->replicas = (int)replicas;
+    j->gpus = (int)gpus;
+    j->gpu_mem_mib = gmem;
+    j->gpu_milli = (int)milli;
+    j->cpu_milli = cpu;
+    j->mem_bytes = mem * 1048576;
+    j->priority = (int)prio;
+    j->min_replicas = (int)minr;
+    j->max_replicas = (int)maxr;
+    j->id = (char *)sim__get_str(row, idx[C_ID], NULL);
+    j->user = (char *)sim__get_str(row, idx[C_USER], NULL);
+    j->group = (char *)sim__get_str(row, idx[C_GROUP], NULL);
+    j->model = (char *)sim__get_str(row, idx[C_MODEL], NULL);
+    j->task = (char *)sim__get_str(row, idx[C_TASK], NULL);
+    j->gpu_model = (char *)sim__get_str(row, idx[C_GPU_MODEL], NULL);
+    return AIQ_OK;
+}
+
 /* Reads our CSV; see sim_trace.h. On error the jobs read so far stay in
  * tr (the caller frees the trace). */
 aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
@@ -67,60 +128,8 @@ aiq_rc sim_read_csv(FILE *f, const char *path, struct sim_trace *tr,
     }
     while ((got = sim__row_next(f, path, &line, hdr, row, 1, &bad, err)) == 1) {
         struct sim_job j;
-        int64_t replicas, gpus, gmem, cpu, mem, prio, minr, maxr, milli;
-        memset(&j, 0, sizeof j);
-        if ((rc = sim__get_double(row, idx[C_SUBMIT], "submit_s", 0, 1e10, 0, &j.submit, path,
-                                  line, err)) ||
-            (rc = sim__get_i64(row, idx[C_REPLICAS], "replicas", 1, 1024, 1, &replicas, path,
-                               line, err)) ||
-            (rc = sim__get_i64(row, idx[C_GPUS], "gpus", 0, 16, 1, &gpus, path, line, err)) ||
-            (rc = sim__get_i64(row, idx[C_GPU_MEM], "gpu_mem_mib", 0, 1 << 20, 0, &gmem, path,
-                               line, err)) ||
-            (rc = sim__get_i64(row, idx[C_CPU], "cpu_milli", 0, 100000000, 0, &cpu, path, line,
-                               err)) ||
-            (rc = sim__get_i64(row, idx[C_MEM], "mem_mib", 0, 1LL << 30, 0, &mem, path, line,
-                               err)) ||
-            (rc = sim__get_double(row, idx[C_DURATION], "duration_s", 0, 1e9, 0, &j.duration_s,
-                                  path, line, err)) ||
-            (rc = sim__get_double(row, idx[C_ESTIMATE], "estimate_s", 0, 1e9, 0, &j.estimate_s,
-                                  path, line, err)) ||
-            (rc = sim__get_i64(row, idx[C_PRIORITY], "priority", 0, 1000000, 0, &prio, path,
-                               line, err)) ||
-            (rc = sim__get_i64(row, idx[C_MIN_REP], "min_replicas", 0, 1024, 0, &minr, path,
-                               line, err)) ||
-            (rc = sim__get_i64(row, idx[C_MAX_REP], "max_replicas", 0, 1024, 0, &maxr, path,
-                               line, err)) ||
-            (rc = sim__get_double(row, idx[C_CKPT], "checkpoint_s", 0, 1e9, 0, &j.checkpoint_s,
-                                  path, line, err)) ||
-            (rc = sim__get_i64(row, idx[C_GPU_MILLI], "gpu_milli", 0, 999, 0, &milli, path,
-                               line, err)) ||
-            (rc = check_share(row, idx, path, line, gpus, gmem, milli, cpu, err)))
-            goto out_free;
-        if ((minr > 0) != (maxr > 0) || minr > maxr) {
-            int c = idx[C_MAX_REP] >= 0 ? idx[C_MAX_REP] : idx[C_MIN_REP];
-            rc = aiq_err_set(err, AIQ_EPARSE, "%s:%d:%d: column 'max_replicas': an elastic job "
-                             "needs 1 <= min_replicas <= max_replicas, got %lld..%lld", path, line,
-                             row->col[c], (long long)minr, (long long)maxr);
-            if (err)
-                err->line = line, err->col = row->col[c];
-            goto out_free;
-        }
-        j.replicas = (int)replicas;
-        j.gpus = (int)gpus;
-        j.gpu_mem_mib = gmem;
-        j.gpu_milli = (int)milli;
-        j.cpu_milli = cpu;
-        j.mem_bytes = mem * 1048576;
-        j.priority = (int)prio;
-        j.min_replicas = (int)minr;
-        j.max_replicas = (int)maxr;
-        j.id = (char *)sim__get_str(row, idx[C_ID], NULL);
-        j.user = (char *)sim__get_str(row, idx[C_USER], NULL);
-        j.group = (char *)sim__get_str(row, idx[C_GROUP], NULL);
-        j.model = (char *)sim__get_str(row, idx[C_MODEL], NULL);
-        j.task = (char *)sim__get_str(row, idx[C_TASK], NULL);
-        j.gpu_model = (char *)sim__get_str(row, idx[C_GPU_MODEL], NULL);
-        if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
+        if ((rc = row_job(row, idx, path, line, &j, err)) != AIQ_OK ||
+            (rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
             goto out_free;
     }
     if (got < 0)

@@ -115,34 +115,111 @@ static const struct {
 };
 #define NMODELS ((int)(sizeof models / sizeof models[0]))
 
-/* Generates a synthetic trace; see sim_trace.h. */
-aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
-                    aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
+/* The generator's settings: the options with their defaults filled in. */
+struct gen_cfg {
+    int ngroups, upg; /* groups, users per group */
+    double mean_ia;   /* mean interarrival time, s */
+    int64_t gmem;     /* a whole GPU's memory, MiB */
+    int max_gpus;
+    double ckpt_s;    /* a checkpointing job's interval */
+};
+
+/* Fills cfg from opts, then checks them. */
+static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg, aiq_err *err) {
+    cfg->ngroups = opts->ngroups > 0 ? opts->ngroups : 4;
+    cfg->upg = opts->users_per_group > 0 ? opts->users_per_group : 5;
+    cfg->mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
+    cfg->gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
+    cfg->max_gpus = opts->max_gpus > 0 ? opts->max_gpus : 16;
+    cfg->ckpt_s = opts->checkpoint_s > 0 ? opts->checkpoint_s : 600;
     if (opts->njobs < 1 || opts->njobs > SIM_MAX_JOBS)
         return aiq_err_field(err, AIQ_EINVAL, "jobs", "jobs: must be 1..%d, got %d",
                              SIM_MAX_JOBS, opts->njobs);
-    int ngroups = opts->ngroups > 0 ? opts->ngroups : 4;
-    int upg = opts->users_per_group > 0 ? opts->users_per_group : 5;
-    if (ngroups > 64 || upg > 256)
+    if (cfg->ngroups > 64 || cfg->upg > 256)
         return aiq_err_field(err, AIQ_EINVAL, "groups", "groups: at most 64 groups of 256 "
-                             "users, got %d x %d", ngroups, upg);
-    double mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
-    int64_t gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
-    int max_gpus = opts->max_gpus > 0 ? opts->max_gpus : 16;
-    double ckpt_s = opts->checkpoint_s > 0 ? opts->checkpoint_s : 600;
+                             "users, got %d x %d", cfg->ngroups, cfg->upg);
     if (opts->fgd_mix < SIM_MIX_NONE || opts->fgd_mix > SIM_MIX_SHARE)
         return aiq_err_field(err, AIQ_EINVAL, "fgd-mix", "fgd-mix: must be none, whole, multi or "
                              "share, got %d", opts->fgd_mix);
-    if (max_gpus > 16 || opts->checkpoint_frac < 0 || opts->checkpoint_frac > 1 ||
+    if (cfg->max_gpus > 16 || opts->checkpoint_frac < 0 || opts->checkpoint_frac > 1 ||
         opts->elastic_frac < 0 || opts->elastic_frac > 1)
         return aiq_err_field(err, AIQ_EINVAL, "max-gpus", "generator: max-gpus must be 1..16 and "
                              "the fractions 0..1");
     if (opts->tiresias)
-        ngroups = upg = 1;
+        cfg->ngroups = cfg->upg = 1;
+    return AIQ_OK;
+}
+
+/* A job's runtime in seconds (model m's scale), within 1 min .. 7 d. */
+static double gen_duration(struct rng *r, const struct sim_gen_opts *opts, int m) {
+    double d;
+    if (opts->tiresias) {
+        d = 1800 * exp(1.6 * rng_normal(r));
+        if (rng_unif(r) < 0.15)
+            d = 2 * 3600 * pow(rng_unif(r), -1 / 1.3);
+    } else {
+        d = 3600 * models[m].scale * exp(1.2 * rng_normal(r));
+        if (rng_unif(r) < 0.1)
+            d = 4 * 3600 * pow(rng_unif(r), -1 / 1.5);
+    }
+    if (d < 60)
+        d = 60;
+    if (d > 7 * 86400)
+        d = 7 * 86400;
+    return d;
+}
+
+/* The GPUs a job asks for in all (0: a GPU share), halved to fit
+ * max_gpus. */
+static int gen_total_gpus(struct rng *r, const struct sim_gen_opts *opts, int max_gpus) {
+    double x = rng_unif(r);
+    int total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.75 ? 4 : x < 0.87 ? 8 : x < 0.95 ? 16 : 0;
+    if (opts->tiresias) /* no GPU shares */
+        total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.80 ? 4 : x < 0.95 ? 8 : 16;
+    while (total > max_gpus)
+        total /= 2;
+    return total;
+}
+
+/* A job's shape from its total GPUs: replicas, GPUs and memory per
+ * replica, elastic range, cpu and memory (or an FGD mix's shape). */
+static void gen_shape(struct rng *r, const struct sim_gen_opts *opts, const struct gen_cfg *cfg,
+                      int total, struct sim_job *j) {
+    if (total == 0) {
+        j->replicas = 1;
+        j->gpus = 0;
+        j->gpu_mem_mib = 10240 + 1024 * (int64_t)(rng_unif(r) * 10);
+    } else {
+        j->replicas = total == 16 ? 2 : 1;
+        j->gpus = total == 16 ? 8 : total;
+        j->gpu_mem_mib = cfg->gmem;
+    }
+    if (opts->elastic_frac > 0 && total > 1 && rng_unif(r) < opts->elastic_frac) {
+        /* N replicas of one GPU, running on N/2..2N of them */
+        j->replicas = total;
+        j->gpus = 1;
+        j->min_replicas = total / 2;
+        j->max_replicas = 2 * total > 16 ? 16 : 2 * total;
+    }
+    j->cpu_milli = 4000 * (j->gpus > 0 ? j->gpus : 1);
+    j->mem_bytes = (int64_t)(j->gpus > 0 ? j->gpus : 1) * (32LL << 30);
+    if (opts->fgd_mix != SIM_MIX_NONE) {
+        j->min_replicas = j->max_replicas = 0;
+        fgd_shape(r, opts->fgd_mix, j);
+    }
+}
+
+/* Generates a synthetic trace; see sim_trace.h. */
+aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
+                    aiq_err *err) {
+    aiq_rc rc;
+    struct gen_cfg cfg;
+    if ((rc = gen_settings(opts, &cfg, err)) != AIQ_OK)
+        return rc;
+    int upg = cfg.upg;
     struct rng r;
     rng_seed(&r, opts->seed);
-    int nusers = ngroups * upg;
+    int nusers = cfg.ngroups * upg;
     double bias[64 * 256];
     int fav[64 * 256];
     for (int u = 0; u < nusers; u++) {
@@ -151,10 +228,10 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
     }
     double t = 0;
     /* Thinning: candidates at the peak rate, kept with rate(t)/peak. */
-    double peak = 1.6 / mean_ia;
+    double peak = 1.6 / cfg.mean_ia;
     for (int i = 0; i < opts->njobs;) {
         t += -log(rng_unif(&r)) / peak;
-        double rate = (1 + 0.6 * sin(2 * M_PI * t / 86400)) / mean_ia;
+        double rate = (1 + 0.6 * sin(2 * M_PI * t / 86400)) / cfg.mean_ia;
         if (rng_unif(&r) * peak > rate)
             continue;
         int u = (int)(rng_unif(&r) * nusers);
@@ -163,26 +240,8 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
         if (rng_unif(&r) < 0.3)
             u = g * upg;
         int m = rng_unif(&r) < 0.7 ? fav[u] : (int)(rng_unif(&r) * NMODELS);
-        double d;
-        if (opts->tiresias) {
-            d = 1800 * exp(1.6 * rng_normal(&r));
-            if (rng_unif(&r) < 0.15)
-                d = 2 * 3600 * pow(rng_unif(&r), -1 / 1.3);
-        } else {
-            d = 3600 * models[m].scale * exp(1.2 * rng_normal(&r));
-            if (rng_unif(&r) < 0.1)
-                d = 4 * 3600 * pow(rng_unif(&r), -1 / 1.5);
-        }
-        if (d < 60)
-            d = 60;
-        if (d > 7 * 86400)
-            d = 7 * 86400;
-        double x = rng_unif(&r);
-        int total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.75 ? 4 : x < 0.87 ? 8 : x < 0.95 ? 16 : 0;
-        if (opts->tiresias) /* no GPU shares */
-            total = x < 0.40 ? 1 : x < 0.60 ? 2 : x < 0.80 ? 4 : x < 0.95 ? 8 : 16;
-        while (total > max_gpus)
-            total /= 2;
+        double d = gen_duration(&r, opts, m);
+        int total = gen_total_gpus(&r, opts, cfg.max_gpus);
         char id[32], user[32], group[32];
         snprintf(id, sizeof id, "job-%06d", i + 1);
         snprintf(user, sizeof user, "u%02d-%02d", g, u % upg);
@@ -196,34 +255,13 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
         j.task = (char *)models[m].task;
         j.submit = floor(t);
         j.duration_s = floor(d);
-        if (total == 0) {
-            j.replicas = 1;
-            j.gpus = 0;
-            j.gpu_mem_mib = 10240 + 1024 * (int64_t)(rng_unif(&r) * 10);
-        } else {
-            j.replicas = total == 16 ? 2 : 1;
-            j.gpus = total == 16 ? 8 : total;
-            j.gpu_mem_mib = gmem;
-        }
-        if (opts->elastic_frac > 0 && total > 1 && rng_unif(&r) < opts->elastic_frac) {
-            /* N replicas of one GPU, running on N/2..2N of them */
-            j.replicas = total;
-            j.gpus = 1;
-            j.min_replicas = total / 2;
-            j.max_replicas = 2 * total > 16 ? 16 : 2 * total;
-        }
-        j.cpu_milli = 4000 * (j.gpus > 0 ? j.gpus : 1);
-        j.mem_bytes = (int64_t)(j.gpus > 0 ? j.gpus : 1) * (32LL << 30);
-        if (opts->fgd_mix != SIM_MIX_NONE) {
-            j.min_replicas = j.max_replicas = 0;
-            fgd_shape(&r, opts->fgd_mix, &j);
-        }
+        gen_shape(&r, opts, &cfg, total, &j);
         if (rng_unif(&r) >= 0.2 && !opts->tiresias)
             j.estimate_s = floor(d * bias[u] * exp(0.3 * rng_normal(&r)));
         double pr = rng_unif(&r);
         j.priority = opts->tiresias ? 0 : pr < 0.1 ? 1000 : pr < 0.4 ? 100 : 0;
         if (opts->checkpoint_frac > 0 && rng_unif(&r) < opts->checkpoint_frac)
-            j.checkpoint_s = ckpt_s;
+            j.checkpoint_s = cfg.ckpt_s;
         if ((rc = sim_trace_add_job(tr, &j, err)) != AIQ_OK)
             return rc;
         i++;
