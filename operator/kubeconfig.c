@@ -576,25 +576,27 @@ out:
     return rc;
 }
 
-/* users[i].user.exec (node xn) into c->exec. */
-static aiq_rc kc_exec(struct kc_parse *p, yaml_node_t *xn, const char *upath, yaml_node_t *cl,
-                      int cluster_i, struct kube_config *c) {
+/* Fails naming field key of path when token v (may be NULL) holds a
+ * byte that an HTTP header cannot carry (a bearer token goes in one). */
+static aiq_rc kc_header_safe(struct kc_parse *p, const char *path, const char *key,
+                             const char *v) {
+    for (const char *q = v; q && *q; q++)
+        if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
+            char f[KC_PATH_MAX];
+            kc_field(f, path, key);
+            return aiq_err_field(p->e, AIQ_EINVAL, f,
+                                 "%s: contains a byte 0x%02x that cannot go in an HTTP header",
+                                 f, (unsigned char)*q);
+        }
+    return AIQ_OK;
+}
+
+/* exec.apiVersion: v1 or v1beta1 (v1alpha1 is named as removed). */
+static aiq_rc kc_exec_version(struct kc_parse *p, yaml_node_t *xn, const char *path,
+                              struct kube_exec *x) {
     aiq_rc rc = AIQ_OK;
-    char path[KC_PATH_MAX], f[KC_PATH_MAX];
     const char *s = NULL;
-    yaml_node_t *seq = NULL;
-    struct kube_exec *x = NULL;
-
-    kc_field(path, upath, "exec");
-    if (xn->type != YAML_MAPPING_NODE) {
-        kc_where(p, xn);
-        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
-    }
-    x = calloc(1, sizeof *x);
-    if (!x) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
-    c->exec = x; /* freed with c from here on */
-    if ((rc = kc_strdup(p, path, &x->field)) != AIQ_OK) return rc;
-
+    char f[KC_PATH_MAX];
     if ((rc = kc_required(p, xn, path, "apiVersion", "(" KUBE_EXEC_V1 " or v1beta1)", &s)) != AIQ_OK)
         return rc;
     if (strcmp(s, KUBE_EXEC_V1) != 0 && strcmp(s, KUBE_EXEC_V1BETA1) != 0) {
@@ -605,78 +607,88 @@ static aiq_rc kc_exec(struct kc_parse *p, yaml_node_t *xn, const char *upath, ya
                              strcmp(s, "client.authentication.k8s.io/v1alpha1") == 0
                                  ? " (v1alpha1 was removed in Kubernetes 1.24)" : "");
     }
-    if ((rc = kc_strdup(p, s, &x->api_version)) != AIQ_OK) return rc;
+    return kc_strdup(p, s, &x->api_version);
+}
 
-    if ((rc = kc_required(p, xn, path, "command", NULL, &s)) != AIQ_OK) return rc;
-    /* As kubectl: a command with a '/' is a path (relative to the
-     * kubeconfig), a bare name is looked up in $PATH when it runs. */
-    rc = strchr(s, '/') ? kc_path(p, s, &x->command) : kc_strdup(p, s, &x->command);
-    if (rc != AIQ_OK) return rc;
-
-    if ((rc = kc_seq(p, xn, path, "args", &seq)) != AIQ_OK) return rc;
-    if (seq) {
-        size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-        kc_field(f, path, "args");
-        if (n > KUBE_EXEC_MAX_ARGS) {
-            kc_where(p, seq);
-            return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu arguments, more than %d", f, n,
-                                 KUBE_EXEC_MAX_ARGS);
-        }
-        x->args = calloc(n ? n : 1, sizeof *x->args);
-        if (!x->args) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            yaml_node_t *a = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
-            char af[KC_PATH_MAX];
-            kc_index(af, f, i, "");
-            if (!a || a->type != YAML_SCALAR_NODE ||
-                strlen((const char *)a->data.scalar.value) != a->data.scalar.length) {
-                kc_where(p, a);
-                return aiq_err_field(p->e, AIQ_EINVAL, af, "%s: expected a string", af);
-            }
-            if ((rc = kc_strdup(p, (const char *)a->data.scalar.value, &x->args[i])) != AIQ_OK)
-                return rc;
-            x->nargs = i + 1;
-        }
+/* exec.args: at most KUBE_EXEC_MAX_ARGS strings. */
+static aiq_rc kc_exec_args(struct kc_parse *p, yaml_node_t *xn, const char *path,
+                           struct kube_exec *x) {
+    aiq_rc rc = AIQ_OK;
+    char f[KC_PATH_MAX];
+    yaml_node_t *seq = NULL;
+    if ((rc = kc_seq(p, xn, path, "args", &seq)) != AIQ_OK || !seq) return rc;
+    size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    kc_field(f, path, "args");
+    if (n > KUBE_EXEC_MAX_ARGS) {
+        kc_where(p, seq);
+        return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu arguments, more than %d", f, n,
+                             KUBE_EXEC_MAX_ARGS);
     }
-
-    if ((rc = kc_seq(p, xn, path, "env", &seq)) != AIQ_OK) return rc;
-    if (seq) {
-        size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-        kc_field(f, path, "env");
-        if (n > KUBE_EXEC_MAX_ENV) {
-            kc_where(p, seq);
-            return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu variables, more than %d", f, n,
-                                 KUBE_EXEC_MAX_ENV);
+    x->args = calloc(n ? n : 1, sizeof *x->args);
+    if (!x->args) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *a = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
+        char af[KC_PATH_MAX];
+        kc_index(af, f, i, "");
+        if (!a || a->type != YAML_SCALAR_NODE ||
+            strlen((const char *)a->data.scalar.value) != a->data.scalar.length) {
+            kc_where(p, a);
+            return aiq_err_field(p->e, AIQ_EINVAL, af, "%s: expected a string", af);
         }
-        x->env = calloc(n ? n : 1, sizeof *x->env);
-        if (!x->env) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            yaml_node_t *m = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
-            char ef[KC_PATH_MAX];
-            kc_index(ef, f, i, "");
-            if (!m || m->type != YAML_MAPPING_NODE) {
-                kc_where(p, m);
-                return aiq_err_field(p->e, AIQ_EINVAL, ef, "%s: expected a mapping {name, value}", ef);
-            }
-            if ((rc = kc_required(p, m, ef, "name", NULL, &s)) != AIQ_OK) return rc;
-            if (strchr(s, '=')) {
-                char nf[KC_PATH_MAX];
-                kc_field(nf, ef, "name");
-                kc_where(p, kc_map_get(p->doc, m, "name"));
-                return aiq_err_field(p->e, AIQ_EINVAL, nf, "%s: \"%.80s\" contains '='", nf, s);
-            }
-            if ((rc = kc_strdup(p, s, &x->env[i].name)) != AIQ_OK) return rc;
-            x->nenv = i + 1;
-            if ((rc = kc_scalar(p, m, ef, "value", &s)) != AIQ_OK) return rc;
-            if ((rc = kc_strdup(p, s ? s : "", &x->env[i].value)) != AIQ_OK) return rc;
-        }
+        if ((rc = kc_strdup(p, (const char *)a->data.scalar.value, &x->args[i])) != AIQ_OK)
+            return rc;
+        x->nargs = i + 1;
     }
+    return AIQ_OK;
+}
 
-    if ((rc = kc_scalar(p, xn, path, "installHint", &s)) != AIQ_OK) return rc;
-    if ((rc = kc_strdup(p, s, &x->install_hint)) != AIQ_OK) return rc;
-    if ((rc = kc_bool(p, xn, path, "provideClusterInfo", &x->provide_cluster_info)) != AIQ_OK)
-        return rc;
+/* exec.env: at most KUBE_EXEC_MAX_ENV {name, value}; a name has no '='. */
+static aiq_rc kc_exec_env(struct kc_parse *p, yaml_node_t *xn, const char *path,
+                          struct kube_exec *x) {
+    aiq_rc rc = AIQ_OK;
+    char f[KC_PATH_MAX];
+    const char *s = NULL;
+    yaml_node_t *seq = NULL;
+    if ((rc = kc_seq(p, xn, path, "env", &seq)) != AIQ_OK || !seq) return rc;
+    size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    kc_field(f, path, "env");
+    if (n > KUBE_EXEC_MAX_ENV) {
+        kc_where(p, seq);
+        return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu variables, more than %d", f, n,
+                             KUBE_EXEC_MAX_ENV);
+    }
+    x->env = calloc(n ? n : 1, sizeof *x->env);
+    if (!x->env) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *m = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
+        char ef[KC_PATH_MAX];
+        kc_index(ef, f, i, "");
+        if (!m || m->type != YAML_MAPPING_NODE) {
+            kc_where(p, m);
+            return aiq_err_field(p->e, AIQ_EINVAL, ef, "%s: expected a mapping {name, value}", ef);
+        }
+        if ((rc = kc_required(p, m, ef, "name", NULL, &s)) != AIQ_OK) return rc;
+        if (strchr(s, '=')) {
+            char nf[KC_PATH_MAX];
+            kc_field(nf, ef, "name");
+            kc_where(p, kc_map_get(p->doc, m, "name"));
+            return aiq_err_field(p->e, AIQ_EINVAL, nf, "%s: \"%.80s\" contains '='", nf, s);
+        }
+        if ((rc = kc_strdup(p, s, &x->env[i].name)) != AIQ_OK) return rc;
+        x->nenv = i + 1;
+        if ((rc = kc_scalar(p, m, ef, "value", &s)) != AIQ_OK) return rc;
+        if ((rc = kc_strdup(p, s ? s : "", &x->env[i].value)) != AIQ_OK) return rc;
+    }
+    return AIQ_OK;
+}
 
+/* exec.interactiveMode: Never, IfAvailable or Always; required by v1,
+ * IfAvailable when a v1beta1 config leaves it out. */
+static aiq_rc kc_exec_mode(struct kc_parse *p, yaml_node_t *xn, const char *path,
+                           struct kube_exec *x) {
+    aiq_rc rc = AIQ_OK;
+    char f[KC_PATH_MAX];
+    const char *s = NULL;
     if ((rc = kc_scalar(p, xn, path, "interactiveMode", &s)) != AIQ_OK) return rc;
     kc_field(f, path, "interactiveMode");
     if (!s || !*s) {
@@ -700,24 +712,52 @@ static aiq_rc kc_exec(struct kc_parse *p, yaml_node_t *xn, const char *upath, ya
         return aiq_err_field(p->e, AIQ_EINVAL, f,
                              "%s: \"%.40s\" is not Never, IfAvailable or Always", f, s);
     }
+    return AIQ_OK;
+}
+
+/* users[i].user.exec (node xn) into c->exec. */
+static aiq_rc kc_exec(struct kc_parse *p, yaml_node_t *xn, const char *upath, yaml_node_t *cl,
+                      int cluster_i, struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    char path[KC_PATH_MAX];
+    const char *s = NULL;
+    struct kube_exec *x = NULL;
+
+    kc_field(path, upath, "exec");
+    if (xn->type != YAML_MAPPING_NODE) {
+        kc_where(p, xn);
+        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+    }
+    x = calloc(1, sizeof *x);
+    if (!x) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    c->exec = x; /* freed with c from here on */
+    if ((rc = kc_strdup(p, path, &x->field)) != AIQ_OK) return rc;
+    if ((rc = kc_exec_version(p, xn, path, x)) != AIQ_OK) return rc;
+
+    if ((rc = kc_required(p, xn, path, "command", NULL, &s)) != AIQ_OK) return rc;
+    /* As kubectl: a command with a '/' is a path (relative to the
+     * kubeconfig), a bare name is looked up in $PATH when it runs. */
+    rc = strchr(s, '/') ? kc_path(p, s, &x->command) : kc_strdup(p, s, &x->command);
+    if (rc != AIQ_OK) return rc;
+    if ((rc = kc_exec_args(p, xn, path, x)) != AIQ_OK ||
+        (rc = kc_exec_env(p, xn, path, x)) != AIQ_OK)
+        return rc;
+
+    if ((rc = kc_scalar(p, xn, path, "installHint", &s)) != AIQ_OK) return rc;
+    if ((rc = kc_strdup(p, s, &x->install_hint)) != AIQ_OK) return rc;
+    if ((rc = kc_bool(p, xn, path, "provideClusterInfo", &x->provide_cluster_info)) != AIQ_OK)
+        return rc;
+    if ((rc = kc_exec_mode(p, xn, path, x)) != AIQ_OK) return rc;
     if (x->provide_cluster_info) return kc_exec_extension(p, cl, cluster_i, x);
     return AIQ_OK;
 }
 
-/* users[i].user.auth-provider (node an): oidc into c->oidc; the removed
- * gcp and azure providers, and any other name, are errors. */
-static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *upath,
-                               struct kube_config *c) {
+/* auth-provider.name: only oidc; the removed gcp and azure providers are
+ * named with the exec plugin that replaces them. */
+static aiq_rc kc_provider_name(struct kc_parse *p, yaml_node_t *an, const char *path) {
     aiq_rc rc = AIQ_OK;
-    char path[KC_PATH_MAX], cpath[KC_PATH_MAX], f[KC_PATH_MAX];
-    const char *name = NULL, *s = NULL;
-    struct kube_oidc *o = NULL;
-
-    kc_field(path, upath, "auth-provider");
-    if (an->type != YAML_MAPPING_NODE) {
-        kc_where(p, an);
-        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
-    }
+    char f[KC_PATH_MAX];
+    const char *name = NULL;
     if ((rc = kc_required(p, an, path, "name", NULL, &name)) != AIQ_OK) return rc;
     kc_field(f, path, "name");
     if (strcmp(name, "gcp") == 0 || strcmp(name, "azure") == 0) {
@@ -739,18 +779,17 @@ static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *
                              "%s: auth-provider \"%.64s\" is not supported; use oidc or an exec "
                              "credential plugin (user.exec)", f, name);
     }
-    yaml_node_t *cfg = kc_map_get(p->doc, an, "config");
-    kc_field(cpath, path, "config");
-    if (kc_is_null(cfg) || cfg->type != YAML_MAPPING_NODE) {
-        kc_where(p, cfg ? cfg : an);
-        return aiq_err_field(p->e, AIQ_EINVAL, cpath, "%s: %s", cpath,
-                             kc_is_null(cfg) ? "missing (oidc needs idp-issuer-url and client-id)"
-                                             : "expected a mapping");
-    }
-    o = calloc(1, sizeof *o);
-    if (!o) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
-    c->oidc = o; /* freed with c from here on */
-    if ((rc = kc_strdup(p, path, &o->field)) != AIQ_OK) return rc;
+    return AIQ_OK;
+}
+
+/* auth-provider.config (node cfg at cpath) into o: the issuer (https, or
+ * http to loopback), the client, the tokens (an id-token or a
+ * refresh-token to get one) and the issuer's CA. */
+static aiq_rc kc_oidc_config(struct kc_parse *p, yaml_node_t *cfg, const char *cpath,
+                             struct kube_oidc *o) {
+    aiq_rc rc = AIQ_OK;
+    char f[KC_PATH_MAX];
+    const char *s = NULL;
     if ((rc = kc_required(p, cfg, cpath, "idp-issuer-url", NULL, &s)) != AIQ_OK) return rc;
     if (!kube_url_secure(s)) {
         kc_field(f, cpath, "idp-issuer-url");
@@ -769,15 +808,7 @@ static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *
         if (s && !*s) s = NULL; /* kubectl writes empty values; they mean absent */
         if ((rc = kc_strdup(p, s, dst[i])) != AIQ_OK) return rc;
     }
-    if (o->id_token) {
-        for (const char *q = o->id_token; *q; q++)
-            if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
-                kc_field(f, cpath, "id-token");
-                return aiq_err_field(p->e, AIQ_EINVAL, f,
-                                     "%s: contains a byte 0x%02x that cannot go in an HTTP header",
-                                     f, (unsigned char)*q);
-            }
-    }
+    if ((rc = kc_header_safe(p, cpath, "id-token", o->id_token)) != AIQ_OK) return rc;
     if (!o->id_token && !o->refresh_token) {
         kc_field(f, cpath, "id-token");
         kc_where(p, cfg);
@@ -788,6 +819,35 @@ static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *
     if ((rc = kc_scalar(p, cfg, cpath, "idp-certificate-authority", &s)) != AIQ_OK) return rc;
     if ((rc = kc_path(p, s && *s ? s : NULL, &o->ca_file)) != AIQ_OK) return rc;
     return kc_b64(p, cfg, cpath, "idp-certificate-authority-data", &o->ca_data);
+}
+
+/* users[i].user.auth-provider (node an): oidc into c->oidc; the removed
+ * gcp and azure providers, and any other name, are errors. */
+static aiq_rc kc_auth_provider(struct kc_parse *p, yaml_node_t *an, const char *upath,
+                               struct kube_config *c) {
+    aiq_rc rc = AIQ_OK;
+    char path[KC_PATH_MAX], cpath[KC_PATH_MAX];
+    struct kube_oidc *o = NULL;
+
+    kc_field(path, upath, "auth-provider");
+    if (an->type != YAML_MAPPING_NODE) {
+        kc_where(p, an);
+        return aiq_err_field(p->e, AIQ_EINVAL, path, "%s: expected a mapping", path);
+    }
+    if ((rc = kc_provider_name(p, an, path)) != AIQ_OK) return rc;
+    yaml_node_t *cfg = kc_map_get(p->doc, an, "config");
+    kc_field(cpath, path, "config");
+    if (kc_is_null(cfg) || cfg->type != YAML_MAPPING_NODE) {
+        kc_where(p, cfg ? cfg : an);
+        return aiq_err_field(p->e, AIQ_EINVAL, cpath, "%s: %s", cpath,
+                             kc_is_null(cfg) ? "missing (oidc needs idp-issuer-url and client-id)"
+                                             : "expected a mapping");
+    }
+    o = calloc(1, sizeof *o);
+    if (!o) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
+    c->oidc = o; /* freed with c from here on */
+    if ((rc = kc_strdup(p, path, &o->field)) != AIQ_OK) return rc;
+    return kc_oidc_config(p, cfg, cpath, o);
 }
 
 /* The context: the one named (else current-context) into c->context,
@@ -873,16 +933,7 @@ static aiq_rc kc_user_fixed(struct kc_parse *p, yaml_node_t *us, const char *pat
     aiq_rc rc = AIQ_OK;
     const char *s = NULL;
     if ((rc = kc_scalar(p, us, path, "token", &s)) != AIQ_OK) return rc;
-    if (s) {
-        for (const char *q = s; *q; q++)
-            if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e) {
-                char f[KC_PATH_MAX];
-                kc_field(f, path, "token");
-                return aiq_err_field(p->e, AIQ_EINVAL, f,
-                                     "%s: contains a byte 0x%02x that cannot go in an HTTP header",
-                                     f, (unsigned char)*q);
-            }
-    }
+    if ((rc = kc_header_safe(p, path, "token", s)) != AIQ_OK) return rc;
     if ((rc = kc_strdup(p, s, &c->token)) != AIQ_OK) return rc;
     if ((rc = kc_scalar(p, us, path, "tokenFile", &s)) != AIQ_OK) return rc;
     if ((rc = kc_path(p, s, &c->token_file)) != AIQ_OK) return rc;
