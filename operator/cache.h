@@ -31,6 +31,11 @@ struct opcache_obj {
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
     uint32_t epoch;    /* relist epoch of the last put */
     uint64_t changed;  /* bumped on every put (callers compare) */
+    /* A reader's memo of one string field of raw (borrowed from it):
+     * valid while memo_changed == changed. Zero from the put that made
+     * the entry; capacity.c keeps a pod's spec.nodeName here. */
+    uint64_t memo_changed;
+    const char *memo_str;
 };
 
 typedef struct opcache opcache;

@@ -70,7 +70,14 @@ void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
     for (size_t i = 0; i < opcache_count(pc); i++) {
         struct opcache_obj *o = opcache_at(pc, i);
         char key[OPCACHE_KEY_MAX];
-        const char *node = kube_json_str(o->raw, "spec.nodeName");
+        /* Read once per put of the pod, not once per cycle: every
+         * cycle walks every pod, and a lookup in the JSON costs
+         * several cache misses per pod. */
+        if (o->memo_changed != o->changed) {
+            o->memo_str = kube_json_str(o->raw, "spec.nodeName");
+            o->memo_changed = o->changed;
+        }
+        const char *node = o->memo_str;
         /* Unbound (every gated pod of the queue) holds nothing: skipped
          * before any lookup, as they are most of the cache. */
         if (!node || !*node || cap_by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
