@@ -50,6 +50,7 @@ static void cache_free_obj(opcache *c, struct opcache_obj *o) {
         c->free_parsed(o->parsed);
     if (o->ext && c->free_ext)
         c->free_ext(o->ext);
+    free(o->memo_blob);
     free(o);
 }
 

@@ -31,6 +31,14 @@ struct opcache_obj {
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
     uint32_t epoch;    /* relist epoch of the last put */
     uint64_t changed;  /* bumped on every put (callers compare) */
+    /* A reader's memo of what it derives from raw: valid while
+     * memo_changed == changed (changed is unique per put, so a put makes
+     * it stale). memo_str is borrowed from raw; memo_blob is malloc'd by
+     * the reader and freed with the entry. Zero when the entry is made.
+     * capacity.c keeps a pod's spec.nodeName and a node's q_node here. */
+    uint64_t memo_changed;
+    const char *memo_str;
+    void *memo_blob;
 };
 
 typedef struct opcache opcache;

@@ -46,7 +46,8 @@ struct cy {
     struct opcache_obj **jobj;
     int njobs;
     struct q_place *places;
-    int nplaces;
+    int nplaces, cplaces;
+    int *poff;  /* per job: its placement's offset in places, -1 none */
 };
 
 static int cy_node_cmp(const void *a, const void *b) {
@@ -131,6 +132,22 @@ static void cy_free(struct cy *c) {
     free(c->jobs);
     free(c->jobj);
     free(c->places);
+    free(c->poff);
+}
+
+/* Makes room for k more placements in c->places. Returns 0 or -1. */
+static int cy_places_room(struct cy *c, int k) {
+    if (c->places && c->nplaces + k <= c->cplaces)
+        return 0;
+    int nc = c->cplaces ? c->cplaces : 256;
+    while (nc < c->nplaces + k)
+        nc *= 2;
+    struct q_place *np = realloc(c->places, (size_t)nc * sizeof *np);
+    if (!np)
+        return -1;
+    c->places = np;
+    c->cplaces = nc;
+    return 0;
 }
 
 /* Usage callback: decayed GPU-hours per (user, group). */
@@ -369,22 +386,16 @@ static void cy_job_preempt_fields(struct q_job *qj, const struct aiq_aijob *j,
 }
 
 /* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
- * Running, with their placement). Returns 0 or -1. */
+ * Running, with their placement), in one pass over the cache (each job's
+ * state is a cache miss at 10k jobs; the placements array grows as it
+ * goes). Returns 0 or -1. */
 static int cy__build_jobs(struct server *s, struct cy *c, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
-    size_t n = opcache_count(jc), np = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct opext *x = opcache_at(jc, i)->ext;
-        if (x && x->job && (x->job->st.phase == AIQ_PHASE_ADMITTED ||
-                            x->job->st.phase == AIQ_PHASE_RUNNING))
-            np += (size_t)x->job->st.nplacement;
-        if (x && x->job && x->job->teardown)
-            np += (size_t)x->job->held;
-    }
+    size_t n = opcache_count(jc);
     c->jobs = calloc(n ? n : 1, sizeof *c->jobs);
     c->jobj = calloc(n ? n : 1, sizeof *c->jobj);
-    c->places = calloc(np ? np : 1, sizeof *c->places);
-    if (!c->jobs || !c->jobj || !c->places)
+    c->poff = malloc((n ? n : 1) * sizeof *c->poff);
+    if (!c->jobs || !c->jobj || !c->poff)
         return -1;
     for (size_t i = 0; i < n; i++) {
         struct opcache_obj *o = opcache_at(jc, i);
@@ -407,6 +418,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         int nplace = held ? js->held : js->st.nplacement;
         struct q_job *qj = &c->jobs[c->njobs];
         memset(qj, 0, sizeof *qj);
+        c->poff[c->njobs] = -1;
         qj->key = o->key;
         qj->uid = j->meta.uid;
         qj->gen = cy_job_gen(o->changed, p, js, held);
@@ -441,6 +453,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             qj->terminating = held;
             if (held && !job_size_ok(j, nplace))
                 qj->min_replicas = qj->max_replicas = 0; /* spec changed since: as it was */
+            if (cy_places_room(c, nplace) != 0)
+                return -1;
             struct q_place *pl = &c->places[c->nplaces];
             bool ok = true;
             for (int k = 0; k < nplace; k++) {
@@ -458,7 +472,8 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             }
             if (!ok)
                 continue; /* its node is gone: it holds nothing we can see */
-            qj->placement = pl;
+            /* An offset until every placement is in (c->places may move). */
+            c->poff[c->njobs] = c->nplaces;
             c->nplaces += nplace;
             double rt = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
             qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
@@ -477,6 +492,9 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         }
         c->jobj[c->njobs++] = o;
     }
+    for (int k = 0; k < c->njobs; k++)
+        if (c->poff[k] >= 0)
+            c->jobs[k].placement = &c->places[c->poff[k]];
     return 0;
 }
 

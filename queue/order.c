@@ -166,37 +166,62 @@ static int pkey_cmp(const order_ctx *c, const pkey *a, const pkey *b) {
     return order_cmp(c, a->slot, b->slot);
 }
 
-/* Sorts slots a[0..n) in queue order through packed keys (merge sort). */
+/* Sorts slots a[0..n) in queue order through packed keys: a natural
+ * merge sort. Ascending runs already in a[] are kept (runs shorter than 16
+ * are extended by insertion sort), then neighbouring runs are merged until
+ * one is left. The caller passes the jobs in their last order where it
+ * can, so a steady queue, rescored every cycle but hardly reordered, costs
+ * one comparison per job instead of n log n. The order is total (it ends
+ * on the slot), so the result is the one any sort gives. */
 static int sort_packed(q_state *st, const order_ctx *c, int32_t *a, int n) {
     size_t bytes = (size_t)n * sizeof(pkey);
-    pkey *k = q__alloc(st, 2 * bytes);
+    pkey *k = q__alloc(st, 2 * bytes + ((size_t)n + 1) * sizeof(int32_t));
     if (!k) return -1;
     pkey *src = k, *dst = k + n;
+    int32_t *runs = (int32_t *)(void *)(k + 2 * (size_t)n);
     for (int i = 0; i < n; i++) {
         const q__jc *e = &c->jc[a[i]];
         src[i] = (pkey){-e->score, c->in->jobs[a[i]].queued, e->level, a[i]};
     }
-    const int run = 16;
-    for (int lo = 0; lo < n; lo += run) {
-        int hi = lo + run < n ? lo + run : n;
-        for (int i = lo + 1; i < hi; i++) {
-            pkey x = src[i];
-            int j = i - 1;
-            while (j >= lo && pkey_cmp(c, &x, &src[j]) < 0) {
-                src[j + 1] = src[j];
-                j--;
+    const int minrun = 16;
+    int nr = 0;
+    for (int lo = 0; lo < n;) {
+        int hi = lo + 1;
+        while (hi < n && pkey_cmp(c, &src[hi], &src[hi - 1]) > 0) hi++;
+        if (hi - lo < minrun) {
+            int end = lo + minrun < n ? lo + minrun : n;
+            for (int i = hi; i < end; i++) {
+                pkey x = src[i];
+                int j = i - 1;
+                while (j >= lo && pkey_cmp(c, &x, &src[j]) < 0) {
+                    src[j + 1] = src[j];
+                    j--;
+                }
+                src[j + 1] = x;
             }
-            src[j + 1] = x;
+            hi = end;
         }
+        runs[nr++] = lo;
+        lo = hi;
     }
-    for (int w = run; w < n; w *= 2) {
-        for (int lo = 0; lo < n; lo += 2 * w) {
-            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+    runs[nr] = n;
+    while (nr > 1) {
+        int w = 0;
+        for (int r = 0; r < nr; r += 2) {
+            int lo = runs[r];
+            runs[w++] = lo;
+            if (r + 1 >= nr) { /* an odd run out: copied as it is */
+                memcpy(dst + lo, src + lo, (size_t)(n - lo) * sizeof *src);
+                break;
+            }
+            int mid = runs[r + 1], hi = runs[r + 2];
             int i = lo, j = mid, o = lo;
             while (i < mid && j < hi) dst[o++] = pkey_cmp(c, &src[j], &src[i]) < 0 ? src[j++] : src[i++];
             while (i < mid) dst[o++] = src[i++];
             while (j < hi) dst[o++] = src[j++];
         }
+        runs[w] = n;
+        nr = w;
         pkey *t = src;
         src = dst;
         dst = t;
@@ -299,7 +324,7 @@ typedef struct {
     const struct q_input *in;
     const q_scorer *sc;
     bool all;
-    int32_t *map;       /* old slot -> new slot of clean jobs */
+    int32_t *map;       /* old slot -> new slot of clean jobs (of every job with all) */
     int ndirty;
     int *nscored;
 } upd;
@@ -354,7 +379,32 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
     }
     e->dirty = need_score || e->level != old_level || u->all;
     if (e->dirty) st->tmp2[u->ndirty++] = i;
-    else u->map[oi] = i;
+    if (oi >= 0 && (!e->dirty || u->all))
+        u->map[oi] = i; /* with all, only for last_order (the merge is skipped) */
+    return 0;
+}
+
+/* With every job rescored (all): rewrites dirty[0..n) as the jobs of the
+ * last order in that order (map: old slot -> new slot), then the new ones
+ * in slot order, so that sort_packed finds the runs the queue kept.
+ * Clears map. Returns 0 or -1 when out of memory. */
+static int last_order(q_state *st, int32_t *dirty, int n, int nold) {
+    int32_t *map = st->tmp1, *seq = st->tmp3;
+    uint8_t *placed = q__alloc(st, (size_t)st->njc + 1);
+    if (!placed) return -1;
+    memset(placed, 0, (size_t)st->njc + 1);
+    int m = 0;
+    for (int k = 0; k < st->norder && m < n; k++) {
+        int32_t s = st->ord[k].slot;
+        if (s < 0 || s >= nold || map[s] < 0) continue;
+        seq[m++] = map[s];
+        placed[map[s]] = 1;
+        map[s] = -1;
+    }
+    for (int k = 0; k < n && m < n; k++)
+        if (!placed[dirty[k]]) seq[m++] = dirty[k];
+    memcpy(dirty, seq, (size_t)n * sizeof *dirty);
+    q__free(st, placed);
     return 0;
 }
 
@@ -441,6 +491,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
 
     order_ctx oc = {in, st->jc};
     int32_t *dirty = st->tmp2;
+    if (all && ndirty > 256 && last_order(st, dirty, ndirty, nold)) goto oom;
     if (ndirty > 256) {
         if (sort_packed(st, &oc, dirty, ndirty)) goto oom;
     } else {
