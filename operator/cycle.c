@@ -385,6 +385,80 @@ static void cy_job_preempt_fields(struct q_job *qj, const struct aiq_aijob *j,
     qj->started = js->st.admitted_at;
 }
 
+/* The fields of qj (zeroed by the caller) that any job in the queue has,
+ * from the AIJob j and its state js; mgpus is its GPUs per replica under
+ * the GPU mechanism. Returns 0 or -1 (out of memory). */
+static inline int cy_job_fill(struct cy *c, struct q_job *qj,
+                              const struct opcache_obj *o, const struct aiq_aijob *j,
+                              struct opjob *js, int mgpus, bool pending, bool held,
+                              double now) {
+    qj->key = o->key;
+    qj->uid = j->meta.uid;
+    qj->gen = cy_job_gen(o->changed, js->st.phase, js, held);
+    qj->group = cy_group_index(c, js->st.group);
+    qj->user = cy_user(c, qj->group, j->spec.user);
+    if (qj->user < 0)
+        return -1;
+    qj->priority = j->spec.priority;
+    qj->replicas = j->spec.replicas;
+    qj->gpus = mgpus;
+    qj->gpu_memory_mib = j->spec.resources.gpu_memory_mib;
+    qj->cpu_milli = j->spec.resources.cpu_milli;
+    qj->memory_bytes = j->spec.resources.memory_bytes;
+    qj->gpu_model = j->spec.resources.gpu_model;
+    qj->domain = j->spec.domain;
+    qj->created = j->meta.creation_time;
+    qj->queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
+    qj->est_runtime_s = j->spec.estimated_runtime_s;
+    qj->pred_runtime_s = js->predicted_s;
+    qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
+    qj->attempts = js->st.attempts;
+    qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
+    cy_job_preempt_fields(qj, j, js, now);
+    return 0;
+}
+
+/* A running or held job's nplace replicas: its placement appended to
+ * c->places (c->poff[c->njobs] records where), its end time, and the GPU
+ * memory, cpu and memory it uses on its nodes. Returns 1, 0 when one of
+ * its nodes is gone (it then holds nothing we can see and is left out),
+ * or -1 (out of memory). */
+static inline int cy_job_placed(struct cy *c, struct q_job *qj, const struct aiq_aijob *j,
+                                const struct opjob *js, int nplace, int mgpus, bool held,
+                                double now) {
+    if (cy_places_room(c, nplace) != 0)
+        return -1;
+    struct q_place *pl = &c->places[c->nplaces];
+    for (int k = 0; k < nplace; k++) {
+        int ni = cy_node_index(c, js->place[k].node);
+        if (ni < 0)
+            return 0;
+        pl[k].node = ni;
+        pl[k].gpu_mask = 0;
+        for (int g = 0; g < js->place[k].ngpus; g++)
+            if (js->place[k].gpus[g] >= 0 && js->place[k].gpus[g] < Q_MAX_GPUS)
+                pl[k].gpu_mask |= 1ull << js->place[k].gpus[g];
+        pl[k].gpu_mem_mib = js->place[k].gpu_memory_mib;
+    }
+    /* An offset until every placement is in (c->places may move). */
+    c->poff[c->njobs] = c->nplaces;
+    c->nplaces += nplace;
+    double rt = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
+    qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
+    if (held)
+        qj->end_time = now; /* being stopped: free once its pods are gone */
+    /* The gang's GPU memory, cpu and memory are in use on its nodes. */
+    for (int k = 0; k < nplace; k++) {
+        struct q_node *qn = &c->nodes[pl[k].node];
+        for (int g = 0; g < qn->ngpus && g < Q_MAX_GPUS; g++)
+            if (pl[k].gpu_mask & (1ull << g))
+                qn->gpu_mem_used[g] += mgpus > 0 ? qn->gpu_mem_total[g] : pl[k].gpu_mem_mib;
+        qn->cpu_used += j->spec.resources.cpu_milli;
+        qn->mem_used += j->spec.resources.memory_bytes;
+    }
+    return 1;
+}
+
 /* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
  * Running, with their placement), in one pass over the cache (each job's
  * state is a cache miss at 10k jobs; the placements array grows as it
@@ -419,32 +493,11 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
         struct q_job *qj = &c->jobs[c->njobs];
         memset(qj, 0, sizeof *qj);
         c->poff[c->njobs] = -1;
-        qj->key = o->key;
-        qj->uid = j->meta.uid;
-        qj->gen = cy_job_gen(o->changed, p, js, held);
-        qj->group = cy_group_index(c, js->st.group);
-        qj->user = cy_user(c, qj->group, j->spec.user);
-        if (qj->user < 0)
-            return -1;
-        qj->priority = j->spec.priority;
-        qj->replicas = j->spec.replicas;
         /* Under a mechanism that cannot share a GPU, a shared replica is
          * placed and counted as the whole GPU it will receive. */
         int mgpus = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
-        qj->gpus = mgpus;
-        qj->gpu_memory_mib = j->spec.resources.gpu_memory_mib;
-        qj->cpu_milli = j->spec.resources.cpu_milli;
-        qj->memory_bytes = j->spec.resources.memory_bytes;
-        qj->gpu_model = j->spec.resources.gpu_model;
-        qj->domain = j->spec.domain;
-        qj->created = j->meta.creation_time;
-        qj->queued = js->st.queued_at > 0 ? js->st.queued_at : j->meta.creation_time;
-        qj->est_runtime_s = j->spec.estimated_runtime_s;
-        qj->pred_runtime_s = js->predicted_s;
-        qj->attained_gpu_hours = js->attained_gpu_s / 3600.0;
-        qj->attempts = js->st.attempts;
-        qj->state = pending ? Q_JOB_PENDING : Q_JOB_RUNNING;
-        cy_job_preempt_fields(qj, j, js, now);
+        if (cy_job_fill(c, qj, o, j, js, mgpus, pending, held, now) != 0)
+            return -1;
         if (running && js->grow_avoid && js->grow_avoid->until > now)
             cy_grow_avoid(qj, c, js->grow_avoid);
         if (running || held) {
@@ -453,42 +506,11 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             qj->terminating = held;
             if (held && !job_size_ok(j, nplace))
                 qj->min_replicas = qj->max_replicas = 0; /* spec changed since: as it was */
-            if (cy_places_room(c, nplace) != 0)
+            int rc = cy_job_placed(c, qj, j, js, nplace, mgpus, held, now);
+            if (rc < 0)
                 return -1;
-            struct q_place *pl = &c->places[c->nplaces];
-            bool ok = true;
-            for (int k = 0; k < nplace; k++) {
-                int ni = cy_node_index(c, js->place[k].node);
-                if (ni < 0) {
-                    ok = false;
-                    break;
-                }
-                pl[k].node = ni;
-                pl[k].gpu_mask = 0;
-                for (int g = 0; g < js->place[k].ngpus; g++)
-                    if (js->place[k].gpus[g] >= 0 && js->place[k].gpus[g] < Q_MAX_GPUS)
-                        pl[k].gpu_mask |= 1ull << js->place[k].gpus[g];
-                pl[k].gpu_mem_mib = js->place[k].gpu_memory_mib;
-            }
-            if (!ok)
-                continue; /* its node is gone: it holds nothing we can see */
-            /* An offset until every placement is in (c->places may move). */
-            c->poff[c->njobs] = c->nplaces;
-            c->nplaces += nplace;
-            double rt = js->predicted_s > 0 ? js->predicted_s : j->spec.estimated_runtime_s;
-            qj->end_time = (rt > 0 && js->st.started_at > 0) ? js->st.started_at + rt : 0;
-            if (held)
-                qj->end_time = now; /* being stopped: free once its pods are gone */
-            /* The gang's GPU memory, cpu and memory are in use on its nodes. */
-            for (int k = 0; k < nplace; k++) {
-                struct q_node *qn = &c->nodes[pl[k].node];
-                for (int g = 0; g < qn->ngpus && g < Q_MAX_GPUS; g++)
-                    if (pl[k].gpu_mask & (1ull << g))
-                        qn->gpu_mem_used[g] += mgpus > 0 ? qn->gpu_mem_total[g]
-                                                                        : pl[k].gpu_mem_mib;
-                qn->cpu_used += j->spec.resources.cpu_milli;
-                qn->mem_used += j->spec.resources.memory_bytes;
-            }
+            if (rc == 0)
+                continue;
         }
         c->jobj[c->njobs++] = o;
     }
