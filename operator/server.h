@@ -412,7 +412,8 @@ int job_release(struct server *s, struct opcache_obj *o);
 
 /* Releases several admitted jobs in one batch: builds every pod's patch,
  * sends them in parallel (release_exec.h), then applies the results. A
- * job is marked released when all its pods are. Returns the pods patched,
+ * job is marked released when all its pods are; NULL entries are
+ * skipped. Returns the pods patched,
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
