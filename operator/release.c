@@ -129,11 +129,81 @@ fail:
     return NULL;
 }
 
+/* The patch's metadata.annotations: where the pod goes (node, GPUs, GPU
+ * memory). Returns 0, or -1 when out of memory. */
+static int rel_annotations(json_object *patch, const struct opst_place *p) {
+    char buf[AIQ_MAX_GPUS_PER_REPLICA * 4 + 8];
+    json_object *meta = rel_obj(patch, "metadata");
+    json_object *ann = meta ? rel_obj(meta, "annotations") : NULL;
+    if (!ann ||
+        rel_add(ann, RELEASE_ANN_NODE, json_object_new_string(p->node)) ||
+        rel_add(ann, RELEASE_ANN_GPUS,
+                json_object_new_string(release_gpu_list(buf, sizeof buf, p))))
+        return -1;
+    snprintf(buf, sizeof buf, "%" PRId64, p->gpu_memory_mib);
+    return rel_add(ann, RELEASE_ANN_GPU_MEM, json_object_new_string(buf)) ? -1 : 0;
+}
+
+/* The patch's required node affinity: each of the pod's existing terms
+ * (ORed; pspec is its spec, may be NULL) with our node ANDed in, or our
+ * node alone. Returns 0, or -1 when out of memory. */
+static int rel_affinity(json_object *spec, json_object *pspec, const char *node) {
+    json_object *aff = rel_obj(spec, "affinity");
+    json_object *na = aff ? rel_obj(aff, "nodeAffinity") : NULL;
+    json_object *req = na ? rel_obj(na, "requiredDuringSchedulingIgnoredDuringExecution") : NULL;
+    if (!req)
+        return -1;
+    json_object *terms = json_object_new_array();
+    if (rel_add(req, "nodeSelectorTerms", terms))
+        return -1;
+    json_object *old_terms = NULL, *x = NULL;
+    if (pspec && json_object_object_get_ex(pspec, "affinity", &x) &&
+        json_object_object_get_ex(x, "nodeAffinity", &x) &&
+        json_object_object_get_ex(x, "requiredDuringSchedulingIgnoredDuringExecution", &x) &&
+        json_object_object_get_ex(x, "nodeSelectorTerms", &old_terms) &&
+        !json_object_is_type(old_terms, json_type_array))
+        old_terms = NULL;
+    size_t nold = old_terms ? json_object_array_length(old_terms) : 0;
+    for (size_t i = 0; i < (nold ? nold : 1); i++) {
+        json_object *t = rel_term(nold ? json_object_array_get_idx(old_terms, i) : NULL, node);
+        if (!t || json_object_array_add(terms, t) != 0) {
+            json_object_put(t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The patch's schedulingGates: everyone else's kept, ours dropped (null
+ * when none is left). Returns 0, or -1 when out of memory. */
+static int rel_gates(json_object *spec, json_object *pspec) {
+    json_object *gates = NULL, *keep = json_object_new_array();
+    if (!keep)
+        return -1;
+    if (pspec && json_object_object_get_ex(pspec, "schedulingGates", &gates) &&
+        json_object_is_type(gates, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(gates); i++) {
+            json_object *g = json_object_array_get_idx(gates, i), *n = NULL;
+            if (json_object_object_get_ex(g, "name", &n) &&
+                strcmp(json_object_get_string(n), AIQ_GATE) == 0)
+                continue;
+            if (json_object_array_add(keep, json_object_get(g)) != 0) {
+                json_object_put(keep);
+                return -1;
+            }
+        }
+    }
+    if (json_object_array_length(keep) == 0) {
+        json_object_put(keep);
+        return json_object_object_add(spec, "schedulingGates", NULL) != 0 ? -1 : 0;
+    }
+    return rel_add(spec, "schedulingGates", keep) ? -1 : 0;
+}
+
 /* Builds the release patch of one pod; see release.h. */
 json_object *release_pod_patch(json_object *pod, const struct opst_place *p,
                                aiq_err *err) {
     json_object *patch = NULL, *spec = NULL, *pspec = NULL;
-    char buf[AIQ_MAX_GPUS_PER_REPLICA * 4 + 8];
 
     if (!p->node[0]) {
         aiq_err_field(err, AIQ_EINVAL, "status.placement",
@@ -144,70 +214,11 @@ json_object *release_pod_patch(json_object *pod, const struct opst_place *p,
     if (!patch)
         goto nomem;
     json_object_object_get_ex(pod, "spec", &pspec);
-
-    json_object *meta = rel_obj(patch, "metadata");
-    json_object *ann = meta ? rel_obj(meta, "annotations") : NULL;
-    if (!ann)
+    if (rel_annotations(patch, p) != 0)
         goto nomem;
-    snprintf(buf, sizeof buf, "%" PRId64, p->gpu_memory_mib);
-    if (rel_add(ann, RELEASE_ANN_NODE, json_object_new_string(p->node)) ||
-        rel_add(ann, RELEASE_ANN_GPUS,
-                json_object_new_string(release_gpu_list(buf, sizeof buf, p))))
-        goto nomem;
-    snprintf(buf, sizeof buf, "%" PRId64, p->gpu_memory_mib);
-    if (rel_add(ann, RELEASE_ANN_GPU_MEM, json_object_new_string(buf)))
-        goto nomem;
-
     spec = rel_obj(patch, "spec");
-    json_object *aff = spec ? rel_obj(spec, "affinity") : NULL;
-    json_object *na = aff ? rel_obj(aff, "nodeAffinity") : NULL;
-    json_object *req = na ? rel_obj(na, "requiredDuringSchedulingIgnoredDuringExecution") : NULL;
-    json_object *terms = json_object_new_array();
-    if (!req || rel_add(req, "nodeSelectorTerms", terms))
+    if (!spec || rel_affinity(spec, pspec, p->node) != 0 || rel_gates(spec, pspec) != 0)
         goto nomem;
-
-    /* Existing terms (ORed): each gets our requirement ANDed in. */
-    json_object *old_terms = NULL, *x = NULL;
-    if (pspec && json_object_object_get_ex(pspec, "affinity", &x) &&
-        json_object_object_get_ex(x, "nodeAffinity", &x) &&
-        json_object_object_get_ex(x, "requiredDuringSchedulingIgnoredDuringExecution", &x) &&
-        json_object_object_get_ex(x, "nodeSelectorTerms", &old_terms) &&
-        !json_object_is_type(old_terms, json_type_array))
-        old_terms = NULL;
-    size_t nold = old_terms ? json_object_array_length(old_terms) : 0;
-    for (size_t i = 0; i < (nold ? nold : 1); i++) {
-        json_object *t = rel_term(nold ? json_object_array_get_idx(old_terms, i) : NULL,
-                                  p->node);
-        if (!t || json_object_array_add(terms, t) != 0) {
-            json_object_put(t);
-            goto nomem;
-        }
-    }
-
-    /* Gates: keep everyone else's, drop ours. */
-    json_object *gates = NULL, *keep = json_object_new_array();
-    if (!keep)
-        goto nomem;
-    if (pspec && json_object_object_get_ex(pspec, "schedulingGates", &gates) &&
-        json_object_is_type(gates, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(gates); i++) {
-            json_object *g = json_object_array_get_idx(gates, i), *n = NULL;
-            if (json_object_object_get_ex(g, "name", &n) &&
-                strcmp(json_object_get_string(n), AIQ_GATE) == 0)
-                continue;
-            if (json_object_array_add(keep, json_object_get(g)) != 0) {
-                json_object_put(keep);
-                goto nomem;
-            }
-        }
-    }
-    if (json_object_array_length(keep) == 0) {
-        json_object_put(keep);
-        if (json_object_object_add(spec, "schedulingGates", NULL) != 0)
-            goto nomem;
-    } else if (rel_add(spec, "schedulingGates", keep)) {
-        goto nomem;
-    }
     return patch;
 
 nomem:

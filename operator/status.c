@@ -301,6 +301,53 @@ bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now
     return false;
 }
 
+/* status.scoreTerms: each term's name and value. Returns 0, or -1 when
+ * out of memory. */
+static int opst_score_terms(json_object *s, const struct opstatus *st) {
+    json_object *terms = json_object_new_array();
+    if (opst_add(s, "scoreTerms", terms))
+        return -1;
+    for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
+        json_object *t = json_object_new_object();
+        if (!t || json_object_array_add(terms, t) != 0) {
+            json_object_put(t);
+            return -1;
+        }
+        if (opst_add_str(t, "name", st->terms[i].name) ||
+            opst_add(t, "value", opst_num(st->terms[i].value)))
+            return -1;
+    }
+    return 0;
+}
+
+/* status.placement: each replica's node, GPU indexes and GPU memory.
+ * Returns 0, or -1 when out of memory. */
+static int opst_placement(json_object *s, const struct opstatus *st) {
+    json_object *pl = json_object_new_array();
+    if (opst_add(s, "placement", pl))
+        return -1;
+    for (int i = 0; i < st->nplacement; i++) {
+        const struct opst_place *p = &st->placement[i];
+        json_object *o = json_object_new_object();
+        json_object *g = json_object_new_array();
+        if (!o || json_object_array_add(pl, o) != 0) {
+            json_object_put(o);
+            json_object_put(g);
+            return -1;
+        }
+        if (opst_add(o, "replica", json_object_new_int(p->replica)) ||
+            opst_add_str(o, "node", p->node) || opst_add(o, "gpuIndexes", g))
+            return -1;
+        for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
+            if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
+                return -1;
+        char q[32];
+        if (opst_add_str(o, "gpuMemory", aiq_quantity_format_mib(p->gpu_memory_mib, q, sizeof q)))
+            return -1;
+    }
+    return 0;
+}
+
 /* Builds the status JSON; see status.h. */
 json_object *opstatus_to_json(const struct opstatus *st,
                               json_object *old_status, double now) {
@@ -318,21 +365,8 @@ json_object *opstatus_to_json(const struct opstatus *st,
         goto fail;
     if (st->has_score && opst_add(s, "score", opst_num(st->score)))
         goto fail;
-    if (st->nterms > 0) {
-        json_object *terms = json_object_new_array();
-        if (opst_add(s, "scoreTerms", terms))
-            goto fail;
-        for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
-            json_object *t = json_object_new_object();
-            if (!t || json_object_array_add(terms, t) != 0) {
-                json_object_put(t);
-                goto fail;
-            }
-            if (opst_add_str(t, "name", st->terms[i].name) ||
-                opst_add(t, "value", opst_num(st->terms[i].value)))
-                goto fail;
-        }
-    }
+    if (st->nterms > 0 && opst_score_terms(s, st) != 0)
+        goto fail;
     if (st->total_gpus > 0 &&
         opst_add(s, "totalGpus", json_object_new_int64(st->total_gpus)))
         goto fail;
@@ -342,31 +376,8 @@ json_object *opstatus_to_json(const struct opstatus *st,
         goto fail;
     if (opst_add_time(s, "estimatedStartTime", st->estimated_start))
         goto fail;
-    if (st->nplacement > 0 && st->placement) {
-        json_object *pl = json_object_new_array();
-        if (opst_add(s, "placement", pl))
-            goto fail;
-        for (int i = 0; i < st->nplacement; i++) {
-            const struct opst_place *p = &st->placement[i];
-            json_object *o = json_object_new_object();
-            json_object *g = json_object_new_array();
-            if (!o || json_object_array_add(pl, o) != 0) {
-                json_object_put(o);
-                json_object_put(g);
-                goto fail;
-            }
-            if (opst_add(o, "replica", json_object_new_int(p->replica)) ||
-                opst_add_str(o, "node", p->node) || opst_add(o, "gpuIndexes", g))
-                goto fail;
-            for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
-                if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
-                    goto fail;
-            char q[32];
-            if (opst_add_str(o, "gpuMemory",
-                             aiq_quantity_format_mib(p->gpu_memory_mib, q, sizeof q)))
-                goto fail;
-        }
-    }
+    if (st->nplacement > 0 && st->placement && opst_placement(s, st) != 0)
+        goto fail;
     if (opst_add_time(s, "queuedTime", st->queued_at) ||
         opst_add_time(s, "admittedTime", st->admitted_at) ||
         opst_add_time(s, "startTime", st->started_at) ||

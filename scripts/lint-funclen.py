@@ -51,8 +51,8 @@ def functions(path):
             else:
                 continue
         code = line.split("//")[0].rstrip()
-        if code.endswith(";"):
-            start = None          # a declaration or prototype
+        if code.endswith(";") or (code.endswith("}") and "{" in code):
+            start = None          # a declaration, a prototype or a one-line function
         elif code.endswith("{"):
             header = ATTR.sub("", " ".join(lines[start:i + 1]))
             m = re.search(r"(\w+)\s*\(", header)
