@@ -906,17 +906,19 @@ static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm,
     return true;
 }
 
-/* Writes the admitted jobs' statuses and releases their gangs. */
+/* Writes the admitted jobs' statuses, then releases their gangs. */
 static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm) {
-    /* Each job's status (phase Admitted and its placement) is written
-     * before its pods are patched; later jobs' writes overlap earlier
-     * jobs' releases. A job whose write failed is not released now; a
+    /* Pass 1: every admitted job's status (phase Admitted and its
+     * placement). A job whose write failed is not released now; a
      * later sync releases it once the status is recorded. */
-    int npods = jobs_admit_release(s, admitted, nadm);
+    srv__write_statuses(s, OPK_AIJOB, admitted, nadm);
+    /* Pass 2: release every admitted gang's pods in one batch, one
+     * merge patch per pod. */
     int nrel = 0;
     for (int k = 0; k < nadm; k++)
         if (admitted[k])
             admitted[nrel++] = admitted[k];
+    int npods = jobs_release(s, admitted, nrel);
     for (int k = 0; k < nrel; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;

@@ -533,41 +533,26 @@ static bool job_node_loss(struct server *s, struct opcache_obj *o, const struct 
     return true;
 }
 
-/* One batch of release patches: the items and, per item, the index of
- * the job it is for; per job, its errors. */
-struct rel_batch {
-    struct release_item *items;
-    int *owner;
-    int *errors;
-    int nitems, cap;
-};
-
-static void rel_batch_free(struct rel_batch *b) {
-    free(b->items);
-    free(b->owner);
-    free(b->errors);
-    memset(b, 0, sizeof *b);
-}
-
-/* Builds the release patch of every still-gated pod of jobs (cheap, on
- * this thread; NULL entries are skipped, jobs without a placement or
- * with a missing pod count an error). Returns 0, or -1 on ENOMEM before
- * anything was built (b is then empty). */
-static int rel_build(struct server *s, struct opcache_obj **jobs, int njobs,
-                     struct rel_batch *b) {
+/* Releases admitted jobs; see server.h. */
+int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
     char key[OPCACHE_KEY_MAX];
-    memset(b, 0, sizeof *b);
-    b->errors = calloc((size_t)(njobs ? njobs : 1), sizeof *b->errors);
-    if (!b->errors)
+    int nitems = 0, cap = 0, patched = 0;
+    struct release_item *items = NULL;
+    int *owner = NULL, *errors = NULL;
+    /* Fail closed: no gang leaves its gate unless its admission is
+     * recorded (store_guard.c); a later sync releases it. */
+    if (!srv_store_publishable(s))
+        return 0;
+    errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
+    if (!errors)
         return -1;
+    /* Build every patch first (cheap, on this thread). */
     for (int jx = 0; jx < njobs; jx++) {
         struct opcache_obj *o = jobs[jx];
         struct opjob *js = o ? job_state(o) : NULL;
         const struct aiq_aijob *j = o ? o->parsed : NULL;
-        if (!o)
-            continue;
         if (!js || !j || !o->parse_ok || js->st.nplacement <= 0) {
-            b->errors[jx]++;
+            errors[jx]++;
             continue;
         }
         for (int k = 0; k < js->st.nplacement; k++) {
@@ -575,26 +560,26 @@ static int rel_build(struct server *s, struct opcache_obj **jobs, int njobs,
             job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, pl->replica);
             struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
             if (!p) {
-                b->errors[jx]++;
+                errors[jx]++;
                 continue;
             }
             if (!pods_is_gated(p->raw))
                 continue; /* released before (idempotent) */
-            if (b->nitems == b->cap) {
-                int nc = b->cap ? b->cap * 2 : 64;
-                struct release_item *ni = realloc(b->items, (size_t)nc * sizeof *ni);
+            if (nitems == cap) {
+                int nc = cap ? cap * 2 : 64;
+                struct release_item *ni = realloc(items, (size_t)nc * sizeof *ni);
+                int *no = realloc(owner, (size_t)nc * sizeof *no);
                 if (ni)
-                    b->items = ni;
-                int *no = ni ? realloc(b->owner, (size_t)nc * sizeof *no) : NULL;
+                    items = ni;
                 if (no)
-                    b->owner = no;
+                    owner = no;
                 if (!ni || !no) {
-                    b->errors[jx]++;
-                    return 0; /* what was built is sent; this job retries */
+                    errors[jx]++;
+                    goto send;
                 }
-                b->cap = nc;
+                cap = nc;
             }
-            struct release_item *it = &b->items[b->nitems];
+            struct release_item *it = &items[nitems];
             memset(it, 0, sizeof *it);
             it->patch = release_pod_patch(p->raw, pl, &it->err);
             if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
@@ -603,7 +588,7 @@ static int rel_build(struct server *s, struct opcache_obj **jobs, int njobs,
                       aiq_strerror(it->err.code), it->err.message);
                 json_object_put(it->patch);
                 it->patch = NULL;
-                b->errors[jx]++;
+                errors[jx]++;
                 continue;
             }
             if (it->patch && j->spec.max_replicas > 0 &&
@@ -614,27 +599,23 @@ static int rel_build(struct server *s, struct opcache_obj **jobs, int njobs,
             if (!it->patch ||
                 srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
                 json_object_put(it->patch);
-                b->errors[jx]++;
+                errors[jx]++;
                 continue;
             }
-            b->owner[b->nitems++] = jx;
+            owner[nitems++] = jx;
         }
     }
-    return 0;
-}
-
-/* Applies a sent batch: patched pods go into the cache, failures are
- * logged, and each job without an error is marked released. Frees the
- * batch's patches and results (not b itself). Returns the pods patched,
- * or -1 when any job had an error. */
-static int rel_apply(struct server *s, struct opcache_obj **jobs, int njobs,
-                     struct rel_batch *b) {
-    char key[OPCACHE_KEY_MAX];
-    int patched = 0, failed = 0;
-    for (int i = 0; i < b->nitems; i++) {
-        struct release_item *it = &b->items[i];
+send:
+    /* Send them in parallel over the client's pool, then apply. */
+    if (nitems > 0) {
+        double t0 = srv_now();
+        int ok = release_exec(s->kc, items, nitems, 4);
+        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
+              njobs, nitems, ok, srv_now() - t0);
+    }
+    for (int i = 0; i < nitems; i++) {
+        struct release_item *it = &items[i];
         json_object_put(it->patch);
-        it->patch = NULL;
         if (it->rc == AIQ_OK) {
             json_object *m = NULL, *a = NULL, *nd = NULL;
             patched++;
@@ -647,105 +628,21 @@ static int rel_apply(struct server *s, struct opcache_obj **jobs, int njobs,
                   nd ? json_object_get_string(nd) : "-");
             opcache_put(s->cache[OPK_POD], it->out, NULL);
         } else {
-            b->errors[b->owner[i]]++;
+            errors[owner[i]]++;
             OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", it->path, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
         }
-        it->out = NULL;
     }
+    int failed = 0;
     for (int jx = 0; jx < njobs; jx++) {
-        if (b->errors[jx] == 0 && jobs[jx])
+        if (errors[jx] == 0 && jobs[jx])
             job_state(jobs[jx])->released = true;
-        failed += b->errors[jx] != 0;
+        failed += errors[jx] != 0;
     }
-    return failed ? -1 : patched;
-}
-
-/* Releases admitted jobs; see server.h. */
-int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
-    struct rel_batch b;
-    /* Fail closed: no gang leaves its gate unless its admission is
-     * recorded (store_guard.c); a later sync releases it. */
-    if (!srv_store_publishable(s))
-        return 0;
-    if (rel_build(s, jobs, njobs, &b) != 0)
-        return -1;
-    if (b.nitems > 0) {
-        double t0 = srv_now();
-        int ok = release_exec(s->kc, b.items, b.nitems, 4);
-        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
-              njobs, b.nitems, ok, srv_now() - t0);
-    }
-    int r = rel_apply(s, jobs, njobs, &b);
-    rel_batch_free(&b);
-    return r;
-}
-
-/* Waits for the chunk in flight (jobs[0..n), batch b, sent in the
- * background as bg), logs it and applies it. Returns rel_apply's
- * result. */
-static int rel_chunk_done(struct server *s, struct opcache_obj **jobs, int n,
-                          struct rel_batch *b, struct release_bg *bg, double t0) {
-    release_exec_wait(bg);
-    if (b->nitems > 0) {
-        int ok = 0;
-        for (int i = 0; i < b->nitems; i++)
-            ok += b->items[i].rc == AIQ_OK;
-        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL,
-              "jobs=%d pods=%d ok=%d seconds=%.4f", n, b->nitems, ok, srv_now() - t0);
-    }
-    int r = rel_apply(s, jobs, n, b);
-    rel_batch_free(b);
-    return r;
-}
-
-/* Records and releases admitted jobs; see server.h. Chunks of
- * JOBS_ADMIT_CHUNK jobs: chunk k+1's statuses are written (this thread
- * and its helpers) while chunk k's pods are patched in the background,
- * so the server always has both kinds of request; no pod of a job goes
- * before that job's own status write succeeded. */
-#define JOBS_ADMIT_CHUNK 64
-int jobs_admit_release(struct server *s, struct opcache_obj **jobs, int njobs) {
-    struct rel_batch b;
-    struct release_bg *bg = NULL;
-    struct opcache_obj **fly = NULL; /* the chunk in flight, or NULL */
-    int nfly = 0, patched = 0, failed = 0;
-    double t0 = 0;
-    memset(&b, 0, sizeof b);
-    for (int k = 0; k < njobs || fly; k += JOBS_ADMIT_CHUNK) {
-        int m = k < njobs ? njobs - k : 0;
-        if (m > JOBS_ADMIT_CHUNK)
-            m = JOBS_ADMIT_CHUNK;
-        /* The record before the release: a job whose status write
-         * failed is set to NULL and released by a later sync. */
-        if (m > 0 && srv__write_statuses(s, OPK_AIJOB, jobs + k, m) < 0)
-            for (int i = 0; i < m; i++)
-                jobs[k + i] = NULL; /* ENOMEM: none written */
-        if (fly) {
-            int r = rel_chunk_done(s, fly, nfly, &b, bg, t0);
-            if (r < 0)
-                failed++;
-            else
-                patched += r;
-            fly = NULL;
-            bg = NULL;
-        }
-        if (m == 0)
-            break;
-        /* Fail closed: no gang leaves its gate unless its admission is
-         * recorded (store_guard.c); a later sync releases it. */
-        if (!srv_store_publishable(s))
-            continue;
-        if (rel_build(s, jobs + k, m, &b) != 0) {
-            failed++;
-            continue;
-        }
-        t0 = srv_now();
-        fly = jobs + k;
-        nfly = m;
-        bg = release_exec_start(s->kc, b.items, b.nitems, 4);
-    }
+    free(items);
+    free(owner);
+    free(errors);
     return failed ? -1 : patched;
 }
 

@@ -30,22 +30,4 @@ struct release_item {
 int release_exec(struct kube_client *c, struct release_item *items, int n,
                  int threads);
 
-/* A batch being sent in the background. */
-struct release_bg;
-
-/* Starts sending items (borrowed until release_exec_wait returns; the
- * caller touches none of them meanwhile) on up to `threads` new threads
- * (1..16) and returns at once, so the caller's thread can do other work,
- * such as sending the next batch. When no thread can be made it sends
- * them itself before returning. Returns the handle for
- * release_exec_wait, or NULL when the batch was already sent (ENOMEM):
- * either way every item's out/rc/err is set once release_exec_wait
- * returns. */
-struct release_bg *release_exec_start(struct kube_client *c, struct release_item *items,
-                                      int n, int threads);
-
-/* Waits until every item of the batch was sent and frees b (NULL: does
- * nothing). */
-void release_exec_wait(struct release_bg *b);
-
 #endif

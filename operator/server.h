@@ -412,19 +412,9 @@ int job_release(struct server *s, struct opcache_obj *o);
 
 /* Releases several admitted jobs in one batch: builds every pod's patch,
  * sends them in parallel (release_exec.h), then applies the results. A
- * job is marked released when all its pods are; NULL entries are
- * skipped. Returns the pods patched,
+ * job is marked released when all its pods are. Returns the pods patched,
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
-
-/* The cycle's admitted jobs (their desired statuses set): writes each
- * job's status (phase Admitted, its placement), then releases its pods,
- * the status write of later jobs overlapping the release of earlier
- * ones; a job's pods go only after its own status write succeeded. A
- * job whose write failed is set to NULL in jobs and not released (a
- * later sync releases it once its status is written). Returns the pods
- * patched, or -1 when any job had an error (logged). */
-int jobs_admit_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
 /* Tells whether every pod of the job existed on the server (not only as
  * a placeholder waiting for its create) at its last sync, which pod

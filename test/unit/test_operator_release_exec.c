@@ -2,8 +2,7 @@
  * (operator/release_exec.c) against the in-process local API server:
  * gated pods created from several threads, a second create answered
  * AlreadyExists per item, then the release patches ungate every pod and
- * record its node hint, and a missing pod fails only its own item; a
- * batch sent in the background beside another one. */
+ * record its node hint, and a missing pod fails only its own item. */
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -132,83 +131,5 @@ TEST(release_exec_create_then_release) {
     }
     CHECK_INT(gated, 0);
     CHECK_INT(hinted, NPODS);
-    env_down(&v);
-}
-
-/* The release patch of pod gang-i onto node-(i % 3), built from the pod
- * the server holds. */
-static json_object *rx_release_of(struct env *v, int i) {
-    char name[32];
-    struct opst_place pl;
-    memset(&pl, 0, sizeof pl);
-    pl.replica = i;
-    snprintf(pl.node, sizeof pl.node, "node-%d", i % 3);
-    pl.gpus[0] = i % 8;
-    pl.ngpus = 1;
-    pl.gpu_memory_mib = 1000;
-    snprintf(name, sizeof name, "gang-%d", i);
-    json_object *pod = apisrv_obj_get(v->srv, "pods", "default", name);
-    json_object *patch = pod ? release_pod_patch(pod, &pl, NULL) : NULL;
-    json_object_put(pod);
-    return patch;
-}
-
-/* A batch sent in the background (release_exec_start) while the calling
- * thread sends another one: both complete, every item with its result,
- * and an empty background batch is waited for like any other. */
-TEST(release_exec_background_beside_another) {
-    struct env v;
-    if (!CHECK(env_up(&v) == 0)) {
-        env_down(&v);
-        return;
-    }
-    struct aiq_aijob j;
-    memset(&j, 0, sizeof j);
-    j.meta.name = (char *)"gang";
-    j.meta.namespace_ = (char *)"default";
-    j.meta.uid = (char *)"uid-gang";
-    j.spec.replicas = NPODS;
-    j.spec.resources.gpus = 1;
-    struct release_item mk[NPODS];
-    memset(mk, 0, sizeof mk);
-    for (int i = 0; i < NPODS; i++) {
-        mk[i].create = 1;
-        mk[i].patch = pods_build(&j, NULL, i, GPU_MECH_DEVICE_PLUGIN, NULL);
-        snprintf(mk[i].path, sizeof mk[i].path, "/api/v1/namespaces/default/pods");
-    }
-    CHECK_INT(release_exec(v.kc, mk, NPODS, 4), NPODS);
-    for (int i = 0; i < NPODS; i++) {
-        json_object_put(mk[i].out);
-        json_object_put(mk[i].patch);
-    }
-
-    struct release_item rel[NPODS];
-    memset(rel, 0, sizeof rel);
-    for (int i = 0; i < NPODS; i++) {
-        rel[i].patch = rx_release_of(&v, i);
-        snprintf(rel[i].path, sizeof rel[i].path, "/api/v1/namespaces/default/pods/gang-%d", i);
-    }
-    int half = NPODS / 2;
-    struct release_bg *bg = release_exec_start(v.kc, rel, half, 2);
-    CHECK_INT(release_exec(v.kc, rel + half, NPODS - half, 2), NPODS - half);
-    release_exec_wait(bg);
-    int ok = 0;
-    for (int i = 0; i < NPODS; i++) {
-        ok += rel[i].rc == AIQ_OK;
-        json_object_put(rel[i].patch);
-        json_object_put(rel[i].out);
-    }
-    CHECK_INT(ok, NPODS);
-    int gated = 0;
-    for (int i = 0; i < NPODS; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "gang-%d", i);
-        json_object *pod = apisrv_obj_get(v.srv, "pods", "default", name);
-        gated += pods_is_gated(pod);
-        json_object_put(pod);
-    }
-    CHECK_INT(gated, 0);
-    release_exec_wait(release_exec_start(v.kc, NULL, 0, 4));
-    release_exec_wait(NULL);
     env_down(&v);
 }
