@@ -533,20 +533,66 @@ static bool job_node_loss(struct server *s, struct opcache_obj *o, const struct 
     return true;
 }
 
-/* Releases admitted jobs; see server.h. */
-int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
-    char key[OPCACHE_KEY_MAX];
-    int nitems = 0, cap = 0, patched = 0;
-    struct release_item *items = NULL;
-    int *owner = NULL, *errors = NULL;
-    /* Fail closed: no gang leaves its gate unless its admission is
-     * recorded (store_guard.c); a later sync releases it. */
-    if (!srv_store_publishable(s))
+/* The release patches being built for a batch of jobs: items[i] is a
+ * pod's, owner[i] the index of its job. */
+struct rel_batch {
+    struct release_item *items;
+    int *owner;
+    int n, cap;
+};
+
+/* Room for one more item. Returns 0, or -1 when out of memory. */
+static int rel_batch_room(struct rel_batch *b) {
+    if (b->n < b->cap)
         return 0;
-    errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
-    if (!errors)
+    int nc = b->cap ? b->cap * 2 : 64;
+    struct release_item *ni = realloc(b->items, (size_t)nc * sizeof *ni);
+    if (ni)
+        b->items = ni;
+    int *no = realloc(b->owner, (size_t)nc * sizeof *no);
+    if (no)
+        b->owner = no;
+    if (!ni || !no)
         return -1;
-    /* Build every patch first (cheap, on this thread). */
+    b->cap = nc;
+    return 0;
+}
+
+/* Fills it with the release patch of pod p (replica pl of job j) and its
+ * path. Returns 0, or -1 when it cannot be built (it then holds nothing). */
+static int rel_item_build(struct server *s, struct release_item *it, struct opcache_obj *p,
+                          const struct opst_place *pl, const struct aiq_aijob *j,
+                          const struct opjob *js, const char *key) {
+    memset(it, 0, sizeof *it);
+    it->patch = release_pod_patch(p->raw, pl, &it->err);
+    if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
+        OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(p->raw),
+              "mechanism=%s rc=%s msg=\"%s\"", gpu_mech_name(s->flags.gpu_mech),
+              aiq_strerror(it->err.code), it->err.message);
+        json_object_put(it->patch);
+        it->patch = NULL;
+        return -1;
+    }
+    if (it->patch && j->spec.max_replicas > 0 &&
+        actions_patch_size(it->patch, js->st.nplacement - js->stopping) != 0) {
+        json_object_put(it->patch);
+        it->patch = NULL;
+    }
+    if (!it->patch ||
+        srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
+        json_object_put(it->patch);
+        it->patch = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds the patches of every gated pod of the jobs into b (cheap, on
+ * this thread); errors[jx] counts what job jx could not have. Stops at
+ * the first allocation failure, sending what was built. */
+static void rel_batch_build(struct server *s, struct opcache_obj **jobs, int njobs,
+                            int *errors, struct rel_batch *b) {
+    char key[OPCACHE_KEY_MAX];
     for (int jx = 0; jx < njobs; jx++) {
         struct opcache_obj *o = jobs[jx];
         struct opjob *js = o ? job_state(o) : NULL;
@@ -565,56 +611,27 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
             }
             if (!pods_is_gated(p->raw))
                 continue; /* released before (idempotent) */
-            if (nitems == cap) {
-                int nc = cap ? cap * 2 : 64;
-                struct release_item *ni = realloc(items, (size_t)nc * sizeof *ni);
-                int *no = realloc(owner, (size_t)nc * sizeof *no);
-                if (ni)
-                    items = ni;
-                if (no)
-                    owner = no;
-                if (!ni || !no) {
-                    errors[jx]++;
-                    goto send;
-                }
-                cap = nc;
+            if (rel_batch_room(b) != 0) {
+                errors[jx]++;
+                return;
             }
-            struct release_item *it = &items[nitems];
-            memset(it, 0, sizeof *it);
-            it->patch = release_pod_patch(p->raw, pl, &it->err);
-            if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
-                OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(p->raw),
-                      "mechanism=%s rc=%s msg=\"%s\"", gpu_mech_name(s->flags.gpu_mech),
-                      aiq_strerror(it->err.code), it->err.message);
-                json_object_put(it->patch);
-                it->patch = NULL;
+            if (rel_item_build(s, &b->items[b->n], p, pl, j, js, key) != 0) {
                 errors[jx]++;
                 continue;
             }
-            if (it->patch && j->spec.max_replicas > 0 &&
-                actions_patch_size(it->patch, js->st.nplacement - js->stopping) != 0) {
-                json_object_put(it->patch);
-                it->patch = NULL;
-            }
-            if (!it->patch ||
-                srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
-                json_object_put(it->patch);
-                errors[jx]++;
-                continue;
-            }
-            owner[nitems++] = jx;
+            b->owner[b->n++] = jx;
         }
     }
-send:
-    /* Send them in parallel over the client's pool, then apply. */
-    if (nitems > 0) {
-        double t0 = srv_now();
-        int ok = release_exec(s->kc, items, nitems, 4);
-        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
-              njobs, nitems, ok, srv_now() - t0);
-    }
-    for (int i = 0; i < nitems; i++) {
-        struct release_item *it = &items[i];
+}
+
+/* Takes the answers of a sent batch: a released pod goes into the cache,
+ * a failure counts against its job. Frees the patches. Returns the pods
+ * released. */
+static int rel_batch_apply(struct server *s, struct rel_batch *b, int *errors) {
+    char key[OPCACHE_KEY_MAX];
+    int patched = 0;
+    for (int i = 0; i < b->n; i++) {
+        struct release_item *it = &b->items[i];
         json_object_put(it->patch);
         if (it->rc == AIQ_OK) {
             json_object *m = NULL, *a = NULL, *nd = NULL;
@@ -628,20 +645,43 @@ send:
                   nd ? json_object_get_string(nd) : "-");
             opcache_put(s->cache[OPK_POD], it->out, NULL);
         } else {
-            errors[owner[i]]++;
+            errors[b->owner[i]]++;
             OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", it->path, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
         }
     }
+    return patched;
+}
+
+/* Releases admitted jobs; see server.h. */
+int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
+    struct rel_batch b = {0};
+    int *errors = NULL;
+    /* Fail closed: no gang leaves its gate unless its admission is
+     * recorded (store_guard.c); a later sync releases it. */
+    if (!srv_store_publishable(s))
+        return 0;
+    errors = calloc((size_t)(njobs ? njobs : 1), sizeof *errors);
+    if (!errors)
+        return -1;
+    rel_batch_build(s, jobs, njobs, errors, &b);
+    /* Send them in parallel over the client's pool, then apply. */
+    if (b.n > 0) {
+        double t0 = srv_now();
+        int ok = release_exec(s->kc, b.items, b.n, 4);
+        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
+              njobs, b.n, ok, srv_now() - t0);
+    }
+    int patched = rel_batch_apply(s, &b, errors);
     int failed = 0;
     for (int jx = 0; jx < njobs; jx++) {
         if (errors[jx] == 0 && jobs[jx])
             job_state(jobs[jx])->released = true;
         failed += errors[jx] != 0;
     }
-    free(items);
-    free(owner);
+    free(b.items);
+    free(b.owner);
     free(errors);
     return failed ? -1 : patched;
 }
