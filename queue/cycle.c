@@ -146,12 +146,16 @@ static bool gpu_room(const q__nodeset *ns, const q__req *r) {
     return false;
 }
 
-/* Finds when the head job h can start from the running and just-admitted
- * jobs' predicted ends, and holds its resources on st->ns (res_mask,
- * res_cpu, res_mem). Returns 1 with *t_res set, 0 when no predicted end
- * frees enough, -1 when out of memory. */
-static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
-                   bool spread, double *t_res) {
+/* How many replicas of hr node i of the future set holds (0 outside the
+ * domains hr may use). */
+static int fut_fit(const q__nodeset *f, int i, const q__req *hr) {
+    return dom_ok(hr, f->n[i].dom) ? q__node_fit(&f->n[i], hr, false) : 0;
+}
+
+/* Seeds the future node set st->fut with the nodes as they are now, and
+ * counts per node how many replicas of hr fit there (st->kfit) and per
+ * domain their sum (st->dsum). Returns 0, or -1 when out of memory. */
+static int fut_seed(q_state *st, const struct q_input *in, const q__req *hr) {
     q__nodeset *f = &st->fut;
     if (q__nodeset_copy(st, f, &st->ns)) return -1;
     int nn = f->nn, nd = f->ndom;
@@ -162,11 +166,17 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
         return -1;
     memset(st->dsum, 0, (size_t)nd * sizeof *st->dsum);
     for (int i = 0; i < nn; i++) {
-        int k = dom_ok(hr, f->n[i].dom) ? q__node_fit(&f->n[i], hr, false) : 0;
+        int k = fut_fit(f, i, hr);
         st->kfit[i] = k;
         st->dsum[f->n[i].dom] += k;
         st->touched[i] = 0;
     }
+    return 0;
+}
+
+/* Queues the predicted ends of the running jobs and of the jobs admitted
+ * so far in st->heap. Returns how many there are. */
+static int fut_queue_ends(q_state *st, const struct q_input *in) {
     int nh = 0;
     for (int k = 0; k < st->nrunl; k++) {
         const struct q_job *j = &in->jobs[st->runl[k]];
@@ -184,41 +194,69 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
                                                   : st->rseq[st->admitted[k]].place_off, 0};
     }
     q__heapify(st->heap, nh);
-    bool found = false;
-    double t = in->now;
-    for (int d = 0; d < nd && !found; d++) found = dom_ok(hr, d) && st->dsum[d] >= hr->replicas;
-    int32_t *tl = st->tmp3;
-    while (!found && nh > 0) {
-        int ntl = 0;
-        t = st->heap[0].t;
-        while (nh > 0 && st->heap[0].t == t) {
-            q__ev e = q__heap_pop(st->heap, &nh);
-            const struct q_job *j = &in->jobs[e.job];
-            const struct q_place *pl = e.aux < 0 ? j->placement : &st->places[e.aux];
-            q__req jr;
-            req_of(j, -1, -1, &jr);
-            for (int k = 0; k < jr.replicas; k++) {
-                q__release(f, &pl[k], &jr);
-                if (!st->touched[pl[k].node]) {
-                    st->touched[pl[k].node] = 1;
-                    tl[ntl++] = pl[k].node;
-                }
+    return nh;
+}
+
+/* Does some domain hr may use hold hr's gang in the future set? */
+static bool fut_holds(const q_state *st, const q__req *hr) {
+    for (int d = 0; d < st->fut.ndom; d++)
+        if (dom_ok(hr, d) && st->dsum[d] >= hr->replicas) return true;
+    return false;
+}
+
+/* Releases in the future set every job that ends at t (the heap's first
+ * time), listing the nodes they leave in tl. Returns how many nodes. */
+static int fut_release_at(q_state *st, const struct q_input *in, double t, int *nh,
+                          int32_t *tl) {
+    int ntl = 0;
+    while (*nh > 0 && st->heap[0].t == t) {
+        q__ev e = q__heap_pop(st->heap, nh);
+        const struct q_job *j = &in->jobs[e.job];
+        const struct q_place *pl = e.aux < 0 ? j->placement : &st->places[e.aux];
+        q__req jr;
+        req_of(j, -1, -1, &jr);
+        for (int k = 0; k < jr.replicas; k++) {
+            q__release(&st->fut, &pl[k], &jr);
+            if (!st->touched[pl[k].node]) {
+                st->touched[pl[k].node] = 1;
+                tl[ntl++] = pl[k].node;
             }
         }
+    }
+    return ntl;
+}
+
+/* Advances time through the queued ends, releasing each in the future set
+ * and recounting the nodes it left, until some domain holds hr's gang.
+ * Returns true with *t the time it does, false when the ends run out. */
+static bool fut_advance(q_state *st, const struct q_input *in, const q__req *hr, int nh,
+                        double *t) {
+    q__nodeset *f = &st->fut;
+    bool found = fut_holds(st, hr);
+    int32_t *tl = st->tmp3;
+    while (!found && nh > 0) {
+        *t = st->heap[0].t;
+        int ntl = fut_release_at(st, in, *t, &nh, tl);
         for (int k = 0; k < ntl; k++) {
             int i = tl[k];
             st->touched[i] = 0;
-            int nk = dom_ok(hr, f->n[i].dom) ? q__node_fit(&f->n[i], hr, false) : 0;
+            int nk = fut_fit(f, i, hr);
             st->dsum[f->n[i].dom] += nk - st->kfit[i];
             st->kfit[i] = nk;
             if (dom_ok(hr, f->n[i].dom) && st->dsum[f->n[i].dom] >= hr->replicas) found = true;
         }
     }
-    if (!found) return 0;
+    return found;
+}
+
+/* Places the head hr on the future set and holds the GPUs, CPU and memory
+ * it took there on the current nodes (res_mask, res_cpu, res_mem); the
+ * placements themselves are dropped. Returns 1, 0 when it does not fit
+ * after all, -1 when out of memory. */
+static int hold_head(q_state *st, const q__req *hr, bool spread) {
     int off = st->nplaces;
-    int rc = q__place(st, f, hr, false, spread);
-    if (rc < 0) return -1;
-    if (rc == 0) return 0; /* cannot happen: the counts said it fits */
+    int rc = q__place(st, &st->fut, hr, false, spread);
+    if (rc <= 0) return rc;
     for (int k = off; k < st->nplaces; k++) {
         q__node *n = &st->ns.n[st->places[k].node];
         n->res_mask |= st->places[k].gpu_mask;
@@ -226,9 +264,14 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
         n->res_mem += hr->mem;
     }
     st->nplaces = off;
-    *t_res = t > in->now ? t : in->now;
-    /* What backfill candidates can get without touching the reservation
-     * (see avoid_room). */
+    return 1;
+}
+
+/* Counts per domain what backfill candidates can get without touching the
+ * reservation or the claims (see avoid_room): wholly free GPUs (dgfree)
+ * and the largest free share of one GPU (dgmax). Returns 0, or -1 when
+ * out of memory. */
+static int backfill_room(q_state *st) {
     if (Q_GROW(st, st->dgmax, st->cap_dgmax, (size_t)st->ns.ndom + 1) ||
         Q_GROW(st, st->dgfree, st->cap_dgfree, (size_t)st->ns.ndom + 1))
         return -1;
@@ -243,7 +286,23 @@ static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
             st->dgfree[n->dom] += n->used[g] == 0;
         }
     }
-    return 1;
+    return 0;
+}
+
+/* Finds when the head job h can start from the running and just-admitted
+ * jobs' predicted ends, and holds its resources on st->ns (res_mask,
+ * res_cpu, res_mem). Returns 1 with *t_res set, 0 when no predicted end
+ * frees enough, -1 when out of memory. */
+static int reserve(q_state *st, const struct q_input *in, const q__req *hr,
+                   bool spread, double *t_res) {
+    if (fut_seed(st, in, hr)) return -1;
+    int nh = fut_queue_ends(st, in);
+    double t = in->now;
+    if (!fut_advance(st, in, hr, nh, &t)) return 0;
+    int rc = hold_head(st, hr, spread);
+    if (rc <= 0) return rc; /* 0 cannot happen: the counts said it fits */
+    *t_res = t > in->now ? t : in->now;
+    return backfill_room(st) ? -1 : 1;
 }
 
 /* Could r fit without the resources held for the reservation? false means
