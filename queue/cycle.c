@@ -389,161 +389,209 @@ static void store_result(struct q_result *dst, const struct q_result *src) {
 #endif
 }
 
+/* What the walk carries from one job to the next. */
+typedef struct {
+    bool backfill, spread, lazy;
+    int head;             /* slot of the head (first job that waits for capacity), -1 */
+    int pos, lvl, poslvl; /* positions so far, over the queue and in level lvl */
+    bool have_res;        /* the head has a reservation at t_res */
+    double t_res;
+    q__res hneed;         /* the head's need, quota and budget, for backfill */
+    double hhours;
+    int32_t huser, hgroup;
+} walker;
+
+/* Starts job o's result: its score, level and flags, no blocker. */
+static inline void result_start(struct q_result *r, const q__orec *o) {
+    memset(r, 0, sizeof *r);
+    r->score = o->score;
+    r->level = o->level;
+    r->promoted = o->promoted;
+    r->score_failed = o->score_failed;
+    r->blocker = -1;
+}
+
+/* Gives o its positions, over the queue and within its level. */
+static inline void count_position(walker *w, const q__orec *o, struct q_result *r) {
+    w->pos++;
+    if (o->level != w->lvl) {
+        w->lvl = o->level;
+        w->poslvl = 0;
+    }
+    r->pos = w->pos;
+    r->pos_level = ++w->poslvl;
+}
+
+/* o waits for quota (r says which): before the head, quota that victims
+ * (or jobs being stopped) give back may be claimed for it, like every
+ * preemption. Returns 0, or -1 when out of memory. */
+static int quota_wait(q_state *st, const struct q_input *in, const q_scorer *sc,
+                      const walker *w, q__orec *o, const q__req *req, struct q_result *r) {
+    if (st->room_any && w->head < 0 && (r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW)) {
+        struct q_result keep = *r;
+        int rc = q__make_room(st, in, sc, o, req, w->spread, r);
+        if (rc < 0) return -1;
+        if (rc == 1) return 0;
+        *r = keep;
+    }
+    st->any_quota_wait |= r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW;
+    return 0;
+}
+
+/* o comes after the head: it waits blocked behind it, or with a
+ * reservation it may backfill, never taking quota, budget or resources
+ * the reserved job needs. Returns 0, or -1 when out of memory. */
+static inline int behind_head(q_state *st, const struct q_input *in, const walker *w,
+                              q__orec *o, int k, const q__req *req, struct q_result *r) {
+    r->blocker = w->head;
+    r->reason = Q_R_BLOCKED;
+    if (!w->have_res) return 0;
+    /* A borrower does not backfill past a lender's job that waits for
+     * room (the room may be what a reclaim freed for it). */
+    if (q__blocked_lenders(st, in, o) && q__would_borrow(st, in, o)) return 0;
+    bool su = o->user >= 0 && o->user == w->huser;
+    bool sg = o->group >= 0 && o->group == w->hgroup;
+    if (su || sg) {
+        struct q_result tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (q__quota_check(st, in, o, su ? &w->hneed : NULL, sg ? &w->hneed : NULL,
+                           su ? w->hhours : 0, sg ? w->hhours : 0, &tmp))
+            return 0;
+    }
+    if (gpu_room(&st->ns, req)) {
+        bool shortjob = o->pred > 0 && in->now + o->pred <= w->t_res;
+        int off = st->nplaces;
+        int rc = shortjob || avoid_room(st, req) ? q__place(st, &st->ns, req, !shortjob, w->spread) : 0;
+        if (rc < 0) return -1;
+        if (rc == 1) {
+            admit(st, in, o, k, r, off, req);
+            r->backfilled = true;
+            r->blocker = -1;
+            return 0;
+        }
+        if (!shortjob) {
+            rc = q__probe(st, req, false, w->spread);
+            if (rc < 0) return -1;
+            if (rc == 1) return 0; /* fits, but only by delaying the head */
+        }
+    }
+    r->reason = Q_R_CAPACITY;
+    r->blocker = -1;
+    return 0;
+}
+
+/* Before the head: o starts now if it fits, else room may be made for it,
+ * else it becomes the head, with a reservation under EASY backfill.
+ * Returns 0, or -1 when out of memory. */
+static inline int start_or_head(q_state *st, const struct q_input *in, const q_scorer *sc,
+                                walker *w, q__orec *o, int k, const q__req *req,
+                                struct q_result *r) {
+    int off = st->nplaces;
+    int rc = q__place(st, &st->ns, req, false, w->spread);
+    if (rc < 0) return -1;
+    if (rc == 1) {
+        admit(st, in, o, k, r, off, req);
+        return 0;
+    }
+    if (st->room_any) {
+        rc = q__make_room(st, in, sc, o, req, w->spread, r);
+        if (rc < 0) return -1;
+        if (rc == 1) return 0;
+    }
+    w->head = o->slot;
+    r->reason = Q_R_CAPACITY;
+    if (!w->backfill) return 0;
+    double t_res = w->t_res;
+    rc = reserve(st, in, req, w->spread, &t_res);
+    if (rc < 0) return -1;
+    w->t_res = t_res;
+    w->have_res = rc == 1;
+    q__need_rec(o, &w->hneed);
+    w->hhours = q__rec_gpu_hours(o);
+    w->huser = o->user;
+    w->hgroup = o->group;
+    return 0;
+}
+
+/* Decides job o (the k-th of the order) into r. Returns 0, or -1 when out
+ * of memory. */
+static inline int decide(q_state *st, const struct q_input *in, const q_scorer *sc,
+                         walker *w, q__orec *o, int k, struct q_result *r) {
+    if (o->bad >= 0) {
+        r->decision = Q_DEC_REJECT;
+        r->reason = Q_R_INVALID;
+        r->res = (uint8_t)o->bad;
+        r->need = bad_value(o);
+        return 0;
+    }
+    if (o->suspended) {
+        r->decision = Q_DEC_WAIT;
+        r->reason = Q_R_SUSPENDED;
+        return 0;
+    }
+    q__req req;
+    if (rejected(st, in, o, &req, r)) {
+        r->decision = Q_DEC_REJECT;
+        return 0;
+    }
+    count_position(w, o, r);
+    r->decision = Q_DEC_WAIT;
+    if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) return quota_wait(st, in, sc, w, o, &req, r);
+    if (w->head >= 0) return behind_head(st, in, w, o, k, &req, r);
+    return start_or_head(st, in, sc, w, o, k, &req, r);
+}
+
+/* Records the decision of the k-th job (o): its lender's hold when it
+ * waits for room, the decision and reason in st->dw, and the result at its
+ * job index (lazy) or in order (eager: the estimate pass reads them). */
+static inline void record(q_state *st, const struct q_input *in, bool lazy, q__orec *o, int k,
+                          bool was_held, const struct q_result *r) {
+    if (was_held && r->decision == Q_DEC_WAIT && (r->reason == Q_R_BLOCKED || r->reason == Q_R_CAPACITY))
+        q__lender_blocked(st, in, o);
+    st->dw[2 * k] = r->decision;
+    st->dw[2 * k + 1] = r->reason;
+    if (lazy) { /* no estimate pass over rseq: store in place */
+        store_result(&st->res[o->slot], r);
+        st->kof[o->slot] = k;
+    } else {
+        st->rseq[k] = *r; /* in order: sequential; scattered after the ETA */
+    }
+}
+
 /* Decides every job in queue order. Results are built in a local struct
  * and stored once, so the walk streams through the order records and only
  * writes each job's result line. */
 static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *head_out,
                 double *t_res_out) {
-    bool backfill = in->policy.backfill == AIQ_BACKFILL_EASY;
-    bool spread = in->policy.placement == AIQ_PLACE_SPREAD;
-    int head = -1, pos = 0, lvl = -1, poslvl = 0;
-    bool have_res = false;
-    double t_res = 0;
-    q__res hneed;
-    double hhours = 0;
-    int32_t huser = -1, hgroup = -1;
-    memset(&hneed, 0, sizeof hneed);
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.backfill = in->policy.backfill == AIQ_BACKFILL_EASY;
+    w.spread = in->policy.placement == AIQ_PLACE_SPREAD;
+    w.lazy = st->eta_lazy;
+    w.head = w.lvl = -1;
+    w.huser = w.hgroup = -1;
     st->nadmitted = 0;
     st->any_quota_wait = false;
-    bool lazy = st->eta_lazy;
     for (int k = 0; k < st->norder; k++) {
         q__orec *o = &st->ord[k];
-        int j = o->slot;
 #if !defined(__SSE2__) /* streaming stores need no line in cache */
-        if (lazy && k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
+        if (w.lazy && k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
 #endif
-        struct q_result rr, *r = &rr;
-        memset(r, 0, sizeof *r);
-        r->score = o->score;
-        r->level = o->level;
-        r->promoted = o->promoted;
-        r->score_failed = o->score_failed;
-        r->blocker = -1;
+        struct q_result rr;
+        result_start(&rr, o);
         bool was_held = o->held;
         if (o->held) { /* reached: its demand is decided now */
             o->held = 0;
             if (st->any_cohort) q__pend_hold(st, o, -1);
         }
-        if (o->bad >= 0) {
-            r->decision = Q_DEC_REJECT;
-            r->reason = Q_R_INVALID;
-            r->res = (uint8_t)o->bad;
-            r->need = bad_value(o);
-            goto next;
-        }
-        if (o->suspended) {
-            r->decision = Q_DEC_WAIT;
-            r->reason = Q_R_SUSPENDED;
-            goto next;
-        }
-        q__req req;
-        if (rejected(st, in, o, &req, r)) {
-            r->decision = Q_DEC_REJECT;
-            goto next;
-        }
-        pos++;
-        if (o->level != lvl) {
-            lvl = o->level;
-            poslvl = 0;
-        }
-        r->pos = pos;
-        r->pos_level = ++poslvl;
-        r->decision = Q_DEC_WAIT;
-        if (q__quota_check(st, in, o, NULL, NULL, 0, 0, r)) {
-            /* Quota that victims (or jobs being stopped) give back: only
-             * before the head, like every preemption. */
-            if (st->room_any && head < 0 && (r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW)) {
-                struct q_result keep = *r;
-                int rc = q__make_room(st, in, sc, o, &req, spread, r);
-                if (rc < 0) return -1;
-                if (rc == 1) goto next;
-                *r = keep;
-            }
-            st->any_quota_wait |= r->reason == Q_R_QUOTA || r->reason == Q_R_BORROW;
-            goto next;
-        }
-        if (head >= 0) {
-            r->blocker = head;
-            r->reason = Q_R_BLOCKED;
-            if (!have_res) goto next;
-            /* A borrower does not backfill past a lender's job that waits
-             * for room (the room may be what a reclaim freed for it). */
-            if (q__blocked_lenders(st, in, o) && q__would_borrow(st, in, o)) goto next;
-            /* Backfill: never take quota, budget or resources the
-             * reserved job needs. */
-            bool su = o->user >= 0 && o->user == huser;
-            bool sg = o->group >= 0 && o->group == hgroup;
-            if (su || sg) {
-                struct q_result tmp;
-                memset(&tmp, 0, sizeof tmp);
-                if (q__quota_check(st, in, o, su ? &hneed : NULL, sg ? &hneed : NULL,
-                                   su ? hhours : 0, sg ? hhours : 0, &tmp))
-                    goto next;
-            }
-            if (!gpu_room(&st->ns, &req)) {
-                r->reason = Q_R_CAPACITY;
-                r->blocker = -1;
-                goto next;
-            }
-            bool shortjob = o->pred > 0 && in->now + o->pred <= t_res;
-            int off = st->nplaces;
-            int rc = shortjob || avoid_room(st, &req) ? q__place(st, &st->ns, &req, !shortjob, spread) : 0;
-            if (rc < 0) return -1;
-            if (rc == 1) {
-                admit(st, in, o, k, r, off, &req);
-                r->backfilled = true;
-                r->blocker = -1;
-                goto next;
-            }
-            if (!shortjob) {
-                rc = q__probe(st, &req, false, spread);
-                if (rc < 0) return -1;
-                if (rc == 1) goto next; /* fits, but only by delaying the head */
-            }
-            r->reason = Q_R_CAPACITY;
-            r->blocker = -1;
-            goto next;
-        }
-        int off = st->nplaces;
-        int rc = q__place(st, &st->ns, &req, false, spread);
-        if (rc < 0) return -1;
-        if (rc == 1) {
-            admit(st, in, o, k, r, off, &req);
-            goto next;
-        }
-        if (st->room_any) {
-            rc = q__make_room(st, in, sc, o, &req, spread, r);
-            if (rc < 0) return -1;
-            if (rc == 1) goto next;
-        }
-        head = j;
-        r->reason = Q_R_CAPACITY;
-        if (backfill) {
-            rc = reserve(st, in, &req, spread, &t_res);
-            if (rc < 0) return -1;
-            have_res = rc == 1;
-            q__need_rec(o, &hneed);
-            hhours = q__rec_gpu_hours(o);
-            huser = o->user;
-            hgroup = o->group;
-        }
-    next:
-        if (was_held && r->decision == Q_DEC_WAIT && (r->reason == Q_R_BLOCKED || r->reason == Q_R_CAPACITY))
-            q__lender_blocked(st, in, o);
-        st->dw[2 * k] = r->decision;
-        st->dw[2 * k + 1] = r->reason;
-        if (lazy) { /* no estimate pass over rseq: store in place */
-            store_result(&st->res[j], &rr);
-            st->kof[j] = k;
-        } else {
-            st->rseq[k] = rr; /* in order: sequential; scattered after the ETA */
-        }
+        if (decide(st, in, sc, &w, o, k, &rr)) return -1;
+        record(st, in, w.lazy, o, k, was_held, &rr);
     }
 #if defined(__SSE2__)
-    if (lazy) _mm_sfence(); /* order the streaming stores before any reader */
+    if (w.lazy) _mm_sfence(); /* order the streaming stores before any reader */
 #endif
-    *head_out = have_res ? head : -1;
-    *t_res_out = t_res;
+    *head_out = w.have_res ? w.head : -1;
+    *t_res_out = w.t_res;
     return 0;
 }
 
