@@ -595,41 +595,32 @@ static int walk(q_state *st, const struct q_input *in, const q_scorer *sc, int *
     return 0;
 }
 
-aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
-                   q_output *out, aiq_err *err) {
-    aiq_rc rc = AIQ_OK;
-    if (!st || !in || !out) return aiq_err_set(err, AIQ_EINVAL, "q_cycle_run: NULL argument");
-    memset(out, 0, sizeof *out);
-    out->reserved_job = -1;
-    st->out_valid = false;
-    st->eta_lazy = in->lazy_eta;
-    if (check_input(st, in, err)) {
-        rc = err && err->code ? err->code : AIQ_EINVAL;
-        goto out_invalidate;
-    }
-    if (q__nodeset_build(st, in, err) || q__place_setup(st, in, err)) {
-        rc = err && err->code ? err->code : AIQ_EINVAL;
-        goto out_invalidate;
-    }
+/* Checks the input and builds the working node set and the placement
+ * context; counts the schedulable nodes' whole GPUs, total and free, for
+ * the factors. Returns AIQ_OK, or the error's code with err set. */
+static aiq_rc cycle_nodes(q_state *st, const struct q_input *in, aiq_err *err) {
+    if (check_input(st, in, err) || q__nodeset_build(st, in, err) || q__place_setup(st, in, err))
+        return err && err->code ? err->code : AIQ_EINVAL;
     st->cl_free = st->cl_total = 0;
     for (int i = 0; i < st->ns.nn; i++) {
         if (!st->ns.n[i].sched) continue;
         st->cl_total += st->ns.n[i].ngpus;
         st->cl_free += st->ns.n[i].nfree;
     }
-    if (q__quota_init(st, in)) goto out_oom;
-    int nscored = 0;
-    if (q__order_update(st, in, sc, &nscored, err)) {
-        rc = AIQ_ENOMEM;
-        goto out_invalidate;
-    }
+    return AIQ_OK;
+}
+
+/* Sizes the walk's scratch for this cycle: the results (rewritten every
+ * cycle, so no copy; aligned so each one is exactly one cache line), the
+ * admitted list, the decisions and, per mode, the results in order
+ * (eager) or each job's place in the order (lazy). Returns 0, or -1 when
+ * out of memory. */
+static int walk_scratch(q_state *st, const struct q_input *in) {
     if ((size_t)in->njobs + 1 > st->cap_res) {
-        /* Results are rewritten every cycle: no copy; aligned so each one
-         * is exactly one cache line. */
         size_t cap = st->cap_res ? st->cap_res : 16;
         while (cap < (size_t)in->njobs + 1) cap *= 2;
         void *raw = q__alloc(st, cap * sizeof *st->res + 64);
-        if (!raw) goto out_oom;
+        if (!raw) return -1;
         q__free(st, st->res_raw);
         st->res_raw = raw;
         st->res = (struct q_result *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
@@ -637,21 +628,17 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     }
     if (Q_GROW(st, st->admitted, st->cap_admitted, (size_t)in->njobs + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)in->nnodes + (size_t)in->njobs + 1))
-        goto out_oom;
-    if (!st->eta_lazy && Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) goto out_oom;
-    if (Q_GROW(st, st->dw, st->cap_dw, 2 * (size_t)st->norder + 2)) goto out_oom;
-    if (st->eta_lazy && Q_GROW(st, st->kof, st->cap_kof, (size_t)in->njobs + 1)) goto out_oom;
-    st->nplaces = 0;
-    q__memo_clear(st);
-    q__room_scan(st, in);
-    pend_init(st, in);
-    int head = -1;
-    double t_res = 0;
-    if (walk(st, in, sc, &head, &t_res)) goto out_oom;
-    if (q__grow_jobs(st, in, sc, in->policy.placement == AIQ_PLACE_SPREAD)) goto out_oom;
-    if (q__eta_run(st, in, head, t_res)) goto out_oom;
-    /* Eager: scatter the results to job indexes, one store per job (lazy:
-     * the walk stored them in place). Running jobs get an empty result. */
+        return -1;
+    if (!st->eta_lazy && Q_GROW(st, st->rseq, st->cap_rseq, (size_t)st->norder + 1)) return -1;
+    if (Q_GROW(st, st->dw, st->cap_dw, 2 * (size_t)st->norder + 2)) return -1;
+    if (st->eta_lazy && Q_GROW(st, st->kof, st->cap_kof, (size_t)in->njobs + 1)) return -1;
+    return 0;
+}
+
+/* Stores every result at its job index: eager, the pending jobs' from
+ * the order, one store per job (lazy: the walk stored them in place);
+ * running jobs get an empty one. Then the actions' results. */
+static void store_results(q_state *st) {
     for (int k = 0; !st->eta_lazy && k < st->norder; k++) {
 #if !defined(__SSE2__)
         if (k + 8 < st->norder) __builtin_prefetch(&st->res[st->ord[k + 8].slot], 1);
@@ -666,6 +653,11 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     _mm_sfence();
 #endif
     q__actions_results(st);
+}
+
+/* Fills out from the cycle's state: everything it points to is st's. */
+static void output_fill(const q_state *st, const struct q_input *in, int head, double t_res,
+                        int nscored, q_output *out) {
     out->njobs = in->njobs;
     out->res = st->res;
     out->order = st->order;
@@ -679,6 +671,36 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
     out->nactions = st->nacts;
     out->nsearched = st->nsearch;
     out->nplace_score_errors = st->nplace_err;
+}
+
+aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
+                   q_output *out, aiq_err *err) {
+    aiq_rc rc = AIQ_OK;
+    if (!st || !in || !out) return aiq_err_set(err, AIQ_EINVAL, "q_cycle_run: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->reserved_job = -1;
+    st->out_valid = false;
+    st->eta_lazy = in->lazy_eta;
+    rc = cycle_nodes(st, in, err);
+    if (rc != AIQ_OK) goto out_invalidate;
+    if (q__quota_init(st, in)) goto out_oom;
+    int nscored = 0;
+    if (q__order_update(st, in, sc, &nscored, err)) {
+        rc = AIQ_ENOMEM;
+        goto out_invalidate;
+    }
+    if (walk_scratch(st, in)) goto out_oom;
+    st->nplaces = 0;
+    q__memo_clear(st);
+    q__room_scan(st, in);
+    pend_init(st, in);
+    int head = -1;
+    double t_res = 0;
+    if (walk(st, in, sc, &head, &t_res)) goto out_oom;
+    if (q__grow_jobs(st, in, sc, in->policy.placement == AIQ_PLACE_SPREAD)) goto out_oom;
+    if (q__eta_run(st, in, head, t_res)) goto out_oom;
+    store_results(st);
+    output_fill(st, in, head, t_res, nscored, out);
     st->out_valid = true;
     return AIQ_OK;
 out_oom:
