@@ -408,19 +408,21 @@ static int last_order(q_state *st, int32_t *dirty, int n, int nold) {
     return 0;
 }
 
-int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
-                    int *nscored, aiq_err *err) {
-    int n = in->njobs;
-    const struct q_policy *pol = &in->policy;
-    bool all = !st->warm || in->gen != st->gen || pol->rescore_interval_s <= 0 ||
-               in->now - st->last_rescore >= pol->rescore_interval_s;
-    *nscored = 0;
+/* Frees the side table's uids (entries of jobs no longer at their slot)
+ * and empties it. */
+static void side_clear(q_state *st) {
+    for (int k = 0; k < st->nojc; k++) {
+        q__free(st, st->ojc[k].uid);
+        st->ojc[k].uid = NULL;
+    }
+    st->nojc = 0;
+}
 
-    /* The cache is updated in place: a job still at its slot with the
-     * same uid keeps its entry where it is (no copy). Entries whose slot
-     * now holds another job, or is gone, move to the side table st->ojc
-     * (with their old slot) and are looked up by uid afterwards. */
-    int nold = st->warm ? st->njc : 0;
+/* Starts the cache update for n jobs, nold of them cached by slot: a cold
+ * state forgets its entries and its order, the side table is emptied, and
+ * the scratch is sized; map (st->tmp1) is cleared. Returns 0, or -1 when
+ * out of memory. */
+static int cache_begin(q_state *st, int n, int nold) {
     if (!st->warm) {
         for (int k = 0; k < st->njc; k++) {
             q__free(st, st->jc[k].uid);
@@ -428,11 +430,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         }
         st->norder = 0;
     }
-    for (int k = 0; k < st->nojc; k++) { /* normally empty */
-        q__free(st, st->ojc[k].uid);
-        st->ojc[k].uid = NULL;
-    }
-    st->nojc = 0;
+    side_clear(st); /* normally empty */
     size_t nside = (size_t)(nold > n ? nold : n) + 1;
     if (Q_GROW(st, st->jc, st->cap_jc, (size_t)n + 1) ||
         Q_GROW(st, st->ojc, st->cap_ojc, nside) ||
@@ -440,18 +438,26 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         Q_GROW(st, st->tmp2, st->cap_tmp2, (size_t)n + 1) ||
         Q_GROW(st, st->tmp3, st->cap_tmp3, (size_t)n + 1) ||
         Q_GROW(st, st->order, st->cap_order, (size_t)n + 1))
-        goto oom;
-    int32_t *map = st->tmp1;
-    for (int k = 0; k < nold; k++) map[k] = -1;
-    upd u = {st, in, sc, all, map, 0, nscored};
-    int nun = 0;
-    int32_t *unmatched = st->tmp3;
+        return -1;
+    for (int k = 0; k < nold; k++) st->tmp1[k] = -1;
+    return 0;
+}
+
+/* Matches each job to the cache entry at its slot: a pending job with the
+ * same uid there is taken at once; an entry whose slot now holds another
+ * job, is no longer pending, or is gone (slots n..nold) moves to the side
+ * table with its old slot. Lists the pending jobs still unmatched in
+ * unmatched[]. Returns how many, or -1 when out of memory. */
+static int match_by_slot(upd *u, int nold, int32_t *unmatched) {
+    q_state *st = u->st;
+    const struct q_input *in = u->in;
+    int n = in->njobs, nun = 0;
     for (int i = 0; i < n; i++) {
         const struct q_job *job = &in->jobs[i];
         q__jc *e = &st->jc[i];
         if (i < nold && e->uid) {
             if (job->state == Q_JOB_PENDING && strcmp(e->uid, uid_of(job)) == 0) {
-                if (take_job(&u, i, i, e)) goto oom;
+                if (take_job(u, i, i, e)) return -1;
                 continue;
             }
             e->oslot = i; /* someone else's now, or no longer pending */
@@ -470,41 +476,48 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         st->jc[k].uid = NULL;
     }
     st->njc = n;
-    if (nun > 0 && st->nojc > 0 && old_index(st)) goto oom;
+    return nun;
+}
+
+/* Finds each unmatched pending job's old entry in the side table by uid
+ * (a moved job) or takes it as new. Returns 0, or -1 when out of memory. */
+static int match_by_uid(upd *u, const int32_t *unmatched, int nun) {
+    q_state *st = u->st;
+    if (nun > 0 && st->nojc > 0 && old_index(st)) return -1;
     for (int k = 0; k < nun; k++) {
         int i = unmatched[k];
-        int oi = st->nojc > 0 ? old_lookup(st, uid_of(&in->jobs[i])) : -1;
+        int oi = st->nojc > 0 ? old_lookup(st, uid_of(&u->in->jobs[i])) : -1;
         q__jc old = {0};
         if (oi >= 0) {
             old = st->ojc[oi];
             st->ojc[oi].uid = NULL;
         }
-        if (take_job(&u, i, oi >= 0 ? old.oslot : -1, &old)) goto oom;
+        if (take_job(u, i, oi >= 0 ? old.oslot : -1, &old)) return -1;
     }
-    int ndirty = u.ndirty;
-    /* Entries of jobs that are gone. */
-    for (int k = 0; k < st->nojc; k++) {
-        q__free(st, st->ojc[k].uid);
-        st->ojc[k].uid = NULL;
-    }
-    st->nojc = 0;
+    return 0;
+}
 
-    order_ctx oc = {in, st->jc};
-    int32_t *dirty = st->tmp2;
-    if (all && ndirty > 256 && last_order(st, dirty, ndirty, nold)) goto oom;
-    if (ndirty > 256) {
-        if (sort_packed(st, &oc, dirty, ndirty)) goto oom;
-    } else {
-        q__msort(dirty, ndirty, st->tmp3, order_cmp, &oc);
-    }
-    if (Q_GROW(st, st->ord, st->cap_ord, (size_t)n + 1) ||
-        Q_GROW(st, st->ord2, st->cap_ord2, (size_t)n + 1))
-        goto oom;
-    /* One pass over the old order: each kept job's record moves to its
-     * new slot, and each re-inserted (dirty, sorted) job goes in front of
-     * the first kept job it sorts before. The result is written to ord2,
-     * which then becomes the order (one copy of the records, no second
-     * buffer of kept jobs). */
+/* Sorts the dirty jobs in queue order: many through packed keys, from the
+ * last order when every job was rescored (all), few by merge sort.
+ * Returns 0, or -1 when out of memory. */
+static int sort_dirty(q_state *st, const order_ctx *oc, int32_t *dirty, int ndirty, bool all,
+                      int nold) {
+    if (all && ndirty > 256 && last_order(st, dirty, ndirty, nold)) return -1;
+    if (ndirty > 256) return sort_packed(st, oc, dirty, ndirty);
+    q__msort(dirty, ndirty, st->tmp3, order_cmp, oc);
+    return 0;
+}
+
+/* One pass over the old order: each kept job's record moves to its new
+ * slot (map: old slot -> new slot, cleared as it goes), and each
+ * re-inserted (dirty, sorted) job goes in front of the first kept job it
+ * sorts before. The result is written to ord2, which then becomes the
+ * order (one copy of the records, no second buffer of kept jobs); with
+ * all, every job is dirty and the old order is not read. */
+static void merge_order(q_state *st, const order_ctx *oc, const int32_t *dirty, int ndirty,
+                        bool all, int nold) {
+    const struct q_input *in = oc->in;
+    int32_t *map = st->tmp1;
     q__orec *out = st->ord2;
     int o = 0, b = 0;
     q__orec x;
@@ -515,7 +528,7 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         int ns = map[old->slot];
         map[old->slot] = -1; /* a slot appears once */
         while (b < ndirty) {
-            if (rec_cmp_at(&oc, &x, old, ns) >= 0) break;
+            if (rec_cmp_at(oc, &x, old, ns) >= 0) break;
             st->order[o] = x.slot;
             out[o++] = x;
             if (++b < ndirty) make_rec(in, &st->jc[dirty[b]], dirty[b], &x);
@@ -532,6 +545,33 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
     q__orec *tr = st->ord; st->ord = st->ord2; st->ord2 = tr;
     size_t trc = st->cap_ord; st->cap_ord = st->cap_ord2; st->cap_ord2 = trc;
     st->norder = o;
+}
+
+int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
+                    int *nscored, aiq_err *err) {
+    int n = in->njobs;
+    const struct q_policy *pol = &in->policy;
+    bool all = !st->warm || in->gen != st->gen || pol->rescore_interval_s <= 0 ||
+               in->now - st->last_rescore >= pol->rescore_interval_s;
+    *nscored = 0;
+
+    /* The cache is updated in place: a job still at its slot with the
+     * same uid keeps its entry where it is (no copy). Entries whose slot
+     * now holds another job, or is gone, move to the side table st->ojc
+     * (with their old slot) and are looked up by uid afterwards. */
+    int nold = st->warm ? st->njc : 0;
+    if (cache_begin(st, n, nold)) goto oom;
+    upd u = {st, in, sc, all, st->tmp1, 0, nscored};
+    int nun = match_by_slot(&u, nold, st->tmp3);
+    if (nun < 0 || match_by_uid(&u, st->tmp3, nun)) goto oom;
+    side_clear(st); /* entries of jobs that are gone */
+
+    order_ctx oc = {in, st->jc};
+    if (sort_dirty(st, &oc, st->tmp2, u.ndirty, all, nold)) goto oom;
+    if (Q_GROW(st, st->ord, st->cap_ord, (size_t)n + 1) ||
+        Q_GROW(st, st->ord2, st->cap_ord2, (size_t)n + 1))
+        goto oom;
+    merge_order(st, &oc, st->tmp2, u.ndirty, all, nold);
     if (all) st->last_rescore = in->now;
     st->gen = in->gen;
     st->warm = true;
