@@ -98,17 +98,13 @@ aiq_rc kube_rc_for_http(int http_status, const char *reason) {
     }
 }
 
-const char *kube_json_str(json_object *o, const char *path) {
-    return aiq_jpath_str(o, path);
-}
-
 aiq_rc kube_status_to_err(json_object *st, int http_status, aiq_rc rc,
                           const char *fallback, aiq_err *e) {
     if (!e || e->code != AIQ_OK) return rc;
-    const char *kind = kube_json_str(st, "kind");
+    const char *kind = aiq_jpath_str(st, "kind");
     if (st && kind && strcmp(kind, "Status") != 0) st = NULL;
-    const char *msg = kube_json_str(st, "message");
-    const char *reason = kube_json_str(st, "reason");
+    const char *msg = aiq_jpath_str(st, "message");
+    const char *reason = aiq_jpath_str(st, "reason");
     int code = http_status;
     json_object *jc = NULL;
     if (code == 0 && st && json_object_object_get_ex(st, "code", &jc) &&
@@ -124,7 +120,7 @@ aiq_rc kube_status_to_err(json_object *st, int http_status, aiq_rc rc,
     if (st && json_object_object_get_ex(st, "details", &details) &&
         json_object_object_get_ex(details, "causes", &causes) &&
         json_object_is_type(causes, json_type_array) && json_object_array_length(causes) > 0) {
-        const char *field = kube_json_str(json_object_array_get_idx(causes, 0), "field");
+        const char *field = aiq_jpath_str(json_object_array_get_idx(causes, 0), "field");
         if (field) snprintf(e->field, sizeof e->field, "%s", field);
     }
     return rc;

@@ -45,10 +45,4 @@ aiq_rc kube_rc_for_http(int http_status, const char *reason);
 aiq_rc kube_status_to_err(json_object *st, int http_status, aiq_rc rc,
                           const char *fallback, aiq_err *e);
 
-/* Borrowed string at a dotted path of plain keys ("metadata.name") in o,
- * or NULL when a step is missing or the leaf is not a string: only
- * forwards to aiq_jpath_str (common/json.h), which new code calls. Kept
- * while kube_status.c and reconcile_aijob.c still call it. */
-const char *kube_json_str(json_object *o, const char *path);
-
 #endif

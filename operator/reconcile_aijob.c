@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/kube_status.h"
 #include "operator/nodefacts.h"
 #include "operator/pods.h"
@@ -107,7 +108,7 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
             if (pods_attempt(p->raw) > attempts)
                 g->newer++;
         }
-        const char *ph = kube_json_str(p->raw, "status.phase");
+        const char *ph = aiq_jpath_str(p->raw, "status.phase");
         if (!ph)
             continue;
         if (strcmp(ph, "Running") == 0) {
@@ -228,7 +229,7 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        if (kube_json_str(p->raw, "metadata.deletionTimestamp"))
+        if (aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
             continue;
         if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
             continue;
@@ -473,7 +474,7 @@ static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, con
     for (int i = 0; i < job_max_pods(j); i++) {
         job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        const char *on = p ? kube_json_str(p->raw, "spec.nodeName") : NULL;
+        const char *on = p ? aiq_jpath_str(p->raw, "spec.nodeName") : NULL;
         if (!on || strcmp(on, node) != 0)
             continue;
         aiq_err e;
@@ -787,7 +788,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
             why = w;
             by = job_pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
         }
-        double t = opst_parse_time(kube_json_str(pod->raw, "status.startTime"));
+        double t = opst_parse_time(aiq_jpath_str(pod->raw, "status.startTime"));
         if (t > 0 && (started == 0 || t < started))
             started = t;
     }
@@ -880,7 +881,7 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
     for (int i = from; i < n; i++) {
         job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
-        double c = pod ? opst_parse_time(kube_json_str(pod->raw, "metadata.creationTimestamp")) : 0;
+        double c = pod ? opst_parse_time(aiq_jpath_str(pod->raw, "metadata.creationTimestamp")) : 0;
         if (c > 0 && (t == 0 || c < t))
             t = c;
     }
@@ -908,8 +909,8 @@ static void job_load(struct server *s, struct opcache_obj *o,
     js->st.placement = js->place;
     if (live) {
         /* Keep what the last run showed until the next cycle recomputes. */
-        const char *lv = kube_json_str(live, "level");
-        const char *msg = kube_json_str(live, "message");
+        const char *lv = aiq_jpath_str(live, "level");
+        const char *msg = aiq_jpath_str(live, "message");
         if (lv)
             snprintf(js->st.level, sizeof js->st.level, "%s", lv);
         if (msg)
@@ -1222,7 +1223,7 @@ static int job_running_in(struct server *s, const struct aiq_aijob *j, int from,
     for (int i = from; i < to; i++) {
         job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        const char *ph = p ? kube_json_str(p->raw, "status.phase") : NULL;
+        const char *ph = p ? aiq_jpath_str(p->raw, "status.phase") : NULL;
         n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
     }
     return n;
