@@ -74,13 +74,18 @@ static void aggr_diagnose(struct kube_client *kc, aiq_err *e) {
             strcmp(aiq_jstr(c, "status"), "True") != 0) {
             char was[200];
             snprintf(was, sizeof was, "%.199s", e->message);
-            snprintf(e->message, sizeof e->message,
-                     "the APIService " AGGR_APISERVICE " is not available (%.80s: %.300s); "
-                     "check the operator's --aggregated-addr, its Service and caBundle "
-                     "(kubectl get apiservice " AGGR_APISERVICE " -o yaml); the API server "
-                     "said: %.200s",
-                     aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
-                     aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "", was);
+            /* The condition's reason and message come first; a long
+             * message cuts the hint and the API server's words, and the
+             * cut is shown. */
+            if (snprintf(e->message, sizeof e->message,
+                         "the APIService " AGGR_APISERVICE " is not available (%.80s: %.300s); "
+                         "check the operator's --aggregated-addr, its Service and caBundle "
+                         "(kubectl get apiservice " AGGR_APISERVICE " -o yaml); the API server "
+                         "said: %.200s",
+                         aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
+                         aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "", was) >=
+                (int)sizeof e->message)
+                memcpy(e->message + sizeof e->message - 4, "...", 4);
         }
     }
     json_object_put(as);
