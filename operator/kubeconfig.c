@@ -610,20 +610,34 @@ static aiq_rc kc_exec_version(struct kc_parse *p, yaml_node_t *xn, const char *p
     return kc_strdup(p, s, &x->api_version);
 }
 
+/* The sequence under key in mapping xn (at path), at most max items
+ * (what names them in the error), with its field path in f and its item
+ * count in *n; *seq is NULL when the key is absent. */
+static aiq_rc kc_seq_capped(struct kc_parse *p, yaml_node_t *xn, const char *path,
+                            const char *key, size_t max, const char *what, char *f,
+                            yaml_node_t **seq, size_t *n) {
+    aiq_rc rc = kc_seq(p, xn, path, key, seq);
+    if (rc != AIQ_OK || !*seq)
+        return rc;
+    *n = (size_t)((*seq)->data.sequence.items.top - (*seq)->data.sequence.items.start);
+    kc_field(f, path, key);
+    if (*n > max) {
+        kc_where(p, *seq);
+        return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu %s, more than %zu", f, *n, what, max);
+    }
+    return AIQ_OK;
+}
+
 /* exec.args: at most KUBE_EXEC_MAX_ARGS strings. */
 static aiq_rc kc_exec_args(struct kc_parse *p, yaml_node_t *xn, const char *path,
                            struct kube_exec *x) {
     aiq_rc rc = AIQ_OK;
     char f[KC_PATH_MAX];
     yaml_node_t *seq = NULL;
-    if ((rc = kc_seq(p, xn, path, "args", &seq)) != AIQ_OK || !seq) return rc;
-    size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    kc_field(f, path, "args");
-    if (n > KUBE_EXEC_MAX_ARGS) {
-        kc_where(p, seq);
-        return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu arguments, more than %d", f, n,
-                             KUBE_EXEC_MAX_ARGS);
-    }
+    size_t n = 0;
+    if ((rc = kc_seq_capped(p, xn, path, "args", KUBE_EXEC_MAX_ARGS, "arguments", f, &seq,
+                            &n)) != AIQ_OK || !seq)
+        return rc;
     x->args = calloc(n ? n : 1, sizeof *x->args);
     if (!x->args) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -649,14 +663,10 @@ static aiq_rc kc_exec_env(struct kc_parse *p, yaml_node_t *xn, const char *path,
     char f[KC_PATH_MAX];
     const char *s = NULL;
     yaml_node_t *seq = NULL;
-    if ((rc = kc_seq(p, xn, path, "env", &seq)) != AIQ_OK || !seq) return rc;
-    size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    kc_field(f, path, "env");
-    if (n > KUBE_EXEC_MAX_ENV) {
-        kc_where(p, seq);
-        return aiq_err_field(p->e, AIQ_ELIMIT, f, "%s: %zu variables, more than %d", f, n,
-                             KUBE_EXEC_MAX_ENV);
-    }
+    size_t n = 0;
+    if ((rc = kc_seq_capped(p, xn, path, "env", KUBE_EXEC_MAX_ENV, "variables", f, &seq,
+                            &n)) != AIQ_OK || !seq)
+        return rc;
     x->env = calloc(n ? n : 1, sizeof *x->env);
     if (!x->env) return aiq_err_set(p->e, AIQ_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {

@@ -265,6 +265,19 @@ TEST(exec_field_errors_name_the_path) {
     snprintf(big + n, 8, "]}\n");
     CHECK_INT(parse_user(big, &c, &e), AIQ_ELIMIT);
     CHECK_STR(e.field, "users[0].user.exec.args");
+    CHECK(strstr(e.message, "257 arguments, more than 256") != NULL);
+    /* ... and at most KUBE_EXEC_MAX_ENV variables. */
+    char *env = malloc(12 * KUBE_EXEC_MAX_ENV + 200);
+    CHECK(env != NULL);
+    if (env) {
+        n = (size_t)snprintf(env, 200, "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: p, env: [");
+        for (int i = 0; i <= KUBE_EXEC_MAX_ENV; i++) n += (size_t)snprintf(env + n, 12, "{name: a},");
+        snprintf(env + n, 8, "]}\n");
+        CHECK_INT(parse_user(env, &c, &e), AIQ_ELIMIT);
+        CHECK_STR(e.field, "users[0].user.exec.env");
+        CHECK(strstr(e.message, "257 variables, more than 256") != NULL);
+        free(env);
+    }
     free(big);
     /* A cluster extension that is not a list of mappings. */
     CHECK_INT(parse("current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
