@@ -36,9 +36,17 @@
  *             restarted process at its first admission, every job loaded
  *             at start
  *  db         the operator's SQLite file and its WAL, per pending job
- *  writes/s   AIJob MODIFIED events per second on the bench's watch during
- *             the steady window: each is a status write of the operator
- *             (nothing else writes AIJobs then)
+ *  drain      once every job shows Queued, the statuses still due (positions
+ *             and messages of the jobs behind) go out: drain_w/s is the
+ *             AIJob MODIFIED events per second on the bench's watch from
+ *             then until a whole cycle passes with none, settle_s how long
+ *             that took (at most BENCH_SETTLE_CAP_S, 60 s; "cap" when it
+ *             never settled, and the steady window then starts anyway).
+ *             Each event is a status write of the operator: nothing else
+ *             writes AIJobs then. Issue 14's goal: at most the write budget
+ *             (--status-writes-per-s, 1,000 by default)
+ *  writes/s   the same events per second during the steady window, after
+ *             the drain: the goal is 0
  *  restart    a probe job waits (its node cordoned), the operator gets
  *             SIGKILL, the node is uncordoned and the operator started
  *             again: seconds from exec to the probe's Admitted status on
@@ -73,7 +81,7 @@
  * cross product (release at BENCH_RELEASE_NODES, default 1000);
  * BENCH_SCALE multiplies every job count (0.1 for a quick look);
  * BENCH_DEADLINE_S (0 = none); BENCH_CLIENTS (4); BENCH_CYCLE_MS (1000);
- * BENCH_STEADY_S (5); BENCH_POLICY (priority, none for the built-in
+ * BENCH_STEADY_S (5); BENCH_SETTLE_CAP_S (60); BENCH_POLICY (priority, none for the built-in
  * default, or a QueuePolicy YAML file; fifo keeps the probe jobs behind a
  * blocked head); BENCH_QUEUED_CAP_S (600); BENCH_PROBE_CAP_S (60);
  * BENCH_RELEASE_CAP_S (300: how long the first release may take);
@@ -348,6 +356,8 @@ struct row {
     double rss_mib, rss_kib_per_job, rss_restart_mib;
     double db_bytes_per_job, wal_mib;
     double writes_per_s;
+    double drain_per_s, settle_s;
+    int settle_capped;
     double restart_s, restart_ready_s;
 };
 
@@ -371,7 +381,7 @@ struct config {
 
 struct opts {
     int clients, cycle_ms;
-    double steady_s, queued_cap_s, probe_cap_s, release_cap_s;
+    double steady_s, settle_cap_s, queued_cap_s, probe_cap_s, release_cap_s;
     double deadline;        /* bp_now() past which nothing new starts; 0 = none */
     long raw_base_n;
     const char *policy;
@@ -588,6 +598,34 @@ out:
 /* Runs the steps of one server and node count. Appends rows to rows[*nr]
  * and the release to *rl. Returns 0, or -1 when the set-up failed. */
 
+/* From the moment every job shows Queued until a whole cycle (end to
+ * end, with the status writes that follow it) passes without an AIJob
+ * MODIFIED event: r->settle_s and r->drain_per_s. At least two cycles
+ * pass; *m is the last scrape. */
+static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
+    const struct opts *o = e->o;
+    int port = e->op.metrics_port;
+    double t0 = bp_now();
+    long mod0 = atomic_load(&e->jw.modified);
+    next_cycle(port, m, capped(o, 60));
+    long before = atomic_load(&e->jw.modified);
+    r->settle_capped = 1;
+    while (bp_now() - t0 < capped(o, o->settle_cap_s)) {
+        if (next_cycle(port, m, capped(o, 60)) != 0)
+            break;
+        long after = atomic_load(&e->jw.modified);
+        if (after == before) {
+            r->settle_capped = 0;
+            break;
+        }
+        before = after;
+    }
+    r->settle_s = bp_now() - t0;
+    r->drain_per_s = (atomic_load(&e->jw.modified) - mod0) / r->settle_s;
+    bp_log("drain: %.1f s, %.1f writes/s%s", r->settle_s, r->drain_per_s,
+           r->settle_capped ? " (not settled)" : "");
+}
+
 /* Steady state, one arrival, one finish and a restart: the measurements
  * of a row once its jobs are Queued. lbl names the probe jobs. Returns
  * -1 when the operator could not be started again (the config ends). */
@@ -597,10 +635,9 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     char probe[64], err[512];
     int port = e->op.metrics_port;
 
-    /* steady: two cycles to settle, then at least steady_s seconds and
-     * three cycles, however long they take (up to 2 minutes) */
-    next_cycle(port, &m0, capped(o, 60));
-    next_cycle(port, &m0, capped(o, 60));
+    /* the due statuses drain, then steady: at least steady_s seconds
+     * and three cycles, however long they take (up to 2 minutes) */
+    drain(e, r, &m0);
     long mod0 = atomic_load(&e->jw.modified);
     double tw = bp_now();
     usleep((useconds_t)(o->steady_s * 1e6));
@@ -944,6 +981,7 @@ int main(void) {
     o.clients = (int)bp_env_long("BENCH_CLIENTS", 4);
     o.cycle_ms = (int)bp_env_long("BENCH_CYCLE_MS", 1000);
     o.steady_s = bp_env_double("BENCH_STEADY_S", 5);
+    o.settle_cap_s = bp_env_double("BENCH_SETTLE_CAP_S", 60);
     o.queued_cap_s = bp_env_double("BENCH_QUEUED_CAP_S", 600);
     o.probe_cap_s = bp_env_double("BENCH_PROBE_CAP_S", 60);
     o.release_cap_s = bp_env_double("BENCH_RELEASE_CAP_S", 300);
@@ -971,9 +1009,9 @@ int main(void) {
            "created by POST (%d clients), policy %s, --cycle-ms %d, steady window %.0f s\n"
            "plan %s%s\n",
            o.clients, o.policy, o.cycle_ms, o.steady_s, plan, scale != 1 ? " (BENCH_SCALE applied)" : "");
-    printf("%-6s %6s %7s %7s %8s %8s %8s %8s %9s %9s %8s %9s %8s\n", "server", "nodes", "pending",
-           "burst", "create/s", "allQ_s", "Q_p50_s", "Q_p99_s", "writes/s", "restart_s", "ready_s",
-           "db_B/job", "wal_MiB");
+    printf("%-6s %6s %7s %7s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %8s\n", "server", "nodes",
+           "pending", "burst", "create/s", "allQ_s", "Q_p50_s", "Q_p99_s", "drain_w/s", "settle_s",
+           "writes/s", "restart_s", "ready_s", "db_B/job", "wal_MiB");
     for (int i = 0; i < nr; i++) {
         struct row *r = &rows[i];
         if (!r->run) {
@@ -989,10 +1027,16 @@ int main(void) {
                    "-", "-", "-", "-");
         if (r->cut)
             printf("  (not all Queued)\n");
-        else
-            printf(" %9.1f %9.2f %8.2f %9.0f %8.1f%s\n", r->writes_per_s, r->restart_s,
-                   r->restart_ready_s, r->db_bytes_per_job, r->wal_mib,
-                   r->shrunk_from > 0 ? "  (nodes deleted)" : "");
+        else {
+            char settle[32];
+            if (r->settle_capped)
+                snprintf(settle, sizeof settle, "cap");
+            else
+                snprintf(settle, sizeof settle, "%.1f", r->settle_s);
+            printf(" %9.1f %8s %8.1f %9.2f %8.2f %9.0f %8.1f%s\n", r->drain_per_s, settle,
+                   r->writes_per_s, r->restart_s, r->restart_ready_s, r->db_bytes_per_job,
+                   r->wal_mib, r->shrunk_from > 0 ? "  (nodes deleted)" : "");
+        }
     }
     printf("\n%-6s %6s %7s %8s %8s %8s %5s %9s %9s %8s %11s %11s\n", "server", "nodes", "pending",
            "cyc_p50", "cyc_p99", "cyc_mean", "n", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job",
@@ -1047,6 +1091,8 @@ int main(void) {
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
         key(r, "status_writes_per_s", "%.1f", r->writes_per_s);
+        key(r, "status_drain_writes_per_s", "%.1f", r->drain_per_s);
+        key(r, "status_settle_s", "%.1f", r->settle_capped ? NAN : r->settle_s);
         key(r, "restart_admit_s", "%.2f", r->restart_s);
     }
     for (int i = 0; i < nrel; i++) {
