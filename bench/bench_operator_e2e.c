@@ -24,7 +24,10 @@
  *             after two cycles to settle): p50/p99 by interpolation in the
  *             operator's own aiq_cycle_seconds histogram (buckets 1, 5,
  *             10, 25, 50, 100, 250 ms ..., so only as fine as those) and
- *             the exact mean (_sum / _count)
+ *             the exact mean (_sum / _count); cyc_cpu: the operator's CPU
+ *             time (user + system, all threads, /proc/PID/stat) over the
+ *             window / its cycles, which the machine's load does not
+ *             stretch as it does the wall-clock figures
  *  arrival    the mean of the cycles from just after a cycle until a new
  *             job shows its queue position (n cycles, usually 1-2)
  *  finish     the same around a running probe job's end: right after a
@@ -349,7 +352,7 @@ struct row {
     int cut;                /* the deadline or the cap cut the wait for Queued */
     long target, jobs, burst, queued;
     double create_per_s, all_queued_s, q_p50, q_p99;
-    double cyc_p50, cyc_p99, cyc_mean;
+    double cyc_p50, cyc_p99, cyc_mean, cyc_cpu_ms;
     int cyc_n;
     double arr_ms, fin_ms;
     int arr_n, fin_n;
@@ -639,15 +642,24 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
      * and three cycles, however long they take (up to 2 minutes) */
     drain(e, r, &m0);
     long mod0 = atomic_load(&e->jw.modified);
-    double tw = bp_now();
+    double tw = bp_now(), cpu0 = bp_cpu_s(e->op.pid);
     usleep((useconds_t)(o->steady_s * 1e6));
+    /* whole cycles: the window ends as a cycle ends */
     m1 = m0;
-    while (bp_metrics_get(port, &m1) == 0 && m1.count < m0.count + 3 && bp_now() - tw < capped(o, 120))
-        usleep(20000);
+    (void)bp_metrics_get(port, &m1); /* on failure m1 stays m0: next_cycle waits from there */
+    while (bp_now() - tw < capped(o, 120) &&
+           (next_cycle(port, &m1, capped(o, 60)) != 0 || m1.count < m0.count + 3))
+        ;
+    double cpu1 = bp_cpu_s(e->op.pid);
     r->writes_per_s = (atomic_load(&e->jw.modified) - mod0) / (bp_now() - tw);
     r->cyc_p50 = bp_hist_quantile(&m0, &m1, 0.5) * 1e3;
     r->cyc_p99 = bp_hist_quantile(&m0, &m1, 0.99) * 1e3;
     r->cyc_mean = mean_ms(&m0, &m1, &r->cyc_n);
+    /* The operator's CPU over the window per cycle: what a cycle costs
+     * whatever else the machine runs (the wall-clock figures stretch
+     * with the load; between cycles a quiet operator uses next to no
+     * CPU, so this is the cycle's own cost plus that). */
+    r->cyc_cpu_ms = cpu0 >= 0 && cpu1 >= 0 && r->cyc_n > 0 ? (cpu1 - cpu0) * 1e3 / r->cyc_n : NAN;
     long rss = bp_rss_kib(e->op.pid);
     r->rss_mib = rss / 1024.0;
     r->rss_kib_per_job = r->jobs > 0 ? (double)(rss - e->rss0) / r->jobs : 0;
@@ -1038,18 +1050,20 @@ int main(void) {
                    r->wal_mib, r->shrunk_from > 0 ? "  (nodes deleted)" : "");
         }
     }
-    printf("\n%-6s %6s %7s %8s %8s %8s %5s %9s %9s %8s %11s %11s\n", "server", "nodes", "pending",
-           "cyc_p50", "cyc_p99", "cyc_mean", "n", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job",
-           "restart_MiB");
+    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %9s %9s %8s %11s %11s\n", "server", "nodes",
+           "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "arrive_ms", "finish_ms",
+           "rss_MiB", "rss_KiB/job", "restart_MiB");
     for (int i = 0; i < nr; i++) {
         struct row *r = &rows[i];
         if (!r->run || r->cut)
             continue;
-        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %5d %9.1f %9.1f %8.0f %11.1f %11.0f\n",
-               bp_kind_name(r->kind), r->nodes, r->jobs, r->cyc_p50, r->cyc_p99, r->cyc_mean, r->cyc_n,
-               r->arr_ms, r->fin_ms, r->rss_mib, r->rss_kib_per_job, r->rss_restart_mib);
+        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %9.1f %9.1f %8.0f %11.1f %11.0f\n",
+               bp_kind_name(r->kind), r->nodes, r->jobs, r->cyc_p50, r->cyc_p99, r->cyc_mean,
+               r->cyc_cpu_ms, r->cyc_n, r->arr_ms, r->fin_ms, r->rss_mib, r->rss_kib_per_job,
+               r->rss_restart_mib);
     }
     printf("(cycle ms: p50/p99 interpolated in the operator's histogram buckets, mean exact;\n"
+           " cyc_cpu: the operator's CPU ms (every thread, /proc) over the window per cycle;\n"
            " arrive/finish: mean of the cycles between the event and its effect; nan: not seen\n"
            " within BENCH_PROBE_CAP_S)\n");
     if (nrel > 0) {
@@ -1087,6 +1101,7 @@ int main(void) {
         key(r, "cycle_p50_ms", "%.1f", r->cyc_p50);
         key(r, "cycle_p99_ms", "%.1f", r->cyc_p99);
         key(r, "cycle_mean_ms", "%.2f", r->cyc_mean);
+        key(r, "cycle_cpu_ms", "%.2f", r->cyc_cpu_ms);
         key(r, "arrival_cycle_ms", "%.2f", r->arr_ms);
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);

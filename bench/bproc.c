@@ -786,6 +786,26 @@ long bp_rss_kib(pid_t pid) {
     return kib;
 }
 
+double bp_cpu_s(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces: count from its ')'.
+     * utime and stime are fields 14 and 15, in clock ticks. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut = 0, stt = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                     &stt) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (double)(ut + stt) / (double)hz : -1;
+}
+
 long long bp_file_bytes(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;

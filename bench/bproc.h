@@ -207,6 +207,10 @@ void bp_operator_signal(struct bp_operator *op, int sig);
 /* VmRSS of pid in KiB, or -1. */
 long bp_rss_kib(pid_t pid);
 
+/* CPU seconds (user + system, every thread) pid has used, from
+ * /proc/PID/stat, or -1. */
+double bp_cpu_s(pid_t pid);
+
 /* The size in bytes of the file path, or -1 when it does not exist. */
 long long bp_file_bytes(const char *path);
 

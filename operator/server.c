@@ -201,7 +201,6 @@ oppolicy *srv__policy(struct server *s) {
 void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st) {
     struct opext *x = srv__ext(o);
-    (void)s;
     if (!x || !st) {
         json_object_put(st);
         return;
@@ -215,6 +214,7 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
     if (!x->dirty)
         x->dirty_since = srv_now();
     x->dirty = true;
+    s->maybe_dirty = true;
 }
 
 /* Events ---------------------------------------------------------------------- */
@@ -535,18 +535,26 @@ void srv_flush(struct server *s) {
     if (!s->leading || !srv_store_publishable(s))
         return;
     srv__flush_pods(s);
-    for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
+    /* The scan below touches every cached object: at rest (no status
+     * wanted since the last scan found none) it is skipped. A scan that
+     * finds any dirty object, written or not, keeps the flag set, so the
+     * objects left over (budget, failed writes) are scanned for again. */
+    bool any = false;
+    for (size_t k = 0; s->maybe_dirty && k < sizeof with_status / sizeof with_status[0]; k++) {
         opcache *c = s->cache[with_status[k]];
         size_t n = opcache_count(c), m = 0;
         struct opcache_obj **dirty = n ? malloc(n * sizeof *dirty) : NULL;
-        if (!dirty)
+        if (!dirty) {
+            any = any || n > 0; /* out of memory: scan again next turn */
             continue;
+        }
         for (size_t i = 0; i < n; i++) {
             struct opcache_obj *o = opcache_at(c, i);
             struct opext *x = o->ext;
             if (x && x->dirty)
                 dirty[m++] = o;
         }
+        any = any || m > 0;
         size_t go = m;
         if (with_status[k] == OPK_AIJOB) {
             go = srv_status_allowance(s, m);
@@ -558,6 +566,7 @@ void srv_flush(struct server *s) {
             srv__write_statuses(s, with_status[k], dirty, (int)go);
         free(dirty);
     }
+    s->maybe_dirty = any;
     srv_flush_events(s);
 }
 

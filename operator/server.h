@@ -237,6 +237,7 @@ struct server {
     bool cap_seen;             /* capgrace.c: a node list was seen */
     uint64_t cap_fp;           /* its configured capacity's fingerprint */
     double cap_changed_at;     /* when that last changed (unix s) */
+    bool maybe_dirty;          /* some object may have a status to write: srv_flush scans */
     double status_tokens;      /* write budget left (token bucket) */
     double status_tokens_at;   /* when it was last refilled (unix s) */
     json_object *pending_pods; /* array of gated pods to create (their

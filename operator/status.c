@@ -221,21 +221,22 @@ _Static_assert(sizeof(struct opstatus) == 3664 && sizeof(struct opst_place) == 5
                "struct opstatus changed: update opstatus_hash and this size");
 
 
-#define OPST_FNV(h, v) ((h) = aiq_fnv((h), &(v), sizeof(v)))
+/* In-memory fingerprints only (status economy): the word-wise FNV step. */
+#define OPST_FNV(h, v) ((h) = aiq_fnv_w((h), &(v), sizeof(v)))
 
 /* The fields a user acts on (opstatus_material_hash), continuing h. */
 static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
     int phase = (int)st->phase;
     OPST_FNV(h, phase);
-    h = aiq_fnv_str(h, st->group);
-    h = aiq_fnv_str(h, st->level);
+    h = aiq_fnv_wstr(h, st->group);
+    h = aiq_fnv_wstr(h, st->level);
     OPST_FNV(h, st->total_gpus);
     int np = st->placement ? st->nplacement : 0;
     OPST_FNV(h, np);
     for (int i = 0; i < np; i++) {
         const struct opst_place *p = &st->placement[i];
         OPST_FNV(h, p->replica);
-        h = aiq_fnv_str(h, p->node);
+        h = aiq_fnv_wstr(h, p->node);
         OPST_FNV(h, p->ngpus);
         for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
             OPST_FNV(h, p->gpus[k]);
@@ -253,11 +254,11 @@ static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->attained_gpu_hours);
     const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
     for (int i = 0; i < 3; i++) {
-        h = aiq_fnv_str(h, xc[i]->reason);
-        h = aiq_fnv_str(h, xc[i]->message);
+        h = aiq_fnv_wstr(h, xc[i]->reason);
+        h = aiq_fnv_wstr(h, xc[i]->message);
     }
-    h = aiq_fnv_str(h, st->reason);
-    h = aiq_fnv_str(h, st->message);
+    h = aiq_fnv_wstr(h, st->reason);
+    h = aiq_fnv_wstr(h, st->message);
     OPST_FNV(h, st->observed_generation);
     return h;
 }
@@ -276,7 +277,7 @@ uint64_t opstatus_hash(const struct opstatus *st) {
     OPST_FNV(h, st->score);
     OPST_FNV(h, st->nterms);
     for (int i = 0; i < st->nterms && i < OPST_MAX_TERMS; i++) {
-        h = aiq_fnv_str(h, st->terms[i].name);
+        h = aiq_fnv_wstr(h, st->terms[i].name);
         OPST_FNV(h, st->terms[i].value);
     }
     OPST_FNV(h, st->predicted_runtime_s);
