@@ -154,14 +154,28 @@ static int64_t dom_count(const q_state *st, int d, int32_t model, int g, int64_t
     return k;
 }
 
+/* The domain of a cell o may use with a node of at least g GPUs free
+ * (ever: at least g GPUs); -1 none. One replica needs nothing more: the
+ * masks answer without counting. */
+static int one_dom(const q_state *st, const q__orec *o, int g, bool ever) {
+    int d = o->dom;
+    int x0 = d >= 0 ? st->edoff[d] : 0, x1 = d >= 0 ? st->edoff[d + 1] : st->nec;
+    for (int x = x0; x < x1; x++) {
+        const q__ecell *c = &st->ec[d >= 0 ? st->edc[x] : x];
+        if (o->model >= 0 && c->model != o->model) continue;
+        if ((ever ? c->smask : c->mask) >> (g - 1)) return c->dom;
+    }
+    return -1;
+}
+
 /* The first domain o may use that holds its whole gang of g GPUs per
  * replica (now, or ever); -1 none. */
 static int gang_dom(const q_state *st, const q__orec *o, int g, bool ever) {
     int64_t want = o->replicas;
-    if (o->model < -1 || o->dom < -1) return -1; /* unknown name */
+    if (o->model < -1 || o->dom < -1 || o->dom >= st->endom) return -1; /* unknown name */
+    if (want == 1) return one_dom(st, o, g, ever);
     if (o->dom >= 0)
-        return o->dom < st->endom && dom_count(st, o->dom, o->model, g, want, ever) >= want ? o->dom
-                                                                                              : -1;
+        return dom_count(st, o->dom, o->model, g, want, ever) >= want ? o->dom : -1;
     for (int x = 0; x < st->nedl; x++)
         if (dom_count(st, st->edl[x], o->model, g, want, ever) >= want) return st->edl[x];
     return -1;
