@@ -237,7 +237,7 @@ int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t 
     int g = (int)q__units(o->gpus, o->gmem, o->milli);
     *off = st->nepl;
     *cnt = 0;
-    if (g <= 0 || g > Q_MAX_GPUS || o->model < -1 || o->dom < -1) return 0;
+    if (g <= 0 || g > Q_MAX_GPUS || o->model < -1 || o->dom < -1 || o->dom >= st->endom) return 0;
     if (epl_room(st, o->replicas)) return -1;
     int d = gang_dom(st, o, g, false);
     if (d < 0 && !force) return 0;
