@@ -499,6 +499,16 @@ static const scen scenarios[] = {
       * and leave t/whole until +4200) */
      .exp = {{"t/one", W, NULL, 600, 1},
              {"t/whole", W, NULL, 600, 2}}},
+    {.name = "eta per node: a gang waits for room in one domain, not across two",
+     .nodes = {{"a1", "pool-a", 0, 4, 0, 0, 0}, {"a2", "pool-a", 0, 4, 0, 0, 0},
+               {"b1", "pool-b", 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/x", .gpus = 4, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/y", .gpus = 4, .run = 1, .node = 1, .end_in = 1800},
+              {.key = "t/z", .gpus = 4, .run = 1, .node = 2, .end_in = 300},
+              {.key = "t/gang", .prio = 5, .replicas = 2, .gpus = 4, .pred = 100}},
+     /* a1 and b1 are whole at +600, but in two domains: pool-a holds the
+      * gang at +1800 */
+     .exp = {{"t/gang", W, NULL, 1800, 1}}},
 };
 
 TEST(scenario_tables) {
