@@ -239,10 +239,14 @@ int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t 
     *cnt = 0;
     if (g <= 0 || g > Q_MAX_GPUS || o->model < -1 || o->dom < -1 || o->dom >= st->endom) return 0;
     if (epl_room(st, o->replicas)) return -1;
-    int d = gang_dom(st, o, g, false);
-    if (d < 0 && !force) return 0;
-    /* one replica: the best fit over every domain it may use */
-    if (d < 0 || (o->replicas == 1 && o->dom < 0)) d = o->dom;
+    /* one replica: the best fit over every domain it may use; a gang:
+     * the first domain that holds it (forced and none does: any) */
+    int d = o->dom;
+    if (o->replicas > 1) {
+        int gd = gang_dom(st, o, g, false);
+        if (gd < 0 && !force) return 0;
+        if (gd >= 0) d = gd;
+    }
     for (int r = 0; r < o->replicas; r++) {
         int32_t i = pick(st, d, o->model, g, false);
         if (i < 0 && force) i = pick(st, d, o->model, g, true);
