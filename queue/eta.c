@@ -1,24 +1,22 @@
 /* eta.c -- estimated start times, like `squeue --start`: an event
- * simulation of the queue ahead in queue order. Capacity is whole GPUs,
- * freed by the running and just-admitted jobs' predicted ends and taken
- * and freed again by the jobs ahead as the simulation starts them. Each
+ * simulation of the queue ahead in queue order. Capacity is each node's
+ * free whole GPUs (eta_nodes.c), given back to the nodes they held by the
+ * running and just-admitted jobs' predicted ends, and taken and given
+ * back again by the jobs ahead as the simulation starts them: a gang
+ * starts when all its replicas fit at once (each on the node with the
+ * fewest free GPUs that holds it, GPU model and domain respected). Each
  * user and group with a concurrent quota or a GPU-hour budget has its own
  * usage in the simulation: a job starts no earlier than its owners have
  * room (their own jobs' ends, ahead of it included, free it), and no
  * earlier than the end of the budget window when the budget left cannot
  * pay for its planned GPU-hours. A job held only by quota or budget does
  * not hold up the jobs behind it (the queue passes it too). Estimates
- * only: fragmentation, domains and backfill are not simulated (see
+ * only: GPU memory, CPU, host memory and backfill are not simulated (see
  * docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
  * cycle skips it and q_eta() runs it only as far as the job asked for. */
 #include "queue/q_int.h"
 
 #include <string.h>
-
-static int64_t units(const struct q_job *j) {
-    int64_t u = q__units(j->gpus, j->gpu_memory_mib, j->gpu_milli);
-    return u * q__size(j);
-}
 
 static int owner(const struct q_input *in, int user, int group, int scope) {
     int o = scope ? group : user;
@@ -353,26 +351,46 @@ static void rreset(q_state *st) {
     st->rb_size = 0;
 }
 
-/* Loads the events (running and just-admitted jobs' ends) and the
- * capacity; the pass starts at order index 0. */
+/* The predicted end of running or just-admitted job j; 0 unknown. */
+static double job_end(const struct q_input *in, const struct q_job *j) {
+    if (j->state == Q_JOB_RUNNING) return j->end_time;
+    return q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0;
+}
+
+/* An end at e that gives back what the n replicas at pl of job j hold.
+ * Returns 0, or -1 out of memory. */
+static int push_hold(q_state *st, const struct q_input *in, const struct q_job *j,
+                     const struct q_place *pl, int n, double e) {
+    int32_t off, cnt;
+    if (e <= 0) return 0;
+    if (q__en_hold(st, j, pl, n, &off, &cnt)) return -1;
+    return cnt > 0 ? rpush(st, (q__ev){e, off, cnt, 0}, rkey(e, in->now)) : 0;
+}
+
+/* Loads the nodes and the events (running and just-admitted jobs' ends,
+ * with what they hold: their placements and this cycle's growth); the
+ * pass starts at order index 0. */
 static int eta_begin(q_state *st, const struct q_input *in) {
-    if (owners_begin(st, in)) return -1;
+    if (owners_begin(st, in) || q__en_begin(st)) return -1;
     rreset(st);
-    int64_t total = 0, free_ = 0;
-    for (int i = 0; i < st->ns.nn; i++) {
-        if (!st->ns.n[i].sched) continue;
-        total += st->ns.n[i].ngpus;
-        free_ += st->ns.n[i].nfree;
-    }
     for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
         int i = k < st->nrunl ? st->runl[k] : st->ord[st->admitted[k - st->nrunl]].slot;
         const struct q_job *j = &in->jobs[i];
-        double e = j->state == Q_JOB_RUNNING ? j->end_time
-                   : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
-        if (e > 0 && rpush(st, (q__ev){e, i, (int32_t)units(j), 0}, rkey(e, in->now))) return -1;
+        const struct q_place *pl = j->placement;
+        int n = j->replicas;
+        if (k >= st->nrunl) { /* admitted now: the walk placed it */
+            int a = st->admitted[k - st->nrunl];
+            pl = &st->places[st->eta_lazy ? st->res[i].place_off : st->rseq[a].place_off];
+            n = q__size(j);
+        }
+        if (push_hold(st, in, j, pl, n, job_end(in, j))) return -1;
     }
-    st->eta_total = total;
-    st->eta_free = free_;
+    for (int a = 0; a < st->nacts; a++) {
+        const struct q_action *x = &st->acts[a];
+        if (x->kind != Q_ACT_GROW || x->nplace <= 0) continue;
+        const struct q_job *j = &in->jobs[x->job];
+        if (push_hold(st, in, j, &st->places[x->place_off], x->nplace, job_end(in, j))) return -1;
+    }
     st->eta_t = in->now;
     /* Without a reservation the walk blocks strictly: once a job's start
      * is unknown, so is every later one waiting on capacity. */
@@ -383,109 +401,122 @@ static int eta_begin(q_state *st, const struct q_input *in) {
     return 0;
 }
 
-/* Pops ends, moving the clock *t forward and adding what they free to
- * *free_, until need GPUs are free and (later) *t is past now, or no end
- * is left. Returns 0 or -1 out of memory. */
-static inline int eta_wait_free(q_state *st, const struct q_input *in, int64_t need, bool later,
-                                double *t, int64_t *free_) {
-    while ((*free_ < need || (later && *t <= in->now)) && st->rb_size > 0) {
-        q__ev e;
-        if (rpop(st, &e)) return -1;
-        if (e.t > *t) *t = e.t;
-        *free_ += e.aux;
+/* Carries out event e: an end gives its GPUs back to the nodes it held;
+ * a quota-delayed start takes its GPUs now (on the nodes that hold it,
+ * else where the most are free: capacity is not waited for, an
+ * estimate) and its end is queued. Returns 0 or -1 out of memory. */
+static int eta_apply(q_state *st, const struct q_input *in, const q__ev *e) {
+    if (e->aux >= 0) {
+        q__en_give(st, e->job, e->aux);
+        return 0;
     }
+    const q__orec *o = &st->ord[e->job];
+    int32_t off, cnt;
+    if (q__en_take(st, o, true, &off, &cnt)) return -1;
+    if (o->pred > 0 && cnt > 0 &&
+        rpush(st, (q__ev){e->t + o->pred, off, cnt, 0}, rkey(e->t + o->pred, in->now)))
+        return -1;
     return 0;
 }
 
-/* Job j (order record o) starts at start on need GPUs: its owners count
- * it from then, and its predicted end gives the GPUs back. Returns 0 or
- * -1 out of memory. */
+/* Pops events, moving the clock *t forward and carrying them out, until
+ * o's gang fits the nodes and (later) *t is past now, or no event is
+ * left (*fits false). Returns 0 or -1 out of memory. */
+static inline int eta_wait_fit(q_state *st, const struct q_input *in, const q__orec *o,
+                               bool later, double *t, bool *fits) {
+    for (;;) {
+        *fits = q__en_fits(st, o, false);
+        if ((*fits && !(later && *t <= in->now)) || st->rb_size == 0) return 0;
+        q__ev e;
+        if (rpop(st, &e)) return -1;
+        if (e.t > *t) *t = e.t;
+        if (eta_apply(st, in, &e)) return -1;
+    }
+}
+
+/* Job j (order record o at index k) starts at start: its owners count it
+ * from then, and it takes its GPUs: now on the nodes that hold it, its
+ * predicted end giving them back; later (delayed: held by quota or
+ * budget) by an event at start. Returns 0 or -1 out of memory. */
 static inline int eta_start(q_state *st, const struct q_input *in, const q__orec *o, int j,
-                            int64_t need, double start, const bool post[2]) {
+                            int k, double start, bool delayed, const bool post[2]) {
     if (owners_take(st, in, o, j, start, post)) return -1;
-    if (o->pred > 0 && need > 0 &&
-        rpush(st, (q__ev){start + o->pred, j, (int32_t)need, 0}, rkey(start + o->pred, in->now)))
+    if (delayed) return rpush(st, (q__ev){start, k, -1, 0}, rkey(start, in->now));
+    int32_t off, cnt;
+    if (q__en_take(st, o, false, &off, &cnt)) return -1;
+    if (o->pred > 0 && cnt > 0 &&
+        rpush(st, (q__ev){start + o->pred, off, cnt, 0}, rkey(start + o->pred, in->now)))
         return -1;
+    return 0;
+}
+
+/* The pass's state from one job to the next. */
+typedef struct {
+    double t;       /* the capacity clock */
+    bool stuck;     /* strict and some start was unknown */
+} eta_pass;
+
+/* Estimates the waiting job at order index k into r->eta. Returns 0 or
+ * -1 out of memory. */
+static int eta_job(q_state *st, const struct q_input *in, int k, eta_pass *p,
+                   struct q_result *r) {
+    const q__orec *o = &st->ord[k];
+    uint8_t why = st->dw[2 * k + 1];
+    int j = o->slot;
+    r->eta = 0;
+    /* Room is being made for it: it starts once the jobs it waits for
+     * are gone (a grace period the queue does not know); it does not
+     * take part in the simulation. */
+    if (why == Q_R_PREEMPTING) {
+        r->eta = p->t;
+        return 0;
+    }
+    if (p->stuck) return 0;
+    if (!q__en_fits(st, o, true)) { /* not even on empty nodes */
+        p->stuck = st->eta_strict;
+        return 0;
+    }
+    /* Quota and budget first: a job they hold does not hold the capacity
+     * clock (the queue passes it). Waiting for its cohort to lend: it
+     * starts at the latest once its group's own quota has room. */
+    bool post[2];
+    double sq = owners_start(st, in, o, why == Q_R_BORROW, p->t, post);
+    if (sq < 0) return -1;
+    if (sq == 0) return 0;
+    if (sq > p->t) {
+        r->eta = sq;
+        return eta_start(st, in, o, j, k, sq, true, post);
+    }
+    /* The walk found no place for it now: what the nodes here do not
+     * model (CPU, memory, GPU memory, the reservation) may hide that, so
+     * it starts no earlier than the first end after now. */
+    bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED, fits;
+    if (eta_wait_fit(st, in, o, later, &p->t, &fits)) return -1;
+    if (!fits) { /* no predicted end frees enough */
+        p->stuck = st->eta_strict;
+        return 0;
+    }
+    double start = p->t;
+    if (j == st->eta_head && st->eta_tres > start) start = st->eta_tres;
+    r->eta = start;
+    if (eta_start(st, in, o, j, k, start, false, post)) return -1;
+    p->t = start;
     return 0;
 }
 
 /* Estimates order indexes st->eta_k .. kend-1 and leaves the pass there.
  * The results are st->rseq[k] (eager) or st->res[slot] (lazy). */
 static int eta_steps(q_state *st, const struct q_input *in, int kend) {
-    double t = st->eta_t;
-    int64_t total = st->eta_total, free_ = st->eta_free;
-    bool strict = st->eta_strict, stuck = st->eta_stuck, lazy = st->eta_lazy;
-    int head = st->eta_head, k = st->eta_k, rc = 0;
-    double t_res = st->eta_tres;
+    eta_pass p = {st->eta_t, st->eta_stuck};
+    int k = st->eta_k, rc = 0;
     for (; k < kend; k++) {
-        const q__orec *o = &st->ord[k];
         uint8_t why = st->dw[2 * k + 1];
         if (st->dw[2 * k] != Q_DEC_WAIT || why == Q_R_SUSPENDED) continue;
-        int j = o->slot;
-        struct q_result *r = lazy ? &st->res[j] : &st->rseq[k];
-        r->eta = 0;
-        /* Room is being made for it: it starts once the jobs it waits for
-         * are gone (a grace period the queue does not know); it does not
-         * take part in the simulation. */
-        if (why == Q_R_PREEMPTING) {
-            r->eta = t;
-            continue;
-        }
-        if (stuck) continue;
-        int64_t need = (int64_t)o->replicas * q__units(o->gpus, o->gmem, o->milli);
-        if (need > total) {
-            stuck = strict;
-            continue;
-        }
-        /* Quota and budget first: a job they hold does not hold the
-         * capacity clock (the queue passes it). Waiting for its cohort to
-         * lend: it starts at the latest once its group's own quota has
-         * room. */
-        bool post[2];
-        double sq = owners_start(st, in, o, why == Q_R_BORROW, t, post);
-        if (sq < 0) {
-            rc = -1;
-            goto out;
-        }
-        if (sq == 0) continue;
-        if (sq > t) {
-            /* It takes its GPUs when its owners have room: an event that
-             * takes them then (capacity is not checked again at that
-             * time: an estimate). */
-            if ((need > 0 && rpush(st, (q__ev){sq, j, (int32_t)-need, 0}, rkey(sq, in->now))) ||
-                eta_start(st, in, o, j, need, sq, post)) {
-                rc = -1;
-                goto out;
-            }
-            r->eta = sq;
-            continue;
-        }
-        /* The walk found no place for it now: fragmentation or a domain
-         * may hide that from the whole-GPU count, so it starts no earlier
-         * than the first end after now. */
-        bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED;
-        if (eta_wait_free(st, in, need, later, &t, &free_)) {
-            rc = -1;
-            goto out;
-        }
-        if (free_ < need) { /* no predicted end frees enough */
-            stuck = strict;
-            continue;
-        }
-        double start = t;
-        if (j == head && t_res > start) start = t_res;
-        t = start;
-        r->eta = start;
-        free_ -= need;
-        if (eta_start(st, in, o, j, need, start, post)) {
-            rc = -1;
-            goto out;
-        }
+        struct q_result *r = st->eta_lazy ? &st->res[st->ord[k].slot] : &st->rseq[k];
+        if ((rc = eta_job(st, in, k, &p, r)) != 0) break;
     }
-out:
-    st->eta_t = t;
-    st->eta_free = free_;
-    st->eta_stuck = stuck;
+    st->eta_t = p.t;
+    st->eta_stuck = p.stuck;
     st->eta_k = k;
     return rc;
 }

@@ -16,8 +16,10 @@
 typedef struct { int64_t v[Q__NRES]; } q__res;
 
 /* A timed event (a job's end). reserve(): aux = placement offset of a
- * just-admitted job, -1 for a running one. eta.c: aux = GPUs released,
- * aux2 = radix key. */
+ * just-admitted job, -1 for a running one. eta.c: an end gives back the
+ * aux (> 0) entries of st->epl from job (an offset); aux -1 is a
+ * quota-delayed start taking its GPUs (job = its order index); aux2 =
+ * radix key. */
 typedef struct q__ev {
     double t;
     int32_t job;
@@ -31,6 +33,22 @@ typedef struct q__ev {
  * yet sorted in; pos sums the unapplied starts. Kept across cycles. */
 typedef struct q__oend { double t; q__res need; } q__oend;
 typedef struct q__oheap { q__oend *h; size_t cap; int n, m; q__res pos; } q__oheap;
+
+/* The estimate's per-node capacity (eta_nodes.c). A node as the
+ * simulation sees it: its free whole GPUs (below 1 it is in no list; a
+ * quota-delayed start may take it below 0), its cell (-1: not simulated)
+ * and its links in its cell's list of nodes with as many free. */
+typedef struct q__enode { int32_t free, ngpus, cell, prev, next; } q__enode;
+/* A cell: the simulated nodes of one domain with one GPU model. Lists and
+ * counts by free GPUs (1..Q_MAX_GPUS), nodes by size (for "ever fits"),
+ * and masks of the non-empty ones (bit c-1 for c GPUs). */
+typedef struct q__ecell {
+    int32_t dom, model, first;
+    uint64_t mask, smask;
+    int32_t head[Q__NBUCKET], cnt[Q__NBUCKET], size[Q__NBUCKET];
+} q__ecell;
+/* What one simulated or running job holds on one node (whole GPUs). */
+typedef struct q__epl { int32_t node, gpus; } q__epl;
 
 /* Working copy of one node for this cycle. Bucket lists hold the
  * schedulable nodes of a domain by their count of wholly free GPUs. */
@@ -247,6 +265,14 @@ struct q_state {
     q__res *elimv[2]; size_t cap_elimv[2]; /* limits, borrowing in; -1 none */
     q__oheap *eh[2]; size_t cap_eh[2]; int neh[2]; /* per owner, kept */
     bool eta_q;
+    /* per-node capacity of the estimate (eta_nodes.c): nodes, cells,
+     * cells grouped by domain (edc[edoff[d] .. edoff[d+1]), the domains
+     * that have cells (edl), what jobs hold (epl), a cell lookup table */
+    q__enode *en; size_t cap_en;
+    q__ecell *ec; size_t cap_ec; int nec;
+    int32_t *edc, *edoff, *edl; size_t cap_edc, cap_edoff, cap_edl; int nedl, endom;
+    q__epl *epl; size_t cap_epl; int nepl;
+    int32_t *etab; size_t cap_etab;
     /* radix heap for the estimate (eta.c): 65 buckets of events */
     q__ev *rb[65]; size_t cap_rb[65]; int nrb[65];
     uint64_t rb_last; int rb_size;
@@ -304,7 +330,6 @@ struct q_state {
     int eta_k;          /* next order index to estimate */
     int eta_head;       /* reserved job, -1 */
     double eta_tres, eta_t;
-    int64_t eta_total, eta_free;
 };
 
 /* ---- state.c ------------------------------------------------------------ */
@@ -465,6 +490,29 @@ int q__act_push(q_state *st, const struct q_action *a);
 /* Fills f[Q_NFACTORS] for job j (pending or running) at the start of the
  * cycle. */
 void q__fill_factors(const q_state *st, const struct q_input *in, int j, double *f);
+
+/* ---- eta_nodes.c -------------------------------------------------------- */
+/* Loads the nodes as the walk left them (st->ns: free whole GPUs of the
+ * schedulable nodes) into the estimate's per-node capacity; empties
+ * st->epl. Returns 0, or -1 out of memory. */
+int q__en_begin(q_state *st);
+/* Appends to st->epl what the n replicas at pl of job j hold (whole GPUs
+ * by their masks, a share as one GPU, nodes outside the simulation left
+ * out); *off and *cnt say where. Returns 0, or -1 out of memory. */
+int q__en_hold(q_state *st, const struct q_job *j, const struct q_place *pl, int n,
+               int32_t *off, int32_t *cnt);
+/* Could o's gang fit the simulated nodes when all are empty (ever), or
+ * now? Its GPU model and domain are respected, and a gang uses one
+ * domain. A job without GPUs always fits. */
+bool q__en_fits(const q_state *st, const q__orec *o, bool ever);
+/* Starts o's gang: each replica on the node with the fewest free GPUs
+ * that holds it, in the first domain that holds the whole gang; with
+ * force, a replica no node holds takes its GPUs from the node with the
+ * most free (below 0 if need be). Appends the entries to st->epl (*off,
+ * *cnt). Returns 0, or -1 out of memory. */
+int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t *cnt);
+/* Gives back the cnt entries of st->epl from off. */
+void q__en_give(q_state *st, int32_t off, int32_t cnt);
 
 /* ---- eta.c -------------------------------------------------------------- */
 /* Starts the estimate of this cycle (reserved job head at t_res). Eager:

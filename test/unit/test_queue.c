@@ -454,6 +454,61 @@ static const scen scenarios[] = {
      .exp = {{"t/h100", A, "admitted: 1 replica on h GPU 0,1", 0, 0},
              {"t/poola", A, "admitted: 1 replica on a GPU 0,1", 0, 0},
              {"t/mix", R, "rejected: no node in domain pool-a has GPU model H100", -NOW, 0}}},
+    /* Per-node capacity in the estimate (each test gave an earlier start
+     * when GPUs were counted over the whole cluster). */
+    {.name = "eta per node: a 4-GPU job starts when one node is whole, not when 4 are free",
+     .nodes = {{"n1", 0, 0, 4, 0, 0, 0}, {"n2", 0, 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/a", .gpus = 1, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/b", .gpus = 1, .run = 1, .node = 0, .end_in = 1800},
+              {.key = "t/c", .gpus = 2, .run = 1, .node = 1, .end_in = 1200},
+              {.key = "t/four", .prio = 5, .gpus = 4, .pred = 100}},
+     /* 2 + 2 free now, 5 at +600 (n1 3 of 4), n2 whole at +1200 */
+     .exp = {{"t/four", W, "waiting for capacity: 4 x GPU free on one node", 1200, 1}}},
+    {.name = "eta per node: a gang of 2 x 4 GPUs needs two whole nodes at once",
+     .nodes = {{"n1", 0, 0, 4, 0, 0, 0}, {"n2", 0, 0, 4, 0, 0, 0}, {"n3", 0, 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/a", .gpus = 2, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/b", .gpus = 2, .run = 1, .node = 0, .end_in = 2400},
+              {.key = "t/c", .gpus = 4, .run = 1, .node = 1, .end_in = 1200},
+              {.key = "t/d", .gpus = 2, .run = 1, .node = 2, .end_in = 1800},
+              {.key = "t/gang", .prio = 5, .replicas = 2, .gpus = 4, .pred = 100},
+              {.key = "t/next", .prio = 4, .gpus = 4, .pred = 100}},
+     /* 8 GPUs are free at +1200 (n1 2, n2 4, n3 2), two whole nodes at
+      * +1800 (n2, n3); the gang takes them until +1900, when t/next gets
+      * one (n1 is whole only at +2400) */
+     .exp = {{"t/gang", W, NULL, 1800, 1},
+             {"t/next", W, "blocked behind t/gang (level low, position 1)", 1900, 2}}},
+    {.name = "eta per node: a model-pinned job waits for a node of its model",
+     .nodes = {{"a1", 0, "A100", 4, 0, 0, 0}, {"h1", 0, "H100", 4, 0, 0, 0}},
+     .jobs = {{.key = "t/x", .gpus = 4, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/y", .gpus = 4, .run = 1, .node = 1, .end_in = 1800},
+              {.key = "t/h", .prio = 5, .gpus = 4, .model = "H100", .pred = 100},
+              {.key = "t/any", .prio = 4, .gpus = 4, .pred = 100}},
+     /* the A100 node is whole at +600, but t/h needs the H100 one; t/any
+      * behind it then starts at +1800 on the A100 node, which the whole-GPU
+      * count had given to t/h */
+     .exp = {{"t/h", W, NULL, 1800, 1},
+             {"t/any", W, NULL, 1800, 2}}},
+    {.name = "eta per node: a replica goes to the fullest node that holds it, leaving a whole one",
+     .nodes = {{"n1", 0, 0, 4, 0, 0, 0}, {"n2", 0, 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/a", .gpus = 4, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/b", .gpus = 3, .run = 1, .node = 1, .end_in = 600},
+              {.key = "t/c", .gpus = 1, .run = 1, .node = 1, .end_in = 7200},
+              {.key = "t/one", .prio = 6, .gpus = 1, .pred = 3600},
+              {.key = "t/whole", .prio = 5, .gpus = 4, .pred = 100}},
+     /* at +600 n1 has 4 free, n2 3: t/one on n2 (first fit would take n1
+      * and leave t/whole until +4200) */
+     .exp = {{"t/one", W, NULL, 600, 1},
+             {"t/whole", W, NULL, 600, 2}}},
+    {.name = "eta per node: a gang waits for room in one domain, not across two",
+     .nodes = {{"a1", "pool-a", 0, 4, 0, 0, 0}, {"a2", "pool-a", 0, 4, 0, 0, 0},
+               {"b1", "pool-b", 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/x", .gpus = 4, .run = 1, .node = 0, .end_in = 600},
+              {.key = "t/y", .gpus = 4, .run = 1, .node = 1, .end_in = 1800},
+              {.key = "t/z", .gpus = 4, .run = 1, .node = 2, .end_in = 300},
+              {.key = "t/gang", .prio = 5, .replicas = 2, .gpus = 4, .pred = 100}},
+     /* a1 and b1 are whole at +600, but in two domains: pool-a holds the
+      * gang at +1800 */
+     .exp = {{"t/gang", W, NULL, 1800, 1}}},
 };
 
 TEST(scenario_tables) {
