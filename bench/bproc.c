@@ -798,12 +798,29 @@ double bp_cpu_s(pid_t pid) {
     /* The command name (field 2) may hold spaces: count from its ')'.
      * utime and stime are fields 14 and 15, in clock ticks. */
     const char *p = strrchr(buf, ')');
-    unsigned long long ut = 0, stt = 0;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                     &stt) != 2)
+    if (!p)
         return -1;
+    /* After ')': field 3 (state) is token 0, utime token 11, stime 12. */
+    unsigned long long v[2] = {0, 0};
+    p++;
+    for (int tok = 0; tok <= 12; tok++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -1;
+        if (tok >= 11) {
+            char *end;
+            v[tok - 11] = strtoull(p, &end, 10);
+            if (end == p)
+                return -1;
+            p = end;
+        } else {
+            while (*p && *p != ' ')
+                p++;
+        }
+    }
     long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? (double)(ut + stt) / (double)hz : -1;
+    return hz > 0 ? (double)(v[0] + v[1]) / (double)hz : -1;
 }
 
 long long bp_file_bytes(const char *path) {
