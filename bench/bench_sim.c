@@ -60,11 +60,7 @@ static int run_jct(const struct sim_trace *tr, oppolicy *p, double *sum, int *n)
     struct sim_metrics m;
     aiq_err e;
     aiq_err_clear(&e);
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = p;
+    sim_config_for(&cfg, tr, p);
     int rc = 0;
     if (sim_run(&cfg, &res, &e) != AIQ_OK || sim_metrics_compute(tr, &res, &m, &e) != AIQ_OK) {
         fprintf(stderr, "bench_sim: %s\n", e.message);
@@ -161,11 +157,7 @@ int main(void) {
         struct sim_config cfg;
         struct sim_result res;
         struct sim_metrics m;
-        sim_config_init(&cfg);
-        cfg.trace = tr;
-        cfg.nodes = tr->nodes;
-        cfg.nnodes = tr->nnodes;
-        cfg.policy = p;
+        sim_config_for(&cfg, tr, p);
         double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
         aiq_rc r = sim_run(&cfg, &res, &e);
         double wall = now_s(CLOCK_MONOTONIC) - w0, cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;

@@ -90,6 +90,10 @@ struct sim_config {
  * preemption grace 30 s, everything else zero. */
 void sim_config_init(struct sim_config *cfg);
 
+/* sim_config_init, then a run of policy over trace on the trace's own
+ * cluster (its nodes from the reader or --nodes-spec). */
+void sim_config_for(struct sim_config *cfg, const struct sim_trace *trace, oppolicy *policy);
+
 typedef enum {
     SIM_J_DONE = 0,      /* ran to its end */
     SIM_J_UNFINISHED,    /* never started, or still running at the end */

@@ -123,6 +123,14 @@ void sim_config_init(struct sim_config *cfg) {
     cfg->preempt_grace_s = 30;
 }
 
+void sim_config_for(struct sim_config *cfg, const struct sim_trace *trace, oppolicy *policy) {
+    sim_config_init(cfg);
+    cfg->trace = trace;
+    cfg->nodes = trace->nodes;
+    cfg->nnodes = trace->nnodes;
+    cfg->policy = policy;
+}
+
 /* ---- a string -> index map ---------------------------------------------- */
 
 struct smap {

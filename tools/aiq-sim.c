@@ -443,11 +443,7 @@ static int run_policy(const struct opts *o, int k, const struct sim_trace *tr, o
     prog_init(&pg, name, o);
     aiq_err e;
     aiq_err_clear(&e);
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.policy_name = name;
     cfg.tick_s = o->tick;
     cfg.group_quota_gpus = (int64_t)o->group_quota;

@@ -43,11 +43,7 @@ static store *record(const char *policy, int njobs, int *ndec) {
         goto out;
     struct sim_config cfg;
     struct sim_result res;
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.policy_name = policy;
     cfg.journal = s;
     cfg.collect_decisions = true;
@@ -394,11 +390,7 @@ TEST(preemption_and_resizes_replay_exactly) {
     }
     struct sim_config cfg;
     struct sim_result res;
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.policy_name = "elastic-tiresias";
     cfg.journal = s;
     cfg.collect_decisions = true;

@@ -107,11 +107,7 @@ TEST(tiny_trace_metrics) {
     struct sim_metrics m;
     aiq_err e;
     aiq_err_clear(&e);
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.epoch = 0;
     if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
         printf("    %s\n", e.message);
@@ -294,11 +290,7 @@ static void preempt_case(double checkpoint_s, double a_end, double lost) {
         !CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK) ||
         !CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK))
         goto out;
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.predict = false; /* times are unix seconds from SIM_EPOCH (0 is "unknown") */
     if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
         printf("    %s\n", e.message);
@@ -341,11 +333,7 @@ TEST(preemption_keeps_the_rest_of_the_work) {
     if (pol && CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK) &&
         CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK) &&
         CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK)) {
-        sim_config_init(&cfg);
-        cfg.trace = tr;
-        cfg.nodes = tr->nodes;
-        cfg.nnodes = tr->nnodes;
-        cfg.policy = pol;
+        sim_config_for(&cfg, tr, pol);
         cfg.predict = false;
         if (CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
             CHECK_INT(res.npreempt, 0);
@@ -378,11 +366,7 @@ TEST(elastic_job_grows_and_shrinks_in_the_simulator) {
         !CHECK_INT(sim_trace_add_job(tr, &f, &e), AIQ_OK) ||
         !CHECK_INT(sim_nodes_from_spec(tr, "1x8xA100-80GB", &e), AIQ_OK))
         goto out;
-    sim_config_init(&cfg);
-    cfg.trace = tr;
-    cfg.nodes = tr->nodes;
-    cfg.nnodes = tr->nnodes;
-    cfg.policy = pol;
+    sim_config_for(&cfg, tr, pol);
     cfg.predict = false;
     if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
         printf("    %s\n", e.message);
