@@ -107,18 +107,23 @@ if [ "$WHAT" = all ] && [ -n "${AIQ_VALGRIND_BUILD:-}" ]; then
     ) >"$LOG/valgrind.lines" 2>&1 &
     VG_PID=$!
 fi
+# join_counts FILE WHAT: adds the "passed failed" counts a background pass
+# left in FILE (a pass that left none is one failure, named WHAT).
+join_counts() {
+    if read -r jp jf <"$1" 2>/dev/null; then
+        P=$((P + jp)); F=$((F + jf))
+    else
+        echo "FAIL $2: the background pass left no counts"; F=$((F + 1))
+    fi
+}
 # valgrind_join: waits for the background valgrind pass, prints its result
-# lines and adds its counts (a pass that left no counts is one failure).
+# lines and adds its counts.
 valgrind_join() {
     [ -n "$VG_PID" ] || return 0
     wait "$VG_PID"
     VG_PID=
     cat "$LOG/valgrind.lines"
-    if read -r vp vf <"$LOG/valgrind.counts" 2>/dev/null; then
-        P=$((P + vp)); F=$((F + vf))
-    else
-        echo "FAIL valgrind: the background pass left no counts"; F=$((F + 1))
-    fi
+    join_counts "$LOG/valgrind.counts" valgrind
 }
 # e2e_pass none|local|real|servers: the e2e runs of that kind (no server,
 # on that server, on every server), in name order.
@@ -170,11 +175,7 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
         REAL_PID=$!
         e2e_pass local
         wait "$REAL_PID"
-        if read -r rp rf <"$LOG/real.counts" 2>/dev/null; then
-            P=$((P + rp)); F=$((F + rf))
-        else
-            echo "FAIL e2e[real]: the real control plane's stream left no counts"; F=$((F + 1))
-        fi
+        join_counts "$LOG/real.counts" "e2e[real] (the real control plane's stream)"
     fi
 fi
 valgrind_join
