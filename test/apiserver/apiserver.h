@@ -65,6 +65,10 @@ json_object *apisrv_obj_get(apisrv *s, const char *resource, const char *ns,
 /* Returns a new json array of every object of resource (in ns when ns is
  * non-NULL), ordered by namespace then name. */
 json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns);
+/* The same, of only the objects whose stored text (compact JSON) keep()
+ * accepts: a test on the text that spares parsing the others. */
+json_object *apisrv_obj_list_if(apisrv *s, const char *resource, const char *ns,
+                                bool (*keep)(const char *json));
 /* Creates obj (takes ownership); sets uid, creationTimestamp, rv. */
 aiq_rc apisrv_obj_create(apisrv *s, const char *resource, json_object *obj,
                          aiq_err *err);

@@ -37,6 +37,7 @@ json_object *apisrv_obj_get(apisrv *s, const char *resource, const char *ns,
 struct objapi_texts {
     char **v;
     size_t n, cap;
+    bool (*keep)(const char *json); /* NULL: every row */
     bool oom;
 };
 
@@ -44,6 +45,8 @@ static int objapi_list_row(void *u, const char *key, const char *ns,
                            const char *name, const char *json) {
     struct objapi_texts *tx = u;
     (void)key; (void)ns; (void)name;
+    if (tx->keep && !tx->keep(json))
+        return 0;
     if (tx->n == tx->cap) {
         size_t nc = tx->cap ? tx->cap * 2 : 256;
         char **nv = realloc(tx->v, nc * sizeof *nv);
@@ -65,8 +68,14 @@ static int objapi_list_row(void *u, const char *key, const char *ns,
 /* See apiserver.h. The objects are read under the lock and parsed after
  * it is released (a consistent snapshot either way). */
 json_object *apisrv_obj_list(apisrv *s, const char *resource, const char *ns) {
+    return apisrv_obj_list_if(s, resource, ns, NULL);
+}
+
+/* See apiserver.h. */
+json_object *apisrv_obj_list_if(apisrv *s, const char *resource, const char *ns,
+                                bool (*keep)(const char *json)) {
     json_object *arr = json_object_new_array();
-    struct objapi_texts tx = {NULL, 0, 0, false};
+    struct objapi_texts tx = {NULL, 0, 0, keep, false};
     pthread_mutex_lock(&s->mu);
     const struct apisrv__type *t = objapi_type(s, resource, NULL);
     if (t) apisrv__store_scan(s, t->key, t->namespaced ? ns : NULL, NULL, NULL,
