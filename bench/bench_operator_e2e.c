@@ -42,8 +42,8 @@
  *  drain      once every job shows Queued, the statuses still due (positions
  *             and messages of the jobs behind) go out: drain_w/s is the
  *             AIJob MODIFIED events per second on the bench's watch from
- *             then until a whole cycle passes with none, settle_s how long
- *             that took (at most BENCH_SETTLE_CAP_S, 60 s; "cap" when it
+ *             then until two whole cycles in a row pass with none,
+ *             settle_s how long that took (at most BENCH_SETTLE_CAP_S, 60 s; "cap" when it
  *             never settled, and the steady window then starts anyway).
  *             Each event is a status write of the operator: nothing else
  *             writes AIJobs then. Issue 14's goal: at most the write budget
@@ -601,10 +601,10 @@ out:
 /* Runs the steps of one server and node count. Appends rows to rows[*nr]
  * and the release to *rl. Returns 0, or -1 when the set-up failed. */
 
-/* From the moment every job shows Queued until a whole cycle (end to
- * end, with the status writes that follow it) passes without an AIJob
- * MODIFIED event: r->settle_s and r->drain_per_s. At least two cycles
- * pass; *m is the last scrape. */
+/* From the moment every job shows Queued until two whole cycles in a row
+ * (end to end, with the status writes that follow them) pass without an
+ * AIJob MODIFIED event: r->settle_s and r->drain_per_s. At least three
+ * cycles pass; *m is the last scrape. */
 static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
     const struct opts *o = e->o;
     int port = e->op.metrics_port;
@@ -612,12 +612,16 @@ static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
     long mod0 = atomic_load(&e->jw.modified);
     next_cycle(port, m, capped(o, 60));
     long before = atomic_load(&e->jw.modified);
+    int quiet = 0;
     r->settle_capped = 1;
     while (bp_now() - t0 < capped(o, o->settle_cap_s)) {
         if (next_cycle(port, m, capped(o, 60)) != 0)
             break;
         long after = atomic_load(&e->jw.modified);
-        if (after == before) {
+        /* Two cycles in a row: a loop busy with a burst's pods can let
+         * one cycle pass without a status write while more are due. */
+        quiet = after == before ? quiet + 1 : 0;
+        if (quiet == 2) {
             r->settle_capped = 0;
             break;
         }
