@@ -330,6 +330,20 @@ struct q_state {
     int eta_k;          /* next order index to estimate */
     int eta_head;       /* reserved job, -1 */
     double eta_tres, eta_t;
+    /* EASY backfill in the estimate (eta.c): the simulated head that
+     * waits for its reservation (order index, -1 none) and its start; per
+     * node it takes then, the GPUs left there after it (ebres: node,
+     * gpus); the ends popped to find that start and not yet carried out
+     * (ela from ela0, a FIFO); the look-ahead's undo log (eundo: node,
+     * its free GPUs before); the jobs deferred behind the head (order
+     * indexes, edef; edef2 while they are estimated, eflush). */
+    bool eta_bf, eflush;
+    int ebk;
+    double ebt;
+    q__epl *ebres, *ebsav; size_t cap_ebres, cap_ebsav; int nebres;
+    int32_t *edef, *edef2; size_t cap_edef, cap_edef2; int nedef;
+    q__ev *ela; size_t cap_ela; int nela, ela0;
+    q__epl *eundo; size_t cap_eundo; int neundo;
 };
 
 /* ---- state.c ------------------------------------------------------------ */
@@ -513,6 +527,10 @@ bool q__en_fits(const q_state *st, const q__orec *o, bool ever);
 int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t *cnt);
 /* Gives back the cnt entries of st->epl from off. */
 void q__en_give(q_state *st, int32_t off, int32_t cnt);
+/* Node i's free GPUs in the estimate, and setting them (to undo a
+ * look-ahead; nodes outside the simulation are left alone). */
+int32_t q__en_free(const q_state *st, int32_t i);
+void q__en_set(q_state *st, int32_t i, int32_t free);
 
 /* ---- eta.c -------------------------------------------------------------- */
 /* Starts the estimate of this cycle (reserved job head at t_res). Eager:
