@@ -10,9 +10,10 @@
  * room (their own jobs' ends, ahead of it included, free it), and no
  * earlier than the end of the budget window when the budget left cannot
  * pay for its planned GPU-hours. A job held only by quota or budget does
- * not hold up the jobs behind it (the queue passes it too). Estimates
- * only: GPU memory, CPU, host memory and backfill are not simulated (see
- * docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
+ * not hold up the jobs behind it (the queue passes it too). Under EASY
+ * backfill, the jobs behind a head that waits start as they fit without
+ * delaying it (see "EASY backfill" below). Estimates only: GPU memory, CPU
+ * and host memory are not simulated (see docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
  * cycle skips it and q_eta() runs it only as far as the job asked for. */
 #include "queue/q_int.h"
 
@@ -400,6 +401,7 @@ static int eta_begin(q_state *st, const struct q_input *in) {
     st->ebk = -1;
     st->nela = st->ela0 = st->neundo = st->nebres = st->nedef = 0;
     st->eflush = false;
+    st->nbfm = 0;
     st->eta_k = 0;
     st->eta_started = true;
     return 0;
@@ -482,9 +484,15 @@ static struct q_result *eta_res(q_state *st, int k) {
  * behind it may still backfill, as in the queue). When BF_DEFER jobs wait
  * so, or the pass ends, the clock moves to th, the head starts and the
  * deferred jobs are estimated in order from there, the first that does
- * not fit becoming the next head. */
+ * not fit becoming the next head; one of them that cannot backfill behind
+ * it is deferred again, at most BF_AGAIN times in all, then waits for it
+ * (so each job is estimated at most BF_AGAIN + 1 times). A job shape that
+ * could not backfill is remembered (BF_MEMO shapes) until the nodes
+ * change, so a long run of jobs that cannot costs a lookup each. */
 #define BF_LOOK 16
 #define BF_DEFER 32
+#define BF_MEMO Q__BFMEMO
+#define BF_AGAIN 3 /* times a job may be deferred (fits edef's 2 bits) */
 
 /* Gives back event e's GPUs, logging each node's free GPUs before so that
  * bf_undo can put them back. Returns 0, or -1 out of memory. */
@@ -591,6 +599,22 @@ static int bf_fit(q_state *st, const struct q_input *in, const q__orec *o, int j
     return rc;
 }
 
+/* The shapes of jobs that could not backfill since the nodes last
+ * changed (a job of the same shape that does not end by the head's start
+ * cannot either): its GPUs per replica, replicas, domain and model, and
+ * whether it may not start at now. */
+static uint64_t bf_shape(const q__orec *o, bool later) {
+    uint64_t g = (uint64_t)q__units(o->gpus, o->gmem, o->milli) & 0xffff;
+    uint64_t d = (uint64_t)(uint32_t)(o->dom + 2) & 0xfffff, m = (uint64_t)(uint32_t)(o->model + 2) & 0xfffff;
+    return g | (uint64_t)(o->replicas & 0x7fff) << 16 | d << 31 | m << 51 | (uint64_t)later << 63;
+}
+
+static bool bf_failed(const q_state *st, uint64_t sh) {
+    for (int x = 0; x < st->nbfm; x++)
+        if (st->bfm[x] == sh) return true;
+    return false;
+}
+
 /* With a head waiting: o (job j) starts by backfill at the clock *t or
  * at one of the next BF_LOOK look-ahead ends before the head's start (*t
  * and the look-ahead move there). Returns 1 backfilled, 0 not (nothing
@@ -599,12 +623,16 @@ static int bf_wait(q_state *st, const struct q_input *in, const q__orec *o, int 
                    const bool post[2], double *t) {
     int c0 = st->ela0;
     double t0 = *t;
+    bool memo = o->pred <= 0 || *t + o->pred > st->ebt; /* long from here on */
+    uint64_t sh = bf_shape(o, later);
+    if (memo && bf_failed(st, sh)) return 0;
     st->neundo = 0;
     for (int n = 0;; n++) {
         if (!(later && *t <= in->now)) {
             int rc = bf_fit(st, in, o, j, *t, post);
             if (rc) {
                 st->neundo = 0;
+                st->nbfm = 0; /* the nodes changed */
                 return rc;
             }
         }
@@ -616,38 +644,53 @@ static int bf_wait(q_state *st, const struct q_input *in, const q__orec *o, int 
     bf_undo(st);
     st->ela0 = c0;
     *t = t0;
+    if (memo) st->bfm[st->nbfm < BF_MEMO ? st->nbfm++ : (int)(sh % BF_MEMO)] = sh;
     return 0;
 }
 
-/* Moves the clock to the head's start (the look-ahead's ends, then the
- * queued events up to the head's own start), then estimates the deferred
- * jobs from there, in order (they may be deferred again, behind a new
- * head, but never flushed from here). Returns 0, or -1 out of memory. */
-static int bf_flush(q_state *st, const struct q_input *in, eta_pass *p) {
+/* Moves the clock to the head's start: the look-ahead's ends, then the
+ * queued events up to the head's own start. Returns 0, or -1 out of
+ * memory. */
+static int bf_head_start(q_state *st, const struct q_input *in, eta_pass *p) {
     bf_redo(st);
     int h = st->ebk;
     st->ebk = -1;
-    while (h >= 0 && st->rb_size > 0) {
+    st->nbfm = 0;
+    if (h < 0) return 0;
+    while (st->rb_size > 0) {
         q__ev e;
         if (rpop(st, &e) || eta_apply(st, in, &e)) return -1;
         if (e.t > p->t) p->t = e.t;
         if (e.aux < 0 && e.job == h) break;
     }
-    if (h >= 0 && st->ebt > p->t) p->t = st->ebt;
+    if (st->ebt > p->t) p->t = st->ebt;
+    return 0;
+}
+
+/* The head starts, then the deferred jobs are estimated from there, in
+ * order, none deferred again (one that cannot backfill behind a new head
+ * waits for it: bounded work). Returns 0, or -1 out of memory. */
+static int bf_flush(q_state *st, const struct q_input *in, eta_pass *p) {
+    if (bf_head_start(st, in, p)) return -1;
     int n = st->nedef;
     if (Q_GROW(st, st->edef2, st->cap_edef2, (size_t)n + 1)) return -1;
     memcpy(st->edef2, st->edef, (size_t)n * sizeof *st->edef);
     st->nedef = 0;
     st->eflush = true;
     int rc = 0;
-    for (int x = 0; x < n && rc == 0; x++) rc = eta_job(st, in, st->edef2[x], p, eta_res(st, st->edef2[x]));
+    for (int x = 0; x < n && rc == 0; x++) {
+        int k = st->edef2[x] >> 2;
+        st->eagain = st->edef2[x] & 3;
+        rc = eta_job(st, in, k, p, eta_res(st, k));
+    }
     st->eflush = false;
     return rc;
 }
 
 /* Job o (job j, order index k) under backfill: behind a waiting head it
- * backfills, or is deferred (BF_DEFER deferred already: the head starts
- * first); else, when it cannot start at the clock, it becomes the head
+ * backfills, or is deferred (unless BF_DEFER are, or it was BF_AGAIN
+ * times: then the head starts first, and the deferred jobs are estimated
+ * unless they are being estimated now); else, when it cannot start at the clock, it becomes the head
  * (its start r->eta, by an event; the clock stays). Returns 1 when done,
  * 0 when the in-order estimate goes on from p->t, -1 out of memory. */
 static int bf_job(q_state *st, const struct q_input *in, const q__orec *o, int j, int k,
@@ -658,12 +701,13 @@ static int bf_job(q_state *st, const struct q_input *in, const q__orec *o, int j
             if (rc == 1) r->eta = p->t;
             return rc;
         }
-        if (st->eflush || st->nedef < BF_DEFER) {
+        int n = st->eflush ? st->eagain : 0;
+        if (n < BF_AGAIN && st->nedef < BF_DEFER) {
             if (Q_GROW(st, st->edef, st->cap_edef, (size_t)st->nedef + 1)) return -1;
-            st->edef[st->nedef++] = k;
+            st->edef[st->nedef++] = k << 2 | (n + 1);
             return 1;
         }
-        if (bf_flush(st, in, p)) return -1;
+        if (st->eflush ? bf_head_start(st, in, p) : bf_flush(st, in, p)) return -1;
     }
     bool wait_res = j == st->eta_head && st->eta_tres > p->t;
     if (!wait_res && !(later && p->t <= in->now) && q__en_fits(st, o, false)) return 0;
@@ -678,13 +722,14 @@ static int bf_job(q_state *st, const struct q_input *in, const q__orec *o, int j
     if (eta_start(st, in, o, j, k, th, true, post)) return -1;
     st->ebk = k;
     st->ebt = th;
+    st->nbfm = 0;
     return 1;
 }
 
 /* Is order index k deferred (its estimate not made yet)? */
 static bool bf_pending(const q_state *st, int k) {
     for (int x = 0; x < st->nedef; x++)
-        if (st->edef[x] == k) return true;
+        if (st->edef[x] >> 2 == k) return true;
     return false;
 }
 

@@ -279,10 +279,6 @@ void q__en_give(q_state *st, int32_t off, int32_t cnt) {
     for (int32_t k = off; k < off + cnt; k++) en_move(st, st->epl[k].node, st->epl[k].gpus);
 }
 
-int32_t q__en_free(const q_state *st, int32_t i) {
-    return st->en[i].free;
-}
-
 void q__en_set(q_state *st, int32_t i, int32_t free) {
     en_move(st, i, free - st->en[i].free);
 }

@@ -20,6 +20,9 @@ typedef struct { int64_t v[Q__NRES]; } q__res;
  * aux (> 0) entries of st->epl from job (an offset); aux -1 is a
  * quota-delayed start taking its GPUs (job = its order index); aux2 =
  * radix key. */
+/* Job shapes the estimate remembers as unable to backfill (eta.c). */
+#define Q__BFMEMO 16
+
 typedef struct q__ev {
     double t;
     int32_t job;
@@ -335,13 +338,15 @@ struct q_state {
      * node it takes then, the GPUs left there after it (ebres: node,
      * gpus); the ends popped to find that start and not yet carried out
      * (ela from ela0, a FIFO); the look-ahead's undo log (eundo: node,
-     * its free GPUs before); the jobs deferred behind the head (order
-     * indexes, edef; edef2 while they are estimated, eflush). */
+     * its free GPUs before); the jobs deferred behind the head (edef:
+     * order index << 2 | times deferred; edef2 while they are estimated,
+     * eflush, eagain the times of the one estimated). */
     bool eta_bf, eflush;
     int ebk;
     double ebt;
     q__epl *ebres, *ebsav; size_t cap_ebres, cap_ebsav; int nebres;
-    int32_t *edef, *edef2; size_t cap_edef, cap_edef2; int nedef;
+    int32_t *edef, *edef2; size_t cap_edef, cap_edef2; int nedef, eagain;
+    uint64_t bfm[Q__BFMEMO]; int nbfm; /* shapes that could not backfill (eta.c) */
     q__ev *ela; size_t cap_ela; int nela, ela0;
     q__epl *eundo; size_t cap_eundo; int neundo;
 };
@@ -529,7 +534,7 @@ int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t 
 void q__en_give(q_state *st, int32_t off, int32_t cnt);
 /* Node i's free GPUs in the estimate, and setting them (to undo a
  * look-ahead; nodes outside the simulation are left alone). */
-int32_t q__en_free(const q_state *st, int32_t i);
+static inline int32_t q__en_free(const q_state *st, int32_t i) { return st->en[i].free; }
 void q__en_set(q_state *st, int32_t i, int32_t free);
 
 /* ---- eta.c -------------------------------------------------------------- */
