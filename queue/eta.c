@@ -494,20 +494,24 @@ static struct q_result *eta_res(q_state *st, int k) {
 #define BF_MEMO Q__BFMEMO
 #define BF_AGAIN 3 /* times a job may be deferred (fits edef's 2 bits) */
 
-/* Gives back event e's GPUs, logging each node's free GPUs before so that
- * bf_undo can put them back. Returns 0, or -1 out of memory. */
+/* Gives back event e's GPUs, logging what each node gained (a node never
+ * gets more than it has) so that bf_undo can take exactly that back, and
+ * nothing a start took meanwhile. Returns 0, or -1 out of memory. */
 static int bf_give_logged(q_state *st, const q__ev *e) {
     if (Q_GROW(st, st->eundo, st->cap_eundo, (size_t)st->neundo + (size_t)e->aux)) return -1;
     for (int32_t x = e->job; x < e->job + e->aux; x++) {
-        int32_t node = st->epl[x].node;
-        st->eundo[st->neundo++] = (q__epl){node, q__en_free(st, node)};
+        int32_t node = st->epl[x].node, f = q__en_free(st, node);
+        q__en_set(st, node, f + st->epl[x].gpus);
+        st->eundo[st->neundo++] = (q__epl){node, q__en_free(st, node) - f};
     }
-    q__en_give(st, e->job, e->aux);
     return 0;
 }
 
 static void bf_undo(q_state *st) {
-    for (int x = st->neundo - 1; x >= 0; x--) q__en_set(st, st->eundo[x].node, st->eundo[x].gpus);
+    for (int x = st->neundo - 1; x >= 0; x--) {
+        int32_t node = st->eundo[x].node;
+        q__en_set(st, node, q__en_free(st, node) - st->eundo[x].gpus);
+    }
     st->neundo = 0;
 }
 

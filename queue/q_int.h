@@ -338,7 +338,7 @@ struct q_state {
      * node it takes then, the GPUs left there after it (ebres: node,
      * gpus); the ends popped to find that start and not yet carried out
      * (ela from ela0, a FIFO); the look-ahead's undo log (eundo: node,
-     * its free GPUs before); the jobs deferred behind the head (edef:
+     * the GPUs it gained); the jobs deferred behind the head (edef:
      * order index << 2 | times deferred; edef2 while they are estimated,
      * eflush, eagain the times of the one estimated). */
     bool eta_bf, eflush;
