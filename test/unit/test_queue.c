@@ -558,6 +558,23 @@ static const scen scenarios[] = {
              {"t/pinned", W, NULL, 7200, 3},
              {"t/short", W, NULL, 1200, 4}},
      .reserved_in = 3600},
+    {.name = "eta backfill: a quota-delayed start the head's look-ahead meets keeps its GPUs",
+     .backfill = 1,
+     .nodes = {N1, N2},
+     .groups = {{"g", 0, 4, 0, 0, 0}},
+     .jobs = {{.key = "t/d", .gpus = 4, .run = 1, .node = 0, .end_in = 200},
+              {.key = "t/b", .gpus = 4, .run = 1, .node = 0, .end_in = 1800},
+              {.key = "g/a", .group = 1, .gpus = 4, .run = 1, .node = 1, .end_in = 300},
+              {.key = "t/c", .gpus = 4, .run = 1, .node = 1, .end_in = 1200},
+              {.key = "g/q", .group = 1, .prio = 100, .gpus = 4, .pred = 7200},
+              {.key = "t/head", .prio = 90, .gpus = 8, .pred = 3600},
+              {.key = "t/y", .prio = 80, .gpus = 4, .pred = 600}},
+     /* g/q waits for its group's quota until +300 and then takes n1's
+      * 4 GPUs freed at +200; t/head needs n2 whole (+1200); t/y fits
+      * n2 from +300 (A's end), not n1 at +200 */
+     .exp = {{"g/q", W, NULL, 300, 1},
+             {"t/head", W, NULL, 1200, 2},
+             {"t/y", W, NULL, 300, 3}}},
 };
 
 TEST(scenario_tables) {
