@@ -12,9 +12,10 @@
  * pay for its planned GPU-hours. A job held only by quota or budget does
  * not hold up the jobs behind it (the queue passes it too). Under EASY
  * backfill, the jobs behind a head that waits start as they fit without
- * delaying it (see "EASY backfill" below). Estimates only: GPU memory, CPU
- * and host memory are not simulated (see docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
- * cycle skips it and q_eta() runs it only as far as the job asked for. */
+ * delaying it (see "EASY backfill" below). Estimates only: GPU memory,
+ * CPU and host memory are not simulated (see docs/queue.md). The pass
+ * can stop and resume: with q_input.lazy_eta the cycle skips it and
+ * q_eta() runs it only as far as the job asked for. */
 #include "queue/q_int.h"
 
 #include <string.h>
@@ -672,8 +673,8 @@ static int bf_head_start(q_state *st, const struct q_input *in, eta_pass *p) {
 }
 
 /* The head starts, then the deferred jobs are estimated from there, in
- * order, none deferred again (one that cannot backfill behind a new head
- * waits for it: bounded work). Returns 0, or -1 out of memory. */
+ * order (each may be deferred again behind a new head, BF_AGAIN times in
+ * all: bounded work). Returns 0, or -1 out of memory. */
 static int bf_flush(q_state *st, const struct q_input *in, eta_pass *p) {
     if (bf_head_start(st, in, p)) return -1;
     int n = st->nedef;
@@ -694,9 +695,10 @@ static int bf_flush(q_state *st, const struct q_input *in, eta_pass *p) {
 /* Job o (job j, order index k) under backfill: behind a waiting head it
  * backfills, or is deferred (unless BF_DEFER are, or it was BF_AGAIN
  * times: then the head starts first, and the deferred jobs are estimated
- * unless they are being estimated now); else, when it cannot start at the clock, it becomes the head
- * (its start r->eta, by an event; the clock stays). Returns 1 when done,
- * 0 when the in-order estimate goes on from p->t, -1 out of memory. */
+ * unless they are being estimated now); else, when it cannot start at
+ * the clock, it becomes the head (its start r->eta, by an event; the
+ * clock stays). Returns 1 when done, 0 when the in-order estimate goes on
+ * from p->t, -1 out of memory. */
 static int bf_job(q_state *st, const struct q_input *in, const q__orec *o, int j, int k,
                   bool later, const bool post[2], eta_pass *p, struct q_result *r) {
     while (st->ebk >= 0) {

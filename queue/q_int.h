@@ -15,14 +15,14 @@
 /* A resource vector in quota units (q_res order). */
 typedef struct { int64_t v[Q__NRES]; } q__res;
 
+/* Job shapes the estimate remembers as unable to backfill (eta.c). */
+#define Q__BFMEMO 16
+
 /* A timed event (a job's end). reserve(): aux = placement offset of a
  * just-admitted job, -1 for a running one. eta.c: an end gives back the
  * aux (> 0) entries of st->epl from job (an offset); aux -1 is a
  * quota-delayed start taking its GPUs (job = its order index); aux2 =
  * radix key. */
-/* Job shapes the estimate remembers as unable to backfill (eta.c). */
-#define Q__BFMEMO 16
-
 typedef struct q__ev {
     double t;
     int32_t job;
