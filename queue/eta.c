@@ -10,10 +10,12 @@
  * room (their own jobs' ends, ahead of it included, free it), and no
  * earlier than the end of the budget window when the budget left cannot
  * pay for its planned GPU-hours. A job held only by quota or budget does
- * not hold up the jobs behind it (the queue passes it too). Estimates
- * only: GPU memory, CPU, host memory and backfill are not simulated (see
- * docs/queue.md). The pass can stop and resume: with q_input.lazy_eta the
- * cycle skips it and q_eta() runs it only as far as the job asked for. */
+ * not hold up the jobs behind it (the queue passes it too). Under EASY
+ * backfill, the jobs behind a head that waits start as they fit without
+ * delaying it (see "EASY backfill" below). Estimates only: GPU memory,
+ * CPU and host memory are not simulated (see docs/queue.md). The pass
+ * can stop and resume: with q_input.lazy_eta the cycle skips it and
+ * q_eta() runs it only as far as the job asked for. */
 #include "queue/q_int.h"
 
 #include <string.h>
@@ -396,6 +398,11 @@ static int eta_begin(q_state *st, const struct q_input *in) {
      * is unknown, so is every later one waiting on capacity. */
     st->eta_strict = st->eta_head < 0;
     st->eta_stuck = false;
+    st->eta_bf = in->policy.backfill == AIQ_BACKFILL_EASY;
+    st->ebk = -1;
+    st->nela = st->ela0 = st->neundo = st->nebres = st->nedef = 0;
+    st->eflush = false;
+    st->nbfm = 0;
     st->eta_k = 0;
     st->eta_started = true;
     return 0;
@@ -456,6 +463,282 @@ typedef struct {
     bool stuck;     /* strict and some start was unknown */
 } eta_pass;
 
+static int eta_job(q_state *st, const struct q_input *in, int k, eta_pass *p,
+                   struct q_result *r);
+
+/* Where the estimate of order index k goes: st->rseq[k] (eager) or its
+ * job's st->res (lazy). */
+static struct q_result *eta_res(q_state *st, int k) {
+    return st->eta_lazy ? &st->res[st->ord[k].slot] : &st->rseq[k];
+}
+
+/* ---- EASY backfill -------------------------------------------------------
+ * With the policy's backfill on, a job that cannot start at the capacity
+ * clock t becomes the simulated head: a look-ahead pops the ends until
+ * its gang fits (th, its start), notes the nodes it will take and what it
+ * leaves on them, and undoes those ends (kept in a FIFO, st->ela) so the
+ * nodes are at t again; the head starts by an event at th. A job behind
+ * it starts at t, or at one of the next BF_LOOK of those ends (the clock
+ * moves there), when it fits the nodes then and either ends (by its
+ * planned runtime) by th or leaves the head's nodes what the head takes
+ * there. A job that cannot is deferred, not estimated yet (the jobs
+ * behind it may still backfill, as in the queue). When BF_DEFER jobs wait
+ * so, or the pass ends, the clock moves to th, the head starts and the
+ * deferred jobs are estimated in order from there, the first that does
+ * not fit becoming the next head; one of them that cannot backfill behind
+ * it is deferred again, at most BF_AGAIN times in all, then waits for it
+ * (so each job is estimated at most BF_AGAIN + 1 times). A job shape that
+ * could not backfill is remembered (BF_MEMO shapes) until the nodes
+ * change, so a long run of jobs that cannot costs a lookup each. */
+#define BF_LOOK 16
+#define BF_DEFER 32
+#define BF_MEMO Q__BFMEMO
+#define BF_AGAIN 3 /* times a job may be deferred (fits edef's 2 bits) */
+
+/* Gives back event e's GPUs, logging what each node gained (a node never
+ * gets more than it has) so that bf_undo can take exactly that back, and
+ * nothing a start took meanwhile. Returns 0, or -1 out of memory. */
+static int bf_give_logged(q_state *st, const q__ev *e) {
+    if (Q_GROW(st, st->eundo, st->cap_eundo, (size_t)st->neundo + (size_t)e->aux)) return -1;
+    for (int32_t x = e->job; x < e->job + e->aux; x++) {
+        int32_t node = st->epl[x].node, f = q__en_free(st, node);
+        q__en_set(st, node, f + st->epl[x].gpus);
+        st->eundo[st->neundo++] = (q__epl){node, q__en_free(st, node) - f};
+    }
+    return 0;
+}
+
+static void bf_undo(q_state *st) {
+    for (int x = st->neundo - 1; x >= 0; x--) {
+        int32_t node = st->eundo[x].node;
+        q__en_set(st, node, q__en_free(st, node) - st->eundo[x].gpus);
+    }
+    st->neundo = 0;
+}
+
+/* Carries out the look-ahead's ends not yet carried out. */
+static void bf_redo(q_state *st) {
+    for (; st->ela0 < st->nela; st->ela0++) q__en_give(st, st->ela[st->ela0].job, st->ela[st->ela0].aux);
+    st->nela = st->ela0 = 0;
+}
+
+/* Notes the nodes the head takes (st->epl from off, cnt entries; each
+ * node once) with the free GPUs the take leaves there, then gives them
+ * back. Returns 0, or -1 out of memory. */
+static int bf_note(q_state *st, int32_t off, int32_t cnt) {
+    if (Q_GROW(st, st->ebres, st->cap_ebres, (size_t)cnt + 1) ||
+        Q_GROW(st, st->ebsav, st->cap_ebsav, (size_t)cnt + 1))
+        return -1;
+    st->nebres = 0;
+    for (int32_t x = off; x < off + cnt; x++) {
+        int32_t node = st->epl[x].node, y = 0;
+        while (y < st->nebres && st->ebres[y].node != node) y++;
+        if (y == st->nebres) st->ebres[st->nebres++] = (q__epl){node, q__en_free(st, node)};
+    }
+    q__en_give(st, off, cnt);
+    st->nepl = off;
+    return 0;
+}
+
+/* Looks ahead for o (job j), which cannot start at t: pops the ends into
+ * st->ela, carrying them out, until its gang fits (after now when later).
+ * Returns 1 with *th its start (the walk's reservation at least), its
+ * nodes noted and the ends undone; 0 when no end frees enough (the ends
+ * stay carried out, as without backfill); -1 out of memory. */
+static int bf_look(q_state *st, const struct q_input *in, const q__orec *o, int j, bool later,
+                   double t, double *th) {
+    st->nela = st->ela0 = st->neundo = 0;
+    double tt = t;
+    bool fits;
+    for (;;) {
+        fits = q__en_fits(st, o, false);
+        if ((fits && !(later && tt <= in->now)) || st->rb_size == 0) break;
+        q__ev e;
+        if (rpop(st, &e)) return -1;
+        if (e.t > tt) tt = e.t;
+        if (e.aux < 0) { /* a quota-delayed start: taken for good */
+            if (eta_apply(st, in, &e)) return -1;
+            continue;
+        }
+        if (Q_GROW(st, st->ela, st->cap_ela, (size_t)st->nela + 1) || bf_give_logged(st, &e)) return -1;
+        st->ela[st->nela++] = e;
+    }
+    if (!fits) {
+        st->nela = st->neundo = 0;
+        return 0;
+    }
+    *th = j == st->eta_head && st->eta_tres > tt ? st->eta_tres : tt;
+    int32_t off, cnt;
+    if (q__en_take(st, o, false, &off, &cnt) || bf_note(st, off, cnt)) return -1;
+    bf_undo(st);
+    return 1;
+}
+
+/* Could o start at t without delaying the head? Ending by the head's
+ * start it needs only fit the nodes; else it gets no more of the head's
+ * nodes than the head leaves there. If so it starts (its owners count it,
+ * it takes its GPUs, its end is queued). Returns 1 started, 0 not, -1 out
+ * of memory. */
+static int bf_fit(q_state *st, const struct q_input *in, const q__orec *o, int j, double t,
+                  const bool post[2]) {
+    bool shortjob = o->pred > 0 && t + o->pred <= st->ebt;
+    int nb = shortjob ? 0 : st->nebres, rc = 0;
+    for (int x = 0; x < nb; x++) { /* the head's nodes: what it leaves */
+        int32_t node = st->ebres[x].node, f = q__en_free(st, node);
+        st->ebsav[x] = (q__epl){node, f};
+        if (f > st->ebres[x].gpus) q__en_set(st, node, st->ebres[x].gpus);
+    }
+    if (q__en_fits(st, o, false)) {
+        int32_t off, cnt;
+        rc = q__en_take(st, o, false, &off, &cnt) || owners_take(st, in, o, j, t, post) ||
+                     (o->pred > 0 && cnt > 0 &&
+                      rpush(st, (q__ev){t + o->pred, off, cnt, 0}, rkey(t + o->pred, in->now)))
+                 ? -1 : 1;
+    }
+    for (int x = 0; x < nb; x++) { /* back, less what o took there */
+        int32_t f0 = st->ebsav[x].gpus, cap = st->ebres[x].gpus;
+        int32_t taken = (f0 < cap ? f0 : cap) - q__en_free(st, st->ebsav[x].node);
+        q__en_set(st, st->ebsav[x].node, f0 - taken);
+        st->ebres[x].gpus = cap - taken;
+    }
+    return rc;
+}
+
+/* The shapes of jobs that could not backfill since the nodes last
+ * changed (a job of the same shape that does not end by the head's start
+ * cannot either): its GPUs per replica, replicas, domain and model, and
+ * whether it may not start at now. */
+static uint64_t bf_shape(const q__orec *o, bool later) {
+    uint64_t g = (uint64_t)q__units(o->gpus, o->gmem, o->milli) & 0xffff;
+    uint64_t d = (uint64_t)(uint32_t)(o->dom + 2) & 0xfffff, m = (uint64_t)(uint32_t)(o->model + 2) & 0xfffff;
+    return g | (uint64_t)(o->replicas & 0x7fff) << 16 | d << 31 | m << 51 | (uint64_t)later << 63;
+}
+
+static bool bf_failed(const q_state *st, uint64_t sh) {
+    for (int x = 0; x < st->nbfm; x++)
+        if (st->bfm[x] == sh) return true;
+    return false;
+}
+
+/* With a head waiting: o (job j) starts by backfill at the clock *t or
+ * at one of the next BF_LOOK look-ahead ends before the head's start (*t
+ * and the look-ahead move there). Returns 1 backfilled, 0 not (nothing
+ * moved), -1 out of memory. */
+static int bf_wait(q_state *st, const struct q_input *in, const q__orec *o, int j, bool later,
+                   const bool post[2], double *t) {
+    int c0 = st->ela0;
+    double t0 = *t;
+    bool memo = o->pred <= 0 || *t + o->pred > st->ebt; /* long from here on */
+    uint64_t sh = bf_shape(o, later);
+    if (memo && bf_failed(st, sh)) return 0;
+    st->neundo = 0;
+    for (int n = 0;; n++) {
+        if (!(later && *t <= in->now)) {
+            int rc = bf_fit(st, in, o, j, *t, post);
+            if (rc) {
+                st->neundo = 0;
+                st->nbfm = 0; /* the nodes changed */
+                return rc;
+            }
+        }
+        if (st->ela0 >= st->nela || n >= BF_LOOK) break;
+        q__ev e = st->ela[st->ela0++];
+        if (bf_give_logged(st, &e)) return -1;
+        if (e.t > *t) *t = e.t;
+    }
+    bf_undo(st);
+    st->ela0 = c0;
+    *t = t0;
+    if (memo) st->bfm[st->nbfm < BF_MEMO ? st->nbfm++ : (int)(sh % BF_MEMO)] = sh;
+    return 0;
+}
+
+/* Moves the clock to the head's start: the look-ahead's ends, then the
+ * queued events up to the head's own start. Returns 0, or -1 out of
+ * memory. */
+static int bf_head_start(q_state *st, const struct q_input *in, eta_pass *p) {
+    bf_redo(st);
+    int h = st->ebk;
+    st->ebk = -1;
+    st->nbfm = 0;
+    if (h < 0) return 0;
+    while (st->rb_size > 0) {
+        q__ev e;
+        if (rpop(st, &e) || eta_apply(st, in, &e)) return -1;
+        if (e.t > p->t) p->t = e.t;
+        if (e.aux < 0 && e.job == h) break;
+    }
+    if (st->ebt > p->t) p->t = st->ebt;
+    return 0;
+}
+
+/* The head starts, then the deferred jobs are estimated from there, in
+ * order (each may be deferred again behind a new head, BF_AGAIN times in
+ * all: bounded work). Returns 0, or -1 out of memory. */
+static int bf_flush(q_state *st, const struct q_input *in, eta_pass *p) {
+    if (bf_head_start(st, in, p)) return -1;
+    int n = st->nedef;
+    if (Q_GROW(st, st->edef2, st->cap_edef2, (size_t)n + 1)) return -1;
+    memcpy(st->edef2, st->edef, (size_t)n * sizeof *st->edef);
+    st->nedef = 0;
+    st->eflush = true;
+    int rc = 0;
+    for (int x = 0; x < n && rc == 0; x++) {
+        int k = st->edef2[x] >> 2;
+        st->eagain = st->edef2[x] & 3;
+        rc = eta_job(st, in, k, p, eta_res(st, k));
+    }
+    st->eflush = false;
+    return rc;
+}
+
+/* Job o (job j, order index k) under backfill: behind a waiting head it
+ * backfills, or is deferred (unless BF_DEFER are, or it was BF_AGAIN
+ * times: then the head starts first, and the deferred jobs are estimated
+ * unless they are being estimated now); else, when it cannot start at
+ * the clock, it becomes the head (its start r->eta, by an event; the
+ * clock stays). Returns 1 when done, 0 when the in-order estimate goes on
+ * from p->t, -1 out of memory. */
+static int bf_job(q_state *st, const struct q_input *in, const q__orec *o, int j, int k,
+                  bool later, const bool post[2], eta_pass *p, struct q_result *r) {
+    while (st->ebk >= 0) {
+        int rc = bf_wait(st, in, o, j, later, post, &p->t);
+        if (rc) {
+            if (rc == 1) r->eta = p->t;
+            return rc;
+        }
+        int n = st->eflush ? st->eagain : 0;
+        if (n < BF_AGAIN && st->nedef < BF_DEFER) {
+            if (Q_GROW(st, st->edef, st->cap_edef, (size_t)st->nedef + 1)) return -1;
+            st->edef[st->nedef++] = k << 2 | (n + 1);
+            return 1;
+        }
+        if (st->eflush ? bf_head_start(st, in, p) : bf_flush(st, in, p)) return -1;
+    }
+    bool wait_res = j == st->eta_head && st->eta_tres > p->t;
+    if (!wait_res && !(later && p->t <= in->now) && q__en_fits(st, o, false)) return 0;
+    double th;
+    int rc = bf_look(st, in, o, j, later, p->t, &th);
+    if (rc <= 0) return rc;
+    if (th <= p->t) { /* no wait after all (ends at the clock) */
+        bf_redo(st);
+        return 0;
+    }
+    r->eta = th;
+    if (eta_start(st, in, o, j, k, th, true, post)) return -1;
+    st->ebk = k;
+    st->ebt = th;
+    st->nbfm = 0;
+    return 1;
+}
+
+/* Is order index k deferred (its estimate not made yet)? */
+static bool bf_pending(const q_state *st, int k) {
+    for (int x = 0; x < st->nedef; x++)
+        if (st->edef[x] >> 2 == k) return true;
+    return false;
+}
+
 /* Estimates the waiting job at order index k into r->eta. Returns 0 or
  * -1 out of memory. */
 static int eta_job(q_state *st, const struct q_input *in, int k, eta_pass *p,
@@ -491,6 +774,10 @@ static int eta_job(q_state *st, const struct q_input *in, int k, eta_pass *p,
      * model (CPU, memory, GPU memory, the reservation) may hide that, so
      * it starts no earlier than the first end after now. */
     bool later = why == Q_R_CAPACITY || why == Q_R_BLOCKED, fits;
+    if (st->eta_bf) {
+        int rc = bf_job(st, in, o, j, k, later, post, p, r);
+        if (rc) return rc < 0 ? -1 : 0;
+    }
     if (eta_wait_fit(st, in, o, later, &p->t, &fits)) return -1;
     if (!fits) { /* no predicted end frees enough */
         p->stuck = st->eta_strict;
@@ -505,16 +792,18 @@ static int eta_job(q_state *st, const struct q_input *in, int k, eta_pass *p,
 }
 
 /* Estimates order indexes st->eta_k .. kend-1 and leaves the pass there.
- * The results are st->rseq[k] (eager) or st->res[slot] (lazy). */
+ * The results are st->rseq[k] (eager) or st->res[slot] (lazy); at the
+ * end of the order, the deferred jobs' too. */
 static int eta_steps(q_state *st, const struct q_input *in, int kend) {
     eta_pass p = {st->eta_t, st->eta_stuck};
     int k = st->eta_k, rc = 0;
     for (; k < kend; k++) {
         uint8_t why = st->dw[2 * k + 1];
         if (st->dw[2 * k] != Q_DEC_WAIT || why == Q_R_SUSPENDED) continue;
-        struct q_result *r = st->eta_lazy ? &st->res[st->ord[k].slot] : &st->rseq[k];
-        if ((rc = eta_job(st, in, k, &p, r)) != 0) break;
+        if ((rc = eta_job(st, in, k, &p, eta_res(st, k))) != 0) break;
     }
+    /* The end: the deferred jobs are estimated. */
+    while (rc == 0 && k == st->norder && st->nedef > 0) rc = bf_flush(st, in, &p);
     st->eta_t = p.t;
     st->eta_stuck = p.stuck;
     st->eta_k = k;
@@ -537,6 +826,9 @@ int q__eta_upto(q_state *st, const struct q_input *in, int kend) {
     if (!st->eta_started && eta_begin(st, in)) goto fail;
     if (kend + 1 > st->eta_k && eta_steps(st, in, kend + 1 < st->norder ? kend + 1 : st->norder))
         goto fail;
+    /* Deferred behind a head: on until it is estimated. */
+    while (bf_pending(st, kend))
+        if (eta_steps(st, in, st->eta_k < st->norder ? st->eta_k + 1 : st->norder)) goto fail;
     return 0;
 fail:
     st->eta_failed = true;
@@ -550,7 +842,7 @@ aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j, double
         return AIQ_EINVAL;
     struct q_result *r = &st->res[j];
     if (st->eta_lazy && r->decision == Q_DEC_WAIT && r->reason != Q_R_SUSPENDED &&
-        st->kof[j] >= st->eta_k) {
+        (st->kof[j] >= st->eta_k || bf_pending(st, st->kof[j]))) {
         if (q__eta_upto(st, in, st->kof[j])) return AIQ_ENOMEM;
     }
     *eta = r->eta;

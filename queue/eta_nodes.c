@@ -278,3 +278,7 @@ int q__en_hold(q_state *st, const struct q_job *j, const struct q_place *pl, int
 void q__en_give(q_state *st, int32_t off, int32_t cnt) {
     for (int32_t k = off; k < off + cnt; k++) en_move(st, st->epl[k].node, st->epl[k].gpus);
 }
+
+void q__en_set(q_state *st, int32_t i, int32_t free) {
+    en_move(st, i, free - st->en[i].free);
+}

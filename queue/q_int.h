@@ -15,6 +15,9 @@
 /* A resource vector in quota units (q_res order). */
 typedef struct { int64_t v[Q__NRES]; } q__res;
 
+/* Job shapes the estimate remembers as unable to backfill (eta.c). */
+#define Q__BFMEMO 16
+
 /* A timed event (a job's end). reserve(): aux = placement offset of a
  * just-admitted job, -1 for a running one. eta.c: an end gives back the
  * aux (> 0) entries of st->epl from job (an offset); aux -1 is a
@@ -330,6 +333,22 @@ struct q_state {
     int eta_k;          /* next order index to estimate */
     int eta_head;       /* reserved job, -1 */
     double eta_tres, eta_t;
+    /* EASY backfill in the estimate (eta.c): the simulated head that
+     * waits for its reservation (order index, -1 none) and its start; per
+     * node it takes then, the GPUs left there after it (ebres: node,
+     * gpus); the ends popped to find that start and not yet carried out
+     * (ela from ela0, a FIFO); the look-ahead's undo log (eundo: node,
+     * the GPUs it gained); the jobs deferred behind the head (edef:
+     * order index << 2 | times deferred; edef2 while they are estimated,
+     * eflush, eagain the times of the one estimated). */
+    bool eta_bf, eflush;
+    int ebk;
+    double ebt;
+    q__epl *ebres, *ebsav; size_t cap_ebres, cap_ebsav; int nebres;
+    int32_t *edef, *edef2; size_t cap_edef, cap_edef2; int nedef, eagain;
+    uint64_t bfm[Q__BFMEMO]; int nbfm; /* shapes that could not backfill (eta.c) */
+    q__ev *ela; size_t cap_ela; int nela, ela0;
+    q__epl *eundo; size_t cap_eundo; int neundo;
 };
 
 /* ---- state.c ------------------------------------------------------------ */
@@ -513,6 +532,10 @@ bool q__en_fits(const q_state *st, const q__orec *o, bool ever);
 int q__en_take(q_state *st, const q__orec *o, bool force, int32_t *off, int32_t *cnt);
 /* Gives back the cnt entries of st->epl from off. */
 void q__en_give(q_state *st, int32_t off, int32_t cnt);
+/* Node i's free GPUs in the estimate, and setting them (to undo a
+ * look-ahead; nodes outside the simulation are left alone). */
+static inline int32_t q__en_free(const q_state *st, int32_t i) { return st->en[i].free; }
+void q__en_set(q_state *st, int32_t i, int32_t free);
 
 /* ---- eta.c -------------------------------------------------------------- */
 /* Starts the estimate of this cycle (reserved job head at t_res). Eager:

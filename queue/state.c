@@ -237,7 +237,8 @@ void q_state_free(q_state *st) {
                     st->gadj, st->ccap, st->cnow, st->csoon, st->gguar, st->cand,
                     st->cidx, st->acts, st->gcand, st->gnp, st->gnpadj, st->gpend, st->wl,
                     st->gblk, st->cblk, st->en, st->ec, st->edc, st->edoff, st->edl,
-                    st->epl, st->etab};
+                    st->epl, st->etab, st->ebres, st->ela, st->eundo,
+                    st->ebsav, st->edef, st->edef2};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++)
         q__free(st, arrs[i]);
     for (int b = 0; b < 65; b++) q__free(st, st->rb[b]);
