@@ -97,10 +97,12 @@ void sim_trace_sort(struct sim_trace *tr);
  * else 0 (unknown). */
 int64_t sim_gpu_model_mib(const char *model);
 
-/* Adds nodes from a spec "COUNTxGPUSxMODEL[/CORES]" (e.g.
- * "125x8xA100-80GB", "100x8xV100M32/96"), several separated by ','. Each
- * node gets 16 cores and 128 GiB of memory per GPU, or with /CORES that
- * many cores and 8 GiB of memory a core. AIQ_EINVAL names the bad part ("nodes-spec: '12x': ..."). */
+/* Adds nodes from a spec "COUNTxGPUSxMODEL[/CORES[/MEM]]" (e.g.
+ * "125x8xA100-80GB", "100x8xV100M32/96", "549x8xG2-32GB/96/384"), several
+ * separated by ','. Each node gets 16 cores and 128 GiB of memory per GPU,
+ * or with /CORES that many cores and 8 GiB of memory a core, or with
+ * /CORES/MEM that many cores and MEM GiB of memory. AIQ_EINVAL names the
+ * bad part ("nodes-spec: '12x': ..."). */
 aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
                            aiq_err *err);
 

@@ -349,6 +349,20 @@ TEST(node_spec) {
     CHECK_STR(tr->nodes[4].gpu_model, "T4");
     CHECK_INT(tr->nodes[4].gpu_mem_mib, 16384);
     CHECK_INT(tr->nodes[4].cpu_milli, 4 * 16000);
+    /* /CORES: 8 GiB a core; /CORES/MEM: MEM GiB */
+    CHECK_INT(sim_nodes_from_spec(tr, "1x8xV100M32/96,2x2xT4/104/512", &e), AIQ_OK);
+    CHECK_INT(tr->nnodes, 8);
+    CHECK_INT(tr->nodes[5].cpu_milli, 96000);
+    CHECK_INT(tr->nodes[5].mem_bytes, 96 * 8 * 1073741824LL);
+    CHECK_INT(tr->nodes[7].cpu_milli, 104000);
+    CHECK_INT(tr->nodes[7].mem_bytes, 512 * 1073741824LL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x2xT4/104/0", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "MEM after the second '/'") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x2xT4//512", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "CORES after '/'") != NULL);
+    CHECK_INT(tr->nnodes, 8);
     aiq_err_clear(&e);
     CHECK_INT(sim_nodes_from_spec(tr, "3x20xA100", &e), AIQ_EINVAL);
     CHECK(strstr(e.message, "'3x20xA100'") != NULL);
