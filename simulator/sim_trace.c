@@ -218,11 +218,19 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
             return aiq_err_field(err, AIQ_EINVAL, "nodes-spec", "nodes-spec: part too long");
         memcpy(part, p, len);
         part[len] = '\0';
-        /* "/CORES": the node's cpu (memory 8 GiB a core), else per GPU */
-        long cores = 0;
-        char *sl = strchr(part, '/');
+        /* "/CORES[/MEM]": the node's cpu and memory in GiB (8 GiB a core
+         * without MEM), else per GPU */
+        long cores = 0, gib = 0;
+        char *sl = strchr(part, '/'), *sl2 = sl ? strchr(sl + 1, '/') : NULL;
+        if (sl2) {
+            gib = num__(sl2 + 1, part + len, 1, 100000000);
+            if (gib < 0)
+                return aiq_err_field(err, AIQ_EINVAL, "nodes-spec", "nodes-spec: '%s': MEM "
+                                     "after the second '/' must be 1..100000000 GiB", part);
+            *sl2 = '\0';
+        }
         if (sl) {
-            cores = num__(sl + 1, part + len, 1, 100000);
+            cores = num__(sl + 1, sl2 ? sl2 : part + len, 1, 100000);
             if (cores < 0)
                 return aiq_err_field(err, AIQ_EINVAL, "nodes-spec",
                                      "nodes-spec: '%s': CORES after '/' must be 1..100000", part);
@@ -236,7 +244,7 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
         int64_t mib = sim_gpu_model_mib(model);
         if (count < 0 || gpus < 0 || (gpus > 0 && mib <= 0))
             return aiq_err_field(err, AIQ_EINVAL, "nodes-spec",
-                                 "nodes-spec: '%s': want COUNTxGPUSxMODEL[/CORES] with COUNT 1..%d, "
+                                 "nodes-spec: '%s': want COUNTxGPUSxMODEL[/CORES[/MEM]] with COUNT 1..%d, "
                                  "GPUS 0..16 and a known MODEL or one ending in <n>GB "
                                  "(e.g. 125x8xA100-80GB)", part, SIM_MAX_NODES);
         int base = tr->nnodes;
@@ -248,7 +256,7 @@ aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
                                  (int64_t)(gpus > 0 ? gpus : 1) * 128 * 1073741824LL};
             if (cores > 0) {
                 n.cpu_milli = cores * 1000;
-                n.mem_bytes = (int64_t)cores * 8 * 1073741824LL;
+                n.mem_bytes = (int64_t)(gib > 0 ? gib : cores * 8) * 1073741824LL;
             }
             if ((rc = sim_trace_add_node(tr, &n, err)) != AIQ_OK)
                 return rc;

@@ -97,10 +97,12 @@ void sim_trace_sort(struct sim_trace *tr);
  * else 0 (unknown). */
 int64_t sim_gpu_model_mib(const char *model);
 
-/* Adds nodes from a spec "COUNTxGPUSxMODEL[/CORES]" (e.g.
- * "125x8xA100-80GB", "100x8xV100M32/96"), several separated by ','. Each
- * node gets 16 cores and 128 GiB of memory per GPU, or with /CORES that
- * many cores and 8 GiB of memory a core. AIQ_EINVAL names the bad part ("nodes-spec: '12x': ..."). */
+/* Adds nodes from a spec "COUNTxGPUSxMODEL[/CORES[/MEM]]" (e.g.
+ * "125x8xA100-80GB", "100x8xV100M32/96", "549x8xG2-32GB/96/384"), several
+ * separated by ','. Each node gets 16 cores and 128 GiB of memory per GPU,
+ * or with /CORES that many cores and 8 GiB of memory a core, or with
+ * /CORES/MEM that many cores and MEM GiB of memory. AIQ_EINVAL names the
+ * bad part ("nodes-spec: '12x': ..."). */
 aiq_rc sim_nodes_from_spec(struct sim_trace *tr, const char *spec,
                            aiq_err *err);
 
@@ -161,12 +163,13 @@ struct sim_gen_opts {
     double checkpoint_s;   /* their interval, default 600 s */
     double elastic_frac;   /* multi-GPU jobs made elastic (N x 1 GPU,
                             * N/2..2N replicas, at most 16), 0..1 */
-    /* Task shapes after the FGD paper's workloads (trace_gen.c, docs/
-     * simulator.md "Inflation protocol"): SIM_MIX_NONE keeps the shapes
-     * above; the others draw one-replica tasks, 13% CPU-only. */
+    /* Task shapes of the FGD paper's workloads (trace_gen_fgd.c, docs/
+     * simulator.md "FGD placement on FGD-shaped mixes"): SIM_MIX_NONE
+     * keeps the shapes above; the others draw one-replica tasks from the
+     * shapes tallied from the openb trace's pod lists. */
     int fgd_mix;           /* SIM_MIX_* */
 };
-enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE };
+enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE, SIM_MIX_DEFAULT };
 
 /* Appends opts->njobs synthetic jobs to tr: Poisson arrivals with a
  * day/night cycle, lognormal durations (median 1 h) with a Pareto tail,
@@ -175,6 +178,12 @@ enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE };
  * always gives the same trace. AIQ_EINVAL for njobs < 1; AIQ_ENOMEM. */
 aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
                     aiq_err *err);
+
+/* Sets j's shape from FGD mix `mix` (SIM_MIX_WHOLE..SIM_MIX_DEFAULT): the
+ * table's shape at u (0..1) of its cumulative weight; replicas 1, gpus,
+ * gpu_milli, cpu_milli and mem_bytes as the shape gives them, gpu_mem_mib
+ * 0. trace_gen_fgd.c. */
+void sim__fgd_shape(int mix, double u, struct sim_job *j);
 
 /* ---- internal helpers shared by the readers (trace_csvrow.c) ---------- */
 

@@ -14,16 +14,16 @@
  * GPU shares, 1/2/4/8/16-GPU jobs, durations lognormal with a median of
  * 30 min and sigma 1.6, 15% Pareto tail 2 h x U^(-1/1.3)), a cap on job
  * size, a fraction of checkpointing jobs and of elastic jobs.
- * FGD mixes (opts->fgd_mix, shapes only; arrivals, durations and users as
- * above), after the task mixes of the FGD paper's traces (Weng et al.,
- * ATC'23: the Alibaba trace, its multi-GPU and GPU-sharing variants), every
- * task one replica, 13% CPU-only (8, 16 or 32 cores, 4 GiB a core):
- *   whole  1 GPU 80%, 2 GPUs 3%, 4 GPUs 2%, 8 GPUs 2%
- *   multi  GPU shares 19%, 1 GPU 18%, 2 GPUs 20%, 4 GPUs 18%, 8 GPUs 12%
- *   share  GPU shares 87%
- * A share is 10% (15 in 100), 25% (25), 50% (40), 75% (10) or 90% (10) of
- * the GPU it lands on (gpu_milli, as the paper's traces give shares), with
- * 2, 4 or 8 cores; GPU tasks ask 8 cores per GPU; 4 GiB of memory a core. */
+ * FGD mixes (opts->fgd_mix; arrivals, durations and users as above, the
+ * rest of the job's shape replaced): every task one replica, its GPUs,
+ * share (gpu_milli, of the GPU it lands on), cores and memory drawn from a
+ * table of task shapes tallied from the openb trace's pod lists, the FGD
+ * paper's workloads (Weng et al., ATC'23; trace_gen_fgd.c):
+ *   default  the default pod list: 13% CPU-only, 38% shares, 49% whole GPUs
+ *   whole    its whole-GPU pods only (99% 1 GPU, the rest 4 or 8)
+ *   multi    the multigpu50 list: 12% CPU-only, 34% shares, 55% whole
+ *            GPUs (6% 8-GPU tasks)
+ *   share    the gpushare100 list: 13% CPU-only, 87% shares */
 #include "simulator/sim_trace.h"
 
 #include <math.h>
@@ -67,45 +67,6 @@ static double rng_normal(struct rng *r) {
     return sqrt(-2 * log(rng_unif(r))) * cos(2 * M_PI * rng_unif(r));
 }
 
-/* One task of an FGD mix (see the header): replicas, GPUs, memory, cpu. */
-static void fgd_shape(struct rng *r, int mix, struct sim_job *j) {
-    static const int fr[] = {100, 250, 500, 750, 900}; /* thousandths */
-    static const double frp[] = {0.15, 0.40, 0.80, 0.90, 1.00};
-    double x = rng_unif(r);
-    j->replicas = 1;
-    j->gpus = 0;
-    j->gpu_mem_mib = 0;
-    j->gpu_milli = 0;
-    if (x < 0.13) {
-        static const int cores[] = {8, 16, 32};
-        int c = cores[(int)(rng_unif(r) * 3)];
-        j->cpu_milli = 1000LL * c;
-        j->mem_bytes = (int64_t)c * (4LL << 30);
-        return;
-    }
-    x = (x - 0.13) / 0.87; /* the GPU tasks' own mix */
-    double share = mix == SIM_MIX_SHARE ? 1 : mix == SIM_MIX_MULTI ? 0.19 / 0.87 : 0;
-    if (x < share) {
-        double y = rng_unif(r);
-        int k = 0;
-        while (k < 4 && y >= frp[k])
-            k++;
-        static const int cores[] = {2, 4, 8};
-        int c = cores[(int)(rng_unif(r) * 3)];
-        j->gpu_milli = fr[k];
-        j->cpu_milli = 1000LL * c;
-        j->mem_bytes = (int64_t)c * (4LL << 30);
-        return;
-    }
-    x = (x - share) / (1 - share);
-    if (mix == SIM_MIX_WHOLE)
-        j->gpus = x < 80.0 / 87 ? 1 : x < 83.0 / 87 ? 2 : x < 85.0 / 87 ? 4 : 8;
-    else
-        j->gpus = x < 18.0 / 68 ? 1 : x < 38.0 / 68 ? 2 : x < 56.0 / 68 ? 4 : 8;
-    j->cpu_milli = 8000LL * j->gpus;
-    j->mem_bytes = (int64_t)j->gpus * (32LL << 30);
-}
-
 static const struct {
     const char *task, *model;
     double scale; /* duration multiplier */
@@ -138,9 +99,9 @@ static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg,
     if (cfg->ngroups > 64 || cfg->upg > 256)
         return aiq_err_field(err, AIQ_EINVAL, "groups", "groups: at most 64 groups of 256 "
                              "users, got %d x %d", cfg->ngroups, cfg->upg);
-    if (opts->fgd_mix < SIM_MIX_NONE || opts->fgd_mix > SIM_MIX_SHARE)
-        return aiq_err_field(err, AIQ_EINVAL, "fgd-mix", "fgd-mix: must be none, whole, multi or "
-                             "share, got %d", opts->fgd_mix);
+    if (opts->fgd_mix < SIM_MIX_NONE || opts->fgd_mix > SIM_MIX_DEFAULT)
+        return aiq_err_field(err, AIQ_EINVAL, "fgd-mix", "fgd-mix: must be none, whole, multi, "
+                             "share or default, got %d", opts->fgd_mix);
     if (cfg->max_gpus > 16 || opts->checkpoint_frac < 0 || opts->checkpoint_frac > 1 ||
         opts->elastic_frac < 0 || opts->elastic_frac > 1)
         return aiq_err_field(err, AIQ_EINVAL, "max-gpus", "generator: max-gpus must be 1..16 and "
@@ -205,7 +166,7 @@ static void gen_shape(struct rng *r, const struct sim_gen_opts *opts, const stru
     j->mem_bytes = (int64_t)(j->gpus > 0 ? j->gpus : 1) * (32LL << 30);
     if (opts->fgd_mix != SIM_MIX_NONE) {
         j->min_replicas = j->max_replicas = 0;
-        fgd_shape(r, opts->fgd_mix, j);
+        sim__fgd_shape(opts->fgd_mix, rng_unif(r), j);
     }
 }
 

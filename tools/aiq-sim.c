@@ -33,7 +33,7 @@ static void usage(FILE *out) {
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
-          "              [--fgd-mix whole|multi|share]\n"
+          "              [--fgd-mix whole|multi|share|default]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n"
@@ -534,12 +534,13 @@ static int cmd_gen(const struct opts *o) {
     aiq_err e;
     aiq_err_clear(&e);
     if (o->fgd_mix) {
-        static const char *const mixes[] = {"whole", "multi", "share"};
-        for (int k = 0; k < 3; k++)
+        static const char *const mixes[] = {"whole", "multi", "share", "default"};
+        for (int k = 0; k < 4; k++)
             if (strcmp(o->fgd_mix, mixes[k]) == 0)
                 g.fgd_mix = SIM_MIX_WHOLE + k;
         if (g.fgd_mix == SIM_MIX_NONE) {
-            fprintf(stderr, "aiq-sim: --fgd-mix: expected whole, multi or share, got '%s'\n",
+            fprintf(stderr, "aiq-sim: --fgd-mix: expected whole, multi, share or default, "
+                    "got '%s'\n",
                     o->fgd_mix);
             return 2;
         }

@@ -91,15 +91,21 @@ check "inflate: same seed, same placements; usage errors exit 2" sh -c '
   grep -q "placement: expected binpack, spread and/or fgd (at most three) separated by .,., got .firstfit." "$1/e1" &&
   { "$0" inflate --trace "$1/a.csv" --seed 3 2>/dev/null; [ $? = 2 ]; }' "$SIM" "$T"
 
-check "gen --fgd-mix share: fractional shares (gpu_milli) and CPU-only tasks only; inflate reads it on a /CORES cluster" sh -c '
+check "gen --fgd-mix share/default: the openb pod lists' shapes (shares 0.81 most, 13% CPU-only; default with whole GPUs); inflate reads it on a /CORES/MEM cluster" sh -c '
   "$0" gen --seed 3 --jobs 300 --fgd-mix share --out "$1/fs.csv" 2>/dev/null &&
   awk -F, "NR==1 && \$19 != \"gpu_milli\" {bad=1}
-           NR>1 && (\$6 != 0 || \$7 != 0) {bad=1} NR>1 && \$19 == 0 {cpu++} NR>1 && \$19 > 0 {sh++}
-           END {exit !(!bad && cpu > 10 && sh > 200)}" "$1/fs.csv" &&
-  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96,2x0xV100M32/96 --placement fgd \
+           NR>1 && (\$6 != 0 || \$7 != 0 || \$5 != 1) {bad=1} NR>1 && \$19 == 0 {cpu++}
+           NR>1 && \$19 > 0 {sh++} NR>1 && \$19 == 810 {s81++}
+           END {exit !(!bad && cpu >= 20 && cpu <= 65 && sh >= 235 && s81 >= 60 && s81 <= 130)}" \
+    "$1/fs.csv" &&
+  "$0" gen --seed 3 --jobs 300 --fgd-mix default --out "$1/fd.csv" 2>/dev/null &&
+  awk -F, "NR>1 && \$6 == 0 && \$19 == 0 {cpu++} NR>1 && \$19 > 0 {sh++} NR>1 && \$6 > 0 {w++}
+           END {exit !(cpu >= 20 && cpu <= 65 && sh >= 85 && sh <= 145 && w >= 120 && w <= 175)}" \
+    "$1/fd.csv" &&
+  "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96/384,2x2xT4/104/512 --placement fgd \
     >"$1/fs.out" 2>/dev/null && grep -q "^arrived  *fgd$" "$1/fs.out" &&
   { "$0" gen --seed 3 --jobs 3 --fgd-mix most --out "$1/x.csv" 2>"$1/e2"; [ $? = 2 ]; } &&
-  grep -q "fgd-mix: expected whole, multi or share" "$1/e2"' "$SIM" "$T"
+  grep -q "fgd-mix: expected whole, multi, share or default" "$1/e2"' "$SIM" "$T"
 check "inflate --policy: the fgd preset's placement score places exactly as placement: fgd" sh -c '
   "$0" inflate --trace "$1/fs.csv" --nodes-spec 4x8xV100M32/96 --sample --seed 2 --placement fgd \
     --placements-csv "$1/f1.csv" >/dev/null 2>&1 &&

@@ -5,6 +5,7 @@
 #include "simulator/sim_trace.h"
 #include "test/unit/th.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,6 +350,20 @@ TEST(node_spec) {
     CHECK_STR(tr->nodes[4].gpu_model, "T4");
     CHECK_INT(tr->nodes[4].gpu_mem_mib, 16384);
     CHECK_INT(tr->nodes[4].cpu_milli, 4 * 16000);
+    /* /CORES: 8 GiB a core; /CORES/MEM: MEM GiB */
+    CHECK_INT(sim_nodes_from_spec(tr, "1x8xV100M32/96,2x2xT4/104/512", &e), AIQ_OK);
+    CHECK_INT(tr->nnodes, 8);
+    CHECK_INT(tr->nodes[5].cpu_milli, 96000);
+    CHECK_INT(tr->nodes[5].mem_bytes, 96 * 8 * 1073741824LL);
+    CHECK_INT(tr->nodes[7].cpu_milli, 104000);
+    CHECK_INT(tr->nodes[7].mem_bytes, 512 * 1073741824LL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x2xT4/104/0", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "MEM after the second '/'") != NULL);
+    aiq_err_clear(&e);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x2xT4//512", &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "CORES after '/'") != NULL);
+    CHECK_INT(tr->nnodes, 8);
     aiq_err_clear(&e);
     CHECK_INT(sim_nodes_from_spec(tr, "3x20xA100", &e), AIQ_EINVAL);
     CHECK(strstr(e.message, "'3x20xA100'") != NULL);
@@ -410,6 +425,49 @@ TEST(generator_is_seeded_and_mixed) {
     struct sim_gen_opts bad = {.seed = 1};
     CHECK_INT(sim_generate(tr, &bad, &e), AIQ_EINVAL);
     sim_trace_free(tr);
+}
+
+/* The FGD mixes draw the openb pod lists' shapes (trace_gen_fgd.c): the
+ * expected fractions are those of the kept shapes, within 0.02 (about 4
+ * standard deviations at 4,000 tasks). */
+TEST(generator_fgd_mixes_follow_the_openb_tallies) {
+    static const struct {
+        int mix;
+        double cpu, share, one, eight, s810, s470;
+    } want[] = {
+        /* CPU-only, shares, 1-GPU and 8-GPU tasks, shares of 0.81, 0.47 */
+        {SIM_MIX_WHOLE, 0, 0, 0.9884, 0.0093, 0, 0},
+        {SIM_MIX_MULTI, 0.1167, 0.3385, 0.4329, 0.0632, 0.1226, 0.0851},
+        {SIM_MIX_SHARE, 0.1297, 0.8703, 0, 0, 0.3079, 0.2178},
+        {SIM_MIX_DEFAULT, 0.1325, 0.3785, 0.4833, 0.0046, 0.1363, 0.0946},
+    };
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        struct sim_gen_opts o = {.seed = 9, .njobs = 4000, .fgd_mix = want[w].mix};
+        struct sim_trace *tr = sim_trace_create();
+        aiq_err e;
+        if (!CHECK(tr) || !CHECK_INT(sim_generate(tr, &o, &e), AIQ_OK)) {
+            sim_trace_free(tr);
+            return;
+        }
+        double n = tr->njobs, cpu = 0, share = 0, one = 0, eight = 0, s810 = 0, s470 = 0;
+        int bad = 0;
+        for (int i = 0; i < tr->njobs; i++) {
+            const struct sim_job *j = &tr->jobs[i];
+            bad += j->replicas != 1 || j->gpu_mem_mib != 0 || j->cpu_milli <= 0 ||
+                   (j->gpus > 0 && j->gpu_milli != 0);
+            cpu += j->gpus == 0 && j->gpu_milli == 0;
+            share += j->gpu_milli > 0;
+            one += j->gpus == 1;
+            eight += j->gpus == 8;
+            s810 += j->gpu_milli == 810;
+            s470 += j->gpu_milli == 470;
+        }
+        CHECK_INT(bad, 0);
+        CHECK(fabs(cpu / n - want[w].cpu) < 0.02 && fabs(share / n - want[w].share) < 0.02);
+        CHECK(fabs(one / n - want[w].one) < 0.02 && fabs(eight / n - want[w].eight) < 0.02);
+        CHECK(fabs(s810 / n - want[w].s810) < 0.02 && fabs(s470 / n - want[w].s470) < 0.02);
+        sim_trace_free(tr);
+    }
 }
 
 /* Every reader skips blank lines, and names the line of a row whose field
