@@ -274,6 +274,26 @@ TEST(sim_gated_pods_are_never_bound) {
     apisrv_stop(s);
 }
 
+/* The tick parses only the pods it may act on, chosen by a test on their
+ * stored text (sim.c, sim_pod_in_play): the words of a gate inside an
+ * annotation's value must not make an ungated pod look gated. */
+TEST(sim_tick_skips_only_idle_gated_pods) {
+    apisrv *s = start();
+    if (!s) return;
+    double now = (double)time(NULL);
+    const char *quoting = "{\"note\":\"{\\\"schedulingGates\\\":[{\\\"name\\\":\\\"x\\\"}]}\"}";
+    mkpod(s, "free-quoting-a-gate", NULL, NULL, quoting);
+    mkpod(s, "gated-quoting-a-node", NULL, ",\"schedulingGates\":[{\"name\":\"aiq.dev/admission\"}]",
+          "{\"note\":\"{\\\"nodeName\\\":\\\"h100-0\\\"}\"}");
+    CHECK(strstr(pod_str(s, "free-quoting-a-gate", "metadata.annotations.note"),
+                 "\"schedulingGates\":[{") != NULL);
+    sim_tick(s, now, 1);
+    CHECK(pod_str(s, "free-quoting-a-gate", "spec.nodeName")[0] != '\0');
+    CHECK_STR(pod_str(s, "gated-quoting-a-node", "spec.nodeName"), "");
+    CHECK_STR(sched_cond(s, "gated-quoting-a-node", "reason"), "SchedulingGated");
+    apisrv_stop(s);
+}
+
 TEST(sim_kubelet_phases_with_time_scale) {
     apisrv *s = start();
     if (!s) return;
