@@ -694,11 +694,7 @@ void sim_journal_deinit(struct sim_journal *j) {
 
 static void cfg_from(const struct sim_journal *j, oppolicy *pol, const char *name,
                      struct sim_config *cfg) {
-    sim_config_init(cfg);
-    cfg->trace = j->trace;
-    cfg->nodes = j->trace->nodes;
-    cfg->nnodes = j->trace->nnodes;
-    cfg->policy = pol;
+    sim_config_for(cfg, j->trace, pol);
     cfg->policy_name = name;
     cfg->epoch = j->epoch;
     cfg->tick_s = j->tick_s;
