@@ -1105,7 +1105,7 @@ int main(void) {
         key(r, "cycle_p50_ms", "%.1f", r->cyc_p50);
         key(r, "cycle_p99_ms", "%.1f", r->cyc_p99);
         key(r, "cycle_mean_ms", "%.2f", r->cyc_mean);
-        key(r, "cycle_cpu_ms", "%.2f", r->cyc_cpu_ms);
+        key(r, "operator_cpu_ms_per_cycle", "%.2f", r->cyc_cpu_ms);
         key(r, "arrival_cycle_ms", "%.2f", r->arr_ms);
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
