@@ -165,6 +165,10 @@ void apisrv__store_close(apisrv *s);
 /* Parses stored JSON text (nested up to APISRV__MAX_JSON_DEPTH); new
  * reference or NULL. */
 json_object *apisrv__parse(const char *text);
+/* The calling thread's tokener for APISRV__MAX_JSON_DEPTH levels, reset
+ * (borrowed: freed when the thread ends; use it for one parse at a time,
+ * never across a call that may parse), or NULL when out of memory. */
+json_tokener *apisrv__tokener(void);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);

@@ -155,6 +155,39 @@ void apisrv__store_close(apisrv *s) {
     s->db = NULL;
 }
 
+/* Each thread's tokener, made once: a tokener for APISRV__JSONC_DEPTH
+ * levels carries a parse stack of about 320 KB, which json-c allocates
+ * and zeroes in json_tokener_new_ex; doing that for every stored object
+ * read and every request body was an eighth of the server's CPU under
+ * writes. json_tokener_reset only clears the levels a parse used. */
+static pthread_key_t store_tok_key;
+static pthread_once_t store_tok_once = PTHREAD_ONCE_INIT;
+
+static void store_tok_free(void *tok) {
+    json_tokener_free(tok);
+}
+
+static void store_tok_init(void) {
+    (void)pthread_key_create(&store_tok_key, store_tok_free);
+}
+
+/* See apisrv_int.h. */
+json_tokener *apisrv__tokener(void) {
+    json_tokener *tok;
+    (void)pthread_once(&store_tok_once, store_tok_init);
+    tok = pthread_getspecific(store_tok_key);
+    if (!tok) {
+        tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+        if (!tok) return NULL;
+        if (pthread_setspecific(store_tok_key, tok) != 0) {
+            json_tokener_free(tok);
+            return NULL;
+        }
+    }
+    json_tokener_reset(tok);
+    return tok;
+}
+
 /* See apisrv_int.h: bodies may nest up to APISRV__MAX_JSON_DEPTH, so
  * what was stored must read back at that depth too (json-c's default is
  * 32). */
@@ -162,14 +195,14 @@ json_object *apisrv__parse(const char *text) {
     json_tokener *tok;
     json_object *o;
     if (!text) return NULL;
-    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    tok = apisrv__tokener();
     if (!tok) return NULL;
     o = json_tokener_parse_ex(tok, text, -1);
     if (json_tokener_get_error(tok) != json_tokener_success) {
         json_object_put(o);
         o = NULL;
     }
-    json_tokener_free(tok);
+    json_tokener_reset(tok);
     return o;
 }
 

@@ -109,7 +109,7 @@ static json_object *verbs_body_kind(struct apisrv__req *r, struct apisrv__resp *
         free(fixed);
         return NULL;
     }
-    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    tok = apisrv__tokener();
     if (!tok) {
         free(fixed);
         apisrv__resp_err(w, 500, "InternalError", "out of memory");
@@ -124,7 +124,7 @@ static json_object *verbs_body_kind(struct apisrv__req *r, struct apisrv__resp *
         json_object_put(o);
         o = NULL;
     }
-    json_tokener_free(tok);
+    json_tokener_reset(tok);
     free(fixed);
     return o;
 }
