@@ -239,6 +239,13 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, json_object *obj,
                    const struct apisrv__wopts *o, json_object **out,
                    struct apisrv__st *st);
+/* apisrv__update with cur (borrowed, not changed), the stored object the
+ * caller read under the same hold of the lock, instead of reading it
+ * again; NULL reads it. A patch has it already. */
+int apisrv__update_cur(apisrv *s, const struct apisrv__type *t, const char *ns,
+                       const char *name, json_object *obj, json_object *cur,
+                       const struct apisrv__wopts *o, json_object **out,
+                       struct apisrv__st *st);
 int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, const struct apisrv__wopts *o,
                    json_object **out, struct apisrv__st *st);

@@ -687,11 +687,25 @@ out_obj:
 /* ---- update ------------------------------------------------------------------ */
 
 /* obj without metadata and status, for the generation rule. */
-static json_object *spec_part(json_object *obj) {
-    json_object *c = json_copy(obj);
-    json_object_object_del(c, "metadata");
-    json_object_object_del(c, "status");
-    return c;
+static bool outside_spec(const char *k) {
+    return !strcmp(k, "metadata") || !strcmp(k, "status");
+}
+
+/* Whether objects a and b are equal once metadata and status are left
+ * out (what decides a generation bump): json_object_equal's rules on the
+ * other top-level keys, without copying the objects to drop those two. */
+static bool spec_equal(json_object *a, json_object *b) {
+    json_object *bv;
+    json_object_object_foreach(a, ka, av) {
+        if (outside_spec(ka)) continue;
+        if (!json_object_object_get_ex(b, ka, &bv) || !json_object_equal(av, bv))
+            return false;
+    }
+    json_object_object_foreach(b, kb, unused) {
+        (void)unused;
+        if (!outside_spec(kb) && !json_object_object_get_ex(a, kb, NULL)) return false;
+    }
+    return true;
 }
 
 /* See apisrv_int.h. */
@@ -699,8 +713,16 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, json_object *obj,
                    const struct apisrv__wopts *o, json_object **out,
                    struct apisrv__st *st) {
+    return apisrv__update_cur(s, t, ns, name, obj, NULL, o, out, st);
+}
+
+/* See apisrv_int.h. */
+int apisrv__update_cur(apisrv *s, const struct apisrv__type *t, const char *ns,
+                       const char *name, json_object *obj, json_object *cur,
+                       const struct apisrv__wopts *o, json_object **out,
+                       struct apisrv__st *st) {
     int rc = -1;
-    json_object *old = NULL, *nw = NULL, *md, *v, *a = NULL, *b = NULL;
+    json_object *old = NULL, *nw = NULL, *md, *v;
     const char *brv, *bname;
     bool status_only = o && o->status_only;
     if (out) *out = NULL;
@@ -709,7 +731,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         apisrv__st_set(st, 400, "BadRequest", "the body of the request must be a JSON object");
         goto out;
     }
-    old = apisrv__store_get(s, t->key, ns, name);
+    old = cur ? json_object_get(cur) : apisrv__store_get(s, t->key, ns, name);
     if (!old) {
         apisrv__st_notfound(st, t, name);
         goto out;
@@ -793,9 +815,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         apisrv__admit(s, t, "UPDATE", ns, name, status_only ? "status" : NULL, nw, old,
                       o->user, o->dry_run, st))
         goto out;
-    a = spec_part(old);
-    b = spec_part(nw);
-    if (!status_only && !json_object_equal(a, b))
+    if (!status_only && !spec_equal(old, nw))
         json_object_object_add(md, "generation", json_object_new_int64(md_generation(old) + 1));
     if (json_object_equal(old, nw)) {   /* no-op writes are not stored */
         rc = 0;
@@ -817,8 +837,6 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
     rc = 0;
     if (out) *out = json_object_get(nw);
 out:
-    json_object_put(a);
-    json_object_put(b);
     json_object_put(nw);
     json_object_put(old);
     json_object_put(obj);

@@ -399,7 +399,7 @@ static void verbs_patch(apisrv *s, struct apisrv__req *r, const struct apisrv__t
         /* a patch is conditional only when it names a resourceVersion */
         json_object_object_add(apisrv__obj_child(nw, "metadata"), "resourceVersion",
                                json_object_new_string(aiq_jpath_str(old, "metadata.resourceVersion")));
-    if (apisrv__update(s, t, ns, tg->name, nw, &o, &out, &st)) {
+    if (apisrv__update_cur(s, t, ns, tg->name, nw, old, &o, &out, &st)) {
         verbs_send_st(w, &st);
         goto out;
     }
