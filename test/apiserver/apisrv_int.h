@@ -28,6 +28,7 @@
 #define APISRV__JSONC_DEPTH (APISRV__MAX_JSON_DEPTH + 2)
 #define APISRV__MAX_NAME 253          /* metadata.name length cap */
 #define APISRV__KEY 256               /* "group/resource" */
+#define APISRV__SCAN_SHAPES 8         /* store scans: key, ns, after given or not */
 
 #define APISRV__MAX_GROUPS 16           /* groups kept per user */
 #define APISRV__MAX_TOKENS 10000        /* lines of a --tokens file */
@@ -84,6 +85,9 @@ struct apisrv {
     sqlite3 *db;
     sqlite3_stmt *st_get, *st_put, *st_del, *st_meta_put;
     sqlite3_stmt *st_owners_get, *st_owned_del, *st_owned_ins; /* owned index */
+    sqlite3_stmt *st_begin, *st_commit, *st_rollback;
+    sqlite3_stmt *st_scan[APISRV__SCAN_SHAPES]; /* apisrv__store_scan's, by shape */
+    bool scan_busy[APISRV__SCAN_SHAPES];        /* ... while one runs */
     long long rv;                    /* last resourceVersion handed out */
     struct apisrv__type **types;
     int n_types, cap_types;
@@ -185,6 +189,11 @@ int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
 /* Rows whose ownerReferences name uid. */
 int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
                              void *u);
+/* A transaction around the statements of one write: begin, then end
+ * with ok true to commit (AIQ_EDB and nothing kept when the commit
+ * fails) or false to roll back (returns AIQ_OK). */
+aiq_rc apisrv__store_begin(apisrv *s);
+aiq_rc apisrv__store_end(apisrv *s, bool ok);
 /* The stored resourceVersion counter. */
 long long apisrv__store_load_rv(apisrv *s);
 aiq_rc apisrv__store_save_rv(apisrv *s, long long rv);

@@ -123,13 +123,18 @@ static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
     s->rv++;
     snprintf(rvs, sizeof rvs, "%lld", s->rv);
     obj_set_str(apisrv__obj_child(obj, "metadata"), "resourceVersion", rvs);
-    if (!strcmp(type, "DELETED")) {
+    /* one transaction: one commit (and WAL append) per write, not one per
+     * statement, and a failed write leaves no part of itself stored */
+    rc = apisrv__store_begin(s);
+    if (rc == AIQ_OK && !strcmp(type, "DELETED")) {
         rc = apisrv__store_del(s, t->key, ns, name);
         apisrv__store_applied_drop(s, t->key, ns, name);
-    } else {
+    } else if (rc == AIQ_OK) {
         rc = apisrv__store_put(s, t->key, ns, name, obj);
     }
     if (rc == AIQ_OK) rc = apisrv__store_save_rv(s, s->rv);
+    if (rc == AIQ_OK) rc = apisrv__store_end(s, true);
+    else (void)apisrv__store_end(s, false);
     if (rc != AIQ_OK)
         return apisrv__st_set(st, 500, "InternalError", "storage error: %s",
                               sqlite3_errmsg(s->db));
