@@ -109,8 +109,9 @@ aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
             "SELECT json FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
             -1, &s->st_get, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
-            "INSERT OR REPLACE INTO objects(key,ns,name,owners,json)"
-            " VALUES(?1,?2,?3,?4,?5)", -1, &s->st_put, NULL) != SQLITE_OK ||
+            "INSERT INTO objects(key,ns,name,owners,json) VALUES(?1,?2,?3,?4,?5)"
+            " ON CONFLICT(key,ns,name) DO UPDATE SET owners=excluded.owners,"
+            " json=excluded.json", -1, &s->st_put, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "DELETE FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
             -1, &s->st_del, NULL) != SQLITE_OK ||
@@ -262,7 +263,10 @@ static char *store_owners(json_object *obj) {
 }
 
 /* Inserts or replaces obj (borrowed); the owned index is rewritten only
- * when the object's owner uids changed (a status patch leaves it alone). */
+ * when the object's owner uids changed (a status patch leaves it alone).
+ * An existing row is updated in place (an upsert, not INSERT OR REPLACE,
+ * which deletes the row and inserts it again and so rewrites its entries
+ * in the primary key and namespace indexes on every write). */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
                          const char *name, json_object *obj) {
     aiq_rc rc = AIQ_OK;
