@@ -176,8 +176,9 @@ json_tokener *apisrv__tokener(void);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);
+/* text: obj serialized plain, or NULL to serialize it here. */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
-                         const char *name, json_object *obj);
+                         const char *name, json_object *obj, const char *text);
 aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
                          const char *name);
 /* Calls cb for rows of key (every key when NULL), in ns when non-NULL,
@@ -330,9 +331,13 @@ int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char 
 /* ---- watch history ------------------------------------------------------ */
 
 /* Records an event (takes new references on obj and prev, the object
- * before a MODIFIED or NULL) and wakes watchers. */
+ * before a MODIFIED or NULL; takes ownership of text, obj serialized
+ * plain, or NULL for its first watcher to make) and wakes watchers. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj, json_object *prev);
+                  const char *ns, json_object *obj, json_object *prev, char *text);
+/* The serialized text of obj when obj is the object of the latest event
+ * and that text was made when it was committed (borrowed), else NULL. */
+const char *apisrv__last_text(apisrv *s, json_object *obj);
 
 /* ---- HTTP layer (server.c, routes.c, verbs.c, watch.c, ...) ------------- */
 

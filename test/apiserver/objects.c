@@ -22,10 +22,11 @@
 
 /* See apisrv_int.h. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj, json_object *prev) {
+                  const char *ns, json_object *obj, json_object *prev, char *text) {
     struct apisrv__event *e;
     if (s->hist_cap <= 0) {
         s->hist_base_rv = s->rv;
+        free(text);
         return;
     }
     if (s->hist_len == s->hist_cap) {
@@ -45,8 +46,18 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
     snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
     e->obj = json_object_get(obj);
     e->prev = prev ? json_object_get(prev) : NULL;
-    e->text = NULL;
+    e->text = text;
     pthread_cond_broadcast(&s->cond);
+}
+
+/* See apisrv_int.h. A write answers with the object it committed, which
+ * is the latest event's (nothing changes it after the commit), so the
+ * answer reuses the text made for the row and the event. */
+const char *apisrv__last_text(apisrv *s, json_object *obj) {
+    struct apisrv__event *e;
+    if (!obj || s->hist_len <= 0) return NULL;
+    e = &s->hist[(s->hist_head + s->hist_len - 1) % s->hist_cap];
+    return e->obj == obj ? e->text : NULL;
 }
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -118,7 +129,8 @@ static int conflict(struct apisrv__st *st, const struct apisrv__type *t,
 static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
                   const char *name, json_object *obj, json_object *prev,
                   const char *type, struct apisrv__st *st) {
-    char rvs[32];
+    char rvs[32], *text = NULL;
+    bool crd = !strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions");
     aiq_rc rc;
     s->rv++;
     snprintf(rvs, sizeof rvs, "%lld", s->rv);
@@ -130,17 +142,26 @@ static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
         rc = apisrv__store_del(s, t->key, ns, name);
         apisrv__store_applied_drop(s, t->key, ns, name);
     } else if (rc == AIQ_OK) {
-        rc = apisrv__store_put(s, t->key, ns, name, obj);
+        /* serialized once: the row, the watch event and the answer (see
+         * verbs.c) are the same text */
+        const char *txt = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+        text = txt ? strdup(txt) : NULL;
+        rc = text ? apisrv__store_put(s, t->key, ns, name, obj, text) : AIQ_ENOMEM;
     }
     if (rc == AIQ_OK) rc = apisrv__store_save_rv(s, s->rv);
     if (rc == AIQ_OK) rc = apisrv__store_end(s, true);
     else (void)apisrv__store_end(s, false);
-    if (rc != AIQ_OK)
+    if (rc != AIQ_OK) {
+        free(text);
         return apisrv__st_set(st, 500, "InternalError", "storage error: %s",
                               sqlite3_errmsg(s->db));
-    apisrv__emit(s, type, t->key, ns, obj, prev);
-    if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
-        apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
+    }
+    if (crd) {   /* serialized by its first watcher, after the sync below */
+        free(text);
+        text = NULL;
+    }
+    apisrv__emit(s, type, t->key, ns, obj, prev, text);
+    if (crd) apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
     return 0;
 }
 

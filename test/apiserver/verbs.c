@@ -191,7 +191,9 @@ static void verbs_send_obj(apisrv *s, struct apisrv__req *r, const struct apisrv
         json_object_put(items);
         return;
     }
-    apisrv__resp_json(w, code, obj);
+    const char *text = apisrv__last_text(s, obj);
+    if (text) apisrv__resp_text(w, code, "application/json", text);
+    else apisrv__resp_json(w, code, obj);
 }
 
 static void verbs_send_st(struct apisrv__resp *w, struct apisrv__st *st) {
