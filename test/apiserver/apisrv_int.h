@@ -75,8 +75,9 @@ struct apisrv__event {
     char ns[APISRV__MAX_NAME + 1];
     json_object *obj;          /* owned */
     json_object *prev;         /* owned: the object before a MODIFIED, or NULL */
-    char *text;                /* owned: obj serialized (plain), made by the
-                                * first watcher that sends it, or NULL */
+    char *text;                /* owned: obj serialized (plain), made when
+                                * it was stored (by the first watcher that
+                                * sends it for a CRD or DELETED), or NULL */
 };
 
 struct apisrv {
