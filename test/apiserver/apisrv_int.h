@@ -28,6 +28,7 @@
 #define APISRV__JSONC_DEPTH (APISRV__MAX_JSON_DEPTH + 2)
 #define APISRV__MAX_NAME 253          /* metadata.name length cap */
 #define APISRV__KEY 256               /* "group/resource" */
+#define APISRV__SCAN_SHAPES 8         /* store scans: key, ns, after given or not */
 
 #define APISRV__MAX_GROUPS 16           /* groups kept per user */
 #define APISRV__MAX_TOKENS 10000        /* lines of a --tokens file */
@@ -74,8 +75,9 @@ struct apisrv__event {
     char ns[APISRV__MAX_NAME + 1];
     json_object *obj;          /* owned */
     json_object *prev;         /* owned: the object before a MODIFIED, or NULL */
-    char *text;                /* owned: obj serialized (plain), made by the
-                                * first watcher that sends it, or NULL */
+    char *text;                /* owned: obj serialized (plain), made when
+                                * it was stored (by the first watcher that
+                                * sends it for a CRD or DELETED), or NULL */
 };
 
 struct apisrv {
@@ -84,6 +86,9 @@ struct apisrv {
     sqlite3 *db;
     sqlite3_stmt *st_get, *st_put, *st_del, *st_meta_put;
     sqlite3_stmt *st_owners_get, *st_owned_del, *st_owned_ins; /* owned index */
+    sqlite3_stmt *st_begin, *st_commit, *st_rollback;
+    sqlite3_stmt *st_scan[APISRV__SCAN_SHAPES]; /* apisrv__store_scan's, by shape */
+    bool scan_busy[APISRV__SCAN_SHAPES];        /* ... while one runs */
     long long rv;                    /* last resourceVersion handed out */
     struct apisrv__type **types;
     int n_types, cap_types;
@@ -165,11 +170,16 @@ void apisrv__store_close(apisrv *s);
 /* Parses stored JSON text (nested up to APISRV__MAX_JSON_DEPTH); new
  * reference or NULL. */
 json_object *apisrv__parse(const char *text);
+/* The calling thread's tokener for APISRV__MAX_JSON_DEPTH levels, reset
+ * (borrowed: freed when the thread ends; use it for one parse at a time,
+ * never across a call that may parse), or NULL when out of memory. */
+json_tokener *apisrv__tokener(void);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);
+/* text: obj serialized plain, or NULL to serialize it here. */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
-                         const char *name, json_object *obj);
+                         const char *name, json_object *obj, const char *text);
 aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
                          const char *name);
 /* Calls cb for rows of key (every key when NULL), in ns when non-NULL,
@@ -181,6 +191,11 @@ int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
 /* Rows whose ownerReferences name uid. */
 int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
                              void *u);
+/* A transaction around the statements of one write: begin, then end
+ * with ok true to commit (AIQ_EDB and nothing kept when the commit
+ * fails) or false to roll back (returns AIQ_OK). */
+aiq_rc apisrv__store_begin(apisrv *s);
+aiq_rc apisrv__store_end(apisrv *s, bool ok);
 /* The stored resourceVersion counter. */
 long long apisrv__store_load_rv(apisrv *s);
 aiq_rc apisrv__store_save_rv(apisrv *s, long long rv);
@@ -235,6 +250,13 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, json_object *obj,
                    const struct apisrv__wopts *o, json_object **out,
                    struct apisrv__st *st);
+/* apisrv__update with cur (borrowed, not changed), the stored object the
+ * caller read under the same hold of the lock, instead of reading it
+ * again; NULL reads it. A patch has it already. */
+int apisrv__update_cur(apisrv *s, const struct apisrv__type *t, const char *ns,
+                       const char *name, json_object *obj, json_object *cur,
+                       const struct apisrv__wopts *o, json_object **out,
+                       struct apisrv__st *st);
 int apisrv__delete(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, const struct apisrv__wopts *o,
                    json_object **out, struct apisrv__st *st);
@@ -310,9 +332,13 @@ int apisrv__commit_modified(apisrv *s, const struct apisrv__type *t, const char 
 /* ---- watch history ------------------------------------------------------ */
 
 /* Records an event (takes new references on obj and prev, the object
- * before a MODIFIED or NULL) and wakes watchers. */
+ * before a MODIFIED or NULL; takes ownership of text, obj serialized
+ * plain, or NULL for its first watcher to make) and wakes watchers. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj, json_object *prev);
+                  const char *ns, json_object *obj, json_object *prev, char *text);
+/* The serialized text of obj when obj is the object of the latest event
+ * and that text was made when it was committed (borrowed), else NULL. */
+const char *apisrv__last_text(apisrv *s, json_object *obj);
 
 /* ---- HTTP layer (server.c, routes.c, verbs.c, watch.c, ...) ------------- */
 

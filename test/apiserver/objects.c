@@ -22,10 +22,11 @@
 
 /* See apisrv_int.h. */
 void apisrv__emit(apisrv *s, const char *type, const char *key,
-                  const char *ns, json_object *obj, json_object *prev) {
+                  const char *ns, json_object *obj, json_object *prev, char *text) {
     struct apisrv__event *e;
     if (s->hist_cap <= 0) {
         s->hist_base_rv = s->rv;
+        free(text);
         return;
     }
     if (s->hist_len == s->hist_cap) {
@@ -45,8 +46,18 @@ void apisrv__emit(apisrv *s, const char *type, const char *key,
     snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
     e->obj = json_object_get(obj);
     e->prev = prev ? json_object_get(prev) : NULL;
-    e->text = NULL;
+    e->text = text;
     pthread_cond_broadcast(&s->cond);
+}
+
+/* See apisrv_int.h. A write answers with the object it committed, which
+ * is the latest event's (nothing changes it after the commit), so the
+ * answer reuses the text made for the row and the event. */
+const char *apisrv__last_text(apisrv *s, json_object *obj) {
+    struct apisrv__event *e;
+    if (!obj || s->hist_len <= 0) return NULL;
+    e = &s->hist[(s->hist_head + s->hist_len - 1) % s->hist_cap];
+    return e->obj == obj ? e->text : NULL;
 }
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -118,24 +129,39 @@ static int conflict(struct apisrv__st *st, const struct apisrv__type *t,
 static int commit(apisrv *s, const struct apisrv__type *t, const char *ns,
                   const char *name, json_object *obj, json_object *prev,
                   const char *type, struct apisrv__st *st) {
-    char rvs[32];
+    char rvs[32], *text = NULL;
+    bool crd = !strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions");
     aiq_rc rc;
     s->rv++;
     snprintf(rvs, sizeof rvs, "%lld", s->rv);
     obj_set_str(apisrv__obj_child(obj, "metadata"), "resourceVersion", rvs);
-    if (!strcmp(type, "DELETED")) {
+    /* one transaction: one commit (and WAL append) per write, not one per
+     * statement, and a failed write leaves no part of itself stored */
+    rc = apisrv__store_begin(s);
+    if (rc == AIQ_OK && !strcmp(type, "DELETED")) {
         rc = apisrv__store_del(s, t->key, ns, name);
         apisrv__store_applied_drop(s, t->key, ns, name);
-    } else {
-        rc = apisrv__store_put(s, t->key, ns, name, obj);
+    } else if (rc == AIQ_OK) {
+        /* serialized once: the row, the watch event and the answer (see
+         * verbs.c) are the same text */
+        const char *txt = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+        text = txt ? strdup(txt) : NULL;
+        rc = text ? apisrv__store_put(s, t->key, ns, name, obj, text) : AIQ_ENOMEM;
     }
     if (rc == AIQ_OK) rc = apisrv__store_save_rv(s, s->rv);
-    if (rc != AIQ_OK)
+    if (rc == AIQ_OK) rc = apisrv__store_end(s, true);
+    else (void)apisrv__store_end(s, false);
+    if (rc != AIQ_OK) {
+        free(text);
         return apisrv__st_set(st, 500, "InternalError", "storage error: %s",
                               sqlite3_errmsg(s->db));
-    apisrv__emit(s, type, t->key, ns, obj, prev);
-    if (!strcmp(t->key, "apiextensions.k8s.io/customresourcedefinitions"))
-        apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
+    }
+    if (crd) {   /* serialized by its first watcher, after the sync below */
+        free(text);
+        text = NULL;
+    }
+    apisrv__emit(s, type, t->key, ns, obj, prev, text);
+    if (crd) apisrv__types_sync_crd(s, obj, !strcmp(type, "DELETED"));
     return 0;
 }
 
@@ -687,11 +713,25 @@ out_obj:
 /* ---- update ------------------------------------------------------------------ */
 
 /* obj without metadata and status, for the generation rule. */
-static json_object *spec_part(json_object *obj) {
-    json_object *c = json_copy(obj);
-    json_object_object_del(c, "metadata");
-    json_object_object_del(c, "status");
-    return c;
+static bool outside_spec(const char *k) {
+    return !strcmp(k, "metadata") || !strcmp(k, "status");
+}
+
+/* Whether objects a and b are equal once metadata and status are left
+ * out (what decides a generation bump): json_object_equal's rules on the
+ * other top-level keys, without copying the objects to drop those two. */
+static bool spec_equal(json_object *a, json_object *b) {
+    json_object *bv;
+    json_object_object_foreach(a, ka, av) {
+        if (outside_spec(ka)) continue;
+        if (!json_object_object_get_ex(b, ka, &bv) || !json_object_equal(av, bv))
+            return false;
+    }
+    json_object_object_foreach(b, kb, unused) {
+        (void)unused;
+        if (!outside_spec(kb) && !json_object_object_get_ex(a, kb, NULL)) return false;
+    }
+    return true;
 }
 
 /* See apisrv_int.h. */
@@ -699,8 +739,16 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
                    const char *name, json_object *obj,
                    const struct apisrv__wopts *o, json_object **out,
                    struct apisrv__st *st) {
+    return apisrv__update_cur(s, t, ns, name, obj, NULL, o, out, st);
+}
+
+/* See apisrv_int.h. */
+int apisrv__update_cur(apisrv *s, const struct apisrv__type *t, const char *ns,
+                       const char *name, json_object *obj, json_object *cur,
+                       const struct apisrv__wopts *o, json_object **out,
+                       struct apisrv__st *st) {
     int rc = -1;
-    json_object *old = NULL, *nw = NULL, *md, *v, *a = NULL, *b = NULL;
+    json_object *old = NULL, *nw = NULL, *md, *v;
     const char *brv, *bname;
     bool status_only = o && o->status_only;
     if (out) *out = NULL;
@@ -709,7 +757,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         apisrv__st_set(st, 400, "BadRequest", "the body of the request must be a JSON object");
         goto out;
     }
-    old = apisrv__store_get(s, t->key, ns, name);
+    old = cur ? json_object_get(cur) : apisrv__store_get(s, t->key, ns, name);
     if (!old) {
         apisrv__st_notfound(st, t, name);
         goto out;
@@ -793,9 +841,7 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
         apisrv__admit(s, t, "UPDATE", ns, name, status_only ? "status" : NULL, nw, old,
                       o->user, o->dry_run, st))
         goto out;
-    a = spec_part(old);
-    b = spec_part(nw);
-    if (!status_only && !json_object_equal(a, b))
+    if (!status_only && !spec_equal(old, nw))
         json_object_object_add(md, "generation", json_object_new_int64(md_generation(old) + 1));
     if (json_object_equal(old, nw)) {   /* no-op writes are not stored */
         rc = 0;
@@ -817,8 +863,6 @@ int apisrv__update(apisrv *s, const struct apisrv__type *t, const char *ns,
     rc = 0;
     if (out) *out = json_object_get(nw);
 out:
-    json_object_put(a);
-    json_object_put(b);
     json_object_put(nw);
     json_object_put(old);
     json_object_put(obj);

@@ -109,8 +109,9 @@ aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
             "SELECT json FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
             -1, &s->st_get, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
-            "INSERT OR REPLACE INTO objects(key,ns,name,owners,json)"
-            " VALUES(?1,?2,?3,?4,?5)", -1, &s->st_put, NULL) != SQLITE_OK ||
+            "INSERT INTO objects(key,ns,name,owners,json) VALUES(?1,?2,?3,?4,?5)"
+            " ON CONFLICT(key,ns,name) DO UPDATE SET owners=excluded.owners,"
+            " json=excluded.json", -1, &s->st_put, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "DELETE FROM objects WHERE key=?1 AND ns=?2 AND name=?3",
             -1, &s->st_del, NULL) != SQLITE_OK ||
@@ -125,7 +126,10 @@ aiq_rc apisrv__store_open(apisrv *s, const char *path, aiq_err *err) {
             -1, &s->st_owned_del, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "INSERT OR IGNORE INTO owned(uid,key,ns,name) VALUES(?1,?2,?3,?4)",
-            -1, &s->st_owned_ins, NULL) != SQLITE_OK) {
+            -1, &s->st_owned_ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "BEGIN", -1, &s->st_begin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "COMMIT", -1, &s->st_commit, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "ROLLBACK", -1, &s->st_rollback, NULL) != SQLITE_OK) {
         rc = aiq_err_set(err, AIQ_EDB, "sqlite prepare: %s",
                          sqlite3_errmsg(s->db));
         goto out_close;
@@ -149,10 +153,52 @@ void apisrv__store_close(apisrv *s) {
     sqlite3_finalize(s->st_owners_get);
     sqlite3_finalize(s->st_owned_del);
     sqlite3_finalize(s->st_owned_ins);
+    sqlite3_finalize(s->st_begin);
+    sqlite3_finalize(s->st_commit);
+    sqlite3_finalize(s->st_rollback);
+    s->st_begin = s->st_commit = s->st_rollback = NULL;
+    for (int i = 0; i < APISRV__SCAN_SHAPES; i++) {
+        sqlite3_finalize(s->st_scan[i]);
+        s->st_scan[i] = NULL;
+        s->scan_busy[i] = false;
+    }
     s->st_get = s->st_put = s->st_del = s->st_meta_put = NULL;
     s->st_owners_get = s->st_owned_del = s->st_owned_ins = NULL;
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
+}
+
+/* Each thread's tokener, made once: a tokener for APISRV__JSONC_DEPTH
+ * levels carries a parse stack of about 320 KB, which json-c allocates
+ * and zeroes in json_tokener_new_ex; doing that for every stored object
+ * read and every request body was an eighth of the server's CPU under
+ * writes. json_tokener_reset only clears the levels a parse used. */
+static pthread_key_t store_tok_key;
+static pthread_once_t store_tok_once = PTHREAD_ONCE_INIT;
+
+static void store_tok_free(void *tok) {
+    json_tokener_free(tok);
+}
+
+static void store_tok_init(void) {
+    (void)pthread_key_create(&store_tok_key, store_tok_free);
+}
+
+/* See apisrv_int.h. */
+json_tokener *apisrv__tokener(void) {
+    json_tokener *tok;
+    (void)pthread_once(&store_tok_once, store_tok_init);
+    tok = pthread_getspecific(store_tok_key);
+    if (!tok) {
+        tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+        if (!tok) return NULL;
+        if (pthread_setspecific(store_tok_key, tok) != 0) {
+            json_tokener_free(tok);
+            return NULL;
+        }
+    }
+    json_tokener_reset(tok);
+    return tok;
 }
 
 /* See apisrv_int.h: bodies may nest up to APISRV__MAX_JSON_DEPTH, so
@@ -162,14 +208,14 @@ json_object *apisrv__parse(const char *text) {
     json_tokener *tok;
     json_object *o;
     if (!text) return NULL;
-    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    tok = apisrv__tokener();
     if (!tok) return NULL;
     o = json_tokener_parse_ex(tok, text, -1);
     if (json_tokener_get_error(tok) != json_tokener_success) {
         json_object_put(o);
         o = NULL;
     }
-    json_tokener_free(tok);
+    json_tokener_reset(tok);
     return o;
 }
 
@@ -216,10 +262,14 @@ static char *store_owners(json_object *obj) {
     return out;
 }
 
-/* Inserts or replaces obj (borrowed); the owned index is rewritten only
- * when the object's owner uids changed (a status patch leaves it alone). */
+/* Inserts or replaces obj (borrowed; text, when not NULL, is obj
+ * serialized plain, which the caller has already); the owned index is rewritten only
+ * when the object's owner uids changed (a status patch leaves it alone).
+ * An existing row is updated in place (an upsert, not INSERT OR REPLACE,
+ * which deletes the row and inserts it again and so rewrites its entries
+ * in the primary key and namespace indexes on every write). */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
-                         const char *name, json_object *obj) {
+                         const char *name, json_object *obj, const char *text) {
     aiq_rc rc = AIQ_OK;
     bool same = false;
     char *owners = store_owners(obj);
@@ -242,9 +292,11 @@ aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
     sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, owners, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5,
-        json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN), -1,
-        SQLITE_TRANSIENT);
+    if (text)
+        sqlite3_bind_text(st, 5, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_text(st, 5, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN),
+                          -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
@@ -267,7 +319,9 @@ aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,
     return rc;
 }
 
-static int store_run_scan(sqlite3_stmt *st, apisrv__row_cb cb, void *u) {
+/* Steps st, calling cb per row, then finalizes st, or with keep only
+ * resets it (a cached statement). */
+static int store_run_scan(sqlite3_stmt *st, bool keep, apisrv__row_cb cb, void *u) {
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         n++;
@@ -277,7 +331,12 @@ static int store_run_scan(sqlite3_stmt *st, apisrv__row_cb cb, void *u) {
                (const char *)sqlite3_column_text(st, 3)))
             break;
     }
-    sqlite3_finalize(st);
+    if (keep) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    } else {
+        sqlite3_finalize(st);
+    }
     return n;
 }
 
@@ -286,27 +345,37 @@ static int store_run_scan(sqlite3_stmt *st, apisrv__row_cb cb, void *u) {
  * can seek the primary key (key, ns, name) instead of testing every row:
  * a single statement with "(?1 IS NULL OR key=?1)" cannot use an index,
  * which made every admission, authorization and list read the whole
- * table. The statement is prepared per call (not cached) because callbacks
- * may start nested scans. */
+ * table. There are 8 such statements (which constraints are present);
+ * each is prepared once and kept in s->st_scan, but a callback may start
+ * a nested scan of the same shape, which then prepares its own (preparing
+ * per call had been 7% of the server's CPU under writes: the admission
+ * check scans the policy bindings on every write). */
 int apisrv__store_scan(apisrv *s, const char *key, const char *ns,
                        const char *after_ns, const char *after_name,
                        apisrv__row_cb cb, void *u) {
     sqlite3_stmt *st = NULL;
     char sql[256];
+    int shape = (key ? 1 : 0) | (ns ? 2 : 0) | (after_name ? 4 : 0), rows;
+    bool cached = !s->scan_busy[shape];
     int n = snprintf(sql, sizeof sql, "SELECT key, ns, name, json FROM objects WHERE 1");
     if (key) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND key=?1");
     if (ns) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND ns=?2");
     if (after_name)
         n += snprintf(sql + n, sizeof sql - (size_t)n, " AND (ns, name) > (?3, ?4)");
     snprintf(sql + n, sizeof sql - (size_t)n, " ORDER BY ns, name");
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    if (cached && s->st_scan[shape]) st = s->st_scan[shape];
+    else if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    if (cached) s->st_scan[shape] = st;
     if (key) sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (ns) sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
     if (after_name) {
         sqlite3_bind_text(st, 3, after_ns ? after_ns : "", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, after_name, -1, SQLITE_STATIC);
     }
-    return store_run_scan(st, cb, u);
+    s->scan_busy[shape] |= cached;
+    rows = store_run_scan(st, cached, cb, u);
+    if (cached) s->scan_busy[shape] = false;
+    return rows;
 }
 
 /* Rows whose ownerReferences name uid, found through the owned index;
@@ -321,7 +390,28 @@ int apisrv__store_scan_owned(apisrv *s, const char *uid, apisrv__row_cb cb,
             -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
-    return store_run_scan(st, cb, u);
+    return store_run_scan(st, false, cb, u);
+}
+
+/* Runs one of the transaction statements; AIQ_EDB when it fails. */
+static aiq_rc store_step_once(sqlite3_stmt *st) {
+    aiq_rc rc = sqlite3_step(st) == SQLITE_DONE ? AIQ_OK : AIQ_EDB;
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* See apisrv_int.h. */
+aiq_rc apisrv__store_begin(apisrv *s) {
+    return store_step_once(s->st_begin);
+}
+
+/* See apisrv_int.h. Rolls back when the commit fails (or when asked:
+ * ok false), so no part of the write stays; a transaction SQLite has
+ * already rolled back by itself (a full disk) is not rolled back twice. */
+aiq_rc apisrv__store_end(apisrv *s, bool ok) {
+    if (ok && store_step_once(s->st_commit) == AIQ_OK) return AIQ_OK;
+    if (!sqlite3_get_autocommit(s->db)) (void)store_step_once(s->st_rollback);
+    return ok ? AIQ_EDB : AIQ_OK;
 }
 
 /* The persisted resourceVersion counter (0 for a new database). */

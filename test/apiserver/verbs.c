@@ -109,7 +109,7 @@ static json_object *verbs_body_kind(struct apisrv__req *r, struct apisrv__resp *
         free(fixed);
         return NULL;
     }
-    tok = json_tokener_new_ex(APISRV__JSONC_DEPTH);
+    tok = apisrv__tokener();
     if (!tok) {
         free(fixed);
         apisrv__resp_err(w, 500, "InternalError", "out of memory");
@@ -124,7 +124,7 @@ static json_object *verbs_body_kind(struct apisrv__req *r, struct apisrv__resp *
         json_object_put(o);
         o = NULL;
     }
-    json_tokener_free(tok);
+    json_tokener_reset(tok);
     free(fixed);
     return o;
 }
@@ -191,7 +191,9 @@ static void verbs_send_obj(apisrv *s, struct apisrv__req *r, const struct apisrv
         json_object_put(items);
         return;
     }
-    apisrv__resp_json(w, code, obj);
+    const char *text = apisrv__last_text(s, obj);
+    if (text) apisrv__resp_text(w, code, "application/json", text);
+    else apisrv__resp_json(w, code, obj);
 }
 
 static void verbs_send_st(struct apisrv__resp *w, struct apisrv__st *st) {
@@ -399,7 +401,7 @@ static void verbs_patch(apisrv *s, struct apisrv__req *r, const struct apisrv__t
         /* a patch is conditional only when it names a resourceVersion */
         json_object_object_add(apisrv__obj_child(nw, "metadata"), "resourceVersion",
                                json_object_new_string(aiq_jpath_str(old, "metadata.resourceVersion")));
-    if (apisrv__update(s, t, ns, tg->name, nw, &o, &out, &st)) {
+    if (apisrv__update_cur(s, t, ns, tg->name, nw, old, &o, &out, &st)) {
         verbs_send_st(w, &st);
         goto out;
     }

@@ -359,6 +359,13 @@ TEST(pod_rules_update_validation) {
         {GATED, "[{\"op\":\"add\",\"path\":\"/spec/tolerations/-\",\"value\":{\"key\":\"k2\",\"operator\":\"Exists\"}}]", "", NULL},
         {GATED, "[{\"op\":\"remove\",\"path\":\"/spec/tolerations/0\"}]", "spec.tolerations=FieldValueForbidden",
          "Forbidden: existing toleration can not be modified except its tolerationSeconds"},
+        /* only tolerationSeconds may change in an old toleration (the
+         * defaulted not-ready and unreachable ones follow the pod's own) */
+        {GATED, "[{\"op\":\"replace\",\"path\":\"/spec/tolerations/1/tolerationSeconds\",\"value\":60}]", "", NULL},
+        {GATED, "[{\"op\":\"remove\",\"path\":\"/spec/tolerations/2/tolerationSeconds\"}]", "", NULL},
+        {GATED, "[{\"op\":\"replace\",\"path\":\"/spec/tolerations/0/value\",\"value\":\"w\"}]",
+         "spec.tolerations=FieldValueForbidden",
+         "Forbidden: existing toleration can not be modified except its tolerationSeconds"},
         {GATED, "[{\"op\":\"replace\",\"path\":\"/spec/terminationGracePeriodSeconds\",\"value\":10}]",
          "spec=FieldValueForbidden", NULL},
         {GATED ",\"terminationGracePeriodSeconds\":-5",
