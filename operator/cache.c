@@ -51,7 +51,29 @@ static void cache_free_obj(opcache *c, struct opcache_obj *o) {
     if (o->ext && c->free_ext)
         c->free_ext(o->ext);
     free(o->memo_blob);
+    free(o->perr);
     free(o);
+}
+
+const aiq_err *opcache_perr(const struct opcache_obj *o) {
+    static const aiq_err none; /* zero: AIQ_OK, empty strings */
+    return o->perr ? o->perr : &none;
+}
+
+/* Copies e into o's own error; see cache.h. */
+int opcache_set_perr(struct opcache_obj *o, const aiq_err *e) {
+    if (!e) {
+        free(o->perr);
+        o->perr = NULL;
+        return 0;
+    }
+    if (!o->perr) {
+        o->perr = malloc(sizeof *o->perr);
+        if (!o->perr)
+            return -1;
+    }
+    *o->perr = *e;
+    return 0;
 }
 
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {
@@ -167,7 +189,7 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
             c->free_parsed(o->parsed);
         o->parsed = NULL;
         o->parse_ok = false;
-        aiq_err_clear(&o->perr);
+        (void)opcache_set_perr(o, NULL);
         o->epoch = c->epoch;
         o->changed = ++c->seq;
         return o;
@@ -191,10 +213,11 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         c->ent = ne;
         c->cap = ncap;
     }
-    struct opcache_obj *o = calloc(1, sizeof *o);
+    size_t klen = strlen(key) + 1;
+    struct opcache_obj *o = calloc(1, sizeof *o + klen);
     if (!o)
         goto nomem;
-    memcpy(o->key, key, strlen(key) + 1);
+    memcpy(o->key, key, klen);
     o->raw = raw;
     o->epoch = c->epoch;
     o->changed = ++c->seq;

@@ -1352,13 +1352,13 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
 /* An AIJob that does not parse: Rejected with the field and the value. */
 static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
                              double now) {
-    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
+    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, opcache_perr(o)->message)) {
         memset(&js->st, 0, sizeof js->st);
         js->loaded = true;
-        job_phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
-        job_event(s, o, js, "Warning", "Rejected", o->perr.message);
+        job_phase(js, AIQ_PHASE_REJECTED, "Invalid", opcache_perr(o)->message);
+        job_event(s, o, js, "Warning", "Rejected", opcache_perr(o)->message);
         OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-              "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
+              "field=%s msg=\"%s\"", opcache_perr(o)->field, opcache_perr(o)->message);
     }
     job__publish(s, o, js, now);
 }

@@ -93,20 +93,26 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
     default: o->parse_ok = true; return;
     }
     void *p = calloc(1, sz);
-    aiq_err_clear(&o->perr);
+    aiq_err e;
+    aiq_err_clear(&e);
+    (void)opcache_set_perr(o, NULL);
     if (!p) {
-        aiq_err_set(&o->perr, AIQ_ENOMEM, "out of memory");
+        aiq_err_set(&e, AIQ_ENOMEM, "out of memory");
+        (void)opcache_set_perr(o, &e);
         o->parse_ok = false;
         return;
     }
     aiq_rc rc = AIQ_OK;
     switch (k) {
-    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &o->perr); break;
-    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &o->perr); break;
-    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &o->perr); break;
-    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &o->perr); break;
+    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &e); break;
+    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &e); break;
+    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &e); break;
+    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &e); break;
     default: break;
     }
+    /* Only a failure keeps its error (allocated): most entries have none. */
+    if (rc != AIQ_OK)
+        (void)opcache_set_perr(o, &e);
     /* The struct is zeroed on error, so parsed is always safe to free. */
     o->parsed = p;
     o->parse_ok = rc == AIQ_OK;

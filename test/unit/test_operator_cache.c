@@ -71,6 +71,45 @@ TEST(cache_put_replace_keeps_state) {
     opcache_free(NULL);
 }
 
+/* The parse error is kept only when there is one, and a put clears it;
+ * the key is stored to size, the longest one included. */
+TEST(cache_perr_and_key_to_size) {
+    opcache *c = opcache_create(NULL, NULL);
+    struct opcache_obj *o = opcache_put(c, obj("ns", "a", 1), NULL);
+    CHECK(o && o->perr == NULL);
+    CHECK_INT(opcache_perr(o)->code, AIQ_OK);
+    CHECK_STR(opcache_perr(o)->message, "");
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_err_field(&e, AIQ_EINVAL, "spec.replicas", "spec.replicas: must be >= 1");
+    CHECK_INT(opcache_set_perr(o, &e), 0);
+    CHECK_INT(opcache_perr(o)->code, AIQ_EINVAL);
+    CHECK_STR(opcache_perr(o)->field, "spec.replicas");
+    CHECK_STR(opcache_perr(o)->message, "spec.replicas: must be >= 1");
+    CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
+    CHECK(o->perr == NULL);
+    CHECK_INT(opcache_perr(o)->code, AIQ_OK);
+    CHECK_INT(opcache_set_perr(o, &e), 0);
+    CHECK_INT(opcache_set_perr(o, NULL), 0);
+    CHECK(o->perr == NULL);
+    char ns[AIQ_MAX_NAME + 1], name[AIQ_MAX_NAME + 1], key[OPCACHE_KEY_MAX];
+    memset(ns, 'n', AIQ_MAX_NAME);
+    ns[AIQ_MAX_NAME] = '\0';
+    memset(name, 'm', AIQ_MAX_NAME);
+    name[AIQ_MAX_NAME] = '\0';
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    json_object *raw = json_object_new_object(), *md = json_object_new_object();
+    json_object_object_add(md, "namespace", json_object_new_string(ns));
+    json_object_object_add(md, "name", json_object_new_string(name));
+    json_object_object_add(raw, "metadata", md);
+    struct opcache_obj *l = opcache_put(c, raw, NULL);
+    CHECK(l != NULL);
+    CHECK(l && strcmp(l->key, key) == 0);
+    CHECK(opcache_get(c, key) == l);
+    opcache_set_perr(l, &e); /* freed with the entry */
+    opcache_free(c);
+}
+
 /* managedFields are dropped on the way in; the rest of metadata stays. */
 TEST(cache_drops_managed_fields) {
     opcache *c = opcache_create(NULL, NULL);
