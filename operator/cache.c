@@ -52,7 +52,31 @@ static void cache_free_obj(opcache *c, struct opcache_obj *o) {
         c->free_ext(o->ext);
     free(o->memo_blob);
     free(o->perr);
+    free(o->status_txt);
     free(o);
+}
+
+/* Moves raw.status into text; see cache.h. */
+int opcache_stash_status(struct opcache_obj *o) {
+    json_object *st = NULL;
+    if (o->status_txt || !json_object_object_get_ex(o->raw, "status", &st) ||
+        !json_object_is_type(st, json_type_object))
+        return 0;
+    const char *t = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN);
+    if (!t || !(o->status_txt = strdup(t)))
+        return -1;
+    json_object_object_del(o->raw, "status");
+    return 0;
+}
+
+/* The status as JSON; see cache.h. */
+json_object *opcache_status(const struct opcache_obj *o) {
+    json_object *st = NULL;
+    if (o->status_txt)
+        return json_tokener_parse(o->status_txt);
+    if (json_object_object_get_ex(o->raw, "status", &st))
+        return json_object_get(st);
+    return NULL;
 }
 
 const aiq_err *opcache_perr(const struct opcache_obj *o) {
@@ -190,6 +214,8 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         o->parsed = NULL;
         o->parse_ok = false;
         (void)opcache_set_perr(o, NULL);
+        free(o->status_txt);
+        o->status_txt = NULL;
         o->epoch = c->epoch;
         o->changed = ++c->seq;
         return o;

@@ -42,6 +42,10 @@ struct opcache_obj {
     uint64_t memo_changed;
     const char *memo_str;
     void *memo_blob;
+    /* raw's "status" moved out as compact JSON text (owned; NULL when raw
+     * still holds its status or has none): opcache_stash_status moves it,
+     * opcache_status gives it back as JSON. A put frees it. */
+    char *status_txt;
     char key[];        /* "ns/name" or "name", NUL-terminated */
 };
 
@@ -87,6 +91,20 @@ const aiq_err *opcache_perr(const struct opcache_obj *o);
  * e NULL clears it. Returns 0, or -1 on ENOMEM (o then keeps its earlier error, or
  * none). */
 int opcache_set_perr(struct opcache_obj *o, const aiq_err *e);
+
+/* Moves raw's "status" object out of the tree into o->status_txt as
+ * compact JSON text: for an object whose status nobody reads on every
+ * cycle, text costs a fraction of json-c's tree (a hash table of some
+ * 700 bytes for every JSON object in it). Only the cache's own raw may
+ * be changed so (a put took it). Returns 0, also when there is no status
+ * or it was moved already, or -1 on ENOMEM (raw then keeps it). */
+int opcache_stash_status(struct opcache_obj *o);
+
+/* Returns o's status as a new reference the caller puts: parsed from
+ * o->status_txt when stashed, else raw's own "status" (a reference to
+ * it: read, do not change), or NULL when there is none or the text
+ * cannot be parsed back (ENOMEM). */
+json_object *opcache_status(const struct opcache_obj *o);
 
 /* Removes and frees the entry of key. Returns 1 if it existed, else 0. */
 int opcache_del(opcache *c, const char *key);

@@ -143,13 +143,15 @@ static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, doub
  * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
-    json_object *live = NULL;
     const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
     if (!job_must_publish(o, js, now))
         return;
-    json_object_object_get_ex(o->raw, "status", &live);
+    /* The live status is kept as text (srv_parse): parsed only here, when
+     * a status is due, never on a cycle that publishes nothing. */
+    json_object *live = opcache_status(o);
     json_object *st = opstatus_to_json(&js->st, live, now);
+    json_object_put(live);
     if (!st) {
         /* Nothing is published and pub_rv stays cleared, so the next sync
          * tries again; say so, since the API keeps the old status. */
@@ -894,17 +896,18 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
 /* Recovers our state from the live status (first sight after a start). */
 static void job_load(struct server *s, struct opcache_obj *o,
                      const struct aiq_aijob *j, struct opjob *js) {
-    json_object *live = NULL, *pl = NULL;
+    json_object *live = opcache_status(o), *pl = NULL; /* ours: put below */
     int n = job_max_pods(j);
-    json_object_object_get_ex(o->raw, "status", &live);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
         (int)json_object_array_length(pl) > n)
         n = (int)json_object_array_length(pl);
     if (n > AIQ_MAX_REPLICAS)
         n = AIQ_MAX_REPLICAS;
-    if (job_place_alloc(js, n) != 0)
+    if (job_place_alloc(js, n) != 0) {
+        json_object_put(live);
         return;
+    }
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
     if (live) {
@@ -916,6 +919,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
         if (msg)
             snprintf(js->st.message, sizeof js->st.message, "%s", msg);
     }
+    json_object_put(live);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
         /* This run's GPU time counts from its admission (see seg_t). */

@@ -118,6 +118,12 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
     o->parse_ok = rc == AIQ_OK;
     if (k == OPK_AIJOB && o->parse_ok)
         srv__drop_template(o->raw, p);
+    /* An AIJob's status (scoreTerms, conditions: a json-c hash table per
+     * object) is read only when a status is due (job__publish,
+     * srv_flush_kind) and at a restart (job_load): kept as text, parsed
+     * there. On ENOMEM it stays in the tree, which the readers take too. */
+    if (k == OPK_AIJOB)
+        (void)opcache_stash_status(o);
 }
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -342,12 +348,12 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
     for (int i = 0; i < n; i++) {
         struct opcache_obj *o = objs[i];
         struct opext *x = o ? o->ext : NULL;
-        json_object *live = NULL;
         bool changed = false;
         if (!x || !x->dirty || !x->want_status)
             continue;
-        json_object_object_get_ex(o->raw, "status", &live);
+        json_object *live = opcache_status(o); /* parsed from text: one write */
         json_object *patch = opstatus_patch(live, x->want_status, &changed);
+        json_object_put(live);
         if (!patch) {
             x->dirty = false;
             x->urgent = false;

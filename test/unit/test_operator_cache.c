@@ -110,6 +110,43 @@ TEST(cache_perr_and_key_to_size) {
     opcache_free(c);
 }
 
+/* A stashed status leaves the tree, comes back equal (numbers as the
+ * server wrote them), is dropped by the next put, and an entry without
+ * one gives NULL. */
+TEST(cache_status_stash) {
+    opcache *c = opcache_create(NULL, NULL);
+    const char *st_txt = "{\"phase\":\"Queued\",\"score\":4000000.0001,\"position\":7,"
+                         "\"scoreTerms\":[{\"name\":\"job.priority\",\"value\":4000000}],"
+                         "\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\"}]}";
+    char b[1024];
+    snprintf(b, sizeof b, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\"},"
+             "\"spec\":{\"replicas\":1},\"status\":%s}", st_txt);
+    struct opcache_obj *o = opcache_put(c, json_tokener_parse(b), NULL);
+    CHECK(o != NULL);
+    json_object *want = json_tokener_parse(st_txt), *live = opcache_status(o);
+    CHECK(live && json_object_equal(live, want)); /* from the tree */
+    json_object_put(live);
+    CHECK_INT(opcache_stash_status(o), 0);
+    CHECK(o->status_txt != NULL);
+    CHECK(!json_object_object_get_ex(o->raw, "status", NULL));
+    CHECK(json_object_object_get_ex(o->raw, "spec", NULL));
+    CHECK_INT(opcache_stash_status(o), 0); /* moved already: no change */
+    live = opcache_status(o);
+    CHECK(live && json_object_equal(live, want)); /* from the text */
+    CHECK_STR(json_object_to_json_string_ext(live, JSON_C_TO_STRING_PLAIN),
+              json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN));
+    json_object_put(live);
+    CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
+    CHECK(o->status_txt == NULL);
+    CHECK(opcache_status(o) == NULL);
+    CHECK_INT(opcache_stash_status(o), 0); /* no status: nothing to move */
+    CHECK(o->status_txt == NULL);
+    o = opcache_put(c, json_tokener_parse(b), NULL);
+    CHECK_INT(opcache_stash_status(o), 0); /* freed with the entry */
+    json_object_put(want);
+    opcache_free(c);
+}
+
 /* managedFields are dropped on the way in; the rest of metadata stays. */
 TEST(cache_drops_managed_fields) {
     opcache *c = opcache_create(NULL, NULL);
