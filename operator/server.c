@@ -3,6 +3,7 @@
  * patches and Events (see server.h). */
 #include "operator/server.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -659,6 +660,7 @@ static void srv_check_ready(struct server *s) {
 
 void srv_dispatch(struct server *s, struct kube_event *ev) {
     const struct reconciler *r = NULL;
+    s->trim_events++;
     if (strcmp(ev->resource, FOREIGN_WATCH) == 0) {
         capacity_dispatch(s, ev);
         if (ev->type == KUBE_EV_RELIST_END)
@@ -761,8 +763,46 @@ static void srv_log_watch_errors(struct server *s) {
     }
 }
 
+/* Events that make a burst worth a trim after it; the window in which
+ * fewer than SRV_TRIM_QUIET_EVENTS events mean the burst is over; how
+ * often a stream of events that never goes quiet is trimmed anyway. */
+#define SRV_TRIM_EVENTS 1024
+#define SRV_TRIM_WINDOW_S 2.0
+#define SRV_TRIM_QUIET_EVENTS 64
+#define SRV_TRIM_EVERY_S 300.0
+
+/* run_every(SRV_TRIM_WINDOW_S): gives back to the system the memory a
+ * burst of events left free. Decoding a list page or a watch event
+ * builds the whole object and the cache keeps a smaller copy or none,
+ * so a burst (the first list, thousands of AIJobs created, their status
+ * writes coming back) leaves the heaps full of free holes between live
+ * objects; malloc returns only the top of a heap by itself, and RSS
+ * keeps the rest. malloc_trim hands every free whole page back
+ * (madvise), at the cost of one walk of every free list: about 110 ms
+ * at 10k jobs, which the loop would feel, so it runs once a burst of at
+ * least SRV_TRIM_EVENTS events has gone quiet (a window with fewer than
+ * SRV_TRIM_QUIET_EVENTS), or every SRV_TRIM_EVERY_S while events keep
+ * coming; never in a quiet steady state. */
+static void srv_trim_cron(struct server *s, double now) {
+    if (now - s->trim_win_at < SRV_TRIM_WINDOW_S)
+        return;
+    bool quiet = s->trim_events - s->trim_win_base < SRV_TRIM_QUIET_EVENTS;
+    s->trim_win_at = now;
+    s->trim_win_base = s->trim_events;
+    uint64_t n = s->trim_events - s->trim_base;
+    if (n < SRV_TRIM_EVENTS || (!quiet && now - s->last_trim < SRV_TRIM_EVERY_S))
+        return;
+    double t0 = srv_now();
+    int gave = malloc_trim(0);
+    s->trim_base = s->trim_events;
+    s->last_trim = now;
+    OPLOG(&s->log, OPLOG_INFO, "malloc_trim", NULL, NULL, "events=%llu released=%d ms=%.1f",
+          (unsigned long long)n, gave, (srv_now() - t0) * 1e3);
+}
+
 void srv_cron(struct server *s, double now) {
     srv_store_cron(s, now);
+    srv_trim_cron(s, now);
     if (now - s->last_watch_check >= 1.0) {
         srv_log_watch_errors(s);
         s->last_watch_check = now;
