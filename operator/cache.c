@@ -52,31 +52,8 @@ static void cache_free_obj(opcache *c, struct opcache_obj *o) {
         c->free_ext(o->ext);
     free(o->memo_blob);
     free(o->perr);
-    free(o->status_txt);
+    free(o->cold_txt);
     free(o);
-}
-
-/* Moves raw.status into text; see cache.h. */
-int opcache_stash_status(struct opcache_obj *o) {
-    json_object *st = NULL;
-    if (o->status_txt || !json_object_object_get_ex(o->raw, "status", &st) ||
-        !json_object_is_type(st, json_type_object))
-        return 0;
-    const char *t = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN);
-    if (!t || !(o->status_txt = strdup(t)))
-        return -1;
-    json_object_object_del(o->raw, "status");
-    return 0;
-}
-
-/* The status as JSON; see cache.h. */
-json_object *opcache_status(const struct opcache_obj *o) {
-    json_object *st = NULL;
-    if (o->status_txt)
-        return json_tokener_parse(o->status_txt);
-    if (json_object_object_get_ex(o->raw, "status", &st))
-        return json_object_get(st);
-    return NULL;
 }
 
 const aiq_err *opcache_perr(const struct opcache_obj *o) {
@@ -98,6 +75,52 @@ int opcache_set_perr(struct opcache_obj *o, const aiq_err *e) {
     }
     *o->perr = *e;
     return 0;
+}
+
+/* Moves members of raw into text; see cache.h. */
+int opcache_stash(struct opcache_obj *o, const char *const *names) {
+    json_object *cold = NULL, *m = NULL;
+    if (o->cold_txt)
+        return 0;
+    for (size_t i = 0; names[i]; i++) {
+        if (!json_object_object_get_ex(o->raw, names[i], &m) ||
+            !json_object_is_type(m, json_type_object))
+            continue;
+        if (!cold && !(cold = json_object_new_object()))
+            return -1;
+        if (json_object_object_add(cold, names[i], json_object_get(m)) != 0) {
+            json_object_put(m); /* the reference just taken */
+            json_object_put(cold);
+            return -1;
+        }
+    }
+    if (!cold)
+        return 0;
+    const char *t = json_object_to_json_string_ext(cold, JSON_C_TO_STRING_PLAIN);
+    o->cold_txt = t ? strdup(t) : NULL;
+    if (o->cold_txt) {
+        json_object_object_foreach(cold, k, v) {
+            (void)v;
+            json_object_object_del(o->raw, k);
+        }
+    }
+    json_object_put(cold);
+    return o->cold_txt ? 0 : -1;
+}
+
+/* One member of raw, stashed or not; see cache.h. */
+json_object *opcache_member(const struct opcache_obj *o, const char *name) {
+    json_object *m = NULL, *cold = NULL;
+    if (json_object_object_get_ex(o->raw, name, &m))
+        return json_object_get(m);
+    if (!o->cold_txt || !(cold = json_tokener_parse(o->cold_txt)))
+        return NULL;
+    if (json_object_object_get_ex(cold, name, &m))
+        json_object_get(m);
+    else
+        m = NULL;
+    json_object_put(cold);
+    return m;
 }
 
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {
@@ -214,8 +237,8 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         o->parsed = NULL;
         o->parse_ok = false;
         (void)opcache_set_perr(o, NULL);
-        free(o->status_txt);
-        o->status_txt = NULL;
+        free(o->cold_txt);
+        o->cold_txt = NULL;
         o->epoch = c->epoch;
         o->changed = ++c->seq;
         return o;

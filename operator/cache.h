@@ -42,10 +42,11 @@ struct opcache_obj {
     uint64_t memo_changed;
     const char *memo_str;
     void *memo_blob;
-    /* raw's "status" moved out as compact JSON text (owned; NULL when raw
-     * still holds its status or has none): opcache_stash_status moves it,
-     * opcache_status gives it back as JSON. A put frees it. */
-    char *status_txt;
+    /* Top-level members of raw that no per-cycle reader needs, moved out
+     * as the text of one compact JSON object (owned; NULL when nothing
+     * was moved): opcache_stash moves them, opcache_member gives one
+     * back. A put frees it. */
+    char *cold_txt;
     char key[];        /* "ns/name" or "name", NUL-terminated */
 };
 
@@ -92,19 +93,19 @@ const aiq_err *opcache_perr(const struct opcache_obj *o);
  * none). */
 int opcache_set_perr(struct opcache_obj *o, const aiq_err *e);
 
-/* Moves raw's "status" object out of the tree into o->status_txt as
- * compact JSON text: for an object whose status nobody reads on every
- * cycle, text costs a fraction of json-c's tree (a hash table of some
- * 700 bytes for every JSON object in it). Only the cache's own raw may
- * be changed so (a put took it). Returns 0, also when there is no status
- * or it was moved already, or -1 on ENOMEM (raw then keeps it). */
-int opcache_stash_status(struct opcache_obj *o);
+/* Moves the members of raw named in names (NULL-terminated; those that
+ * are JSON objects) out of the tree into o->cold_txt, the text of one
+ * compact JSON object: for parts nobody reads on every cycle, text costs
+ * a fraction of json-c's tree (a hash table of some 700 bytes for every
+ * JSON object in it). Once per put: a second call changes nothing. Only
+ * the cache's own raw may be changed so (a put took it). Returns 0, also
+ * when there is nothing to move, or -1 on ENOMEM (raw then keeps all). */
+int opcache_stash(struct opcache_obj *o, const char *const *names);
 
-/* Returns o's status as a new reference the caller puts: parsed from
- * o->status_txt when stashed, else raw's own "status" (a reference to
- * it: read, do not change), or NULL when there is none or the text
- * cannot be parsed back (ENOMEM). */
-json_object *opcache_status(const struct opcache_obj *o);
+/* Returns raw's member name as a new reference the caller puts: raw's
+ * own (a reference to it: read, do not change) or, when it was stashed,
+ * parsed back from o->cold_txt. NULL when there is none, or on ENOMEM. */
+json_object *opcache_member(const struct opcache_obj *o, const char *name);
 
 /* Removes and frees the entry of key. Returns 1 if it existed, else 0. */
 int opcache_del(opcache *c, const char *key);

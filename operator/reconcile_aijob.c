@@ -147,9 +147,9 @@ static void job__publish(struct server *s, struct opcache_obj *o,
     js->st.observed_generation = srv__generation(o->raw);
     if (!job_must_publish(o, js, now))
         return;
-    /* The live status is kept as text (srv_parse): parsed only here, when
-     * a status is due, never on a cycle that publishes nothing. */
-    json_object *live = opcache_status(o);
+    /* The cache keeps the live status as text (srv_parse): parsed only
+     * here, when a status is due, never on a cycle that publishes nothing. */
+    json_object *live = opcache_member(o, "status");
     json_object *st = opstatus_to_json(&js->st, live, now);
     json_object_put(live);
     if (!st) {
@@ -896,7 +896,7 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
 /* Recovers our state from the live status (first sight after a start). */
 static void job_load(struct server *s, struct opcache_obj *o,
                      const struct aiq_aijob *j, struct opjob *js) {
-    json_object *live = opcache_status(o), *pl = NULL; /* ours: put below */
+    json_object *live = opcache_member(o, "status"), *pl = NULL; /* ours: put below */
     int n = job_max_pods(j);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
@@ -974,21 +974,21 @@ static void job_record(struct server *s, struct opcache_obj *o,
 
 /* The AIJob's spec as JSON text in buf (cap bytes), with the template,
  * which the cache keeps only as a string (srv__drop_template), back as
- * its last member. Returns buf, or "null" when the object has no spec or
- * the text does not fit. */
-static const char *job_spec_text(json_object *raw, const struct aiq_aijob *j, char *buf,
-                                 size_t cap) {
-    json_object *spec = NULL;
-    if (!json_object_object_get_ex(raw, "spec", &spec))
-        return "null";
-    const char *txt = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+ * its last member. The cache keeps the spec as text too (srv_parse):
+ * parsed back here, once per job. Returns buf, or "null" when the
+ * object has no spec or the text does not fit. */
+static const char *job_spec_text(const struct opcache_obj *o, const struct aiq_aijob *j,
+                                 char *buf, size_t cap) {
+    json_object *spec = opcache_member(o, "spec");
+    const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN) : NULL;
     size_t n = txt ? strlen(txt) : 0;
-    if (n < 2 || txt[n - 1] != '}')
-        return "null";
+    int w = -1;
     const char *tj = j->spec.template_json;
-    int w = tj ? snprintf(buf, cap, "%.*s%s\"template\":%s}", (int)(n - 1), txt,
+    if (n >= 2 && txt[n - 1] == '}')
+        w = tj ? snprintf(buf, cap, "%.*s%s\"template\":%s}", (int)(n - 1), txt,
                           n > 2 ? "," : "", tj)
                : snprintf(buf, cap, "%s", txt);
+    json_object_put(spec);
     return (w < 0 || (size_t)w >= cap) ? "null" : buf;
 }
 
@@ -1011,7 +1011,7 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
              "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
-             job_spec_text(o->raw, j, spec, sizeof spec));
+             job_spec_text(o, j, spec, sizeof spec));
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
                   "journal_event");
     js->journaled = true;

@@ -119,12 +119,16 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
     o->parse_ok = rc == AIQ_OK;
     if (k == OPK_AIJOB && o->parse_ok)
         srv__drop_template(o->raw, p);
-    /* An AIJob's status (scoreTerms, conditions: a json-c hash table per
-     * object) is read only when a status is due (job__publish,
-     * srv_flush_kind) and at a restart (job_load): kept as text, parsed
-     * there. On ENOMEM it stays in the tree, which the readers take too. */
+    /* An AIJob's spec and status (resources, scoreTerms, conditions: a
+     * json-c hash table per object) are read from the tree only when a
+     * status is due (job__publish, srv_flush_kind), at a restart
+     * (job_load) and at the arrival's journal entry (job_spec_text; the
+     * cycle reads the parsed struct and struct opjob): kept as text,
+     * parsed there. On ENOMEM they stay in the tree, which the readers
+     * take too. */
+    static const char *const cold[] = {"spec", "status", NULL};
     if (k == OPK_AIJOB)
-        (void)opcache_stash_status(o);
+        (void)opcache_stash(o, cold);
 }
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -352,7 +356,7 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         bool changed = false;
         if (!x || !x->dirty || !x->want_status)
             continue;
-        json_object *live = opcache_status(o); /* parsed from text: one write */
+        json_object *live = opcache_member(o, "status"); /* parsed: one write */
         json_object *patch = opstatus_patch(live, x->want_status, &changed);
         json_object_put(live);
         if (!patch) {

@@ -110,40 +110,55 @@ TEST(cache_perr_and_key_to_size) {
     opcache_free(c);
 }
 
-/* A stashed status leaves the tree, comes back equal (numbers as the
- * server wrote them), is dropped by the next put, and an entry without
- * one gives NULL. */
-TEST(cache_status_stash) {
+/* Stashed members leave the tree and come back equal (numbers as the
+ * server wrote them); a member that is not an object stays; the next
+ * put drops the text; an entry without them gives NULL. */
+TEST(cache_stash_members) {
+    static const char *const cold[] = {"spec", "status", "note", NULL};
     opcache *c = opcache_create(NULL, NULL);
     const char *st_txt = "{\"phase\":\"Queued\",\"score\":4000000.0001,\"position\":7,"
                          "\"scoreTerms\":[{\"name\":\"job.priority\",\"value\":4000000}],"
                          "\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\"}]}";
+    const char *sp_txt = "{\"replicas\":2,\"resources\":{\"gpus\":1.50,\"cpu\":\"1\"}}";
     char b[1024];
     snprintf(b, sizeof b, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\"},"
-             "\"spec\":{\"replicas\":1},\"status\":%s}", st_txt);
+             "\"spec\":%s,\"status\":%s,\"note\":\"text\"}", sp_txt, st_txt);
     struct opcache_obj *o = opcache_put(c, json_tokener_parse(b), NULL);
     CHECK(o != NULL);
-    json_object *want = json_tokener_parse(st_txt), *live = opcache_status(o);
+    json_object *want = json_tokener_parse(st_txt), *live = opcache_member(o, "status");
+    json_object *want_sp = json_tokener_parse(sp_txt);
     CHECK(live && json_object_equal(live, want)); /* from the tree */
     json_object_put(live);
-    CHECK_INT(opcache_stash_status(o), 0);
-    CHECK(o->status_txt != NULL);
+    CHECK_INT(opcache_stash(o, cold), 0);
+    CHECK(o->cold_txt != NULL);
     CHECK(!json_object_object_get_ex(o->raw, "status", NULL));
-    CHECK(json_object_object_get_ex(o->raw, "spec", NULL));
-    CHECK_INT(opcache_stash_status(o), 0); /* moved already: no change */
-    live = opcache_status(o);
+    CHECK(!json_object_object_get_ex(o->raw, "spec", NULL));
+    CHECK(json_object_object_get_ex(o->raw, "metadata", NULL));
+    CHECK(json_object_object_get_ex(o->raw, "note", NULL)); /* a string: stays */
+    CHECK_INT(opcache_stash(o, cold), 0); /* once per put: no change */
+    live = opcache_member(o, "status");
     CHECK(live && json_object_equal(live, want)); /* from the text */
     CHECK_STR(json_object_to_json_string_ext(live, JSON_C_TO_STRING_PLAIN),
               json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN));
     json_object_put(live);
+    live = opcache_member(o, "spec");
+    CHECK(live && json_object_equal(live, want_sp));
+    CHECK_STR(json_object_to_json_string_ext(live, JSON_C_TO_STRING_PLAIN),
+              json_object_to_json_string_ext(want_sp, JSON_C_TO_STRING_PLAIN)); /* 1.50 kept */
+    json_object_put(live);
+    live = opcache_member(o, "note");
+    CHECK(live && strcmp(json_object_get_string(live), "text") == 0);
+    json_object_put(live);
+    CHECK(opcache_member(o, "absent") == NULL);
     CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
-    CHECK(o->status_txt == NULL);
-    CHECK(opcache_status(o) == NULL);
-    CHECK_INT(opcache_stash_status(o), 0); /* no status: nothing to move */
-    CHECK(o->status_txt == NULL);
+    CHECK(o->cold_txt == NULL);
+    CHECK(opcache_member(o, "status") == NULL);
+    CHECK_INT(opcache_stash(o, cold), 0); /* nothing to move */
+    CHECK(o->cold_txt == NULL);
     o = opcache_put(c, json_tokener_parse(b), NULL);
-    CHECK_INT(opcache_stash_status(o), 0); /* freed with the entry */
+    CHECK_INT(opcache_stash(o, cold), 0); /* freed with the entry */
     json_object_put(want);
+    json_object_put(want_sp);
     opcache_free(c);
 }
 
