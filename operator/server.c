@@ -788,6 +788,8 @@ static void srv_log_watch_errors(struct server *s) {
  * SRV_TRIM_QUIET_EVENTS), or every SRV_TRIM_EVERY_S while events keep
  * coming; never in a quiet steady state. */
 static void srv_trim_cron(struct server *s, double now) {
+    if (s->last_trim == 0)
+        s->last_trim = now; /* the SRV_TRIM_EVERY_S count starts here */
     if (now - s->trim_win_at < SRV_TRIM_WINDOW_S)
         return;
     bool quiet = s->trim_events - s->trim_win_base < SRV_TRIM_QUIET_EVENTS;
