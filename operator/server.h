@@ -233,11 +233,6 @@ struct server {
     double last_cycle;         /* unix s */
     int64_t ncycles;
     double last_lease, last_prune;
-    /* srv_trim_cron: events dispatched (all kinds), the count at the
-     * last trim and at the start of the current window, when that window
-     * started and when the last trim ran (unix s). */
-    uint64_t trim_events, trim_base, trim_win_base;
-    double trim_win_at, last_trim;
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
