@@ -394,13 +394,6 @@ static inline int cy_job_fill(struct cy *c, struct q_job *qj,
                               double now) {
     qj->key = o->key;
     qj->uid = j->meta.uid;
-    /* The uid is hashed once per version of the object, so the queue
-     * matches an unchanged job to its entry without reading the uid. */
-    if (js->ident_at != o->changed || !js->ident) {
-        js->ident = aiq_fnv_cstr(AIQ_FNV_OFFSET, j->meta.uid ? j->meta.uid : "") | 1;
-        js->ident_at = o->changed;
-    }
-    qj->ident = js->ident;
     qj->gen = cy_job_gen(o->changed, js->st.phase, js, held);
     qj->group = cy_group_index(c, js->st.group);
     qj->user = cy_user(c, qj->group, j->spec.user);

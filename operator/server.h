@@ -108,8 +108,6 @@ struct opjob {
      * phases a timer or a pod creation moves, or a flag); pod and AIJob
      * events sync it at once. */
     bool resync;               /* sync at the next cycle (set by events) */
-    uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
-    uint64_t ident_at;         /* the cache entry's put count it was taken at */
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
     bool group_hold;           /* waits for its namespace's Group (job__group) */
     char hold_reason[32];      /* ... why: NoGroup, GroupConflict */
