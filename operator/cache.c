@@ -51,7 +51,76 @@ static void cache_free_obj(opcache *c, struct opcache_obj *o) {
     if (o->ext && c->free_ext)
         c->free_ext(o->ext);
     free(o->memo_blob);
+    free(o->perr);
+    free(o->cold_txt);
     free(o);
+}
+
+const aiq_err *opcache_perr(const struct opcache_obj *o) {
+    static const aiq_err none; /* zero: AIQ_OK, empty strings */
+    return o->perr ? o->perr : &none;
+}
+
+/* Copies e into o's own error; see cache.h. */
+int opcache_set_perr(struct opcache_obj *o, const aiq_err *e) {
+    if (!e) {
+        free(o->perr);
+        o->perr = NULL;
+        return 0;
+    }
+    if (!o->perr) {
+        o->perr = malloc(sizeof *o->perr);
+        if (!o->perr)
+            return -1;
+    }
+    *o->perr = *e;
+    return 0;
+}
+
+/* Moves members of raw into text; see cache.h. */
+int opcache_stash(struct opcache_obj *o, const char *const *names) {
+    json_object *cold = NULL, *m = NULL;
+    if (o->cold_txt)
+        return 0;
+    for (size_t i = 0; names[i]; i++) {
+        if (!json_object_object_get_ex(o->raw, names[i], &m) ||
+            !json_object_is_type(m, json_type_object))
+            continue;
+        if (!cold && !(cold = json_object_new_object()))
+            return -1;
+        if (json_object_object_add(cold, names[i], json_object_get(m)) != 0) {
+            json_object_put(m); /* the reference just taken */
+            json_object_put(cold);
+            return -1;
+        }
+    }
+    if (!cold)
+        return 0;
+    const char *t = json_object_to_json_string_ext(cold, JSON_C_TO_STRING_PLAIN);
+    o->cold_txt = t ? strdup(t) : NULL;
+    if (o->cold_txt) {
+        json_object_object_foreach(cold, k, v) {
+            (void)v;
+            json_object_object_del(o->raw, k);
+        }
+    }
+    json_object_put(cold);
+    return o->cold_txt ? 0 : -1;
+}
+
+/* One member of raw, stashed or not; see cache.h. */
+json_object *opcache_member(const struct opcache_obj *o, const char *name) {
+    json_object *m = NULL, *cold = NULL;
+    if (json_object_object_get_ex(o->raw, name, &m))
+        return json_object_get(m);
+    if (!o->cold_txt || !(cold = json_tokener_parse(o->cold_txt)))
+        return NULL;
+    if (json_object_object_get_ex(cold, name, &m))
+        json_object_get(m);
+    else
+        m = NULL;
+    json_object_put(cold);
+    return m;
 }
 
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {
@@ -167,7 +236,9 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
             c->free_parsed(o->parsed);
         o->parsed = NULL;
         o->parse_ok = false;
-        aiq_err_clear(&o->perr);
+        (void)opcache_set_perr(o, NULL);
+        free(o->cold_txt);
+        o->cold_txt = NULL;
         o->epoch = c->epoch;
         o->changed = ++c->seq;
         return o;
@@ -191,10 +262,11 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         c->ent = ne;
         c->cap = ncap;
     }
-    struct opcache_obj *o = calloc(1, sizeof *o);
+    size_t klen = strlen(key) + 1;
+    struct opcache_obj *o = calloc(1, sizeof *o + klen);
     if (!o)
         goto nomem;
-    memcpy(o->key, key, strlen(key) + 1);
+    memcpy(o->key, key, klen);
     o->raw = raw;
     o->epoch = c->epoch;
     o->changed = ++c->seq;

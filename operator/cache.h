@@ -22,12 +22,15 @@
 
 #define OPCACHE_KEY_MAX (2 * AIQ_MAX_NAME + 2)
 
+/* One entry. Its key is allocated to size at the end (a key is
+ * usually a few dozen bytes, OPCACHE_KEY_MAX is 508, and there are three
+ * entries per pending job), and the parse error is allocated only when
+ * there is one: read it with opcache_perr. */
 struct opcache_obj {
-    char key[OPCACHE_KEY_MAX];
     json_object *raw;  /* owned reference */
     void *parsed;      /* owned, freed by free_parsed; NULL = not parsed */
     bool parse_ok;     /* parsed holds a valid object */
-    aiq_err perr;      /* why parsing failed (when !parse_ok) */
+    aiq_err *perr;     /* owned; why parsing failed, NULL when no error */
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
     uint32_t epoch;    /* relist epoch of the last put */
     uint64_t changed;  /* bumped on every put (callers compare) */
@@ -39,6 +42,12 @@ struct opcache_obj {
     uint64_t memo_changed;
     const char *memo_str;
     void *memo_blob;
+    /* Top-level members of raw that no per-cycle reader needs, moved out
+     * as the text of one compact JSON object (owned; NULL when nothing
+     * was moved): opcache_stash moves them, opcache_member gives one
+     * back. A put frees it. */
+    char *cold_txt;
+    char key[];        /* "ns/name" or "name", NUL-terminated */
 };
 
 typedef struct opcache opcache;
@@ -73,6 +82,30 @@ struct opcache_obj *opcache_get(opcache *c, const char *key);
  * with err set (AIQ_EINVAL for an object without a usable name,
  * AIQ_ENOMEM, also when the lean copy fails). */
 struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err);
+
+/* Returns o's parse error, or an empty error (code AIQ_OK, "" message)
+ * when it has none. Borrowed: valid until the next put of o or
+ * opcache_set_perr on it. */
+const aiq_err *opcache_perr(const struct opcache_obj *o);
+
+/* Keeps a copy of e as o's parse error, replacing any earlier one;
+ * e NULL clears it. Returns 0, or -1 on ENOMEM (o then keeps its earlier error, or
+ * none). */
+int opcache_set_perr(struct opcache_obj *o, const aiq_err *e);
+
+/* Moves the members of raw named in names (NULL-terminated; those that
+ * are JSON objects) out of the tree into o->cold_txt, the text of one
+ * compact JSON object: for parts nobody reads on every cycle, text costs
+ * a fraction of json-c's tree (a hash table of some 700 bytes for every
+ * JSON object in it). Once per put: a second call changes nothing. Only
+ * the cache's own raw may be changed so (a put took it). Returns 0, also
+ * when there is nothing to move, or -1 on ENOMEM (raw then keeps all). */
+int opcache_stash(struct opcache_obj *o, const char *const *names);
+
+/* Returns raw's member name as a new reference the caller puts: raw's
+ * own (a reference to it: read, do not change) or, when it was stashed,
+ * parsed back from o->cold_txt. NULL when there is none, or on ENOMEM. */
+json_object *opcache_member(const struct opcache_obj *o, const char *name);
 
 /* Removes and frees the entry of key. Returns 1 if it existed, else 0. */
 int opcache_del(opcache *c, const char *key);

@@ -143,13 +143,15 @@ static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, doub
  * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
-    json_object *live = NULL;
     const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
     if (!job_must_publish(o, js, now))
         return;
-    json_object_object_get_ex(o->raw, "status", &live);
+    /* The cache keeps the live status as text (srv_parse): parsed only
+     * here, when a status is due, never on a cycle that publishes nothing. */
+    json_object *live = opcache_member(o, "status");
     json_object *st = opstatus_to_json(&js->st, live, now);
+    json_object_put(live);
     if (!st) {
         /* Nothing is published and pub_rv stays cleared, so the next sync
          * tries again; say so, since the API keeps the old status. */
@@ -894,17 +896,18 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
 /* Recovers our state from the live status (first sight after a start). */
 static void job_load(struct server *s, struct opcache_obj *o,
                      const struct aiq_aijob *j, struct opjob *js) {
-    json_object *live = NULL, *pl = NULL;
+    json_object *live = opcache_member(o, "status"), *pl = NULL; /* ours: put below */
     int n = job_max_pods(j);
-    json_object_object_get_ex(o->raw, "status", &live);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
         (int)json_object_array_length(pl) > n)
         n = (int)json_object_array_length(pl);
     if (n > AIQ_MAX_REPLICAS)
         n = AIQ_MAX_REPLICAS;
-    if (job_place_alloc(js, n) != 0)
+    if (job_place_alloc(js, n) != 0) {
+        json_object_put(live);
         return;
+    }
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
     if (live) {
@@ -916,6 +919,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
         if (msg)
             snprintf(js->st.message, sizeof js->st.message, "%s", msg);
     }
+    json_object_put(live);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
         /* This run's GPU time counts from its admission (see seg_t). */
@@ -970,21 +974,21 @@ static void job_record(struct server *s, struct opcache_obj *o,
 
 /* The AIJob's spec as JSON text in buf (cap bytes), with the template,
  * which the cache keeps only as a string (srv__drop_template), back as
- * its last member. Returns buf, or "null" when the object has no spec or
- * the text does not fit. */
-static const char *job_spec_text(json_object *raw, const struct aiq_aijob *j, char *buf,
-                                 size_t cap) {
-    json_object *spec = NULL;
-    if (!json_object_object_get_ex(raw, "spec", &spec))
-        return "null";
-    const char *txt = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+ * its last member. The cache keeps the spec as text too (srv_parse):
+ * parsed back here, once per job. Returns buf, or "null" when the
+ * object has no spec or the text does not fit. */
+static const char *job_spec_text(const struct opcache_obj *o, const struct aiq_aijob *j,
+                                 char *buf, size_t cap) {
+    json_object *spec = opcache_member(o, "spec");
+    const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN) : NULL;
     size_t n = txt ? strlen(txt) : 0;
-    if (n < 2 || txt[n - 1] != '}')
-        return "null";
+    int w = -1;
     const char *tj = j->spec.template_json;
-    int w = tj ? snprintf(buf, cap, "%.*s%s\"template\":%s}", (int)(n - 1), txt,
+    if (n >= 2 && txt[n - 1] == '}')
+        w = tj ? snprintf(buf, cap, "%.*s%s\"template\":%s}", (int)(n - 1), txt,
                           n > 2 ? "," : "", tj)
                : snprintf(buf, cap, "%s", txt);
+    json_object_put(spec);
     return (w < 0 || (size_t)w >= cap) ? "null" : buf;
 }
 
@@ -1007,7 +1011,7 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
              "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
-             job_spec_text(o->raw, j, spec, sizeof spec));
+             job_spec_text(o, j, spec, sizeof spec));
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
                   "journal_event");
     js->journaled = true;
@@ -1352,13 +1356,13 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
 /* An AIJob that does not parse: Rejected with the field and the value. */
 static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
                              double now) {
-    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, o->perr.message)) {
+    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, opcache_perr(o)->message)) {
         memset(&js->st, 0, sizeof js->st);
         js->loaded = true;
-        job_phase(js, AIQ_PHASE_REJECTED, "Invalid", o->perr.message);
-        job_event(s, o, js, "Warning", "Rejected", o->perr.message);
+        job_phase(js, AIQ_PHASE_REJECTED, "Invalid", opcache_perr(o)->message);
+        job_event(s, o, js, "Warning", "Rejected", opcache_perr(o)->message);
         OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-              "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
+              "field=%s msg=\"%s\"", opcache_perr(o)->field, opcache_perr(o)->message);
     }
     job__publish(s, o, js, now);
 }

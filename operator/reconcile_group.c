@@ -28,10 +28,10 @@ void reconcile_group(struct server *s, enum kube_event_type t,
     }
     if (!o->parse_ok) {
         OPLOG(&s->log, OPLOG_WARN, "group_invalid", o->key, srv__rv(obj),
-              "field=%s msg=\"%s\"", o->perr.field, o->perr.message);
+              "field=%s msg=\"%s\"", opcache_perr(o)->field, opcache_perr(o)->message);
         json_object *st = json_object_new_object();
         if (st) {
-            json_object_object_add(st, "message", json_object_new_string(o->perr.message));
+            json_object_object_add(st, "message", json_object_new_string(opcache_perr(o)->message));
             json_object_object_add(st, "observedGeneration",
                                    json_object_new_int64(srv__generation(obj)));
         }

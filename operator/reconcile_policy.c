@@ -69,7 +69,7 @@ static void pol_compile(struct server *s, struct opcache_obj *o) {
     if (!p) {
         /* o->perr carries the error; the last good compile stays. */
         o->parse_ok = false;
-        o->perr = e;
+        (void)opcache_set_perr(o, &e);
         OPLOG(&s->log, OPLOG_WARN, "policy_compile_failed", o->key, srv__rv(o->raw),
               "field=%s line=%d col=%d msg=\"%s\"", e.field, e.line, e.col, e.message);
         return;
@@ -136,9 +136,9 @@ static void pol_select(struct server *s, const char *exclude) {
         char msg[1200];
         json_object *st;
         if (!o->parse_ok) {
-            snprintf(msg, sizeof msg, "%s%s", o->perr.message,
+            snprintf(msg, sizeof msg, "%s%s", opcache_perr(o)->message,
                      x->compiled ? " (the previous version stays in use)" : "");
-            st = pol_status(o, "Error", false, running, msg, o->perr.line, o->perr.col, NULL);
+            st = pol_status(o, "Error", false, running, msg, opcache_perr(o)->line, opcache_perr(o)->col, NULL);
         } else if (nactive > 1) {
             snprintf(msg, sizeof msg, "conflict: %d policies are active (%s); %s stays in use",
                      nactive, names, s->active_policy[0] ? s->active_policy : "the built-in default");

@@ -331,7 +331,7 @@ static void uq_reject_groupless(struct server *s, struct opcache_obj *o) {
         snprintf(reason, sizeof reason, "namespace %.200s is in no Group's spec.namespaces",
                  u->meta.namespace_);
     else
-        snprintf(reason, sizeof reason, "%s", o->perr.message);
+        snprintf(reason, sizeof reason, "%s", opcache_perr(o)->message);
     json_object *st = json_object_new_object();
     if (!st)
         return;

@@ -3,6 +3,7 @@
  * patches and Events (see server.h). */
 #include "operator/server.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,25 +94,41 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
     default: o->parse_ok = true; return;
     }
     void *p = calloc(1, sz);
-    aiq_err_clear(&o->perr);
+    aiq_err e;
+    aiq_err_clear(&e);
+    (void)opcache_set_perr(o, NULL);
     if (!p) {
-        aiq_err_set(&o->perr, AIQ_ENOMEM, "out of memory");
+        aiq_err_set(&e, AIQ_ENOMEM, "out of memory");
+        (void)opcache_set_perr(o, &e);
         o->parse_ok = false;
         return;
     }
     aiq_rc rc = AIQ_OK;
     switch (k) {
-    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &o->perr); break;
-    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &o->perr); break;
-    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &o->perr); break;
-    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &o->perr); break;
+    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &e); break;
+    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &e); break;
+    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &e); break;
+    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &e); break;
     default: break;
     }
+    /* Only a failure keeps its error (allocated): most entries have none. */
+    if (rc != AIQ_OK)
+        (void)opcache_set_perr(o, &e);
     /* The struct is zeroed on error, so parsed is always safe to free. */
     o->parsed = p;
     o->parse_ok = rc == AIQ_OK;
     if (k == OPK_AIJOB && o->parse_ok)
         srv__drop_template(o->raw, p);
+    /* An AIJob's spec and status (resources, scoreTerms, conditions: a
+     * json-c hash table per object) are read from the tree only when a
+     * status is due (job__publish, srv_flush_kind), at a restart
+     * (job_load) and at the arrival's journal entry (job_spec_text; the
+     * cycle reads the parsed struct and struct opjob): kept as text,
+     * parsed there. On ENOMEM they stay in the tree, which the readers
+     * take too. */
+    static const char *const cold[] = {"spec", "status", NULL};
+    if (k == OPK_AIJOB)
+        (void)opcache_stash(o, cold);
 }
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -336,12 +353,12 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
     for (int i = 0; i < n; i++) {
         struct opcache_obj *o = objs[i];
         struct opext *x = o ? o->ext : NULL;
-        json_object *live = NULL;
         bool changed = false;
         if (!x || !x->dirty || !x->want_status)
             continue;
-        json_object_object_get_ex(o->raw, "status", &live);
+        json_object *live = opcache_member(o, "status"); /* parsed: one write */
         json_object *patch = opstatus_patch(live, x->want_status, &changed);
+        json_object_put(live);
         if (!patch) {
             x->dirty = false;
             x->urgent = false;
@@ -647,6 +664,7 @@ static void srv_check_ready(struct server *s) {
 
 void srv_dispatch(struct server *s, struct kube_event *ev) {
     const struct reconciler *r = NULL;
+    s->trim_events++;
     if (strcmp(ev->resource, FOREIGN_WATCH) == 0) {
         capacity_dispatch(s, ev);
         if (ev->type == KUBE_EV_RELIST_END)
@@ -749,8 +767,48 @@ static void srv_log_watch_errors(struct server *s) {
     }
 }
 
+/* Events that make a burst worth a trim after it; the window in which
+ * fewer than SRV_TRIM_QUIET_EVENTS events mean the burst is over; how
+ * often a stream of events that never goes quiet is trimmed anyway. */
+#define SRV_TRIM_EVENTS 1024
+#define SRV_TRIM_WINDOW_S 2.0
+#define SRV_TRIM_QUIET_EVENTS 64
+#define SRV_TRIM_EVERY_S 300.0
+
+/* run_every(SRV_TRIM_WINDOW_S): gives back to the system the memory a
+ * burst of events left free. Decoding a list page or a watch event
+ * builds the whole object and the cache keeps a smaller copy or none,
+ * so a burst (the first list, thousands of AIJobs created, their status
+ * writes coming back) leaves the heaps full of free holes between live
+ * objects; malloc returns only the top of a heap by itself, and RSS
+ * keeps the rest. malloc_trim hands every free whole page back
+ * (madvise), at the cost of one walk of every free list: about 110 ms
+ * at 10k jobs, which the loop would feel, so it runs once a burst of at
+ * least SRV_TRIM_EVENTS events has gone quiet (a window with fewer than
+ * SRV_TRIM_QUIET_EVENTS), or every SRV_TRIM_EVERY_S while events keep
+ * coming; never in a quiet steady state. */
+static void srv_trim_cron(struct server *s, double now) {
+    if (s->last_trim == 0)
+        s->last_trim = now; /* the SRV_TRIM_EVERY_S count starts here */
+    if (now - s->trim_win_at < SRV_TRIM_WINDOW_S)
+        return;
+    bool quiet = s->trim_events - s->trim_win_base < SRV_TRIM_QUIET_EVENTS;
+    s->trim_win_at = now;
+    s->trim_win_base = s->trim_events;
+    uint64_t n = s->trim_events - s->trim_base;
+    if (n < SRV_TRIM_EVENTS || (!quiet && now - s->last_trim < SRV_TRIM_EVERY_S))
+        return;
+    double t0 = srv_now();
+    int gave = malloc_trim(0);
+    s->trim_base = s->trim_events;
+    s->last_trim = now;
+    OPLOG(&s->log, OPLOG_INFO, "malloc_trim", NULL, NULL, "events=%llu released=%d ms=%.1f",
+          (unsigned long long)n, gave, (srv_now() - t0) * 1e3);
+}
+
 void srv_cron(struct server *s, double now) {
     srv_store_cron(s, now);
+    srv_trim_cron(s, now);
     if (now - s->last_watch_check >= 1.0) {
         srv_log_watch_errors(s);
         s->last_watch_check = now;

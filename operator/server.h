@@ -108,6 +108,8 @@ struct opjob {
      * phases a timer or a pod creation moves, or a flag); pod and AIJob
      * events sync it at once. */
     bool resync;               /* sync at the next cycle (set by events) */
+    uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
+    uint64_t ident_at;         /* the cache entry's put count it was taken at */
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
     bool group_hold;           /* waits for its namespace's Group (job__group) */
     char hold_reason[32];      /* ... why: NoGroup, GroupConflict */
@@ -231,6 +233,11 @@ struct server {
     double last_cycle;         /* unix s */
     int64_t ncycles;
     double last_lease, last_prune;
+    /* srv_trim_cron: events dispatched (all kinds), the count at the
+     * last trim and at the start of the current window, when that window
+     * started and when the last trim ran (unix s). */
+    uint64_t trim_events, trim_base, trim_win_base;
+    double trim_win_at, last_trim;
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */

@@ -135,8 +135,23 @@ static int scmp(const char *a, const char *b) {
     return strcmp(a ? a : "", b ? b : "");
 }
 
+/* The first 16 bytes of key, big-endian and zero-padded, so that
+ * comparing the two words orders as strcmp does on those bytes. */
+static void key_prefix(const char *key, uint64_t kp[2]) {
+    kp[0] = kp[1] = 0;
+    for (int i = 0; key && i < 16 && key[i]; i++)
+        kp[i / 8] |= (uint64_t)(unsigned char)key[i] << (8 * (7 - i % 8));
+}
+
+/* Compares two key prefixes as strcmp would the keys' first 16 bytes. */
+static int kpre_cmp(const uint64_t a[2], const uint64_t b[2]) {
+    if (a[0] != b[0]) return a[0] < b[0] ? -1 : 1;
+    if (a[1] != b[1]) return a[1] < b[1] ? -1 : 1;
+    return 0;
+}
+
 /* Queue order: level, then score (high first), then queued time, then
- * key, then uid. */
+ * key (its cached prefix first), then uid. */
 static int order_cmp(const void *vctx, int32_t x, int32_t y) {
     const order_ctx *c = vctx;
     const q__jc *a = &c->jc[x], *b = &c->jc[y];
@@ -144,7 +159,9 @@ static int order_cmp(const void *vctx, int32_t x, int32_t y) {
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
     const struct q_job *ja = &c->in->jobs[x], *jb = &c->in->jobs[y];
     if (ja->queued != jb->queued) return ja->queued < jb->queued ? -1 : 1;
-    int k = scmp(ja->key, jb->key);
+    int k = kpre_cmp(a->kpre, b->kpre);
+    if (k) return k;
+    k = scmp(ja->key, jb->key);
     if (k) return k;
     k = scmp(a->uid, b->uid);
     if (k) return k;
@@ -155,6 +172,7 @@ static int order_cmp(const void *vctx, int32_t x, int32_t y) {
 typedef struct {
     double nscore;      /* -score: ascending order */
     double queued;
+    uint64_t kpre[2];   /* q__jc.kpre: most ties end here */
     int32_t level;
     int32_t slot;
 } pkey;
@@ -163,6 +181,8 @@ static int pkey_cmp(const order_ctx *c, const pkey *a, const pkey *b) {
     if (a->level != b->level) return a->level < b->level ? -1 : 1;
     if (a->nscore != b->nscore) return a->nscore < b->nscore ? -1 : 1;
     if (a->queued != b->queued) return a->queued < b->queued ? -1 : 1;
+    int k = kpre_cmp(a->kpre, b->kpre);
+    if (k) return k;
     return order_cmp(c, a->slot, b->slot);
 }
 
@@ -181,7 +201,8 @@ static int sort_packed(q_state *st, const order_ctx *c, int32_t *a, int n) {
     int32_t *runs = (int32_t *)(void *)(k + 2 * (size_t)n);
     for (int i = 0; i < n; i++) {
         const q__jc *e = &c->jc[a[i]];
-        src[i] = (pkey){-e->score, c->in->jobs[a[i]].queued, e->level, a[i]};
+        src[i] = (pkey){-e->score, c->in->jobs[a[i]].queued, {e->kpre[0], e->kpre[1]}, e->level,
+                        a[i]};
     }
     const int minrun = 16;
     int nr = 0;
@@ -345,13 +366,16 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
         if (e != old) *e = *old;
         need_score = u->all || !e->pending || e->gen != job->gen;
         old_level = e->pending ? e->level : -1;
+        if (e->gen != job->gen) key_prefix(job->key, e->kpre);
     } else {
         const char *uid = uid_of(job);
         size_t len = strlen(uid);
         e->uid = q__alloc(st, len + 1);
         if (!e->uid) return -1;
         memcpy(e->uid, uid, len + 1);
+        key_prefix(job->key, e->kpre);
     }
+    e->ident = job->ident;
     if (need_score) {
         /* Only names some node has are interned (jobs cannot grow the
          * tables); others resolve to Q__UNKNOWN and are re-resolved when
@@ -443,6 +467,17 @@ static int cache_begin(q_state *st, int n, int nold) {
     return 0;
 }
 
+/* Tells whether the entry e (of last cycle's job at this slot) is job:
+ * by the caller's ident where both have one (an unchanged job needs no
+ * uid comparison; different idents are different uids), else by uid. */
+static bool same_job(const q__jc *e, const struct q_job *job) {
+    if (job->ident && e->ident) {
+        if (e->ident != job->ident) return false;
+        if (e->gen == job->gen) return true;
+    }
+    return strcmp(e->uid, uid_of(job)) == 0;
+}
+
 /* Matches each job to the cache entry at its slot: a pending job with the
  * same uid there is taken at once; an entry whose slot now holds another
  * job, is no longer pending, or is gone (slots n..nold) moves to the side
@@ -456,7 +491,7 @@ static int match_by_slot(upd *u, int nold, int32_t *unmatched) {
         const struct q_job *job = &in->jobs[i];
         q__jc *e = &st->jc[i];
         if (i < nold && e->uid) {
-            if (job->state == Q_JOB_PENDING && strcmp(e->uid, uid_of(job)) == 0) {
+            if (job->state == Q_JOB_PENDING && same_job(e, job)) {
                 if (take_job(u, i, i, e)) return -1;
                 continue;
             }

@@ -129,6 +129,9 @@ typedef struct q__intern {
 /* Per-job cache, kept across cycles and indexed by job slot. */
 typedef struct q__jc {
     char *uid;          /* owned copy; NULL = no entry */
+    uint64_t ident;     /* q_job.ident when the entry was taken, 0 = none */
+    uint64_t kpre[2];   /* the key's first 16 bytes, big-endian: ties sort
+                         * on these before the key itself (cold) */
     uint64_t gen;
     double score;
     int32_t base_level; /* from the scorer */

@@ -139,6 +139,14 @@ typedef enum {
 struct q_job {
     const char *key;            /* "namespace/name" */
     const char *uid;            /* stable identity across cycles */
+    /* Optional, 0 = none: a number the caller derives from uid alone (a
+     * hash of it), so that the same uid always gives the same ident.
+     * A job whose ident and gen both equal those of the entry at its
+     * slot last cycle is taken as that job without comparing uids (two
+     * cold strings per job per cycle); any other job is matched by uid.
+     * Two jobs would be confused only if the hashes of both their uids
+     * and their gens collided. */
+    uint64_t ident;
     uint64_t gen;               /* bump when anything below changes */
     int user, group;            /* indexes or -1 */
     int priority;

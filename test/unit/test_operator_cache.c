@@ -71,6 +71,97 @@ TEST(cache_put_replace_keeps_state) {
     opcache_free(NULL);
 }
 
+/* The parse error is kept only when there is one, and a put clears it;
+ * the key is stored to size, the longest one included. */
+TEST(cache_perr_and_key_to_size) {
+    opcache *c = opcache_create(NULL, NULL);
+    struct opcache_obj *o = opcache_put(c, obj("ns", "a", 1), NULL);
+    CHECK(o && o->perr == NULL);
+    CHECK_INT(opcache_perr(o)->code, AIQ_OK);
+    CHECK_STR(opcache_perr(o)->message, "");
+    aiq_err e;
+    aiq_err_clear(&e);
+    aiq_err_field(&e, AIQ_EINVAL, "spec.replicas", "spec.replicas: must be >= 1");
+    CHECK_INT(opcache_set_perr(o, &e), 0);
+    CHECK_INT(opcache_perr(o)->code, AIQ_EINVAL);
+    CHECK_STR(opcache_perr(o)->field, "spec.replicas");
+    CHECK_STR(opcache_perr(o)->message, "spec.replicas: must be >= 1");
+    CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
+    CHECK(o->perr == NULL);
+    CHECK_INT(opcache_perr(o)->code, AIQ_OK);
+    CHECK_INT(opcache_set_perr(o, &e), 0);
+    CHECK_INT(opcache_set_perr(o, NULL), 0);
+    CHECK(o->perr == NULL);
+    char ns[AIQ_MAX_NAME + 1], name[AIQ_MAX_NAME + 1], key[OPCACHE_KEY_MAX];
+    memset(ns, 'n', AIQ_MAX_NAME);
+    ns[AIQ_MAX_NAME] = '\0';
+    memset(name, 'm', AIQ_MAX_NAME);
+    name[AIQ_MAX_NAME] = '\0';
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    json_object *raw = json_object_new_object(), *md = json_object_new_object();
+    json_object_object_add(md, "namespace", json_object_new_string(ns));
+    json_object_object_add(md, "name", json_object_new_string(name));
+    json_object_object_add(raw, "metadata", md);
+    struct opcache_obj *l = opcache_put(c, raw, NULL);
+    CHECK(l != NULL);
+    CHECK(l && strcmp(l->key, key) == 0);
+    CHECK(opcache_get(c, key) == l);
+    opcache_set_perr(l, &e); /* freed with the entry */
+    opcache_free(c);
+}
+
+/* Stashed members leave the tree and come back equal (numbers as the
+ * server wrote them); a member that is not an object stays; the next
+ * put drops the text; an entry without them gives NULL. */
+TEST(cache_stash_members) {
+    static const char *const cold[] = {"spec", "status", "note", NULL};
+    opcache *c = opcache_create(NULL, NULL);
+    const char *st_txt = "{\"phase\":\"Queued\",\"score\":4000000.0001,\"position\":7,"
+                         "\"scoreTerms\":[{\"name\":\"job.priority\",\"value\":4000000}],"
+                         "\"conditions\":[{\"type\":\"Queued\",\"status\":\"True\"}]}";
+    const char *sp_txt = "{\"replicas\":2,\"resources\":{\"gpus\":1.50,\"cpu\":\"1\"}}";
+    char b[1024];
+    snprintf(b, sizeof b, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\"},"
+             "\"spec\":%s,\"status\":%s,\"note\":\"text\"}", sp_txt, st_txt);
+    struct opcache_obj *o = opcache_put(c, json_tokener_parse(b), NULL);
+    CHECK(o != NULL);
+    json_object *want = json_tokener_parse(st_txt), *live = opcache_member(o, "status");
+    json_object *want_sp = json_tokener_parse(sp_txt);
+    CHECK(live && json_object_equal(live, want)); /* from the tree */
+    json_object_put(live);
+    CHECK_INT(opcache_stash(o, cold), 0);
+    CHECK(o->cold_txt != NULL);
+    CHECK(!json_object_object_get_ex(o->raw, "status", NULL));
+    CHECK(!json_object_object_get_ex(o->raw, "spec", NULL));
+    CHECK(json_object_object_get_ex(o->raw, "metadata", NULL));
+    CHECK(json_object_object_get_ex(o->raw, "note", NULL)); /* a string: stays */
+    CHECK_INT(opcache_stash(o, cold), 0); /* once per put: no change */
+    live = opcache_member(o, "status");
+    CHECK(live && json_object_equal(live, want)); /* from the text */
+    CHECK_STR(json_object_to_json_string_ext(live, JSON_C_TO_STRING_PLAIN),
+              json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN));
+    json_object_put(live);
+    live = opcache_member(o, "spec");
+    CHECK(live && json_object_equal(live, want_sp));
+    CHECK_STR(json_object_to_json_string_ext(live, JSON_C_TO_STRING_PLAIN),
+              json_object_to_json_string_ext(want_sp, JSON_C_TO_STRING_PLAIN)); /* 1.50 kept */
+    json_object_put(live);
+    live = opcache_member(o, "note");
+    CHECK(live && strcmp(json_object_get_string(live), "text") == 0);
+    json_object_put(live);
+    CHECK(opcache_member(o, "absent") == NULL);
+    CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
+    CHECK(o->cold_txt == NULL);
+    CHECK(opcache_member(o, "status") == NULL);
+    CHECK_INT(opcache_stash(o, cold), 0); /* nothing to move */
+    CHECK(o->cold_txt == NULL);
+    o = opcache_put(c, json_tokener_parse(b), NULL);
+    CHECK_INT(opcache_stash(o, cold), 0); /* freed with the entry */
+    json_object_put(want);
+    json_object_put(want_sp);
+    opcache_free(c);
+}
+
 /* managedFields are dropped on the way in; the rest of metadata stays. */
 TEST(cache_drops_managed_fields) {
     opcache *c = opcache_create(NULL, NULL);

@@ -803,6 +803,79 @@ TEST(incremental_cycle_rescoring_only_changes) {
     free(fx);
 }
 
+static int key_strcmp(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The caller's ident: a job at last cycle's slot with a different ident is
+ * a new job even when its gen is the same; ties in score and queued time
+ * sort by key as strcmp does, also where keys share their first 16 bytes
+ * (the cached prefix) or one is a prefix of another, through both sorts
+ * (over 256 jobs and under). */
+TEST(incremental_cycle_ident_and_key_ties) {
+    enum { NJ = 300 };
+    fixture *fx = mk();
+    static struct q_job jobs[NJ];
+    static char keys[NJ + 1][40];
+    const char *sorted[NJ];
+    node(fx, "n", 8, 81920);
+    fx->in.jobs = jobs;
+    for (int i = 0; i < NJ; i++) {
+        /* Every third key is one of two long ones sharing 18 bytes; the
+         * rest are short, some a prefix of others ("t/7", "t/70"). */
+        if (i % 3 == 0)
+            snprintf(keys[i], sizeof keys[i], "t/xxxxxxxxxxxxxxxx%03d", NJ - i);
+        else
+            snprintf(keys[i], sizeof keys[i], "t/%d", i);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = jobs[i].uid = keys[i];
+        jobs[i].ident = 1000 + (uint64_t)i;
+        jobs[i].user = jobs[i].group = -1;
+        jobs[i].replicas = 1;
+        jobs[i].gpus = 64; /* never fits: every job waits */
+        jobs[i].queued = NOW - 100;
+    }
+    fx->in.njobs = NJ;
+    fx->in.policy.rescore_interval_s = 300;
+    int calls = 0;
+    q_scorer sc = {&calls, counting_scorer, t_level};
+    q_state *st = q_state_create(NULL);
+    q_output out, ref;
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) { /* slot 7 now holds another job with the same gen */
+            snprintf(keys[NJ], sizeof keys[NJ], "t/xxxxxxxxxxxxxxxx%03d", 999);
+            jobs[7].key = jobs[7].uid = keys[NJ];
+            jobs[7].ident = 99999;
+        }
+        if (round == 2) { /* same ident, new gen: rescored, same place */
+            jobs[9].gen++;
+        }
+        fx->in.now += 10;
+        CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+        CHECK_INT(out.nscored, round == 0 ? NJ : 1);
+        for (int i = 0; i < NJ; i++)
+            sorted[i] = jobs[i].key;
+        qsort(sorted, NJ, sizeof sorted[0], key_strcmp);
+        for (int k = 0; k < NJ; k++)
+            CHECK_STR(jobs[out.order[k]].key, sorted[k]);
+        q_state *fresh = q_state_create(NULL);
+        CHECK_INT(q_cycle_run(fresh, &fx->in, &sc, &ref, NULL), AIQ_OK);
+        CHECK(same_order(&fx->in, &out, &ref));
+        q_state_free(fresh);
+    }
+    /* Under 256 jobs (the small sort), the same order by key. */
+    fx->in.njobs = 40;
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, &sc, &out, NULL), AIQ_OK);
+    for (int i = 0; i < 40; i++)
+        sorted[i] = jobs[i].key;
+    qsort(sorted, 40, sizeof sorted[0], key_strcmp);
+    for (int k = 0; k < 40; k++)
+        CHECK_STR(jobs[out.order[k]].key, sorted[k]);
+    q_state_free(st);
+    free(fx);
+}
+
 /* lazy_eta: waiting jobs' estimates appear only when asked, only up to
  * the job asked for in the queue order, and equal the eager ones. */
 TEST(lazy_estimates_on_demand_equal_eager) {
