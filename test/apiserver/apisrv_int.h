@@ -177,7 +177,7 @@ json_tokener *apisrv__tokener(void);
 /* Returns the parsed object (new ref) or NULL. */
 json_object *apisrv__store_get(apisrv *s, const char *key, const char *ns,
                                const char *name);
-/* text: obj serialized plain, or NULL to serialize it here. */
+/* text: obj serialized plain (the caller's, borrowed). */
 aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
                          const char *name, json_object *obj, const char *text);
 aiq_rc apisrv__store_del(apisrv *s, const char *key, const char *ns,

@@ -262,9 +262,10 @@ static char *store_owners(json_object *obj) {
     return out;
 }
 
-/* Inserts or replaces obj (borrowed; text, when not NULL, is obj
- * serialized plain, which the caller has already); the owned index is rewritten only
- * when the object's owner uids changed (a status patch leaves it alone).
+/* Inserts or replaces obj (borrowed) as text (obj serialized plain, which
+ * the caller made once for the row, the watch event and the answer); the
+ * owned index is rewritten only when the object's owner uids changed (a
+ * status patch leaves it alone).
  * An existing row is updated in place (an upsert, not INSERT OR REPLACE,
  * which deletes the row and inserts it again and so rewrites its entries
  * in the primary key and namespace indexes on every write). */
@@ -292,11 +293,7 @@ aiq_rc apisrv__store_put(apisrv *s, const char *key, const char *ns,
     sqlite3_bind_text(st, 2, ns ? ns : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, owners, -1, SQLITE_STATIC);
-    if (text)
-        sqlite3_bind_text(st, 5, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_text(st, 5, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN),
-                          -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, text, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) rc = AIQ_EDB;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
