@@ -40,8 +40,14 @@ int64_t aiq_jmib(json_object *o, const char *k, const char *legacy_k) {
     const char *q = aiq_jstr(o, k);
     int64_t mib = 0;
     aiq_err e;
-    if (!q)
-        return legacy_k ? aiq_jint(o, legacy_k, 0) : 0;
+    if (!q) {
+        /* The legacy integer is held to what the quantity form reads, so
+         * a status read, written as "gpuMemory" and read again agrees
+         * (fuzz_status found 8e1920 and 4096111...1 read as INT64_MAX and
+         * then back as 0). Out of range is unreadable: absent. */
+        int64_t v = legacy_k ? aiq_jint(o, legacy_k, 0) : 0;
+        return v >= 0 && v <= AIQ_QUANTITY_MIB_MAX ? v : 0;
+    }
     aiq_err_clear(&e);
     if (aiq_quantity_mib(q, &mib, &e) != AIQ_OK)
         return 0; /* unreadable reads as absent, like every getter here */

@@ -33,7 +33,8 @@ int64_t aiq_jint(json_object *o, const char *k, int64_t dflt);
 
 /* GPU memory in MiB from member k, a quantity string ("40Gi") that is a
  * whole MiB, or else from member legacy_k, an integer count of MiB (a name
- * an older writer used; NULL for none). 0 when neither reads. */
+ * an older writer used; NULL for none). 0 when neither reads, and for a
+ * legacy count below 0 or above AIQ_QUANTITY_MIB_MAX. */
 int64_t aiq_jmib(json_object *o, const char *k, const char *legacy_k);
 
 /* True when member k is the boolean true. */

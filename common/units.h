@@ -58,6 +58,10 @@ aiq_rc aiq_quantity_int(const char *s, int64_t *out, aiq_err *err);
  * negative, or not a whole MiB ("1.5Mi", "1000000"). */
 aiq_rc aiq_quantity_mib(const char *s, int64_t *mib, aiq_err *err);
 
+/* The largest MiB count aiq_quantity_mib reads back (it counts in
+ * thousandths of a byte: INT64_MAX / (1000 * 2^20), about 8 PiB). */
+#define AIQ_QUANTITY_MIB_MAX (INT64_MAX / ((int64_t)1048576 * 1000))
+
 /* Formats MiB as a quantity with the largest exact binary suffix:
  * 40960 -> "40Gi", 81920 -> "80Gi", 1536 -> "1536Mi". Returns buf
  * (cap bytes; 24 always suffice). */

@@ -2,6 +2,10 @@
  * on a present member, a missing one, one of the wrong type, and a
  * non-object or NULL parent. */
 #include "common/json.h"
+
+#include <stdio.h>
+
+#include "common/units.h"
 #include "test/unit/th.h"
 
 static const char *doc = "{\"s\":\"x\",\"i\":7,\"d\":2.5,\"t\":true,\"f\":false,"
@@ -60,5 +64,30 @@ TEST(json_mib) {
     CHECK_INT(aiq_jmib(o, "odd", "old"), 0);
     CHECK_INT(aiq_jmib(o, "num", NULL), 0); /* not a string: absent */
     CHECK_INT(aiq_jmib(NULL, "q", "old"), 0);
+    json_object_put(o);
+}
+
+/* A legacy gpuMemoryMiB the quantity form could not read back reads as
+ * absent: a status read, rewritten as "gpuMemory" and read again keeps its
+ * placement's memory (fuzz_status: 8e1920, a 90-digit integer, -1). The
+ * largest count that round-trips is kept. */
+TEST(json_mib_legacy_range) {
+    char text[160], q[64];
+    snprintf(text, sizeof text,
+             "{\"inf\":8e1920,\"big\":4096111111111111111111111111,\"neg\":-1,"
+             "\"max\":%lld,\"over\":%lld}",
+             (long long)AIQ_QUANTITY_MIB_MAX, (long long)AIQ_QUANTITY_MIB_MAX + 1);
+    json_object *o = json_tokener_parse(text);
+    CHECK(o != NULL);
+    CHECK_INT(aiq_jmib(o, "none", "inf"), 0);
+    CHECK_INT(aiq_jmib(o, "none", "big"), 0);
+    CHECK_INT(aiq_jmib(o, "none", "neg"), 0);
+    CHECK_INT(aiq_jmib(o, "none", "over"), 0);
+    int64_t max = aiq_jmib(o, "none", "max"), back = -1;
+    CHECK_INT(max, AIQ_QUANTITY_MIB_MAX);
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK(aiq_quantity_mib(aiq_quantity_format_mib(max, q, sizeof q), &back, &e) == AIQ_OK);
+    CHECK_INT(back, max);
     json_object_put(o);
 }
