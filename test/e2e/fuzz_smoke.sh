@@ -28,7 +28,16 @@ for bin in "$ROOT"/build/fuzz/fuzz_*; do
         P=$((P + 1))
     else
         echo "FAIL $name"
-        grep -E 'ERROR|SUMMARY|Sanitizer|deadly|timeout' "$TMP/$name.log" | head -20
+        grep -E 'ERROR|SUMMARY|Sanitizer|deadly|timeout|#[0-9]+ .* in .*(fuzz|common|operator|queue|policy)/' \
+            "$TMP/$name.log" | head -24
+        # The input that failed, in the log (TMP goes away): replay it with
+        # base64 -d > x; build/fuzz/<name> x, and add it to the corpus.
+        for art in "$TMP"/crash-* "$TMP"/leak-* "$TMP"/timeout-* "$TMP"/oom-*; do
+            [ -f "$art" ] || continue
+            echo "input $(basename "$art") ($(wc -c <"$art") bytes), base64:"
+            base64 -w 76 "$art" | head -60
+            rm -f "$art"
+        done
         F=$((F + 1))
     fi
 done
