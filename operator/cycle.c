@@ -749,13 +749,13 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
  * pods the syncs queued are created before anything is admitted. */
 static void cy_sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
-    srv__flush_pods(s);
+    srv__flush_pods(s, SRV_PODS_PER_TURN);
     for (size_t i = 0; i < opcache_count(jc); i++) {
         cy_prefetch_at(jc, i, opcache_count(jc));
         if (job_sync_wanted(opcache_at(jc, i)))
             job_sync(s, opcache_at(jc, i), now);
     }
-    if (srv__flush_pods(s) > 0)
+    if (srv__flush_pods(s, SRV_PODS_PER_TURN) > 0)
         for (size_t i = 0; i < opcache_count(jc); i++)
             if (job_sync_wanted(opcache_at(jc, i)))
                 job_sync(s, opcache_at(jc, i), now);

@@ -453,11 +453,41 @@ static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e
     (void)n; /* a longer message is cut: it becomes the status's one line */
 }
 
-int srv__flush_pods(struct server *s) {
-    json_object *pods = s->pending_pods;
+/* Takes up to max queued pods (0: all) off the front of s->pending_pods,
+ * in the order they were queued; the rest stay queued. NULL when none. */
+static json_object *srv_take_pods(struct server *s, size_t max) {
+    json_object *all = s->pending_pods;
+    size_t n = all ? json_object_array_length(all) : 0;
+    if (max == 0 || n <= max) {
+        s->pending_pods = NULL;
+        return all;
+    }
+    json_object *head = json_object_new_array_ext((int)max), *rest = json_object_new_array();
+    if (!head || !rest) {
+        json_object_put(head);
+        json_object_put(rest);
+        return NULL; /* out of memory: all stay queued for the next turn */
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *pod = json_object_get(json_object_array_get_idx(all, i));
+        if (json_object_array_add(i < max ? head : rest, pod) != 0) {
+            /* Out of memory: without its placeholder the next sync of
+             * its job queues the pod again. */
+            char key[OPCACHE_KEY_MAX];
+            if (opcache_key(key, sizeof key, pod) == 0)
+                opcache_del(s->cache[OPK_POD], key);
+            json_object_put(pod);
+        }
+    }
+    json_object_put(all);
+    s->pending_pods = rest;
+    return head;
+}
+
+int srv__flush_pods(struct server *s, size_t max) {
     char key[OPCACHE_KEY_MAX];
+    json_object *pods = srv_take_pods(s, max);
     size_t n = pods ? json_object_array_length(pods) : 0;
-    s->pending_pods = NULL;
     struct release_item *items = n ? calloc(n, sizeof *items) : NULL;
     if (!items) {
         json_object_put(pods);
@@ -551,7 +581,7 @@ void srv_flush(struct server *s) {
     /* Nothing of a turn the store did not record leaves the operator. */
     if (!s->leading || !srv_store_publishable(s))
         return;
-    srv__flush_pods(s);
+    srv__flush_pods(s, SRV_PODS_PER_TURN);
     /* The scan below touches every cached object: at rest (no status
      * wanted since the last scan found none) it is skipped. A scan that
      * finds any dirty object, written or not, keeps the flag set, so the

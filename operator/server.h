@@ -166,6 +166,10 @@ struct opext {
  * transitions cannot stall the loop on Event writes. */
 #define SRV_EVENTS_MAX 1000
 #define SRV_EVENTS_PER_TURN 100
+/* Gated pods created per loop turn (and per cycle): a burst's thousands
+ * of pods go out over several short turns, so the loop keeps reading the
+ * watch and writing statuses (whose budget refills per turn) meanwhile. */
+#define SRV_PODS_PER_TURN 250
 
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
@@ -355,11 +359,11 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
  * POSTed with the next srv__flush_pods. */
 void srv__create_pod(struct server *s, json_object *pod);
 
-/* Creates the queued pods as one parallel batch: a created pod replaces
- * its placeholder, AlreadyExists keeps it (the watch brings the real one),
- * a failure removes it so the next sync retries. Returns the number of
- * pods it tried to create. */
-int srv__flush_pods(struct server *s);
+/* Creates up to max of the queued pods (0: all), oldest first, as one
+ * parallel batch: a created pod replaces its placeholder, AlreadyExists
+ * keeps it (the watch brings the real one), a failure removes it so the
+ * next sync retries. Returns the number of pods it tried to create. */
+int srv__flush_pods(struct server *s, size_t max);
 
 /* Queues an Event about o of kind k (flushed with the turn). */
 void srv__event(struct server *s, opkind k, json_object *obj,

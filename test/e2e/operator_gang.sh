@@ -2,7 +2,8 @@
 # operator_gang.sh -- an 8-replica gang stays gated until 8 GPUs are free,
 # then all 8 pods are ungated in one pass and land where the placement
 # said; `kubectl wait --for=condition=Admitted` works; a bad AIJob is
-# Rejected with its message; a gang bigger than any node is Rejected.
+# Rejected with its message; a gang bigger than any node is Rejected; a
+# burst of 300 pods is created over several loop turns, all of them.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -118,4 +119,23 @@ check "metrics count the admissions" sh -c '
   port=$(sed -n "s/.*event=metrics_listening port=\([0-9]*\).*/\1/p" "$T/op.log" | head -1)
   curl -sf "http://127.0.0.1:$port/metrics" | grep -q "^aiq_admitted_total [3-9]" &&
   curl -sf "http://127.0.0.1:$port/readyz" | grep -q ok'
+
+# More gated pods at once than one loop turn creates (SRV_PODS_PER_TURN,
+# 250): 150 gangs of 2 applied while the operator is down reach the next
+# one in its first list, 300 pods due in one turn. They go out over
+# several turns (a batch of 250, then the rest), every one of them; a few
+# gangs run, hold-8 keeps the rest waiting.
+op_kill9
+mv "$T/op.log" "$T/op1.log" # op_start waits for the new operator's "ready"
+for i in $(seq 1 150); do echo ---; job "burst$i" 2 1 10m; done | kubectl apply -f - >/dev/null
+op_start
+wait_for 120 "all 150 burst gangs are past Pending (Queued or further)" sh -c '
+  [ "$(kubectl get aijobs -o jsonpath="{range .items[*]}{.metadata.name} {.status.phase}{\"\\n\"}{end}" |
+      grep "^burst" | grep -cE " (Queued|Admitted|Running)$")" = 150 ]'
+check "with their 300 pods" sh -c '
+  [ "$(kubectl get pods -o name | grep -c "^pod/burst")" = 300 ]'
+check "created 250 in the first turn, the rest later, no batch larger" sh -c '
+  sed -n "s/.*event=pods_batch pods=\([0-9]*\).*/\1/p" "$T/op.log" > "$T/batches" &&
+  [ "$(head -1 "$T/batches")" = 250 ] && [ "$(sort -n "$T/batches" | tail -1)" = 250 ] &&
+  [ "$(awk "{ s += \$1 } END { print s }" "$T/batches")" -ge 300 ]'
 e2e_done
