@@ -91,8 +91,30 @@ static int weight_cmp(const void *a, const void *b) {
     return class_cmp(a, b);
 }
 
+/* See queue.h. */
+double q_class_gpu_demand(const struct q_task_class *c, double mean_gpu_mib) {
+    if (c->gpus > 0) return c->gpus;
+    if (c->gpu_milli > 0) return c->gpu_milli / 1000.0;
+    if (c->gpu_memory_mib > 0 && mean_gpu_mib > 0) return (double)c->gpu_memory_mib / mean_gpu_mib;
+    return 0;
+}
+
+/* The mean memory of the input nodes' GPUs in MiB (0 without GPUs). */
+static double mean_gpu_mib(const struct q_input *in) {
+    double mib = 0, n = 0;
+    for (int i = 0; i < in->nnodes; i++) {
+        const struct q_node *nd = &in->nodes[i];
+        for (int g = 0; g < nd->ngpus && g < Q_MAX_GPUS; g++) mib += (double)nd->gpu_mem_total[g];
+        n += nd->ngpus > 0 ? nd->ngpus : 0;
+    }
+    return n > 0 ? mib / n : 0;
+}
+
 /* The workload from the input's jobs: one class per replica shape,
- * weighted by replicas, the Q_MAX_CLASSES heaviest kept. */
+ * weighted by the GPUs its replicas ask for (replicas x
+ * q_class_gpu_demand: the unallocated capacity FGD keeps low is counted
+ * in GPUs, so a class weighs as much as the GPU demand it brings), the
+ * Q_MAX_CLASSES heaviest kept. */
 static int workload_from_jobs(q_state *st, const struct q_input *in) {
     if (Q_GROW(st, st->wl, st->cap_wl, (size_t)in->njobs + 1)) return -1;
     int n = 0;
@@ -113,6 +135,8 @@ static int workload_from_jobs(q_state *st, const struct q_input *in) {
         else
             st->wl[u++] = st->wl[k];
     }
+    double mean = mean_gpu_mib(in);
+    for (int k = 0; k < u; k++) st->wl[k].weight *= q_class_gpu_demand(&st->wl[k], mean);
     if (u > Q_MAX_CLASSES) {
         qsort(st->wl, (size_t)u, sizeof *st->wl, weight_cmp);
         u = Q_MAX_CLASSES;

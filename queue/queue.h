@@ -56,10 +56,13 @@ struct q_node {
 };
 
 /* One class of the target workload of FGD placement (Weng et al., ATC'23):
- * the shape of one replica and how often such tasks come (weight > 0,
- * relative). gpus 0 with gpu_memory_mib > 0 or gpu_milli > 0 is a GPU
+ * the shape of one replica and how much of the workload it is (weight >=
+ * 0, relative). gpus 0 with gpu_memory_mib > 0 or gpu_milli > 0 is a GPU
  * share (MiB, or thousandths of the GPU it would land on, as in q_job);
- * gpus 0 and neither a CPU-only task. */
+ * gpus 0 and neither a CPU-only task. The paper weighs a class by how
+ * many tasks it has; where aiq builds a workload (from the cycle's jobs,
+ * aiq-sim inflate's trace) it weighs it by the GPUs those tasks ask for,
+ * replicas x q_class_gpu_demand (docs/queue.md, "Placement", fgd). */
 struct q_task_class {
     int gpus;
     int64_t gpu_memory_mib;     /* per GPU; the share when gpus == 0 */
@@ -282,6 +285,11 @@ typedef struct q_placer {
  * CPU-only task that fits leaves no fragment. Classes weigh
  * weight / sum of weights; 0 when w is empty or weighs nothing. */
 double q_frag_node(const struct q_node *n, const struct q_task_class *w, int nw);
+
+/* The GPUs one replica of class c asks for: its whole GPUs, its share's
+ * fraction (gpu_milli / 1000, or its MiB over mean_gpu_mib, the cluster's
+ * mean GPU memory; 0 when that is not > 0), 0 for a CPU-only task. */
+double q_class_gpu_demand(const struct q_task_class *c, double mean_gpu_mib);
 
 /* ---- output ---------------------------------------------------------- */
 

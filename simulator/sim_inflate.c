@@ -41,14 +41,9 @@ static uint64_t mix_next(uint64_t *s) {
  * fraction: gpu_milli / 1000, or its memory over the cluster's mean GPU
  * memory. */
 static double demand(const struct sim_job *j, double mean_mib) {
-    double per;
-    if (j->gpus > 0)
-        per = j->gpus;
-    else if (j->gpu_milli > 0)
-        per = j->gpu_milli / 1000.0;
-    else
-        per = mean_mib > 0 ? (double)j->gpu_mem_mib / mean_mib : 0;
-    return per * j->replicas;
+    struct q_task_class c = {j->gpus, j->gpu_mem_mib, j->cpu_milli, j->mem_bytes, 1,
+                             j->gpu_milli};
+    return q_class_gpu_demand(&c, mean_mib) * j->replicas;
 }
 
 struct inflate {
@@ -206,14 +201,15 @@ static int class_weight_cmp(const void *pa, const void *pb) {
     return class_shape_cmp(pa, pb);
 }
 
-/* FGD's target workload: the trace's replica shapes weighted by how many
- * replicas of each the trace has (the paper takes the task distribution
- * of the trace it inflates), the Q_MAX_CLASSES heaviest: every shape is
- * counted, then the heaviest kept (a trace with thousands of shapes, like
- * Alibaba's, keeps its most popular ones, not the first ones seen).
- * Declared in sim_int.h. */
-aiq_rc sim__workload(const struct sim_trace *tr, struct q_task_class *wl, int *nwl,
-                     aiq_err *err) {
+/* FGD's target workload: the trace's replica shapes (the paper takes the
+ * task distribution of the trace it inflates), each weighted by the GPUs
+ * the trace's replicas of that shape ask for (replicas x
+ * q_class_gpu_demand; the paper counts tasks, see queue.h), the
+ * Q_MAX_CLASSES heaviest: every shape is weighed, then the heaviest kept
+ * (a trace with thousands of shapes, like Alibaba's, keeps its heaviest
+ * ones, not the first ones seen). Declared in sim_int.h. */
+aiq_rc sim__workload(const struct sim_trace *tr, double mean_mib, struct q_task_class *wl,
+                     int *nwl, aiq_err *err) {
     *nwl = 0;
     struct q_task_class *all = calloc((size_t)tr->njobs + 1, sizeof *all);
     if (!all)
@@ -232,6 +228,8 @@ aiq_rc sim__workload(const struct sim_trace *tr, struct q_task_class *wl, int *n
         else
             all[n++] = all[i];
     }
+    for (int k = 0; k < n; k++)
+        all[k].weight *= q_class_gpu_demand(&all[k], mean_mib);
     qsort(all, (size_t)n, sizeof *all, class_weight_cmp);
     *nwl = n < Q_MAX_CLASSES ? n : Q_MAX_CLASSES;
     memcpy(wl, all, (size_t)*nwl * sizeof *all);
@@ -288,7 +286,7 @@ aiq_rc sim_inflate(const struct sim_inflate_config *cfg, struct sim_inflate_resu
     res->nsteps = (int)((cfg->to - cfg->from) / cfg->step + 1.000001);
     if ((rc = nodes_init(&in, err)) != AIQ_OK)
         goto out_free;
-    if ((rc = sim__workload(cfg->trace, in.wl, &in.nwl, err)) != AIQ_OK)
+    if ((rc = sim__workload(cfg->trace, in.mean_mib, in.wl, &in.nwl, err)) != AIQ_OK)
         goto out_free;
     res->total_gpus = in.total_gpus;
     const struct sim_trace *tr = cfg->trace;

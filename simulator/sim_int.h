@@ -23,10 +23,12 @@ const char *sim__action_str(int decision);
 int sim__action_parse(const char *s);
 
 /* FGD's target workload for inflate: the trace's replica shapes (GPUs,
- * MiB or fraction, cpu, memory) weighted by the replicas of each, the
- * Q_MAX_CLASSES heaviest (ties by shape) into wl[Q_MAX_CLASSES], *nwl of
- * them. Returns AIQ_OK, or AIQ_ENOMEM with *nwl 0. */
-aiq_rc sim__workload(const struct sim_trace *tr, struct q_task_class *wl, int *nwl,
-                     aiq_err *err);
+ * MiB or fraction, cpu, memory) weighted by the GPUs their replicas ask
+ * for (a MiB share over mean_mib, the cluster's mean GPU memory; a
+ * CPU-only shape weighs 0), the Q_MAX_CLASSES heaviest (ties by shape)
+ * into wl[Q_MAX_CLASSES], *nwl of them. Returns AIQ_OK, or AIQ_ENOMEM
+ * with *nwl 0. */
+aiq_rc sim__workload(const struct sim_trace *tr, double mean_mib, struct q_task_class *wl,
+                     int *nwl, aiq_err *err);
 
 #endif

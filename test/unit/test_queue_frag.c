@@ -5,6 +5,7 @@
 #include "queue/queue.h"
 #include "test/unit/th.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* A node of n GPUs of 1000 MiB with used[] MiB in use and 8 cores. */
@@ -184,4 +185,59 @@ TEST(placer_ranks_the_candidates) {
     CHECK_INT(place_one(AIQ_PLACE_BINPACK, &w, 1, 200, &rc, &e), 0);
     CHECK_INT(g_errors, 2);
     g_placer = NULL;
+}
+
+/* With no workload given, the jobs' shapes weigh as the GPUs they ask
+ * for, not as task counts. Node a: 8 GPUs wholly free, 64 cores; node b:
+ * 2 GPUs free, 8 cores. One 1-GPU, 4-core job j goes first; behind it
+ * twenty 1-GPU, 6-core jobs and one 8-GPU, 32-core job. On a, j shuts
+ * the 8-GPU class out of 7 GPUs; on b it leaves 1 GPU and 4 cores, which
+ * the twenty 6-core tasks cannot use. Counted by tasks (8-GPU class 1
+ * of 22) b costs more (20 - 1 against 7); counted by GPUs (8 of 29) a
+ * does (7 x 8 = 56 against 20 - 8 = 12), so FGD fills b, as binpack
+ * would, and keeps the whole node for the 8-GPU job. */
+TEST(fgd_workload_from_jobs_weighs_gpus) {
+    static const char *const lv[] = {"l"};
+    static char keys[22][16], uids[22][16];
+    int64_t six[8] = {1000, 1000, 1000, 1000, 1000, 1000, 0, 0};
+    struct q_node nodes[2] = {node("a", 8, NULL), node("b", 8, six)};
+    nodes[0].cpu_alloc = 64000;
+    nodes[1].cpu_alloc = 64000;
+    nodes[1].cpu_used = 56000;
+    struct q_job jobs[22];
+    memset(jobs, 0, sizeof jobs);
+    for (int k = 0; k < 22; k++) {
+        snprintf(keys[k], sizeof keys[k], "ns/j%02d", k);
+        snprintf(uids[k], sizeof uids[k], "u%02d", k);
+        jobs[k].key = keys[k];
+        jobs[k].uid = uids[k];
+        jobs[k].gen = 1;
+        jobs[k].user = jobs[k].group = -1;
+        jobs[k].replicas = 1;
+        jobs[k].gpus = k == 21 ? 8 : 1;
+        jobs[k].cpu_milli = k == 0 ? 4000 : k == 21 ? 32000 : 6000;
+        jobs[k].created = jobs[k].queued = 100 + k; /* j00 first */
+    }
+    struct q_input in;
+    memset(&in, 0, sizeof in);
+    in.now = 1000;
+    in.nodes = nodes;
+    in.nnodes = 2;
+    in.jobs = jobs;
+    in.njobs = 22;
+    in.policy.nlevels = 1;
+    in.policy.level_names = lv;
+    in.policy.placement = AIQ_PLACE_FGD;
+    in.gen = 1;
+    q_state *st = q_state_create(NULL);
+    if (!CHECK(st != NULL))
+        return;
+    q_output out;
+    aiq_err e;
+    aiq_err_clear(&e);
+    CHECK_INT(q_cycle_run(st, &in, NULL, &out, &e), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    if (out.res[0].decision == Q_DEC_ADMIT)
+        CHECK_INT(out.places[out.res[0].place_off].node, 1);
+    q_state_free(st);
 }

@@ -181,37 +181,41 @@ TEST(fractions_take_half_of_either_gpu) {
     sim_trace_free(tr);
 }
 
-/* The workload keeps the heaviest shapes, not the first seen: 70 shapes
- * twice each (cpu 1..70 cores), then one shape ten times, and a share of
- * 0.25 (a fraction is its own class) three times. */
+/* The workload keeps the heaviest shapes, not the first seen, weighing
+ * each by the GPUs its tasks ask for: 70 one-GPU shapes twice each (cpu
+ * 1..70 cores: weight 2), then a 2-GPU shape ten times (20), a share of
+ * 0.25 (a fraction is its own class) twelve times (3) and a CPU-only
+ * shape five times (0: it asks for no GPU, so it is the first cut). */
 TEST(workload_keeps_the_heaviest_shapes) {
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
     aiq_err_clear(&e);
     if (!CHECK(tr != NULL))
         return;
-    for (int k = 0; k < 70 * 2 + 10 + 3; k++) {
+    for (int k = 0; k < 140 + 10 + 12 + 5; k++) {
         struct sim_job j;
         memset(&j, 0, sizeof j);
         j.replicas = 1;
         j.gpus = k < 140 ? 1 : k < 150 ? 2 : 0;
-        j.gpu_milli = k < 150 ? 0 : 250;
+        j.gpu_milli = k >= 150 && k < 162 ? 250 : 0;
         j.cpu_milli = k < 140 ? 1000 * (1 + k / 2) : 4000;
         j.duration_s = 60;
         CHECK_INT(sim_trace_add_job(tr, &j, &e), AIQ_OK);
     }
     struct q_task_class wl[Q_MAX_CLASSES];
     int n = -1;
-    CHECK_INT(sim__workload(tr, wl, &n, &e), AIQ_OK);
+    CHECK_INT(sim__workload(tr, 81920, wl, &n, &e), AIQ_OK);
     CHECK_INT(n, Q_MAX_CLASSES);
     CHECK_INT(wl[0].gpus, 2);
-    CHECK_DBL(wl[0].weight, 10, 0);
+    CHECK_DBL(wl[0].weight, 20, 0);
     CHECK_INT(wl[1].gpu_milli, 250);
-    CHECK_DBL(wl[1].weight, 3, 0);
+    CHECK_DBL(wl[1].weight, 3, 1e-12);
     /* then the 62 lightest-cpu of the 70 twice-seen shapes, by shape */
     CHECK_DBL(wl[2].weight, 2, 0);
     CHECK_INT(wl[2].cpu_milli, 1000);
     CHECK_INT(wl[63].cpu_milli, 62000);
+    for (int k = 0; k < n; k++)
+        CHECK(wl[k].gpus > 0 || wl[k].gpu_milli > 0);
     sim_trace_free(tr);
 }
 
