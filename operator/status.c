@@ -6,6 +6,7 @@
 #include "common/fnv.h"
 #include "common/json.h"
 #include "common/units.h"
+#include "queue/queue.h"
 
 #include <float.h>
 #include <math.h>
@@ -287,13 +288,8 @@ uint64_t opstatus_hash(const struct opstatus *st) {
 
 /* See status.h. */
 bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now) {
-    if ((was_pos > 0) != (pos > 0) || (was_eta > 0) != (eta > 0))
+    if (q_pos_moved(was_pos, pos) || (was_eta > 0) != (eta > 0))
         return true;
-    if (pos > 0 && pos != was_pos) {
-        int d = pos > was_pos ? pos - was_pos : was_pos - pos;
-        if (was_pos <= 10 || pos <= 10 || d * 10 > was_pos)
-            return true;
-    }
     if (eta > 0) {
         double left = was_eta - now, band = left > 600 ? left / 10 : 60;
         if (fabs(eta - was_eta) > band)

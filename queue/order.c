@@ -616,3 +616,11 @@ oom:
     aiq_err_set(err, AIQ_ENOMEM, "queue: out of memory ordering jobs");
     return -1;
 }
+
+/* See queue.h. */
+bool q_pos_moved(int was_pos, int pos) {
+    if ((was_pos > 0) != (pos > 0)) return true;
+    if (pos <= 0 || pos == was_pos) return false;
+    int d = pos > was_pos ? pos - was_pos : was_pos - pos;
+    return was_pos <= 10 || pos <= 10 || (int64_t)d * 10 > was_pos;
+}

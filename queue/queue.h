@@ -286,6 +286,14 @@ typedef struct q_placer {
  * weight / sum of weights; 0 when w is empty or weighs nothing. */
 double q_frag_node(const struct q_node *n, const struct q_task_class *w, int nw);
 
+/* Tells whether a queue position moved enough to be told (1-based; 0 =
+ * none): appearing or going, any change while either is within the first
+ * 10, beyond that a move of more than 10% of the old position. The
+ * status economy (a status rewritten) and the decision journal (a wait
+ * journaled again) both use it, in the operator and in aiq-sim alike, so
+ * one arrival at the head does not rewrite or journal every job behind. */
+bool q_pos_moved(int was_pos, int pos);
+
 /* The GPUs one replica of class c asks for: its whole GPUs, its share's
  * fraction (gpu_milli / 1000, or its MiB over mean_gpu_mib, the cluster's
  * mean GPU memory; 0 when that is not > 0), 0 for a CPU-only task. */

@@ -436,12 +436,14 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
     return jr_event(r, t, STORE_EV_JOB_ARRIVAL, key, p, err);
 }
 
-/* Records a decision when it differs from the job's last one. */
+/* Records a decision when it differs from the job's last one recorded,
+ * by the operator's rule (operator/cycle.c cy_journal): a position that
+ * moved only a little (q_pos_moved) is no new decision. */
 static aiq_rc record(struct run *r, int i, double now, const struct q_result *q,
                      aiq_err *err) {
     struct lastdec *l = &r->last[i];
     if (l->set && l->action == q->decision && l->reason == q->reason && l->level == q->level &&
-        l->pos == q->pos && l->backfilled == q->backfilled)
+        !q_pos_moved(l->pos, q->pos) && l->backfilled == q->backfilled)
         return AIQ_OK;
     l->set = true;
     l->action = q->decision;

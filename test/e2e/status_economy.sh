@@ -3,10 +3,11 @@
 # status_economy.sh -- a waiting job's status is written only when
 # something a user acts on changed (docs/operator.md "Status writes"):
 # nothing is written at steady state; a newcomer ahead moves the positions
-# of the first ten, which are rewritten; the exact live queue comes from
-# the operator's /queue (kubectl aiq queue and explain show it); the write
-# budget (--status-writes-per-s) holds during a burst and every job still
-# gets its status.
+# of the first ten, which are rewritten and journaled (those further back
+# neither); the exact live queue comes from the operator's /queue
+# (kubectl aiq queue and explain show it); the write budget
+# (--status-writes-per-s) holds during a burst and every job still gets
+# its status.
 . "$(dirname "$0")/lib.sh"
 export PATH="$BUILD:$PATH" # kubectl aiq is build/*/kubectl-aiq
 
@@ -79,11 +80,19 @@ check "without the operator kubectl aiq queue says the view is as last written" 
   grep -q 'as last written' '$T/aq2.out'"
 
 # --- a newcomer ahead: the first ten move and are rewritten ---------------------
+# and journaled again; w12 (12 -> 13, under 10% beyond the first ten) is not.
+decisions() { curl -s "$URL/journal?job=default/$1" | grep -o '"type":"decision"' | wc -l; }
+d1=$(decisions w1); d12=$(decisions w12)
 job urgent 1 1 1m 1000 | kubectl apply -f - >/dev/null
 wait_for 10 "the newcomer takes position 1 and w1 shows position 2" sh -c '
   [ "$(kubectl get aijob urgent -o jsonpath={.status.position})" = 1 ] &&
   [ "$(kubectl get aijob w1 -o jsonpath={.status.position})" = 2 ] &&
   [ "$(kubectl get aijob w9 -o jsonpath={.status.position})" = 10 ]'
+sleep 1 # a few cycles more: nothing else moves
+check "w1's move (1 -> 2) is journaled: $d1 -> $(decisions w1) decisions" \
+    [ "$(decisions w1)" -eq $((d1 + 1)) ]
+check "w12's (12 -> 13) is not, as its status is not rewritten: $d12 -> $(decisions w12)" \
+    [ "$(decisions w12)" -eq "$d12" -a "$d12" -ge 1 ]
 
 # --- the write budget ----------------------------------------------------------
 op_kill9

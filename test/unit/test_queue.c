@@ -1144,3 +1144,21 @@ TEST(queue_64_gpu_node) {
     CHECK_INT(out.places[out.res[1].place_off].gpu_mask, (1ull << 63) - 1);
     q_state_free(st);
 }
+
+/* q_pos_moved, the band the status economy and the journal share: any
+ * move within the first ten, appearing or going, and beyond ten more than
+ * 10% of the old position. */
+TEST(pos_moved_band) {
+    CHECK(q_pos_moved(0, 5));       /* appears */
+    CHECK(q_pos_moved(7, 0));       /* goes */
+    CHECK(!q_pos_moved(0, 0));
+    CHECK(!q_pos_moved(4, 4));
+    CHECK(q_pos_moved(1, 2));       /* the first ten: any move */
+    CHECK(q_pos_moved(10, 11));
+    CHECK(q_pos_moved(11, 10));
+    CHECK(!q_pos_moved(12, 13));    /* 1 of 12: under 10% */
+    CHECK(!q_pos_moved(100, 110));  /* exactly 10% */
+    CHECK(q_pos_moved(100, 111));
+    CHECK(q_pos_moved(100, 89));
+    CHECK(!q_pos_moved(2000000000, 1999999999));
+}
