@@ -750,7 +750,9 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
 }
 
 /* Level-triggered: brings every job up to date with its pods first;
- * pods the syncs queued are created before anything is admitted. */
+ * pods the syncs queued are created before anything is admitted, up to
+ * SRV_PODS_PER_TURN a flush (the jobs whose pods wait for a later turn
+ * stay Pending, out of this cycle's queue). */
 static void cy_sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s, SRV_PODS_PER_TURN);
