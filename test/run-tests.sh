@@ -137,7 +137,15 @@ e2e_pass() {
             case " $AIQ_SUITES " in *" $n "*) ;; *) continue ;; esac
         fi
         servers=$(sed -n 's/^# servers: *\([a-z ]*\).*/\1/p' "$s" | head -1)
+        solo=$(sed -n 's/^# solo: *\([a-z ]*\).*/\1/p' "$s" | head -1)
         for srv in ${servers:-local real}; do
+            # E2E_PHASE stream: the runs a "# solo:" line names wait for
+            # the solo pass; solo: only those (see below).
+            case "${E2E_PHASE:-all} $solo " in
+            stream*" $srv "*) continue ;;
+            solo*" $srv "*) ;;
+            solo*) continue ;;
+            esac
             case $1 in
             servers) [ "$srv" != none ] || continue ;;
             *) [ "$srv" = "$1" ] || continue ;;
@@ -169,13 +177,20 @@ if [ "$WHAT" = e2e ] || [ "$WHAT" = all ]; then
     else
         (
             P=0; F=0
-            e2e_pass real
+            E2E_PHASE=stream e2e_pass real
             echo "$P $F" >"$LOG/real.counts"
         ) &
         REAL_PID=$!
-        e2e_pass local
+        E2E_PHASE=stream e2e_pass local
         wait "$REAL_PID"
         join_counts "$LOG/real.counts" "e2e[real] (the real control plane's stream)"
+        # Then, alone on the machine, the runs a suite's "# solo:" line
+        # names: suites whose checks hold timing windows that two streams
+        # on two cores stretch past (crash_restart on the real control
+        # plane: a crash point reached within 45 s, quota views that agree
+        # within 40 s; it failed there in 1 of 3 make test runs, and passed
+        # alone).
+        E2E_PHASE=solo e2e_pass servers
     fi
 fi
 valgrind_join
