@@ -102,9 +102,9 @@ awk -v k=$K -v seed=$SEED 'BEGIN { srand(seed + 1)
         if (w ~ /^retry_/) pass = 1
         # A gang half released comes only with multi-replica jobs, and the
         # plan arms it fifth, late in the run: its 4th pass after that
-        # restart was not reached in 45 s in 2 of 5 make test runs (once
-        # with the suite running alone), the workload nearly done. So at
-        # most its 2nd.
+        # restart was not reached in 45 s in 2 of the last 3 make test
+        # runs (once with the suite running alone), the workload nearly
+        # done. So at most its 2nd.
         if (w == "release_mid" && pass > 2) pass = 2
         printf "%s %d %.2f\n", w, pass, delay } }' >"$T/plan.txt"
 e2e_start --nodes "$T/nodes.yaml" --time-scale $SCALE
