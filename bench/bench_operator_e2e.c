@@ -61,7 +61,9 @@
  * that are not the operator's; then SIGCONT, every A100 node is
  * uncordoned, and the time from the first uncordon to the last pod seen
  * ungated on a pod watch gives the release rate (min(pending, 8 x nodes)
- * pods). "shrink=N,..." after the last step deletes nodes down to N and
+ * pods); first_s and half_s are the times to the first and the middle
+ * of those pods, how long a user of an admitted job waits for its pods.
+ * "shrink=N,..." after the last step deletes nodes down to N and
  * measures again with the same jobs (a 100k row at fewer nodes without
  * creating 100k jobs again).
  *
@@ -94,8 +96,8 @@
  *   BENCH_PLAN=local:1000:10k build/rel/bench/bench_operator_e2e
  *
  * Ends with <server>_e2e_<measure>_<jobs>_<nodes>= lines for every row
- * run, and <server>_e2e_release_pods_per_s=, _raw_patch_stopped_per_s=,
- * _release_vs_raw_patch=. */
+ * run, and <server>_e2e_release_pods_per_s=, _release_first_pod_s=,
+ * _release_half_pods_s=, _raw_patch_stopped_per_s=, _release_vs_raw_patch=. */
 #include <ctype.h>
 #include <curl/curl.h>
 #include <math.h>
@@ -223,7 +225,8 @@ struct rw {
     char other[MAX_PROBES][64]; /* released pods of other jobs (probes) */
     int nother;
     atomic_long released;
-    double t_last;
+    long half;             /* the count whose pod sets t_half */
+    double t_first, t_half, t_last;
 };
 
 static void rw_line(void *ud, const char *line, size_t len, double t) {
@@ -248,7 +251,11 @@ static void rw_line(void *ud, const char *line, size_t len, double t) {
             snprintf(w->other[w->nother++], sizeof w->other[0], "%s", job);
     }
     w->t_last = t;
-    atomic_fetch_add(&w->released, 1);
+    long n = atomic_fetch_add(&w->released, 1) + 1;
+    if (n == 1)
+        w->t_first = t;
+    if (n == w->half)
+        w->t_half = t;
 }
 
 /* ---- parallel operations -------------------------------------------------- */
@@ -368,7 +375,7 @@ struct rel {
     enum bp_kind kind;
     int nodes, done;
     long pending, expected, released, raw_n;
-    double secs, rate, raw_secs, raw_rate, uncordon_s;
+    double secs, rate, raw_secs, raw_rate, uncordon_s, first_s, half_s;
 };
 
 /* One server and node count, its job steps, and what follows them. */
@@ -559,6 +566,7 @@ static void run_release(struct env *e, struct rel *r) {
     w.cap = jw->cap;
     w.seen = calloc((size_t)w.cap, 1);
     atomic_init(&w.released, 0);
+    w.half = (r->expected + 1) / 2;
     struct bp_watch *wt = w.seen ? bp_watch_start(s, PODS "?watch=true&labelSelector=aiq.dev%2Fjob", rw_line, &w)
                                  : NULL;
     if (!wt) {
@@ -585,6 +593,8 @@ static void run_release(struct env *e, struct rel *r) {
     bp_watch_stop(wt);
     r->released = atomic_load(&w.released);
     r->secs = r->released > 0 ? w.t_last - t_u : 0;
+    r->first_s = r->released > 0 ? w.t_first - t_u : 0;
+    r->half_s = r->released >= w.half ? w.t_half - t_u : 0;
     r->rate = r->secs > 0 ? r->released / r->secs : 0;
     r->done = 1;
     free(w.seen);
@@ -1072,14 +1082,17 @@ int main(void) {
            " within BENCH_PROBE_CAP_S)\n");
     if (nrel > 0) {
         printf("\nrelease: uncordon -> last pod ungated, against the raw release patch rate with the\n"
-               "operator stopped (SIGSTOP), same server, same run\n");
-        printf("%-6s %6s %8s %8s %9s %9s %10s %8s %10s %9s\n", "server", "nodes", "pending",
-               "released", "seconds", "pods/s", "uncordon_s", "raw_n", "raw_per_s", "ratio");
+               "operator stopped (SIGSTOP), same server, same run; first_s and half_s: uncordon\n"
+               "-> the first pod and the middle pod seen ungated\n");
+        printf("%-6s %6s %8s %8s %9s %9s %8s %8s %10s %8s %10s %9s\n", "server", "nodes", "pending",
+               "released", "seconds", "pods/s", "first_s", "half_s", "uncordon_s", "raw_n",
+               "raw_per_s", "ratio");
         for (int i = 0; i < nrel; i++) {
             struct rel *r = &rels[i];
-            printf("%-6s %6d %8ld %8ld %9.2f %9.0f %10.2f %8ld %10.0f %9.2f\n", bp_kind_name(r->kind),
-                   r->nodes, r->pending, r->released, r->secs, r->rate, r->uncordon_s, r->raw_n,
-                   r->raw_rate, r->raw_rate > 0 ? r->rate / r->raw_rate : 0);
+            printf("%-6s %6d %8ld %8ld %9.2f %9.0f %8.2f %8.2f %10.2f %8ld %10.0f %9.2f\n",
+                   bp_kind_name(r->kind), r->nodes, r->pending, r->released, r->secs, r->rate,
+                   r->first_s, r->half_s, r->uncordon_s, r->raw_n, r->raw_rate,
+                   r->raw_rate > 0 ? r->rate / r->raw_rate : 0);
             if (r->released < r->expected)
                 printf("note: %ld of %ld pods released (none within BENCH_RELEASE_CAP_S of the\n"
                        "      uncordon, or none for 60 s after the last one)\n",
@@ -1117,6 +1130,8 @@ int main(void) {
     for (int i = 0; i < nrel; i++) {
         const char *nm = bp_kind_name(rels[i].kind);
         printf("%s_e2e_release_pods_per_s=%.0f\n", nm, rels[i].rate);
+        printf("%s_e2e_release_first_pod_s=%.2f\n", nm, rels[i].first_s);
+        printf("%s_e2e_release_half_pods_s=%.2f\n", nm, rels[i].half_s);
         printf("%s_e2e_raw_patch_stopped_per_s=%.0f\n", nm, rels[i].raw_rate);
         printf("%s_e2e_release_vs_raw_patch=%.2f\n", nm,
                rels[i].raw_rate > 0 ? rels[i].rate / rels[i].raw_rate : 0);

@@ -970,19 +970,17 @@ static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm,
     return true;
 }
 
-/* Writes the admitted jobs' statuses, then releases their gangs. */
+/* Writes each admitted job's status, then releases its gang. */
 static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm) {
-    /* Pass 1: every admitted job's status (phase Admitted and its
-     * placement). A job whose write failed is not released now; a
-     * later sync releases it once the status is recorded. */
-    srv__write_statuses(s, OPK_AIJOB, admitted, nadm);
-    /* Pass 2: release every admitted gang's pods in one batch, one
-     * merge patch per pod. */
+    /* Each admitted job's status (phase Admitted and its placement),
+     * then its pods, one merge patch each; a job whose status write
+     * failed is not released now (NULL), a later sync releases it once
+     * the status is recorded. */
+    int npods = jobs_publish_release(s, admitted, nadm);
     int nrel = 0;
     for (int k = 0; k < nadm; k++)
         if (admitted[k])
             admitted[nrel++] = admitted[k];
-    int npods = jobs_release(s, admitted, nrel);
     for (int k = 0; k < nrel; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;

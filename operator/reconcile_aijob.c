@@ -649,12 +649,30 @@ static int rel_batch_apply(struct server *s, struct rel_batch *b, int *errors) {
             opcache_put(s->cache[OPK_POD], it->out, NULL);
         } else {
             errors[b->owner[i]]++;
+            if (it->rc == AIQ_ESTATE)
+                continue; /* not sent: its job's status write failed (logged) */
             OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", it->path, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
         }
     }
     return patched;
+}
+
+/* Marks the jobs released whose pods all went out; frees the batch.
+ * Returns the pods released, or -1 when a job was not released. */
+static int rel_finish(struct opcache_obj **jobs, int njobs, struct rel_batch *b,
+                      int *errors, int patched) {
+    int failed = 0;
+    for (int jx = 0; jx < njobs; jx++) {
+        if (errors[jx] == 0 && jobs[jx])
+            job_state(jobs[jx])->released = true;
+        failed += errors[jx] != 0;
+    }
+    free(b->items);
+    free(b->owner);
+    free(errors);
+    return failed ? -1 : patched;
 }
 
 /* Releases admitted jobs; see server.h. */
@@ -676,17 +694,100 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
         OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL, "jobs=%d pods=%d ok=%d seconds=%.4f",
               njobs, b.n, ok, srv_now() - t0);
     }
-    int patched = rel_batch_apply(s, &b, errors);
-    int failed = 0;
+    return rel_finish(jobs, njobs, &b, errors, rel_batch_apply(s, &b, errors));
+}
+
+/* Writes the admitted jobs' statuses and releases their pods in one
+ * batch; see server.h. Each job's pods are followers of its status write
+ * (release_exec.h), so no pod leaves its gate before its job's placement
+ * is recorded, yet the first jobs' pods go out while later statuses are
+ * still being written. Under dra the claims are created while the
+ * release patches are built, so the statuses are written first, all of
+ * them, as two batches (jobs_publish_then_release). */
+static int jobs_publish_then_release(struct server *s, struct opcache_obj **jobs, int njobs) {
+    srv__write_statuses(s, OPK_AIJOB, jobs, njobs); /* failures: NULL in jobs */
+    int nrel = 0;
+    struct opcache_obj **rel = calloc((size_t)(njobs ? njobs : 1), sizeof *rel);
+    if (!rel)
+        return -1;
+    for (int k = 0; k < njobs; k++)
+        if (jobs[k])
+            rel[nrel++] = jobs[k];
+    int rc = jobs_release(s, rel, nrel);
+    free(rel);
+    return rc;
+}
+
+int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs) {
+    if (s->flags.gpu_mech == GPU_MECH_DRA)
+        return jobs_publish_then_release(s, jobs, njobs);
+    size_t nj = (size_t)(njobs ? njobs : 1);
+    struct release_item *st = calloc(nj, sizeof *st);
+    int *idx = calloc(nj, sizeof *idx), *errors = calloc(nj, sizeof *errors);
+    int *st_of = malloc(nj * sizeof *st_of);
+    struct rel_batch b = {0};
+    struct release_item *all = NULL;
+    int m = 0, patched = 0;
+    if (!st || !idx || !errors || !st_of)
+        goto oom;
+    m = srv__status_prep(s, OPK_AIJOB, jobs, njobs, st, idx);
+    for (int jx = 0; jx < njobs; jx++)
+        st_of[jx] = -1;
+    for (int k = 0; k < m; k++)
+        st_of[idx[k]] = k;
+    /* A job prep gave up on (the store cannot publish) is NULL: none of
+     * its pods is built. */
+    rel_batch_build(s, jobs, njobs, errors, &b);
+    all = calloc((size_t)(m + b.n ? m + b.n : 1), sizeof *all);
+    if (!all)
+        goto oom;
+    /* One unit per job: its status write, then its pods as followers
+     * (rel_batch_build appends each job's pods together, in job order). */
+    int n = 0, pi = 0;
     for (int jx = 0; jx < njobs; jx++) {
-        if (errors[jx] == 0 && jobs[jx])
-            job_state(jobs[jx])->released = true;
-        failed += errors[jx] != 0;
+        if (st_of[jx] >= 0)
+            all[n++] = st[st_of[jx]];
+        for (; pi < b.n && b.owner[pi] == jx; pi++) {
+            all[n] = b.items[pi];
+            all[n++].follows = st_of[jx] >= 0;
+        }
     }
+    double t0 = srv_now();
+    int ok = n > 0 ? release_exec(s->kc, all, n, 4) : 0;
+    if (b.n > 0)
+        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL,
+              "jobs=%d statuses=%d pods=%d ok=%d seconds=%.4f", njobs, m, b.n, ok,
+              srv_now() - t0);
+    n = 0, pi = 0;
+    for (int jx = 0; jx < njobs; jx++) {
+        if (st_of[jx] >= 0)
+            st[st_of[jx]] = all[n++];
+        for (; pi < b.n && b.owner[pi] == jx; pi++)
+            b.items[pi] = all[n++];
+    }
+    free(all);
+    srv__status_done(s, OPK_AIJOB, jobs, st, idx, m); /* failures: NULL in jobs */
+    patched = rel_batch_apply(s, &b, errors);
+    free(st);
+    free(idx);
+    free(st_of);
+    return rel_finish(jobs, njobs, &b, errors, patched);
+oom:
+    /* Nothing was sent: the jobs stay dirty and unreleased, and the next
+     * sync writes and releases them. */
+    for (int k = 0; k < m; k++)
+        json_object_put(st[k].patch);
+    for (int k = 0; k < b.n; k++)
+        json_object_put(b.items[k].patch);
+    for (int jx = 0; jx < njobs; jx++)
+        jobs[jx] = NULL;
+    free(st);
+    free(idx);
+    free(st_of);
     free(b.items);
     free(b.owner);
     free(errors);
-    return failed ? -1 : patched;
+    return -1;
 }
 
 /* Releases one admitted job; see server.h. */

@@ -325,31 +325,19 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
     it->out = NULL;
 }
 
-/* Writes the statuses of objs (dirty ones) in one parallel batch; see
- * server.h. Entries whose write failed are set to NULL in objs. */
-int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n) {
-    struct release_item *items = n ? calloc((size_t)n, sizeof *items) : NULL;
-    int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
-    int m = 0, failed = 0;
+/* Prepares the status writes of objs; see server.h. */
+int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
+                     struct release_item *items, int *idx) {
+    int m = 0;
     if (!srv_store_publishable(s)) {
         /* Fail closed: a status must not run ahead of its record. The
          * objects stay dirty; the restart after the fault writes them. */
         for (int i = 0; i < n; i++)
             objs[i] = NULL;
-        free(items);
-        free(idx);
-        return n;
-    }
-    if (n && (!items || !idx)) {
-        free(items);
-        free(idx);
-        return -1;
-    }
-    if (!s->leading) {
-        free(items);
-        free(idx);
         return 0;
     }
+    if (!s->leading)
+        return 0;
     for (int i = 0; i < n; i++) {
         struct opcache_obj *o = objs[i];
         struct opext *x = o ? o->ext : NULL;
@@ -366,16 +354,24 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
             continue;
         }
         struct release_item *it = &items[m];
-        aiq_err_clear(&it->err);
+        memset(it, 0, sizeof *it);
         if (srv__path(it->path, sizeof it->path, k, o->raw, "status", &it->err) != AIQ_OK) {
+            /* Cannot happen for a cached object (its name and namespace
+             * fit); the write is not made and the entry counts as failed. */
             json_object_put(patch);
+            objs[i] = NULL;
             continue;
         }
         it->patch = patch;
         idx[m++] = i;
     }
-    if (m > 0)
-        release_exec(s->kc, items, m, m > 8 ? 4 : 1);
+    return m;
+}
+
+/* Takes the answers of m prepared status writes; see server.h. */
+int srv__status_done(struct server *s, opkind k, struct opcache_obj **objs,
+                     struct release_item *items, const int *idx, int m) {
+    int failed = 0;
     if (k == OPK_AIJOB) {
         s->status_tokens -= m;
         opmetrics_status_writes(s->metrics, m, -1);
@@ -383,6 +379,7 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
     for (int j = 0; j < m; j++) {
         struct opcache_obj *o = objs[idx[j]];
         json_object_put(items[j].patch);
+        items[j].patch = NULL;
         if (items[j].rc != AIQ_OK && items[j].rc != AIQ_ENOTFOUND) {
             objs[idx[j]] = NULL;
             failed++;
@@ -390,6 +387,28 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         /* opcache_put replaces the entry in place: o stays valid. */
         srv_status_done(s, k, o, &items[j]);
     }
+    return failed;
+}
+
+/* Writes the statuses of objs (dirty ones) in one parallel batch; see
+ * server.h. Entries whose write failed are set to NULL in objs. */
+int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n) {
+    struct release_item *items = n ? calloc((size_t)n, sizeof *items) : NULL;
+    int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
+    if (n && (!items || !idx)) {
+        free(items);
+        free(idx);
+        return -1;
+    }
+    int failed = 0;
+    for (int i = 0; i < n; i++)
+        failed -= !objs[i];
+    int m = srv__status_prep(s, k, objs, n, items, idx);
+    for (int i = 0; i < n; i++)
+        failed += !objs[i]; /* entries prep gave up: not publishable, no path */
+    if (m > 0)
+        release_exec(s->kc, items, m, m > 8 ? 4 : 1);
+    failed += srv__status_done(s, k, objs, items, idx, m);
     free(items);
     free(idx);
     return failed;

@@ -51,27 +51,35 @@ static void env_down(struct env *v) {
     remove(v->kcpath);
 }
 
+/* Creates the NPODS gated pods of gang `name` in parallel (items keep
+ * the create requests). Returns how many were created. */
+static int gang_create(struct env *v, const char *name, struct release_item *items) {
+    struct aiq_aijob j;
+    char uid[64];
+    memset(&j, 0, sizeof j);
+    snprintf(uid, sizeof uid, "uid-%s", name);
+    j.meta.name = (char *)name;
+    j.meta.namespace_ = (char *)"default";
+    j.meta.uid = uid;
+    j.spec.replicas = NPODS;
+    j.spec.resources.gpus = 1;
+    memset(items, 0, NPODS * sizeof *items);
+    for (int i = 0; i < NPODS; i++) {
+        items[i].create = 1;
+        items[i].patch = pods_build(&j, NULL, i, GPU_MECH_DEVICE_PLUGIN, NULL);
+        snprintf(items[i].path, sizeof items[i].path, "/api/v1/namespaces/default/pods");
+    }
+    return release_exec(v->kc, items, NPODS, 4);
+}
+
 TEST(release_exec_create_then_release) {
     struct env v;
     if (!CHECK(env_up(&v) == 0)) {
         env_down(&v);
         return;
     }
-    struct aiq_aijob j;
-    memset(&j, 0, sizeof j);
-    j.meta.name = (char *)"gang";
-    j.meta.namespace_ = (char *)"default";
-    j.meta.uid = (char *)"uid-gang";
-    j.spec.replicas = NPODS;
-    j.spec.resources.gpus = 1;
     struct release_item items[NPODS];
-    memset(items, 0, sizeof items);
-    for (int i = 0; i < NPODS; i++) {
-        items[i].create = 1;
-        items[i].patch = pods_build(&j, NULL, i, GPU_MECH_DEVICE_PLUGIN, NULL);
-        snprintf(items[i].path, sizeof items[i].path, "/api/v1/namespaces/default/pods");
-    }
-    CHECK_INT(release_exec(v.kc, items, NPODS, 4), NPODS);
+    CHECK_INT(gang_create(&v, "gang", items), NPODS);
     for (int i = 0; i < NPODS; i++) {
         json_object_put(items[i].out);
         items[i].out = NULL;
@@ -131,5 +139,75 @@ TEST(release_exec_create_then_release) {
     }
     CHECK_INT(gated, 0);
     CHECK_INT(hinted, NPODS);
+    env_down(&v);
+}
+
+/* A unit (a leader and its followers, as a job's status write and its
+ * pods' releases): the followers go out only when the leader succeeded,
+ * and still in parallel with each other. Leaders here are label patches
+ * of a pod; the one of a missing pod fails and its followers stay gated. */
+TEST(release_exec_followers_wait_for_their_leader) {
+    struct env v;
+    if (!CHECK(env_up(&v) == 0)) {
+        env_down(&v);
+        return;
+    }
+    struct release_item mk[NPODS];
+    CHECK_INT(gang_create(&v, "f", mk), NPODS);
+    for (int i = 0; i < NPODS; i++) {
+        json_object_put(mk[i].out);
+        json_object_put(mk[i].patch);
+    }
+    /* Units of 1 leader + 5 followers: leaders of units 0 and 2 patch
+     * pods f-0 and f-12; unit 1's leader patches a pod that does not
+     * exist; unit 3 has no leader of its own kind (all 6 are releases,
+     * the first leading). */
+    enum { U = 4, PER = 6 };
+    struct release_item it[U * PER];
+    memset(it, 0, sizeof it);
+    for (int u = 0; u < U; u++)
+        for (int k = 0; k < PER; k++) {
+            struct release_item *x = &it[u * PER + k];
+            int pod = u * PER + k;
+            x->follows = k > 0;
+            if (k == 0 && u < 3) {
+                x->patch = json_tokener_parse("{\"metadata\":{\"labels\":{\"lead\":\"yes\"}}}");
+                snprintf(x->path, sizeof x->path, "/api/v1/namespaces/default/pods/%s",
+                         u == 1 ? "missing" : (u == 0 ? "f-0" : "f-12"));
+                continue;
+            }
+            struct opst_place pl;
+            memset(&pl, 0, sizeof pl);
+            pl.replica = pod;
+            snprintf(pl.node, sizeof pl.node, "node-%d", pod % 3);
+            pl.gpus[0] = 0;
+            pl.ngpus = 1;
+            char name[32];
+            snprintf(name, sizeof name, "f-%d", pod);
+            json_object *p = apisrv_obj_get(v.srv, "pods", "default", name);
+            x->patch = release_pod_patch(p, &pl, NULL);
+            json_object_put(p);
+            snprintf(x->path, sizeof x->path, "/api/v1/namespaces/default/pods/%s", name);
+        }
+    /* Units 0 and 2: leader and 5 followers each; unit 3's 6 releases. */
+    CHECK_INT(release_exec(v.kc, it, U * PER, 4), 2 * 6 + 6);
+    CHECK_INT(it[PER].rc, AIQ_ENOTFOUND);
+    for (int k = 1; k < PER; k++)
+        CHECK_INT(it[PER + k].rc, AIQ_ESTATE);
+    for (int i = 0; i < U * PER; i++) {
+        json_object_put(it[i].patch);
+        json_object_put(it[i].out);
+    }
+    /* Pods f-7..f-11 (unit 1's followers) are still gated; f-1..f-5,
+     * f-13..f-17 and f-18..f-23 are not. */
+    for (int i = 0; i < NPODS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "f-%d", i);
+        json_object *p = apisrv_obj_get(v.srv, "pods", "default", name);
+        bool want_gated = i == 0 || i == 12 || (i >= 6 && i < 12);
+        if (!CHECK(pods_is_gated(p) == want_gated))
+            fprintf(stderr, "  pod %s gated=%d want %d\n", name, pods_is_gated(p), want_gated);
+        json_object_put(p);
+    }
     env_down(&v);
 }
