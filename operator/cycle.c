@@ -873,6 +873,14 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
           "reason=%s msg=\"%s\"", cy_reason(r->reason), msg);
 }
 
+/* The status message of a job blocked behind another: the core's message
+ * names the blocker, which changes whenever the head of the queue does
+ * (an arrival ahead, an admission), and every job behind it would then
+ * have a due status. The status says why without naming it; the live
+ * view (/queue, kubectl aiq explain) names it. */
+#define CY_BLOCKED_MSG \
+    "blocked behind a job ahead of it that cannot start yet (kubectl aiq explain names it)"
+
 /* A waiting job: position, ETA, reason; its score with a due status. */
 static void cy_wait(struct server *s, const struct q_input *in, oppolicy *pol, int i,
                     const struct q_result *r, struct opcache_obj *o, double now,
@@ -882,7 +890,8 @@ static void cy_wait(struct server *s, const struct q_input *in, oppolicy *pol, i
     js->st.position = r->pos;
     js->st.estimated_start = r->eta;
     cy_set(js->st.reason, sizeof js->st.reason, cy_reason(r->reason));
-    cy_set(js->st.message, sizeof js->st.message, msg);
+    cy_set(js->st.message, sizeof js->st.message,
+           r->reason == Q_R_BLOCKED ? CY_BLOCKED_MSG : msg);
     /* Score and terms are written with a due status only; the
      * live ones come from the visibility endpoint (/queue). */
     if (job_status_due(s, o, now)) {

@@ -80,9 +80,12 @@ check "without the operator kubectl aiq queue says the view is as last written" 
   grep -q 'as last written' '$T/aq2.out'"
 
 # --- a newcomer ahead: the first ten move and are rewritten ---------------------
-# and journaled again; w12 (12 -> 13, under 10% beyond the first ten) is not.
+# and journaled again; w12 (12 -> 13, under 10% beyond the first ten) is not,
+# and neither w11 nor w12 is rewritten for the new job at the head.
 decisions() { curl -s "$URL/journal?job=default/$1" | grep -o '"type":"decision"' | wc -l; }
 d1=$(decisions w1); d12=$(decisions w12)
+rv() { kubectl get aijob "$1" -o jsonpath={.metadata.resourceVersion}; }
+rv11=$(rv w11); rv12=$(rv w12)
 job urgent 1 1 1m 1000 | kubectl apply -f - >/dev/null
 wait_for 10 "the newcomer takes position 1 and w1 shows position 2" sh -c '
   [ "$(kubectl get aijob urgent -o jsonpath={.status.position})" = 1 ] &&
@@ -93,6 +96,13 @@ check "w1's move (1 -> 2) is journaled: $d1 -> $(decisions w1) decisions" \
     [ "$(decisions w1)" -eq $((d1 + 1)) ]
 check "w12's (12 -> 13) is not, as its status is not rewritten: $d12 -> $(decisions w12)" \
     [ "$(decisions w12)" -eq "$d12" -a "$d12" -ge 1 ]
+# The job they are all blocked behind changed (w1 -> urgent), which a
+# status naming it would have had to say 11 times: it does not name it.
+check "w11 and w12 (blocked, further back) were not rewritten for the new head" \
+    eq "$(rv w11) $(rv w12)" "$rv11 $rv12"
+check "their status says why without naming the blocker; explain names it" sh -c "
+  kubectl get aijob w12 -o jsonpath={.status.message} | grep -q '^blocked behind a job ahead of it that cannot start yet' &&
+  kubectl aiq explain w12 --operator-url $URL | grep -q 'blocked behind default/urgent'"
 
 # --- the write budget ----------------------------------------------------------
 op_kill9
