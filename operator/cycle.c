@@ -947,17 +947,7 @@ static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm,
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
         const struct aiq_aijob *j = o->parsed;
-        char *pj = NULL;
-        {
-            struct opstatus tmp;
-            memset(&tmp, 0, sizeof tmp);
-            tmp.placement = js->place;
-            tmp.nplacement = js->st.nplacement;
-            json_object *t = opstatus_to_json(&tmp, NULL, 0), *pl = NULL;
-            if (t && json_object_object_get_ex(t, "placement", &pl))
-                pj = strdup(json_object_to_json_string_ext(pl, JSON_C_TO_STRING_PLAIN));
-            json_object_put(t);
-        }
+        char *pj = job_place_json(js);
         aiq_err_clear(&ue);
         if (srv_store_ok(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts, now, pj, &ue),
                          "attempt_begin", o->key, &ue))

@@ -206,8 +206,8 @@ static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
     snprintf(js->st.message, sizeof js->st.message, "%s", msg ? msg : "");
 }
 
-/* Placement as JSON text for the store (caller frees), or NULL. */
-static char *job_place_json(const struct opjob *js) {
+/* See server.h. */
+char *job_place_json(const struct opjob *js) {
     struct opstatus tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.placement = js->place;

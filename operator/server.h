@@ -450,6 +450,11 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
  * patched, or -1 when any job was not released. */
 int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
+/* The job's placement (js->place, js->st.nplacement) as the JSON text of
+ * status.placement, for the store's attempt record; the caller frees it.
+ * NULL when out of memory. */
+char *job_place_json(const struct opjob *js);
+
 /* Tells whether every pod of the job existed on the server (not only as
  * a placeholder waiting for its create) at its last sync, which pod
  * events and pod creation bring; only such jobs can be admitted. */
