@@ -598,21 +598,28 @@ static int cy_take_place(struct opjob *js, const struct cy *c, const q_output *o
     return 0;
 }
 
-/* Journals a decision when it differs from the job's last one. */
-static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
-                       double now, const char *action, const struct q_result *r,
-                       const char *reason, const char *msg) {
+/* Tells whether a decision differs from the job's last journaled one. */
+static bool cy_journal_due(const struct opjob *js, const char *action, const struct q_result *r,
+                           const char *reason) {
     /* The attempt is part of the signature: a re-admission with the same
      * level, position and reason is a new decision, not a repeat. A wait
      * whose position moved only a little since it was journaled is a
      * repeat (q_pos_moved, as aiq-sim records): one arrival ahead of 10k
      * waiting jobs journaled all 10k. The numbers are compared first:
      * most cycles repeat most decisions. */
-    struct opdecision *ld = &js->last_dec;
-    if (ld->level == r->level && !q_pos_moved(ld->pos, r->pos) &&
-        ld->attempts == js->st.attempts && strcmp(ld->action, action) == 0 &&
-        strcmp(ld->reason, reason) == 0)
+    const struct opdecision *ld = &js->last_dec;
+    return !(ld->level == r->level && !q_pos_moved(ld->pos, r->pos) &&
+             ld->attempts == js->st.attempts && strcmp(ld->action, action) == 0 &&
+             strcmp(ld->reason, reason) == 0);
+}
+
+/* Journals a decision when it differs from the job's last one. */
+static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
+                       double now, const char *action, const struct q_result *r,
+                       const char *reason, const char *msg) {
+    if (!cy_journal_due(js, action, r, reason))
         return;
+    struct opdecision *ld = &js->last_dec;
     ld->level = r->level;
     ld->pos = r->pos;
     ld->attempts = js->st.attempts;
@@ -881,17 +888,19 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
 #define CY_BLOCKED_MSG \
     "blocked behind a job ahead of it that cannot start yet (kubectl aiq explain names it)"
 
-/* A waiting job: position, ETA, reason; its score with a due status. */
-static void cy_wait(struct server *s, const struct q_input *in, oppolicy *pol, int i,
-                    const struct q_result *r, struct opcache_obj *o, double now,
-                    const char *msg, long *pending_per_level) {
+/* A waiting job: position, ETA, reason; its score with a due status.
+ * msg (cap bytes) is the core's message, or "" for a blocked job, whose
+ * status does not carry it: it is made here only for the journal. */
+static void cy_wait(struct server *s, const struct q_input *in, const q_output *out,
+                    oppolicy *pol, int i, const struct q_result *r, struct opcache_obj *o,
+                    double now, char *msg, size_t cap, long *pending_per_level) {
     struct opjob *js = ((struct opext *)o->ext)->job;
     const struct aiq_aijob *j = o->parsed;
+    bool blocked = r->reason == Q_R_BLOCKED;
     js->st.position = r->pos;
     js->st.estimated_start = r->eta;
     cy_set(js->st.reason, sizeof js->st.reason, cy_reason(r->reason));
-    cy_set(js->st.message, sizeof js->st.message,
-           r->reason == Q_R_BLOCKED ? CY_BLOCKED_MSG : msg);
+    cy_set(js->st.message, sizeof js->st.message, blocked ? CY_BLOCKED_MSG : msg);
     /* Score and terms are written with a due status only; the
      * live ones come from the visibility endpoint (/queue). */
     if (job_status_due(s, o, now)) {
@@ -900,6 +909,8 @@ static void cy_wait(struct server *s, const struct q_input *in, oppolicy *pol, i
     }
     if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
         pending_per_level[r->level]++;
+    if (blocked && cy_journal_due(js, "wait", r, cy_reason(r->reason)))
+        q_message(in, out, i, msg, cap);
     cy_journal(s, js, j, now, "wait", r, cy_reason(r->reason), msg);
 }
 
@@ -916,7 +927,12 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
         struct opjob *js = ((struct opext *)o->ext)->job;
         const struct q_result *r = &out->res[i];
         char msg[512];
-        q_message(in, out, i, msg, sizeof msg);
+        /* A blocked job's message is made only when it is journaled
+         * (cy_wait): its status does not carry it. */
+        if (r->decision == Q_DEC_WAIT && r->reason == Q_R_BLOCKED)
+            msg[0] = '\0';
+        else
+            q_message(in, out, i, msg, sizeof msg);
         cy_set(js->st.level, sizeof js->st.level, oppolicy_level_name(pol, r->level));
         if (r->decision != Q_DEC_WAIT)
             cy_score_terms(s, in, pol, i, r, js);
@@ -926,7 +942,7 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
         } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
             cy_reject(s, r, o, now, msg);
         } else {
-            cy_wait(s, in, pol, i, r, o, now, msg, pending_per_level);
+            cy_wait(s, in, out, pol, i, r, o, now, msg, sizeof msg, pending_per_level);
         }
     }
     if (opvis_waiting(s->vis)) {
