@@ -139,6 +139,21 @@ static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, doub
     return opstatus_moved(js->pub_pos, js->pub_eta, js->st.position, js->st.estimated_start, now);
 }
 
+/* Records js->st as what the AIJob's status says now (resourceVersion,
+ * material fingerprint, position, estimated start, phase). */
+static void job_published_as(const struct opcache_obj *o, struct opjob *js) {
+    const char *rv = srv__rv(o->raw);
+    js->pub_rv[0] = '\0';
+    if (strlen(rv) >= sizeof js->pub_rv)
+        return; /* not kept: the next sync publishes */
+    memcpy(js->pub_rv, rv, strlen(rv) + 1);
+    js->pub_seen = o->changed;
+    js->pub_mhash = opstatus_material_hash(&js->st);
+    js->pub_pos = js->st.position;
+    js->pub_eta = js->st.estimated_start;
+    js->pub_phase = js->st.phase;
+}
+
 /* Publishes js->st as the AIJob's desired status when job_must_publish
  * says so (conditions take their times from the live status). */
 static void job__publish(struct server *s, struct opcache_obj *o,
@@ -165,14 +180,8 @@ static void job__publish(struct server *s, struct opcache_obj *o,
     if (x && x->dirty && phase_changed)
         x->urgent = true;
     js->pub_rv[0] = '\0';
-    if (st && strlen(rv) < sizeof js->pub_rv) {
-        memcpy(js->pub_rv, rv, strlen(rv) + 1);
-        js->pub_seen = o->changed;
-        js->pub_mhash = opstatus_material_hash(&js->st);
-        js->pub_pos = js->st.position;
-        js->pub_eta = js->st.estimated_start;
-        js->pub_phase = js->st.phase;
-    }
+    if (st)
+        job_published_as(o, js);
 }
 
 /* See server.h. */
@@ -1011,15 +1020,13 @@ static void job_load(struct server *s, struct opcache_obj *o,
     }
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
-    if (live) {
-        /* Keep what the last run showed until the next cycle recomputes. */
-        const char *lv = aiq_jpath_str(live, "level");
-        const char *msg = aiq_jpath_str(live, "message");
-        if (lv)
-            snprintf(js->st.level, sizeof js->st.level, "%s", lv);
-        if (msg)
-            snprintf(js->st.message, sizeof js->st.message, "%s", msg);
-    }
+    /* The live status is what this job last published: a sync or cycle
+     * that comes to the same material fields has nothing to write, and
+     * builds no status to find that out (at 10k jobs a restart built
+     * every one, twice). Taken before anything below changes st; a
+     * status in an older form is left to be rewritten. */
+    if (opstatus_current_form(live))
+        job_published_as(o, js);
     json_object_put(live);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
@@ -1069,8 +1076,12 @@ static void job_record(struct server *s, struct opcache_obj *o,
               pr.samples);
     }
     struct store_job sj;
-    if (store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK)
+    if (store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK) {
         js->attained_gpu_s = sj.gpu_seconds;
+        /* After a restart: the arrival is in the journal already. */
+        if (sj.arrival_journaled > 0)
+            js->journaled = true;
+    }
 }
 
 /* The AIJob's spec as JSON text in buf (cap bytes), with the template,
@@ -1113,8 +1124,13 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
              "\"spec\":%s}",
              j->meta.uid, js->st.group, j->meta.creation_time, queued,
              job_spec_text(o, j, spec, sizeof spec));
-    (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
-                  "journal_event");
+    /* The job's row remembers it (read back by job_record after a
+     * restart); a crash between the two journals it once more, which a
+     * replay takes as the same arrival (sim_replay.c keeps a uid's first). */
+    if (srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_ARRIVAL, o->key, payload, NULL),
+                "journal_event"))
+        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_JOURNALED, now, NULL),
+                      "job_mark"); /* failure: logged by srv_rec; journaled again after a restart */
     js->journaled = true;
 }
 

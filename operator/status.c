@@ -495,11 +495,97 @@ fail:
     return NULL;
 }
 
+/* st->reason from the condition that carries it (opst_conditions: the
+ * current phase's; "Admitted" while the phase is Admitted). A reason
+ * equal to the condition's type may have been "" when written: read as
+ * the type, which at worst makes the status look changed once. */
+static void opst_reason_from(json_object *status, struct opstatus *st) {
+    for (int i = 0; i < OPST_NCOND; i++) {
+        if (!opst_cond_true(i, st->phase) || (i == 1 && st->phase != AIQ_PHASE_ADMITTED))
+            continue;
+        const char *r = aiq_jstr(opst_old_cond(status, opst_cond_types[i]), "reason");
+        if (r)
+            snprintf(st->reason, sizeof st->reason, "%s", r);
+        return;
+    }
+}
+
+/* The members opstatus_to_json writes, at the top and in a placement. */
+static const char *const opst_members[] = {
+    "phase", "group", "level", "position", "score", "scoreTerms", "totalGpus",
+    "predictedRuntime", "estimatedStartTime", "placement", "queuedTime", "admittedTime",
+    "startTime", "completionTime", "attempts", "currentReplicas", "preemptions",
+    "nodeFailures", "suspensions", "attainedGPUHours", "message", "observedGeneration",
+    "conditions"};
+static const char *const opst_place_members[] = {"replica", "node", "gpuIndexes", "gpuMemory"};
+
+static bool opst_known(const char *k, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(k, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* See status.h. */
+bool opstatus_current_form(json_object *status) {
+    if (!status || !json_object_is_type(status, json_type_object))
+        return false;
+    json_object_object_foreach(status, k, v) {
+        if (!opst_known(k, opst_members, sizeof opst_members / sizeof opst_members[0]))
+            return false;
+        if (strcmp(k, "placement") != 0 || !json_object_is_type(v, json_type_array))
+            continue;
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            json_object *p = json_object_array_get_idx(v, i);
+            if (!json_object_is_type(p, json_type_object))
+                return false;
+            json_object_object_foreach(p, pk, pv) {
+                (void)pv;
+                if (!opst_known(pk, opst_place_members,
+                                sizeof opst_place_members / sizeof opst_place_members[0]))
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The placement of a live status into places (max entries); returns how
+ * many were read (malformed entries are skipped). */
+static int opst_places_from(json_object *status, struct opst_place *places, int max) {
+    json_object *pl = NULL;
+    int n = 0;
+    if (!json_object_object_get_ex(status, "placement", &pl) ||
+        !json_object_is_type(pl, json_type_array))
+        return 0;
+    for (size_t i = 0; i < json_object_array_length(pl) && n < max; i++) {
+        json_object *o = json_object_array_get_idx(pl, i), *gi = NULL;
+        const char *node = aiq_jstr(o, "node");
+        int64_t rep = aiq_jint(o, "replica", -1);
+        if (!node || rep < 0 || rep >= AIQ_MAX_REPLICAS || strlen(node) > AIQ_MAX_NAME)
+            continue;
+        struct opst_place *p = &places[n];
+        memset(p, 0, sizeof *p);
+        p->replica = (int)rep;
+        snprintf(p->node, sizeof p->node, "%s", node);
+        /* gpuMemoryMiB: a status written before the rename (read once
+         * after an upgrade; the next write replaces it). */
+        p->gpu_memory_mib = aiq_jmib(o, "gpuMemory", "gpuMemoryMiB");
+        if (json_object_object_get_ex(o, "gpuIndexes", &gi) &&
+            json_object_is_type(gi, json_type_array)) {
+            for (size_t k = 0; k < json_object_array_length(gi) &&
+                               p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; k++)
+                p->gpus[p->ngpus++] =
+                    json_object_get_int(json_object_array_get_idx(gi, k));
+        }
+        n++;
+    }
+    return n;
+}
+
 /* Reads what survives a restart; see status.h. */
 int opstatus_from_json(json_object *status, struct opstatus *st,
                        struct opst_place *places, int max) {
-    json_object *pl = NULL;
-    int n = 0;
     memset(st, 0, sizeof *st);
     if (!status || !json_object_is_type(status, json_type_object))
         return 0;
@@ -530,33 +616,29 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     const char *g = aiq_jstr(status, "group");
     if (g)
         snprintf(st->group, sizeof st->group, "%s", g);
-    if (!json_object_object_get_ex(status, "placement", &pl) ||
-        !json_object_is_type(pl, json_type_array))
-        return 0;
-    for (size_t i = 0; i < json_object_array_length(pl) && n < max; i++) {
-        json_object *o = json_object_array_get_idx(pl, i), *gi = NULL;
-        const char *node = aiq_jstr(o, "node");
-        int64_t rep = aiq_jint(o, "replica", -1);
-        if (!node || rep < 0 || rep >= AIQ_MAX_REPLICAS || strlen(node) > AIQ_MAX_NAME)
-            continue;
-        struct opst_place *p = &places[n];
-        memset(p, 0, sizeof *p);
-        p->replica = (int)rep;
-        snprintf(p->node, sizeof p->node, "%s", node);
-        /* gpuMemoryMiB: a status written before the rename (read once
-         * after an upgrade; the next write replaces it). */
-        p->gpu_memory_mib = aiq_jmib(o, "gpuMemory", "gpuMemoryMiB");
-        if (json_object_object_get_ex(o, "gpuIndexes", &gi) &&
-            json_object_is_type(gi, json_type_array)) {
-            for (size_t k = 0; k < json_object_array_length(gi) &&
-                               p->ngpus < AIQ_MAX_GPUS_PER_REPLICA; k++)
-                p->gpus[p->ngpus++] =
-                    json_object_get_int(json_object_array_get_idx(gi, k));
-        }
-        n++;
+    /* What the last run showed, until the next sync and cycle recompute
+     * it; read back whole so that an unchanged job's status is not
+     * taken for a changed one (the status economy compares them). */
+    const char *lv = aiq_jstr(status, "level"), *msg = aiq_jstr(status, "message");
+    if (lv)
+        snprintf(st->level, sizeof st->level, "%s", lv);
+    if (msg)
+        snprintf(st->message, sizeof st->message, "%s", msg);
+    opst_reason_from(status, st);
+    int64_t pos = aiq_jint(status, "position", 0);
+    st->position = (pos < 0 || pos > INT32_MAX) ? 0 : (int)pos;
+    st->estimated_start = opst_parse_time(aiq_jstr(status, "estimatedStartTime"));
+    int64_t tg = aiq_jint(status, "totalGpus", 0);
+    st->total_gpus = tg < 0 ? 0 : tg;
+    int64_t cr = aiq_jint(status, "currentReplicas", 0);
+    st->current_replicas = (cr < 0 || cr > AIQ_MAX_REPLICAS) ? 0 : (int)cr;
+    double ah = aiq_jnum(status, "attainedGPUHours", 0);
+    st->attained_gpu_hours = ah > 0 ? ah : 0;
+    int n = opst_places_from(status, places, max);
+    if (n > 0) {
+        st->placement = places;
+        st->nplacement = n;
     }
-    st->placement = places;
-    st->nplacement = n;
     return n;
 }
 

@@ -115,8 +115,19 @@ json_object *opstatus_to_json(const struct opstatus *st,
 json_object *opstatus_patch(json_object *old_status, json_object *new_status,
                             bool *changed);
 
+/* Tells whether a live status has only the members opstatus_to_json
+ * writes (at the top and in each placement entry): one that an older
+ * operator wrote with since-renamed members, or with members of its own,
+ * is not in the current form, and its next write must replace it
+ * (opstatus_patch sends null for what is gone). */
+bool opstatus_current_form(json_object *status);
+
 /* Reads the fields of a live status that survive a restart: phase,
- * attempts, the timestamps, the group and the placement. places (max
+ * attempts, the timestamps, the group, level, position, estimated start,
+ * reason and message, the counts (GPUs, current replicas, preemptions,
+ * node failures, suspensions, attained GPU hours), the extra conditions
+ * and the placement; not the score, its terms or the predicted runtime,
+ * which the next due status recomputes. places (max
  * entries, may be NULL when max is 0) receives the placement and
  * st->placement points at it; st is zeroed first. Unknown or malformed
  * fields are skipped. Returns the number of placement entries read. */

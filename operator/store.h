@@ -244,6 +244,7 @@ struct store_job {
     /* history */
     double actual_runtime_s;   /* of the last finished attempt */
     double gpu_seconds;        /* all attempts */
+    double arrival_journaled;  /* when its arrival was journaled, 0 = not yet */
 };
 
 /* Inserts or updates the job's spec (keyed by metadata.uid; namespace,
@@ -276,6 +277,7 @@ typedef enum {
     STORE_JOB_STARTED,
     STORE_JOB_FINISHED,
     STORE_JOB_DELETED,
+    STORE_JOB_JOURNALED,       /* its arrival went into the journal */
     STORE_JOB__NEVENTS
 } store_job_event;
 

@@ -118,6 +118,7 @@ aiq_rc store_job_mark(store *s, const char *uid, store_job_event ev,
         [STORE_JOB_STARTED] = STORE_Q_JOB_MARK_STARTED,
         [STORE_JOB_FINISHED] = STORE_Q_JOB_MARK_FINISHED,
         [STORE_JOB_DELETED] = STORE_Q_JOB_MARK_DELETED,
+        [STORE_JOB_JOURNALED] = STORE_Q_JOB_MARK_JOURNALED,
     };
     aiq_rc rc = need_uid(uid, err);
     if (rc != AIQ_OK) return rc;
@@ -170,6 +171,7 @@ static void job_from_row(sqlite3_stmt *st, struct store_job *j) {
     j->deleted = sqlite3_column_double(st, 30);
     j->actual_runtime_s = sqlite3_column_double(st, 31);
     j->gpu_seconds = sqlite3_column_double(st, 32);
+    j->arrival_journaled = sqlite3_column_double(st, 33);
 }
 
 /* See store.h. */

@@ -5,7 +5,9 @@
  *   1  the views: groups (+ namespaces), users, user quotas, jobs, job
  *      attempts, nodes, GPUs, hourly usage, the decisions journal
  *   2  per-attempt placement, jobs.gpu_seconds (back-filled from the v1
- *      runtime history), the input-events journal, history indexes */
+ *      runtime history), the input-events journal, history indexes
+ *   3  jobs.arrival_journaled: when the job's arrival went into the
+ *      journal (0 = not yet), so a restart does not journal it again */
 #include "operator/store_int.h"
 
 static const char *const store_steps[] = {
@@ -141,6 +143,13 @@ static const char *const store_steps[] = {
     "  payload TEXT);"
     "CREATE INDEX journal_events_t ON journal_events(t);"
     "CREATE INDEX jobs_history ON jobs(phase, finished);",
+
+    /* ---- 3 ---- */
+    /* Not back-filled: a store from before has no record of which
+     * arrivals it journaled, so its first restart journals each waiting
+     * job's arrival once more, as every restart did (replay keeps the
+     * first of a uid). */
+    "ALTER TABLE jobs ADD COLUMN arrival_journaled REAL NOT NULL DEFAULT 0;",
 };
 
 #define STORE_NSTEPS ((int)(sizeof store_steps / sizeof store_steps[0]))

@@ -104,6 +104,24 @@ check "their status says why without naming the blocker; explain names it" sh -c
   kubectl get aijob w12 -o jsonpath={.status.message} | grep -q '^blocked behind a job ahead of it that cannot start yet' &&
   kubectl aiq explain w12 --operator-url $URL | grep -q 'blocked behind default/urgent'"
 
+# --- a restart ---------------------------------------------------------------
+# Nothing a user acts on changed while the operator was down: the restarted
+# one writes no status, and the store tells it which arrivals the journal
+# has, so none is journaled a second time.
+arrivals() { curl -s "$URL/journal?job=default/$1" | grep -o '"kind":"job_arrival"' | wc -l; }
+check "w12's arrival is journaled once" [ "$(arrivals w12)" -eq 1 ]
+before=$(rvs)
+op_kill9
+mv "$T/op.log" "$T/op0.log"
+op_start
+PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
+URL=http://127.0.0.1:$PORT
+wait_for 10 "the restarted operator runs cycles" sh -c "[ \$(grep -c 'event=cycle ' '$T/op.log') -ge 5 ]"
+check "after the restart no AIJob was rewritten" eq "$(rvs)" "$before"
+check "aiq_status_writes_total of the restarted operator is 0" eq "$(metric aiq_status_writes_total)" 0
+check "w12's and w1's arrivals are still journaled once each" \
+    [ "$(arrivals w12)" -eq 1 -a "$(arrivals w1)" -eq 1 ]
+
 # --- the write budget ----------------------------------------------------------
 op_kill9
 mv "$T/op.log" "$T/op1.log" # op_start waits for the new operator's "ready"

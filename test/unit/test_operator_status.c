@@ -158,17 +158,22 @@ TEST(status_rejected_carries_field_message) {
     json_object_put(s);
 }
 
-TEST(status_recovers_placement_after_restart) {
-    struct opst_place pl[2], back[4];
-    memset(pl, 0, sizeof pl);
-    for (int i = 0; i < 2; i++) {
+/* n replicas on node-0.. with g GPUs each (2i.. for g = 2) of mib MiB. */
+static void places_fill(struct opst_place *pl, int n, int g, int64_t mib) {
+    memset(pl, 0, (size_t)n * sizeof *pl);
+    for (int i = 0; i < n; i++) {
         pl[i].replica = i;
         snprintf(pl[i].node, sizeof pl[i].node, "node-%d", i);
-        pl[i].gpus[0] = 2 * i;
-        pl[i].gpus[1] = 2 * i + 1;
-        pl[i].ngpus = 2;
-        pl[i].gpu_memory_mib = 81920;
+        for (int k = 0; k < g; k++)
+            pl[i].gpus[k] = g * i + k;
+        pl[i].ngpus = g;
+        pl[i].gpu_memory_mib = mib;
     }
+}
+
+TEST(status_recovers_placement_after_restart) {
+    struct opst_place pl[2], back[4];
+    places_fill(pl, 2, 2, 81920);
     struct opstatus st, got;
     memset(&st, 0, sizeof st);
     st.phase = AIQ_PHASE_ADMITTED;
@@ -195,6 +200,76 @@ TEST(status_recovers_placement_after_restart) {
     CHECK_INT(opstatus_from_json(s, &got, back, 1), 1);
     CHECK_INT(opstatus_from_json(NULL, &got, back, 4), 0);
     json_object_put(s);
+}
+
+/* After a restart the operator takes the live status as what it last
+ * published (reconcile_aijob.c job_load): so what it wrote must read
+ * back with the same material fingerprint, position and estimated start,
+ * in every phase that shows them, or an unchanged job would look changed
+ * (a status built for nothing) or, worse, a changed one unchanged. */
+TEST(status_reads_back_as_published) {
+    struct opst_place pl[2], back[2];
+    places_fill(pl, 2, 1, 40960);
+    static const aiq_phase phases[] = {AIQ_PHASE_QUEUED, AIQ_PHASE_ADMITTED,
+                                       AIQ_PHASE_RUNNING, AIQ_PHASE_SUCCEEDED,
+                                       AIQ_PHASE_FAILED, AIQ_PHASE_SUSPENDED};
+    for (size_t k = 0; k < sizeof phases / sizeof phases[0]; k++) {
+        struct opstatus st, got;
+        memset(&st, 0, sizeof st);
+        st.phase = phases[k];
+        snprintf(st.group, sizeof st.group, "vision");
+        snprintf(st.level, sizeof st.level, "normal");
+        snprintf(st.reason, sizeof st.reason, "%s",
+                 st.phase == AIQ_PHASE_QUEUED ? "WaitingForGPUs" : "Backfilled");
+        snprintf(st.message, sizeof st.message, "needs 2 GPUs: 1 free");
+        st.total_gpus = 2;
+        st.queued_at = T0;
+        st.attempts = 1;
+        st.observed_generation = 3;
+        st.preemptions = 1;
+        st.attained_gpu_hours = 1.25;
+        snprintf(st.resized.reason, sizeof st.resized.reason, "Grown");
+        snprintf(st.resized.message, sizeof st.resized.message, "grown from 1 to 2");
+        if (st.phase == AIQ_PHASE_QUEUED) {
+            st.position = 7;
+            st.estimated_start = T0 + 3600;
+            st.has_score = true;
+            st.score = 1.5;
+        } else {
+            st.admitted_at = T0 + 10;
+            st.placement = pl;
+            st.nplacement = 2;
+            st.current_replicas = st.phase == AIQ_PHASE_RUNNING ? 2 : 0;
+        }
+        json_object *s = opstatus_to_json(&st, NULL, T0 + 20);
+        CHECK(opstatus_current_form(s));
+        opstatus_from_json(s, &got, back, 2);
+        CHECK(opstatus_material_hash(&got) == opstatus_material_hash(&st));
+        CHECK_INT(got.position, st.position);
+        CHECK_DBL(got.estimated_start, st.estimated_start, 0);
+        CHECK_STR(got.reason, st.reason);
+        CHECK_STR(got.level, "normal");
+        CHECK(!opstatus_moved(got.position, got.estimated_start, st.position,
+                              st.estimated_start, T0 + 20));
+        /* One material change is seen. */
+        got.attempts++;
+        CHECK(opstatus_material_hash(&got) != opstatus_material_hash(&st));
+        json_object_put(s);
+    }
+    /* Not in the current form: members an older operator (or someone
+     * else) wrote; their next write replaces them. */
+    const char *const stale[] = {
+        "{\"phase\":\"Queued\",\"totalGPUs\":2}",
+        "{\"phase\":\"Admitted\",\"placement\":[{\"replica\":0,\"node\":\"n1\","
+        "\"gpuMemoryMiB\":40960}]}",
+        "{\"phase\":\"Queued\",\"note\":\"added by hand\"}"};
+    for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++) {
+        json_object *o = json_tokener_parse(stale[k]);
+        CHECK(o != NULL);
+        CHECK(!opstatus_current_form(o));
+        json_object_put(o);
+    }
+    CHECK(!opstatus_current_form(NULL));
 }
 
 /* A status an operator wrote before the renames (totalGPUs, placement

@@ -100,7 +100,7 @@ static char *export_str(store *s, double since, long *n) {
 TEST(open_memory_has_newest_schema) {
     store *s = open_mem();
     if (!s) return;
-    CHECK_INT(store_schema_version(), 2);
+    CHECK_INT(store_schema_version(), 3);
     CHECK_INT(user_version(s), store_schema_version());
     CHECK(!store_in_transaction(s));
     store_close(s);
@@ -143,7 +143,7 @@ TEST(open_refuses_newer_schema) {
     CHECK(s == NULL);
     CHECK_INT(err.code, AIQ_ESTATE);
     CHECK_STR(err.message, "store: database schema version 99 is newer than "
-                           "this build's 2");
+                           "this build's 3");
     store_close(s);
     tmpdb_remove(&t);
 }
@@ -195,7 +195,7 @@ TEST(migration_from_v1_keeps_rows) {
         tmpdb_remove(&t);
         return;
     }
-    CHECK_INT(user_version(s), 2);
+    CHECK_INT(user_version(s), 3);
 
     struct store_group g;
     CHECK_INT(store_group_get(s, "vision", &g, &err), AIQ_OK);
@@ -216,6 +216,12 @@ TEST(migration_from_v1_keeps_rows) {
     CHECK_DBL(j.gpu_seconds, 800, 0); /* back-filled: 100 s x 2 x 4 GPUs */
     CHECK_INT(store_job_get(s, "u-run", &j, &err), AIQ_OK);
     CHECK_DBL(j.gpu_seconds, 0, 0);   /* not finished: nothing to back-fill */
+    /* v3: no record of which arrivals were journaled (not back-filled);
+     * marking one works on the migrated file. */
+    CHECK_DBL(j.arrival_journaled, 0, 0);
+    CHECK_INT(store_job_mark(s, "u-run", STORE_JOB_JOURNALED, 1700007100, &err), AIQ_OK);
+    CHECK_INT(store_job_get(s, "u-run", &j, &err), AIQ_OK);
+    CHECK_DBL(j.arrival_journaled, 1700007100, 0);
 
     double h = 0;
     CHECK_INT(store_usage_window(s, "ann", NULL, 0, &h, &err), AIQ_OK);
@@ -243,7 +249,7 @@ TEST(migration_from_v1_keeps_rows) {
     s = store_open(t.path, NULL, &err);
     CHECK(s != NULL);
     if (s) {
-        CHECK_INT(user_version(s), 2);
+        CHECK_INT(user_version(s), 3);
         CHECK_INT(store_job_get(s, "u-old", &j, &err), AIQ_OK);
         CHECK_DBL(j.gpu_seconds, 800, 0);
     }
@@ -500,6 +506,8 @@ TEST(job_roundtrip) {
                              &err), AIQ_OK);
     CHECK_INT(store_job_mark(s, "uid-1", STORE_JOB_DELETED, 1700000050, &err),
               AIQ_OK);
+    CHECK_INT(store_job_mark(s, "uid-1", STORE_JOB_JOURNALED, 1700000011, &err),
+              AIQ_OK);
 
     /* A spec update (suspend, no group known) keeps status and group. */
     j.spec.suspend = true;
@@ -520,6 +528,8 @@ TEST(job_roundtrip) {
     CHECK_DBL(o->started, 1700000030, 0);
     CHECK_DBL(o->finished, 1700000040, 0);
     CHECK_DBL(o->deleted, 1700000050, 0);
+    /* ... and that its arrival is journaled (a restart does not again) */
+    CHECK_DBL(o->arrival_journaled, 1700000011, 0);
 
     aiq_err_clear(&err);
     CHECK_INT(store_job_get(s, "nope", o, &err), AIQ_ENOTFOUND);
