@@ -421,12 +421,32 @@ aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
     return AIQ_OK;
 }
 
+/* Drops a queued pod that cannot be sent (out of memory) together with
+ * its placeholder in the cache: the next sync of its job, finding the pod
+ * neither cached nor on the server, queues it again. */
+static void srv_unqueue_pod(struct server *s, json_object *pod) {
+    char key[OPCACHE_KEY_MAX];
+    if (opcache_key(key, sizeof key, pod) == 0) {
+        struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
+        if (cur && !*srv__rv(cur->raw)) /* ours, not yet on the server */
+            opcache_del(s->cache[OPK_POD], key);
+    }
+    json_object_put(pod);
+}
+
 void srv__create_pod(struct server *s, json_object *pod) {
     if (!s->pending_pods)
         s->pending_pods = json_object_new_array();
-    if (!s->pending_pods || !opcache_put(s->cache[OPK_POD], json_object_get(pod), NULL) ||
-        json_object_array_add(s->pending_pods, pod) != 0)
+    if (!s->pending_pods) {
+        json_object_put(pod); /* no placeholder yet: the next sync queues it */
+        return;
+    }
+    if (!opcache_put(s->cache[OPK_POD], json_object_get(pod), NULL)) {
         json_object_put(pod);
+        return;
+    }
+    if (json_object_array_add(s->pending_pods, pod) != 0)
+        srv_unqueue_pod(s, pod);
 }
 
 /* See server.h. */
@@ -489,14 +509,8 @@ static json_object *srv_take_pods(struct server *s, size_t max) {
     }
     for (size_t i = 0; i < n; i++) {
         json_object *pod = json_object_get(json_object_array_get_idx(all, i));
-        if (json_object_array_add(i < max ? head : rest, pod) != 0) {
-            /* Out of memory: without its placeholder the next sync of
-             * its job queues the pod again. */
-            char key[OPCACHE_KEY_MAX];
-            if (opcache_key(key, sizeof key, pod) == 0)
-                opcache_del(s->cache[OPK_POD], key);
-            json_object_put(pod);
-        }
+        if (json_object_array_add(i < max ? head : rest, pod) != 0)
+            srv_unqueue_pod(s, pod); /* out of memory */
     }
     json_object_put(all);
     s->pending_pods = rest;
@@ -509,6 +523,12 @@ int srv__flush_pods(struct server *s, size_t max) {
     size_t n = pods ? json_object_array_length(pods) : 0;
     struct release_item *items = n ? calloc(n, sizeof *items) : NULL;
     if (!items) {
+        if (n) { /* out of memory: their jobs' next syncs queue them again */
+            OPLOG(&s->log, OPLOG_ERROR, "pods_unsent", NULL, NULL,
+                  "pods=%zu msg=\"out of memory\"", n);
+            for (size_t i = 0; i < n; i++)
+                srv_unqueue_pod(s, json_object_get(json_object_array_get_idx(pods, i)));
+        }
         json_object_put(pods);
         return 0;
     }
