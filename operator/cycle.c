@@ -613,12 +613,10 @@ static bool cy_journal_due(const struct opjob *js, const char *action, const str
              strcmp(ld->reason, reason) == 0);
 }
 
-/* Journals a decision when it differs from the job's last one. */
-static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
-                       double now, const char *action, const struct q_result *r,
-                       const char *reason, const char *msg) {
-    if (!cy_journal_due(js, action, r, reason))
-        return;
+/* Journals a decision (cy_journal_due said it is due). */
+static void cy_journal_write(struct server *s, struct opjob *js, const struct aiq_aijob *j,
+                             double now, const char *action, const struct q_result *r,
+                             const char *reason, const char *msg) {
     struct opdecision *ld = &js->last_dec;
     ld->level = r->level;
     ld->pos = r->pos;
@@ -632,6 +630,14 @@ static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijo
     if (store_journal_decision(s->db, &d, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", j->meta.name, NULL,
               "op=journal_decision msg=\"%s\"", e.message);
+}
+
+/* Journals a decision when it differs from the job's last one. */
+static void cy_journal(struct server *s, struct opjob *js, const struct aiq_aijob *j,
+                       double now, const char *action, const struct q_result *r,
+                       const char *reason, const char *msg) {
+    if (cy_journal_due(js, action, r, reason))
+        cy_journal_write(s, js, j, now, action, r, reason, msg);
 }
 
 /* Copies src into dst (cap bytes), cut to fit: the per-job copies of the
@@ -909,9 +915,11 @@ static void cy_wait(struct server *s, const struct q_input *in, const q_output *
     }
     if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
         pending_per_level[r->level]++;
-    if (blocked && cy_journal_due(js, "wait", r, cy_reason(r->reason)))
+    if (!cy_journal_due(js, "wait", r, cy_reason(r->reason)))
+        return;
+    if (blocked)
         q_message(in, out, i, msg, cap);
-    cy_journal(s, js, j, now, "wait", r, cy_reason(r->reason), msg);
+    cy_journal_write(s, js, j, now, "wait", r, cy_reason(r->reason), msg);
 }
 
 /* Applies the core's decision to every pending job; the admitted ones go

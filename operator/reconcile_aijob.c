@@ -739,7 +739,8 @@ int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs)
     int m = 0, patched = 0;
     if (!st || !idx || !errors || !st_of)
         goto oom;
-    m = srv__status_prep(s, OPK_AIJOB, jobs, njobs, st, idx);
+    int gave_up = 0; /* those jobs are NULL in jobs: not released now */
+    m = srv__status_prep(s, OPK_AIJOB, jobs, njobs, st, idx, &gave_up);
     for (int jx = 0; jx < njobs; jx++)
         st_of[jx] = -1;
     for (int k = 0; k < m; k++)

@@ -327,15 +327,19 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
 
 /* Prepares the status writes of objs; see server.h. */
 int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
-                     struct release_item *items, int *idx) {
-    int m = 0;
+                     struct release_item *items, int *idx, int *gave_up) {
+    int m = 0, nulled = 0;
     if (!srv_store_publishable(s)) {
         /* Fail closed: a status must not run ahead of its record. The
          * objects stay dirty; the restart after the fault writes them. */
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            nulled += objs[i] != NULL;
             objs[i] = NULL;
+        }
+        *gave_up = nulled;
         return 0;
     }
+    *gave_up = 0;
     if (!s->leading)
         return 0;
     for (int i = 0; i < n; i++) {
@@ -360,6 +364,7 @@ int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int 
              * fit); the write is not made and the entry counts as failed. */
             json_object_put(patch);
             objs[i] = NULL;
+            (*gave_up)++;
             continue;
         }
         it->patch = patch;
@@ -400,12 +405,8 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         free(idx);
         return -1;
     }
-    int failed = 0;
-    for (int i = 0; i < n; i++)
-        failed -= !objs[i];
-    int m = srv__status_prep(s, k, objs, n, items, idx);
-    for (int i = 0; i < n; i++)
-        failed += !objs[i]; /* entries prep gave up: not publishable, no path */
+    int failed = 0; /* first the entries prep gave up: not publishable, no path */
+    int m = srv__status_prep(s, k, objs, n, items, idx, &failed);
     if (m > 0)
         release_exec(s->kc, items, m, m > 8 ? 4 : 1);
     failed += srv__status_done(s, k, objs, items, idx, m);

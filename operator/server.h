@@ -358,13 +358,14 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
  * in a batch of its own (release_exec): srv__status_prep fills items[0..m)
  * (room for n) and idx[0..m) (each item's entry in objs) with the merge
  * patches of the dirty entries and returns m; an entry that cannot be
- * written (the store cannot publish: fail closed) is set to NULL.
+ * written (the store cannot publish: fail closed) is set to NULL, and
+ * *gave_up says how many were.
  * srv__status_done takes the answers: written entries are clean and
  * cached as the server returned them, failed ones stay dirty and are set
  * to NULL in objs; frees the patches. Returns the failures. */
 struct release_item;
 int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
-                     struct release_item *items, int *idx);
+                     struct release_item *items, int *idx, int *gave_up);
 int srv__status_done(struct server *s, opkind k, struct opcache_obj **objs,
                      struct release_item *items, const int *idx, int m);
 
