@@ -79,48 +79,63 @@ int opcache_set_perr(struct opcache_obj *o, const aiq_err *e) {
 
 /* Moves members of raw into text; see cache.h. */
 int opcache_stash(struct opcache_obj *o, const char *const *names) {
-    json_object *cold = NULL, *m = NULL;
+    const char *txt[OPCACHE_STASH_MAX], *names_at[OPCACHE_STASH_MAX];
+    size_t nlen[OPCACHE_STASH_MAX], tlen[OPCACHE_STASH_MAX], total = 1, n = 0;
+    json_object *m = NULL;
     if (o->cold_txt)
         return 0;
-    for (size_t i = 0; names[i]; i++) {
+    for (size_t i = 0; names[i] && n < OPCACHE_STASH_MAX; i++) {
         if (!json_object_object_get_ex(o->raw, names[i], &m) ||
             !json_object_is_type(m, json_type_object))
             continue;
-        if (!cold && !(cold = json_object_new_object()))
+        /* json-c keeps each member's text in the member until it
+         * changes: the pointers stay good while raw keeps them. */
+        txt[n] = json_object_to_json_string_length(m, JSON_C_TO_STRING_PLAIN, &tlen[n]);
+        if (!txt[n])
             return -1;
-        if (json_object_object_add(cold, names[i], json_object_get(m)) != 0) {
-            json_object_put(m); /* the reference just taken */
-            json_object_put(cold);
-            return -1;
-        }
+        nlen[n] = strlen(names[i]);
+        total += nlen[n] + 1 + tlen[n] + 1;
+        names_at[n] = names[i];
+        n++;
     }
-    if (!cold)
+    if (n == 0)
         return 0;
-    const char *t = json_object_to_json_string_ext(cold, JSON_C_TO_STRING_PLAIN);
-    o->cold_txt = t ? strdup(t) : NULL;
-    if (o->cold_txt) {
-        json_object_object_foreach(cold, k, v) {
-            (void)v;
-            json_object_object_del(o->raw, k);
-        }
+    char *buf = malloc(total), *p = buf;
+    if (!buf)
+        return -1;
+    for (size_t k = 0; k < n; k++) { /* name NUL text NUL, ..., NUL */
+        memcpy(p, names_at[k], nlen[k] + 1);
+        p += nlen[k] + 1;
+        memcpy(p, txt[k], tlen[k]);
+        p += tlen[k];
+        *p++ = '\0';
     }
-    json_object_put(cold);
-    return o->cold_txt ? 0 : -1;
+    *p = '\0';
+    for (size_t k = 0; k < n; k++)
+        json_object_object_del(o->raw, names_at[k]);
+    o->cold_txt = buf;
+    return 0;
 }
 
-/* One member of raw, stashed or not; see cache.h. */
+/* The stashed text of member name; see cache.h. */
+const char *opcache_stashed(const struct opcache_obj *o, const char *name) {
+    for (const char *p = o->cold_txt; p && *p;) {
+        const char *val = p + strlen(p) + 1;
+        if (strcmp(p, name) == 0)
+            return val;
+        p = val + strlen(val) + 1;
+    }
+    return NULL;
+}
+
+/* One member of raw, stashed or not; see cache.h. Only the asked
+ * member's text is parsed. */
 json_object *opcache_member(const struct opcache_obj *o, const char *name) {
-    json_object *m = NULL, *cold = NULL;
+    json_object *m = NULL;
     if (json_object_object_get_ex(o->raw, name, &m))
         return json_object_get(m);
-    if (!o->cold_txt || !(cold = json_tokener_parse(o->cold_txt)))
-        return NULL;
-    if (json_object_object_get_ex(cold, name, &m))
-        json_object_get(m);
-    else
-        m = NULL;
-    json_object_put(cold);
-    return m;
+    const char *txt = opcache_stashed(o, name);
+    return txt ? json_tokener_parse(txt) : NULL;
 }
 
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {

@@ -43,9 +43,10 @@ struct opcache_obj {
     const char *memo_str;
     void *memo_blob;
     /* Top-level members of raw that no per-cycle reader needs, moved out
-     * as the text of one compact JSON object (owned; NULL when nothing
-     * was moved): opcache_stash moves them, opcache_member gives one
-     * back. A put frees it. */
+     * as compact JSON text (owned; NULL when nothing was moved): each
+     * member as its name, NUL, its text, NUL; one more NUL ends them.
+     * opcache_stash moves them, opcache_member gives one back. A put
+     * frees it. */
     char *cold_txt;
     char key[];        /* "ns/name" or "name", NUL-terminated */
 };
@@ -93,19 +94,26 @@ const aiq_err *opcache_perr(const struct opcache_obj *o);
  * none). */
 int opcache_set_perr(struct opcache_obj *o, const aiq_err *e);
 
-/* Moves the members of raw named in names (NULL-terminated; those that
- * are JSON objects) out of the tree into o->cold_txt, the text of one
- * compact JSON object: for parts nobody reads on every cycle, text costs
- * a fraction of json-c's tree (a hash table of some 700 bytes for every
- * JSON object in it). Once per put: a second call changes nothing. Only
- * the cache's own raw may be changed so (a put took it). Returns 0, also
- * when there is nothing to move, or -1 on ENOMEM (raw then keeps all). */
+/* Moves the members of raw named in names (NULL-terminated, at most
+ * OPCACHE_STASH_MAX are taken; those that are JSON objects) out of the
+ * tree into o->cold_txt as compact JSON text, each on its own: for parts
+ * nobody reads on every cycle, text costs a fraction of json-c's tree (a
+ * hash table of some 700 bytes for every JSON object in it). Once per
+ * put: a second call changes nothing. Only the cache's own raw may be
+ * changed so (a put took it). Returns 0, also when there is nothing to
+ * move, or -1 on ENOMEM (raw then keeps all). */
+#define OPCACHE_STASH_MAX 4
 int opcache_stash(struct opcache_obj *o, const char *const *names);
 
 /* Returns raw's member name as a new reference the caller puts: raw's
  * own (a reference to it: read, do not change) or, when it was stashed,
- * parsed back from o->cold_txt. NULL when there is none, or on ENOMEM. */
+ * parsed back from its own text in o->cold_txt (the other stashed
+ * members are not parsed). NULL when there is none, or on ENOMEM. */
 json_object *opcache_member(const struct opcache_obj *o, const char *name);
+
+/* The compact JSON text of member name when it was stashed (borrowed:
+ * valid until the next put of o), else NULL. */
+const char *opcache_stashed(const struct opcache_obj *o, const char *name);
 
 /* Removes and frees the entry of key. Returns 1 if it existed, else 0. */
 int opcache_del(opcache *c, const char *key);

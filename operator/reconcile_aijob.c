@@ -1087,13 +1087,16 @@ static void job_record(struct server *s, struct opcache_obj *o,
 
 /* The AIJob's spec as JSON text in buf (cap bytes), with the template,
  * which the cache keeps only as a string (srv__drop_template), back as
- * its last member. The cache keeps the spec as text too (srv_parse):
- * parsed back here, once per job. Returns buf, or "null" when the
+ * its last member. The cache keeps the spec as compact text too
+ * (srv_parse), which is taken as it is. Returns buf, or "null" when the
  * object has no spec or the text does not fit. */
 static const char *job_spec_text(const struct opcache_obj *o, const struct aiq_aijob *j,
                                  char *buf, size_t cap) {
-    json_object *spec = opcache_member(o, "spec");
-    const char *txt = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN) : NULL;
+    /* Stashed (srv_parse): its text as it is, nothing parsed. */
+    const char *txt = opcache_stashed(o, "spec");
+    json_object *spec = txt ? NULL : opcache_member(o, "spec");
+    if (spec)
+        txt = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
     size_t n = txt ? strlen(txt) : 0;
     int w = -1;
     const char *tj = j->spec.template_json;

@@ -150,7 +150,14 @@ TEST(cache_stash_members) {
     CHECK(live && strcmp(json_object_get_string(live), "text") == 0);
     json_object_put(live);
     CHECK(opcache_member(o, "absent") == NULL);
+    /* Each stashed member's own text, as compact as it came. */
+    CHECK_STR(opcache_stashed(o, "spec"), sp_txt); /* it came compact */
+    CHECK(opcache_stashed(o, "status") != NULL &&
+          strstr(opcache_stashed(o, "status"), "\"spec\"") == NULL);
+    CHECK(opcache_stashed(o, "note") == NULL); /* not stashed */
+    CHECK(opcache_stashed(o, "absent") == NULL);
     CHECK(opcache_put(c, obj("ns", "a", 2), NULL) == o);
+    CHECK(opcache_stashed(o, "spec") == NULL); /* a put frees it */
     CHECK(o->cold_txt == NULL);
     CHECK(opcache_member(o, "status") == NULL);
     CHECK_INT(opcache_stash(o, cold), 0); /* nothing to move */
