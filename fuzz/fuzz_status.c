@@ -89,11 +89,9 @@ static void same_read(const struct opstatus *a, const struct opstatus *b) {
             if (p->gpus[k] != q->gpus[k])
                 abort();
     }
-    const struct opst_xcond *xa[] = {&a->preempted, &a->preempting, &a->resized};
-    const struct opst_xcond *xb[] = {&b->preempted, &b->preempting, &b->resized};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(xa[i]->reason, xb[i]->reason) != 0 ||
-            (xa[i]->reason[0] && strcmp(xa[i]->message, xb[i]->message) != 0))
+    for (int i = 0; i < OPST_NXC; i++)
+        if (strcmp(opstatus_xc_reason(a, i), opstatus_xc_reason(b, i)) != 0 ||
+            (a->xc && a->xc[i].reason[0] && strcmp(a->xc[i].message, b->xc[i].message) != 0))
             abort();
 }
 
@@ -113,15 +111,18 @@ static void from_json_text(const uint8_t *data, size_t size) {
         json_object *back = reparse(out);
         opstatus_from_json(back, &b, pb, AIQ_MAX_REPLICAS);
         same_read(&a, &b);
+        opstatus_release(&b);
         json_object_put(back);
         json_object_put(out);
     }
+    opstatus_release(&a);
     json_object_put(in);
 }
 
 static void from_struct(const uint8_t *data, size_t size) {
     static struct opst_place pl[4], pb[AIQ_MAX_REPLICAS];
     struct rd r = {data, size};
+    static struct opst_term terms[OPST_MAX_TERMS];
     struct opstatus st, b;
     memset(&st, 0, sizeof st);
     st.phase = (aiq_phase)rd_int(&r, AIQ_PHASE_NONE, AIQ_PHASE_SUSPENDED);
@@ -132,9 +133,10 @@ static void from_struct(const uint8_t *data, size_t size) {
     st.score = rd_double(&r);
     st.nterms = rd_int(&r, 0, OPST_MAX_TERMS);
     for (int i = 0; i < st.nterms; i++) {
-        rd_str(&r, st.terms[i].name, 12);
-        st.terms[i].value = rd_double(&r);
+        rd_str(&r, terms[i].name, 12);
+        terms[i].value = rd_double(&r);
     }
+    st.terms = terms;
     rd_bytes(&r, &st.total_gpus, sizeof st.total_gpus);
     st.predicted_runtime_s = rd_double(&r);
     st.estimated_start = rd_double(&r);
@@ -159,21 +161,28 @@ static void from_struct(const uint8_t *data, size_t size) {
     st.preemptions = rd_int(&r, 0, 1000);
     st.node_failures = rd_int(&r, 0, 1000);
     st.attained_gpu_hours = rd_double(&r);
-    rd_str(&r, st.preempted.reason, 16);
-    rd_str(&r, st.preempted.message, 40);
-    rd_str(&r, st.resized.reason, 16);
+    struct opst_xcond *xp = opstatus_xc(&st, OPST_XC_PREEMPTED);
+    if (!xp)
+        return; /* out of memory only */
+    rd_str(&r, xp->reason, 16);
+    rd_str(&r, xp->message, 40);
+    rd_str(&r, st.xc[OPST_XC_RESIZED].reason, 16);
     rd_str(&r, st.reason, sizeof st.reason);
     rd_str(&r, st.message, 64);
     rd_bytes(&r, &st.observed_generation, sizeof st.observed_generation);
     (void)opstatus_hash(&st); /* reads every field: ASan sees any overrun */
     json_object *out = opstatus_to_json(&st, NULL, 1.8e9);
-    if (!out)
+    if (!out) {
+        opstatus_release(&st);
         return; /* out of memory only */
+    }
     json_object *back = reparse(out);
     opstatus_from_json(back, &b, pb, AIQ_MAX_REPLICAS);
     if (b.phase != st.phase || b.attempts != st.attempts || b.preemptions != st.preemptions ||
         b.node_failures != st.node_failures)
         abort();
+    opstatus_release(&st);
+    opstatus_release(&b);
     json_object_put(back);
     json_object_put(out);
 }

@@ -206,11 +206,14 @@ static void act_journal(struct server *s, const struct q_action *a, const struct
 static void act_preemptor(struct server *s, struct opcache_obj *p, struct opcache_obj *v,
                           const struct q_action *a, bool first) {
     struct opjob *ps = ((struct opext *)p->ext)->job;
-    struct opst_xcond *x = &ps->st.preempting;
+    struct opst_xcond *x = opstatus_xc(&ps->st, OPST_XC_PREEMPTING);
     char msg[200];
     snprintf(msg, sizeof msg, "%s %.180s", a->kind == Q_ACT_PREEMPT ? "preempted" : "shrunk",
              v->key);
-    if (first || !x->reason[0]) {
+    if (!x) {
+        OPLOG(&s->log, OPLOG_ERROR, "status_condition_dropped", p->key, NULL,
+              "which=Preempting msg=\"out of memory\"");
+    } else if (first || !x->reason[0]) {
         snprintf(x->reason, sizeof x->reason, "%s", actions_reason(a->reason));
         snprintf(x->message, sizeof x->message, "%.200s to start", msg);
     } else if (strlen(x->message) + strlen(msg) + 8 < sizeof x->message) {

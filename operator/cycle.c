@@ -655,10 +655,27 @@ static void cy_set(char *dst, size_t cap, const char *src) {
 static void cy_score_terms(struct server *s, const struct q_input *in, oppolicy *pol, int i,
                            const struct q_result *r, struct opjob *js) {
     double f[FX_NFACTORS];
+    struct opst_term t[OPST_MAX_TERMS];
     js->st.has_score = true;
     js->st.score = r->score;
     q_job_factors(s->q, in, i, f);
-    js->st.nterms = oppolicy_explain(pol, f, js->st.terms, OPST_MAX_TERMS);
+    int n = oppolicy_explain(pol, f, t, OPST_MAX_TERMS);
+    /* Kept to size (the policy's few terms), not OPST_MAX_TERMS per job. */
+    if (n > js->terms_cap) {
+        struct opst_term *nt = realloc(js->terms, (size_t)n * sizeof *nt);
+        if (!nt) {
+            OPLOG(&s->log, OPLOG_ERROR, "score_terms_dropped", NULL, NULL,
+                  "terms=%d msg=\"out of memory\"", n);
+            n = 0; /* shown without its terms; the old storage stays */
+        } else {
+            js->terms = nt;
+            js->terms_cap = n;
+        }
+    }
+    if (n > 0)
+        memcpy(js->terms, t, (size_t)n * sizeof *t);
+    js->st.terms = js->terms;
+    js->st.nterms = n;
 }
 
 /* What the visibility answer needs from the cycle (all borrowed). */

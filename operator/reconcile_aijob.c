@@ -215,6 +215,22 @@ static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
     snprintf(js->st.message, sizeof js->st.message, "%s", msg ? msg : "");
 }
 
+/* Sets the extra condition `which` (OPST_XC_*) of js's status: its
+ * reason (NULL keeps the one it has) and message. Out of memory the
+ * condition is not shown, and the log says so. */
+static void job_xc_set(struct server *s, const struct opcache_obj *o, struct opjob *js,
+                       int which, const char *reason, const char *msg) {
+    struct opst_xcond *x = opstatus_xc(&js->st, which);
+    if (!x) {
+        OPLOG(&s->log, OPLOG_ERROR, "status_condition_dropped", o->key, srv__rv(o->raw),
+              "which=%d reason=%s msg=\"out of memory\"", which, reason ? reason : "-");
+        return;
+    }
+    if (reason)
+        snprintf(x->reason, sizeof x->reason, "%s", reason);
+    snprintf(x->message, sizeof x->message, "%s", msg);
+}
+
 /* See server.h. */
 char *job_place_json(const struct opjob *js) {
     struct opstatus tmp;
@@ -918,9 +934,9 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
         js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
         js->st.position = 0;
         js->st.preemptions++;
-        snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", why);
-        snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
-                 "preempted by %.200s", by && *by ? by : "the queue");
+        char xm[256];
+        snprintf(xm, sizeof xm, "preempted by %.200s", by && *by ? by : "the queue");
+        job_xc_set(s, o, js, OPST_XC_PREEMPTED, why, xm);
         char msg[512];
         snprintf(msg, sizeof msg, "preempted by %.200s; its pods stop gracefully, then it goes "
                  "back to the queue (preemption %d, not counted against backoffLimit; the "
@@ -986,7 +1002,9 @@ static int job_grown_from(const char *msg, int to) {
 static void job_recover_growth(struct server *s, struct opcache_obj *o,
                                const struct aiq_aijob *j, struct opjob *js) {
     int n = js->st.nplacement;
-    int from = strcmp(js->st.resized.reason, "Grown") == 0 ? job_grown_from(js->st.resized.message, n) : -1;
+    int from = strcmp(opstatus_xc_reason(&js->st, OPST_XC_RESIZED), "Grown") == 0
+                   ? job_grown_from(js->st.xc[OPST_XC_RESIZED].message, n)
+                   : -1;
     if (from < 0 || job_running_in(s, j, from, n) == n - from)
         return;
     double t = 0;
@@ -1019,6 +1037,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
         json_object_put(live);
         return;
     }
+    opstatus_release(&js->st); /* from_json overwrites st */
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
     /* The live status is what this job last published: a sync or cycle
@@ -1234,9 +1253,9 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
     js->st.position = 0;
     js->st.preemptions++;
-    snprintf(js->st.preempted.reason, sizeof js->st.preempted.reason, "%s", reason);
-    snprintf(js->st.preempted.message, sizeof js->st.preempted.message,
-             "preempted by %.200s: %.40s", *bykey ? bykey : "the queue", why);
+    char xm[256];
+    snprintf(xm, sizeof xm, "preempted by %.200s: %.40s", *bykey ? bykey : "the queue", why);
+    job_xc_set(s, o, js, OPST_XC_PREEMPTED, reason, xm);
     char msg[512];
     snprintf(msg, sizeof msg, "preempted by %.200s (%.80s); its pods stop gracefully, then it goes "
              "back to the queue (preemption %d, not counted against backoffLimit)",
@@ -1307,11 +1326,11 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
     const char *bykey = by ? by->key : "";
     int old = js->st.nplacement;
     js->stopping = old - size;
-    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "Shrunk");
-    snprintf(js->st.resized.message, sizeof js->st.resized.message,
-             "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
+    char xm[256];
+    snprintf(xm, sizeof xm, "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
              *bykey ? bykey : "the queue", why);
-    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Shrunk", js->st.resized.message);
+    job_xc_set(s, o, js, OPST_XC_RESIZED, "Shrunk", xm);
+    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Shrunk", xm);
     opmetrics_resized_inc(s->metrics, "shrink");
     OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(o->raw), "from=%d to=%d by=%s",
           old, size, *bykey ? bykey : "-");
@@ -1334,8 +1353,9 @@ static void job_shrink_done(struct server *s, struct opcache_obj *o,
              js->st.nplacement);
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
                   "journal_event");
-    snprintf(js->st.resized.message, sizeof js->st.resized.message,
-             "shrunk to %d replicas", js->st.nplacement);
+    char xm[256];
+    snprintf(xm, sizeof xm, "shrunk to %d replicas", js->st.nplacement);
+    job_xc_set(s, o, js, OPST_XC_RESIZED, NULL, xm);
     actions_annotate_size(s, j, js->st.nplacement);
     OPLOG(&s->log, OPLOG_INFO, "job_resized", o->key, srv__rv(o->raw), "replicas=%d",
           js->st.nplacement);
@@ -1393,11 +1413,11 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     js->stopping = cur - old;
     js->grow_from = js->grow_start = 0;
     js->st.current_replicas = old;
-    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "GrowTimedOut");
-    snprintf(js->st.resized.message, sizeof js->st.resized.message,
-             "replicas %d..%d did not all start within %.0fs: back to %d", old, cur - 1,
-             s->flags.start_timeout_s, old);
-    srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", js->st.resized.message);
+    char xm[256];
+    snprintf(xm, sizeof xm, "replicas %d..%d did not all start within %.0fs: back to %d", old,
+             cur - 1, s->flags.start_timeout_s, old);
+    job_xc_set(s, o, js, OPST_XC_RESIZED, "GrowTimedOut", xm);
+    srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", xm);
     char nodes[256] = "-";
     for (int k = 0, len = 0; js->grow_avoid && k < js->grow_avoid->n && len < (int)sizeof nodes; k++)
         len += snprintf(nodes + len, sizeof nodes - (size_t)len, "%s%s", k ? "," : "",
@@ -1456,16 +1476,16 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     js->st.nplacement = size;
     js->st.placement = js->place;
     js->st.current_replicas = size;
-    snprintf(js->st.resized.reason, sizeof js->st.resized.reason, "Grown");
-    snprintf(js->st.resized.message, sizeof js->st.resized.message,
-             "grown from %d to %d replicas into idle GPUs", old, size);
+    char xm[256];
+    snprintf(xm, sizeof xm, "grown from %d to %d replicas into idle GPUs", old, size);
+    job_xc_set(s, o, js, OPST_XC_RESIZED, "Grown", xm);
     /* Recorded (journal, status) before any new pod exists; the pods are
      * released by a later sync once the status holds the placement. */
     char payload[256];
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
                   "journal_event");
-    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Grown", js->st.resized.message);
+    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Grown", xm);
     opmetrics_resized_inc(s->metrics, "grow");
     OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(o->raw), "from=%d to=%d", old,
           size);
@@ -1478,6 +1498,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
 static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
                              double now) {
     if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, opcache_perr(o)->message)) {
+        opstatus_release(&js->st);
         memset(&js->st, 0, sizeof js->st);
         js->loaded = true;
         job_phase(js, AIQ_PHASE_REJECTED, "Invalid", opcache_perr(o)->message);

@@ -63,6 +63,8 @@ static void srv_free_ext(void *p) {
     json_object_put(x->want_status);
     if (x->job) {
         free(x->job->place);
+        free(x->job->terms);
+        opstatus_release(&x->job->st);
         free(x->job->grow_avoid);
         free(x->job);
     }

@@ -79,6 +79,8 @@ struct opjob {
     struct opstatus st;        /* what we want the status to say */
     struct opst_place *place;  /* placement buffer, place_cap entries */
     int place_cap;
+    struct opst_term *terms;   /* st.terms' storage, terms_cap entries (NULL: none) */
+    int terms_cap;
     bool loaded;               /* st recovered from the live status */
     bool journaled;            /* arrival written to the journal */
     bool teardown;             /* deleting the gang's pods */

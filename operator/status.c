@@ -104,6 +104,26 @@ static bool opst_cond_true(int i, aiq_phase p) {
     }
 }
 
+/* See status.h. */
+struct opst_xcond *opstatus_xc(struct opstatus *st, int which) {
+    if (which < 0 || which >= OPST_NXC)
+        return NULL;
+    if (!st->xc && !(st->xc = calloc(OPST_NXC, sizeof *st->xc)))
+        return NULL;
+    return &st->xc[which];
+}
+
+/* See status.h. */
+const char *opstatus_xc_reason(const struct opstatus *st, int which) {
+    return st->xc && which >= 0 && which < OPST_NXC ? st->xc[which].reason : "";
+}
+
+/* See status.h. */
+void opstatus_release(struct opstatus *st) {
+    free(st->xc);
+    st->xc = NULL;
+}
+
 /* Finds the condition of type t in old_status.conditions (or NULL). */
 static json_object *opst_old_cond(json_object *old_status, const char *t) {
     json_object *cs = NULL;
@@ -120,7 +140,7 @@ static json_object *opst_old_cond(json_object *old_status, const char *t) {
     return NULL;
 }
 
-static const char *const opst_xcond_types[3] = {"Preempted", "Preempting", "Resized"};
+static const char *const opst_xcond_types[OPST_NXC] = {"Preempted", "Preempting", "Resized"};
 
 /* Adds the extra condition `type` from x (status True while x->reason is
  * set; kept with status False once cleared if the live status has it).
@@ -202,10 +222,10 @@ static json_object *opst_conditions(const struct opstatus *st,
                      json_object_new_int64(st->observed_generation)))
             goto fail;
     }
-    const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
-    for (int i = 0; i < 3; i++)
-        if (opst__xcond(arr, opst_xcond_types[i], xc[i], old_status, st->observed_generation,
-                        nowbuf))
+    static const struct opst_xcond none;
+    for (int i = 0; i < OPST_NXC; i++)
+        if (opst__xcond(arr, opst_xcond_types[i], st->xc ? &st->xc[i] : &none, old_status,
+                        st->observed_generation, nowbuf))
             goto fail;
     return arr;
 fail:
@@ -218,7 +238,7 @@ fail:
 /* struct opstatus as opstatus_hash knows it (LP64 layout: x86-64, aarch64).
  * When this fails, a field was added or changed: hash it below, then
  * update the size. */
-_Static_assert(sizeof(struct opstatus) == 3664 && sizeof(struct opst_place) == 528,
+_Static_assert(sizeof(struct opstatus) == 1048 && sizeof(struct opst_place) == 528,
                "struct opstatus changed: update opstatus_hash and this size");
 
 
@@ -253,10 +273,13 @@ static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
     OPST_FNV(h, st->node_failures);
     OPST_FNV(h, st->suspensions);
     OPST_FNV(h, st->attained_gpu_hours);
-    const struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
-    for (int i = 0; i < 3; i++) {
-        h = aiq_fnv_wstr(h, xc[i]->reason);
-        h = aiq_fnv_wstr(h, xc[i]->message);
+    /* An extra condition's message is written only with its reason. */
+    for (int i = 0; st->xc && i < OPST_NXC; i++) {
+        if (!st->xc[i].reason[0])
+            continue;
+        OPST_FNV(h, i);
+        h = aiq_fnv_wstr(h, st->xc[i].reason);
+        h = aiq_fnv_wstr(h, st->xc[i].message);
     }
     h = aiq_fnv_wstr(h, st->reason);
     h = aiq_fnv_wstr(h, st->message);
@@ -603,14 +626,16 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
     st->node_failures = (nf < 0 || nf > 1000000) ? 0 : (int)nf;
     int64_t su = aiq_jint(status, "suspensions", 0);
     st->suspensions = (su < 0 || su > 1000000) ? 0 : (int)su;
-    struct opst_xcond *xc[] = {&st->preempted, &st->preempting, &st->resized};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < OPST_NXC; i++) {
         json_object *c = opst_old_cond(status, opst_xcond_types[i]);
         const char *cs = aiq_jstr(c, "status"), *cr = aiq_jstr(c, "reason"),
                    *cm = aiq_jstr(c, "message");
-        if (cs && strcmp(cs, "True") == 0 && cr) {
-            snprintf(xc[i]->reason, sizeof xc[i]->reason, "%s", cr);
-            snprintf(xc[i]->message, sizeof xc[i]->message, "%s", cm ? cm : "");
+        struct opst_xcond *x;
+        /* Out of memory, the condition is not read: the next status
+         * shows it False (what a cleared one shows). */
+        if (cs && strcmp(cs, "True") == 0 && cr && (x = opstatus_xc(st, i)) != NULL) {
+            snprintf(x->reason, sizeof x->reason, "%s", cr);
+            snprintf(x->message, sizeof x->message, "%s", cm ? cm : "");
         }
     }
     const char *g = aiq_jstr(status, "group");

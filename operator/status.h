@@ -27,39 +27,60 @@ struct opst_place {
     int64_t gpu_memory_mib;
 };
 
+/* An extra condition (Preempted, Preempting, Resized), shown with
+ * status True while its reason is set. */
+struct opst_xcond { char reason[OPST_NAME]; char message[256]; };
+
+/* Which of opstatus.xc. */
+enum { OPST_XC_PREEMPTED, OPST_XC_PREEMPTING, OPST_XC_RESIZED, OPST_NXC };
+
 /* The status of one AIJob. Zero means "unset" for every optional field;
- * placement is borrowed (the caller keeps it alive while building). */
+ * placement and terms are borrowed (the caller keeps them alive while
+ * building); xc is owned (opstatus_xc makes it, opstatus_release frees
+ * it). The fields the status economy compares every cycle come first,
+ * so that comparing a waiting job's status reads a few cache lines. */
 struct opstatus {
     aiq_phase phase;
-    char group[AIQ_MAX_NAME + 1];
-    char level[OPST_NAME];
     int position;               /* 1-based queue position; 0 = none */
-    bool has_score;
-    double score;
-    struct opst_term terms[OPST_MAX_TERMS];
-    int nterms;
+    char level[OPST_NAME];
+    char reason[OPST_NAME];     /* CamelCase reason of the phase condition */
     int64_t total_gpus;
-    double predicted_runtime_s;
-    double estimated_start;     /* unix s */
     const struct opst_place *placement;
     int nplacement;
-    double queued_at, admitted_at, started_at, finished_at; /* unix s */
     int attempts;
+    double queued_at, admitted_at, started_at, finished_at; /* unix s */
     int current_replicas;       /* running: replicas placed and not being stopped */
     int preemptions;            /* times preempted (not counted in backoffLimit) */
     int node_failures;          /* attempts ended by a lost node (not counted either) */
     int suspensions;            /* attempts ended by spec.suspend (not counted either) */
     double attained_gpu_hours;  /* over finished runs; 0 = not shown */
-    /* Preemption and resizing, each shown as a condition (status True)
-     * when its reason is set: Preempted on a victim (naming the job it
-     * made room for), Preempting on the job room was made for (naming
-     * its victims), Resized on an elastic job (Grown/Shrunk). */
-    struct opst_xcond { char reason[OPST_NAME]; char message[256]; } preempted, preempting,
-        resized;
-    char reason[OPST_NAME];     /* CamelCase reason of the phase condition */
-    char message[512];          /* one line */
     int64_t observed_generation;
+    /* Preemption and resizing, OPST_NXC entries (NULL: none ever set),
+     * each shown as a condition (status True) when its reason is set:
+     * Preempted on a victim (naming the job it made room for), Preempting
+     * on the job room was made for (naming its victims), Resized on an
+     * elastic job (Grown/Shrunk). */
+    struct opst_xcond *xc;
+    bool has_score;
+    double score;
+    const struct opst_term *terms; /* nterms entries */
+    int nterms;
+    double predicted_runtime_s;
+    double estimated_start;     /* unix s */
+    char group[AIQ_MAX_NAME + 1];
+    char message[512];          /* one line */
 };
+
+/* The extra condition `which` (OPST_XC_*) of st to write into, made
+ * (empty) on first use. NULL when out of memory. */
+struct opst_xcond *opstatus_xc(struct opstatus *st, int which);
+
+/* The reason of extra condition `which`: "" when not set. */
+const char *opstatus_xc_reason(const struct opstatus *st, int which);
+
+/* Frees what st owns (the extra conditions) and sets st->xc to NULL;
+ * the rest of st is left as it is. */
+void opstatus_release(struct opstatus *st);
 
 /* A 64-bit fingerprint of every field of st that opstatus_to_json writes
  * (strings up to their NUL, the first nterms terms and nplacement
@@ -130,7 +151,9 @@ bool opstatus_current_form(json_object *status);
  * which the next due status recomputes. places (max
  * entries, may be NULL when max is 0) receives the placement and
  * st->placement points at it; st is zeroed first. Unknown or malformed
- * fields are skipped. Returns the number of placement entries read. */
+ * fields are skipped. st->xc is made when the status has an extra
+ * condition (free it with opstatus_release; st must not own one when
+ * called). Returns the number of placement entries read. */
 int opstatus_from_json(json_object *status, struct opstatus *st,
                        struct opst_place *places, int max);
 

@@ -41,11 +41,9 @@ TEST(status_queued_golden) {
     st.position = 3;
     st.has_score = true;
     st.score = 12.345678;
+    struct opst_term tm[2] = {{"job.priority", 10}, {"wait.hours * 2", 2.345678}};
     st.nterms = 2;
-    snprintf(st.terms[0].name, sizeof st.terms[0].name, "job.priority");
-    st.terms[0].value = 10;
-    snprintf(st.terms[1].name, sizeof st.terms[1].name, "wait.hours * 2");
-    st.terms[1].value = 2.345678;
+    st.terms = tm;
     st.total_gpus = 8;
     st.queued_at = T0;
     st.estimated_start = T0 + 60;
@@ -228,8 +226,12 @@ TEST(status_reads_back_as_published) {
         st.observed_generation = 3;
         st.preemptions = 1;
         st.attained_gpu_hours = 1.25;
-        snprintf(st.resized.reason, sizeof st.resized.reason, "Grown");
-        snprintf(st.resized.message, sizeof st.resized.message, "grown from 1 to 2");
+        struct opst_xcond *rz = opstatus_xc(&st, OPST_XC_RESIZED);
+        CHECK(rz != NULL);
+        if (!rz)
+            return;
+        snprintf(rz->reason, sizeof rz->reason, "Grown");
+        snprintf(rz->message, sizeof rz->message, "grown from 1 to 2");
         if (st.phase == AIQ_PHASE_QUEUED) {
             st.position = 7;
             st.estimated_start = T0 + 3600;
@@ -254,6 +256,8 @@ TEST(status_reads_back_as_published) {
         /* One material change is seen. */
         got.attempts++;
         CHECK(opstatus_material_hash(&got) != opstatus_material_hash(&st));
+        opstatus_release(&st);
+        opstatus_release(&got);
         json_object_put(s);
     }
     /* Not in the current form: members an older operator (or someone
@@ -308,9 +312,10 @@ TEST(status_reads_pre_rename_names) {
 /* opstatus_hash: the same status hashes the same whatever lies past a
  * string's NUL or past nterms/nplacement; a change to any field the JSON
  * shows changes the hash. */
-static void hash_base(struct opstatus *st, struct opst_place *pl) {
+static void hash_base(struct opstatus *st, struct opst_place *pl, struct opst_term *tm) {
     memset(st, 0, sizeof *st);
     memset(pl, 0, 2 * sizeof *pl);
+    memset(tm, 0, OPST_MAX_TERMS * sizeof *tm);
     st->phase = AIQ_PHASE_ADMITTED;
     snprintf(st->group, sizeof st->group, "vision");
     snprintf(st->level, sizeof st->level, "batch");
@@ -318,10 +323,11 @@ static void hash_base(struct opstatus *st, struct opst_place *pl) {
     st->has_score = true;
     st->score = 1.5;
     st->nterms = 2;
-    snprintf(st->terms[0].name, sizeof st->terms[0].name, "priority");
-    st->terms[0].value = 1;
-    snprintf(st->terms[1].name, sizeof st->terms[1].name, "wait");
-    st->terms[1].value = 0.5;
+    snprintf(tm[0].name, sizeof tm[0].name, "priority");
+    tm[0].value = 1;
+    snprintf(tm[1].name, sizeof tm[1].name, "wait");
+    tm[1].value = 0.5;
+    st->terms = tm;
     st->total_gpus = 4;
     st->predicted_runtime_s = 60;
     st->estimated_start = T0 + 10;
@@ -342,9 +348,9 @@ static void hash_base(struct opstatus *st, struct opst_place *pl) {
     st->observed_generation = 3;
 }
 
-/* Changes field f (0..28) of b, whose placement is pb: every field the
- * status JSON shows, one at a time. */
-static void hash_mutate(struct opstatus *b, struct opst_place *pb, int f) {
+/* Changes field f (0..29) of b, whose placement is pb and terms tb:
+ * every field the status JSON shows, one at a time. */
+static void hash_mutate(struct opstatus *b, struct opst_place *pb, struct opst_term *tb, int f) {
     switch (f) {
     case 0: b->phase = AIQ_PHASE_RUNNING; break;
     case 1: b->group[0] = 'V'; break;
@@ -353,8 +359,8 @@ static void hash_mutate(struct opstatus *b, struct opst_place *pb, int f) {
     case 4: b->has_score = false; break;
     case 5: b->score = 1.25; break;
     case 6: b->nterms = 1; break;
-    case 7: b->terms[1].name[0] = 'W'; break;
-    case 8: b->terms[0].value = 2; break;
+    case 7: tb[1].name[0] = 'W'; break;
+    case 8: tb[0].value = 2; break;
     case 9: b->total_gpus = 8; break;
     case 10: b->predicted_runtime_s = 61; break;
     case 11: b->estimated_start += 1; break;
@@ -382,18 +388,35 @@ static void hash_mutate(struct opstatus *b, struct opst_place *pb, int f) {
 TEST(status_hash_covers_every_field) {
     struct opstatus a, b;
     struct opst_place pa[2], pb[2];
-    hash_base(&a, pa);
-    hash_base(&b, pb);
+    struct opst_term ta[OPST_MAX_TERMS], tb[OPST_MAX_TERMS];
+    hash_base(&a, pa, ta);
+    hash_base(&b, pb, tb);
     uint64_t h = opstatus_hash(&a);
     /* Bytes the JSON never shows do not count. */
     b.group[20] = 'x';
     b.message[100] = 'x';
-    b.terms[5].value = 9;
+    tb[5].value = 9;
     pb[0].gpus[3] = 7;
     CHECK(opstatus_hash(&b) == h);
+    /* Extra conditions made but none set show nothing: the same hash. */
+    struct opst_xcond *x = opstatus_xc(&b, OPST_XC_RESIZED);
+    CHECK(x != NULL);
+    CHECK(opstatus_hash(&b) == h);
+    if (x) {
+        snprintf(x->message, sizeof x->message, "not shown without a reason");
+        CHECK(opstatus_hash(&b) == h);
+        snprintf(x->reason, sizeof x->reason, "Grown");
+        CHECK(opstatus_hash(&b) != h);
+        CHECK(opstatus_material_hash(&b) != opstatus_material_hash(&a));
+        uint64_t hr = opstatus_hash(&b);
+        x->message[0] = 'N';
+        CHECK(opstatus_hash(&b) != hr);
+    }
+    opstatus_release(&b);
+    CHECK(b.xc == NULL);
     for (int f = 0; f < 30; f++) {
-        hash_base(&b, pb);
-        hash_mutate(&b, pb, f);
+        hash_base(&b, pb, tb);
+        hash_mutate(&b, pb, tb, f);
         if (!CHECK(opstatus_hash(&b) != h))
             printf("    field change %d left the hash unchanged\n", f);
     }
@@ -405,12 +428,13 @@ TEST(status_hash_covers_every_field) {
 TEST(status_material_hash_ignores_cycle_noise) {
     struct opstatus a, b;
     struct opst_place pa[2], pb[2];
-    hash_base(&a, pa);
+    struct opst_term ta[OPST_MAX_TERMS], tb[OPST_MAX_TERMS];
+    hash_base(&a, pa, ta);
     uint64_t h = opstatus_material_hash(&a);
     for (int f = 0; f < 30; f++) {
-        hash_base(&b, pb);
+        hash_base(&b, pb, tb);
         bool noise = f == 3 || (f >= 4 && f <= 8) || f == 10 || f == 11;
-        hash_mutate(&b, pb, f);
+        hash_mutate(&b, pb, tb, f);
         bool same = opstatus_material_hash(&b) == h;
         if (!CHECK(same == noise))
             printf("    field change %d: material hash %s\n", f, same ? "unchanged" : "changed");
@@ -478,9 +502,9 @@ TEST(status_numbers_never_unwritable) {
         st.phase = AIQ_PHASE_QUEUED;
         st.has_score = true;
         st.score = v[i];
+        struct opst_term tm = {"10 ^ 300 * job.gpus", v[i]};
         st.nterms = 1;
-        snprintf(st.terms[0].name, sizeof st.terms[0].name, "10 ^ 300 * job.gpus");
-        st.terms[0].value = v[i];
+        st.terms = &tm;
         json_object *s = opstatus_to_json(&st, NULL, T0);
         CHECK(s != NULL);
         if (!s)
@@ -515,8 +539,12 @@ TEST(status_preemption_conditions) {
     st.suspensions = 3;
     st.attained_gpu_hours = 0.5;
     uint64_t h0 = opstatus_hash(&st);
-    snprintf(st.preempted.reason, sizeof st.preempted.reason, "Preempted");
-    snprintf(st.preempted.message, sizeof st.preempted.message, "preempted by default/hi");
+    struct opst_xcond *pre = opstatus_xc(&st, OPST_XC_PREEMPTED);
+    CHECK(pre != NULL);
+    if (!pre)
+        return;
+    snprintf(pre->reason, sizeof pre->reason, "Preempted");
+    snprintf(pre->message, sizeof pre->message, "preempted by default/hi");
     CHECK(opstatus_hash(&st) != h0);
     json_object *s1 = opstatus_to_json(&st, NULL, T0);
     CHECK(s1 != NULL);
@@ -536,20 +564,26 @@ TEST(status_preemption_conditions) {
     CHECK(back.preemptions == 1);
     CHECK(back.node_failures == 2);
     CHECK(back.suspensions == 3);
-    CHECK_STR(back.preempted.reason, "Preempted");
-    CHECK_STR(back.preempted.message, "preempted by default/hi");
+    CHECK_STR(opstatus_xc_reason(&back, OPST_XC_PREEMPTED), "Preempted");
+    CHECK(back.xc != NULL && strcmp(back.xc[OPST_XC_PREEMPTED].message,
+                                    "preempted by default/hi") == 0);
+    CHECK_STR(opstatus_xc_reason(&back, OPST_XC_RESIZED), "");
+    opstatus_release(&back);
     /* Resized, then the Preempted condition cleared: kept as False. */
     st.phase = AIQ_PHASE_RUNNING;
     st.current_replicas = 4;
-    st.preempted.reason[0] = '\0';
-    snprintf(st.resized.reason, sizeof st.resized.reason, "Grown");
-    snprintf(st.resized.message, sizeof st.resized.message, "grown from 2 to 4 replicas");
+    pre->reason[0] = '\0';
+    struct opst_xcond *rz = opstatus_xc(&st, OPST_XC_RESIZED);
+    CHECK(rz == &st.xc[OPST_XC_RESIZED]);
+    snprintf(rz->reason, sizeof rz->reason, "Grown");
+    snprintf(rz->message, sizeof rz->message, "grown from 2 to 4 replicas");
     json_object *s3 = opstatus_to_json(&st, s2, T0 + 200);
     CHECK(strstr(js(s3), "\"currentReplicas\":4") != NULL);
     CHECK_STR(cond(s3, "Preempted", "status"), "False");
     CHECK_STR(cond(s3, "Preempted", "reason"), "NotPreempted");
     CHECK_STR(cond(s3, "Resized", "reason"), "Grown");
     CHECK_STR(cond(s3, "Resized", "lastTransitionTime"), "2026-01-02T03:07:25Z");
+    opstatus_release(&st);
     json_object_put(s1);
     json_object_put(s2);
     json_object_put(s3);
