@@ -41,6 +41,37 @@ static struct opjob *job_state(struct opcache_obj *o) {
     return x->job;
 }
 
+/* See server.h. */
+struct opjob_cold *job_cold(struct opjob *js) {
+    if (!js->cold)
+        js->cold = calloc(1, sizeof *js->cold);
+    return js->cold;
+}
+
+/* Who a preemption of js made room for: none yields `none`. */
+static const char *job_preempted_by(const struct opjob *js, const char *none) {
+    return js->cold && js->cold->preempted_by[0] ? js->cold->preempted_by : none;
+}
+
+/* Why js was preempted (the status reason): Preempted when not known. */
+static const char *job_preempt_why(const struct opjob *js) {
+    return js->cold && js->cold->preempt_reason[0] ? js->cold->preempt_reason : "Preempted";
+}
+
+/* Notes who preempted js and why. Out of memory they are not kept (the
+ * status then says "the queue" and Preempted), and the log says so. */
+static void job_preempt_note(struct server *s, const struct opcache_obj *o, struct opjob *js,
+                             const char *by, const char *why) {
+    struct opjob_cold *jc = job_cold(js);
+    if (!jc) {
+        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(o->raw),
+              "what=preempted_by by=%s reason=%s msg=\"out of memory\"", by, why);
+        return;
+    }
+    snprintf(jc->preempted_by, sizeof jc->preempted_by, "%s", by);
+    snprintf(jc->preempt_reason, sizeof jc->preempt_reason, "%s", why);
+}
+
 /* Makes room for n placement entries. */
 static int job_place_alloc(struct opjob *js, int n) {
     if (n < 1)
@@ -301,8 +332,9 @@ static int job_create_range(struct server *s, struct opcache_obj *o,
                   "replica=%d msg=\"%s\"", i, e.message);
             /* Only running out of memory passes; a template that cannot
              * become a pod never will: the job is rejected. */
-            if (e.code != AIQ_ENOMEM && !js->pod_refused[0])
-                snprintf(js->pod_refused, sizeof js->pod_refused, "%s", e.message);
+            struct opjob_cold *jc = e.code != AIQ_ENOMEM ? job_cold(js) : NULL;
+            if (jc && !jc->pod_refused[0])
+                snprintf(jc->pod_refused, sizeof jc->pod_refused, "%s", e.message);
             missing++;
             continue;
         }
@@ -925,8 +957,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
         return;
     if (preempted) {
         js->preempted = true;
-        snprintf(js->preempted_by, sizeof js->preempted_by, "%s", by ? by : "");
-        snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", why);
+        job_preempt_note(s, o, js, by ? by : "", why);
     }
     if (live) {
         /* What job_preempt would have written, had the status got out. */
@@ -952,7 +983,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
     js->run_gpu_s = 0;
     OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(o->raw),
           "phase=%s held=%d preempted=%d by=%s run_since=%.3f%s", aiq_phase_name(p), held,
-          (int)js->preempted, js->preempted_by[0] ? js->preempted_by : "-", js->seg_t,
+          (int)js->preempted, job_preempted_by(js, "-"), js->seg_t,
           live ? " status=unwritten" : "");
 }
 
@@ -1163,8 +1194,14 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
 static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
                      const char *reason, const char *msg) {
     js->group_hold = true;
-    snprintf(js->hold_reason, sizeof js->hold_reason, "%s", reason);
-    snprintf(js->hold_msg, sizeof js->hold_msg, "%s", msg);
+    struct opjob_cold *jc = job_cold(js);
+    if (jc) {
+        snprintf(jc->hold_reason, sizeof jc->hold_reason, "%s", reason);
+        snprintf(jc->hold_msg, sizeof jc->hold_msg, "%s", msg);
+    } else {
+        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(o->raw),
+              "what=hold_reason reason=%s msg=\"out of memory\"", reason);
+    }
     job_event(s, o, js, "Warning", reason, msg);
 }
 
@@ -1176,8 +1213,12 @@ static void job_apply_hold(struct opjob *js) {
         return;
     js->st.position = 0;
     js->st.estimated_start = 0;
-    snprintf(js->st.reason, sizeof js->st.reason, "%s", js->hold_reason);
-    snprintf(js->st.message, sizeof js->st.message, "%s", js->hold_msg);
+    /* Without its cold part (out of memory at job_hold, logged there)
+     * the status still says it waits for a Group. */
+    snprintf(js->st.reason, sizeof js->st.reason, "%s",
+             js->cold ? js->cold->hold_reason : "NoGroup");
+    snprintf(js->st.message, sizeof js->st.message, "%s",
+             js->cold ? js->cold->hold_msg : "waits for its namespace's Group");
 }
 
 /* Decides the job's group from its namespace (docs/operator.md "Jobs and
@@ -1246,8 +1287,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
     js->held = js->st.nplacement;
     js->stopping = js->grow_from = js->grow_start = 0;
     js->backoff_until = 0;
-    snprintf(js->preempted_by, sizeof js->preempted_by, "%s", bykey);
-    snprintf(js->preempt_reason, sizeof js->preempt_reason, "%s", reason);
+    job_preempt_note(s, o, js, bykey, reason);
     js->st.nplacement = 0;
     js->st.current_replicas = 0;
     js->st.admitted_at = js->st.started_at = js->st.estimated_start = 0;
@@ -1301,16 +1341,16 @@ static void job_preempt_done(struct server *s, struct opcache_obj *o,
              "{\"uid\":\"%.100s\",\"queued\":%.17g,\"preemptions\":%d,"
              "\"attained_gpu_hours\":%.17g,\"by\":\"%.200s\"}",
              j->meta.uid, now, js->st.preemptions, js->attained_gpu_s / 3600.0,
-             js->preempted_by);
+             job_preempted_by(js, ""));
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_PREEMPTED, o->key, payload, NULL),
                   "journal_event");
     (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL), "job_mark");
     char msg[512];
     snprintf(msg, sizeof msg, "preempted by %.200s; its pods are gone and it waits in the queue "
-             "again (attained service kept)", js->preempted_by[0] ? js->preempted_by : "the queue");
-    job_phase(js, AIQ_PHASE_QUEUED, js->preempt_reason, msg);
+             "again (attained service kept)", job_preempted_by(js, "the queue"));
+    job_phase(js, AIQ_PHASE_QUEUED, job_preempt_why(js), msg);
     OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
-          "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", js->preempt_reason, gpu_s,
+          "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", job_preempt_why(js), gpu_s,
           (int)counted, js->attained_gpu_s);
 }
 
@@ -1552,8 +1592,8 @@ static bool job_sync_teardown(struct server *s, struct opcache_obj *o,
         return false;
     if (g->exist > 0) {
         if (js->preempted)
-            actions_stop_pods(s, j, 0, job_max_pods(j), js->preempted_by,
-                              js->preempt_reason);
+            actions_stop_pods(s, j, 0, job_max_pods(j), job_preempted_by(js, ""),
+                              job_preempt_why(js));
         else
             job__delete_pods(s, j, job_max_pods(j));
         job__publish(s, o, js, now);
@@ -1618,14 +1658,15 @@ static bool job_sync_suspend(struct server *s, struct opcache_obj *o,
 static void job_sync_waiting(struct server *s, struct opcache_obj *o,
                              const struct aiq_aijob *j, struct opjob *js,
                              const struct gang *g, double now) {
-    if (js->pod_refused[0]) {
-        /* Its pods can never be made (see opjob.pod_refused). */
+    if (js->cold && js->cold->pod_refused[0]) {
+        /* Its pods can never be made (see opjob_cold.pod_refused). */
+        const char *why = js->cold->pod_refused;
         js->st.position = 0;
         js->st.estimated_start = 0;
-        job_phase(js, AIQ_PHASE_REJECTED, "PodRefused", js->pod_refused);
-        job_event(s, o, js, "Warning", "Rejected", js->pod_refused);
+        job_phase(js, AIQ_PHASE_REJECTED, "PodRefused", why);
+        job_event(s, o, js, "Warning", "Rejected", why);
         OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
-              "field=spec.template msg=\"%s\"", js->pod_refused);
+              "field=spec.template msg=\"%s\"", why);
         if (g->exist > 0)
             job__delete_pods(s, j, job_max_pods(j));
         return;

@@ -65,6 +65,7 @@ static void srv_free_ext(void *p) {
         free(x->job->place);
         free(x->job->terms);
         opstatus_release(&x->job->st);
+        free(x->job->cold);
         free(x->job->grow_avoid);
         free(x->job);
     }
@@ -477,7 +478,7 @@ static int srv_pod_job_attempts(struct server *s, json_object *pod) {
 /* A pod the API server refused for good: the request itself is invalid
  * (400, 422: the template makes an invalid pod) or the namespace's Pod
  * Security level forbids it (403 naming PodSecurity). Retrying cannot
- * help, so the job is told (opjob.pod_refused) and rejected at its next
+ * help, so the job is told (opjob_cold.pod_refused) and rejected at its next
  * sync. Other failures (the operator's own RBAC, 5xx, timeouts) are
  * retried by the next sync. */
 static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e) {
@@ -488,9 +489,15 @@ static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e
         return;
     struct opcache_obj *jo = srv__pod_job(s, pod, key, sizeof key);
     struct opext *x = jo ? srv__ext(jo) : NULL;
-    if (!x || !x->job || x->job->pod_refused[0])
+    if (!x || !x->job || (x->job->cold && x->job->cold->pod_refused[0]))
         return;
-    int n = snprintf(x->job->pod_refused, sizeof x->job->pod_refused,
+    struct opjob_cold *jc = job_cold(x->job);
+    if (!jc) { /* not kept: the next sync makes the pod again */
+        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", jo->key, NULL,
+              "what=pod_refused msg=\"out of memory\"");
+        return;
+    }
+    int n = snprintf(jc->pod_refused, sizeof jc->pod_refused,
                      "the API server refused pod %s: %s", srv__name(pod), e->message);
     (void)n; /* a longer message is cut: it becomes the status's one line */
 }

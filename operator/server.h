@@ -102,10 +102,8 @@ struct opjob {
     char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
     uint64_t pub_seen;         /* the cache entry's put count when rv was last compared */
     char own_rv[32];           /* the resourceVersion our last status write made */
-    /* A pod of the job can never be made: its template cannot be built
-     * into a pod, or the API server refused the pod for good (422, or a
-     * Pod Security violation). The next sync rejects the job with this. */
-    char pod_refused[512];
+    /* What few jobs ever need (job_cold makes it): NULL = none yet. */
+    struct opjob_cold *cold;
     /* The cycle syncs a job only when job_sync_wanted says so (the
      * phases a timer or a pod creation moves, or a flag); pod and AIJob
      * events sync it at once. */
@@ -113,15 +111,13 @@ struct opjob {
     uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
     uint64_t ident_at;         /* the cache entry's put count it was taken at */
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
-    bool group_hold;           /* waits for its namespace's Group (job__group) */
-    char hold_reason[32];      /* ... why: NoGroup, GroupConflict */
-    char hold_msg[512];        /* ... and the message */
+    bool group_hold;           /* waits for its namespace's Group (job__group);
+                                  why: cold->hold_reason, hold_msg */
     /* Preemption and elastic resizing (operator/actions.c). */
     int held;                  /* teardown: placements its terminating pods
                                   still hold (counted by the queue) */
-    bool preempted;            /* this teardown is a preemption */
-    char preempted_by[OPCACHE_KEY_MAX]; /* the job it made room for */
-    char preempt_reason[OPST_NAME];    /* Preempted, PreemptedByScore, Reclaimed */
+    bool preempted;            /* this teardown is a preemption (by whom, why:
+                                  cold->preempted_by, preempt_reason) */
     int stopping;              /* running: top replicas being stopped (shrink) */
     int grow_from;             /* running: replicas [grow_from, nplacement) are
                                   new and being released; 0 = none */
@@ -139,6 +135,22 @@ struct opjob {
     double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */
     double run_gpu_s;          /* GPU-seconds of this run before seg_t */
 };
+
+/* The parts of a job's state that only a refused pod, a Group hold or a
+ * preemption fill: kept apart so that every job does not carry them. */
+struct opjob_cold {
+    /* A pod of the job can never be made: its template cannot be built
+     * into a pod, or the API server refused the pod for good (422, or a
+     * Pod Security violation). The next sync rejects the job with this. */
+    char pod_refused[512];
+    char hold_reason[32];      /* Group hold: NoGroup, GroupConflict */
+    char hold_msg[512];        /* ... and the message */
+    char preempted_by[OPCACHE_KEY_MAX]; /* the job a preemption made room for */
+    char preempt_reason[OPST_NAME];    /* Preempted, PreemptedByScore, Reclaimed */
+};
+
+/* js->cold, made (zeroed) on first use; NULL when out of memory. */
+struct opjob_cold *job_cold(struct opjob *js);
 
 #define OP_GROW_AVOID 8
 struct opgrow_avoid {
