@@ -360,11 +360,12 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
     const struct q_policy *pol = &in->policy;
     const struct q_job *job = &in->jobs[i];
     q__jc *e = &st->jc[i];
-    bool need_score = true;
+    bool need_score = true, same_job = false;
     int32_t old_level = -1;
     if (oi >= 0) {
         if (e != old) *e = *old;
-        need_score = u->all || !e->pending || e->gen != job->gen;
+        same_job = e->gen == job->gen;
+        need_score = u->all || !e->pending || !same_job;
         old_level = e->pending ? e->level : -1;
         if (e->gen != job->gen) key_prefix(job->key, e->kpre);
     } else {
@@ -379,9 +380,14 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
     if (need_score) {
         /* Only names some node has are interned (jobs cannot grow the
          * tables); others resolve to Q__UNKNOWN and are re-resolved when
-         * the nodes change (cycle.c). */
-        e->dom = q__resolve(&st->doms, job->domain);
-        e->model = q__resolve(&st->models, job->gpu_model);
+         * the nodes change (cycle.c). Ids are never taken back, so an
+         * unchanged job rescored (a time-dependent score rescores every
+         * job every cycle) keeps the ones it has; an unknown name is
+         * looked up again, as before. */
+        if (!same_job || e->dom == Q__UNKNOWN || e->model == Q__UNKNOWN) {
+            e->dom = q__resolve(&st->doms, job->domain);
+            e->model = q__resolve(&st->models, job->gpu_model);
+        }
         if (bad_field(in, job) < 0) {
             score_job(st, in, u->sc, i, e);
         } else { /* rejected by the walk; its sizes may not even add up */

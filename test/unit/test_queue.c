@@ -994,6 +994,70 @@ TEST(domain_that_appears_later_is_found_without_rescoring) {
     free(fx);
 }
 
+/* Rescored every cycle (rescore interval 0, as a wait-time score is):
+ * an unchanged job keeps the domain and model ids it resolved, and one
+ * whose domain or model no node had finds it once a node has it. */
+TEST(rescored_every_cycle_keeps_and_finds_domain_and_model) {
+    fixture *fx = mk();
+    node(fx, "a0", 8, 81920);
+    fx->nodes[0].domain = "pool-a";
+    fx->nodes[0].gpu_model = "A100";
+    struct q_job *jb = job(fx, "t/b", 1, 8, 0);
+    jb->domain = "pool-b";
+    jb->gpu_model = "H100";
+    struct q_job *ja = job(fx, "t/a", 1, 8, 0);
+    ja->domain = "pool-a";
+    ja->gpu_model = "A100";
+    fx->in.policy.rescore_interval_s = 0;
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_REJECT);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    /* b's pool and model come with a new node, full at first; a's node
+     * is full too (of something the queue does not place) */
+    for (int g = 0; g < 8; g++)
+        fx->nodes[0].gpu_mem_used[g] = 81920;
+    node(fx, "b0", 8, 81920);
+    fx->nodes[1].domain = "pool-b";
+    fx->nodes[1].gpu_model = "H100";
+    memcpy(fx->nodes[1].gpu_mem_used, fx->nodes[0].gpu_mem_used, sizeof fx->nodes[1].gpu_mem_used);
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.nscored, 2);
+    CHECK_INT(out.res[0].decision, Q_DEC_WAIT);
+    CHECK_INT(out.res[1].decision, Q_DEC_WAIT);
+    /* b0 frees, the nodes' shapes unchanged: b starts there */
+    memset(fx->nodes[1].gpu_mem_used, 0, sizeof fx->nodes[1].gpu_mem_used);
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[0].place_off].node, 1);
+    CHECK_INT(out.res[1].decision, Q_DEC_WAIT);
+    /* a's node is free again: it starts there, not in b's pool */
+    memset(fx->nodes[0].gpu_mem_used, 0, sizeof fx->nodes[0].gpu_mem_used);
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[1].place_off].node, 0);
+    /* the two edited into each other's pool (new versions: gen moves):
+     * looked up again */
+    ja->domain = "pool-b";
+    ja->gpu_model = "H100";
+    jb->domain = "pool-a";
+    jb->gpu_model = "A100";
+    ja->gen++;
+    jb->gen++;
+    fx->in.now += 10;
+    CHECK_INT(q_cycle_run(st, &fx->in, NULL, &out, NULL), AIQ_OK);
+    CHECK_INT(out.res[0].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[0].place_off].node, 0);
+    CHECK_INT(out.res[1].decision, Q_DEC_ADMIT);
+    CHECK_INT(out.places[out.res[1].place_off].node, 1);
+    q_state_free(st);
+    free(fx);
+}
+
 TEST(quota_counts_gpu_memory_cpu_and_jobs) {
     fixture *fx = mk();
     node(fx, "n", 8, 81920);
