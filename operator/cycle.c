@@ -474,14 +474,12 @@ static inline int cy_job_placed(struct cy *c, struct q_job *qj, const struct aiq
 #define CY_AHEAD 8
 
 static inline void cy_prefetch_js(const struct opjob *js) {
-    __builtin_prefetch(&js->st.phase);
-    __builtin_prefetch(&js->st.reason);
-    __builtin_prefetch(&js->st.message);
-    __builtin_prefetch(&js->loaded);
-    __builtin_prefetch(&js->resync);
-    __builtin_prefetch(&js->stopping);
-    __builtin_prefetch(&js->last_dec);
-    __builtin_prefetch(&js->pub_mhash);
+    /* struct opjob keeps what a cycle reads first, then st's hot fields
+     * up to its group; the message comes later. */
+    const char *p = (const char *)js, *end = js->st.group;
+    for (; p <= end; p += 64)
+        __builtin_prefetch(p);
+    __builtin_prefetch(js->st.message);
 }
 
 /* Starts the loads for the jobs CY_AHEAD, CY_AHEAD / 2 and CY_AHEAD / 4
@@ -497,6 +495,10 @@ static inline void cy_prefetch3(const struct opcache_obj *far, const struct opca
     const struct opext *x = near ? near->ext : NULL;
     if (x && x->job)
         cy_prefetch_js(x->job);
+    /* The user's name, hashed by cy_user (its own allocation). */
+    const struct aiq_aijob *nj = near ? near->parsed : NULL;
+    if (nj && nj->spec.user)
+        __builtin_prefetch(nj->spec.user);
 }
 
 /* At job i of a pass over the cache jc. */

@@ -76,63 +76,67 @@ struct opdecision {
 };
 
 struct opjob {
-    struct opstatus st;        /* what we want the status to say */
-    struct opst_place *place;  /* placement buffer, place_cap entries */
-    int place_cap;
-    struct opst_term *terms;   /* st.terms' storage, terms_cap entries (NULL: none) */
-    int terms_cap;
+    /* What every cycle reads of every job comes first, in as few cache
+     * lines as it fits (job_sync_wanted, the cycle's input, the status
+     * economy); st's own hot fields follow it. */
     bool loaded;               /* st recovered from the live status */
-    bool journaled;            /* arrival written to the journal */
     bool teardown;             /* deleting the gang's pods */
-    aiq_phase teardown_to;     /* phase once the pods are gone */
-    double backoff_until;      /* requeue not before (unix s) */
-    bool released;             /* every pod ungated */
-    struct opdecision last_dec; /* journal only changes */
-    char last_event[OPST_NAME];/* reason of the last Event emitted */
-    int64_t recorded_gen;      /* generation last written to the store */
-    double attained_gpu_s;     /* GPU-seconds over finished attempts */
-    double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
-    /* Status economy (docs/operator.md "Status writes"): what was last
-     * published, so a status is rewritten only when something a user
-     * acts on changed. */
-    uint64_t pub_mhash;        /* opstatus_material_hash of st then */
-    int pub_pos;               /* position then */
-    double pub_eta;            /* estimated start then */
-    aiq_phase pub_phase;       /* phase then: a phase change writes first */
-    char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
-    uint64_t pub_seen;         /* the cache entry's put count when rv was last compared */
-    char own_rv[32];           /* the resourceVersion our last status write made */
-    /* What few jobs ever need (job_cold makes it): NULL = none yet. */
-    struct opjob_cold *cold;
     /* The cycle syncs a job only when job_sync_wanted says so (the
      * phases a timer or a pod creation moves, or a flag); pod and AIJob
      * events sync it at once. */
     bool resync;               /* sync at the next cycle (set by events) */
-    uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
-    uint64_t ident_at;         /* the cache entry's put count it was taken at */
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
     bool group_hold;           /* waits for its namespace's Group (job__group);
                                   why: cold->hold_reason, hold_msg */
+    bool released;             /* every pod ungated */
+    bool preempted;            /* this teardown is a preemption (by whom, why:
+                                  cold->preempted_by, preempt_reason) */
+    bool journaled;            /* arrival written to the journal */
     /* Preemption and elastic resizing (operator/actions.c). */
     int held;                  /* teardown: placements its terminating pods
                                   still hold (counted by the queue) */
-    bool preempted;            /* this teardown is a preemption (by whom, why:
-                                  cold->preempted_by, preempt_reason) */
     int stopping;              /* running: top replicas being stopped (shrink) */
     int grow_from;             /* running: replicas [grow_from, nplacement) are
                                   new and being released; 0 = none */
     int grow_start;            /* running: replicas [grow_start, nplacement)
                                   grew at grow_t and do not all run yet (the
                                   start timeout, GrowTimedOut); 0 = none */
+    double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */
+    double backoff_until;      /* requeue not before (unix s) */
+    uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
+    uint64_t ident_at;         /* the cache entry's put count it was taken at */
+    double attained_gpu_s;     /* GPU-seconds over finished attempts */
+    double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
+    /* Status economy (docs/operator.md "Status writes"): what was last
+     * published, so a status is rewritten only when something a user
+     * acts on changed. */
+    uint64_t pub_mhash;        /* opstatus_material_hash of st then */
+    uint64_t pub_seen;         /* the cache entry's put count when rv was last compared */
+    double pub_eta;            /* estimated start then */
+    int pub_pos;               /* position then */
+    aiq_phase pub_phase;       /* phase then: a phase change writes first */
+    int npre_t;                /* entries of pre_t */
+    struct opdecision last_dec; /* journal only changes */
+    struct opstatus st;        /* what we want the status to say */
+    /* The rest. */
+    double pre_t[8];           /* its last preemptions (ring, unix s: when its
+                                  pods were gone), rebuilt from the store on load */
+    char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    char own_rv[32];           /* the resourceVersion our last status write made */
+    struct opst_place *place;  /* placement buffer, place_cap entries */
+    int place_cap;
+    struct opst_term *terms;   /* st.terms' storage, terms_cap entries (NULL: none) */
+    int terms_cap;
+    aiq_phase teardown_to;     /* phase once the pods are gone */
+    char last_event[OPST_NAME];/* reason of the last Event emitted */
+    int64_t recorded_gen;      /* generation last written to the store */
+    /* What few jobs ever need (job_cold makes it): NULL = none yet. */
+    struct opjob_cold *cold;
     double grow_t;
     /* Nodes where its last growth did not start (GrowTimedOut): growth
      * keeps off them until `until` (--grow-backoff). NULL = none. */
     struct opgrow_avoid *grow_avoid;
-    double pre_t[8];           /* its last preemptions (ring, unix s: when its
-                                  pods were gone), rebuilt from the store on load */
-    int npre_t;
     double seg_t;              /* run GPU time counted up to here (0 = not running) */
-    double node_lost_t;        /* placed: a node of the gang lost since (0 = none) */
     double run_gpu_s;          /* GPU-seconds of this run before seg_t */
 };
 
