@@ -22,14 +22,102 @@
 #include "operator/visibility.h"
 #include "policy/fairshare.h"
 
-/* A (group, user) -> index map for the cycle's users (open addressing). */
-struct cy_umap {
-    int32_t *slot;
-    size_t n;   /* power of two */
+/* The cycle's users (of jobs, Group members, UserQuotas) by (group
+ * name, user name), kept between cycles so that a job's user is found
+ * without reading its name (its own allocation, a cache miss per job at
+ * 10k jobs): a job keeps its entry's index (opjob.user_ix) while its
+ * cache entry is unchanged. Entries are not taken back one by one: the
+ * directory is emptied (a new epoch) at the start of a cycle when it
+ * holds over four times the users the last cycle saw, and over
+ * CY_UDIR_MIN. */
+#define CY_UDIR_MIN 1024
+
+struct cy_uent {
+    char *group, *name;
+    uint64_t h;
 };
 
-static uint64_t cy_hash2(int g, const char *u) {
-    return aiq_fnv_cstr(AIQ_FNV_TABLE_SEED ^ (uint64_t)(g + 7), u);
+struct cy_udir {
+    struct cy_uent *e;
+    int n, cap;
+    int32_t *slot;   /* entry indexes by h, open addressing; -1 free */
+    size_t nslot;    /* power of two, at least 2n */
+    uint32_t epoch;  /* from 1: a zeroed opjob matches none */
+    int last_users;  /* users of the last cycle */
+};
+
+static uint64_t cy_uhash(const char *group, const char *name) {
+    return aiq_fnv_str(aiq_fnv_str(AIQ_FNV_TABLE_SEED, group), name);
+}
+
+static void cy_udir_clear(struct cy_udir *d) {
+    for (int i = 0; i < d->n; i++) {
+        free(d->e[i].group);
+        free(d->e[i].name);
+    }
+    d->n = 0;
+    if (d->slot)
+        memset(d->slot, 0xff, d->nslot * sizeof *d->slot);
+    d->epoch++;
+}
+
+/* See server.h. */
+void cycle_free(struct server *s) {
+    struct cy_udir *d = s->udir;
+    if (!d)
+        return;
+    cy_udir_clear(d);
+    free(d->e);
+    free(d->slot);
+    free(d);
+    s->udir = NULL;
+}
+
+/* The entry of (group, name), added when missing. Returns its index, or
+ * -1 when out of memory. */
+static int32_t cy_udir_get(struct cy_udir *d, const char *group, const char *name) {
+    uint64_t h = cy_uhash(group, name);
+    if ((size_t)(d->n + 1) * 2 > d->nslot) {
+        size_t nn = d->nslot ? d->nslot * 2 : 256;
+        int32_t *ns = malloc(nn * sizeof *ns);
+        if (!ns)
+            return -1;
+        memset(ns, 0xff, nn * sizeof *ns);
+        for (int i = 0; i < d->n; i++) {
+            size_t k = (size_t)d->e[i].h & (nn - 1);
+            while (ns[k] >= 0)
+                k = (k + 1) & (nn - 1);
+            ns[k] = i;
+        }
+        free(d->slot);
+        d->slot = ns;
+        d->nslot = nn;
+    }
+    size_t k = (size_t)h & (d->nslot - 1);
+    for (; d->slot[k] >= 0; k = (k + 1) & (d->nslot - 1)) {
+        const struct cy_uent *u = &d->e[d->slot[k]];
+        if (u->h == h && strcmp(u->group, group) == 0 && strcmp(u->name, name) == 0)
+            return d->slot[k];
+    }
+    if (d->n == d->cap) {
+        int nc = d->cap ? d->cap * 2 : 64;
+        struct cy_uent *ne = realloc(d->e, (size_t)nc * sizeof *ne);
+        if (!ne)
+            return -1;
+        d->e = ne;
+        d->cap = nc;
+    }
+    struct cy_uent *u = &d->e[d->n];
+    u->group = strdup(group);
+    u->name = strdup(name);
+    if (!u->group || !u->name) {
+        free(u->group);
+        free(u->name);
+        return -1;
+    }
+    u->h = h;
+    d->slot[k] = d->n;
+    return d->n++;
 }
 
 /* Everything one cycle allocates. */
@@ -41,7 +129,9 @@ struct cy {
     struct opcache_obj **gobj;
     struct q_user *users;
     int nusers, cusers;
-    struct cy_umap umap;
+    struct cy_udir *udir; /* s->udir (borrowed) */
+    int32_t *uslot;  /* per user directory entry: its index in users, -1 none yet */
+    int nuslot;
     struct q_job *jobs;
     struct opcache_obj **jobj;
     int njobs;
@@ -77,33 +167,30 @@ static int cy_group_index(const struct cy *c, const char *name) {
     return -1;
 }
 
-/* Returns the user index of (group, name), adding it; -1 on ENOMEM. */
-static int cy_user(struct cy *c, int group, const char *name) {
-    if (!name)
-        name = "";
-    if ((size_t)(c->nusers + 1) * 2 > c->umap.n) {
-        size_t nn = c->umap.n ? c->umap.n * 2 : 256;
-        int32_t *ns = malloc(nn * sizeof *ns);
+/* The directory's group key of the cycle's group gi: its name, "" for
+ * none (-1), so every user without a group is one user, as the queue
+ * counts it. */
+static const char *cy_ugroup(const struct cy *c, int gi) {
+    return gi >= 0 && gi < c->ngroups ? c->groups[gi].name : "";
+}
+
+/* The index in c->users of directory entry ix, whose group is the
+ * cycle's group gi, adding the user on its first job or mention this
+ * cycle. Returns -1 when out of memory. */
+static int cy_user_at(struct cy *c, const struct cy_udir *d, int gi, int32_t ix) {
+    if (ix >= c->nuslot) {
+        int nn = c->nuslot ? c->nuslot : 64;
+        while (nn <= ix || nn < d->n)
+            nn *= 2;
+        int32_t *ns = realloc(c->uslot, (size_t)nn * sizeof *ns);
         if (!ns)
             return -1;
-        memset(ns, 0xff, nn * sizeof *ns);
-        for (int i = 0; i < c->nusers; i++) {
-            size_t k = (size_t)cy_hash2(c->users[i].group, c->users[i].name) & (nn - 1);
-            while (ns[k] >= 0)
-                k = (k + 1) & (nn - 1);
-            ns[k] = i;
-        }
-        free(c->umap.slot);
-        c->umap.slot = ns;
-        c->umap.n = nn;
+        memset(ns + c->nuslot, 0xff, (size_t)(nn - c->nuslot) * sizeof *ns);
+        c->uslot = ns;
+        c->nuslot = nn;
     }
-    size_t k = (size_t)cy_hash2(group, name) & (c->umap.n - 1);
-    while (c->umap.slot[k] >= 0) {
-        const struct q_user *u = &c->users[c->umap.slot[k]];
-        if (u->group == group && strcmp(u->name, name) == 0)
-            return c->umap.slot[k];
-        k = (k + 1) & (c->umap.n - 1);
-    }
+    if (c->uslot[ix] >= 0)
+        return c->uslot[ix];
     if (c->nusers == c->cusers) {
         int nc = c->cusers ? c->cusers * 2 : 64;
         struct q_user *nu = realloc(c->users, (size_t)nc * sizeof *nu);
@@ -114,13 +201,38 @@ static int cy_user(struct cy *c, int group, const char *name) {
     }
     struct q_user *u = &c->users[c->nusers];
     memset(u, 0, sizeof *u);
-    u->name = name;
-    u->group = group;
+    u->name = d->e[ix].name; /* the directory keeps it until the next cycle */
+    u->group = gi;
     aiq_quota_unlimited(&u->quota);
     u->budget_gpu_hours = -1;
     u->fairshare = 1;
-    c->umap.slot[k] = c->nusers;
+    c->uslot[ix] = c->nusers;
     return c->nusers++;
+}
+
+/* Returns the user index of (group gi, name), adding it; -1 on ENOMEM. */
+static int cy_user(struct cy *c, struct cy_udir *d, int gi, const char *name) {
+    int32_t ix = cy_udir_get(d, cy_ugroup(c, gi), name ? name : "");
+    return ix < 0 ? -1 : cy_user_at(c, d, gi, ix);
+}
+
+/* The user of job js (group gi, spec.user name) at cache put count at:
+ * its directory entry is kept in js, so an unchanged job's user is found
+ * without reading its name. Returns the index in c->users or -1. */
+static int cy_job_user(struct cy *c, struct cy_udir *d, struct opjob *js, uint64_t at, int gi,
+                       const char *name) {
+    const char *gk = cy_ugroup(c, gi);
+    int32_t ix = js->user_ix;
+    if (js->user_at != at || js->user_epoch != d->epoch || ix < 0 || ix >= d->n ||
+        strcmp(d->e[ix].group, gk) != 0) {
+        ix = cy_udir_get(d, gk, name ? name : "");
+        if (ix < 0)
+            return -1;
+        js->user_ix = ix;
+        js->user_at = at;
+        js->user_epoch = d->epoch;
+    }
+    return cy_user_at(c, d, gi, ix);
 }
 
 static void cy_free(struct cy *c) {
@@ -128,7 +240,7 @@ static void cy_free(struct cy *c) {
     free(c->groups);
     free(c->gobj);
     free(c->users);
-    free(c->umap.slot);
+    free(c->uslot);
     free(c->jobs);
     free(c->jobj);
     free(c->places);
@@ -280,7 +392,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, double now) {
     for (int gi = 0; gi < c->ngroups; gi++) {
         const struct aiq_group *g = c->gobj[gi]->parsed;
         for (int m = 0; m < g->spec.nmembers; m++) {
-            int u = cy_user(c, gi, g->spec.members[m].user);
+            int u = cy_user(c, c->udir, gi, g->spec.members[m].user);
             if (u < 0)
                 return -1;
             c->users[u].level = g->spec.members[m].level;
@@ -295,7 +407,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, double now) {
         int gi = cy_group_index(c, x->group);
         if (gi < 0)
             continue;
-        int u = cy_user(c, gi, uq->spec.user);
+        int u = cy_user(c, c->udir, gi, uq->spec.user);
         if (u < 0)
             return -1;
         struct q_user *qu = &c->users[u];
@@ -403,7 +515,7 @@ static inline int cy_job_fill(struct cy *c, struct q_job *qj,
     qj->ident = js->ident;
     qj->gen = cy_job_gen(o->changed, js->st.phase, js, held);
     qj->group = cy_group_index(c, js->st.group);
-    qj->user = cy_user(c, qj->group, j->spec.user);
+    qj->user = cy_job_user(c, c->udir, js, o->changed, qj->group, j->spec.user);
     if (qj->user < 0)
         return -1;
     qj->priority = j->spec.priority;
@@ -805,10 +917,16 @@ static void cy_sync_jobs(struct server *s, double now) {
  * (out of memory, logged; or a failing store, which store_guard.c
  * retries). */
 static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
-    int brc = cy_build_cluster(s, c, now);
+    if (!s->udir && (s->udir = calloc(1, sizeof *s->udir)) != NULL)
+        s->udir->epoch = 1;
+    struct cy_udir *d = c->udir = s->udir;
+    if (d && d->n > CY_UDIR_MIN && d->n > 4 * d->last_users)
+        cy_udir_clear(d); /* bounded: users no job names any more go */
+    int brc = d ? cy_build_cluster(s, c, now) : -1;
     if (brc == 0) {
         cy_cohorts(c);
         brc = cy__build_jobs(s, c, now);
+        d->last_users = c->nusers;
     }
     if (brc != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "msg=\"out of memory\"");

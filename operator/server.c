@@ -1152,6 +1152,7 @@ void srv_deinit(struct server *s) {
     s->pending_pods = NULL;
     q_state_free(s->q);
     s->q = NULL;
+    cycle_free(s);
     oppolicy_free(s->dflt_policy);
     s->dflt_policy = NULL;
     store_close(s->db);

@@ -105,6 +105,12 @@ struct opjob {
     double backoff_until;      /* requeue not before (unix s) */
     uint64_t ident;            /* q_job.ident: a hash of the uid, nonzero */
     uint64_t ident_at;         /* the cache entry's put count it was taken at */
+    /* Its (group, user) in the cycle's user directory (cycle.c): entry
+     * user_ix, valid while the cache entry's put count is user_at and
+     * the directory's epoch user_epoch. */
+    uint64_t user_at;
+    int32_t user_ix;
+    uint32_t user_epoch;
     double attained_gpu_s;     /* GPU-seconds over finished attempts */
     double predicted_s;        /* runtime predicted from history (predict.h), 0 = none */
     /* Status economy (docs/operator.md "Status writes"): what was last
@@ -254,6 +260,7 @@ struct server {
     unsigned long clamp_seen;  /* and its clamped scores counted so far */
     double last_cycle;         /* unix s */
     int64_t ncycles;
+    struct cy_udir *udir;      /* the users jobs name, kept between cycles (cycle.c) */
     double last_lease, last_prune;
     /* srv_trim_cron: events dispatched (all kinds), the count at the
      * last trim and at the start of the current window, when that window
@@ -623,5 +630,8 @@ void capacity_dispatch(struct server *s, struct kube_event *ev);
  * caches and the store, runs q_cycle_run with the active policy, admits
  * and releases gangs, updates statuses and journals the decisions. */
 void cycle_run(struct server *s, double now);
+
+/* Frees what cycles keep between them (the user directory). */
+void cycle_free(struct server *s);
 
 #endif
