@@ -193,9 +193,20 @@ echo "  TIME   KIND  NAME                     PHASE     LEVEL   PLACEMENT / WHY 
 watch_until "$LIMIT" all_done || echo "  (jobs still moving after $LIMIT s; stopping the view)"
 
 say "Summary"
-gate_times=$(awk '$2 == "pod" && $3 ~ /^team-nlp\/ddp-/ && $5 != "gated" && !seen[$3]++ { print $1 }' "$T/events" | sort -u)
+gate_times=$(awk '$2 == "pod" && $3 ~ /^team-nlp\/ddp-/ && $5 != "gated" && !seen[$3]++ { print $1 }' "$T/events" | tr -d '+s' | sort -nu)
 n=$(awk '$2 == "pod" && $3 ~ /^team-nlp\/ddp-/ && $5 != "gated" && !seen[$3]++' "$T/events" | wc -l)
-echo "  the gang ddp: $n pods left the gate at $(echo $gate_times)"
+# span FIRST ... LAST: when the pods left the gate. Each pod's gate goes
+# in its own write (the API has no write of several objects), all sent at
+# once; a poll of this view can still fall between them.
+span() {
+    if [ $# -le 1 ]; then
+        echo "+${1:-?}s"
+    else
+        eval "last=\${$#}"
+        echo "+$1s to +${last}s (a poll of this view fell between the pods' writes)"
+    fi
+}
+echo "  the gang ddp: $n pods left the gate at $(span $gate_times)"
 secs() { [ -n "$1" ] && date -u -d "$1" +%s; }
 printf '  %-22s %-10s %-7s %-7s %s\n' JOB PHASE WAITED RAN WHERE
 kubectl get aijobs -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.phase} {.metadata.creationTimestamp} {.status.startTime} {.status.completionTime} {range .status.placement[*]}{.node}/gpu{.gpuIndexes},{end}{"\n"}{end}' |

@@ -63,8 +63,16 @@ check "the switch to srjf reorders the queue: shortest first, big-long last ($or
 check "the switched queue says it is srjf's" sh -c "awk '/^== Switch the active policy/,/^== The jobs run/' '$OUT' | grep -q '^Policy: srjf'"
 
 # The run: the gang released together, srjf's order kept, ETAs that hold.
-check "the gang's 4 pods leave the gate in one step" sh -c "
-  grep -qE '^  the gang ddp: 4 pods left the gate at \+[0-9]+s$' '$OUT'"
+# Together: seen ungated in one poll of the demo's view, or in the next
+# when a poll fell between the four writes (each pod's gate is its own
+# PATCH; on the real API server on a loaded machine a list can land
+# between them, as one make test run saw). The view polls about every
+# 1.3 s and stamps whole seconds since the start, so two polls in a row
+# are at most 2 s apart; a pod released later than that fails.
+check "the gang's 4 pods leave the gate together (one poll, or two when a poll fell between the writes)" sh -c "
+  grep -E '^  the gang ddp: 4 pods left the gate at ' '$OUT' |
+    sed -nE 's/.* at \+([0-9]+)s( to \+([0-9]+)s .*)?$/\1 \3/p' |
+    awk 'NF == 1 { ok = 1 } NF == 2 && \$2 - \$1 <= 2 { ok = 1 } END { exit !ok }'"
 check "the 4 ddp pods start running in the same poll" sh -c "
   [ \$(grep -E 'pod +team-nlp/ddp-[0-3] +Running' '$OUT' | awk '{print \$1}' | sort -u | wc -l) = 1 ]"
 # ETAs: small-short's ETA after the switch is warmup's remaining time; it
