@@ -260,7 +260,7 @@ struct server {
     unsigned long clamp_seen;  /* and its clamped scores counted so far */
     double last_cycle;         /* unix s */
     int64_t ncycles;
-    struct cy_udir *udir;      /* the users jobs name, kept between cycles (cycle.c) */
+    struct cy_udir *udir;      /* the cycle's users, kept between cycles (cycle.c) */
     double last_lease, last_prune;
     /* srv_trim_cron: events dispatched (all kinds), the count at the
      * last trim and at the start of the current window, when that window
