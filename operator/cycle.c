@@ -177,7 +177,8 @@ static const char *cy_ugroup(const struct cy *c, int gi) {
 /* The index in c->users of directory entry ix, whose group is the
  * cycle's group gi, adding the user on its first job or mention this
  * cycle. Returns -1 when out of memory. */
-static int cy_user_at(struct cy *c, const struct cy_udir *d, int gi, int32_t ix) {
+static int cy_user_at(struct cy *c, int gi, int32_t ix) {
+    const struct cy_udir *d = c->udir;
     if (ix >= c->nuslot) {
         int nn = c->nuslot ? c->nuslot : 64;
         while (nn <= ix || nn < d->n)
@@ -211,16 +212,16 @@ static int cy_user_at(struct cy *c, const struct cy_udir *d, int gi, int32_t ix)
 }
 
 /* Returns the user index of (group gi, name), adding it; -1 on ENOMEM. */
-static int cy_user(struct cy *c, struct cy_udir *d, int gi, const char *name) {
-    int32_t ix = cy_udir_get(d, cy_ugroup(c, gi), name ? name : "");
-    return ix < 0 ? -1 : cy_user_at(c, d, gi, ix);
+static int cy_user(struct cy *c, int gi, const char *name) {
+    int32_t ix = cy_udir_get(c->udir, cy_ugroup(c, gi), name ? name : "");
+    return ix < 0 ? -1 : cy_user_at(c, gi, ix);
 }
 
 /* The user of job js (group gi, spec.user name) at cache put count at:
  * its directory entry is kept in js, so an unchanged job's user is found
  * without reading its name. Returns the index in c->users or -1. */
-static int cy_job_user(struct cy *c, struct cy_udir *d, struct opjob *js, uint64_t at, int gi,
-                       const char *name) {
+static int cy_job_user(struct cy *c, struct opjob *js, uint64_t at, int gi, const char *name) {
+    struct cy_udir *d = c->udir;
     const char *gk = cy_ugroup(c, gi);
     int32_t ix = js->user_ix;
     if (js->user_at != at || js->user_epoch != d->epoch || ix < 0 || ix >= d->n ||
@@ -232,7 +233,7 @@ static int cy_job_user(struct cy *c, struct cy_udir *d, struct opjob *js, uint64
         js->user_at = at;
         js->user_epoch = d->epoch;
     }
-    return cy_user_at(c, d, gi, ix);
+    return cy_user_at(c, gi, ix);
 }
 
 static void cy_free(struct cy *c) {
@@ -392,7 +393,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, double now) {
     for (int gi = 0; gi < c->ngroups; gi++) {
         const struct aiq_group *g = c->gobj[gi]->parsed;
         for (int m = 0; m < g->spec.nmembers; m++) {
-            int u = cy_user(c, c->udir, gi, g->spec.members[m].user);
+            int u = cy_user(c, gi, g->spec.members[m].user);
             if (u < 0)
                 return -1;
             c->users[u].level = g->spec.members[m].level;
@@ -407,7 +408,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, double now) {
         int gi = cy_group_index(c, x->group);
         if (gi < 0)
             continue;
-        int u = cy_user(c, c->udir, gi, uq->spec.user);
+        int u = cy_user(c, gi, uq->spec.user);
         if (u < 0)
             return -1;
         struct q_user *qu = &c->users[u];
@@ -515,7 +516,7 @@ static inline int cy_job_fill(struct cy *c, struct q_job *qj,
     qj->ident = js->ident;
     qj->gen = cy_job_gen(o->changed, js->st.phase, js, held);
     qj->group = cy_group_index(c, js->st.group);
-    qj->user = cy_job_user(c, c->udir, js, o->changed, qj->group, j->spec.user);
+    qj->user = cy_job_user(c, js, o->changed, qj->group, j->spec.user);
     if (qj->user < 0)
         return -1;
     qj->priority = j->spec.priority;
@@ -607,10 +608,6 @@ static inline void cy_prefetch3(const struct opcache_obj *far, const struct opca
     const struct opext *x = near ? near->ext : NULL;
     if (x && x->job)
         cy_prefetch_js(x->job);
-    /* The user's name, hashed by cy_user (its own allocation). */
-    const struct aiq_aijob *nj = near ? near->parsed : NULL;
-    if (nj && nj->spec.user)
-        __builtin_prefetch(nj->spec.user);
 }
 
 /* At job i of a pass over the cache jc. */
