@@ -20,6 +20,25 @@
 
 #include <string.h>
 
+/* The end the estimate plans for running job j. A job still running at
+ * or past its predicted end (its start + plan <= now) is not about to
+ * end: its plan was short by an unknown amount. The estimate doubles the
+ * plan, from the run's start, until the end is after now (a job at 1.5x
+ * its plan ends at 2x, one at 3x at 4x), so the longer it has overrun the
+ * longer it is expected to go on. Planned at the past end, its GPUs would
+ * be free at once and every job behind it promised an immediate start.
+ * A job being stopped ends as its caller says (now: its pods go). */
+static double run_end(const struct q_input *in, const struct q_job *j) {
+    double e = j->end_time, plan = q__pred_runtime(j);
+    if (e <= 0 || e > in->now || j->terminating || plan <= 0) return e;
+    double start = e - plan;
+    for (int k = 0; k < 64 && e <= in->now; k++) {
+        plan *= 2;
+        e = start + plan;
+    }
+    return e > in->now ? e : in->now;
+}
+
 static int owner(const struct q_input *in, int user, int group, int scope) {
     int o = scope ? group : user;
     int n = scope ? in->ngroups : in->nusers;
@@ -229,7 +248,7 @@ static int owners_begin(q_state *st, const struct q_input *in) {
         for (int k = 0; k < st->nrunl + st->nadmitted; k++) {
             int i = k < st->nrunl ? st->runl[k] : st->ord[st->admitted[k - st->nrunl]].slot;
             const struct q_job *j = &in->jobs[i];
-            double e = j->state == Q_JOB_RUNNING ? j->end_time
+            double e = j->state == Q_JOB_RUNNING ? run_end(in, j)
                        : (q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0);
             int o = owner(in, j->user, j->group, s);
             if (e <= 0 || o < 0 || !(st->elim[s][o] & 1)) continue;
@@ -355,7 +374,7 @@ static void rreset(q_state *st) {
 
 /* The predicted end of running or just-admitted job j; 0 unknown. */
 static double job_end(const struct q_input *in, const struct q_job *j) {
-    if (j->state == Q_JOB_RUNNING) return j->end_time;
+    if (j->state == Q_JOB_RUNNING) return run_end(in, j);
     return q__pred_runtime(j) > 0 ? in->now + q__pred_runtime(j) : 0;
 }
 

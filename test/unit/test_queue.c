@@ -523,6 +523,18 @@ static const scen scenarios[] = {
      /* a1 and b1 are whole at +600, but in two domains: pool-a holds the
       * gang at +1800 */
      .exp = {{"t/gang", W, NULL, 1800, 1}}},
+    /* A running job past its planned end (each ETA was now before). */
+    {.name = "eta overrun: a job past its planned end is planned to run as long again, then longer",
+     .nodes = {N1, N2},
+     .jobs = {{.key = "t/over1", .gpus = 8, .run = 1, .node = 0, .pred = 3600, .end_in = -1800},
+              {.key = "t/over2", .gpus = 8, .run = 1, .node = 1, .pred = 1000, .end_in = -2500},
+              {.key = "t/w1", .prio = 5, .gpus = 8, .pred = 3600},
+              {.key = "t/w2", .prio = 4, .gpus = 8, .pred = 3600}},
+     /* t/over1 ran 5,400 s of a 3,600-s plan: planned 7,200 s, ends at
+      * +1800; t/over2 ran 3,500 s of 1,000: 2,000 is past too, 4,000
+      * ends at +500 */
+     .exp = {{"t/w1", W, NULL, 500, 1},
+             {"t/w2", W, NULL, 1800, 2}}},
     /* EASY backfill in the estimate (each test gave the in-order start,
      * after the head, before the estimate simulated backfill). */
     {.name = "eta backfill: a short job behind a blocked gang starts when it ends before the gang's start",
