@@ -72,6 +72,12 @@ struct sim_config {
                                        0 = only at arrivals and ends */
     bool predict;                   /* set runtime.predicted_hours from an
                                        in-memory history */
+    bool plan_actual;               /* plan every job (ETAs, backfill, the
+                                       running jobs' ends) with its real
+                                       duration instead of the prediction:
+                                       what known runtimes would give (a
+                                       diagnostic; the prediction is still
+                                       made and reported) */
     bool collect_decisions;         /* fill sim_result.dec */
     store *journal;                 /* record into it; NULL = don't */
     const struct sim_script *script;/* replay mode; NULL = simulate */

@@ -791,7 +791,7 @@ static void qjob_fill(const struct run *r, int i, double now, struct q_job *q) {
     if (js->queued > 0)
         q->queued = js->queued; /* back from preemption */
     q->est_runtime_s = j->estimate_s;
-    q->pred_runtime_s = jr->pred_s;
+    q->pred_runtime_s = r->cfg->plan_actual ? j->duration_s : jr->pred_s;
     q->min_replicas = j->min_replicas;
     q->max_replicas = j->max_replicas;
     q->min_runtime_s = j->min_runtime_s;
@@ -803,7 +803,8 @@ static void qjob_fill(const struct run *r, int i, double now, struct q_job *q) {
         q->preemptions_1h += js->pre_t[x] > now - 3600;
     q->attained_gpu_hours = js->attained_s / 3600.0;
     if (r->jst[i] == JS_RUNNING) {
-        double plan = jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
+        double plan = r->cfg->plan_actual ? j->duration_s
+                      : jr->pred_s > 0 ? jr->pred_s : j->estimate_s;
         q->state = Q_JOB_RUNNING;
         q->replicas = js->rep;
         q->stopping = js->stopping;

@@ -26,8 +26,8 @@ static void usage(FILE *out) {
           "  aiq-sim run --trace FILE [--format csv|tiresias|alibaba] [--nodes FILE]\n"
           "              [--nodes-spec 125x8xA100-80GB] --policy POLICY.yaml\n"
           "              [--csv OUT] [--util-csv OUT] [--html OUT] [--shares] [--journal DB]\n"
-          "              [--tick SECONDS] [--no-predict] [--preempt-grace SECONDS]\n"
-          "              [--group-quota GPUS]\n"
+          "              [--tick SECONDS] [--no-predict] [--plan-actual]\n"
+          "              [--preempt-grace SECONDS] [--group-quota GPUS]\n"
           "  aiq-sim compare --trace FILE [...] --policy A.yaml --policy B.yaml ... [--csv OUT]\n"
           "              [--html REPORT.html]\n"
           "  aiq-sim gen --seed N --jobs N --out FILE [--groups N] [--users N]\n"
@@ -60,7 +60,7 @@ struct opts {
     int jobs, groups, users, max_gpus, budget;
     double holdout;
     double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac, group_quota;
-    int no_predict, shares, tiresias, sample, runs, progress, seed_set;
+    int no_predict, plan_actual, shares, tiresias, sample, runs, progress, seed_set;
 };
 
 static int num(const char *flag, const char *v, double lo, double hi, double *out) {
@@ -133,6 +133,7 @@ static int parse_flag(struct opts *o, const char *a) {
         {"--progress", offsetof(struct opts, progress)},
         {"--tiresias", offsetof(struct opts, tiresias)},
         {"--no-predict", offsetof(struct opts, no_predict)},
+        {"--plan-actual", offsetof(struct opts, plan_actual)},
         {"--shares", offsetof(struct opts, shares)},
     };
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
@@ -408,6 +409,12 @@ static int run_out_open(const struct opts *o, int compare, const struct sim_trac
             fprintf(stderr, "aiq-sim: --journal is for run\n");
             return -1;
         }
+        if (o->plan_actual) {
+            /* a replay plans with the predictions it reads back */
+            fprintf(stderr, "aiq-sim: --plan-actual cannot be journaled: a replay would "
+                            "plan with the predictions\n");
+            return -1;
+        }
         if (!(ro->db = store_open(o->journal, NULL, &e))) {
             fprintf(stderr, "aiq-sim: %s: %s\n", o->journal, e.message);
             return -1;
@@ -448,6 +455,7 @@ static int run_policy(const struct opts *o, int k, const struct sim_trace *tr, o
     cfg.tick_s = o->tick;
     cfg.group_quota_gpus = (int64_t)o->group_quota;
     cfg.predict = !o->no_predict;
+    cfg.plan_actual = o->plan_actual;
     cfg.preempt_grace_s = o->grace;
     cfg.journal = ro->db;
     cfg.progress = progress;

@@ -200,6 +200,62 @@ out:
     oppolicy_free(pol);
 }
 
+/* One GPU; A's estimate is half its real hour. B waits from the start,
+ * C arrives when A has overrun its plan. */
+static struct sim_trace *short_estimate(void) {
+    struct sim_trace *tr = sim_trace_create();
+    aiq_err e;
+    struct sim_job a = {.id = "A", .user = "u", .group = "g", .submit = 0, .replicas = 1,
+                        .gpus = 1, .cpu_milli = 1000, .mem_bytes = 1 << 30,
+                        .duration_s = 3600, .estimate_s = 1800};
+    struct sim_job b = a, c = a;
+    b.id = "B", b.submit = 10, b.duration_s = b.estimate_s = 600;
+    c.id = "C", c.submit = 2000, c.duration_s = c.estimate_s = 600;
+    CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK);
+    CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK);
+    CHECK_INT(sim_trace_add_job(tr, &c, &e), AIQ_OK);
+    CHECK_INT(sim_nodes_from_spec(tr, "1x1xA100-80GB", &e), AIQ_OK);
+    return tr;
+}
+
+/* The ETA at submission, planned with the predictions (here the
+ * estimates: no history yet) and with the real durations (--plan-actual).
+ * A job past its planned end is planned to run as long again: C, arriving
+ * when A has run 2,000 s of its 1,800, is told A ends at 3,600, then B
+ * runs: 4,200, which is right (before, A's GPU was free at once: 2,600). */
+TEST(eta_with_predictions_and_with_actual_durations) {
+    oppolicy *pol = load_preset("fifo");
+    struct sim_trace *tr = short_estimate();
+    for (int actual = 0; pol && actual < 2; actual++) {
+        struct sim_config cfg;
+        struct sim_result res;
+        struct sim_metrics m;
+        aiq_err e;
+        aiq_err_clear(&e);
+        sim_config_for(&cfg, tr, pol);
+        cfg.plan_actual = actual;
+        if (!CHECK_INT(sim_run(&cfg, &res, &e), AIQ_OK)) {
+            printf("    %s\n", e.message);
+            sim_result_deinit(&res);
+            break;
+        }
+        CHECK_INT(sim_metrics_compute(tr, &res, &m, &e), AIQ_OK);
+        double t0 = cfg.epoch;
+        CHECK_DBL(res.jobs[1].start - t0, 3600, 0);
+        CHECK_DBL(res.jobs[2].start - t0, 4200, 0);
+        /* B: A's plan (1,800), or its real end */
+        CHECK_DBL(res.jobs[1].eta - t0, actual ? 3600 : 1800, 0);
+        CHECK_DBL(res.jobs[2].eta - t0, 4200, 0);
+        CHECK_INT(m.eta_n, 2);
+        CHECK_DBL(m.eta_mae_h, actual ? 0 : 1800 / 2 / 3600.0, 1e-12);
+        /* the prediction is made and reported the same either way */
+        CHECK_DBL(res.jobs[0].pred_s, 1800, 0);
+        sim_result_deinit(&res);
+    }
+    sim_trace_free(tr);
+    oppolicy_free(pol);
+}
+
 /* The goal verdicts at, above and without measurements. */
 TEST(goals_table_verdicts) {
     struct sim_metrics m[2];
