@@ -134,6 +134,7 @@ struct cy {
     int nuslot;
     struct q_job *jobs;
     struct opcache_obj **jobj;
+    struct opjob **jobjs;  /* per job: its state (jobj[i]'s) */
     int njobs;
     struct q_place *places;
     int nplaces, cplaces;
@@ -244,6 +245,7 @@ static void cy_free(struct cy *c) {
     free(c->uslot);
     free(c->jobs);
     free(c->jobj);
+    free(c->jobjs);
     free(c->places);
     free(c->poff);
 }
@@ -579,75 +581,98 @@ static inline int cy_job_placed(struct cy *c, struct q_job *qj, const struct aiq
     return 1;
 }
 
-/* Each job the cycle visits is a chain of pointers (the cache entry, its
- * state, the job state, the parsed AIJob), whose cache misses would come
- * one after another at 10k jobs. The passes over every job start them
- * ahead: the entry CY_AHEAD jobs ahead, what it points to half as far,
- * the job state's lines a quarter as far (each read by then). */
+/* Each job the cycle visits is a chain of pointers: the cache entry, its
+ * extension, the job state, and the parsed AIJob beside it. At 10k jobs
+ * each is a cache miss, and followed job by job they come one after
+ * another. cy_gather follows them for every job in passes of
+ * independent loads instead (all entries, then all extensions), so the
+ * CPU has many misses in flight at once; the passes over the jobs then
+ * start the loads of the job state CY_AHEAD jobs ahead from the
+ * gathered arrays. */
 #define CY_AHEAD 8
+
+struct cy_jobs {
+    size_t n;
+    struct opjob **js;              /* per cache entry; NULL: none */
+    const struct aiq_aijob **aj;    /* per cache entry; NULL: not parsed */
+};
+
+/* Fills g for the AIJob cache jc. Returns 0, or -1 out of memory. */
+static int cy_gather(opcache *jc, struct cy_jobs *g) {
+    size_t n = opcache_count(jc);
+    g->n = n;
+    g->js = malloc((n ? n : 1) * sizeof *g->js);
+    g->aj = malloc((n ? n : 1) * sizeof *g->aj);
+    if (!g->js || !g->aj)
+        return -1;
+    const struct opext **ext = malloc((n ? n : 1) * sizeof *ext);
+    if (!ext)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct opcache_obj *o = opcache_at(jc, i);
+        ext[i] = o->ext;
+        g->aj[i] = o->parse_ok ? o->parsed : NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        g->js[i] = ext[i] ? ext[i]->job : NULL;
+    free(ext);
+    return 0;
+}
+
+static void cy_gather_free(struct cy_jobs *g) {
+    free(g->js);
+    free(g->aj);
+    g->js = NULL;
+    g->aj = NULL;
+}
 
 static inline void cy_prefetch_js(const struct opjob *js) {
     /* struct opjob keeps what a cycle reads first, then st's hot fields
      * up to its group; the message comes later. */
+    if (!js)
+        return;
     const char *p = (const char *)js, *end = js->st.group;
     for (; p <= end; p += 64)
         __builtin_prefetch(p);
     __builtin_prefetch(js->st.message);
 }
 
-/* Starts the loads for the jobs CY_AHEAD, CY_AHEAD / 2 and CY_AHEAD / 4
- * ahead of the current one (NULL: past the end). */
-static inline void cy_prefetch3(const struct opcache_obj *far, const struct opcache_obj *mid,
-                                const struct opcache_obj *near) {
-    if (far)
-        __builtin_prefetch(&far->ext);
-    if (mid && mid->ext)
-        __builtin_prefetch(mid->ext);
-    if (mid && mid->parsed)
-        __builtin_prefetch(mid->parsed);
-    const struct opext *x = near ? near->ext : NULL;
-    if (x && x->job)
-        cy_prefetch_js(x->job);
-}
-
-/* At job i of a pass over the cache jc. */
-static inline void cy_prefetch_at(opcache *jc, size_t i, size_t n) {
-    cy_prefetch3(i + CY_AHEAD < n ? opcache_at(jc, i + CY_AHEAD) : NULL,
-                 i + CY_AHEAD / 2 < n ? opcache_at(jc, i + CY_AHEAD / 2) : NULL,
-                 i + CY_AHEAD / 4 < n ? opcache_at(jc, i + CY_AHEAD / 4) : NULL);
-}
-
-/* At job i of a pass over objs[0..n). */
-static inline void cy_prefetch_objs(struct opcache_obj *const *objs, int i, int n) {
-    cy_prefetch3(i + CY_AHEAD < n ? objs[i + CY_AHEAD] : NULL,
-                 i + CY_AHEAD / 2 < n ? objs[i + CY_AHEAD / 2] : NULL,
-                 i + CY_AHEAD / 4 < n ? objs[i + CY_AHEAD / 4] : NULL);
+/* The parsed AIJob's lines the cycle reads: its metadata and spec. */
+static inline void cy_prefetch_aj(const struct aiq_aijob *j) {
+    if (!j)
+        return;
+    __builtin_prefetch(j);
+    __builtin_prefetch(&j->spec.resources);
+    __builtin_prefetch(&j->spec.suspend);
 }
 
 /* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
- * Running, with their placement), in one pass over the cache (each job's
- * state is a cache miss at 10k jobs; the placements array grows as it
- * goes). Returns 0 or -1. */
-static int cy__build_jobs(struct server *s, struct cy *c, double now) {
+ * Running, with their placement), in one pass over the cache's jobs as
+ * gathered in g (the placements array grows as it goes). Returns 0 or
+ * -1. */
+static int cy__build_jobs(struct server *s, struct cy *c, const struct cy_jobs *g,
+                          double now) {
     opcache *jc = s->cache[OPK_AIJOB];
-    size_t n = opcache_count(jc);
+    size_t n = g->n;
     c->jobs = calloc(n ? n : 1, sizeof *c->jobs);
     c->jobj = calloc(n ? n : 1, sizeof *c->jobj);
+    c->jobjs = calloc(n ? n : 1, sizeof *c->jobjs);
     c->poff = malloc((n ? n : 1) * sizeof *c->poff);
-    if (!c->jobs || !c->jobj || !c->poff)
+    if (!c->jobs || !c->jobj || !c->jobjs || !c->poff)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        cy_prefetch_at(jc, i, n);
-        struct opcache_obj *o = opcache_at(jc, i);
-        struct opext *x = o->ext;
-        if (!x || !x->job || !o->parse_ok || !o->parsed)
+        if (i + CY_AHEAD < n) {
+            cy_prefetch_js(g->js[i + CY_AHEAD]);
+            cy_prefetch_aj(g->aj[i + CY_AHEAD]);
+        }
+        struct opjob *js = g->js[i];
+        const struct aiq_aijob *j = g->aj[i];
+        if (!js || !j)
             continue;
-        struct opjob *js = x->job;
-        const struct aiq_aijob *j = o->parsed;
+        struct opcache_obj *o = opcache_at(jc, i);
         aiq_phase p = js->st.phase;
         bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && !js->group_hold &&
-                       js->backoff_until <= now &&
-                       !j->spec.suspend && job_pods_ready(s, o);
+                       js->backoff_until <= now && !j->spec.suspend && js->pods_ready;
         bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
                        job_size_ok(j, js->st.nplacement);
         /* A job being torn down (preempted, failed, suspended) holds its
@@ -678,6 +703,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, double now) {
             if (rc == 0)
                 continue;
         }
+        c->jobjs[c->njobs] = js;
         c->jobj[c->njobs++] = o;
     }
     for (int k = 0; k < c->njobs; k++)
@@ -894,18 +920,33 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
  * pods the syncs queued are created before anything is admitted, up to
  * SRV_PODS_PER_TURN a flush (the jobs whose pods wait for a later turn
  * stay Pending, out of this cycle's queue). */
+static void cy_sync_pass(struct server *s, opcache *jc, double now) {
+    struct cy_jobs g = {0};
+    bool gathered = cy_gather(jc, &g) == 0;
+    size_t n = opcache_count(jc); /* a sync adds and removes no AIJob */
+    for (size_t i = 0; i < n; i++) {
+        struct opcache_obj *o = opcache_at(jc, i);
+        bool wanted;
+        if (gathered) {
+            if (i + CY_AHEAD < n)
+                cy_prefetch_js(g.js[i + CY_AHEAD]);
+            wanted = job_sync_wanted_js(g.js[i]);
+        } else {
+            /* no room for the arrays: the same answer, job by job */
+            wanted = job_sync_wanted(o);
+        }
+        if (wanted)
+            job_sync(s, o, now);
+    }
+    cy_gather_free(&g);
+}
+
 static void cy_sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s, SRV_PODS_PER_TURN);
-    for (size_t i = 0; i < opcache_count(jc); i++) {
-        cy_prefetch_at(jc, i, opcache_count(jc));
-        if (job_sync_wanted(opcache_at(jc, i)))
-            job_sync(s, opcache_at(jc, i), now);
-    }
+    cy_sync_pass(s, jc, now);
     if (srv__flush_pods(s, SRV_PODS_PER_TURN) > 0)
-        for (size_t i = 0; i < opcache_count(jc); i++)
-            if (job_sync_wanted(opcache_at(jc, i)))
-                job_sync(s, opcache_at(jc, i), now);
+        cy_sync_pass(s, jc, now);
     quota_refresh(s, now);
 }
 
@@ -922,7 +963,11 @@ static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
     int brc = d ? cy_build_cluster(s, c, now) : -1;
     if (brc == 0) {
         cy_cohorts(c);
-        brc = cy__build_jobs(s, c, now);
+        struct cy_jobs g = {0};
+        brc = cy_gather(s->cache[OPK_AIJOB], &g);
+        if (brc == 0)
+            brc = cy__build_jobs(s, c, &g, now);
+        cy_gather_free(&g);
         d->last_users = c->nusers;
     }
     if (brc != 0) {
@@ -969,9 +1014,8 @@ static void cy_input(struct server *s, struct cy *c, oppolicy *pol, double now,
  * (cap bytes) gets the admission message. Returns 0, or -1 when the
  * placement is invalid (logged; the job waits). */
 static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
-                    const struct q_result *r, struct opcache_obj *o, double now, char *msg,
-                    size_t cap) {
-    struct opjob *js = ((struct opext *)o->ext)->job;
+                    const struct q_result *r, struct opcache_obj *o, struct opjob *js,
+                    double now, char *msg, size_t cap) {
     const struct aiq_aijob *j = o->parsed;
     if (cy_take_place(js, c, out, r, j) != 0) {
         OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
@@ -1006,8 +1050,7 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
 
 /* A rejected job: Rejected, its pods deleted, journaled. */
 static void cy_reject(struct server *s, const struct q_result *r, struct opcache_obj *o,
-                      double now, const char *msg) {
-    struct opjob *js = ((struct opext *)o->ext)->job;
+                      struct opjob *js, double now, const char *msg) {
     const struct aiq_aijob *j = o->parsed;
     js->st.phase = AIQ_PHASE_REJECTED;
     js->st.position = 0;
@@ -1033,8 +1076,8 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
  * status does not carry it: it is made here only for the journal. */
 static void cy_wait(struct server *s, const struct q_input *in, const q_output *out,
                     oppolicy *pol, int i, const struct q_result *r, struct opcache_obj *o,
-                    double now, char *msg, size_t cap, long *pending_per_level) {
-    struct opjob *js = ((struct opext *)o->ext)->job;
+                    struct opjob *js, double now, char *msg, size_t cap,
+                    long *pending_per_level) {
     const struct aiq_aijob *j = o->parsed;
     bool blocked = r->reason == Q_R_BLOCKED;
     js->st.position = r->pos;
@@ -1043,7 +1086,7 @@ static void cy_wait(struct server *s, const struct q_input *in, const q_output *
     cy_set(js->st.message, sizeof js->st.message, blocked ? CY_BLOCKED_MSG : msg);
     /* Score and terms are written with a due status only; the
      * live ones come from the visibility endpoint (/queue). */
-    if (job_status_due(s, o, now)) {
+    if (job_status_due(o, js, now)) {
         cy_score_terms(s, in, pol, i, r, js);
         job_publish(s, o, now);
     }
@@ -1062,11 +1105,12 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
                       oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
     long pending_per_level[AIQ_MAX_LEVELS] = {0};
     for (int i = 0; i < c->njobs; i++) {
-        cy_prefetch_objs(c->jobj, i, c->njobs);
+        if (i + CY_AHEAD < c->njobs)
+            cy_prefetch_js(c->jobjs[i + CY_AHEAD]);
         if (c->jobs[i].state != Q_JOB_PENDING)
             continue;
         struct opcache_obj *o = c->jobj[i];
-        struct opjob *js = ((struct opext *)o->ext)->job;
+        struct opjob *js = c->jobjs[i];
         const struct q_result *r = &out->res[i];
         char msg[512];
         /* A blocked job's message is made only when it is journaled
@@ -1079,12 +1123,12 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
         if (r->decision != Q_DEC_WAIT)
             cy_score_terms(s, in, pol, i, r, js);
         if (r->decision == Q_DEC_ADMIT) {
-            if (cy_admit(s, c, out, r, o, now, msg, sizeof msg) == 0)
+            if (cy_admit(s, c, out, r, o, js, now, msg, sizeof msg) == 0)
                 admitted[(*nadm)++] = o;
         } else if (r->decision == Q_DEC_REJECT && !capgrace_hold(s, r->reason, now, msg, sizeof msg)) {
-            cy_reject(s, r, o, now, msg);
+            cy_reject(s, r, o, js, now, msg);
         } else {
-            cy_wait(s, in, out, pol, i, r, o, now, msg, sizeof msg, pending_per_level);
+            cy_wait(s, in, out, pol, i, r, o, js, now, msg, sizeof msg, pending_per_level);
         }
     }
     if (opvis_waiting(s->vis)) {

@@ -216,10 +216,8 @@ static void job__publish(struct server *s, struct opcache_obj *o,
 }
 
 /* See server.h. */
-bool job_status_due(struct server *s, struct opcache_obj *o, double now) {
-    struct opjob *js = job_state(o);
-    (void)s;
-    return js && job_must_publish(o, js, now);
+bool job_status_due(const struct opcache_obj *o, struct opjob *js, double now) {
+    return job_must_publish(o, js, now);
 }
 
 /* See server.h. */
@@ -1848,18 +1846,14 @@ bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j)
            job_size_ok(j, js->st.nplacement);
 }
 
-/* Tells whether the job's pods all existed on the server at its last
- * sync; see server.h. */
-bool job_pods_ready(struct server *s, struct opcache_obj *o) {
-    struct opext *x = o->ext;
-    (void)s;
-    return o->parse_ok && o->parsed && x && x->job && x->job->pods_ready;
-}
-
 /* See server.h. */
 bool job_sync_wanted(struct opcache_obj *o) {
     struct opext *x = o->ext;
-    const struct opjob *js = x ? x->job : NULL;
+    return job_sync_wanted_js(x ? x->job : NULL);
+}
+
+/* See server.h. */
+bool job_sync_wanted_js(const struct opjob *js) {
     if (!js || !js->loaded || js->resync || js->teardown)
         return true;
     if (js->stopping > 0 || js->grow_from > 0 || js->grow_start > 0)

@@ -481,11 +481,6 @@ int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs)
  * NULL when out of memory. */
 char *job_place_json(const struct opjob *js);
 
-/* Tells whether every pod of the job existed on the server (not only as
- * a placeholder waiting for its create) at its last sync, which pod
- * events and pod creation bring; only such jobs can be admitted. */
-bool job_pods_ready(struct server *s, struct opcache_obj *o);
-
 /* Tells whether n placements are a size job j may run at: its replicas,
  * or for an elastic job minReplicas..maxReplicas. */
 bool job_size_ok(const struct aiq_aijob *j, int n);
@@ -503,6 +498,9 @@ bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j)
  * by events, which sync them when they come. */
 bool job_sync_wanted(struct opcache_obj *o);
 
+/* The same from the job's state (NULL: none yet, so wanted). */
+bool job_sync_wanted_js(const struct opjob *js);
+
 /* Flags every AIJob for a sync at the next cycle (a Group changed, this
  * replica became the leader). */
 void job_resync_all(struct server *s);
@@ -517,8 +515,9 @@ void job_publish(struct server *s, struct opcache_obj *o, double now);
  * acts on (phase, level, group, reason, message, conditions, placement,
  * attempts, times, generation), its position or start estimate moved
  * materially (opstatus_moved), or the object was changed by someone else.
- * Score and terms alone never make a status due. */
-bool job_status_due(struct server *s, struct opcache_obj *o, double now);
+ * Score and terms alone never make a status due. js is o's state (the
+ * cycle holds it: looking it up again would be one more cache miss). */
+bool job_status_due(const struct opcache_obj *o, struct opjob *js, double now);
 /* Looks among the pods of an admitted gang (j, attempt as the status
  * shows) for one kube-scheduler keeps refusing: released (no gate), not
  * bound, PodScheduled=False with reason Unschedulable. On finding one,
