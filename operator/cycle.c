@@ -597,17 +597,27 @@ struct cy_jobs {
     const struct aiq_aijob **aj;    /* per cache entry; NULL: not parsed */
 };
 
-/* Fills g for the AIJob cache jc. Returns 0, or -1 out of memory. */
+static void cy_gather_free(struct cy_jobs *g) {
+    free(g->js);
+    free(g->aj);
+    g->js = NULL;
+    g->aj = NULL;
+}
+
+/* Fills g for the AIJob cache jc (what g held before is freed). Returns
+ * 0, or -1 out of memory (g then holds nothing). */
 static int cy_gather(opcache *jc, struct cy_jobs *g) {
+    cy_gather_free(g);
     size_t n = opcache_count(jc);
     g->n = n;
     g->js = malloc((n ? n : 1) * sizeof *g->js);
     g->aj = malloc((n ? n : 1) * sizeof *g->aj);
-    if (!g->js || !g->aj)
-        return -1;
     const struct opext **ext = malloc((n ? n : 1) * sizeof *ext);
-    if (!ext)
+    if (!g->js || !g->aj || !ext) {
+        free(ext);
+        cy_gather_free(g);
         return -1;
+    }
     for (size_t i = 0; i < n; i++) {
         const struct opcache_obj *o = opcache_at(jc, i);
         ext[i] = o->ext;
@@ -617,13 +627,6 @@ static int cy_gather(opcache *jc, struct cy_jobs *g) {
         g->js[i] = ext[i] ? ext[i]->job : NULL;
     free(ext);
     return 0;
-}
-
-static void cy_gather_free(struct cy_jobs *g) {
-    free(g->js);
-    free(g->aj);
-    g->js = NULL;
-    g->aj = NULL;
 }
 
 static inline void cy_prefetch_js(const struct opjob *js) {
@@ -920,33 +923,39 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
  * pods the syncs queued are created before anything is admitted, up to
  * SRV_PODS_PER_TURN a flush (the jobs whose pods wait for a later turn
  * stay Pending, out of this cycle's queue). */
-static void cy_sync_pass(struct server *s, opcache *jc, double now) {
-    struct cy_jobs g = {0};
-    bool gathered = cy_gather(jc, &g) == 0;
+static void cy_sync_pass(struct server *s, opcache *jc, struct cy_jobs *g, double now) {
+    bool gathered = cy_gather(jc, g) == 0;
     size_t n = opcache_count(jc); /* a sync adds and removes no AIJob */
     for (size_t i = 0; i < n; i++) {
         struct opcache_obj *o = opcache_at(jc, i);
         bool wanted;
         if (gathered) {
             if (i + CY_AHEAD < n)
-                cy_prefetch_js(g.js[i + CY_AHEAD]);
-            wanted = job_sync_wanted_js(g.js[i]);
+                cy_prefetch_js(g->js[i + CY_AHEAD]);
+            wanted = job_sync_wanted_js(g->js[i]);
         } else {
             /* no room for the arrays: the same answer, job by job */
             wanted = job_sync_wanted(o);
         }
-        if (wanted)
-            job_sync(s, o, now);
+        if (!wanted)
+            continue;
+        job_sync(s, o, now);
+        if (gathered) { /* a sync may make the job's state */
+            const struct opext *x = o->ext;
+            g->js[i] = x ? x->job : NULL;
+            g->aj[i] = o->parse_ok ? o->parsed : NULL;
+        }
     }
-    cy_gather_free(&g);
 }
 
-static void cy_sync_jobs(struct server *s, double now) {
+/* Syncs the jobs that want it, and leaves g gathered for the cycle's
+ * input (empty when there was no room for it). */
+static void cy_sync_jobs(struct server *s, struct cy_jobs *g, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s, SRV_PODS_PER_TURN);
-    cy_sync_pass(s, jc, now);
+    cy_sync_pass(s, jc, g, now);
     if (srv__flush_pods(s, SRV_PODS_PER_TURN) > 0)
-        cy_sync_pass(s, jc, now);
+        cy_sync_pass(s, jc, g, now);
     quota_refresh(s, now);
 }
 
@@ -954,7 +963,8 @@ static void cy_sync_jobs(struct server *s, double now) {
  * and fair share. Returns 0, or -1 when nothing can be decided this turn
  * (out of memory, logged; or a failing store, which store_guard.c
  * retries). */
-static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
+static int cy_build(struct server *s, struct cy *c, struct cy_jobs *g, oppolicy *pol,
+                    double now) {
     if (!s->udir && (s->udir = calloc(1, sizeof *s->udir)) != NULL)
         s->udir->epoch = 1;
     struct cy_udir *d = c->udir = s->udir;
@@ -963,11 +973,10 @@ static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
     int brc = d ? cy_build_cluster(s, c, now) : -1;
     if (brc == 0) {
         cy_cohorts(c);
-        struct cy_jobs g = {0};
-        brc = cy_gather(s->cache[OPK_AIJOB], &g);
+        if (!g->js)
+            brc = cy_gather(s->cache[OPK_AIJOB], g);
         if (brc == 0)
-            brc = cy__build_jobs(s, c, &g, now);
-        cy_gather_free(&g);
+            brc = cy__build_jobs(s, c, g, now);
         d->last_users = c->nusers;
     }
     if (brc != 0) {
@@ -1206,9 +1215,10 @@ void cycle_run(struct server *s, double now) {
     aiq_err_clear(&e);
     s->ncycles++;
 
-    cy_sync_jobs(s, now);
+    struct cy_jobs g = {0};
+    cy_sync_jobs(s, &g, now);
     oppolicy *pol = srv__policy(s);
-    if (cy_build(s, &c, pol, now) != 0)
+    if (cy_build(s, &c, &g, pol, now) != 0)
         goto out;
     struct q_input in;
     cy_input(s, &c, pol, now, &in);
@@ -1244,4 +1254,5 @@ out:;
           "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f",
           (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000);
     cy_free(&c);
+    cy_gather_free(&g);
 }
