@@ -657,9 +657,10 @@ static int cy__build_jobs(struct server *s, struct cy *c, const struct cy_jobs *
                           double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     size_t n = g->n;
-    c->jobs = calloc(n ? n : 1, sizeof *c->jobs);
-    c->jobj = calloc(n ? n : 1, sizeof *c->jobj);
-    c->jobjs = calloc(n ? n : 1, sizeof *c->jobjs);
+    /* each job taken is zeroed below; the rest is never read */
+    c->jobs = malloc((n ? n : 1) * sizeof *c->jobs);
+    c->jobj = malloc((n ? n : 1) * sizeof *c->jobj);
+    c->jobjs = malloc((n ? n : 1) * sizeof *c->jobjs);
     c->poff = malloc((n ? n : 1) * sizeof *c->poff);
     if (!c->jobs || !c->jobj || !c->jobjs || !c->poff)
         return -1;
