@@ -1149,6 +1149,11 @@ int main(int argc, char **argv) {
     }
     if (p != 0)
         return 2;
+    if (o.plan_actual && strcmp(o.cmd, "run") != 0 && strcmp(o.cmd, "compare") != 0) {
+        /* tune and inflate would plan with the predictions all the same */
+        fprintf(stderr, "aiq-sim: --plan-actual is for run and compare, not %s\n", o.cmd);
+        return 2;
+    }
     if (strcmp(o.cmd, "run") == 0)
         return cmd_run(&o, 0);
     if (strcmp(o.cmd, "compare") == 0)

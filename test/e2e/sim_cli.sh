@@ -56,6 +56,16 @@ check "a bad line names file:line:column, column and value (exit 1)" sh -c '
   "$0" run --trace "$1/bad.csv" --policy "$2/fifo.yaml" >/dev/null 2>"$3/e"; rc=$?
   [ $rc = 1 ] && grep -q "bad.csv:3:16: column .gpus.: expected an integer 0..16, got .eight." "$3/e"' \
     "$SIM" "$F" "$P" "$T"
+check "--plan-actual: compare plans with the real durations; refused where it cannot act" sh -c '
+  "$0" compare --plan-actual --trace "$1/a.csv" --nodes-spec 4x8xA100-80GB \
+    --policy "$2/fifo.yaml" 2>/dev/null | grep -q "^fifo  *[0-9.]*%" || exit 1
+  "$0" run --plan-actual --journal "$1/pa.db" --trace "$1/a.csv" --policy "$2/fifo.yaml" \
+    >/dev/null 2>"$1/pa.err"
+  [ $? = 1 ] && grep -q "cannot be journaled" "$1/pa.err" || exit 1
+  "$0" tune --plan-actual --policy "$2/fifo.yaml" --trace "$1/a.csv" --objective mean_jct \
+    >/dev/null 2>"$1/pa.err"
+  [ $? = 2 ] && grep -q "is for run and compare, not tune" "$1/pa.err"' \
+    "$SIM" "$T" "$P"
 check "usage errors exit 2" sh -c '
   "$0" run --trace x.csv 2>/dev/null; [ $? = 2 ] && "$0" frobnicate 2>/dev/null; [ $? = 2 ]' "$SIM"
 check "run --journal, then replay: exact" sh -c '
