@@ -640,6 +640,13 @@ static inline void cy_prefetch_js(const struct opjob *js) {
     __builtin_prefetch(js->st.message);
 }
 
+/* The cache entry's fields the passes read (the parsed AIJob, the
+ * version, the object for its resourceVersion). */
+static inline void cy_prefetch_obj(const struct opcache_obj *o) {
+    __builtin_prefetch(o);
+    __builtin_prefetch(&o->changed);
+}
+
 /* The parsed AIJob's lines the cycle reads: its metadata and spec. */
 static inline void cy_prefetch_aj(const struct aiq_aijob *j) {
     if (!j)
@@ -666,6 +673,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, const struct cy_jobs *
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (i + CY_AHEAD < n) {
+            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD));
             cy_prefetch_js(g->js[i + CY_AHEAD]);
             cy_prefetch_aj(g->aj[i + CY_AHEAD]);
         }
@@ -1115,8 +1123,10 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
                       oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
     long pending_per_level[AIQ_MAX_LEVELS] = {0};
     for (int i = 0; i < c->njobs; i++) {
-        if (i + CY_AHEAD < c->njobs)
+        if (i + CY_AHEAD < c->njobs) {
+            cy_prefetch_obj(c->jobj[i + CY_AHEAD]);
             cy_prefetch_js(c->jobjs[i + CY_AHEAD]);
+        }
         if (c->jobs[i].state != Q_JOB_PENDING)
             continue;
         struct opcache_obj *o = c->jobj[i];
