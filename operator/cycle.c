@@ -939,8 +939,11 @@ static void cy_sync_pass(struct server *s, opcache *jc, struct cy_jobs *g, doubl
         struct opcache_obj *o = opcache_at(jc, i);
         bool wanted;
         if (gathered) {
-            if (i + CY_AHEAD < n)
-                cy_prefetch_js(g->js[i + CY_AHEAD]);
+            const struct opjob *ahead = i + CY_AHEAD < n ? g->js[i + CY_AHEAD] : NULL;
+            if (ahead) { /* the lines job_sync_wanted_js reads */
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(&ahead->st.phase);
+            }
             wanted = job_sync_wanted_js(g->js[i]);
         } else {
             /* no room for the arrays: the same answer, job by job */
