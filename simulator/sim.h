@@ -77,7 +77,10 @@ struct sim_config {
                                        duration instead of the prediction:
                                        what known runtimes would give (a
                                        diagnostic; the prediction is still
-                                       made and reported) */
+                                       made and reported). The trace's
+                                       duration, from a run's start: a
+                                       resumed checkpointing job is planned
+                                       whole again */
     bool collect_decisions;         /* fill sim_result.dec */
     store *journal;                 /* record into it; NULL = don't */
     const struct sim_script *script;/* replay mode; NULL = simulate */
