@@ -57,15 +57,27 @@ func loadPorts(path string, wantAPI int) (*ports, error) {
 	if wantAPI != 0 {
 		p.API = wantAPI
 	}
+	// Every port picked here stays bound until all are picked, so the
+	// kernel cannot hand one out twice; a port the caller asked for (or a
+	// restart reuses) is never taken for another.
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	taken := func(n int) bool { return n == p.API || n == p.EtcdPeer || n == p.EtcdCli }
 	for _, pp := range []*int{&p.API, &p.EtcdPeer, &p.EtcdCli} {
-		if *pp != 0 {
-			continue
+		for *pp == 0 {
+			n, l, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			held = append(held, l)
+			if !taken(n) {
+				*pp = n
+			}
 		}
-		n, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		*pp = n
 	}
 	b, err := json.Marshal(p)
 	if err != nil {

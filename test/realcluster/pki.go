@@ -206,15 +206,18 @@ func randomToken() (string, error) {
 
 var errNoPort = errors.New("no free port")
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
-// free when this returns; the component that binds it comes moments later.
-func freePort() (int, error) {
+// freePort asks the kernel for a free TCP port on 127.0.0.1 and keeps it
+// bound: the caller closes l once every port it needs is picked. Picked
+// and closed one at a time, two ports could come out the same (it
+// happened: kube-apiserver was given etcd's client port and failed with
+// "address already in use"). The component that binds the port comes
+// moments after the close.
+func freePort() (int, net.Listener, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errNoPort, err)
+		return 0, nil, fmt.Errorf("%w: %v", errNoPort, err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return l.Addr().(*net.TCPAddr).Port, l, nil
 }
 
 // frontProxy is the aggregation layer's key material: a CA of its own
