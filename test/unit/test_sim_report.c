@@ -77,9 +77,17 @@ TEST(fragmentation_by_hand) {
 
 /* One node of 2 x 80 GiB. A (50 GiB share) runs 0..3600; B (2 whole GPUs)
  * arrives at 1, waits for A, runs 3600..7200; C (4 GPUs) fits no node. */
-static struct sim_trace *tiny(void) {
+/* A trace of the n jobs on the nodes of spec. */
+static struct sim_trace *trace_of(const struct sim_job *jobs, int n, const char *spec) {
     struct sim_trace *tr = sim_trace_create();
     aiq_err e;
+    for (int i = 0; i < n; i++)
+        CHECK_INT(sim_trace_add_job(tr, &jobs[i], &e), AIQ_OK);
+    CHECK_INT(sim_nodes_from_spec(tr, spec, &e), AIQ_OK);
+    return tr;
+}
+
+static struct sim_trace *tiny(void) {
     struct sim_job a = {.id = "A", .user = "ua", .group = "g1", .submit = 0, .replicas = 1,
                         .gpus = 0, .gpu_mem_mib = 51200, .cpu_milli = 1000,
                         .mem_bytes = 1 << 30, .duration_s = 3600, .estimate_s = 3600};
@@ -88,11 +96,7 @@ static struct sim_trace *tiny(void) {
                         .duration_s = 3600, .estimate_s = 7200};
     struct sim_job c = {.id = "C", .user = "ua", .group = "g1", .submit = 2, .replicas = 1,
                         .gpus = 4, .cpu_milli = 1000, .mem_bytes = 1 << 30, .duration_s = 60};
-    CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK);
-    CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK);
-    CHECK_INT(sim_trace_add_job(tr, &c, &e), AIQ_OK);
-    CHECK_INT(sim_nodes_from_spec(tr, "1x2xA100-80GB", &e), AIQ_OK);
-    return tr;
+    return trace_of((struct sim_job[]){a, b, c}, 3, "1x2xA100-80GB");
 }
 
 TEST(tiny_trace_metrics) {
@@ -203,19 +207,13 @@ out:
 /* One GPU; A's estimate is half its real hour. B waits from the start,
  * C arrives when A has overrun its plan. */
 static struct sim_trace *short_estimate(void) {
-    struct sim_trace *tr = sim_trace_create();
-    aiq_err e;
     struct sim_job a = {.id = "A", .user = "u", .group = "g", .submit = 0, .replicas = 1,
                         .gpus = 1, .cpu_milli = 1000, .mem_bytes = 1 << 30,
                         .duration_s = 3600, .estimate_s = 1800};
     struct sim_job b = a, c = a;
     b.id = "B", b.submit = 10, b.duration_s = b.estimate_s = 600;
     c.id = "C", c.submit = 2000, c.duration_s = c.estimate_s = 600;
-    CHECK_INT(sim_trace_add_job(tr, &a, &e), AIQ_OK);
-    CHECK_INT(sim_trace_add_job(tr, &b, &e), AIQ_OK);
-    CHECK_INT(sim_trace_add_job(tr, &c, &e), AIQ_OK);
-    CHECK_INT(sim_nodes_from_spec(tr, "1x1xA100-80GB", &e), AIQ_OK);
-    return tr;
+    return trace_of((struct sim_job[]){a, b, c}, 3, "1x1xA100-80GB");
 }
 
 /* The ETA at submission, planned with the predictions (here the
