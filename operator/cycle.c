@@ -597,6 +597,12 @@ struct cy_jobs {
     const struct aiq_aijob **aj;    /* per cache entry; NULL: not parsed */
 };
 
+/* o's job state, NULL when it has none yet. */
+static inline struct opjob *cy_js_of(const struct opcache_obj *o) {
+    const struct opext *x = o->ext;
+    return x ? x->job : NULL;
+}
+
 static void cy_gather_free(struct cy_jobs *g) {
     free(g->js);
     free(g->aj);
@@ -947,14 +953,13 @@ static void cy_sync_pass(struct server *s, opcache *jc, struct cy_jobs *g, doubl
             wanted = job_sync_wanted_js(g->js[i]);
         } else {
             /* no room for the arrays: the same answer, job by job */
-            wanted = job_sync_wanted(o);
+            wanted = job_sync_wanted_js(cy_js_of(o));
         }
         if (!wanted)
             continue;
         job_sync(s, o, now);
         if (gathered) { /* a sync may make the job's state */
-            const struct opext *x = o->ext;
-            g->js[i] = x ? x->job : NULL;
+            g->js[i] = cy_js_of(o);
             g->aj[i] = o->parse_ok ? o->parsed : NULL;
         }
     }

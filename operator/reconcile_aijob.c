@@ -1847,12 +1847,6 @@ bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j)
 }
 
 /* See server.h. */
-bool job_sync_wanted(struct opcache_obj *o) {
-    struct opext *x = o->ext;
-    return job_sync_wanted_js(x ? x->job : NULL);
-}
-
-/* See server.h. */
 bool job_sync_wanted_js(const struct opjob *js) {
     if (!js || !js->loaded || js->resync || js->teardown)
         return true;

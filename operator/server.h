@@ -77,11 +77,11 @@ struct opdecision {
 
 struct opjob {
     /* What every cycle reads of every job comes first, in as few cache
-     * lines as it fits (job_sync_wanted, the cycle's input, the status
+     * lines as it fits (job_sync_wanted_js, the cycle's input, the status
      * economy); st's own hot fields follow it. */
     bool loaded;               /* st recovered from the live status */
     bool teardown;             /* deleting the gang's pods */
-    /* The cycle syncs a job only when job_sync_wanted says so (the
+    /* The cycle syncs a job only when job_sync_wanted_js says so (the
      * phases a timer or a pod creation moves, or a flag); pod and AIJob
      * events sync it at once. */
     bool resync;               /* sync at the next cycle (set by events) */
@@ -495,10 +495,8 @@ bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j)
  * by the operator's own pod creation (none yet, Pending, Admitted, a
  * teardown), it is Queued without all its pods, or something flagged it
  * (opjob.resync). Queued, Running, Suspended and finished jobs move only
- * by events, which sync them when they come. */
-bool job_sync_wanted(struct opcache_obj *o);
-
-/* The same from the job's state (NULL: none yet, so wanted). */
+ * by events, which sync them when they come. js is the job's state, NULL
+ * when it has none yet (then a sync is wanted). */
 bool job_sync_wanted_js(const struct opjob *js);
 
 /* Flags every AIJob for a sync at the next cycle (a Group changed, this
