@@ -1,8 +1,10 @@
 /* bench_pod_cache.c -- a micro-benchmark of the operator's pod cache
  * memory: heap bytes per cached pod (glibc mallinfo2, in use after the
  * puts minus before) when the cache keeps each pod whole (managedFields
- * dropped, as before pod_lean.c) and when it keeps the lean copy
- * (pod_lean.h). Two pod shapes: the gated pod as the local API server
+ * dropped, as before pod_lean.c), when it keeps the lean copy
+ * (pod_lean.h), and when the lean copies share their equal subtrees
+ * through the operator's pool (jshare.h; the pool's own table counted,
+ * at the operator's bound). Two pod shapes: the gated pod as the local API server
  * returns it, and as kube-apiserver 1.34 returns it (defaults, the
  * service-account volume, tolerations, conditions, managed fields).
  * It measures the cache alone, not the operator process: the operator's
@@ -15,6 +17,7 @@
 
 #include "operator/cache.h"
 #include "operator/pod_lean.h"
+#include "operator/server.h"
 
 #define NPODS 4000
 
@@ -73,43 +76,56 @@ static size_t heap_in_use(void) {
     return mi.uordblks + mi.hblkhd;
 }
 
+enum keep { KEEP_WHOLE, KEEP_LEAN, KEEP_SHARED };
+
 /* Heap bytes per pod held by a cache of NPODS pods of shape fmt. */
-static double per_pod(const char *fmt, int lean) {
+static double per_pod(const char *fmt, enum keep how) {
     char buf[8192];
     size_t before = heap_in_use();
     opcache *c = opcache_create(NULL, NULL);
-    if (!c)
+    struct jshare *share = how == KEEP_SHARED ? jshare_new(SRV_POD_SHARE_MAX) : NULL;
+    if (!c || (how == KEEP_SHARED && !share)) {
+        opcache_free(c);
+        jshare_free(share);
         return -1;
-    if (lean)
-        opcache_set_lean(c, pod_lean);
+    }
+    if (how != KEEP_WHOLE)
+        opcache_set_lean(c, pod_lean_cache, share);
     for (int i = 0; i < NPODS; i++) {
         snprintf(buf, sizeof buf, fmt, i, i, i + 100, i, i, i, i);
         json_object *o = json_tokener_parse(buf);
         if (!o || !opcache_put(c, o, NULL)) {
             fprintf(stderr, "bench_pod_cache: pod %d not cached\n", i);
             opcache_free(c);
+            jshare_free(share);
             return -1;
         }
     }
     double per = (double)(heap_in_use() - before) / NPODS;
     opcache_free(c);
+    jshare_free(share);
     return per;
 }
 
 int main(void) {
-    double lw = per_pod(local_pod, 0), ll = per_pod(local_pod, 1);
-    double rw = per_pod(real_pod, 0), rl = per_pod(real_pod, 1);
-    if (lw < 0 || ll < 0 || rw < 0 || rl < 0)
+    double lw = per_pod(local_pod, KEEP_WHOLE), ll = per_pod(local_pod, KEEP_LEAN);
+    double ls = per_pod(local_pod, KEEP_SHARED);
+    double rw = per_pod(real_pod, KEEP_WHOLE), rl = per_pod(real_pod, KEEP_LEAN);
+    double rs = per_pod(real_pod, KEEP_SHARED);
+    if (lw < 0 || ll < 0 || ls < 0 || rw < 0 || rl < 0 || rs < 0)
         return 1;
     printf("micro-benchmark: heap per cached gated pod (%d pods, mallinfo2), cache alone\n",
            NPODS);
-    printf("%-8s %12s %12s %8s\n", "server", "whole_B", "lean_B", "ratio");
-    printf("%-8s %12.0f %12.0f %8.2f\n", "local", lw, ll, lw / ll);
-    printf("%-8s %12.0f %12.0f %8.2f\n", "real", rw, rl, rw / rl);
+    printf("%-8s %12s %12s %12s %8s %8s\n", "server", "whole_B", "lean_B", "shared_B",
+           "ratio", "shared/lean");
+    printf("%-8s %12.0f %12.0f %12.0f %8.2f %8.2f\n", "local", lw, ll, ls, lw / ll, ls / ll);
+    printf("%-8s %12.0f %12.0f %12.0f %8.2f %8.2f\n", "real", rw, rl, rs, rw / rl, rs / rl);
     printf("pod_cache_local_whole_bytes_per_pod=%.0f\n", lw);
     printf("pod_cache_local_lean_bytes_per_pod=%.0f\n", ll);
     printf("pod_cache_real_whole_bytes_per_pod=%.0f\n", rw);
     printf("pod_cache_real_lean_bytes_per_pod=%.0f\n", rl);
+    printf("pod_cache_local_shared_bytes_per_pod=%.0f\n", ls);
+    printf("pod_cache_real_shared_bytes_per_pod=%.0f\n", rs);
     printf("pod_cache_real_whole_vs_lean=%.2f\n", rw / rl);
     return 0;
 }

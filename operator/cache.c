@@ -18,7 +18,8 @@ struct opcache {
     uint64_t seq;
     void (*free_parsed)(void *);
     void (*free_ext)(void *);
-    json_object *(*lean)(json_object *raw); /* NULL: keep raw */
+    json_object *(*lean)(json_object *raw, void *ctx); /* NULL: keep raw */
+    void *lean_ctx;
 };
 
 static uint64_t cache_hash(const char *s) {
@@ -138,8 +139,10 @@ json_object *opcache_member(const struct opcache_obj *o, const char *name) {
     return txt ? json_tokener_parse(txt) : NULL;
 }
 
-void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw)) {
+void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw, void *ctx),
+                      void *ctx) {
     c->lean = lean;
+    c->lean_ctx = ctx;
 }
 
 /* Frees the cache; see cache.h. */
@@ -226,7 +229,7 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         return NULL;
     }
     if (c->lean) {
-        json_object *l = c->lean(raw);
+        json_object *l = c->lean(raw, c->lean_ctx);
         json_object_put(raw);
         raw = l;
         if (!raw) {

@@ -57,12 +57,14 @@ typedef struct opcache opcache;
  * entry's parsed struct and state. NULL on ENOMEM. */
 opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *));
 
-/* Makes every later put keep lean(raw) instead of raw: lean (borrows
- * raw) returns a new object holding what the operator reads of it, or
- * NULL on ENOMEM (the put then fails with AIQ_ENOMEM). raw itself is
- * never changed, so a caller may put a reference to an object it still
- * uses (see pod_lean.h for the pods'). */
-void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw));
+/* Makes every later put keep lean(raw, ctx) instead of raw: lean
+ * (borrows raw; ctx is the caller's, passed through) returns a new
+ * object holding what the operator reads of it, or NULL on ENOMEM (the
+ * put then fails with AIQ_ENOMEM). raw itself is never changed, so a
+ * caller may put a reference to an object it still uses (see pod_lean.h
+ * for the pods'). */
+void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw, void *ctx),
+                      void *ctx);
 
 /* Frees c and every entry. NULL is a no-op. */
 void opcache_free(opcache *c);

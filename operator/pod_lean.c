@@ -41,6 +41,16 @@ static int pl_add(json_object *dst, const char *k, json_object *child) {
     return 0;
 }
 
+/* As pl_add, with child replaced by the pool's equal subtree (share may
+ * be NULL: kept as it is). */
+static int pl_add_shared(json_object *dst, const char *k, json_object *child,
+                         struct jshare *share) {
+    if (child && ((pl_is(child, json_type_object) && json_object_object_length(child) == 0) ||
+                  (pl_is(child, json_type_array) && json_object_array_length(child) == 0)))
+        return pl_add(dst, k, child); /* dropped there */
+    return pl_add(dst, k, jshare_intern(share, child));
+}
+
 /* Appends a reference to v to the array arr. Returns 0 or -1. */
 static int pl_push(json_object *arr, json_object *v) {
     if (json_object_array_add(arr, json_object_get(v)) != 0) {
@@ -84,7 +94,7 @@ static json_object *pl_owner(json_object *refs) {
     return out;
 }
 
-static json_object *pl_metadata(json_object *md, bool bound) {
+static json_object *pl_metadata(json_object *md, bool bound, struct jshare *share) {
     static const char *const scalars[] = {"name", "namespace", "uid", "resourceVersion",
                                           "deletionTimestamp", "labels"};
     json_object *out = json_object_new_object();
@@ -93,7 +103,7 @@ static json_object *pl_metadata(json_object *md, bool bound) {
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++)
         if (pl_share(out, md, scalars[i]) != 0)
             goto fail;
-    if (pl_add(out, "annotations", pl_annotations(aiq_jget(md, "annotations"))) != 0)
+    if (pl_add_shared(out, "annotations", pl_annotations(aiq_jget(md, "annotations")), share) != 0)
         goto fail;
     if (bound && pl_add(out, "ownerReferences", pl_owner(aiq_jget(md, "ownerReferences"))) != 0)
         goto fail;
@@ -173,7 +183,7 @@ static json_object *pl_status(json_object *st) {
 }
 
 /* The lean copy; see pod_lean.h. */
-json_object *pod_lean(json_object *pod) {
+json_object *pod_lean(json_object *pod, struct jshare *share) {
     if (!pl_is(pod, json_type_object))
         return NULL;
     json_object *spec = aiq_jget(pod, "spec"), *node = aiq_jget(spec, "nodeName");
@@ -181,11 +191,15 @@ json_object *pod_lean(json_object *pod) {
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;
-    if (pl_add(out, "metadata", pl_metadata(aiq_jget(pod, "metadata"), bound)) != 0 ||
-        pl_add(out, "spec", pl_spec(spec, bound)) != 0 ||
-        pl_add(out, "status", pl_status(aiq_jget(pod, "status"))) != 0) {
+    if (pl_add(out, "metadata", pl_metadata(aiq_jget(pod, "metadata"), bound, share)) != 0 ||
+        pl_add_shared(out, "spec", pl_spec(spec, bound), share) != 0 ||
+        pl_add_shared(out, "status", pl_status(aiq_jget(pod, "status")), share) != 0) {
         json_object_put(out);
         return NULL;
     }
     return out;
+}
+
+json_object *pod_lean_cache(json_object *pod, void *share) {
+    return pod_lean(pod, share);
 }

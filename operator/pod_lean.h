@@ -27,13 +27,22 @@
 
 #include <json-c/json.h>
 
+#include "operator/jshare.h"
+
 /* The prefix of the annotations kept. */
 #define POD_LEAN_ANN_PREFIX "aiq.dev/"
 
 /* Returns a new object (caller owns it) holding the fields of pod
  * (borrowed, unchanged) listed above; subtrees kept whole are shared
  * with pod by reference, so neither may be changed in place afterwards.
- * NULL on ENOMEM or when pod is not a JSON object. */
-json_object *pod_lean(json_object *pod);
+ * With share (may be NULL), the copy's spec, status and
+ * metadata.annotations are the pool's when an equal one is there (every
+ * waiting gated pod has the same three): shared by every pod that has
+ * them, so never changed in place either. NULL on ENOMEM or when pod is
+ * not a JSON object. */
+json_object *pod_lean(json_object *pod, struct jshare *share);
+
+/* pod_lean for opcache_set_lean: share is a struct jshare * or NULL. */
+json_object *pod_lean_cache(json_object *pod, void *share);
 
 #endif

@@ -1011,8 +1011,12 @@ static aiq_rc srv_open_state(struct server *s, aiq_err *err) {
             return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
     /* A pod is kept as the few fields the operator reads (pod_lean.h):
-     * most of the cache at a long queue is gated pods. */
-    opcache_set_lean(s->cache[OPK_POD], pod_lean);
+     * most of the cache at a long queue is gated pods, and their lean
+     * spec, status and annotations are mostly equal, so kept once. */
+    s->pod_share = jshare_new(SRV_POD_SHARE_MAX);
+    if (!s->pod_share)
+        return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
+    opcache_set_lean(s->cache[OPK_POD], pod_lean_cache, s->pod_share);
     s->foreign = fpods_create();
     if (!s->foreign)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
@@ -1144,6 +1148,8 @@ void srv_deinit(struct server *s) {
         opcache_free(s->cache[k]);
         s->cache[k] = NULL;
     }
+    jshare_free(s->pod_share); /* the pods' references went with the cache */
+    s->pod_share = NULL;
     fpods_free(s->foreign);
     s->foreign = NULL;
     json_object_put(s->pending_events);

@@ -194,6 +194,11 @@ struct opext {
  * of pods go out over several short turns, so the loop keeps reading the
  * watch and writing statuses (whose budget refills per turn) meanwhile. */
 #define SRV_PODS_PER_TURN 250
+/* Distinct pod subtrees the pod cache's pool keeps (jshare.h): waiting
+ * pods have a handful; a running pod's status (its start time) and a
+ * bound pod's spec (its node) are each their own, so the pool lets go of
+ * all at this bound and refills with what pods have in common. */
+#define SRV_POD_SHARE_MAX 4096
 
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
@@ -241,6 +246,9 @@ struct server {
     unsigned long watch_errors[OPK__N]; /* errors already logged, per watch */
     double last_watch_check;   /* unix s */
     opcache *cache[OPK__N];
+    /* The pod cache's pool of equal subtrees (pod_lean.h): the lean
+     * spec, status and annotations every waiting gated pod shares. */
+    struct jshare *pod_share;
     bool listed[OPK__N];       /* first full list seen */
     /* Pods aiq does not run (foreign.h): a second pod watch, the lean
      * cache it feeds, and whether its first list is in. */

@@ -1,8 +1,10 @@
 /* test_pod_lean.c -- the lean copy of a pod the operator caches
  * (operator/pod_lean.c): every reader the operator runs on a cached pod
  * gives the same answer on the lean copy as on the pod a real API server
- * sends, the rest is dropped, the pod itself is left unchanged, and the
- * cache keeps the lean copy when told to. */
+ * sends, the rest is dropped, the pod itself is left unchanged, the
+ * cache keeps the lean copy when told to, and lean copies made with a
+ * pool share their equal spec, status and annotations and nothing
+ * else. */
 #include <json-c/json.h>
 #include <string.h>
 
@@ -103,7 +105,7 @@ TEST(pod_lean_gated_keeps_what_is_read) {
     const char *before = json_object_to_json_string(full);
     size_t full_len = strlen(before);
     char *copy = strdup(before);
-    json_object *lean = pod_lean(full);
+    json_object *lean = pod_lean(full, NULL);
     CHECK(lean != NULL);
     CHECK_STR(json_object_to_json_string(full), copy); /* the pod is not changed */
     free(copy);
@@ -140,7 +142,7 @@ TEST(pod_lean_gated_keeps_what_is_read) {
 
 TEST(pod_lean_bound_keeps_its_count) {
     json_object *full = real_pod("n1", UNSCHED_COND);
-    json_object *lean = pod_lean(full);
+    json_object *lean = pod_lean(full, NULL);
     CHECK(lean != NULL);
     same_strings(full, lean);
     struct fpod a, b;
@@ -172,7 +174,7 @@ TEST(pod_lean_bound_keeps_its_count) {
 
 TEST(pod_lean_minimal_and_bad) {
     json_object *o = json_tokener_parse("{\"metadata\":{\"name\":\"p\"}}");
-    json_object *l = pod_lean(o);
+    json_object *l = pod_lean(o, NULL);
     CHECK(l != NULL);
     CHECK_STR(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN),
               "{\"metadata\":{\"name\":\"p\"}}");
@@ -180,13 +182,13 @@ TEST(pod_lean_minimal_and_bad) {
     json_object_put(l);
     json_object_put(o);
     o = json_object_new_array();
-    CHECK(pod_lean(o) == NULL); /* not an object */
+    CHECK(pod_lean(o, NULL) == NULL); /* not an object */
     json_object_put(o);
 }
 
 TEST(pod_lean_in_the_cache) {
     opcache *c = opcache_create(NULL, NULL);
-    opcache_set_lean(c, pod_lean);
+    opcache_set_lean(c, pod_lean_cache, NULL);
     json_object *full = real_pod("", GATED_COND);
     /* A caller may keep using what it put (srv__create_pod sends it). */
     struct opcache_obj *o = opcache_put(c, json_object_get(full), NULL);
@@ -198,4 +200,59 @@ TEST(pod_lean_in_the_cache) {
     CHECK(o && pods_is_gated(o->raw));
     json_object_put(full);
     opcache_free(c);
+}
+
+/* Two waiting pods of two jobs: one spec, one status and one set of
+ * annotations between them; names, labels and versions their own; every
+ * reader's answer as without the pool; a pod that moves on (bound, a new
+ * attempt) gets its own again without changing the other's. */
+TEST(pod_lean_shares_what_waiting_pods_have_in_common) {
+    struct jshare *share = jshare_new(64);
+    opcache *c = opcache_create(NULL, NULL);
+    CHECK(share && c);
+    opcache_set_lean(c, pod_lean_cache, share);
+    json_object *full = real_pod("", GATED_COND);
+    char txt[8192];
+    snprintf(txt, sizeof txt, "%s", json_object_to_json_string_ext(full, JSON_C_TO_STRING_PLAIN));
+    /* The second pod: another job's replica 0, same template. */
+    json_object *other = json_tokener_parse(txt);
+    json_object *md = path(other, "metadata", NULL), *lab = path(other, "metadata", "labels");
+    json_object_object_add(md, "name", json_object_new_string("eval-0"));
+    json_object_object_add(md, "uid", json_object_new_string("u-456"));
+    json_object_object_add(md, "resourceVersion", json_object_new_string("4712"));
+    json_object_object_add(lab, "aiq.dev/job", json_object_new_string("eval"));
+    struct opcache_obj *a = opcache_put(c, json_object_get(full), NULL);
+    struct opcache_obj *b = opcache_put(c, json_object_get(other), NULL);
+    CHECK(a && b);
+    if (!a || !b)
+        return;
+    CHECK(path(a->raw, "spec", NULL) == path(b->raw, "spec", NULL));
+    CHECK(path(a->raw, "status", NULL) == path(b->raw, "status", NULL));
+    CHECK(path(a->raw, "metadata", "annotations") == path(b->raw, "metadata", "annotations"));
+    CHECK(path(a->raw, "metadata", NULL) != path(b->raw, "metadata", NULL));
+    CHECK_STR(aiq_jpath_str(b->raw, "metadata.name"), "eval-0");
+    CHECK_STR(aiq_jpath_str(a->raw, "metadata.name"), "train-1");
+    CHECK(json_object_equal(path(b->raw, "metadata", "labels"), lab));
+    /* The readers, on the shared copy as on the pod itself. */
+    CHECK_INT(pods_is_gated(b->raw), 1);
+    CHECK_INT(pods_attempt(b->raw), 3);
+    same_release(other, b->raw);
+    /* The first pod is bound by the scheduler after its release: its own
+     * spec and status now, the other's untouched. */
+    json_object *bound = real_pod("n1", UNSCHED_COND);
+    a = opcache_put(c, bound, NULL);
+    CHECK(a != NULL);
+    if (a) {
+        CHECK(path(a->raw, "spec", NULL) != path(b->raw, "spec", NULL));
+        CHECK_STR(aiq_jpath_str(a->raw, "spec.nodeName"), "n1");
+    }
+    CHECK_STR(aiq_jpath_str(b->raw, "spec.nodeName"), "");
+    CHECK_INT(pods_is_gated(b->raw), 1);
+    CHECK(!path(b->raw, "status", "conditions"));
+    /* The pool outlives nothing it shares: freeing it first is fine. */
+    jshare_free(share);
+    CHECK_INT(pods_attempt(b->raw), 3);
+    opcache_free(c);
+    json_object_put(full);
+    json_object_put(other);
 }
