@@ -96,7 +96,7 @@ static json_object *pl_owner(json_object *refs) {
 
 static json_object *pl_metadata(json_object *md, bool bound, struct jshare *share) {
     static const char *const scalars[] = {"name", "namespace", "uid", "resourceVersion",
-                                          "deletionTimestamp", "labels"};
+                                          "creationTimestamp", "deletionTimestamp", "labels"};
     json_object *out = json_object_new_object();
     if (!out)
         return NULL;

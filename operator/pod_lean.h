@@ -5,7 +5,9 @@
  * server has dozens).
  *
  * Kept (everything else is dropped):
- *   metadata.name, namespace, uid, resourceVersion, deletionTimestamp
+ *   metadata.name, namespace, uid, resourceVersion, deletionTimestamp,
+ *   creationTimestamp             (a growth recovered after a restart
+ *                                 times out from its pods' creation)
  *   metadata.labels               whole (aiq.dev/job; a DRA claim copies them all)
  *   metadata.annotations          only the "aiq.dev/" ones (attempt, release
  *                                 placement, stop reason, replicas)

@@ -76,6 +76,7 @@ static json_object *path(json_object *o, const char *a, const char *b) {
 static void same_strings(json_object *full, json_object *lean) {
     static const char *const paths[] = {"metadata.name", "metadata.namespace", "metadata.uid",
                                         "metadata.resourceVersion", "metadata.deletionTimestamp",
+                                        "metadata.creationTimestamp",
                                         "spec.nodeName", "status.phase", "status.startTime"};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         CHECK(aiq_jpath_str(lean, paths[i]) != NULL);
@@ -116,6 +117,7 @@ TEST(pod_lean_gated_keeps_what_is_read) {
     CHECK_INT(opcache_key(k2, sizeof k2, lean), 0);
     CHECK_STR(k2, k1);
     CHECK(aiq_jpath_str(lean, "spec.nodeName") && !*aiq_jpath_str(lean, "spec.nodeName"));
+    same_strings(full, lean);
     same_release(full, lean);
     CHECK(json_object_equal(path(full, "metadata", "labels"), path(lean, "metadata", "labels")));
     /* Every aiq.dev/ annotation, and nothing else. */
