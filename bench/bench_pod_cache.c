@@ -17,7 +17,6 @@
 
 #include "operator/cache.h"
 #include "operator/pod_lean.h"
-#include "operator/server.h"
 
 #define NPODS 4000
 
@@ -83,7 +82,7 @@ static double per_pod(const char *fmt, enum keep how) {
     char buf[8192];
     size_t before = heap_in_use();
     opcache *c = opcache_create(NULL, NULL);
-    struct jshare *share = how == KEEP_SHARED ? jshare_new(SRV_POD_SHARE_MAX) : NULL;
+    struct jshare *share = how == KEEP_SHARED ? jshare_new(POD_LEAN_SHARE_MAX) : NULL;
     if (!c || (how == KEEP_SHARED && !share)) {
         opcache_free(c);
         jshare_free(share);

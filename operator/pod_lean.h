@@ -31,6 +31,12 @@
 
 #include "operator/jshare.h"
 
+/* Distinct subtrees the operator's pool for lean pods keeps (jshare.h):
+ * waiting pods have a handful; a running pod's status (its start time)
+ * and a bound pod's spec (its node) are each their own, so the pool lets
+ * go of all at this bound and refills with what pods have in common. */
+#define POD_LEAN_SHARE_MAX 4096
+
 /* The prefix of the annotations kept. */
 #define POD_LEAN_ANN_PREFIX "aiq.dev/"
 

@@ -1013,7 +1013,7 @@ static aiq_rc srv_open_state(struct server *s, aiq_err *err) {
     /* A pod is kept as the few fields the operator reads (pod_lean.h):
      * most of the cache at a long queue is gated pods, and their lean
      * spec, status and annotations are mostly equal, so kept once. */
-    s->pod_share = jshare_new(SRV_POD_SHARE_MAX);
+    s->pod_share = jshare_new(POD_LEAN_SHARE_MAX);
     if (!s->pod_share)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     opcache_set_lean(s->cache[OPK_POD], pod_lean_cache, s->pod_share);

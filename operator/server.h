@@ -194,11 +194,6 @@ struct opext {
  * of pods go out over several short turns, so the loop keeps reading the
  * watch and writing statuses (whose budget refills per turn) meanwhile. */
 #define SRV_PODS_PER_TURN 250
-/* Distinct pod subtrees the pod cache's pool keeps (jshare.h): waiting
- * pods have a handful; a running pod's status (its start time) and a
- * bound pod's spec (its node) are each their own, so the pool lets go of
- * all at this bound and refills with what pods have in common. */
-#define SRV_POD_SHARE_MAX 4096
 
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
