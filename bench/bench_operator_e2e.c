@@ -92,7 +92,9 @@
  * BENCH_RELEASE_CAP_S (300: how long the first release may take);
  * BENCH_RAW_BASE_N (3000); BENCH_OPERATOR (the operator binary: compare a
  * build with another); BENCH_KEEP=1 keeps the directories (logs, SQLite);
- * BENCH_VERBOSE=1 prints progress. One row:
+ * BENCH_VERBOSE=1 prints progress; BENCH_APPLY=1 creates the AIJobs as
+ * `kubectl apply` does (the manifest again in the annotation
+ * kubectl.kubernetes.io/last-applied-configuration). One row:
  *   BENCH_PLAN=local:1000:10k build/rel/bench/bench_operator_e2e
  *
  * Ends with <server>_e2e_<measure>_<jobs>_<nodes>= lines for every row
@@ -104,6 +106,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,9 +277,19 @@ static int op_create_job(void *vc, long k) {
     char name[32];
     snprintf(name, sizeof name, "j%06ld", i);
     char *body = bp_aijob_body(NS, name, (int)(i % 50), (int)(i % 10), "NVIDIA-A100", "1h");
+    /* BENCH_APPLY=1: as `kubectl apply` creates it, with the manifest
+     * again in the last-applied-configuration annotation. */
+    bool apply = getenv("BENCH_APPLY") && strcmp(getenv("BENCH_APPLY"), "1") == 0;
+    if (body && apply) {
+        char *applied = bp_as_applied(body);
+        free(body);
+        body = applied;
+    }
     if (!body)
         return -1;
-    int st = bp_req(c->s, "POST", AIJOBS "?fieldManager=kubectl-create&fieldValidation=Strict",
+    int st = bp_req(c->s, "POST",
+                    apply ? AIJOBS "?fieldManager=kubectl-client-side-apply&fieldValidation=Strict"
+                          : AIJOBS "?fieldManager=kubectl-create&fieldValidation=Strict",
                     "application/json", body, NULL);
     free(body);
     if (st != 201)

@@ -399,6 +399,34 @@ char *bp_aijob_body(const char *ns, const char *name, int user, int priority,
     return out;
 }
 
+char *bp_as_applied(const char *body) {
+    json_object *obj = json_tokener_parse(body), *meta = NULL, *ann = NULL;
+    char *out = NULL;
+    size_t n = strlen(body);
+    char *manifest = malloc(n + 2);
+    if (manifest && obj && json_object_is_type(obj, json_type_object)) {
+        memcpy(manifest, body, n);
+        memcpy(manifest + n, "\n", 2); /* kubectl ends it with a newline */
+        if (!json_object_object_get_ex(obj, "metadata", &meta)) {
+            meta = json_object_new_object();
+            json_object_object_add(obj, "metadata", meta);
+        }
+        if (meta && !json_object_object_get_ex(meta, "annotations", &ann)) {
+            ann = json_object_new_object();
+            json_object_object_add(meta, "annotations", ann);
+        }
+        if (ann &&
+            json_object_object_add(ann, "kubectl.kubernetes.io/last-applied-configuration",
+                                   json_object_new_string(manifest)) == 0) {
+            const char *txt = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+            out = txt ? strdup(txt) : NULL;
+        }
+    }
+    free(manifest);
+    json_object_put(obj);
+    return out;
+}
+
 json_object *bp_gated_pod(const char *ns, const char *name) {
     char *body = bp_aijob_body(ns, name, 0, 0, "NVIDIA-A100", "1h");
     json_object *obj = body ? json_tokener_parse(body) : NULL, *pod = NULL, *meta = NULL,

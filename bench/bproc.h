@@ -120,6 +120,12 @@ int bp_list_rv(struct bp_server *s, const char *path, char *buf, size_t cap);
  * of gpu_model (NULL for any) with 10 GiB, 1 cpu, 4Gi, and the simulated
  * run time `duration` ("1h") on the pod template. Returns a new string
  * (caller frees) or NULL. */
+/* body (an object's JSON) with the annotation `kubectl apply` adds when it
+ * creates an object: kubectl.kubernetes.io/last-applied-configuration, the
+ * manifest itself as a string. A new string (caller frees), NULL on
+ * ENOMEM or when body is not a JSON object. */
+char *bp_as_applied(const char *body);
+
 char *bp_aijob_body(const char *ns, const char *name, int user, int priority,
                     const char *gpu_model, const char *duration);
 

@@ -410,6 +410,34 @@ static int pods_metadata(json_object *meta, const struct aiq_aijob *job, json_ob
     return pods_owner(meta, job);
 }
 
+/* Keeps only the annotations pods_metadata copies; see pods.h. */
+int pods_job_annotations_trim(json_object *meta) {
+    json_object *ann = NULL;
+    const char *drop[64];
+    int n = 0, gone = 0;
+    if (!meta || !json_object_object_get_ex(meta, "annotations", &ann))
+        return 0;
+    if (!json_object_is_type(ann, json_type_object)) {
+        json_object_object_del(meta, "annotations");
+        return 1;
+    }
+    /* Deleting while iterating is not allowed: in rounds of 64 keys. */
+    do {
+        n = 0;
+        json_object_object_foreach(ann, k, v) {
+            (void)v;
+            if (strncmp(k, PODS_SIM_PREFIX, strlen(PODS_SIM_PREFIX)) != 0 && n < 64)
+                drop[n++] = k;
+        }
+        for (int i = 0; i < n; i++)
+            json_object_object_del(ann, drop[i]);
+        gone += n;
+    } while (n == 64);
+    if (json_object_object_length(ann) == 0)
+        json_object_object_del(meta, "annotations");
+    return gone;
+}
+
 /* spec: aiq's scheduling gate (pods_template_check refused any of the
  * template's), restartPolicy Never unless set. Returns 0, or -1 on ENOMEM. */
 static int pods_gate(json_object *spec) {

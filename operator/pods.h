@@ -56,6 +56,15 @@ json_object *pods_build(const struct aiq_aijob *job,
                         json_object *job_annotations, int index,
                         enum gpu_mech mech, aiq_err *err);
 
+/* Drops from an AIJob's metadata.annotations (meta: its metadata object,
+ * which the caller owns and may change; NULL is a no-op) every entry
+ * pods_build does not read, that is all but the "sim.aiq.dev/" ones, and
+ * the annotations object itself when none is left. A job applied with
+ * kubectl carries its whole manifest, template included, as the
+ * last-applied-configuration annotation: the operator's cache of every
+ * AIJob would otherwise keep it. Returns how many entries went. */
+int pods_job_annotations_trim(json_object *meta);
+
 /* Returns the replica index a pod's aiq.dev/replica-index label names, or
  * -1 when the label is absent or not a number in 0..AIQ_MAX_REPLICAS-1. */
 int pods_replica_index(json_object *pod);

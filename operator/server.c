@@ -130,8 +130,15 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
      * parsed there. On ENOMEM they stay in the tree, which the readers
      * take too. */
     static const char *const cold[] = {"spec", "status", NULL};
-    if (k == OPK_AIJOB)
+    if (k == OPK_AIJOB) {
         (void)opcache_stash(o, cold);
+        /* Of its annotations only the sim.aiq.dev/ ones are read (the
+         * pods copy them); kubectl apply's last-applied-configuration,
+         * the whole manifest again, goes. */
+        json_object *meta = NULL;
+        if (json_object_object_get_ex(o->raw, "metadata", &meta))
+            (void)pods_job_annotations_trim(meta); /* how many: not needed */
+    }
 }
 
 /* ---- small helpers ----------------------------------------------------------- */

@@ -352,3 +352,45 @@ TEST(release_gpu_list_cuts) {
     char big[64];
     CHECK_STR(release_gpu_list(big, sizeof big, &pl), "0,1,2,3,4,5,6,7");
 }
+
+/* What the operator keeps of an AIJob's annotations (its cache, for
+ * pods_build): the sim.aiq.dev/ ones only, so the pods come out the same,
+ * and nothing of kubectl's last-applied copy of the manifest. */
+TEST(pods_job_annotations_trim_keeps_what_pods_copy) {
+    char big[4096];
+    int n = snprintf(big, sizeof big,
+                     "{\"name\":\"train\",\"annotations\":{\"kubectl.kubernetes.io/"
+                     "last-applied-configuration\":\"{\\\"kind\\\":\\\"AIJob\\\"}\","
+                     "\"sim.aiq.dev/duration\":\"30s\"");
+    for (int i = 0; i < 100 && n > 0 && (size_t)n < sizeof big - 64; i++) /* past one round */
+        n += snprintf(big + n, sizeof big - (size_t)n, ",\"note%d\":\"x\"", i);
+    snprintf(big + n, sizeof big - (size_t)n, ",\"sim.aiq.dev/fail\":\"true\"}}");
+    json_object *meta = json_tokener_parse(big), *ann = NULL;
+    CHECK(meta != NULL);
+    struct aiq_aijob j = sample_job(NULL);
+    aiq_err e;
+    aiq_err_clear(&e);
+    json_object_object_get_ex(meta, "annotations", &ann);
+    json_object *before = pods_build(&j, ann, 0, GPU_MECH_DEVICE_PLUGIN, &e);
+    CHECK_INT(pods_job_annotations_trim(meta), 101);
+    CHECK_STR(js(meta), "{\"name\":\"train\",\"annotations\":{\"sim.aiq.dev/duration\":"
+                        "\"30s\",\"sim.aiq.dev/fail\":\"true\"}}");
+    json_object_object_get_ex(meta, "annotations", &ann);
+    json_object *after = pods_build(&j, ann, 0, GPU_MECH_DEVICE_PLUGIN, &e);
+    CHECK(before && after && json_object_equal(before, after));
+    CHECK_INT(pods_job_annotations_trim(meta), 0); /* again: nothing */
+    json_object_put(before);
+    json_object_put(after);
+    json_object_put(meta);
+    /* None left: the object goes too; none at all, or not an object. */
+    meta = json_tokener_parse("{\"annotations\":{\"a\":\"1\"}}");
+    CHECK_INT(pods_job_annotations_trim(meta), 1);
+    CHECK_STR(js(meta), "{}");
+    CHECK_INT(pods_job_annotations_trim(meta), 0);
+    json_object_put(meta);
+    meta = json_tokener_parse("{\"annotations\":7}");
+    CHECK_INT(pods_job_annotations_trim(meta), 1);
+    CHECK_STR(js(meta), "{}");
+    json_object_put(meta);
+    CHECK_INT(pods_job_annotations_trim(NULL), 0);
+}
