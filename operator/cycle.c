@@ -853,56 +853,77 @@ static int cy_vis_pos_cmp(const void *a, const void *b) {
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-/* One waiting job of the live view; terms only when asked for one job. */
+/* Sets o[k] = v (owned). v NULL is a JSON null when none was wanted
+ * (want false), else a constructor that ran out of memory. Returns 0, or
+ * -1 (v put) so the live view answers 500 rather than a document with a
+ * member silently missing. */
+static int cy_vis_set(json_object *o, const char *k, json_object *v, bool want) {
+    if ((want && !v) || json_object_object_add(o, k, v) != 0) {
+        json_object_put(v);
+        return -1;
+    }
+    return 0;
+}
+
+/* The score terms of waiting job i, as the explanation gives them. NULL
+ * on ENOMEM. */
+static json_object *cy_vis_terms(const struct cy_vis *v, int i) {
+    double f[FX_NFACTORS];
+    struct opst_term tm[OPST_MAX_TERMS];
+    q_job_factors(v->s->q, v->in, i, f);
+    int n = oppolicy_explain(v->pol, f, tm, OPST_MAX_TERMS);
+    json_object *arr = json_object_new_array();
+    for (int k = 0; arr && k < n; k++) {
+        json_object *e = json_object_new_object();
+        bool fin = isfinite(tm[k].value);
+        if (!e || cy_vis_set(e, "name", json_object_new_string(tm[k].name), true) ||
+            cy_vis_set(e, "value", fin ? json_object_new_double(tm[k].value) : NULL, fin) ||
+            json_object_array_add(arr, e) != 0) {
+            json_object_put(e);
+            json_object_put(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* One waiting job of the live view; terms only when asked for one job.
+ * NULL on ENOMEM. */
 static json_object *cy_vis_item(const struct cy_vis *v, int i, bool terms) {
     const struct q_result *r = &v->out->res[i];
     const struct aiq_aijob *j = v->c->jobj[i]->parsed;
     json_object *it = json_object_new_object();
     char msg[512], t[40];
+    bool score = isfinite(r->score), eta = r->eta > 0;
     if (!it)
         return NULL;
     q_message(v->in, v->out, i, msg, sizeof msg);
-    json_object_object_add(it, "namespace", json_object_new_string(j->meta.namespace_));
-    json_object_object_add(it, "name", json_object_new_string(j->meta.name));
-    json_object_object_add(it, "level", json_object_new_string(oppolicy_level_name(v->pol, r->level)));
-    json_object_object_add(it, "position", json_object_new_int(r->pos));
-    json_object_object_add(it, "positionInLevel", json_object_new_int(r->pos_level));
-    json_object_object_add(it, "score", isfinite(r->score) ? json_object_new_double(r->score) : NULL);
-    json_object_object_add(it, "estimatedStartTime",
-                           r->eta > 0 ? json_object_new_string(opst_time(t, sizeof t, r->eta)) : NULL);
-    json_object_object_add(it, "reason", json_object_new_string(cy_reason(r->reason)));
-    json_object_object_add(it, "message", json_object_new_string(msg));
-    if (terms) {
-        double f[FX_NFACTORS];
-        struct opst_term tm[OPST_MAX_TERMS];
-        q_job_factors(v->s->q, v->in, i, f);
-        int n = oppolicy_explain(v->pol, f, tm, OPST_MAX_TERMS);
-        json_object *arr = json_object_new_array();
-        for (int k = 0; arr && k < n; k++) {
-            json_object *e = json_object_new_object();
-            json_object_object_add(e, "name", json_object_new_string(tm[k].name));
-            json_object_object_add(e, "value",
-                                   isfinite(tm[k].value) ? json_object_new_double(tm[k].value) : NULL);
-            json_object_array_add(arr, e);
-        }
-        json_object_object_add(it, "terms", arr);
+    if (cy_vis_set(it, "namespace", json_object_new_string(j->meta.namespace_), true) ||
+        cy_vis_set(it, "name", json_object_new_string(j->meta.name), true) ||
+        cy_vis_set(it, "level", json_object_new_string(oppolicy_level_name(v->pol, r->level)),
+                   true) ||
+        cy_vis_set(it, "position", json_object_new_int(r->pos), true) ||
+        cy_vis_set(it, "positionInLevel", json_object_new_int(r->pos_level), true) ||
+        cy_vis_set(it, "score", score ? json_object_new_double(r->score) : NULL, score) ||
+        cy_vis_set(it, "estimatedStartTime",
+                   eta ? json_object_new_string(opst_time(t, sizeof t, r->eta)) : NULL, eta) ||
+        cy_vis_set(it, "reason", json_object_new_string(cy_reason(r->reason)), true) ||
+        cy_vis_set(it, "message", json_object_new_string(msg), true) ||
+        (terms && cy_vis_set(it, "terms", cy_vis_terms(v, i), true))) {
+        json_object_put(it);
+        return NULL;
     }
     return it;
 }
 
-/* Answers one /queue request from this cycle (opvis_fill_fn). */
-static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int *status) {
-    const struct cy_vis *v = ctx;
-    json_object *doc = json_object_new_object(), *items = json_object_new_array();
+/* The waiting jobs the request asks for (ns, name may be NULL: all), in
+ * queue order, into items. Returns how many, or -1 on ENOMEM. */
+static int cy_vis_items(const struct cy_vis *v, const char *ns, const char *name,
+                        json_object *items) {
     struct cy_vis_row *idx = calloc((size_t)(v->c->njobs ? v->c->njobs : 1), sizeof *idx);
     int n = 0;
-    char t[40];
-    if (!doc || !items || !idx) {
-        json_object_put(doc);
-        json_object_put(items);
-        free(idx);
-        return NULL;
-    }
+    if (!idx)
+        return -1;
     for (int i = 0; i < v->c->njobs; i++) {
         const struct aiq_aijob *j = v->c->jobj[i]->parsed;
         if (v->in->jobs[i].state != Q_JOB_PENDING || v->out->res[i].decision != Q_DEC_WAIT)
@@ -915,20 +936,47 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
         idx[n++].i = i;
     }
     qsort(idx, (size_t)n, sizeof *idx, cy_vis_pos_cmp);
-    for (int k = 0; k < n; k++)
-        json_object_array_add(items, cy_vis_item(v, idx[k].i, name != NULL));
+    for (int k = 0; k < n; k++) {
+        json_object *it = cy_vis_item(v, idx[k].i, name != NULL);
+        if (!it || json_object_array_add(items, it) != 0) {
+            json_object_put(it);
+            free(idx);
+            return -1;
+        }
+    }
     free(idx);
-    json_object_object_add(doc, "kind", json_object_new_string("QueueView"));
-    json_object_object_add(doc, "cycle", json_object_new_int64(v->s->ncycles));
-    json_object_object_add(doc, "time", json_object_new_string(opst_time(t, sizeof t, v->in->now)));
-    json_object_object_add(doc, "policy", json_object_new_string(
-        v->s->active_policy[0] ? v->s->active_policy : "(built-in default)"));
-    json_object_object_add(doc, "items", items);
+    return n;
+}
+
+/* Answers one /queue request from this cycle (opvis_fill_fn). NULL on
+ * ENOMEM (the request is answered 500). */
+static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int *status) {
+    const struct cy_vis *v = ctx;
+    json_object *doc = json_object_new_object(), *items = json_object_new_array();
+    char t[40];
+    int n = doc && items ? cy_vis_items(v, ns, name, items) : -1;
+    const char *pol = v->s->active_policy[0] ? v->s->active_policy : "(built-in default)";
+    if (n < 0 || cy_vis_set(doc, "kind", json_object_new_string("QueueView"), true) ||
+        cy_vis_set(doc, "cycle", json_object_new_int64(v->s->ncycles), true) ||
+        cy_vis_set(doc, "time", json_object_new_string(opst_time(t, sizeof t, v->in->now)),
+                   true) ||
+        cy_vis_set(doc, "policy", json_object_new_string(pol), true)) {
+        json_object_put(doc);
+        json_object_put(items);
+        return NULL;
+    }
+    if (cy_vis_set(doc, "items", items, true)) { /* items put there */
+        json_object_put(doc);
+        return NULL;
+    }
     *status = 200;
     if (name && n == 0) {
         char msg[2 * AIQ_MAX_NAME + 96];
         snprintf(msg, sizeof msg, "%s/%s is not waiting in the queue", ns ? ns : "*", name);
-        json_object_object_add(doc, "message", json_object_new_string(msg));
+        if (cy_vis_set(doc, "message", json_object_new_string(msg), true)) {
+            json_object_put(doc);
+            return NULL;
+        }
         *status = 404;
     }
     return doc;
