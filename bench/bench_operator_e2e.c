@@ -269,6 +269,7 @@ struct ctx {
     long base;              /* first bulk index of this burst */
     char **bodies, **paths; /* raw baseline */
     int nnodes;
+    bool apply;             /* opts.apply */
 };
 
 static int op_create_job(void *vc, long k) {
@@ -279,7 +280,7 @@ static int op_create_job(void *vc, long k) {
     char *body = bp_aijob_body(NS, name, (int)(i % 50), (int)(i % 10), "NVIDIA-A100", "1h");
     /* BENCH_APPLY=1: as `kubectl apply` creates it, with the manifest
      * again in the last-applied-configuration annotation. */
-    bool apply = getenv("BENCH_APPLY") && strcmp(getenv("BENCH_APPLY"), "1") == 0;
+    bool apply = c->apply;
     if (body && apply) {
         char *applied = bp_as_applied(body);
         free(body);
@@ -408,6 +409,7 @@ struct opts {
     double deadline;        /* bp_now() past which nothing new starts; 0 = none */
     long raw_base_n;
     const char *policy;
+    bool apply;             /* BENCH_APPLY=1: jobs made as kubectl apply makes them */
 };
 
 static double left(const struct opts *o) {
@@ -526,7 +528,7 @@ static void run_release(struct env *e, struct rel *r) {
     struct jw *jw = &e->jw;
     const struct opts *o = e->o;
     int nnodes = e->nnodes;
-    struct ctx c = {s, jw, 0, NULL, NULL, nnodes};
+    struct ctx c = {s, jw, 0, NULL, NULL, nnodes, o->apply};
     long done = 0, ok = 0;
     long pending = atomic_load(&jw->nqueued) + jw->arrivals;
     json_object *pod = bp_gated_pod(NS, "tmpl"), *meta = NULL, *labels = NULL;
@@ -871,7 +873,7 @@ static int run_config(const struct config *cf, const char *top, const struct opt
     for (st = 0; st < cf->nsteps && left(o) > 30; st++) {
         long target = cf->steps[st];
         struct row *r = new_row(rows, nr, kind, cf->nodes, target);
-        struct ctx c = {&e.s, &e.jw, have, NULL, NULL, cf->nodes};
+        struct ctx c = {&e.s, &e.jw, have, NULL, NULL, cf->nodes, o->apply};
         long done = 0, ok = 0;
         r->run = 1;
         r->burst = target - have;
@@ -917,7 +919,7 @@ static int run_config(const struct config *cf, const char *top, const struct opt
         if (to >= from)
             break;
         struct row *r = new_row(rows, nr, kind, (int)to, cf->steps[cf->nsteps - 1]);
-        struct ctx c = {&e.s, &e.jw, to, NULL, NULL, cf->nodes};
+        struct ctx c = {&e.s, &e.jw, to, NULL, NULL, cf->nodes, o->apply};
         long done = 0, ok = 0;
         r->run = 1;
         r->shrunk_from = (int)from;
@@ -1026,6 +1028,7 @@ int main(void) {
     o.release_cap_s = bp_env_double("BENCH_RELEASE_CAP_S", 300);
     o.raw_base_n = bp_env_long("BENCH_RAW_BASE_N", 3000);
     o.policy = bp_env_str("BENCH_POLICY", "priority");
+    o.apply = strcmp(bp_env_str("BENCH_APPLY", "0"), "1") == 0;
     double deadline_s = bp_env_double("BENCH_DEADLINE_S", 690);
     if (getenv("BENCH_DEADLINE_S") && strcmp(getenv("BENCH_DEADLINE_S"), "0") == 0)
         deadline_s = 0;
@@ -1045,9 +1048,11 @@ int main(void) {
     }
 
     printf("operator end to end: aiq-operator and the API server as separate processes, AIJobs\n"
-           "created by POST (%d clients), policy %s, --cycle-ms %d, steady window %.0f s\n"
+           "created by POST (%d clients)%s, policy %s, --cycle-ms %d, steady window %.0f s\n"
            "plan %s%s\n",
-           o.clients, o.policy, o.cycle_ms, o.steady_s, plan, scale != 1 ? " (BENCH_SCALE applied)" : "");
+           o.clients,
+           o.apply ? " as kubectl apply does (BENCH_APPLY: the last-applied annotation)" : "",
+           o.policy, o.cycle_ms, o.steady_s, plan, scale != 1 ? " (BENCH_SCALE applied)" : "");
     printf("%-6s %6s %7s %7s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %8s\n", "server", "nodes",
            "pending", "burst", "create/s", "allQ_s", "Q_p50_s", "Q_p99_s", "drain_w/s", "settle_s",
            "writes/s", "restart_s", "ready_s", "db_B/job", "wal_MiB");
