@@ -16,6 +16,7 @@
 #define AIQ_FX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/aiq_err.h"
 
@@ -144,6 +145,13 @@ const char *fx_term_label(const fx_prog *p, int i);
 
 /* The mode p was compiled in. */
 fx_mode fx_prog_mode(const fx_prog *p);
+
+/* The factors p's source names: bit i set for factor i (FX_F_<id> of a
+ * formula or predicate, FX_PF_<id> of a placement score, the table's
+ * index under fx_compile_names; indexes of 64 and up are not recorded).
+ * A superset of what the compiled code reads (`0 * x` still names x).
+ * 0 for NULL. */
+uint64_t fx_prog_reads(const fx_prog *p);
 
 /* One term of an explained score: the term's source text (whitespace
  * collapsed, "- " in front of subtracted terms, cut with "..." to fit) and

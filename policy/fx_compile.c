@@ -624,6 +624,12 @@ fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
     }
     int root = fx__parse(&ctx);
     if (root < 0 || ctx.failed) goto out;
+    /* The factors the source names, before folding (a superset of what
+     * the code reads). */
+    uint64_t reads = 0;
+    for (int i = 0; i < ctx.nnodes; i++)
+        if (ctx.nodes[i].kind == FX_N_FACTOR && ctx.nodes[i].factor < 64)
+            reads |= 1ull << ctx.nodes[i].factor;
     int nrefs = 0;
     if (fx_split_terms(&ctx, root, mode, refs, &nrefs) < 0) goto out;
     /* Fold after the terms are known, so each term keeps its own value
@@ -632,6 +638,7 @@ fx_prog *fx__compile_table(const char *src, fx_mode mode, unsigned opts,
     g.pc = &ctx;
     if (fx_gen_main(&g, root, mode) < 0) goto out;
     p = fx_make_prog(&g, refs, nrefs, mode, err);
+    if (p) p->reads = reads;
 out:
     free(refs);
     free(g.code);
@@ -649,3 +656,8 @@ void fx_free(fx_prog *p) {
 
 /* The mode p (non-NULL) was compiled in. */
 fx_mode fx_prog_mode(const fx_prog *p) { return p->mode; }
+
+_Static_assert(FX_NFACTORS <= 64, "fx_prog_reads keeps the job factors in 64 bits");
+
+/* See fx.h. */
+uint64_t fx_prog_reads(const fx_prog *p) { return p ? p->reads : 0; }

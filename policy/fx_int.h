@@ -145,6 +145,7 @@ struct fx_prog {
     fx_term_code *terms;
     int max_stack;
     int place;         /* factors are placement factors (for fx_dump) */
+    uint64_t reads;    /* bit i: the source names factor i (fx_prog_reads) */
 };
 
 /* fx_compile.c: fx_compile with options. FX__NOFUSE compiles to plain
