@@ -60,7 +60,11 @@ void q__fill_factors(const q_state *st, const struct q_input *in, int j,
     f[Q_F_JOB_MEMORY_GIB] = (double)need.v[Q_RES_MEM] / 1073741824.0;
     bool running = job->state == Q_JOB_RUNNING;
     double ran = running && job->started > 0 && in->now > job->started ? in->now - job->started : 0;
-    f[Q_F_WAIT_HOURS] = !running && job->queued > 0 && in->now > job->queued ? (in->now - job->queued) / 3600.0 : 0;
+    /* A waiting job's clock: now, or with a rescore interval the start of
+     * the current interval (q__score_clock), so that its score is the
+     * same at every cycle of the interval. */
+    double t = running ? in->now : q__score_clock(&in->policy, in->now);
+    f[Q_F_WAIT_HOURS] = !running && job->queued > 0 && t > job->queued ? (t - job->queued) / 3600.0 : 0;
     f[Q_F_RUNTIME_ESTIMATE_HOURS] = job->est_runtime_s / 3600.0;
     f[Q_F_RUNTIME_PREDICTED_HOURS] = q__pred_runtime(job) / 3600.0;
     f[Q_F_ATTAINED_GPU_HOURS] = job->attained_gpu_hours + (double)need.v[Q_RES_GPUS] * ran / 3600.0;
@@ -74,7 +78,7 @@ void q__fill_factors(const q_state *st, const struct q_input *in, int j,
     f[Q_F_CLUSTER_TOTAL_GPUS] = st->cl_total;
     f[Q_F_JOB_IS_GANG] = job->replicas > 1;
     f[Q_F_JOB_ATTEMPTS] = job->attempts;
-    f[Q_F_JOB_AGE_HOURS] = job->created > 0 && in->now > job->created ? (in->now - job->created) / 3600.0 : 0;
+    f[Q_F_JOB_AGE_HOURS] = job->created > 0 && t > job->created ? (t - job->created) / 3600.0 : 0;
     f[Q_F_BUDGET_USER_LEFT] = u ? budget_left(u->budget_gpu_hours, u->used_gpu_hours, st->ubud0[job->user]) : 1e9;
     f[Q_F_BUDGET_GROUP_LEFT] = g ? budget_left(g->budget_gpu_hours, g->used_gpu_hours, st->gbud0[job->group]) : 1e9;
     f[Q_F_JOB_PREEMPTIONS] = job->preemptions;
@@ -364,7 +368,7 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
     int32_t old_level = -1;
     if (oi >= 0) {
         if (e != old) *e = *old;
-        same_job = e->gen == job->gen;
+        same_job = e->gen == job->gen && e->user == job->user && e->group == job->group;
         need_score = u->all || !e->pending || !same_job;
         old_level = e->pending ? e->level : -1;
         if (e->gen != job->gen) key_prefix(job->key, e->kpre);
@@ -396,6 +400,8 @@ static int take_job(upd *u, int i, int oi, const q__jc *old) {
             e->score_failed = false;
         }
         e->gen = job->gen;
+        e->user = job->user;
+        e->group = job->group;
         (*u->nscored)++;
     }
     e->pending = true;
@@ -588,12 +594,33 @@ static void merge_order(q_state *st, const order_ctx *oc, const int32_t *dirty, 
     st->norder = o;
 }
 
+/* A hash of every user's and group's level (the factors user.level and
+ * group.level), in index order. */
+static uint64_t levels_hash(const struct q_input *in) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < in->nusers; i++)
+        h = (h ^ (uint64_t)(uint32_t)in->users[i].level) * 1099511628211ULL;
+    h = (h ^ (uint64_t)(uint32_t)in->nusers) * 1099511628211ULL;
+    for (int i = 0; i < in->ngroups; i++)
+        h = (h ^ (uint64_t)(uint32_t)in->groups[i].level) * 1099511628211ULL;
+    return (h ^ (uint64_t)(uint32_t)in->ngroups) * 1099511628211ULL;
+}
+
 int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
                     int *nscored, aiq_err *err) {
     int n = in->njobs;
     const struct q_policy *pol = &in->policy;
+    /* With a rescore interval an unchanged job keeps its score until the
+     * interval ends: every factor the policy may read then is the job's
+     * own (its gen), its user's and group's levels (checked here), or
+     * the clock, which stands at the interval's start for the whole
+     * interval (q__score_clock). So a kept score is the score a fresh
+     * state would compute, and a replay at other cycle times gets the
+     * same. */
+    double clock = q__score_clock(pol, in->now);
+    uint64_t levels = pol->rescore_interval_s > 0 ? levels_hash(in) : 0;
     bool all = !st->warm || in->gen != st->gen || pol->rescore_interval_s <= 0 ||
-               in->now - st->last_rescore >= pol->rescore_interval_s;
+               clock != st->rescore_at || levels != st->levels;
     *nscored = 0;
 
     /* The cache is updated in place: a job still at its slot with the
@@ -613,7 +640,8 @@ int q__order_update(q_state *st, const struct q_input *in, const q_scorer *sc,
         Q_GROW(st, st->ord2, st->cap_ord2, (size_t)n + 1))
         goto oom;
     merge_order(st, &oc, st->tmp2, u.ndirty, all, nold);
-    if (all) st->last_rescore = in->now;
+    st->rescore_at = clock;
+    st->levels = levels;
     st->gen = in->gen;
     st->warm = true;
     return 0;

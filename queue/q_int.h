@@ -5,6 +5,8 @@
 
 #include "queue/queue.h"
 
+#include <math.h>
+
 #define Q__NBUCKET (Q_MAX_GPUS + 1)
 /* Per-replica caps, so that replicas x size never overflows int64. */
 #define Q__MAX_GPU_MEM (1LL << 30)    /* MiB per GPU (1 EiB) */
@@ -110,6 +112,16 @@ static inline int64_t q__units(int32_t gpus, int64_t gmem, int32_t milli) {
     return gpus > 0 ? gpus : q__is_share(gpus, gmem, milli);
 }
 
+/* The clock a waiting job's time factors (wait.hours, job.age_hours) are
+ * read at: now, or with a rescore interval I the start of the interval
+ * now is in (floor(now / I) * I, intervals counted from the Unix epoch),
+ * so that a score is the same at every cycle of the interval, whichever
+ * cycles compute it. */
+static inline double q__score_clock(const struct q_policy *p, double now) {
+    double i = p->rescore_interval_s;
+    return i > 0 && isfinite(now) ? floor(now / i) * i : now;
+}
+
 /* Distinct node shapes (for "can this ever run" checks). */
 typedef struct q__shape {
     int32_t dom, model, ngpus, count;
@@ -138,6 +150,8 @@ typedef struct q__jc {
     int32_t level;      /* after starvation promotion */
     int32_t dom, model; /* interned constraints, -1 any */
     int32_t oslot;      /* in the side table (st->ojc): its old slot */
+    int32_t user, group; /* the job's indexes when scored: an index can
+                          * move (a group added) while the job does not */
     bool pending;
     bool score_failed;
     bool promoted;
@@ -229,7 +243,9 @@ struct q_state {
     q__orec *ord, *ord2; size_t cap_ord, cap_ord2; /* the order itself */
     uint64_t gen;
     bool warm;          /* caches are valid */
-    double last_rescore;
+    double rescore_at;  /* with a rescore interval: the interval's start
+                         * the cached scores were taken at (q__score_clock) */
+    uint64_t levels;    /* ... and the users' and groups' levels then */
     double cl_free, cl_total;   /* whole GPUs at cycle start (factors) */
 
     /* per-cycle scratch (grow only) */

@@ -204,8 +204,16 @@ struct q_policy {
     aiq_placement placement;
     double starvation_after_s;  /* 0 = off */
     int promote_to;             /* level index a starved job moves to */
-    /* Cached scores older than this are recomputed (Slurm's
-     * PriorityCalcPeriod); 0 = rescore every job every cycle. */
+    /* Rescore interval (as Slurm's PriorityCalcPeriod); 0 = rescore every
+     * job every cycle. With an interval I a waiting job's time factors
+     * (wait.hours, job.age_hours) are read at the start of the interval
+     * now is in (floor(now / I) * I), and a job is scored again only when
+     * the interval ends, the job changes (gen, user or group index), a
+     * user's or group's level changes or in->gen does. Exact only for
+     * a scorer that reads nothing else that changes between cycles
+     * (usage, fair share, quota shares, free GPUs, budgets): the
+     * QueuePolicy compiler refuses such a formula with an interval
+     * (policy_adapter.c). */
     double rescore_interval_s;
     /* Preemption (docs/queue.md). All zero = never preempt (elastic
      * shrinking and cohort reclaim still apply). */
@@ -472,10 +480,10 @@ aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
  * GPUs) rather than the walk's running totals. A running job gets the
  * vector it is ranked with to choose victims and growth (waited 0 hours,
  * attained service including this run, job.running 1). Exact for every
- * job scored in that cycle, which is every job when
- * policy.rescore_interval_s is 0; with a rescore interval, a job whose
- * cached score is older sees today's values instead. in must be the input
- * of st's latest cycle; j must be in range (otherwise f is zeroed). */
+ * job scored in that cycle, and with a rescore interval for a kept score
+ * too when the scorer reads only what q_policy.rescore_interval_s allows
+ * (a waiting job's clock is the interval's start either way). in must be
+ * the input of st's latest cycle; j must be in range (otherwise f is zeroed). */
 void q_job_factors(const q_state *st, const struct q_input *in, int j,
                    double *f);
 

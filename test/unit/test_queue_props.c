@@ -518,18 +518,41 @@ TEST(invariants_over_random_clusters) {
            waits, rejects, reserved);
 }
 
-/* Incremental cycles decide exactly like a fresh state on the same input
- * (the scorer is time-independent, so cached scores equal fresh ones). */
-TEST(incremental_equals_fresh) {
+/* A scorer that reads the clock and the levels, as a QueuePolicy with a
+ * rescore interval may (wait.hours and job.age_hours at the interval's
+ * start, user.level, group.level): a tie-break by wait, and the level
+ * moves up after 3 hours of waiting. */
+static int scorer_timed_score(void *ctx, const double *f, double *s) {
+    (void)ctx;
+    *s = f[Q_F_JOB_PRIORITY] * 10 + f[Q_F_USER_LEVEL] + f[Q_F_GROUP_LEVEL] * 0.25 +
+         f[Q_F_WAIT_HOURS] / 7 + f[Q_F_JOB_AGE_HOURS] / 1000;
+    return 0;
+}
+static int scorer_timed_level(void *ctx, const double *f, int *lv) {
+    int nl = *(const int *)ctx;
+    *lv = f[Q_F_WAIT_HOURS] >= 3 ? 0 : (int)f[Q_F_JOB_PRIORITY] % nl;
+    return 0;
+}
+
+/* Incremental cycles decide exactly like a fresh state on the same input.
+ * Untimed: the scorer is time-independent, so cached scores equal fresh
+ * ones. Timed: the scorer reads the clock and the levels, the rescore
+ * interval is 90 s and the clock moves 30 s a cycle, starvation is on,
+ * and now and then a user's or a group's level changes: a score kept
+ * within an interval must still be the one a fresh state computes. */
+static void incremental_vs_fresh(uint64_t seed, bool timed) {
     static world w;
     int n = env_int("AIQ_QPROPS_N", 3000) / 6;
+    int kept = 0, rescored = 0;
     for (int iter = 0; iter < n && !failed_once; iter++) {
-        rng = 777u * 1000003u + (uint64_t)iter;
+        rng = seed * 1000003u + (uint64_t)iter;
         gen(&w);
-        w.in.policy.rescore_interval_s = 1e9;
-        w.in.policy.starvation_after_s = 0;
+        w.in.policy.rescore_interval_s = timed ? 90 : 1e9;
+        if (!timed)
+            w.in.policy.starvation_after_s = 0;
         int nl = w.in.policy.nlevels;
-        q_scorer sc = {&nl, scorer_score, scorer_level};
+        q_scorer sc = {&nl, timed ? scorer_timed_score : scorer_score,
+                       timed ? scorer_timed_level : scorer_level};
         q_state *inc = q_state_create(NULL);
         q_output a, b;
         /* Odd iterations run the incremental state with lazy estimates,
@@ -537,7 +560,13 @@ TEST(incremental_equals_fresh) {
          * too), then all in index order; the fresh state always
          * estimates eagerly. */
         bool lazy = iter % 2 == 1;
-        for (int step = 0; step < 4; step++) {
+        for (int step = 0; step < (timed ? 8 : 4); step++) {
+            if (timed && step > 0 && chance(15)) {
+                if (w.in.nusers && chance(50))
+                    w.users[rnd(w.in.nusers)].level = rnd(5);
+                else if (w.in.ngroups)
+                    w.groups[rnd(w.in.ngroups)].level = rnd(5);
+            }
             w.in.lazy_eta = lazy;
             CHECK_INT(q_cycle_run(inc, &w.in, &sc, &a, NULL), AIQ_OK);
             w.in.lazy_eta = false;
@@ -561,6 +590,10 @@ TEST(incremental_equals_fresh) {
                 double e = -1;
                 CHECK_INT(q_eta(inc, &w.in, &a, w.in.njobs, &e), AIQ_EINVAL);
                 CHECK_INT(q_eta(fresh, &w.in, &a, 0, &e), AIQ_EINVAL); /* not fresh's output */
+            }
+            if (step > 0) {
+                kept += a.nscored < b.nscored;
+                rescored += a.nscored == b.nscored;
             }
             PCHECK(a.norder == b.norder, "order length %d vs %d", a.norder, b.norder);
             for (int k = 0; k < a.norder && k < b.norder; k++)
@@ -609,7 +642,7 @@ TEST(incremental_equals_fresh) {
                     j->gen++;
                 }
             }
-            static char extra[4][24];
+            static char extra[8][24];
             if (w.in.njobs > 0 && w.in.njobs < MAXJ && chance(50)) {
                 struct q_job *j = &w.jobs[w.in.njobs];
                 *j = w.jobs[rnd(w.in.njobs)];
@@ -621,7 +654,7 @@ TEST(incremental_equals_fresh) {
             }
             /* A few changes: priorities, a removal (swap with last), a
              * suspension toggle. */
-            w.in.now += 30;
+            w.in.now += timed ? 30 + rnd(31) : 30;
             for (int c = 0; c < 3 && w.in.njobs; c++) {
                 struct q_job *j = &w.jobs[rnd(w.in.njobs)];
                 if (j->state != Q_JOB_PENDING) continue;
@@ -639,6 +672,21 @@ TEST(incremental_equals_fresh) {
         }
         q_state_free(inc);
     }
+    /* Both paths ran: cycles that kept scores and cycles that rescored
+     * every job (an interval's end, a level's change). */
+    CHECK(kept > n / 2);
+    if (timed)
+        CHECK(rescored > n / 2);
+    printf("  %s: %d cycles kept scores, %d rescored all\n", timed ? "timed" : "untimed", kept,
+           rescored);
+}
+
+TEST(incremental_equals_fresh) {
+    incremental_vs_fresh(777u, false);
+}
+
+TEST(incremental_equals_fresh_rescore_interval) {
+    incremental_vs_fresh(4242u, true);
 }
 
 /* ---- preemption, borrowing and elastic jobs, over rounds ------------------
