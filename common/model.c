@@ -327,9 +327,35 @@ aiq_rc aiq_aijob_validate(const struct aiq_aijob *j, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* The QueuePolicy's durations and numbers: each in its range. */
+static aiq_rc policy_numbers(const struct aiq_policy_spec *s, aiq_err *err) {
+    char d[48], lim[48];
+    if (!isfinite(s->starvation_after_s) || s->starvation_after_s < 0)
+        return aiq_field_err(err, "spec.starvation.after", "must be >= 0, got %s",
+                             aiq_duration_format(s->starvation_after_s, d, sizeof d));
+    if (!isfinite(s->rescore_interval_s) || s->rescore_interval_s < 0 ||
+        s->rescore_interval_s > AIQ_MAX_RESCORE_INTERVAL_S)
+        return aiq_field_err(err, "spec.rescoreInterval", "must be between 0 and %s, got %s",
+                             aiq_duration_format(AIQ_MAX_RESCORE_INTERVAL_S, lim, sizeof lim),
+                             aiq_duration_format(s->rescore_interval_s, d, sizeof d));
+    if (!isfinite(s->fairshare_half_life_s) || s->fairshare_half_life_s <= 0)
+        return aiq_field_err(err, "spec.fairShare.halfLife", "must be > 0, got %s",
+                             aiq_duration_format(s->fairshare_half_life_s, d, sizeof d));
+    if (!isfinite(s->preempt_score_margin) || s->preempt_score_margin < 0)
+        return aiq_field_err(err, "spec.preemption.withinLevel.scoreMargin",
+                             "must be >= 0, got %g", s->preempt_score_margin);
+    if (!isfinite(s->preempt_min_runtime_s) || s->preempt_min_runtime_s < 0)
+        return aiq_field_err(err, "spec.preemption.minRuntime", "must be >= 0, got %s",
+                             aiq_duration_format(s->preempt_min_runtime_s, d, sizeof d));
+    if (!isfinite(s->preempt_max_job_min_runtime_s) || s->preempt_max_job_min_runtime_s < 0)
+        return aiq_field_err(err, "spec.preemption.maxJobMinRuntime", "must be >= 0, got %s",
+                             aiq_duration_format(s->preempt_max_job_min_runtime_s, d, sizeof d));
+    return check_range(err, "spec.preemption.maxPerJobPerHour", s->preempt_max_per_hour, 0, 1000);
+}
+
 aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
     const struct aiq_policy_spec *s = &p->spec;
-    char f[64], q[96], d[48];
+    char f[64], q[96];
     aiq_rc rc = AIQ_OK;
 
     if ((rc = check_meta(err, &p->meta))) return rc;
@@ -374,9 +400,7 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
         s->placement != AIQ_PLACE_FGD)
         return aiq_field_err(err, "spec.placement",
                              "must be binpack, spread or fgd, got %d", (int)s->placement);
-    if (!isfinite(s->starvation_after_s) || s->starvation_after_s < 0)
-        return aiq_field_err(err, "spec.starvation.after", "must be >= 0, got %s",
-                             aiq_duration_format(s->starvation_after_s, d, sizeof d));
+    if ((rc = policy_numbers(s, err))) return rc;
     if (s->starvation_promote_to) {
         bool found = false;
         for (int i = 0; i < s->nlevels; i++)
@@ -386,21 +410,6 @@ aiq_rc aiq_policy_validate(const struct aiq_policy *p, aiq_err *err) {
                                  "no level named %s",
                                  aiq_quotes(q, sizeof q, s->starvation_promote_to));
     }
-    if (!isfinite(s->fairshare_half_life_s) || s->fairshare_half_life_s <= 0)
-        return aiq_field_err(err, "spec.fairShare.halfLife", "must be > 0, got %s",
-                             aiq_duration_format(s->fairshare_half_life_s, d, sizeof d));
-    if (!isfinite(s->preempt_score_margin) || s->preempt_score_margin < 0)
-        return aiq_field_err(err, "spec.preemption.withinLevel.scoreMargin",
-                             "must be >= 0, got %g", s->preempt_score_margin);
-    if (!isfinite(s->preempt_min_runtime_s) || s->preempt_min_runtime_s < 0)
-        return aiq_field_err(err, "spec.preemption.minRuntime", "must be >= 0, got %s",
-                             aiq_duration_format(s->preempt_min_runtime_s, d, sizeof d));
-    if (!isfinite(s->preempt_max_job_min_runtime_s) || s->preempt_max_job_min_runtime_s < 0)
-        return aiq_field_err(err, "spec.preemption.maxJobMinRuntime", "must be >= 0, got %s",
-                             aiq_duration_format(s->preempt_max_job_min_runtime_s, d, sizeof d));
-    if ((rc = check_range(err, "spec.preemption.maxPerJobPerHour", s->preempt_max_per_hour, 0,
-                          1000)))
-        return rc;
     return AIQ_OK;
 }
 

@@ -35,6 +35,7 @@
 #define AIQ_MAX_GPUS_PER_REPLICA 64
 #define AIQ_MAX_MANIFEST (1 << 20) /* bytes in one manifest document */
 #define AIQ_MAX_DEPTH 64          /* JSON/YAML nesting */
+#define AIQ_MAX_RESCORE_INTERVAL_S 86400.0 /* QueuePolicy spec.rescoreInterval */
 
 #define AIQ_GROUP "aiq.dev"
 #define AIQ_VERSION "v1alpha1"
@@ -148,6 +149,10 @@ struct aiq_policy_spec {
     double starvation_after_s; /* 0 = no starvation rule */
     char *starvation_promote_to; /* level name; NULL = the first level */
     double fairshare_half_life_s; /* usage decay half-life, default 7 days */
+    /* spec.rescoreInterval: score a waiting job again only when this
+     * interval ends or the job changes, its time factors read at the
+     * interval's start (q_policy.rescore_interval_s); 0 = every cycle. */
+    double rescore_interval_s;
     bool active;
     /* spec.preemption: all off when zero (reclaim of borrowed quota and
      * elastic growth are on unless turned off). */

@@ -454,9 +454,6 @@ static void cy_cohorts(struct cy *c) {
 }
 
 
-/* The job's q_job.gen: changes whenever anything the queue reads from the
- * job changes (the object, its phase, attempt, size, stopping replicas,
- * teardown, preemptions). */
 /* The nodes a running job's growth keeps off (see struct opgrow_avoid),
  * as node indexes of this cycle; names no longer among the nodes drop. */
 static void cy_grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_avoid *a) {
@@ -470,10 +467,23 @@ static void cy_grow_avoid(struct q_job *qj, const struct cy *c, struct opgrow_av
     qj->ngrow_avoid = n;
 }
 
+/* Bits of a double, for a generation. */
+static inline uint64_t cy_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* The job's q_job.gen: changes whenever anything the queue reads from the
+ * job changes (the object, its phase, attempt, size, stopping replicas,
+ * teardown, preemptions, queue entry, predicted runtime, attained
+ * service), so that a rescore interval may keep an unchanged job's score
+ * (q_policy.rescore_interval_s). */
 static uint64_t cy_job_gen(uint64_t changed, aiq_phase p, const struct opjob *js, bool held) {
     uint64_t v[] = {changed, (uint64_t)p, (uint64_t)js->st.attempts,
                     (uint64_t)js->st.nplacement, (uint64_t)js->stopping, (uint64_t)js->held,
-                    (uint64_t)held, (uint64_t)js->st.preemptions};
+                    (uint64_t)held, (uint64_t)js->st.preemptions, cy_bits(js->st.queued_at),
+                    cy_bits(js->predicted_s), cy_bits(js->attained_gpu_s)};
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         h = (h ^ v[i]) * 1099511628211ULL;

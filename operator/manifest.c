@@ -561,7 +561,8 @@ out_deinit:
 
 static const char *const policy_fields[] = {"formula", "levels", "backfill",
                                             "placement", "placementScore", "starvation", "fairShare",
-                                            "active", "preemption", "elastic", NULL};
+                                            "active", "preemption", "elastic",
+                                            "rescoreInterval", NULL};
 static const char *const preemption_fields[] = {"lowerLevels", "withinLevel", "reclaimBorrowed",
                                                 "minRuntime", "maxJobMinRuntime",
                                                 "maxPerJobPerHour", NULL};
@@ -681,6 +682,8 @@ static aiq_rc decode_policy_spec(json_object *spec, struct aiq_policy_spec *s,
     if ((rc = opt_object(spec, "spec", "fairShare", fairshare_fields, &o, path, err)))
         return rc;
     if (o && (rc = opt_duration(o, path, "halfLife", &s->fairshare_half_life_s, err)))
+        return rc;
+    if ((rc = opt_duration(spec, "spec", "rescoreInterval", &s->rescore_interval_s, err)))
         return rc;
     if ((rc = decode_policy_preemption(spec, s, err))) return rc;
     if ((rc = opt_object(spec, "spec", "elastic", elastic_fields, &o, path, err))) return rc;

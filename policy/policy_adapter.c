@@ -18,6 +18,7 @@ struct oppolicy {
     fx_prog *place_score;               /* spec.placementScore, or NULL */
     q_placer placer;
     double starvation_after_s;
+    double rescore_interval_s;
     int promote_to;
     double half_life_s;
     /* preemption and elastic growth, as q_policy wants them */
@@ -72,6 +73,35 @@ static int pa_place_score(void *ctx, const double *pf, double *score) {
     return 0;
 }
 
+/* The factors that can change between two cycles while the job, its
+ * user's and group's levels and the clock do not: another job's start or
+ * end, the decayed usage, the nodes. A kept score would go stale on
+ * them, so a rescore interval refuses them (q_policy.rescore_interval_s). */
+static const int pa_moving[] = {
+    FX_F_USAGE_USER_GPU_HOURS, FX_F_USAGE_GROUP_GPU_HOURS, FX_F_FAIRSHARE_USER,
+    FX_F_FAIRSHARE_GROUP, FX_F_QUOTA_USER_SHARE, FX_F_QUOTA_GROUP_SHARE,
+    FX_F_CLUSTER_FREE_GPUS, FX_F_CLUSTER_TOTAL_GPUS, FX_F_BUDGET_USER_LEFT,
+    FX_F_BUDGET_GROUP_LEFT, FX_F_QUOTA_GROUP_BORROWED_GPUS,
+};
+
+/* With a rescore interval: fails when prog (the source of field) names a
+ * factor of pa_moving. */
+static int pa_check_kept(const fx_prog *prog, const char *field, aiq_err *err) {
+    uint64_t reads = fx_prog_reads(prog);
+    for (size_t i = 0; i < sizeof pa_moving / sizeof pa_moving[0]; i++) {
+        if (!(reads & (1ull << pa_moving[i])))
+            continue;
+        aiq_err_field(err, AIQ_EINVAL, "spec.rescoreInterval",
+                      "spec.rescoreInterval: %s reads %s, which changes between rescores "
+                      "while the job does not; a rescore interval needs a score of the "
+                      "job's own fields, user.level, group.level and the clock only "
+                      "(remove rescoreInterval or %s)",
+                      field, fx_factor_name(pa_moving[i]), fx_factor_name(pa_moving[i]));
+        return -1;
+    }
+    return 0;
+}
+
 /* Compiles a QueuePolicy; see policy_adapter.h. */
 oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
     char field[64];
@@ -122,6 +152,16 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
         op->placer.score = pa_place_score;
     }
     op->starvation_after_s = p->spec.starvation_after_s;
+    op->rescore_interval_s = p->spec.rescore_interval_s;
+    if (op->rescore_interval_s > 0) {
+        if (pa_check_kept(op->formula, "spec.formula", err))
+            goto fail;
+        for (int i = 0; i < op->nlevels; i++) {
+            snprintf(field, sizeof field, "spec.levels[%d].when", i);
+            if (op->when[i] && pa_check_kept(op->when[i], field, err))
+                goto fail;
+        }
+    }
     op->half_life_s = p->spec.fairshare_half_life_s > 0
                           ? p->spec.fairshare_half_life_s : 7 * 86400.0;
     op->preempt_lower = p->spec.preempt_lower_levels;
@@ -198,7 +238,7 @@ void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp) {
     qp->placement = p->placement;
     qp->starvation_after_s = p->starvation_after_s;
     qp->promote_to = p->promote_to;
-    qp->rescore_interval_s = 0;
+    qp->rescore_interval_s = p->rescore_interval_s;
     qp->preempt_lower = p->preempt_lower;
     qp->preempt_within = p->preempt_within;
     qp->preempt_margin = p->preempt_margin;

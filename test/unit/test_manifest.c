@@ -227,6 +227,7 @@ TEST(policy_group_userquota_fields) {
         "  placement: spread\n"
         "  starvation: {after: 1d, promoteTo: short}\n"
         "  fairShare: {halfLife: 2d}\n"
+        "  rescoreInterval: 5m\n"
         "  active: true\n"
         "---\n"
         "apiVersion: aiq.dev/v1alpha1\n"
@@ -263,10 +264,11 @@ TEST(policy_group_userquota_fields) {
     CHECK_DBL(p->starvation_after_s, 86400, 0);
     CHECK_STR(p->starvation_promote_to, "short");
     CHECK_DBL(p->fairshare_half_life_s, 172800, 0);
+    CHECK_DBL(p->rescore_interval_s, 300, 0);
     CHECK(p->active);
     const struct aiq_group_spec *g = &m[1].u.group.spec;
     CHECK_INT(m[1].kind, AIQ_KIND_GROUP);
-    CHECK_INT(m[1].line, 15); /* the "---" line */
+    CHECK_INT(m[1].line, 16); /* the "---" line */
     CHECK_INT(g->level, 3);
     CHECK_INT(g->nnamespaces, 2);
     CHECK_STR(g->namespaces[1], "b");

@@ -211,6 +211,13 @@ TEST(policy_starvation_fairshare) {
     p.spec.fairshare_half_life_s = 0;
     expect_policy(&p, "spec.fairShare.halfLife", "spec.fairShare.halfLife: must be > 0, got 0s");
     p = good_policy();
+    p.spec.rescore_interval_s = 86400;
+    expect_policy(&p, NULL, NULL);
+    p.spec.rescore_interval_s = 2 * 86400;
+    expect_policy(&p, "spec.rescoreInterval", "spec.rescoreInterval: must be between 0 and 24h, got 48h");
+    p.spec.rescore_interval_s = -60;
+    expect_policy(&p, "spec.rescoreInterval", "spec.rescoreInterval: must be between 0 and 24h, got -1m");
+    p = good_policy();
     p.spec.placement = (aiq_placement)7;
     expect_policy(&p, "spec.placement", "spec.placement: must be binpack, spread or fgd, got 7");
 }

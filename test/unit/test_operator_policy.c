@@ -97,6 +97,53 @@ TEST(policy_errors_name_field_and_position) {
     CHECK_STR(e.field, "spec.levels");
 }
 
+/* A rescore interval keeps scores between cycles, so the formula and the
+ * levels may read only what does not change while the job does not: the
+ * compiler names the field and the factor that would go stale. */
+TEST(policy_rescore_interval) {
+    struct aiq_level lv[2] = {{(char *)"small", (char *)"wait.hours >= 2h || job.gpus <= 1"},
+                              {(char *)"rest", NULL}};
+    struct aiq_policy p = make("job.priority * 10 + user.level + min(wait.hours, 1w) / 169", lv, 2);
+    p.spec.rescore_interval_s = 300;
+    aiq_err e;
+    aiq_err_clear(&e);
+    oppolicy *op = oppolicy_compile(&p, &e);
+    if (!CHECK(op != NULL))
+        return;
+    struct q_policy qp;
+    oppolicy_qpolicy(op, &qp);
+    CHECK_DBL(qp.rescore_interval_s, 300, 0);
+    oppolicy_free(op);
+
+    p.spec.formula = (char *)"job.priority + 100 * fairshare.user";
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_INT(e.code, AIQ_EINVAL);
+    CHECK_STR(e.field, "spec.rescoreInterval");
+    CHECK_STR(e.message, "spec.rescoreInterval: spec.formula reads fairshare.user, which changes "
+                         "between rescores while the job does not; a rescore interval needs a "
+                         "score of the job's own fields, user.level, group.level and the clock "
+                         "only (remove rescoreInterval or fairshare.user)");
+
+    p.spec.formula = (char *)"job.priority";
+    lv[0].when = (char *)"cluster.free_gpus > 8 && job.gpus <= 1";
+    aiq_err_clear(&e);
+    CHECK(oppolicy_compile(&p, &e) == NULL);
+    CHECK_STR(e.field, "spec.rescoreInterval");
+    CHECK(strstr(e.message, "spec.levels[0].when reads cluster.free_gpus") != NULL);
+
+    /* Without an interval the same policy compiles, and its q_policy
+     * rescores every cycle. */
+    p.spec.rescore_interval_s = 0;
+    aiq_err_clear(&e);
+    op = oppolicy_compile(&p, &e);
+    if (!CHECK(op != NULL))
+        return;
+    oppolicy_qpolicy(op, &qp);
+    CHECK_DBL(qp.rescore_interval_s, 0, 0);
+    oppolicy_free(op);
+}
+
 TEST(policy_default) {
     oppolicy *op = oppolicy_default();
     CHECK(op != NULL);
