@@ -151,15 +151,18 @@ static void ytext(FILE *out, const char *s, int indent) {
     }
 }
 
-/* A duration the CRD's pattern accepts: whole hours, minutes or seconds
- * ("48h", "90m", "45s"). */
+/* A duration the CRD's pattern accepts, reading back exactly: whole
+ * hours, minutes or seconds ("48h", "90m", "45s"), else seconds with
+ * their fraction ("0.5s"). */
 static void ydur(FILE *out, double s) {
     if (s >= 3600 && fmod(s, 3600) == 0)
         fprintf(out, "%.0fh", s / 3600);
     else if (s >= 60 && fmod(s, 60) == 0)
         fprintf(out, "%.0fm", s / 60);
+    else if (s == floor(s))
+        fprintf(out, "%.0fs", s);
     else
-        fprintf(out, "%.0fs", ceil(s));
+        fprintf(out, "%.17gs", s);
 }
 
 static void yaml_preemption(FILE *out, const struct aiq_policy_spec *s) {
@@ -241,7 +244,19 @@ void sim_tune_yaml(FILE *out, const struct aiq_policy *orig, const char *name,
     }
     fprintf(out, "  backfill: %s\n  placement: %s\n",
             s->backfill == AIQ_BACKFILL_EASY ? "Easy" : "None",
-            s->placement == AIQ_PLACE_SPREAD ? "spread" : "binpack");
+            s->placement == AIQ_PLACE_SPREAD ? "spread"
+            : s->placement == AIQ_PLACE_FGD  ? "fgd"
+                                             : "binpack");
+    if (s->placement_score) {
+        fputs("  placementScore: ", out);
+        ytext(out, s->placement_score, 4);
+        fputc('\n', out);
+    }
+    if (s->rescore_interval_s > 0) {
+        fputs("  rescoreInterval: ", out);
+        ydur(out, s->rescore_interval_s);
+        fputc('\n', out);
+    }
     double starv = res->starvation_after_s > 0 ? res->starvation_after_s : s->starvation_after_s;
     if (starv > 0) {
         fputs("  starvation:\n    after: ", out);

@@ -161,6 +161,17 @@ static const char *policy_yaml =
     "  levels:\n  - {name: starving, when: \"wait.hours >= 12h\"}\n  - {name: main}\n"
     "  backfill: Easy\n  starvation: {after: 12h, promoteTo: starving}\n";
 
+/* The same with fgd placement, a placement score and a rescore
+ * interval, which the tuned YAML must carry over. */
+static const char *policy_yaml_fgd =
+    "apiVersion: aiq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: srjf-ish}\n"
+    "spec:\n"
+    "  formula: \"-(runtime.predicted_hours > 0 ? runtime.predicted_hours : 24h) + "
+    "wait.hours / 1000\"\n"
+    "  levels:\n  - {name: starving, when: \"wait.hours >= 12h\"}\n  - {name: main}\n"
+    "  backfill: Easy\n  starvation: {after: 12h, promoteTo: starving}\n"
+    "  placement: fgd\n  placementScore: \"-node.free_gpus\"\n  rescoreInterval: 90s\n";
+
 struct fixture {
     struct aiq_manifest *m;
     int nm;
@@ -253,7 +264,7 @@ TEST(search_yaml_reads_back) {
     aiq_err e;
     aiq_err_clear(&e);
     memset(&r, 0, sizeof r);
-    if (!setup(&fx, policy_yaml) || !CHECK_INT(sim_tune(&fx.cfg, &r, &e), AIQ_OK))
+    if (!setup(&fx, policy_yaml_fgd) || !CHECK_INT(sim_tune(&fx.cfg, &r, &e), AIQ_OK))
         goto out;
     FILE *f = open_memstream(&buf, &len);
     if (!CHECK(f))
@@ -272,6 +283,9 @@ TEST(search_yaml_reads_back) {
     CHECK_DBL(p->spec.starvation_after_s, r.starvation_after_s, 0);
     CHECK_STR(p->spec.starvation_promote_to, "starving");
     CHECK_INT(p->spec.backfill, AIQ_BACKFILL_EASY);
+    CHECK_INT(p->spec.placement, AIQ_PLACE_FGD);
+    CHECK_STR(p->spec.placement_score, "-node.free_gpus");
+    CHECK_DBL(p->spec.rescore_interval_s, 90, 0);
     CHECK(!p->spec.active);
     CHECK(strstr(buf, "# Tuned by aiq-sim tune from QueuePolicy srjf-ish") != NULL);
     CHECK(strstr(buf, "    aiq.dev/tuned-by: \"aiq-sim tune from QueuePolicy srjf-ish: objective "
