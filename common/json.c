@@ -1,4 +1,5 @@
-/* json.c -- typed member getters over json-c objects; see json.h. */
+/* json.c -- typed member getters over json-c objects and the checked
+ * adds of the builders; see json.h. */
 #include "common/json.h"
 
 #include <string.h>
@@ -81,4 +82,33 @@ json_object *aiq_jpath(json_object *o, const char *dotted) {
 const char *aiq_jpath_str(json_object *o, const char *dotted) {
     json_object *v = aiq_jpath(o, dotted);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* Records a failed add: frees v and sets the sticky flag. Returns -1. */
+static int jfail(json_object *v, bool *failed) {
+    json_object_put(v);
+    if (failed)
+        *failed = true;
+    return -1;
+}
+
+/* See json.h. */
+int aiq_jset(json_object *o, const char *k, json_object *v, bool *failed) {
+    if ((failed && *failed) || !o || !v || json_object_object_add(o, k, v) != 0)
+        return jfail(v, failed);
+    return 0;
+}
+
+/* See json.h. */
+int aiq_jset_null(json_object *o, const char *k, bool *failed) {
+    if ((failed && *failed) || !o || json_object_object_add(o, k, NULL) != 0)
+        return jfail(NULL, failed);
+    return 0;
+}
+
+/* See json.h. */
+int aiq_jpush(json_object *arr, json_object *v, bool *failed) {
+    if ((failed && *failed) || !arr || !v || json_object_array_add(arr, v) != 0)
+        return jfail(v, failed);
+    return 0;
 }

@@ -1,6 +1,7 @@
 /* json.h -- reading members of parsed JSON (json-c objects) without
  * repeating the type checks at every call: a member of an object, a
- * string, number, integer or boolean member, and a dotted path.
+ * string, number, integer or boolean member, and a dotted path; and
+ * building JSON without dropping a member when memory runs out.
  *
  * Every getter takes a borrowed object that may be NULL or of any type,
  * and returns something borrowed from it (valid while it lives) or the
@@ -48,5 +49,26 @@ json_object *aiq_jpath(json_object *o, const char *dotted);
 
 /* aiq_jpath when the value is a string, else NULL. */
 const char *aiq_jpath_str(json_object *o, const char *dotted);
+
+/* Building. json-c's adds take the value only when they succeed, and
+ * take a NULL value (a constructor out of memory) as JSON null, so an
+ * unchecked add can leave a member out or null. These take ownership of
+ * v on every path: on success o holds it, on failure it is freed.
+ *
+ * *failed is sticky: a failure sets it (v NULL, o NULL, or the add
+ * fails), and once it is set a call only frees v and leaves o alone, so a
+ * builder can add many members in a row and check *failed once, then
+ * free the partial object. failed may be NULL for a caller that checks
+ * each return. Each returns 0, or -1 when nothing was added. */
+
+/* Adds v as member k of object o (replacing one of that name). */
+int aiq_jset(json_object *o, const char *k, json_object *v, bool *failed);
+
+/* Adds member k of o with the value JSON null, on purpose (a merge
+ * patch's removal, an SQL NULL). */
+int aiq_jset_null(json_object *o, const char *k, bool *failed);
+
+/* Appends v to the array arr. */
+int aiq_jpush(json_object *arr, json_object *v, bool *failed);
 
 #endif

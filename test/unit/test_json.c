@@ -1,6 +1,8 @@
 /* test_json.c -- typed JSON member getters (common/json.c): each getter
  * on a present member, a missing one, one of the wrong type, and a
- * non-object or NULL parent. */
+ * non-object or NULL parent; the checked adds of the builders (aiq_jset,
+ * aiq_jset_null, aiq_jpush): ownership on success and failure, and the
+ * sticky failed flag. */
 #include "common/json.h"
 
 #include <stdio.h>
@@ -90,4 +92,67 @@ TEST(json_mib_legacy_range) {
     CHECK(aiq_quantity_mib(aiq_quantity_format_mib(max, q, sizeof q), &back, &e) == AIQ_OK);
     CHECK_INT(back, max);
     json_object_put(o);
+}
+
+/* aiq_jset / aiq_jpush on success: o holds v (the caller's extra
+ * reference outlives neither), members in the order added, failed left
+ * false. */
+TEST(json_build_ok) {
+    bool failed = false;
+    json_object *o = json_object_new_object(), *a = json_object_new_array();
+    json_object *v = json_object_new_string("x");
+    json_object_get(v);
+    CHECK_INT(aiq_jset(o, "s", v, &failed), 0);
+    CHECK_INT(json_object_put(v), 0); /* o still holds it */
+    CHECK(aiq_jget(o, "s") == v);
+    CHECK_INT(aiq_jpush(a, json_object_new_int(1), &failed), 0);
+    CHECK_INT(aiq_jpush(a, json_object_new_int(2), NULL), 0);
+    CHECK_INT(aiq_jset(o, "a", a, &failed), 0);
+    CHECK_INT(aiq_jset_null(o, "n", &failed), 0);
+    CHECK_INT(aiq_jset(o, "b", json_object_new_boolean(1), NULL), 0);
+    CHECK(!failed);
+    CHECK_STR(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+              "{\"s\":\"x\",\"a\":[1,2],\"n\":null,\"b\":true}");
+    json_object_put(o);
+}
+
+/* A NULL value (a constructor out of memory) is a failure, not a JSON
+ * null: no member, failed set; and failed stays set, so a later good
+ * value is freed instead of added. */
+TEST(json_build_fails_sticky) {
+    bool failed = false;
+    json_object *o = json_object_new_object(), *a = json_object_new_array();
+    CHECK_INT(aiq_jset(o, "gone", NULL, &failed), -1);
+    CHECK(failed);
+    CHECK(!json_object_object_get_ex(o, "gone", NULL));
+    json_object *v = json_object_new_string("late");
+    json_object_get(v);
+    CHECK_INT(aiq_jset(o, "late", v, &failed), -1);
+    CHECK_INT(json_object_put(v), 1); /* the helper let go of its reference */
+    CHECK(!json_object_object_get_ex(o, "late", NULL));
+    CHECK_INT(aiq_jset_null(o, "n", &failed), -1);
+    CHECK_INT(aiq_jpush(a, json_object_new_int(1), &failed), -1);
+    CHECK(failed);
+    CHECK_INT(json_object_object_length(o), 0);
+    CHECK_INT(json_object_array_length(a), 0);
+    failed = false;
+    CHECK_INT(aiq_jpush(a, NULL, &failed), -1);
+    CHECK(failed);
+    CHECK_INT(json_object_array_length(a), 0);
+    json_object_put(o);
+    json_object_put(a);
+}
+
+/* A NULL parent (its constructor out of memory) fails and frees v; with
+ * failed NULL only the return says so. */
+TEST(json_build_null_parent) {
+    bool failed = false;
+    json_object *v = json_object_new_string("x");
+    json_object_get(v);
+    CHECK_INT(aiq_jset(NULL, "k", v, &failed), -1);
+    CHECK(failed);
+    CHECK_INT(json_object_put(v), 1);
+    CHECK_INT(aiq_jpush(NULL, json_object_new_int(1), NULL), -1);
+    CHECK_INT(aiq_jset_null(NULL, "k", NULL), -1);
+    CHECK_INT(aiq_jset(NULL, "k", NULL, NULL), -1);
 }
