@@ -49,16 +49,17 @@ static int act_annotate(struct server *s, struct opcache_obj *p, const char *con
     json_object *patch = json_object_new_object(), *md = json_object_new_object(),
                 *ann = json_object_new_object();
     int rc = -1;
-    if (!patch || !md || !ann) {
-        json_object_put(md);
-        json_object_put(ann);
-        goto out;
+    bool failed = !patch;
+    for (int i = 0; i < n; i++) {
+        if (kv[2 * i + 1])
+            aiq_jset(ann, kv[2 * i], json_object_new_string(kv[2 * i + 1]), &failed);
+        else
+            aiq_jset_null(ann, kv[2 * i], &failed); /* merge patch: remove it */
     }
-    json_object_object_add(patch, "metadata", md);
-    json_object_object_add(md, "annotations", ann);
-    for (int i = 0; i < n; i++)
-        json_object_object_add(ann, kv[2 * i],
-                               kv[2 * i + 1] ? json_object_new_string(kv[2 * i + 1]) : NULL);
+    aiq_jset(md, "annotations", ann, &failed);
+    aiq_jset(patch, "metadata", md, &failed);
+    if (failed) /* out of memory, logged below */
+        goto out;
     if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
         goto out;
     aiq_rc r = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, NULL, &e);
@@ -136,16 +137,15 @@ int actions_patch_size(json_object *patch, int n) {
     snprintf(val, sizeof val, "%d", n);
     if (!json_object_object_get_ex(patch, "metadata", &md)) {
         md = json_object_new_object();
-        if (!md || json_object_object_add(patch, "metadata", md) != 0)
-            return -1;
+        if (aiq_jset(patch, "metadata", md, NULL) != 0)
+            return -1; /* md freed */
     }
     if (!json_object_object_get_ex(md, "annotations", &ann)) {
         ann = json_object_new_object();
-        if (!ann || json_object_object_add(md, "annotations", ann) != 0)
-            return -1;
+        if (aiq_jset(md, "annotations", ann, NULL) != 0)
+            return -1; /* ann freed */
     }
-    json_object *v = json_object_new_string(val);
-    return v && json_object_object_add(ann, ACTIONS_ANN_REPLICAS, v) == 0 ? 0 : -1;
+    return aiq_jset(ann, ACTIONS_ANN_REPLICAS, json_object_new_string(val), NULL);
 }
 
 /* Gives every container of an elastic job's pod the env AIQ_REPLICAS
@@ -161,27 +161,20 @@ int actions_pod_env(json_object *pod) {
         json_object *c = json_object_array_get_idx(cs, i), *env = NULL;
         if (!json_object_object_get_ex(c, "env", &env)) {
             env = json_object_new_array();
-            if (!env || json_object_object_add(c, "env", env) != 0)
-                return -1;
+            if (aiq_jset(c, "env", env, NULL) != 0)
+                return -1; /* env freed */
         }
         json_object *e = json_object_new_object(), *vf = json_object_new_object(),
                     *fr = json_object_new_object();
-        if (!e || !vf || !fr) {
-            json_object_put(e);
-            json_object_put(vf);
-            json_object_put(fr);
+        bool failed = false;
+        aiq_jset(fr, "fieldPath",
+                 json_object_new_string("metadata.annotations['" ACTIONS_ANN_REPLICAS "']"),
+                 &failed);
+        aiq_jset(vf, "fieldRef", fr, &failed);
+        aiq_jset(e, "name", json_object_new_string("AIQ_REPLICAS"), &failed);
+        aiq_jset(e, "valueFrom", vf, &failed);
+        if (aiq_jpush(env, e, &failed) != 0)
             return -1;
-        }
-        json_object_object_add(fr, "fieldPath",
-                               json_object_new_string("metadata.annotations['" ACTIONS_ANN_REPLICAS
-                                                      "']"));
-        json_object_object_add(vf, "fieldRef", fr);
-        json_object_object_add(e, "name", json_object_new_string("AIQ_REPLICAS"));
-        json_object_object_add(e, "valueFrom", vf);
-        if (json_object_array_add(env, e) != 0) {
-            json_object_put(e);
-            return -1;
-        }
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/json.h"
 #include "operator/api_auth.h"
 
 #define OPAGGR_MAX_PEM (1u << 20) /* a PEM file larger than 1 MiB is a mistake */
@@ -203,62 +204,79 @@ static const char *opaggr_reason(unsigned code) {
     }
 }
 
-/* A Kubernetes Status for an error. */
+/* A Kubernetes Status for an error. Out of memory: no answer (MHD_NO
+ * closes the connection), never a Status missing a member. */
 static enum MHD_Result opaggr_status(struct MHD_Connection *c, unsigned code, const char *msg) {
     json_object *o = json_object_new_object();
-    if (!o)
+    bool failed = !o;
+    aiq_jset(o, "kind", json_object_new_string("Status"), &failed);
+    aiq_jset(o, "apiVersion", json_object_new_string("v1"), &failed);
+    aiq_jset(o, "metadata", json_object_new_object(), &failed);
+    aiq_jset(o, "status", json_object_new_string("Failure"), &failed);
+    aiq_jset(o, "message", json_object_new_string(msg), &failed);
+    aiq_jset(o, "reason", json_object_new_string(opaggr_reason(code)), &failed);
+    aiq_jset(o, "code", json_object_new_int((int)code), &failed);
+    if (failed) {
+        json_object_put(o);
         return MHD_NO;
-    json_object_object_add(o, "kind", json_object_new_string("Status"));
-    json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(o, "metadata", json_object_new_object());
-    json_object_object_add(o, "status", json_object_new_string("Failure"));
-    json_object_object_add(o, "message", json_object_new_string(msg));
-    json_object_object_add(o, "reason", json_object_new_string(opaggr_reason(code)));
-    json_object_object_add(o, "code", json_object_new_int((int)code));
+    }
     return opaggr_json(c, code, o);
 }
 
 /* ---- discovery -------------------------------------------------------- */
 
+/* One resource of the APIResourceList, or NULL when out of memory. */
 static json_object *opaggr_resource(const char *name, const char *kind) {
     json_object *r = json_object_new_object(), *verbs = json_object_new_array();
     bool util = strcmp(name, "utilisations") == 0; /* cluster-wide, list only */
-    json_object_object_add(r, "name", json_object_new_string(name));
-    json_object_object_add(r, "singularName", json_object_new_string(""));
-    json_object_object_add(r, "namespaced", json_object_new_boolean(!util));
-    json_object_object_add(r, "kind", json_object_new_string(kind));
+    bool failed = !r;
+    aiq_jset(r, "name", json_object_new_string(name), &failed);
+    aiq_jset(r, "singularName", json_object_new_string(""), &failed);
+    aiq_jset(r, "namespaced", json_object_new_boolean(!util), &failed);
+    aiq_jset(r, "kind", json_object_new_string(kind), &failed);
     if (!util)
-        json_object_array_add(verbs, json_object_new_string("get"));
+        aiq_jpush(verbs, json_object_new_string("get"), &failed);
     if (util || strcmp(name, "queues") == 0)
-        json_object_array_add(verbs, json_object_new_string("list"));
-    json_object_object_add(r, "verbs", verbs);
+        aiq_jpush(verbs, json_object_new_string("list"), &failed);
+    aiq_jset(r, "verbs", verbs, &failed);
+    if (failed) {
+        json_object_put(r);
+        return NULL;
+    }
     return r;
 }
 
+/* The discovery document of kind (the group, or its resources), or NULL
+ * when out of memory. */
 static json_object *opaggr_discovery(enum opaggr_kind kind) {
     json_object *o = json_object_new_object();
+    bool failed = !o;
     if (kind == OPAGGR_RESOURCES) {
         json_object *res = json_object_new_array();
-        json_object_array_add(res, opaggr_resource("queues", "Queue"));
-        json_object_array_add(res, opaggr_resource("journals", "Journal"));
-        json_object_array_add(res, opaggr_resource("utilisations", "Utilisation"));
-        json_object_object_add(o, "kind", json_object_new_string("APIResourceList"));
-        json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
-        json_object_object_add(o, "groupVersion",
-                               json_object_new_string(OPAGGR_GROUP "/" OPAGGR_VERSION));
-        json_object_object_add(o, "resources", res);
-        return o;
+        aiq_jpush(res, opaggr_resource("queues", "Queue"), &failed);
+        aiq_jpush(res, opaggr_resource("journals", "Journal"), &failed);
+        aiq_jpush(res, opaggr_resource("utilisations", "Utilisation"), &failed);
+        aiq_jset(o, "kind", json_object_new_string("APIResourceList"), &failed);
+        aiq_jset(o, "apiVersion", json_object_new_string("v1"), &failed);
+        aiq_jset(o, "groupVersion", json_object_new_string(OPAGGR_GROUP "/" OPAGGR_VERSION),
+                 &failed);
+        aiq_jset(o, "resources", res, &failed);
+    } else {
+        json_object *gv = json_object_new_object(), *vs = json_object_new_array();
+        aiq_jset(gv, "groupVersion", json_object_new_string(OPAGGR_GROUP "/" OPAGGR_VERSION),
+                 &failed);
+        aiq_jset(gv, "version", json_object_new_string(OPAGGR_VERSION), &failed);
+        aiq_jpush(vs, json_object_get(gv), &failed); /* gv NULL: NULL, a failure */
+        aiq_jset(o, "kind", json_object_new_string("APIGroup"), &failed);
+        aiq_jset(o, "apiVersion", json_object_new_string("v1"), &failed);
+        aiq_jset(o, "name", json_object_new_string(OPAGGR_GROUP), &failed);
+        aiq_jset(o, "versions", vs, &failed);
+        aiq_jset(o, "preferredVersion", gv, &failed);
     }
-    json_object *gv = json_object_new_object(), *vs = json_object_new_array();
-    json_object_object_add(gv, "groupVersion",
-                           json_object_new_string(OPAGGR_GROUP "/" OPAGGR_VERSION));
-    json_object_object_add(gv, "version", json_object_new_string(OPAGGR_VERSION));
-    json_object_array_add(vs, json_object_get(gv));
-    json_object_object_add(o, "kind", json_object_new_string("APIGroup"));
-    json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(o, "name", json_object_new_string(OPAGGR_GROUP));
-    json_object_object_add(o, "versions", vs);
-    json_object_object_add(o, "preferredVersion", gv);
+    if (failed) {
+        json_object_put(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -328,8 +346,10 @@ static enum MHD_Result opaggr_handler(void *cls, struct MHD_Connection *c, const
     struct opaggr_route r;
     if ((code = opaggr_parse_path(url, &r, msg, sizeof msg)) != 0)
         return opaggr_status(c, (unsigned)code, msg);
-    if (r.kind == OPAGGR_GROUP_DOC || r.kind == OPAGGR_RESOURCES)
-        return opaggr_json(c, 200, opaggr_discovery(r.kind));
+    if (r.kind == OPAGGR_GROUP_DOC || r.kind == OPAGGR_RESOURCES) {
+        json_object *doc = opaggr_discovery(r.kind);
+        return doc ? opaggr_json(c, 200, doc) : opaggr_status(c, 500, "out of memory");
+    }
     struct opaggr_groups g = {.n = 0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, opaggr_group, &g);
     code = r.kind == OPAGGR_JOURNAL

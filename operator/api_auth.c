@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "operator/kube_http.h"
 
 #define OPAUTH_SLOTS 64
@@ -106,14 +107,12 @@ static int opauth_review_token(opauth *a, const char *token, json_object **user,
     aiq_err_clear(&e);
     json_object *out = NULL, *spec = json_object_new_object(),
                 *body = json_object_new_object();
-    if (body && spec) {
-        json_object_object_add(body, "apiVersion",
-                               json_object_new_string("authentication.k8s.io/v1"));
-        json_object_object_add(body, "kind", json_object_new_string("TokenReview"));
-        json_object_object_add(spec, "token", json_object_new_string(token));
-        json_object_object_add(body, "spec", spec);
-    } else {
-        json_object_put(spec);
+    bool failed = !body;
+    aiq_jset(body, "apiVersion", json_object_new_string("authentication.k8s.io/v1"), &failed);
+    aiq_jset(body, "kind", json_object_new_string("TokenReview"), &failed);
+    aiq_jset(spec, "token", json_object_new_string(token), &failed);
+    aiq_jset(body, "spec", spec, &failed);
+    if (failed) { /* opauth_post answers out of memory */
         json_object_put(body);
         body = NULL;
     }
@@ -138,43 +137,46 @@ static int opauth_review_token(opauth *a, const char *token, json_object **user,
     return 200;
 }
 
+/* Copies member k of user, when it has one (a null stays null), into
+ * spec; a failure sets *failed (aiq_jset). */
+static void opauth_copy(json_object *spec, json_object *user, const char *k, bool *failed) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(user, k, &v))
+        return;
+    if (v)
+        aiq_jset(spec, k, json_object_get(v), failed);
+    else
+        aiq_jset_null(spec, k, failed);
+}
+
 /* SubjectAccessReview for user (a TokenReview's status.user). */
 static int opauth_review_access(opauth *a, json_object *user, const char *verb,
                                 const char *sub, const char *ns, char *msg, size_t cap) {
     aiq_err e;
     aiq_err_clear(&e);
     json_object *body = json_object_new_object(), *spec = json_object_new_object(),
-                *ra = json_object_new_object(), *v = NULL, *out = NULL;
+                *ra = json_object_new_object(), *out = NULL;
     const char *name = opauth_str(user, "username", NULL);
-    if (body && spec && ra) {
-        json_object_object_add(body, "apiVersion",
-                               json_object_new_string("authorization.k8s.io/v1"));
-        json_object_object_add(body, "kind", json_object_new_string("SubjectAccessReview"));
-        json_object *sp = spec;
-        json_object_object_add(body, "spec", spec);
-        spec = NULL;
-        json_object_object_add(sp, "user", json_object_new_string(name ? name : ""));
-        if (json_object_object_get_ex(user, "uid", &v))
-            json_object_object_add(sp, "uid", json_object_get(v));
-        if (json_object_object_get_ex(user, "groups", &v))
-            json_object_object_add(sp, "groups", json_object_get(v));
-        if (json_object_object_get_ex(user, "extra", &v))
-            json_object_object_add(sp, "extra", json_object_get(v));
-        json_object_object_add(ra, "group", json_object_new_string("aiq.dev"));
-        json_object_object_add(ra, "resource", json_object_new_string("aijobs"));
-        if (sub && *sub)
-            json_object_object_add(ra, "subresource", json_object_new_string(sub));
-        json_object_object_add(ra, "verb", json_object_new_string(verb));
-        if (ns && *ns)
-            json_object_object_add(ra, "namespace", json_object_new_string(ns));
-        json_object_object_add(sp, "resourceAttributes", ra);
-        ra = NULL;
-    } else {
+    bool failed = !body;
+    aiq_jset(body, "apiVersion", json_object_new_string("authorization.k8s.io/v1"), &failed);
+    aiq_jset(body, "kind", json_object_new_string("SubjectAccessReview"), &failed);
+    aiq_jset(spec, "user", json_object_new_string(name ? name : ""), &failed);
+    opauth_copy(spec, user, "uid", &failed);
+    opauth_copy(spec, user, "groups", &failed);
+    opauth_copy(spec, user, "extra", &failed);
+    aiq_jset(ra, "group", json_object_new_string("aiq.dev"), &failed);
+    aiq_jset(ra, "resource", json_object_new_string("aijobs"), &failed);
+    if (sub && *sub)
+        aiq_jset(ra, "subresource", json_object_new_string(sub), &failed);
+    aiq_jset(ra, "verb", json_object_new_string(verb), &failed);
+    if (ns && *ns)
+        aiq_jset(ra, "namespace", json_object_new_string(ns), &failed);
+    aiq_jset(spec, "resourceAttributes", ra, &failed);
+    aiq_jset(body, "spec", spec, &failed);
+    if (failed) { /* opauth_post answers out of memory */
         json_object_put(body);
         body = NULL;
     }
-    json_object_put(spec);
-    json_object_put(ra);
     char what[320];
     snprintf(what, sizeof what, "%s aijobs%s%s (aiq.dev) %s%s", verb, sub && *sub ? "/" : "",
              sub && *sub ? sub : "", ns && *ns ? "in namespace " : "cluster-wide",
@@ -259,16 +261,16 @@ int opauth_check(opauth *a, const char *token, const char *verb, const char *sub
 int opauth_check_user(opauth *a, const char *user, const char *const *groups, size_t ngroups,
                       const char *verb, const char *sub, const char *ns, char *msg, size_t cap) {
     json_object *u = json_object_new_object(), *g = json_object_new_array();
-    if (!u || !g) {
+    bool failed = !u;
+    aiq_jset(u, "username", json_object_new_string(user), &failed);
+    for (size_t i = 0; i < ngroups; i++)
+        aiq_jpush(g, json_object_new_string(groups[i]), &failed);
+    aiq_jset(u, "groups", g, &failed);
+    if (failed) {
         json_object_put(u);
-        json_object_put(g);
         snprintf(msg, cap, "out of memory");
         return 503;
     }
-    json_object_object_add(u, "username", json_object_new_string(user));
-    for (size_t i = 0; i < ngroups; i++)
-        json_object_array_add(g, json_object_new_string(groups[i]));
-    json_object_object_add(u, "groups", g);
     int code = opauth_review_access(a, u, verb, sub, ns, msg, cap);
     json_object_put(u);
     return code;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/json.h"
+
 struct opapi {
     sqlite3 *db;
     pthread_mutex_t mu;      /* one query at a time on db */
@@ -70,9 +72,42 @@ void opapi_free(opapi *a) {
     free(a);
 }
 
-static json_object *opa_text(sqlite3_stmt *st, int col) {
+/* Adds column col of the row as member k: its text, or null for an SQL
+ * NULL. A text SQLite could not make (out of memory) sets *failed. */
+static void opa_text(json_object *e, const char *k, sqlite3_stmt *st, int col, bool *failed) {
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
+        aiq_jset_null(e, k, failed);
+        return;
+    }
     const unsigned char *s = sqlite3_column_text(st, col);
-    return s ? json_object_new_string((const char *)s) : NULL;
+    aiq_jset(e, k, s ? json_object_new_string((const char *)s) : NULL, failed);
+}
+
+/* Adds the columns of a decision row (t, cycle, action, level, position,
+ * score, reason, message) or an event row (t, kind, payload) to e. */
+static void opa_row(json_object *e, sqlite3_stmt *st, bool is_decision, bool *failed) {
+    aiq_jset(e, "type", json_object_new_string(is_decision ? "decision" : "event"), failed);
+    aiq_jset(e, "t", json_object_new_double(sqlite3_column_double(st, 0)), failed);
+    if (is_decision) {
+        aiq_jset(e, "cycle", json_object_new_int64(sqlite3_column_int64(st, 1)), failed);
+        opa_text(e, "action", st, 2, failed);
+        aiq_jset(e, "level", json_object_new_int(sqlite3_column_int(st, 3)), failed);
+        aiq_jset(e, "position", json_object_new_int(sqlite3_column_int(st, 4)), failed);
+        aiq_jset(e, "score", json_object_new_double(sqlite3_column_double(st, 5)), failed);
+        opa_text(e, "reason", st, 6, failed);
+        opa_text(e, "message", st, 7, failed);
+    } else {
+        opa_text(e, "kind", st, 1, failed);
+        /* payloads were checked as JSON when written; keep text if not */
+        bool null = sqlite3_column_type(st, 2) == SQLITE_NULL;
+        const unsigned char *p = null ? NULL : sqlite3_column_text(st, 2);
+        json_object *pj = p ? json_tokener_parse((const char *)p) : NULL;
+        if (null)
+            aiq_jset_null(e, "payload", failed);
+        else
+            aiq_jset(e, "payload", pj ? pj : p ? json_object_new_string((const char *)p) : NULL,
+                     failed);
+    }
 }
 
 /* Runs one prepared query (bound key, limit) and appends its rows as
@@ -90,28 +125,17 @@ static aiq_rc opa_rows(opapi *a, const char *sql, const char *key, int limit,
     }
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         json_object *e = json_object_new_object();
-        if (!e) {
+        bool failed = !e;
+        opa_row(e, st, is_decision, &failed);
+        if (failed) {
+            json_object_put(e);
             rc = aiq_err_set(err, AIQ_ENOMEM, "out of memory");
             goto out;
         }
-        json_object_object_add(e, "type", json_object_new_string(is_decision ? "decision" : "event"));
-        json_object_object_add(e, "t", json_object_new_double(sqlite3_column_double(st, 0)));
-        if (is_decision) {
-            json_object_object_add(e, "cycle", json_object_new_int64(sqlite3_column_int64(st, 1)));
-            json_object_object_add(e, "action", opa_text(st, 2));
-            json_object_object_add(e, "level", json_object_new_int(sqlite3_column_int(st, 3)));
-            json_object_object_add(e, "position", json_object_new_int(sqlite3_column_int(st, 4)));
-            json_object_object_add(e, "score", json_object_new_double(sqlite3_column_double(st, 5)));
-            json_object_object_add(e, "reason", opa_text(st, 6));
-            json_object_object_add(e, "message", opa_text(st, 7));
-        } else {
-            const unsigned char *p = sqlite3_column_text(st, 2);
-            json_object_object_add(e, "kind", opa_text(st, 1));
-            /* payloads were checked as JSON when written; keep text if not */
-            json_object *pj = p ? json_tokener_parse((const char *)p) : NULL;
-            json_object_object_add(e, "payload", pj ? pj : opa_text(st, 2));
+        if (aiq_jpush(arr, e, NULL) != 0) {
+            rc = aiq_err_set(err, AIQ_ENOMEM, "out of memory");
+            goto out;
         }
-        json_object_array_add(arr, e);
     }
     if (s != SQLITE_DONE)
         rc = aiq_err_set(err, AIQ_EDB, "journal API: %s", sqlite3_errmsg(a->db));
@@ -146,13 +170,13 @@ aiq_rc opapi_journal_json(opapi *a, const char *job, const char *uid,
     if (limit > OPAPI_MAX_LIMIT)
         limit = OPAPI_MAX_LIMIT;
     json_object *doc = json_object_new_object(), *arr = json_object_new_array();
-    if (!doc || !arr) {
+    bool failed = !doc;
+    aiq_jset(doc, "job", json_object_new_string(job), &failed);
+    aiq_jset(doc, "items", arr, &failed); /* arr stays borrowed from doc */
+    if (failed) {
         json_object_put(doc);
-        json_object_put(arr);
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     }
-    json_object_object_add(doc, "job", json_object_new_string(job));
-    json_object_object_add(doc, "items", arr);
     pthread_mutex_lock(&a->mu);
     if (uid && *uid)
         rc = opa_rows(a, "SELECT t, cycle, action, level, position, score, reason, message "
@@ -223,7 +247,10 @@ enum MHD_Result opapi_reply(struct MHD_Connection *c, unsigned code, const char 
 
 static enum MHD_Result opa_error(struct MHD_Connection *c, unsigned code, const char *msg) {
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "error", json_object_new_string(msg));
+    if (aiq_jset(o, "error", json_object_new_string(msg), NULL) != 0) {
+        json_object_put(o);
+        return MHD_NO; /* out of memory: no answer, as when body fails below */
+    }
     size_t n = 0;
     const char *t = json_object_to_json_string_length(
         o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);

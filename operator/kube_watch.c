@@ -232,14 +232,21 @@ static json_object **kw_list_items(json_object *root, json_object *jitems, size_
     json_object **items = calloc(n ? n : 1, sizeof *items);
     *nitems = n;
     if (!items) return NULL;
-    for (size_t i = 0; i < n; i++) {
+    bool failed = false;
+    for (size_t i = 0; !failed && i < n; i++) {
         json_object *it = json_object_array_get_idx(jitems, i);
         if (!json_object_is_type(it, json_type_object)) continue;
         if (kind[0] && !json_object_object_get_ex(it, "kind", NULL))
-            json_object_object_add(it, "kind", json_object_new_string(kind));
+            aiq_jset(it, "kind", json_object_new_string(kind), &failed);
         if (lapi && !json_object_object_get_ex(it, "apiVersion", NULL))
-            json_object_object_add(it, "apiVersion", json_object_new_string(lapi));
+            aiq_jset(it, "apiVersion", json_object_new_string(lapi), &failed);
         items[i] = json_object_get(it);
+    }
+    if (failed) { /* an item without its kind would reach the consumer */
+        for (size_t i = 0; i < n; i++)
+            json_object_put(items[i]);
+        free(items);
+        return NULL;
     }
     return items;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 /* Returns obj[key] as an object, creating an empty object there when it
  * is missing or of another type. NULL only on allocation failure. */
 static json_object *pods_child(json_object *obj, const char *key) {
@@ -374,10 +376,8 @@ static int pods_owner(json_object *meta, const struct aiq_aijob *job) {
         pods_set_str(own, "kind", "AIJob") ||
         pods_set_str(own, "name", job->meta.name) ||
         pods_set_str(own, "uid", job->meta.uid) ||
-        json_object_object_add(own, "controller",
-                               json_object_new_boolean(1)) != 0 ||
-        json_object_object_add(own, "blockOwnerDeletion",
-                               json_object_new_boolean(1)) != 0)
+        aiq_jset(own, "controller", json_object_new_boolean(1), NULL) != 0 ||
+        aiq_jset(own, "blockOwnerDeletion", json_object_new_boolean(1), NULL) != 0)
         return -1;
     return 0;
 }

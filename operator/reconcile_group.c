@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/server.h"
 
 void reconcile_group(struct server *s, enum kube_event_type t,
@@ -30,10 +31,12 @@ void reconcile_group(struct server *s, enum kube_event_type t,
         OPLOG(&s->log, OPLOG_WARN, "group_invalid", o->key, srv__rv(obj),
               "field=%s msg=\"%s\"", opcache_perr(o)->field, opcache_perr(o)->message);
         json_object *st = json_object_new_object();
-        if (st) {
-            json_object_object_add(st, "message", json_object_new_string(opcache_perr(o)->message));
-            json_object_object_add(st, "observedGeneration",
-                                   json_object_new_int64(srv__generation(obj)));
+        bool failed = !st;
+        aiq_jset(st, "message", json_object_new_string(opcache_perr(o)->message), &failed);
+        aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(obj)), &failed);
+        if (failed) { /* out of memory: no status this time, never half of one */
+            json_object_put(st);
+            st = NULL;
         }
         srv__want_status(s, o, st);
         return;

@@ -9,33 +9,36 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "operator/server.h"
 
-/* Builds a policy's status. */
+/* Builds a policy's status, or NULL when out of memory. */
 static json_object *pol_status(struct opcache_obj *o, const char *phase,
                                bool compiled, bool active, const char *msg,
                                int line, int col, const char *warning) {
     json_object *st = json_object_new_object();
-    if (!st)
-        return NULL;
-    json_object_object_add(st, "phase", json_object_new_string(phase));
-    json_object_object_add(st, "compiled", json_object_new_boolean(compiled));
-    json_object_object_add(st, "active", json_object_new_boolean(active));
+    bool failed = !st;
+    aiq_jset(st, "phase", json_object_new_string(phase), &failed);
+    aiq_jset(st, "compiled", json_object_new_boolean(compiled), &failed);
+    aiq_jset(st, "active", json_object_new_boolean(active), &failed);
     if (msg && *msg)
-        json_object_object_add(st, "message", json_object_new_string(msg));
+        aiq_jset(st, "message", json_object_new_string(msg), &failed);
     if (!compiled && msg && *msg)
-        json_object_object_add(st, "error", json_object_new_string(msg));
+        aiq_jset(st, "error", json_object_new_string(msg), &failed);
     if (warning && *warning) {
         json_object *w = json_object_new_array();
-        json_object_array_add(w, json_object_new_string(warning));
-        json_object_object_add(st, "warnings", w);
+        aiq_jpush(w, json_object_new_string(warning), &failed);
+        aiq_jset(st, "warnings", w, &failed);
     }
     if (line > 0) {
-        json_object_object_add(st, "errorLine", json_object_new_int(line));
-        json_object_object_add(st, "errorColumn", json_object_new_int(col));
+        aiq_jset(st, "errorLine", json_object_new_int(line), &failed);
+        aiq_jset(st, "errorColumn", json_object_new_int(col), &failed);
     }
-    json_object_object_add(st, "observedGeneration",
-                           json_object_new_int64(srv__generation(o->raw)));
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    if (failed) {
+        json_object_put(st);
+        return NULL;
+    }
     return st;
 }
 

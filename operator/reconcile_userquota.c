@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/units.h"
 #include "operator/server.h"
 #include "policy/quota_rules.h"
@@ -125,16 +126,23 @@ static void uq_other_user_metrics(struct server *s, const struct aiq_group *g,
     free(us);
 }
 
+/* The five resources of v as an object (the unlimited ones left out when
+ * skip_unlimited), or NULL when out of memory. */
 static json_object *uq_res_obj(const int64_t v[5], bool skip_unlimited) {
     json_object *o = json_object_new_object();
-    for (int k = 0; o && k < 5; k++) {
+    bool failed = !o;
+    for (int k = 0; !failed && k < 5; k++) {
         if (skip_unlimited && v[k] < 0)
             continue;
         char q[32];
-        json_object_object_add(o, uq_res_names[k],
-                               k == 1 ? json_object_new_string(
-                                            aiq_quantity_format_mib(v[k], q, sizeof q))
-                                      : json_object_new_int64(v[k]));
+        aiq_jset(o, uq_res_names[k],
+                 k == 1 ? json_object_new_string(aiq_quantity_format_mib(v[k], q, sizeof q))
+                        : json_object_new_int64(v[k]),
+                 &failed);
+    }
+    if (failed) {
+        json_object_put(o);
+        return NULL;
     }
     return o;
 }
@@ -157,18 +165,20 @@ static json_object *uq_conflict_conditions(struct server *s, const struct aiq_gr
         len += (size_t)w;
     }
     json_object *arr = json_object_new_array(), *c = json_object_new_object();
-    if (!arr || !c) {
+    bool failed = !arr;
+    aiq_jset(c, "type", json_object_new_string("Conflict"), &failed);
+    aiq_jset(c, "status", json_object_new_string(msg[0] ? "True" : "False"), &failed);
+    aiq_jset(c, "reason", json_object_new_string(msg[0] ? "NamespaceClaimedTwice" : "NoConflict"),
+             &failed);
+    aiq_jset(c, "message",
+             json_object_new_string(msg[0] ? msg
+                                           : "every namespace of the group is claimed by it alone"),
+             &failed);
+    aiq_jpush(arr, c, &failed);
+    if (failed) {
         json_object_put(arr);
-        json_object_put(c);
         return NULL;
     }
-    json_object_object_add(c, "type", json_object_new_string("Conflict"));
-    json_object_object_add(c, "status", json_object_new_string(msg[0] ? "True" : "False"));
-    json_object_object_add(c, "reason",
-                           json_object_new_string(msg[0] ? "NamespaceClaimedTwice" : "NoConflict"));
-    json_object_object_add(c, "message", json_object_new_string(
-        msg[0] ? msg : "every namespace of the group is claimed by it alone"));
-    json_object_array_add(arr, c);
     return arr;
 }
 
@@ -205,14 +215,15 @@ static int uq_group_entries(struct server *s, const struct aiq_group *g, struct 
 /* Adds "gpuHours" to usage (may be NULL: nothing) when budget b limits
  * GPU-hours: what user (NULL: the whole group) used in group within b's
  * window (30 days unless set), to 4 decimals. A store error leaves it
- * out until the next refresh. */
+ * out until the next refresh; out of memory sets *failed. */
 static void uq_add_gpu_hours(struct server *s, json_object *usage, const char *user,
-                             const char *group, const struct aiq_budget *b, double now) {
+                             const char *group, const struct aiq_budget *b, double now,
+                             bool *failed) {
     double used_h = 0;
     if (usage && b->gpu_hours >= 0 &&
         store_usage_window(s->db, user, group, now - (b->window_s > 0 ? b->window_s : 2592000),
                            &used_h, NULL) == AIQ_OK)
-        json_object_object_add(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4));
+        aiq_jset(usage, "gpuHours", json_object_new_double(round(used_h * 1e4) / 1e4), failed);
 }
 
 /* Applies verdict v to UserQuota o of group g (logged when it changes,
@@ -237,20 +248,22 @@ static void uq_userquota_status(struct server *s, const struct aiq_group *g,
     struct uq_usage uu;
     uq__usage(s, g->meta.name, u->spec.user, &uu);
     json_object *st = json_object_new_object();
-    if (!st)
-        return;
-    json_object_object_add(st, "accepted", json_object_new_boolean(x->accepted));
-    json_object_object_add(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"));
-    json_object_object_add(st, "group", json_object_new_string(g->meta.name));
+    bool failed = !st;
+    aiq_jset(st, "accepted", json_object_new_boolean(x->accepted), &failed);
+    aiq_jset(st, "phase", json_object_new_string(x->accepted ? "Accepted" : "Rejected"), &failed);
+    aiq_jset(st, "group", json_object_new_string(g->meta.name), &failed);
     if (!x->accepted) {
-        json_object_object_add(st, "reason", json_object_new_string(code));
-        json_object_object_add(st, "message", json_object_new_string(v->message));
+        aiq_jset(st, "reason", json_object_new_string(code), &failed);
+        aiq_jset(st, "message", json_object_new_string(v->message), &failed);
     }
     json_object *usage = uq_res_obj(uu.v, false);
-    uq_add_gpu_hours(s, usage, u->spec.user, g->meta.name, &u->spec.budget, now);
-    json_object_object_add(st, "usage", usage);
-    json_object_object_add(st, "observedGeneration",
-                           json_object_new_int64(srv__generation(o->raw)));
+    uq_add_gpu_hours(s, usage, u->spec.user, g->meta.name, &u->spec.budget, now, &failed);
+    aiq_jset(st, "usage", usage, &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    if (failed) {
+        json_object_put(st);
+        return;
+    }
     srv__want_status(s, o, st);
     opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "gpus", (double)uu.v[0]);
     opmetrics_quota_set(s->metrics, g->meta.name, u->spec.user, "jobs", (double)uu.v[4]);
@@ -270,15 +283,17 @@ static void uq_group_status(struct server *s, struct opcache_obj *go,
     uq_vec(&allot->quota, sum);
     uq__usage(s, g->meta.name, NULL, &gu);
     json_object *st = json_object_new_object();
-    if (!st)
-        return;
+    bool failed = !st;
     json_object *usage = uq_res_obj(gu.v, false);
-    uq_add_gpu_hours(s, usage, NULL, g->meta.name, &g->spec.budget, now);
-    json_object_object_add(st, "usage", usage);
-    json_object_object_add(st, "allotted", uq_res_obj(sum, true));
-    json_object_object_add(st, "conditions", uq_conflict_conditions(s, g));
-    json_object_object_add(st, "observedGeneration",
-                           json_object_new_int64(srv__generation(go->raw)));
+    uq_add_gpu_hours(s, usage, NULL, g->meta.name, &g->spec.budget, now, &failed);
+    aiq_jset(st, "usage", usage, &failed);
+    aiq_jset(st, "allotted", uq_res_obj(sum, true), &failed);
+    aiq_jset(st, "conditions", uq_conflict_conditions(s, g), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(go->raw)), &failed);
+    if (failed) {
+        json_object_put(st);
+        return;
+    }
     srv__want_status(s, go, st);
     opmetrics_quota_set(s->metrics, g->meta.name, "", "gpus", (double)gu.v[0]);
     opmetrics_quota_set(s->metrics, g->meta.name, "", "jobs", (double)gu.v[4]);
@@ -333,14 +348,16 @@ static void uq_reject_groupless(struct server *s, struct opcache_obj *o) {
     else
         snprintf(reason, sizeof reason, "%s", opcache_perr(o)->message);
     json_object *st = json_object_new_object();
-    if (!st)
+    bool failed = !st;
+    aiq_jset(st, "accepted", json_object_new_boolean(false), &failed);
+    aiq_jset(st, "phase", json_object_new_string("Rejected"), &failed);
+    aiq_jset(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"), &failed);
+    aiq_jset(st, "message", json_object_new_string(reason), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    if (failed) {
+        json_object_put(st);
         return;
-    json_object_object_add(st, "accepted", json_object_new_boolean(false));
-    json_object_object_add(st, "phase", json_object_new_string("Rejected"));
-    json_object_object_add(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"));
-    json_object_object_add(st, "message", json_object_new_string(reason));
-    json_object_object_add(st, "observedGeneration",
-                           json_object_new_int64(srv__generation(o->raw)));
+    }
     srv__want_status(s, o, st);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 /* The capped curl body buffer of the Kubernetes client (kube__buf): the
  * same concern, one implementation. */
 #include "operator/kube_http_int.h"
@@ -612,67 +613,69 @@ void oputil_free(oputil *u) {
 
 /* ---- /util ---------------------------------------------------------------- */
 
+/* One GPU of the /util document, or NULL when out of memory. */
 static json_object *ou_gpu_json(const oputil *u, const struct ou_ent *e, double now) {
     json_object *g = json_object_new_object();
-    if (!g)
-        return NULL;
-    json_object_object_add(g, "gpu", json_object_new_int(e->gpu));
+    bool failed = !g;
+    aiq_jset(g, "gpu", json_object_new_int(e->gpu), &failed);
     if (e->uuid[0])
-        json_object_object_add(g, "uuid", json_object_new_string(e->uuid));
+        aiq_jset(g, "uuid", json_object_new_string(e->uuid), &failed);
     if (e->has_util) {
-        json_object_object_add(g, "util", json_object_new_double(e->util / 100.0));
-        json_object_object_add(g, "utilAgeSeconds", json_object_new_double(now - e->util_t));
+        aiq_jset(g, "util", json_object_new_double(e->util / 100.0), &failed);
+        aiq_jset(g, "utilAgeSeconds", json_object_new_double(now - e->util_t), &failed);
     }
     if (e->has_fb)
-        json_object_object_add(g, "fbUsedMiB", json_object_new_double(e->fb));
-    json_object_object_add(g, "stale", json_object_new_boolean(!ou_fresh(u, e, now)));
+        aiq_jset(g, "fbUsedMiB", json_object_new_double(e->fb), &failed);
+    aiq_jset(g, "stale", json_object_new_boolean(!ou_fresh(u, e, now)), &failed);
+    if (failed) {
+        json_object_put(g);
+        return NULL;
+    }
     return g;
 }
 
-/* Builds the /util document; see util_source.h. */
-char *oputil_json(oputil *u, bool alnair, double now, size_t *len) {
-    json_object *doc = json_object_new_object(), *nodes = NULL, *cur = NULL;
-    char *text = NULL;
-    if (!doc)
-        return NULL;
-    json_object_object_add(doc, "source", json_object_new_string(u ? "prometheus" : "none"));
-    json_object_object_add(doc, "alnairAnnotations", json_object_new_boolean(alnair));
-    if (!u)
-        goto render;
-    pthread_mutex_lock(&u->mu);
-    json_object_object_add(doc, "url", json_object_new_string(u->url));
-    json_object_object_add(doc, "up", json_object_new_boolean(u->st.up));
-    json_object_object_add(doc, "reason", json_object_new_string(u->st.reason));
-    json_object_object_add(doc, "lastSuccess", json_object_new_double(u->st.last_ok));
-    json_object_object_add(doc, "staleAfterSeconds", json_object_new_double(u->stale_s));
-    json_object_object_add(doc, "intervalSeconds", json_object_new_double(u->interval_s));
-    json_object_object_add(doc, "fetches", json_object_new_int64((int64_t)u->st.fetches));
-    json_object_object_add(doc, "failures", json_object_new_int64((int64_t)u->st.failures));
-    nodes = json_object_new_array();
-    json_object_object_add(doc, "nodes", nodes);
-    for (size_t i = 0; nodes && i < u->nent; i++) {
+/* Adds the cache's state and its GPUs, grouped by node, to doc (u->mu
+ * held). Out of memory sets *failed. */
+static void ou_doc_fill(oputil *u, json_object *doc, double now, bool *failed) {
+    json_object *nodes = json_object_new_array(), *cur = NULL;
+    aiq_jset(doc, "url", json_object_new_string(u->url), failed);
+    aiq_jset(doc, "up", json_object_new_boolean(u->st.up), failed);
+    aiq_jset(doc, "reason", json_object_new_string(u->st.reason), failed);
+    aiq_jset(doc, "lastSuccess", json_object_new_double(u->st.last_ok), failed);
+    aiq_jset(doc, "staleAfterSeconds", json_object_new_double(u->stale_s), failed);
+    aiq_jset(doc, "intervalSeconds", json_object_new_double(u->interval_s), failed);
+    aiq_jset(doc, "fetches", json_object_new_int64((int64_t)u->st.fetches), failed);
+    aiq_jset(doc, "failures", json_object_new_int64((int64_t)u->st.failures), failed);
+    aiq_jset(doc, "nodes", nodes, failed); /* nodes stays borrowed from doc */
+    /* Once *failed is set, nodes and cur may be gone: stop there. */
+    for (size_t i = 0; !*failed && i < u->nent; i++) {
         const struct ou_ent *e = &u->ent[i];
         if (i == 0 || strcmp(e->node, u->ent[i - 1].node) != 0) {
             json_object *nj = json_object_new_object();
             cur = json_object_new_array();
-            if (!nj || !cur) {
-                json_object_put(nj);
-                json_object_put(cur);
-                cur = NULL;
-                break;
-            }
-            json_object_object_add(nj, "name", json_object_new_string(e->node));
-            json_object_object_add(nj, "gpus", cur);
-            json_object_array_add(nodes, nj);
+            aiq_jset(nj, "name", json_object_new_string(e->node), failed);
+            aiq_jset(nj, "gpus", cur, failed); /* cur stays borrowed from nj */
+            aiq_jpush(nodes, nj, failed);
         }
-        json_object *g = ou_gpu_json(u, e, now);
-        if (g)
-            json_object_array_add(cur, g);
+        aiq_jpush(cur, ou_gpu_json(u, e, now), failed);
     }
-    pthread_mutex_unlock(&u->mu);
-render:;
+}
+
+/* Builds the /util document; see util_source.h. */
+char *oputil_json(oputil *u, bool alnair, double now, size_t *len) {
+    json_object *doc = json_object_new_object();
+    char *text = NULL;
+    bool failed = !doc;
+    aiq_jset(doc, "source", json_object_new_string(u ? "prometheus" : "none"), &failed);
+    aiq_jset(doc, "alnairAnnotations", json_object_new_boolean(alnair), &failed);
+    if (u && !failed) {
+        pthread_mutex_lock(&u->mu);
+        ou_doc_fill(u, doc, now, &failed);
+        pthread_mutex_unlock(&u->mu);
+    }
     size_t n = 0;
-    const char *t = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &n);
+    const char *t =
+        failed ? NULL : json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &n);
     text = t ? malloc(n + 1) : NULL;
     if (text) {
         memcpy(text, t, n + 1);
