@@ -28,6 +28,7 @@
 #include <json-c/json.h>
 
 #include "common/fnv.h"
+#include "common/json.h"
 #include "common/units.h"
 #include "queue/predict.h"
 #include "policy/fairshare.h"
@@ -367,10 +368,15 @@ static aiq_rc advance(struct run *r, double t, double frag, aiq_err *err) {
     return AIQ_OK;
 }
 
+/* Journals payload (taken) as event k of key at t, when the run keeps a
+ * journal. failed: building payload ran out of memory (aiq_jset), an
+ * error rather than an event missing a member. */
 static aiq_rc jr_event(struct run *r, double t, store_event_kind k, const char *key,
-                       json_object *payload, aiq_err *err) {
+                       json_object *payload, bool failed, aiq_err *err) {
     aiq_rc rc = AIQ_OK;
-    if (r->cfg->journal)
+    if (failed || !payload)
+        rc = aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
+    else if (r->cfg->journal)
         rc = store_journal_event(r->cfg->journal, t, k, key,
                                  json_object_to_json_string_ext(payload, JSON_C_TO_STRING_PLAIN),
                                  err);
@@ -378,9 +384,10 @@ static aiq_rc jr_event(struct run *r, double t, store_event_kind k, const char *
     return rc;
 }
 
-static void jset_str(json_object *o, const char *k, const char *v) {
+/* Adds the string v as member k of o, unless v is NULL (aiq_jset). */
+static void jset_str(json_object *o, const char *k, const char *v, bool *failed) {
     if (v)
-        json_object_object_add(o, k, json_object_new_string(v));
+        aiq_jset(o, k, json_object_new_string(v), failed);
 }
 
 /* The arrival payload: the operator's shape (uid, group, an AIJob spec)
@@ -390,50 +397,52 @@ static aiq_rc jr_arrival(struct run *r, int i, double t, aiq_err *err) {
     json_object *p = json_object_new_object(), *spec = json_object_new_object(),
                 *resj = json_object_new_object();
     char buf[64];
-    jset_str(p, "uid", j->id);
-    jset_str(p, "group", j->group);
-    jset_str(spec, "user", j->user);
-    json_object_object_add(spec, "priority", json_object_new_int(j->priority));
-    json_object_object_add(spec, "replicas", json_object_new_int(j->replicas));
-    json_object_object_add(resj, "gpus", json_object_new_int(j->gpus));
-    jset_str(resj, "gpuMemory", aiq_quantity_format_mib(j->gpu_mem_mib, buf, sizeof buf));
+    bool failed = !p || !spec || !resj;
+    jset_str(p, "uid", j->id, &failed);
+    jset_str(p, "group", j->group, &failed);
+    jset_str(spec, "user", j->user, &failed);
+    aiq_jset(spec, "priority", json_object_new_int(j->priority), &failed);
+    aiq_jset(spec, "replicas", json_object_new_int(j->replicas), &failed);
+    aiq_jset(resj, "gpus", json_object_new_int(j->gpus), &failed);
+    jset_str(resj, "gpuMemory", aiq_quantity_format_mib(j->gpu_mem_mib, buf, sizeof buf),
+             &failed);
     if (j->gpu_milli > 0) /* the simulator's fractions; the AIJob API has memory only */
-        json_object_object_add(resj, "gpuMilli", json_object_new_int(j->gpu_milli));
+        aiq_jset(resj, "gpuMilli", json_object_new_int(j->gpu_milli), &failed);
     snprintf(buf, sizeof buf, "%lldm", (long long)j->cpu_milli);
-    jset_str(resj, "cpu", buf);
+    jset_str(resj, "cpu", buf, &failed);
     snprintf(buf, sizeof buf, "%lld", (long long)j->mem_bytes);
-    jset_str(resj, "memory", buf);
-    jset_str(resj, "gpuModel", j->gpu_model);
-    json_object_object_add(spec, "resources", resj);
-    jset_str(spec, "taskType", j->task);
+    jset_str(resj, "memory", buf, &failed);
+    jset_str(resj, "gpuModel", j->gpu_model, &failed);
+    aiq_jset(spec, "resources", resj, &failed);
+    jset_str(spec, "taskType", j->task, &failed);
     if (j->model) {
         json_object *m = json_object_new_object();
-        jset_str(m, "name", j->model);
-        json_object_object_add(spec, "model", m);
+        jset_str(m, "name", j->model, &failed);
+        aiq_jset(spec, "model", m, &failed);
     }
     if (j->max_replicas > 0) {
-        json_object_object_add(spec, "minReplicas", json_object_new_int(j->min_replicas));
-        json_object_object_add(spec, "maxReplicas", json_object_new_int(j->max_replicas));
+        aiq_jset(spec, "minReplicas", json_object_new_int(j->min_replicas), &failed);
+        aiq_jset(spec, "maxReplicas", json_object_new_int(j->max_replicas), &failed);
     }
     if (j->checkpoint_s > 0) {
-        json_object_object_add(spec, "checkpointable", json_object_new_boolean(1));
+        aiq_jset(spec, "checkpointable", json_object_new_boolean(1), &failed);
         snprintf(buf, sizeof buf, "%.0fs", j->checkpoint_s);
-        jset_str(spec, "checkpointInterval", buf);
+        jset_str(spec, "checkpointInterval", buf, &failed);
     }
     if (j->min_runtime_s > 0) {
         snprintf(buf, sizeof buf, "%.17gs", j->min_runtime_s);
-        jset_str(spec, "minRuntime", buf);
+        jset_str(spec, "minRuntime", buf, &failed);
     }
     if (j->non_preemptible)
-        json_object_object_add(spec, "nonPreemptible", json_object_new_boolean(1));
-    json_object_object_add(p, "spec", spec);
-    json_object_object_add(p, "estimate_s", json_object_new_double(j->estimate_s));
+        aiq_jset(spec, "nonPreemptible", json_object_new_boolean(1), &failed);
+    aiq_jset(p, "spec", spec, &failed);
+    aiq_jset(p, "estimate_s", json_object_new_double(j->estimate_s), &failed);
     if (j->checkpoint_s > 0)
-        json_object_object_add(p, "checkpoint_s", json_object_new_double(j->checkpoint_s));
-    json_object_object_add(p, "duration_s", json_object_new_double(j->duration_s));
+        aiq_jset(p, "checkpoint_s", json_object_new_double(j->checkpoint_s), &failed);
+    aiq_jset(p, "duration_s", json_object_new_double(j->duration_s), &failed);
     char key[300];
     snprintf(key, sizeof key, "sim/%.200s", j->id);
-    return jr_event(r, t, STORE_EV_JOB_ARRIVAL, key, p, err);
+    return jr_event(r, t, STORE_EV_JOB_ARRIVAL, key, p, failed, err);
 }
 
 /* Records a decision when it differs from the job's last one recorded,
@@ -584,17 +593,19 @@ static void release_reps(struct run *r, int i, int from, int to) {
 }
 
 /* A payload that starts with job i's uid. */
-static json_object *uid_obj(struct run *r, int i) {
+/* A new payload holding job i's uid; out of memory sets *failed. */
+static json_object *uid_obj(struct run *r, int i, bool *failed) {
     json_object *p = json_object_new_object();
-    jset_str(p, "uid", r->tr->jobs[i].id);
+    jset_str(p, "uid", r->tr->jobs[i].id, failed);
     return p;
 }
 
+/* Journals p (taken) as event k of job i (jr_event). */
 static aiq_rc jr_uid_event(struct run *r, double t, store_event_kind k, int i, json_object *p,
-                           aiq_err *err) {
+                           bool failed, aiq_err *err) {
     char key[300];
     snprintf(key, sizeof key, "sim/%.200s", r->tr->jobs[i].id);
-    return jr_event(r, t, k, key, p, err);
+    return jr_event(r, t, k, key, p, failed, err);
 }
 
 /* Ends job i at t: frees its GPUs, counts usage, feeds the predictor. */
@@ -616,12 +627,13 @@ static aiq_rc complete(struct run *r, int i, double t, aiq_err *err) {
                                ran) != AIQ_OK)
         return aiq_err_set(err, AIQ_ENOMEM, "simulation: out of memory");
     if (r->cfg->journal) {
-        json_object *p = uid_obj(r, i);
-        json_object_object_add(p, "attempt", json_object_new_int(1));
-        jset_str(p, "outcome", "Succeeded");
-        json_object_object_add(p, "runtime_s", json_object_new_double(ran));
-        json_object_object_add(p, "gpu_seconds", json_object_new_double(gpu_s));
-        return jr_uid_event(r, t, STORE_EV_JOB_DEPARTURE, i, p, err);
+        bool failed = false;
+        json_object *p = uid_obj(r, i, &failed);
+        aiq_jset(p, "attempt", json_object_new_int(1), &failed);
+        jset_str(p, "outcome", "Succeeded", &failed);
+        aiq_jset(p, "runtime_s", json_object_new_double(ran), &failed);
+        aiq_jset(p, "gpu_seconds", json_object_new_double(gpu_s), &failed);
+        return jr_uid_event(r, t, STORE_EV_JOB_DEPARTURE, i, p, failed, err);
     }
     return AIQ_OK;
 }
@@ -659,11 +671,12 @@ static aiq_rc stop_preempted(struct run *r, int i, double t, aiq_err *err) {
     r->jst[i] = JS_PENDING;
     r->npending++;
     if (r->cfg->journal) {
-        json_object *p = uid_obj(r, i);
-        json_object_object_add(p, "queued", json_object_new_double(t));
-        json_object_object_add(p, "preemptions", json_object_new_int(s->npre));
-        json_object_object_add(p, "attained_gpu_hours", json_object_new_double(s->attained_s / 3600));
-        return jr_uid_event(r, t, STORE_EV_JOB_PREEMPTED, i, p, err);
+        bool failed = false;
+        json_object *p = uid_obj(r, i, &failed);
+        aiq_jset(p, "queued", json_object_new_double(t), &failed);
+        aiq_jset(p, "preemptions", json_object_new_int(s->npre), &failed);
+        aiq_jset(p, "attained_gpu_hours", json_object_new_double(s->attained_s / 3600), &failed);
+        return jr_uid_event(r, t, STORE_EV_JOB_PREEMPTED, i, p, failed, err);
     }
     return AIQ_OK;
 }
@@ -692,9 +705,10 @@ static aiq_rc resize(struct run *r, int i, double t, int size, const struct q_pl
     s->stopping = 0;
     aiq_rc rc = schedule_end(r, i, t, err);
     if (rc == AIQ_OK && r->cfg->journal) {
-        json_object *p = uid_obj(r, i);
-        json_object_object_add(p, "replicas", json_object_new_int(size));
-        rc = jr_uid_event(r, t, STORE_EV_JOB_RESIZED, i, p, err);
+        bool failed = false;
+        json_object *p = uid_obj(r, i, &failed);
+        aiq_jset(p, "replicas", json_object_new_int(size), &failed);
+        rc = jr_uid_event(r, t, STORE_EV_JOB_RESIZED, i, p, failed, err);
     }
     return rc;
 }
@@ -1156,22 +1170,24 @@ static aiq_rc jr_header(struct run *r, double t, aiq_err *err) {
     aiq_rc rc;
     json_object *p = json_object_new_object();
     const char *pname = r->cfg->policy_name ? r->cfg->policy_name : oppolicy_name(r->cfg->policy);
-    jset_str(p, "active", pname);
-    json_object_object_add(p, "predict", json_object_new_boolean(r->cfg->predict));
-    json_object_object_add(p, "tick_s", json_object_new_double(r->cfg->tick_s));
-    if ((rc = jr_event(r, t, STORE_EV_POLICY, pname, p, err)) != AIQ_OK)
+    bool failed = false;
+    jset_str(p, "active", pname, &failed);
+    aiq_jset(p, "predict", json_object_new_boolean(r->cfg->predict), &failed);
+    aiq_jset(p, "tick_s", json_object_new_double(r->cfg->tick_s), &failed);
+    if ((rc = jr_event(r, t, STORE_EV_POLICY, pname, p, failed, err)) != AIQ_OK)
         return rc;
     for (int k = 0; k < r->nn; k++) {
         const struct sim_node *s = &r->cfg->nodes[k];
         json_object *n = json_object_new_object();
-        json_object_object_add(n, "gpus", json_object_new_int(s->gpus));
-        json_object_object_add(n, "gpu_memory_mib", json_object_new_int64(s->gpu_mem_mib));
-        jset_str(n, "model", s->gpu_model ? s->gpu_model : "");
-        jset_str(n, "domain", "");
-        json_object_object_add(n, "schedulable", json_object_new_boolean(1));
-        json_object_object_add(n, "cpu_milli", json_object_new_int64(s->cpu_milli));
-        json_object_object_add(n, "memory_bytes", json_object_new_int64(s->mem_bytes));
-        if ((rc = jr_event(r, t, STORE_EV_NODE, s->name, n, err)) != AIQ_OK)
+        failed = false;
+        aiq_jset(n, "gpus", json_object_new_int(s->gpus), &failed);
+        aiq_jset(n, "gpu_memory_mib", json_object_new_int64(s->gpu_mem_mib), &failed);
+        jset_str(n, "model", s->gpu_model ? s->gpu_model : "", &failed);
+        jset_str(n, "domain", "", &failed);
+        aiq_jset(n, "schedulable", json_object_new_boolean(1), &failed);
+        aiq_jset(n, "cpu_milli", json_object_new_int64(s->cpu_milli), &failed);
+        aiq_jset(n, "memory_bytes", json_object_new_int64(s->mem_bytes), &failed);
+        if ((rc = jr_event(r, t, STORE_EV_NODE, s->name, n, failed, err)) != AIQ_OK)
             return rc;
     }
     return AIQ_OK;
