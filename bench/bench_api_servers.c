@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench/bproc.h"
+#include "common/json.h"
 
 #define NS "default"
 #define PODS "/api/v1/namespaces/" NS "/pods"
@@ -148,8 +149,10 @@ static int run_rates(struct bp_server *s, long n, double cap_s, struct server_re
         for (long i = 0; i < n; i++) {
             char name[64], path[160];
             snprintf(name, sizeof name, "raw%dc-%06ld", clients, i);
-            json_object_object_add(meta, "name", json_object_new_string(name));
-            bodies[i] = strdup(json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN));
+            /* a body left NULL (out of memory) makes its request fail: counted */
+            bodies[i] = aiq_jset(meta, "name", json_object_new_string(name), NULL) == 0
+                            ? strdup(json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN))
+                            : NULL;
             snprintf(path, sizeof path, PODS "/%s", name);
             paths[i] = strdup(path);
         }
@@ -200,7 +203,8 @@ static int run_watch(struct bp_server *s, int n, struct server_result *res) {
     if (!lat || !rtt || !w.t_evt || !pod || !json_object_object_get_ex(pod, "metadata", &meta) ||
         !json_object_object_get_ex(meta, "labels", &labels))
         goto out;
-    json_object_object_add(labels, "bench", json_object_new_string("watch"));
+    if (aiq_jset(labels, "bench", json_object_new_string("watch"), NULL) != 0)
+        goto out;
     if (bp_req(s, "POST", PODS, NULL, json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN),
                NULL) != 201)
         goto out;

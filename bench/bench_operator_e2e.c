@@ -113,6 +113,7 @@
 #include <unistd.h>
 
 #include "bench/bproc.h"
+#include "common/json.h"
 
 #define NS "default"
 #define AIJOBS "/apis/aiq.dev/v1alpha1/namespaces/" NS "/aijobs"
@@ -421,10 +422,11 @@ static double capped(const struct opts *o, double want) {
     return l < want ? (l > 1 ? l : 1) : want;
 }
 
-static void policy_active(json_object *doc) {
+static int policy_active(json_object *doc) {
     json_object *spec = NULL;
     if (json_object_object_get_ex(doc, "spec", &spec))
-        json_object_object_add(spec, "active", json_object_new_boolean(1));
+        return aiq_jset(spec, "active", json_object_new_boolean(1), NULL);
+    return 0;
 }
 
 static void label(char *buf, size_t cap, long n) {
@@ -543,15 +545,18 @@ static void run_release(struct env *e, struct rel *r) {
     if (!pod || !c.bodies || !c.paths || !json_object_object_get_ex(pod, "metadata", &meta) ||
         !json_object_object_get_ex(meta, "labels", &labels))
         goto out;
-    json_object_object_add(labels, "bench", json_object_new_string("raw"));
+    if (aiq_jset(labels, "bench", json_object_new_string("raw"), NULL) != 0)
+        goto out;
     /* The baseline's pods point at nodes that do not exist, so they never
      * take capacity; they are deleted before the uncordon anyway. */
     char *patch = bp_release_patch(pod, "bench-nowhere");
     for (long i = 0; i < r->raw_n; i++) {
         char name[32], path[128];
         snprintf(name, sizeof name, "rawb-%06ld", i);
-        json_object_object_add(meta, "name", json_object_new_string(name));
-        c.bodies[i] = strdup(json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN));
+        /* a body left NULL (out of memory) makes its request fail: counted */
+        c.bodies[i] = aiq_jset(meta, "name", json_object_new_string(name), NULL) == 0
+                          ? strdup(json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN))
+                          : NULL;
         snprintf(path, sizeof path, PODS "/%s", name);
         c.paths[i] = strdup(path);
     }

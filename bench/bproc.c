@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "operator/kubeconfig.h"
 #include "operator/manifest.h"
 #include "operator/pods.h"
@@ -324,7 +325,7 @@ int bp_req(struct bp_server *s, const char *method, const char *path, const char
 }
 
 int bp_post_yaml(struct bp_server *s, const char *const *files, int n, const char *collection,
-                 void (*edit)(json_object *doc), char *err, size_t errcap) {
+                 int (*edit)(json_object *doc), char *err, size_t errcap) {
     for (int i = 0; i < n; i++) {
         char *text = NULL;
         size_t len = 0;
@@ -339,8 +340,11 @@ int bp_post_yaml(struct bp_server *s, const char *const *files, int n, const cha
             return -1;
         }
         for (int d = 0; d < nd && rc == 0; d++) {
-            if (edit)
-                edit(docs[d]);
+            if (edit && edit(docs[d]) != 0) {
+                errf(err, errcap, "%s: out of memory editing a document", files[i]);
+                rc = -1;
+                break;
+            }
             int st = bp_req(s, "POST", collection, NULL,
                             json_object_to_json_string_ext(docs[d], JSON_C_TO_STRING_PLAIN), NULL);
             if (st != 201 && st != 409) {
@@ -407,17 +411,20 @@ char *bp_as_applied(const char *body) {
     if (manifest && obj && json_object_is_type(obj, json_type_object)) {
         memcpy(manifest, body, n);
         memcpy(manifest + n, "\n", 2); /* kubectl ends it with a newline */
+        /* aiq_jset frees what it could not add: NULL then means no text */
         if (!json_object_object_get_ex(obj, "metadata", &meta)) {
             meta = json_object_new_object();
-            json_object_object_add(obj, "metadata", meta);
+            if (aiq_jset(obj, "metadata", meta, NULL) != 0)
+                meta = NULL;
         }
         if (meta && !json_object_object_get_ex(meta, "annotations", &ann)) {
             ann = json_object_new_object();
-            json_object_object_add(meta, "annotations", ann);
+            if (aiq_jset(meta, "annotations", ann, NULL) != 0)
+                ann = NULL;
         }
         if (ann &&
-            json_object_object_add(ann, "kubectl.kubernetes.io/last-applied-configuration",
-                                   json_object_new_string(manifest)) == 0) {
+            aiq_jset(ann, "kubectl.kubernetes.io/last-applied-configuration",
+                     json_object_new_string(manifest), NULL) == 0) {
             const char *txt = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
             out = txt ? strdup(txt) : NULL;
         }
@@ -437,11 +444,12 @@ json_object *bp_gated_pod(const char *ns, const char *name) {
     if (!obj)
         return NULL;
     /* pods_build wants the owner's uid; it is dropped below. */
+    bool failed = false;
     if (json_object_object_get_ex(obj, "metadata", &m))
-        json_object_object_add(m, "uid", json_object_new_string("00000000-0000-0000-0000-000000000000"));
+        aiq_jset(m, "uid", json_object_new_string("00000000-0000-0000-0000-000000000000"), &failed);
     aiq_err_clear(&e);
     memset(&job, 0, sizeof job);
-    if (aiq_aijob_from_json(obj, &job, &e) == AIQ_OK) {
+    if (!failed && aiq_aijob_from_json(obj, &job, &e) == AIQ_OK) {
         pod = pods_build(&job, NULL, 0, GPU_MECH_DEVICE_PLUGIN, &e);
         aiq_aijob_deinit(&job);
     }
@@ -453,7 +461,10 @@ json_object *bp_gated_pod(const char *ns, const char *name) {
     json_object_object_del(meta, "ownerReferences");
     if (json_object_object_get_ex(meta, "labels", &labels))
         json_object_object_del(labels, PODS_LABEL_JOB);
-    json_object_object_add(meta, "name", json_object_new_string(name));
+    if (aiq_jset(meta, "name", json_object_new_string(name), NULL) != 0) {
+        json_object_put(pod);
+        return NULL;
+    }
     return pod;
 }
 

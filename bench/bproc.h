@@ -100,10 +100,11 @@ int bp_req(struct bp_server *s, const char *method, const char *path,
 
 /* Creates every document of each YAML file through the API by POST to
  * collection (e.g. the CRDs' collection path). edit, when non-NULL, may
- * change each document first. Returns 0 or -1 (a document that already
- * exists counts as created). */
+ * change each document first (0, or -1 when it could not: the document is
+ * not sent). Returns 0 or -1 (a document that already exists counts as
+ * created). */
 int bp_post_yaml(struct bp_server *s, const char *const *files, int n,
-                 const char *collection, void (*edit)(json_object *doc),
+                 const char *collection, int (*edit)(json_object *doc),
                  char *err, size_t errcap);
 
 /* Waits up to timeout_s until GET path answers 200. Returns 0 or -1. */
