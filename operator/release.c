@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/model.h"
 
 /* Adds key -> v to obj (takes v, also on failure). Returns 0 or -1. */
@@ -59,7 +60,7 @@ static json_object *rel_name_req(const char *node) {
     json_object *vals = json_object_new_array();
     if (!r || !vals)
         goto fail;
-    if (json_object_array_add(vals, json_object_new_string(node)) != 0)
+    if (aiq_jpush(vals, json_object_new_string(node), NULL) != 0)
         goto fail;
     if (rel_add(r, "key", json_object_new_string("metadata.name")) ||
         rel_add(r, "operator", json_object_new_string("In")))
@@ -101,8 +102,8 @@ static json_object *rel_term(json_object *term, const char *node) {
                     json_object_put(mine);
                     mine = NULL;
                 }
-                if (json_object_array_add(fields, json_object_get(r)) != 0)
-                    goto fail;
+                if (aiq_jpush(fields, json_object_get(r), NULL) != 0)
+                    goto fail; /* the reference taken is given back */
             }
         }
         bool has_me = me && json_object_is_type(me, json_type_array) && json_object_array_length(me) > 0;

@@ -359,7 +359,7 @@ static int opst_placement(json_object *s, const struct opstatus *st) {
             opst_add_str(o, "node", p->node) || opst_add(o, "gpuIndexes", g))
             return -1;
         for (int k = 0; k < p->ngpus && k < AIQ_MAX_GPUS_PER_REPLICA; k++)
-            if (json_object_array_add(g, json_object_new_int(p->gpus[k])) != 0)
+            if (aiq_jpush(g, json_object_new_int(p->gpus[k]), NULL) != 0)
                 return -1;
         char q[32];
         if (opst_add_str(o, "gpuMemory", aiq_quantity_format_mib(p->gpu_memory_mib, q, sizeof q)))

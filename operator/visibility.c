@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/aiq_time.h"
+#include "common/json.h"
 #include "common/model.h"
 
 struct opvis_req {
@@ -80,7 +81,7 @@ void opvis_free(opvis *v) {
 static char *opvis_msg(const char *msg, size_t *len) {
     json_object *o = json_object_new_object();
     char *out = NULL;
-    if (o && json_object_object_add(o, "message", json_object_new_string(msg)) == 0)
+    if (aiq_jset(o, "message", json_object_new_string(msg), NULL) == 0)
         out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     *len = out ? strlen(out) : 0;
