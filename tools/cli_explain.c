@@ -61,7 +61,7 @@ static void print_journal(const struct cli_opts *o, const struct cli_job *j, jso
     json_object *items = rc == AIQ_OK ? cli_items_of(resp) : NULL;
     if (out_doc) {
         if (items)
-            json_object_object_add(out_doc, "journal", json_object_get(items));
+            cli_add(out_doc, "journal", json_object_get(items));
         else
             cli_add_str(out_doc, "journalError", e.message[0] ? e.message : "no items in the answer");
     } else if (!items) {
@@ -128,7 +128,7 @@ static void explain_preemption(json_object *raw, json_object *doc) {
             cli_add_str(x, "type", ty);
             cli_add_str(x, "reason", aiq_jstr(c, "reason"));
             cli_add_str(x, "message", aiq_jstr(c, "message"));
-            json_object_array_add(arr, x);
+            cli_push(arr, x);
         } else {
             printf("           %s (%s): %s\n", ty, aiq_jstr(c, "reason") ? aiq_jstr(c, "reason") : "?",
                    aiq_jstr(c, "message") ? aiq_jstr(c, "message") : "");
@@ -136,7 +136,7 @@ static void explain_preemption(json_object *raw, json_object *doc) {
         shown++;
     }
     if (doc)
-        json_object_object_add(doc, "preemption", arr);
+        cli_add(doc, "preemption", arr);
     else if (npre > 0 && shown == 0)
         printf("           (no Preempted condition: the status was rewritten since)\n");
 }
@@ -282,10 +282,10 @@ static void hr_doc(json_object *doc, const struct cli_hr_row *rows, int nrows, c
         cli_add_str(x, "resource", rows[i].resource);
         cli_add_str(x, "need", rows[i].need);
         cli_add_str(x, "available", rows[i].avail);
-        json_object_object_add(x, "blocks", json_object_new_boolean(rows[i].blocks));
-        json_object_array_add(arr, x);
+        cli_add(x, "blocks", json_object_new_boolean(rows[i].blocks));
+        cli_push(arr, x);
     }
-    json_object_object_add(doc, "headroom", arr);
+    cli_add(doc, "headroom", arr);
     cli_add_str(doc, "blockedBy", blk);
     if (err)
         cli_add_str(doc, "headroomError", err);
@@ -459,24 +459,27 @@ static void explain_doc(const struct cli_opts *o, struct cli_snapshot *w, const 
     cli_add_str(doc, "level", j->level[0] ? j->level : NULL);
     cli_add_str(doc, "levelByLocalEval", local_level >= 0 ? aiq_jstr(json_object_array_get_idx(levels, local_level), "name") : NULL);
     cli_add_int(doc, "position", j->position);
-    json_object_object_add(doc, "score", j->has_score ? cli_num6(j->score) : NULL);
+    if (j->has_score)
+        cli_add(doc, "score", cli_num6(j->score));
+    else
+        cli_add_null(doc, "score");
     if (terms)
-        json_object_object_add(doc, "scoreTerms", json_object_get(terms));
+        cli_add(doc, "scoreTerms", json_object_get(terms));
     else {
         a = json_object_new_array();
         for (int i = 0; i < nlocal; i++) {
             json_object *t = json_object_new_object();
             cli_add_str(t, "name", local[i].name);
             cli_add_num(t, "value", local[i].value);
-            json_object_array_add(a, t);
+            cli_push(a, t);
         }
-        json_object_object_add(doc, "scoreTerms", a);
+        cli_add(doc, "scoreTerms", a);
     }
     json_object *f = json_object_new_object();
     for (int i = 0; i < FX_NFACTORS; i++)
         if (used_f & (1ull << i))
             cli_add_num(f, fx_factor_name(i), j->f[i]);
-    json_object_object_add(doc, "factors", f);
+    cli_add(doc, "factors", f);
     cli_add_factor_names(doc, "approximatedFactors", approx);
     cli_add_num(doc, "groupGPUsInUse", g_used);
     if (g >= 0)

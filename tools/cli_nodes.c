@@ -123,12 +123,12 @@ static void nodes_item(json_object *items, const struct node_facts *f, json_obje
     }
     json_object *un = cli_util_node(udoc, f->q.name);
     if (un)
-        json_object_object_add(it, "utilization", json_object_get(un));
+        cli_add(it, "utilization", json_object_get(un));
     cli_add_str(it, "util", cli_util_cell(udoc, f->q.name, nobj, f->q.ngpus, util, sizeof util));
     cli_add_str(it, "status", f->excluded ? "Excluded" : f->q.schedulable ? "Ready" : "Cordoned");
     cli_add_str(it, "reason", f->excluded ? reason : NULL);
     cli_add_str(it, "message", f->excluded ? f->message : NULL);
-    json_object_array_add(items, it);
+    cli_push(items, it);
 }
 
 /* Node f's table row (arguments as nodes_item) added to t. */
@@ -172,7 +172,7 @@ static int nodes_print(const struct cli_opts *o, json_object *nit, size_t nn,
             return cli_fail("out of memory");
     }
     if (doc && udoc) /* the source's state with the nodes */
-        json_object_object_add(doc, "utilizationSource", json_object_get(udoc));
+        cli_add(doc, "utilizationSource", json_object_get(udoc));
     if (doc)
         cli_emit(doc, o->out);
     else if (cli_table_rows(t) == 0)
@@ -216,7 +216,7 @@ int cli_nodes_cmd(const struct cli_opts *o, struct kube_client *kc) {
             rc = cli_fail("out of memory");
             goto out;
         }
-        json_object_object_add(doc, "items", items);
+        cli_add(doc, "items", items);
     } else if (!(t = cli_table_create(9, hdr))) {
         rc = cli_fail("out of memory");
         goto out;

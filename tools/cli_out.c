@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "common/json.h"
 #include "operator/status.h"
 #include "policy/fx.h"
 #include "tools/cli_table.h"
@@ -37,7 +38,33 @@ void cli_print_err(const char *what, const aiq_err *e) {
     fprintf(stderr, "error: %s: %s\n", what, e->message[0] ? e->message : aiq_strerror(e->code));
 }
 
+/* Set when any member or item of an output document could not be added
+ * (out of memory): cli_emit then prints an error instead of the
+ * document, and cli_out_status makes the exit status 1. */
+static bool cli_out_failed;
+
+void cli_add(json_object *o, const char *k, json_object *v) {
+    (void)aiq_jset(o, k, v, &cli_out_failed); /* a failure is kept in the flag */
+}
+
+void cli_add_null(json_object *o, const char *k) {
+    (void)aiq_jset_null(o, k, &cli_out_failed); /* as cli_add */
+}
+
+void cli_push(json_object *arr, json_object *v) {
+    (void)aiq_jpush(arr, v, &cli_out_failed); /* as cli_add */
+}
+
+int cli_out_status(void) {
+    return cli_out_failed ? 1 : 0;
+}
+
 void cli_emit(json_object *doc, enum cli_out_fmt f) {
+    if (!doc || cli_out_failed) {
+        cli_out_failed = true;
+        fputs("error: out of memory building the output document\n", stderr);
+        return;
+    }
     if (f == CLI_OUT_JSON)
         printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
                                                                 JSON_C_TO_STRING_SPACED |
@@ -47,15 +74,18 @@ void cli_emit(json_object *doc, enum cli_out_fmt f) {
 }
 
 void cli_add_str(json_object *o, const char *k, const char *v) {
-    json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+    if (v)
+        cli_add(o, k, json_object_new_string(v));
+    else
+        cli_add_null(o, k);
 }
 
 void cli_add_factor_names(json_object *o, const char *k, uint64_t mask) {
     json_object *a = json_object_new_array();
-    for (int i = 0; i < FX_NFACTORS; i++)
+    for (int i = 0; a && i < FX_NFACTORS; i++)
         if (mask & (1ull << i))
-            json_object_array_add(a, json_object_new_string(fx_factor_name(i)));
-    json_object_object_add(o, k, a);
+            cli_push(a, json_object_new_string(fx_factor_name(i)));
+    cli_add(o, k, a);
 }
 
 /* A number printed with 6 significant digits (json-c would print the
@@ -67,7 +97,7 @@ json_object *cli_num6(double v) {
 }
 
 void cli_add_num(json_object *o, const char *k, double v) {
-    json_object_object_add(o, k, cli_num6(v));
+    cli_add(o, k, cli_num6(v));
 }
 
 /* src on one line: runs of whitespace become one space (for summaries of
@@ -90,7 +120,7 @@ const char *cli_one_line(char *buf, size_t cap, const char *src) {
 }
 
 void cli_add_int(json_object *o, const char *k, long long v) {
-    json_object_object_add(o, k, json_object_new_int64(v));
+    cli_add(o, k, json_object_new_int64(v));
 }
 
 /* "in 5m", "now" or "<none>" for an estimated start time. */

@@ -33,8 +33,23 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * on stderr. */
 void cli_print_err(const char *what, const aiq_err *e);
 
-/* Writes doc (borrowed) to stdout as pretty JSON or as YAML (f). */
+/* Writes doc (borrowed) to stdout as pretty JSON or as YAML (f); when
+ * doc is NULL or any add of the helpers below failed (out of memory),
+ * prints an error on stderr instead, and nothing on stdout. */
 void cli_emit(json_object *doc, enum cli_out_fmt f);
+
+/* 1 when an output document could not be built (cli_emit said so), else
+ * 0: main's exit status when the command itself succeeded. */
+int cli_out_status(void);
+
+/* Output documents are built with these, never with json-c's unchecked
+ * adds: each takes v on every path (common/json.h, aiq_jset), and a
+ * failure (v NULL from a constructor, or the add) is remembered for
+ * cli_emit and cli_out_status. cli_add adds key k of o, cli_add_null a
+ * JSON null on purpose, cli_push appends to an array. */
+void cli_add(json_object *o, const char *k, json_object *v);
+void cli_add_null(json_object *o, const char *k);
+void cli_push(json_object *arr, json_object *v);
 
 /* Adds key k to o: the string v (copied; NULL adds null), the number v
  * (6 significant digits), the integer v. */

@@ -154,7 +154,7 @@ static void pt_doc(const struct cli_opts *o, const struct cli_snapshot *w,
     cli_add_str(doc, "apiVersion", AIQ_API_VERSION);
     cli_add_str(doc, "kind", "PolicyTest");
     cli_add_str(doc, "policy", pol->meta.name);
-    json_object_object_add(doc, "compiled", json_object_new_boolean(1));
+    cli_add(doc, "compiled", json_object_new_boolean(1));
     cli_add_str(doc, "currentPolicy", cli_policy_name(w));
     if (tn->by[0]) {
         cli_add_str(doc, "tunedBy", tn->by);
@@ -169,11 +169,14 @@ static void pt_doc(const struct cli_opts *o, const struct cli_snapshot *w,
         cli_add_int(it, "newPosition", v[i].new_position);
         cli_add_str(it, "oldLevel", v[i].level[0] ? v[i].level : NULL);
         cli_add_str(it, "newLevel", oppolicy_level_name(np, v[i].new_level));
-        json_object_object_add(it, "oldScore", v[i].has_score ? cli_num6(v[i].score) : NULL);
+        if (v[i].has_score)
+            cli_add(it, "oldScore", cli_num6(v[i].score));
+        else
+            cli_add_null(it, "oldScore");
         cli_add_num(it, "newScore", v[i].new_score);
-        json_object_array_add(items, it);
+        cli_push(items, it);
     }
-    json_object_object_add(doc, "items", items);
+    cli_add(doc, "items", items);
     cli_add_factor_names(doc, "approximatedFactors", approx);
     cli_emit(doc, o->out);
     json_object_put(doc);

@@ -93,8 +93,13 @@ static void queue_doc(const struct cli_opts *o, const struct cli_snapshot *w,
     cli_add_str(doc, "kind", "QueueView");
     cli_add_str(doc, "policy", cli_policy_name(w));
     cli_add_str(doc, "source", nlive >= 0 ? "live" : "status");
-    if (live)
-        json_object_object_add(doc, "liveTime", json_object_get(aiq_jget(live, "time")));
+    if (live) {
+        json_object *lt = aiq_jget(live, "time");
+        if (lt)
+            cli_add(doc, "liveTime", json_object_get(lt));
+        else
+            cli_add_null(doc, "liveTime"); /* an answer without its time */
+    }
     for (int i = 0; i < n; i++) {
         const struct cli_job *j = &v[i];
         json_object *it = json_object_new_object();
@@ -107,15 +112,18 @@ static void queue_doc(const struct cli_opts *o, const struct cli_snapshot *w,
         cli_add_str(it, "level", j->level[0] ? j->level : NULL);
         cli_add_int(it, "position", j->position);
         cli_add_int(it, "gpus", j->gpus);
-        json_object_object_add(it, "score", j->has_score ? cli_num6(j->score) : NULL);
+        if (j->has_score)
+            cli_add(it, "score", cli_num6(j->score));
+        else
+            cli_add_null(it, "score");
         cli_add_num(it, "waitSeconds", j->queued > 0 ? fmax(0, w->cw.now - j->queued) : 0);
         cli_time_text(t, sizeof t, j->eta);
         cli_add_str(it, "estimatedStartTime", j->eta > 0 ? t : NULL);
         cli_add_str(it, "reason", j->reason[0] ? j->reason : NULL);
         cli_add_str(it, "message", j->message[0] ? j->message : NULL);
-        json_object_array_add(items, it);
+        cli_push(items, it);
     }
-    json_object_object_add(doc, "items", items);
+    cli_add(doc, "items", items);
     cli_emit(doc, o->out);
     json_object_put(doc);
 }

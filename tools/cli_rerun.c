@@ -17,38 +17,45 @@
  * annotations and spec (deep copies), annotated aiq.dev/run (the run
  * number, counting from 1) and aiq.dev/rerun-of (the old uid). *run gets
  * the new run number. Returns a new object, or NULL when out of memory. */
+/* Adds member k of o: the string v, or JSON null when v is NULL. */
+static void rerun_str(json_object *o, const char *k, const char *v, bool *failed) {
+    if (v)
+        (void)aiq_jset(o, k, json_object_new_string(v), failed); /* a failure is in *failed */
+    else
+        (void)aiq_jset_null(o, k, failed); /* as above */
+}
+
 static json_object *rerun_object(json_object *old, int *run) {
     json_object *md = aiq_jget(old, "metadata"), *nj = json_object_new_object();
-    json_object *nmd = json_object_new_object(), *ann = NULL, *v = NULL;
-    if (!nj || !nmd)
-        goto fail;
-    json_object_object_add(nj, "metadata", nmd);
-    cli_add_str(nj, "apiVersion", AIQ_GROUP "/" AIQ_VERSION);
-    cli_add_str(nj, "kind", "AIJob");
-    cli_add_str(nmd, "name", aiq_jstr(md, "name"));
-    cli_add_str(nmd, "namespace", aiq_jstr(md, "namespace"));
-    if ((v = aiq_jget(md, "labels"))) {
+    json_object *nmd = json_object_new_object(), *ann = NULL, *v = NULL, *spec = NULL;
+    bool failed = false;
+    (void)aiq_jset(nj, "metadata", nmd, &failed); /* every add's failure is in failed */
+    rerun_str(nj, "apiVersion", AIQ_GROUP "/" AIQ_VERSION, &failed);
+    rerun_str(nj, "kind", "AIJob", &failed);
+    rerun_str(nmd, "name", aiq_jstr(md, "name"), &failed);
+    rerun_str(nmd, "namespace", aiq_jstr(md, "namespace"), &failed);
+    if ((v = aiq_jget(md, "labels")) && !failed) {
         if (json_object_deep_copy(v, &ann, NULL) != 0)
             goto fail;
-        json_object_object_add(nmd, "labels", ann);
+        (void)aiq_jset(nmd, "labels", ann, &failed);
         ann = NULL;
     }
-    if ((v = aiq_jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0)
+    if (failed || ((v = aiq_jget(md, "annotations")) && json_object_deep_copy(v, &ann, NULL) != 0))
         goto fail;
     if (!ann && !(ann = json_object_new_object()))
         goto fail;
-    json_object_object_add(nmd, "annotations", ann);
+    if (aiq_jset(nmd, "annotations", ann, &failed) != 0)
+        goto fail; /* ann freed */
     const char *prev = aiq_jstr(ann, "aiq.dev/run");
     long n = prev ? strtol(prev, NULL, 10) : 1;
     *run = (int)(n >= 1 && n < 1000000 ? n + 1 : 2);
     char num[16];
     snprintf(num, sizeof num, "%d", *run);
-    cli_add_str(ann, "aiq.dev/run", num);
-    cli_add_str(ann, "aiq.dev/rerun-of", aiq_jstr(md, "uid"));
-    json_object *spec = NULL;
-    if (json_object_deep_copy(aiq_jget(old, "spec"), &spec, NULL) != 0)
+    rerun_str(ann, "aiq.dev/run", num, &failed);
+    rerun_str(ann, "aiq.dev/rerun-of", aiq_jstr(md, "uid"), &failed);
+    if (failed || json_object_deep_copy(aiq_jget(old, "spec"), &spec, NULL) != 0 ||
+        aiq_jset(nj, "spec", spec, &failed) != 0)
         goto fail;
-    json_object_object_add(nj, "spec", spec);
     return nj;
 fail:
     json_object_put(nj);

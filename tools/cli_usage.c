@@ -123,7 +123,7 @@ static int usage_add(const struct aiq_group *gr, bool group_row, const struct us
         cli_add_num(it, "fairshare", r->fsv);
         if (!group_row)
             cli_add_str(it, "status", r->status);
-        json_object_array_add(items, it);
+        cli_push(items, it);
         return 0;
     }
     snprintf(lvl, sizeof lvl, "%d", r->level);
@@ -176,7 +176,7 @@ int cli_usage_cmd(const struct cli_opts *o, struct cli_snapshot *w) {
         items = json_object_new_array();
         cli_add_str(doc, "apiVersion", AIQ_API_VERSION);
         cli_add_str(doc, "kind", "UsageView");
-        json_object_object_add(doc, "items", items);
+        cli_add(doc, "items", items);
     }
     for (int g = 0; g < w->ngroups; g++) {
         if (o->group && strcmp(o->group, w->groups[g].meta.name) != 0)

@@ -107,5 +107,5 @@ out:
     cli_snapshot_free(&w);
     kube_client_free(kc);
     kube_config_free(cfg);
-    return rc;
+    return rc ? rc : cli_out_status();
 }

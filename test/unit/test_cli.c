@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tools/cli_headroom.h"
+#include "tools/cli_out.h"
 #include "tools/cli_rank.h"
 #include "tools/cli_table.h"
 #include "operator/manifest.h"
@@ -453,4 +454,22 @@ TEST(headroom_quota_and_budget_rows) {
     r = hr_find(rows, k, "GPUs");
     CHECK(r && r->blocks);
     CHECK_STR(r->avail, "0 unused on 0 nodes; room for 0 of 2 replicas");
+}
+
+/* An output document that could not be built whole (a constructor out of
+ * memory gives NULL) is not printed and makes the exit status 1; a null
+ * asked for stays a member. Last in this file: the failure is remembered
+ * for the rest of the process, as it is for a command. */
+TEST(output_build_failure_is_an_error) {
+    json_object *doc = json_object_new_object();
+    cli_add_str(doc, "name", NULL);
+    cli_add_int(doc, "position", 3);
+    CHECK(json_object_object_get_ex(doc, "name", NULL));
+    CHECK_INT(cli_out_status(), 0);
+    cli_add(doc, "score", NULL); /* what cli_num6 gives out of memory */
+    CHECK(!json_object_object_get_ex(doc, "score", NULL));
+    CHECK_INT(cli_out_status(), 1);
+    cli_add_int(doc, "after", 1); /* sticky: nothing more is added */
+    CHECK(!json_object_object_get_ex(doc, "after", NULL));
+    json_object_put(doc);
 }
