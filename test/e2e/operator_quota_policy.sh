@@ -111,6 +111,21 @@ check "the score terms add up to the score" sh -c '
   echo "terms=$terms score=$score"
   [ -n "$terms" ] && echo "$terms $score" | awk "{ s = 0; for (i = 1; i < NF; i++) s += \$i;
     d = s - \$NF; if (d < 0) d = -d; exit !(NF > 2 && d < 1e-9) }"'
+# A rescore interval keeps scores between cycles: the CRD takes the field,
+# the policy compiles and orders as before; a formula reading a factor
+# that moves between rescores is refused, naming the field and the factor.
+kubectl patch queuepolicy humble --type=merge \
+  -p '{"spec":{"rescoreInterval":"1m","formula":"100 - job.priority + wait.hours / 1000"}}' >/dev/null
+wait_for 10 "a policy with rescoreInterval compiles and keeps the order" sh -c '
+  [ "$(kubectl get queuepolicy humble -o jsonpath={.spec.rescoreInterval}/{.status.compiled})" = 1m/true ] &&
+  [ "$(kubectl get aijob low -o jsonpath={.status.position})" = 1 ] &&
+  [ "$(kubectl get aijob high -o jsonpath={.status.position})" = 2 ]'
+kubectl patch queuepolicy humble --type=merge \
+  -p '{"spec":{"formula":"100 - job.priority + fairshare.user"}}' >/dev/null
+wait_for 10 "rescoreInterval with fairshare.user is refused, naming both" sh -c '
+  [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled})" = false ] &&
+  kubectl get queuepolicy humble -o jsonpath={.status.error} |
+    grep -q "spec.rescoreInterval: spec.formula reads fairshare.user"'
 kubectl patch queuepolicy humble --type=merge -p '{"spec":{"formula":"100 - job.prio"}}' >/dev/null
 wait_for 10 "a broken edit reports line:column" sh -c '
   [ "$(kubectl get queuepolicy humble -o jsonpath={.status.compiled})" = false ] &&
