@@ -28,6 +28,13 @@
  *             time (user + system, all threads, /proc/PID/stat) over the
  *             window / its cycles, which the machine's load does not
  *             stretch as it does the wall-clock figures
+ *  rs_mean    the same window again after the policy's spec.rescoreInterval
+ *  rs_cpu     is patched to 1m (and its compiled status seen), the first
+ *             cycle under it (which rescores every job) left out; then
+ *             the policy goes back as it was for the probes. nan when the
+ *             policy cannot take an interval (it reads a factor that moves
+ *             between rescores) or is not a preset. An interval's end may
+ *             fall in the window: its cycle rescores every job again
  *  arrival    the mean of the cycles from just after a cycle until a new
  *             job shows its queue position (n cycles, usually 1-2)
  *  finish     the same around a running probe job's end: right after a
@@ -376,6 +383,8 @@ struct row {
     double create_per_s, all_queued_s, q_p50, q_p99;
     double cyc_p50, cyc_p99, cyc_mean, cyc_cpu_ms;
     int cyc_n;
+    double rs_mean, rs_cpu_ms; /* the same with the policy's rescoreInterval 1m */
+    int rs_n;
     double arr_ms, fin_ms;
     int arr_n, fin_n;
     double rss_mib, rss_kib_per_job, rss_restart_mib;
@@ -663,6 +672,68 @@ static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
            r->settle_capped ? " (not settled)" : "");
 }
 
+/* Patches the active preset's QueuePolicy (merge patch body) and waits
+ * up to 60 s until the operator's status is of that generation. Returns
+ * 0 when it compiled, or -1 (not a preset, the patch refused, the policy
+ * did not compile, or no status of that generation). */
+static int policy_patch(struct env *e, const char *body) {
+    const struct opts *o = e->o;
+    char path[160], *resp = NULL;
+    if (strchr(o->policy, '/') || strstr(o->policy, ".yaml") || strcmp(o->policy, "none") == 0)
+        return -1; /* a file's policy name is not known here */
+    snprintf(path, sizeof path, "/apis/aiq.dev/v1alpha1/queuepolicies/%s", o->policy);
+    if (bp_req(&e->s, "PATCH", path, "application/merge-patch+json", body, NULL) != 200)
+        return -1;
+    for (double t0 = bp_now(); bp_now() - t0 < capped(o, 60); usleep(50000)) {
+        if (bp_req(&e->s, "GET", path, NULL, NULL, &resp) != 200)
+            continue;
+        json_object *p = json_tokener_parse(resp);
+        free(resp);
+        resp = NULL;
+        int64_t gen = aiq_jint(aiq_jget(p, "metadata"), "generation", -1);
+        json_object *st = aiq_jget(p, "status");
+        bool seen = aiq_jint(st, "observedGeneration", -2) == gen, ok = aiq_jtrue(st, "compiled");
+        json_object_put(p);
+        if (seen) /* compiled, or refused (a factor that moves between rescores) */
+            return ok ? 0 : -1;
+    }
+    return -1;
+}
+
+/* The steady window again with the policy's rescoreInterval at 1m
+ * (docs/queue.md, "Rescore interval"), then the policy as it was: *m
+ * gets the scrape after the last cycle. r->rs_* stay NAN when the policy
+ * cannot take an interval (it reads a factor that moves between
+ * rescores) or is not a preset. */
+static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
+    const struct opts *o = e->o;
+    int port = e->op.metrics_port;
+    r->rs_mean = r->rs_cpu_ms = NAN;
+    r->rs_n = 0;
+    if (policy_patch(e, "{\"spec\":{\"rescoreInterval\":\"1m\"}}") == 0) {
+        struct bp_metrics m0 = *m;
+        /* the first cycle under it rescores every job: not counted */
+        (void)bp_metrics_get(port, &m0); /* on failure m0 stays: next_cycle waits from there */
+        if (next_cycle(port, &m0, capped(o, 60)) == 0 && next_cycle(port, &m0, capped(o, 60)) == 0) {
+            double tw = bp_now(), cpu0 = bp_cpu_s(e->op.pid);
+            usleep((useconds_t)(o->steady_s * 1e6));
+            struct bp_metrics m1 = m0;
+            (void)bp_metrics_get(port, &m1); /* as above */
+            while (bp_now() - tw < capped(o, 120) &&
+                   (next_cycle(port, &m1, capped(o, 60)) != 0 || m1.count < m0.count + 3))
+                ;
+            double cpu1 = bp_cpu_s(e->op.pid);
+            r->rs_mean = mean_ms(&m0, &m1, &r->rs_n);
+            r->rs_cpu_ms = cpu0 >= 0 && cpu1 >= 0 && r->rs_n > 0 ? (cpu1 - cpu0) * 1e3 / r->rs_n : NAN;
+        }
+    }
+    if (policy_patch(e, "{\"spec\":{\"rescoreInterval\":null}}") != 0 && !isnan(r->rs_mean))
+        fprintf(stderr, "bench_operator_e2e: could not take the rescore interval back\n");
+    (void)bp_metrics_get(port, m); /* on failure *m stays: the probes wait from there */
+    next_cycle(port, m, capped(o, 60));
+    bp_log("steady, rescoreInterval 1m: %d cycles, mean %.1f ms", r->rs_n, r->rs_mean);
+}
+
 /* Steady state, one arrival, one finish and a restart: the measurements
  * of a row once its jobs are Queued. lbl names the probe jobs. Returns
  * -1 when the operator could not be started again (the config ends). */
@@ -705,6 +776,7 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     r->wal_mib = walb > 0 ? walb / 1048576.0 : 0;
     bp_log("steady: %d cycles, mean %.1f ms, %.1f writes/s, RSS %.0f MiB", r->cyc_n, r->cyc_mean,
            r->writes_per_s, r->rss_mib);
+    steady_rescore(e, r, &m1);
 
     /* one arrival, created right after a cycle ended */
     r->arr_ms = r->fin_ms = r->restart_s = r->restart_ready_s = NAN;
@@ -1087,20 +1159,23 @@ int main(void) {
                    r->wal_mib, r->shrunk_from > 0 ? "  (nodes deleted)" : "");
         }
     }
-    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %9s %9s %8s %11s %11s\n", "server", "nodes",
-           "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "arrive_ms", "finish_ms",
-           "rss_MiB", "rss_KiB/job", "restart_MiB");
+    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %8s %8s %9s %9s %8s %11s %11s\n", "server",
+           "nodes", "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "rs_mean",
+           "rs_cpu", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job", "restart_MiB");
     for (int i = 0; i < nr; i++) {
         struct row *r = &rows[i];
         if (!r->run || r->cut)
             continue;
-        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %9.1f %9.1f %8.0f %11.1f %11.0f\n",
+        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %8.1f %8.1f %9.1f %9.1f %8.0f %11.1f "
+               "%11.0f\n",
                bp_kind_name(r->kind), r->nodes, r->jobs, r->cyc_p50, r->cyc_p99, r->cyc_mean,
-               r->cyc_cpu_ms, r->cyc_n, r->arr_ms, r->fin_ms, r->rss_mib, r->rss_kib_per_job,
-               r->rss_restart_mib);
+               r->cyc_cpu_ms, r->cyc_n, r->rs_mean, r->rs_cpu_ms, r->arr_ms, r->fin_ms, r->rss_mib,
+               r->rss_kib_per_job, r->rss_restart_mib);
     }
     printf("(cycle ms: p50/p99 interpolated in the operator's histogram buckets, mean exact;\n"
            " cyc_cpu: the operator's CPU ms (every thread, /proc) over the window per cycle;\n"
+           " rs_mean, rs_cpu: the same over a second window with the policy's rescoreInterval\n"
+           " set to 1m (nan: the policy cannot take one); the probes run without it;\n"
            " arrive/finish: mean of the cycles between the event and its effect; nan: not seen\n"
            " within BENCH_PROBE_CAP_S)\n");
     if (nrel > 0) {
@@ -1142,6 +1217,8 @@ int main(void) {
         key(r, "cycle_p99_ms", "%.1f", r->cyc_p99);
         key(r, "cycle_mean_ms", "%.2f", r->cyc_mean);
         key(r, "operator_cpu_ms_per_cycle", "%.2f", r->cyc_cpu_ms);
+        key(r, "cycle_mean_rescore_1m_ms", "%.2f", r->rs_mean);
+        key(r, "operator_cpu_ms_per_cycle_rescore_1m", "%.2f", r->rs_cpu_ms);
         key(r, "arrival_cycle_ms", "%.2f", r->arr_ms);
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
