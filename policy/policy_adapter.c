@@ -277,6 +277,14 @@ double oppolicy_half_life(const oppolicy *p) {
     return p->half_life_s > 0 ? p->half_life_s : 7 * 86400.0;
 }
 
+/* See policy_adapter.h. */
+double oppolicy_score_clock(const oppolicy *p, double now) {
+    struct q_policy qp;
+    memset(&qp, 0, sizeof qp);
+    qp.rescore_interval_s = p ? p->rescore_interval_s : 0;
+    return q_score_clock(&qp, now);
+}
+
 const char *oppolicy_name(const oppolicy *p) {
     return p->name;
 }

@@ -65,6 +65,10 @@ int oppolicy_nlevels(const oppolicy *p);
 double oppolicy_half_life(const oppolicy *p);
 const char *oppolicy_name(const oppolicy *p);
 
+/* The clock p's scores read a waiting job's time factors at, at now
+ * (q_score_clock: the rescore interval's start, or now). */
+double oppolicy_score_clock(const oppolicy *p, double now);
+
 /* How many scores of p came out NaN or infinite and were clamped to a
  * finite value (+-DBL_MAX, 0 for NaN) since p was compiled; *term (when
  * non-NULL) gets the source text of the first such term ("" when none;

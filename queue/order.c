@@ -94,6 +94,11 @@ void q__fill_factors(const q_state *st, const struct q_input *in, int j,
 }
 
 /* See queue.h. */
+double q_score_clock(const struct q_policy *p, double now) {
+    return q__score_clock(p, now);
+}
+
+/* See queue.h. */
 void q_job_factors(const q_state *st, const struct q_input *in, int j,
                    double *f) {
     if (!st || !in || j < 0 || j >= in->njobs || !st->ugpu0 || !st->ggpu0 ||

@@ -474,6 +474,11 @@ aiq_rc q_cycle_run(q_state *st, const struct q_input *in, const q_scorer *sc,
 aiq_rc q_eta(q_state *st, const struct q_input *in, q_output *out, int j,
              double *eta);
 
+/* The clock a waiting job's wait.hours and job.age_hours are read at
+ * under p at now: now, or with a rescore interval the interval's start
+ * (q_policy.rescore_interval_s). For tools that rebuild the factors. */
+double q_score_clock(const struct q_policy *p, double now);
+
 /* Fills f[Q_NFACTORS] with the factor values job j of in was scored with
  * in st's latest cycle: the same function the cycle uses, reading the
  * start-of-cycle accounting it kept (GPUs in use, committed budget, free

@@ -589,6 +589,9 @@ int cli_explain_cmd(const struct cli_opts *o, struct cli_snapshot *w) {
     if (!x.j)
         return cli_fail("aijobs.aiq.dev \"%s\" not found in namespace %s", name, o->all_ns ? "(any)" : o->ns);
     explain_find(w, &x);
+    /* the time factors as the active policy's scores read them (its
+     * rescore interval's start) */
+    cli_job_clock(x.j, w->policy);
     explain_terms(o, w, &x);
     explain_policy(w, &x);
     if (o->out != CLI_OUT_TABLE)

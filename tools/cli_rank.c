@@ -96,6 +96,13 @@ void cli_fairshare(const struct cli_world *w, int g, const char *user,
     *fs_user = *fs_group * pow(2, -Uu / Su);
 }
 
+/* See cli_rank.h. */
+void cli_job_clock(struct cli_job *j, const oppolicy *p) {
+    double t = p ? oppolicy_score_clock(p, j->at) : j->at;
+    j->f[FX_F_WAIT_HOURS] = j->queued > 0 && t > j->queued ? (t - j->queued) / 3600.0 : 0;
+    j->f[FX_F_JOB_AGE_HOURS] = j->created > 0 && t > j->created ? (t - j->created) / 3600.0 : 0;
+}
+
 /* Fills j->f from the decoded job and w, mirroring operator/cycle.c's
  * factor vector; flags what the objects cannot tell exactly. */
 static void clr_factors(const struct aiq_aijob *aj, json_object *status,
@@ -121,7 +128,8 @@ static void clr_factors(const struct aiq_aijob *aj, json_object *status,
     f[FX_F_JOB_CPU] = (double)aj->spec.replicas * (double)aj->spec.resources.cpu_milli / 1000.0;
     f[FX_F_JOB_MEMORY_GIB] = (double)aj->spec.replicas *
                              (double)aj->spec.resources.memory_bytes / 1073741824.0;
-    f[FX_F_WAIT_HOURS] = j->queued > 0 && w->now > j->queued ? (w->now - j->queued) / 3600.0 : 0;
+    j->at = w->now;
+    cli_job_clock(j, NULL); /* wait.hours and job.age_hours at now */
     if (j->queued <= 0)
         j->approx |= APPROX(WAIT_HOURS);
     f[FX_F_RUNTIME_ESTIMATE_HOURS] = aj->spec.estimated_runtime_s / 3600.0;
@@ -150,7 +158,6 @@ static void clr_factors(const struct aiq_aijob *aj, json_object *status,
     j->approx |= APPROX(CLUSTER_FREE_GPUS);
     f[FX_F_JOB_IS_GANG] = aj->spec.replicas > 1;
     f[FX_F_JOB_ATTEMPTS] = j->attempts;
-    f[FX_F_JOB_AGE_HOURS] = j->created > 0 && w->now > j->created ? (w->now - j->created) / 3600.0 : 0;
     const struct aiq_userquota *u = uq >= 0 ? &w->uqs[uq] : NULL;
     f[FX_F_BUDGET_USER_LEFT] = u && u->spec.budget.gpu_hours >= 0
                                    ? fmax(0, u->spec.budget.gpu_hours - clr_gpu_hours(ust)) : 1e9;
@@ -237,6 +244,7 @@ aiq_rc cli_rank(oppolicy *p, struct cli_job *jobs, int n, aiq_err *err) {
     for (int i = 0; i < n; i++) {
         double s = 0;
         int lv = 0;
+        cli_job_clock(&jobs[i], p); /* p's clock, as the queue reads it under p */
         sc.score(sc.ctx, jobs[i].f, &s);
         sc.level(sc.ctx, jobs[i].f, &lv);
         jobs[i].new_score = s;

@@ -49,6 +49,7 @@ struct cli_job {
     long gpus;               /* replicas x gpus */
     double queued, created, eta; /* unix s; 0 = unknown */
     int attempts;
+    double at;               /* the world's now the factors were rebuilt at */
     double f[FX_NFACTORS];   /* rebuilt factors */
     uint64_t approx;         /* bit i set: factor i is approximate */
     /* filled by cli_rank */
@@ -64,11 +65,17 @@ struct cli_job {
 aiq_rc cli_job_load(json_object *obj, const struct cli_world *w,
                     struct cli_job *out, aiq_err *err);
 
+/* Sets j's wait.hours and job.age_hours at the clock p scores with at
+ * j->at (its rescore interval's start, operator's q_score_clock), or at
+ * j->at itself when p is NULL. cli_rank does it for its policy. */
+void cli_job_clock(struct cli_job *j, const oppolicy *p);
+
 /* True for the phases that wait in the queue (Pending, Queued, or no
  * status yet). */
 bool cli_job_waiting(const struct cli_job *j);
 
-/* Scores and levels jobs[0..n) under p and sets new_level, new_score and
+/* Scores and levels jobs[0..n) under p (their time factors at p's clock,
+ * cli_job_clock) and sets new_level, new_score and
  * new_position (1-based: level first, then score high first, then queued
  * time, then ns/name), as the queue orders them. AIQ_ENOMEM, or
  * AIQ_ETOOBIG past CLI_MAX_JOBS; positions are unchanged after an error. */

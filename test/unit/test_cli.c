@@ -274,6 +274,30 @@ TEST(rank_reorders_fifo_to_shortest_first) {
     CHECK_INT(jobs[0].new_position, 1);
     CHECK_INT(jobs[2].new_position, 3);
     CHECK_INT(cli_rank(flat, jobs, CLI_MAX_JOBS + 1, &e), AIQ_ETOOBIG);
+    /* Under a rescore interval the waits are read at the interval's
+     * start, as the operator reads them: now is 03:00, "long" was queued
+     * at 01:00 and created at 00:00; with 2h intervals (from the epoch)
+     * the clock stands at 02:00, so it has waited 1 h, not 2, and is 2 h
+     * old, not 3. */
+    struct aiq_level all = {(char *)"all", NULL};
+    struct aiq_policy rp;
+    memset(&rp, 0, sizeof rp);
+    rp.meta.name = (char *)"rs";
+    rp.spec.formula = (char *)"wait.hours";
+    rp.spec.levels = &all;
+    rp.spec.nlevels = 1;
+    rp.spec.rescore_interval_s = 7200;
+    oppolicy *rs = oppolicy_compile(&rp, &e);
+    if (CHECK(rs != NULL)) {
+        CHECK_INT(cli_rank(rs, jobs, 3, &e), AIQ_OK);
+        CHECK_DBL(jobs[0].new_score, 1, 1e-9);
+        CHECK_DBL(jobs[0].f[FX_F_WAIT_HOURS], 1, 1e-9);
+        CHECK_DBL(jobs[0].f[FX_F_JOB_AGE_HOURS], 2, 1e-9);
+        cli_job_clock(&jobs[0], NULL); /* back at now */
+        CHECK_DBL(jobs[0].f[FX_F_WAIT_HOURS], 2, 1e-9);
+        CHECK_DBL(jobs[0].f[FX_F_JOB_AGE_HOURS], 3, 1e-9);
+        oppolicy_free(rs);
+    }
     oppolicy_free(fifo);
     oppolicy_free(srjf);
     oppolicy_free(lv);
