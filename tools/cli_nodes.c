@@ -106,9 +106,7 @@ static void nodes_item(json_object *items, const struct node_facts *f, json_obje
                        const struct node_use *u, bool have_pods, json_object *udoc) {
     char mem[512], util[160];
     const char *reason = nodex_name(f->excluded);
-    json_object *it = json_object_new_object();
-    if (!it)
-        return;
+    json_object *it = json_object_new_object(); /* NULL: the adds below fail, cli_emit says so */
     cli_add_str(it, "name", f->q.name);
     cli_add_num(it, "gpus", f->q.ngpus);
     cli_add_num(it, "advertisedGPUs", f->advertised);

@@ -174,6 +174,11 @@ int cli_usage_cmd(const struct cli_opts *o, struct cli_snapshot *w) {
     } else {
         doc = json_object_new_object();
         items = json_object_new_array();
+        if (!doc || !items) { /* not the table path: it has no table */
+            json_object_put(doc);
+            json_object_put(items);
+            return cli_fail("out of memory");
+        }
         cli_add_str(doc, "apiVersion", AIQ_API_VERSION);
         cli_add_str(doc, "kind", "UsageView");
         cli_add(doc, "items", items);
