@@ -545,7 +545,16 @@ func (k *kubelet) event(ctx context.Context, pod *corev1.Pod, reason, msg string
 		Source:              corev1.EventSource{Component: "kubelet", Host: pod.Spec.NodeName},
 		ReportingController: "kubelet", ReportingInstance: pod.Spec.NodeName,
 	}
-	if _, err := k.cs.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+	// A kubelet's events are what tests count (Started per pod): a
+	// failed write (the API server busy) is tried again a few times.
+	var err error
+	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+		if _, err = k.cs.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(100*(try+1)) * time.Millisecond)
+	}
+	if err != nil && ctx.Err() == nil {
 		fmt.Printf("aiq-realcluster: kubelet: event %s on %s/%s: %v\n", reason, pod.Namespace, pod.Name, err)
 	}
 }
