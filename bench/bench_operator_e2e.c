@@ -700,6 +700,28 @@ static int policy_patch(struct env *e, const char *body) {
     return -1;
 }
 
+/* One steady window from *m0, a scrape at its start: at least steady_s
+ * seconds and three cycles, however long they take (up to 2 minutes),
+ * ending as a cycle ends. *m1 gets the scrape at its end, *secs the
+ * window's length. Returns the operator's CPU milliseconds per cycle over
+ * it (NAN when /proc could not say or no cycle ended). */
+static double steady_window(struct env *e, const struct bp_metrics *m0, struct bp_metrics *m1,
+                            double *secs) {
+    const struct opts *o = e->o;
+    int port = e->op.metrics_port;
+    double tw = bp_now(), cpu0 = bp_cpu_s(e->op.pid);
+    usleep((useconds_t)(o->steady_s * 1e6));
+    *m1 = *m0;
+    (void)bp_metrics_get(port, m1); /* on failure m1 stays m0: next_cycle waits from there */
+    while (bp_now() - tw < capped(o, 120) &&
+           (next_cycle(port, m1, capped(o, 60)) != 0 || m1->count < m0->count + 3))
+        ;
+    double cpu1 = bp_cpu_s(e->op.pid);
+    double n = m1->count - m0->count;
+    *secs = bp_now() - tw;
+    return cpu0 >= 0 && cpu1 >= 0 && n > 0 ? (cpu1 - cpu0) * 1e3 / n : NAN;
+}
+
 /* The steady window again with the policy's rescoreInterval at 1m
  * (docs/queue.md, "Rescore interval"), then the policy as it was: *m
  * gets the scrape after the last cycle. r->rs_* stay NAN when the policy
@@ -715,16 +737,10 @@ static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
         /* the first cycle under it rescores every job: not counted */
         (void)bp_metrics_get(port, &m0); /* on failure m0 stays: next_cycle waits from there */
         if (next_cycle(port, &m0, capped(o, 60)) == 0 && next_cycle(port, &m0, capped(o, 60)) == 0) {
-            double tw = bp_now(), cpu0 = bp_cpu_s(e->op.pid);
-            usleep((useconds_t)(o->steady_s * 1e6));
-            struct bp_metrics m1 = m0;
-            (void)bp_metrics_get(port, &m1); /* as above */
-            while (bp_now() - tw < capped(o, 120) &&
-                   (next_cycle(port, &m1, capped(o, 60)) != 0 || m1.count < m0.count + 3))
-                ;
-            double cpu1 = bp_cpu_s(e->op.pid);
+            struct bp_metrics m1;
+            double secs;
+            r->rs_cpu_ms = steady_window(e, &m0, &m1, &secs);
             r->rs_mean = mean_ms(&m0, &m1, &r->rs_n);
-            r->rs_cpu_ms = cpu0 >= 0 && cpu1 >= 0 && r->rs_n > 0 ? (cpu1 - cpu0) * 1e3 / r->rs_n : NAN;
         }
     }
     if (policy_patch(e, "{\"spec\":{\"rescoreInterval\":null}}") != 0 && !isnan(r->rs_mean))
@@ -743,28 +759,19 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     char probe[64], err[512];
     int port = e->op.metrics_port;
 
-    /* the due statuses drain, then steady: at least steady_s seconds
-     * and three cycles, however long they take (up to 2 minutes) */
+    /* the due statuses drain, then the steady window */
     drain(e, r, &m0);
     long mod0 = atomic_load(&e->jw.modified);
-    double tw = bp_now(), cpu0 = bp_cpu_s(e->op.pid);
-    usleep((useconds_t)(o->steady_s * 1e6));
-    /* whole cycles: the window ends as a cycle ends */
-    m1 = m0;
-    (void)bp_metrics_get(port, &m1); /* on failure m1 stays m0: next_cycle waits from there */
-    while (bp_now() - tw < capped(o, 120) &&
-           (next_cycle(port, &m1, capped(o, 60)) != 0 || m1.count < m0.count + 3))
-        ;
-    double cpu1 = bp_cpu_s(e->op.pid);
-    r->writes_per_s = (atomic_load(&e->jw.modified) - mod0) / (bp_now() - tw);
-    r->cyc_p50 = bp_hist_quantile(&m0, &m1, 0.5) * 1e3;
-    r->cyc_p99 = bp_hist_quantile(&m0, &m1, 0.99) * 1e3;
-    r->cyc_mean = mean_ms(&m0, &m1, &r->cyc_n);
+    double secs;
     /* The operator's CPU over the window per cycle: what a cycle costs
      * whatever else the machine runs (the wall-clock figures stretch
      * with the load; between cycles a quiet operator uses next to no
      * CPU, so this is the cycle's own cost plus that). */
-    r->cyc_cpu_ms = cpu0 >= 0 && cpu1 >= 0 && r->cyc_n > 0 ? (cpu1 - cpu0) * 1e3 / r->cyc_n : NAN;
+    r->cyc_cpu_ms = steady_window(e, &m0, &m1, &secs);
+    r->writes_per_s = (atomic_load(&e->jw.modified) - mod0) / secs;
+    r->cyc_p50 = bp_hist_quantile(&m0, &m1, 0.5) * 1e3;
+    r->cyc_p99 = bp_hist_quantile(&m0, &m1, 0.99) * 1e3;
+    r->cyc_mean = mean_ms(&m0, &m1, &r->cyc_n);
     long rss = bp_rss_kib(e->op.pid);
     r->rss_mib = rss / 1024.0;
     r->rss_kib_per_job = r->jobs > 0 ? (double)(rss - e->rss0) / r->jobs : 0;

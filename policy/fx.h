@@ -22,7 +22,7 @@
 
 /* Factor indexes: FX_F_USER_LEVEL, ..., and FX_NFACTORS. */
 enum {
-#define FX_FACTOR(id, name, unit, doc) FX_F_##id,
+#define FX_FACTOR(id, name, unit, moves, doc) FX_F_##id,
 #include "policy/fx_factors.def"
 #undef FX_FACTOR
     FX_NFACTORS
@@ -181,6 +181,10 @@ int fx_factor_index(const char *name);
 const char *fx_factor_name(int i);
 const char *fx_factor_unit(int i);
 const char *fx_factor_doc(int i);
+/* 1 when factor i moves between cycles while the job, its levels and the
+ * clock stand still (usage, fair share, quota shares, cluster, budget):
+ * the factors a rescore interval refuses. 0 otherwise or out of range. */
+int fx_factor_moves(int i);
 
 /* The same for the placement factors (FX_PF_ indexes). */
 int fx_pfactor_index(const char *name);

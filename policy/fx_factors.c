@@ -7,8 +7,9 @@
 
 static const struct {
     const char *name, *unit, *doc;
+    int moves;
 } fx_factor_tab[FX_NFACTORS] = {
-#define FX_FACTOR(id, name, unit, doc) [FX_F_##id] = {name, unit, doc},
+#define FX_FACTOR(id, name, unit, moves, doc) [FX_F_##id] = {name, unit, doc, moves},
 #include "policy/fx_factors.def"
 #undef FX_FACTOR
 };
@@ -34,6 +35,13 @@ const char *fx_factor_unit(int i) {
 /* Static one-line description of factor i, NULL when out of range. */
 const char *fx_factor_doc(int i) {
     return i >= 0 && i < FX_NFACTORS ? fx_factor_tab[i].doc : NULL;
+}
+
+/* 1 when factor i can change between cycles while the job, its levels and
+ * the clock do not (fx_factors.def's moves column); 0 otherwise and when
+ * out of range. */
+int fx_factor_moves(int i) {
+    return i >= 0 && i < FX_NFACTORS ? fx_factor_tab[i].moves : 0;
 }
 
 static const struct {

@@ -73,30 +73,21 @@ static int pa_place_score(void *ctx, const double *pf, double *score) {
     return 0;
 }
 
-/* The factors that can change between two cycles while the job, its
- * user's and group's levels and the clock do not: another job's start or
- * end, the decayed usage, the nodes. A kept score would go stale on
- * them, so a rescore interval refuses them (q_policy.rescore_interval_s). */
-static const int pa_moving[] = {
-    FX_F_USAGE_USER_GPU_HOURS, FX_F_USAGE_GROUP_GPU_HOURS, FX_F_FAIRSHARE_USER,
-    FX_F_FAIRSHARE_GROUP, FX_F_QUOTA_USER_SHARE, FX_F_QUOTA_GROUP_SHARE,
-    FX_F_CLUSTER_FREE_GPUS, FX_F_CLUSTER_TOTAL_GPUS, FX_F_BUDGET_USER_LEFT,
-    FX_F_BUDGET_GROUP_LEFT, FX_F_QUOTA_GROUP_BORROWED_GPUS,
-};
-
 /* With a rescore interval: fails when prog (the source of field) names a
- * factor of pa_moving. */
+ * factor that moves between cycles while the job does not (the moves
+ * column of fx_factors.def): a kept score would go stale on it
+ * (q_policy.rescore_interval_s). */
 static int pa_check_kept(const fx_prog *prog, const char *field, aiq_err *err) {
     uint64_t reads = fx_prog_reads(prog);
-    for (size_t i = 0; i < sizeof pa_moving / sizeof pa_moving[0]; i++) {
-        if (!(reads & (1ull << pa_moving[i])))
+    for (int i = 0; i < FX_NFACTORS; i++) {
+        if (!(reads & (1ull << i)) || !fx_factor_moves(i))
             continue;
         aiq_err_field(err, AIQ_EINVAL, "spec.rescoreInterval",
                       "spec.rescoreInterval: %s reads %s, which changes between rescores "
                       "while the job does not; a rescore interval needs a score of the "
                       "job's own fields, user.level, group.level and the clock only "
                       "(remove rescoreInterval or %s)",
-                      field, fx_factor_name(pa_moving[i]), fx_factor_name(pa_moving[i]));
+                      field, fx_factor_name(i), fx_factor_name(i));
         return -1;
     }
     return 0;

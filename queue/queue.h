@@ -25,7 +25,7 @@
 
 /* Factor indexes, generated from the language's factor list. */
 enum {
-#define FX_FACTOR(id, name, unit, doc) Q_F_##id,
+#define FX_FACTOR(id, name, unit, moves, doc) Q_F_##id,
 #include "policy/fx_factors.def"
 #undef FX_FACTOR
     Q_NFACTORS

@@ -221,7 +221,10 @@ TEST(job_factors_rebuilt_from_objects) {
     fixture_deinit(&fx);
 }
 
-static oppolicy *compile(const char *formula, const char *lv0, const char *when0) {
+/* A policy of formula with one level, or two when when0 (lv0 when it
+ * holds, then "main"), rescoring every interval_s seconds (0: each cycle). */
+static oppolicy *compile(const char *formula, const char *lv0, const char *when0,
+                         double interval_s) {
     struct aiq_policy p;
     struct aiq_level lv[2];
     aiq_err e;
@@ -235,6 +238,7 @@ static oppolicy *compile(const char *formula, const char *lv0, const char *when0
     p.spec.formula = (char *)formula;
     p.spec.levels = when0 ? lv : &lv[1];
     p.spec.nlevels = when0 ? 2 : 1;
+    p.spec.rescore_interval_s = interval_s;
     return oppolicy_compile(&p, &e);
 }
 
@@ -251,25 +255,25 @@ TEST(rank_reorders_fifo_to_shortest_first) {
     };
     for (int i = 0; i < 3; i++)
         CHECK_INT(cli_job_load(o[i], &fx.w, &jobs[i], &e), AIQ_OK);
-    oppolicy *fifo = compile("wait.hours", "x", NULL);
+    oppolicy *fifo = compile("wait.hours", "x", NULL, 0);
     CHECK_INT(cli_rank(fifo, jobs, 3, &e), AIQ_OK);
     CHECK_INT(jobs[0].new_position, 1);
     CHECK_INT(jobs[1].new_position, 2);
     CHECK_INT(jobs[2].new_position, 3);
-    oppolicy *srjf = compile("-runtime.predicted_hours", "x", NULL);
+    oppolicy *srjf = compile("-runtime.predicted_hours", "x", NULL, 0);
     CHECK_INT(cli_rank(srjf, jobs, 3, &e), AIQ_OK);
     CHECK_INT(jobs[1].new_position, 1); /* short */
     CHECK_INT(jobs[2].new_position, 2); /* mid */
     CHECK_INT(jobs[0].new_position, 3); /* long */
     CHECK_DBL(jobs[1].new_score, -1, 1e-9);
     /* a level before the catch-all goes first whatever the score */
-    oppolicy *lv = compile("-runtime.predicted_hours", "big", "runtime.estimate_hours >= 10h");
+    oppolicy *lv = compile("-runtime.predicted_hours", "big", "runtime.estimate_hours >= 10h", 0);
     CHECK_INT(cli_rank(lv, jobs, 3, &e), AIQ_OK);
     CHECK_INT(jobs[0].new_position, 1);
     CHECK_INT(jobs[0].new_level, 0);
     CHECK_INT(jobs[1].new_level, 1);
     /* equal scores: the earlier queued time first */
-    oppolicy *flat = compile("1", "x", NULL);
+    oppolicy *flat = compile("1", "x", NULL, 0);
     CHECK_INT(cli_rank(flat, jobs, 3, &e), AIQ_OK);
     CHECK_INT(jobs[0].new_position, 1);
     CHECK_INT(jobs[2].new_position, 3);
@@ -279,15 +283,7 @@ TEST(rank_reorders_fifo_to_shortest_first) {
      * at 01:00 and created at 00:00; with 2h intervals (from the epoch)
      * the clock stands at 02:00, so it has waited 1 h, not 2, and is 2 h
      * old, not 3. */
-    struct aiq_level all = {(char *)"all", NULL};
-    struct aiq_policy rp;
-    memset(&rp, 0, sizeof rp);
-    rp.meta.name = (char *)"rs";
-    rp.spec.formula = (char *)"wait.hours";
-    rp.spec.levels = &all;
-    rp.spec.nlevels = 1;
-    rp.spec.rescore_interval_s = 7200;
-    oppolicy *rs = oppolicy_compile(&rp, &e);
+    oppolicy *rs = compile("wait.hours", "x", NULL, 7200);
     if (CHECK(rs != NULL)) {
         CHECK_INT(cli_rank(rs, jobs, 3, &e), AIQ_OK);
         CHECK_DBL(jobs[0].new_score, 1, 1e-9);

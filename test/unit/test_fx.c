@@ -182,6 +182,19 @@ TEST(fx_every_factor) {
     CHECK(fx_factor_doc(-5) == NULL);
     CHECK_STR(fx_factor_name(FX_F_WAIT_HOURS), "wait.hours");
     CHECK_STR(fx_factor_unit(FX_F_WAIT_HOURS), "hours");
+    /* what a rescore interval refuses: exactly the factors other jobs,
+     * usage, the nodes or budgets move (their namespaces), nothing of
+     * the job's own, its levels or the clock */
+    for (int i = 0; i < FX_NFACTORS; i++) {
+        const char *n = fx_factor_name(i);
+        int other = strncmp(n, "usage.", 6) == 0 || strncmp(n, "fairshare.", 10) == 0 ||
+                    strncmp(n, "quota.", 6) == 0 || strncmp(n, "cluster.", 8) == 0 ||
+                    strncmp(n, "budget.", 7) == 0;
+        if (!CHECK_INT(fx_factor_moves(i), other))
+            fprintf(stderr, "  factor %s\n", n);
+    }
+    CHECK_INT(fx_factor_moves(-1), 0);
+    CHECK_INT(fx_factor_moves(FX_NFACTORS), 0);
     /* the ones the issue names all exist */
     static const char *const named[] = {
         "user.level", "group.level", "job.priority", "job.gpus", "job.gpu_memory_gib",
