@@ -28,13 +28,16 @@
  *             time (user + system, all threads, /proc/PID/stat) over the
  *             window / its cycles, which the machine's load does not
  *             stretch as it does the wall-clock figures
- *  rs_mean    the same window again after the policy's spec.rescoreInterval
- *  rs_cpu     is patched to 1m (and its compiled status seen), the first
- *             cycle under it (which rescores every job) left out; then
- *             the policy goes back as it was for the probes. nan when the
- *             policy cannot take an interval (it reads a factor that moves
- *             between rescores) or is not a preset. An interval's end may
- *             fall in the window: its cycle rescores every job again
+ *  rs_mean    the same window again with the policy's spec.rescoreInterval
+ *  rs_cpu     the other way (column rs): 0s (every cycle) for a policy
+ *             that has one, as the shipped presets but fairshare and
+ *             srjf do, 1m for one that has none; its compiled status
+ *             seen, the first cycle under it (which rescores every job)
+ *             left out; then the policy goes back as it was for the
+ *             probes. nan when the policy cannot take an interval (it
+ *             reads a factor that moves between rescores) or is not a
+ *             preset. An interval's end may fall in a window: its cycle
+ *             rescores every job again
  *  arrival    the mean of the cycles from just after a cycle until a new
  *             job shows its queue position (n cycles, usually 1-2)
  *  finish     the same around a running probe job's end: right after a
@@ -383,7 +386,8 @@ struct row {
     double create_per_s, all_queued_s, q_p50, q_p99;
     double cyc_p50, cyc_p99, cyc_mean, cyc_cpu_ms;
     int cyc_n;
-    double rs_mean, rs_cpu_ms; /* the same with the policy's rescoreInterval 1m */
+    double rs_mean, rs_cpu_ms; /* the same with the policy's rescoreInterval rs_alt */
+    char rs_alt[4];            /* "0s" (the policy has one) or "1m" (it has none) */
     int rs_n;
     double arr_ms, fin_ms;
     int arr_n, fin_n;
@@ -676,6 +680,28 @@ static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
  * up to 60 s until the operator's status is of that generation. Returns
  * 0 when it compiled, or -1 (not a preset, the patch refused, the policy
  * did not compile, or no status of that generation). */
+/* The preset's spec.rescoreInterval as written into buf ("" when it has
+ * none). Returns 0, or -1 (not a preset, or no answer). */
+static int policy_interval(struct env *e, char *buf, size_t cap) {
+    const struct opts *o = e->o;
+    char path[160], *resp = NULL;
+    if (strchr(o->policy, '/') || strstr(o->policy, ".yaml") || strcmp(o->policy, "none") == 0)
+        return -1;
+    snprintf(path, sizeof path, "/apis/aiq.dev/v1alpha1/queuepolicies/%s", o->policy);
+    if (bp_req(&e->s, "GET", path, NULL, NULL, &resp) != 200) {
+        free(resp);
+        return -1;
+    }
+    json_object *p = json_tokener_parse(resp);
+    free(resp);
+    if (!p)
+        return -1;
+    const char *v = aiq_jstr(aiq_jget(p, "spec"), "rescoreInterval");
+    snprintf(buf, cap, "%s", v ? v : "");
+    json_object_put(p);
+    return 0;
+}
+
 static int policy_patch(struct env *e, const char *body) {
     const struct opts *o = e->o;
     char path[160], *resp = NULL;
@@ -722,7 +748,7 @@ static double steady_window(struct env *e, const struct bp_metrics *m0, struct b
     return cpu0 >= 0 && cpu1 >= 0 && n > 0 ? (cpu1 - cpu0) * 1e3 / n : NAN;
 }
 
-/* The steady window again with the policy's rescoreInterval at 1m
+/* The steady window again with the policy's rescoreInterval the other way
  * (docs/queue.md, "Rescore interval"), then the policy as it was: *m
  * gets the scrape after the last cycle. r->rs_* stay NAN when the policy
  * cannot take an interval (it reads a factor that moves between
@@ -730,9 +756,15 @@ static double steady_window(struct env *e, const struct bp_metrics *m0, struct b
 static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
     const struct opts *o = e->o;
     int port = e->op.metrics_port;
+    char was[32], body[96];
     r->rs_mean = r->rs_cpu_ms = NAN;
     r->rs_n = 0;
-    if (policy_patch(e, "{\"spec\":{\"rescoreInterval\":\"1m\"}}") == 0) {
+    snprintf(r->rs_alt, sizeof r->rs_alt, "-");
+    if (policy_interval(e, was, sizeof was) != 0 || strspn(was, "0123456789.hms") != strlen(was))
+        return; /* not a preset (or a duration this could not write back) */
+    snprintf(r->rs_alt, sizeof r->rs_alt, "%s", was[0] ? "0s" : "1m");
+    snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":\"%s\"}}", r->rs_alt);
+    if (policy_patch(e, body) == 0) {
         struct bp_metrics m0 = *m;
         /* the first cycle under it rescores every job: not counted */
         (void)bp_metrics_get(port, &m0); /* on failure m0 stays: next_cycle waits from there */
@@ -743,11 +775,15 @@ static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
             r->rs_mean = mean_ms(&m0, &m1, &r->rs_n);
         }
     }
-    if (policy_patch(e, "{\"spec\":{\"rescoreInterval\":null}}") != 0 && !isnan(r->rs_mean))
-        fprintf(stderr, "bench_operator_e2e: could not take the rescore interval back\n");
+    if (was[0])
+        snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":\"%s\"}}", was);
+    else
+        snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":null}}");
+    if (policy_patch(e, body) != 0 && !isnan(r->rs_mean))
+        fprintf(stderr, "bench_operator_e2e: could not set the rescore interval back\n");
     (void)bp_metrics_get(port, m); /* on failure *m stays: the probes wait from there */
     next_cycle(port, m, capped(o, 60));
-    bp_log("steady, rescoreInterval 1m: %d cycles, mean %.1f ms", r->rs_n, r->rs_mean);
+    bp_log("steady, rescoreInterval %s: %d cycles, mean %.1f ms", r->rs_alt, r->rs_n, r->rs_mean);
 }
 
 /* Steady state, one arrival, one finish and a restart: the measurements
@@ -1166,23 +1202,24 @@ int main(void) {
                    r->wal_mib, r->shrunk_from > 0 ? "  (nodes deleted)" : "");
         }
     }
-    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %8s %8s %9s %9s %8s %11s %11s\n", "server",
-           "nodes", "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "rs_mean",
+    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %3s %8s %8s %9s %9s %8s %11s %11s\n", "server",
+           "nodes", "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "rs", "rs_mean",
            "rs_cpu", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job", "restart_MiB");
     for (int i = 0; i < nr; i++) {
         struct row *r = &rows[i];
         if (!r->run || r->cut)
             continue;
-        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %8.1f %8.1f %9.1f %9.1f %8.0f %11.1f "
+        printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %3s %8.1f %8.1f %9.1f %9.1f %8.0f %11.1f "
                "%11.0f\n",
                bp_kind_name(r->kind), r->nodes, r->jobs, r->cyc_p50, r->cyc_p99, r->cyc_mean,
-               r->cyc_cpu_ms, r->cyc_n, r->rs_mean, r->rs_cpu_ms, r->arr_ms, r->fin_ms, r->rss_mib,
+               r->cyc_cpu_ms, r->cyc_n, r->rs_alt, r->rs_mean, r->rs_cpu_ms, r->arr_ms, r->fin_ms, r->rss_mib,
                r->rss_kib_per_job, r->rss_restart_mib);
     }
     printf("(cycle ms: p50/p99 interpolated in the operator's histogram buckets, mean exact;\n"
            " cyc_cpu: the operator's CPU ms (every thread, /proc) over the window per cycle;\n"
            " rs_mean, rs_cpu: the same over a second window with the policy's rescoreInterval\n"
-           " set to 1m (nan: the policy cannot take one); the probes run without it;\n"
+           " set to rs: 0s (every cycle) when the policy has one, 1m when it has none (nan: it\n"
+           " cannot take one); the probes run with the policy as it is;\n"
            " arrive/finish: mean of the cycles between the event and its effect; nan: not seen\n"
            " within BENCH_PROBE_CAP_S)\n");
     if (nrel > 0) {
@@ -1224,8 +1261,13 @@ int main(void) {
         key(r, "cycle_p99_ms", "%.1f", r->cyc_p99);
         key(r, "cycle_mean_ms", "%.2f", r->cyc_mean);
         key(r, "operator_cpu_ms_per_cycle", "%.2f", r->cyc_cpu_ms);
-        key(r, "cycle_mean_rescore_1m_ms", "%.2f", r->rs_mean);
-        key(r, "operator_cpu_ms_per_cycle_rescore_1m", "%.2f", r->rs_cpu_ms);
+        /* the second window's keys say which way it went */
+        bool every = strcmp(r->rs_alt, "0s") == 0;
+        key(r, every ? "cycle_mean_rescore_every_cycle_ms" : "cycle_mean_rescore_1m_ms", "%.2f",
+            r->rs_mean);
+        key(r, every ? "operator_cpu_ms_per_cycle_rescore_every_cycle"
+                     : "operator_cpu_ms_per_cycle_rescore_1m",
+            "%.2f", r->rs_cpu_ms);
         key(r, "arrival_cycle_ms", "%.2f", r->arr_ms);
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
