@@ -168,6 +168,13 @@ struct sim_gen_opts {
      * keeps the shapes above; the others draw one-replica tasks from the
      * shapes tallied from the openb trace's pod lists. */
     int fgd_mix;           /* SIM_MIX_* */
+    /* The users' estimates: with estimates_set, estimate_share of the jobs
+     * (0..1) carry one, each the runtime x the user's bias x
+     * exp(estimate_noise x N(0,1)) (estimate_noise 0..2); without, 0.8
+     * and 0.3. With a share of 1 the normal draw is made for every job,
+     * so traces of one seed differ only in the noise's scale. */
+    bool estimates_set;
+    double estimate_share, estimate_noise;
 };
 enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE, SIM_MIX_DEFAULT };
 

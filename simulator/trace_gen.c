@@ -83,11 +83,18 @@ struct gen_cfg {
     int64_t gmem;     /* a whole GPU's memory, MiB */
     int max_gpus;
     double ckpt_s;    /* a checkpointing job's interval */
+    double est_share, est_noise; /* jobs with an estimate, its noise (sigma) */
+    double est_cut;   /* a job has one when a uniform draw is >= this */
 };
 
 /* Fills cfg from opts, then checks them. */
 static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg, aiq_err *err) {
     cfg->ngroups = opts->ngroups > 0 ? opts->ngroups : 4;
+    cfg->est_share = opts->estimates_set ? opts->estimate_share : 0.8;
+    cfg->est_noise = opts->estimates_set ? opts->estimate_noise : 0.3;
+    /* 0.2 as the generator always wrote it (1 - 0.8 is not 0.2 in
+     * binary), so the default keeps old traces byte for byte */
+    cfg->est_cut = opts->estimates_set ? 1 - cfg->est_share : 0.2;
     cfg->upg = opts->users_per_group > 0 ? opts->users_per_group : 5;
     cfg->mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
     cfg->gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
@@ -106,6 +113,12 @@ static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg,
         opts->elastic_frac < 0 || opts->elastic_frac > 1)
         return aiq_err_field(err, AIQ_EINVAL, "max-gpus", "generator: max-gpus must be 1..16 and "
                              "the fractions 0..1");
+    if (!(cfg->est_share >= 0 && cfg->est_share <= 1))
+        return aiq_err_field(err, AIQ_EINVAL, "estimate-share",
+                             "estimate-share: must be 0..1, got %g", cfg->est_share);
+    if (!(cfg->est_noise >= 0 && cfg->est_noise <= 2))
+        return aiq_err_field(err, AIQ_EINVAL, "estimate-noise",
+                             "estimate-noise: must be 0..2, got %g", cfg->est_noise);
     if (opts->tiresias)
         cfg->ngroups = cfg->upg = 1;
     return AIQ_OK;
@@ -217,8 +230,8 @@ aiq_rc sim_generate(struct sim_trace *tr, const struct sim_gen_opts *opts,
         j.submit = floor(t);
         j.duration_s = floor(d);
         gen_shape(&r, opts, &cfg, total, &j);
-        if (rng_unif(&r) >= 0.2 && !opts->tiresias)
-            j.estimate_s = floor(d * bias[u] * exp(0.3 * rng_normal(&r)));
+        if (rng_unif(&r) >= cfg.est_cut && !opts->tiresias)
+            j.estimate_s = floor(d * bias[u] * exp(cfg.est_noise * rng_normal(&r)));
         double pr = rng_unif(&r);
         j.priority = opts->tiresias ? 0 : pr < 0.1 ? 1000 : pr < 0.4 ? 100 : 0;
         if (opts->checkpoint_frac > 0 && rng_unif(&r) < opts->checkpoint_frac)

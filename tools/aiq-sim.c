@@ -34,6 +34,7 @@ static void usage(FILE *out) {
           "              [--interarrival SECONDS] [--tiresias] [--max-gpus N]\n"
           "              [--checkpoint-frac F] [--checkpoint-s SECONDS] [--elastic-frac F]\n"
           "              [--fgd-mix whole|multi|share|default]\n"
+          "              [--estimate-share F] [--estimate-noise SIGMA]\n"
           "  aiq-sim replay (--db operator.db | --jsonl FILE) [--policy OTHER.yaml]\n"
           "              [--policies-dir examples/policies]\n"
           "  aiq-sim export --db operator.db [--out FILE]\n"
@@ -60,6 +61,7 @@ struct opts {
     int jobs, groups, users, max_gpus, budget;
     double holdout;
     double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac, group_quota;
+    double est_share, est_noise; /* NAN: not given */
     int no_predict, plan_actual, shares, tiresias, sample, runs, progress, seed_set;
 };
 
@@ -99,6 +101,8 @@ static int parse_num(struct opts *o, const char *a, const char *v) {
         {"--checkpoint-frac", 0, 1, D, offsetof(struct opts, ckpt_frac)},
         {"--checkpoint-s", 1, 1e7, D, offsetof(struct opts, ckpt_s)},
         {"--elastic-frac", 0, 1, D, offsetof(struct opts, elastic_frac)},
+        {"--estimate-share", 0, 1, D, offsetof(struct opts, est_share)},
+        {"--estimate-noise", 0, 2, D, offsetof(struct opts, est_noise)},
         {"--runs", 1, 1000, I, offsetof(struct opts, runs)},
         {"--budget", 2, 100000, I, offsetof(struct opts, budget)},
         {"--holdout", 0.05, 0.9, D, offsetof(struct opts, holdout)},
@@ -150,6 +154,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     o->tick = 600;
     o->grace = 30;
     o->policies_dir = "examples/policies";
+    o->est_share = o->est_noise = NAN;
     if (argc < 2)
         return -1;
     o->cmd = argv[1];
@@ -539,6 +544,11 @@ static int cmd_gen(const struct opts *o) {
                              .tiresias = o->tiresias, .max_gpus = o->max_gpus,
                              .checkpoint_frac = o->ckpt_frac, .checkpoint_s = o->ckpt_s,
                              .elastic_frac = o->elastic_frac};
+    if (!isnan(o->est_share) || !isnan(o->est_noise)) {
+        g.estimates_set = true;
+        g.estimate_share = isnan(o->est_share) ? 0.8 : o->est_share;
+        g.estimate_noise = isnan(o->est_noise) ? 0.3 : o->est_noise;
+    }
     aiq_err e;
     aiq_err_clear(&e);
     if (o->fgd_mix) {

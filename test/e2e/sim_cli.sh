@@ -128,6 +128,12 @@ check "inflate on the Alibaba sample: the CPU-only pod is placed on the CPU node
     --placement binpack --placements-csv - 2>/dev/null |
     grep -q "^binpack,0,5,openb-pod-0004,0,placed,openb-node-0001,,0.0000,0$"' "$SIM" "$F"
 
+check "gen --estimate-share 1 --estimate-noise 0: every job has an estimate, out of range named" sh -c '
+  "$0" gen --seed 4 --jobs 200 --estimate-share 1 --estimate-noise 0 --out "$1/est.csv" 2>/dev/null &&
+  awk -F, "NR > 1 && \$11 <= 0 { bad++ } END { exit !(NR == 201 && !bad) }" "$1/est.csv" &&
+  { "$0" gen --seed 4 --jobs 5 --estimate-noise 2.5 --out "$1/x.csv" 2>"$1/e3"; [ $? = 2 ]; } &&
+  grep -q "^aiq-sim: --estimate-noise: expected a number 0..2, got .2.5.$" "$1/e3"' "$SIM" "$T"
+
 # The presets that rescore once a minute order as rescoring every cycle
 # does (docs/queue.md "Rescore interval"): the same schedule, line for
 # line, with and without the interval, on a busy trace with a quota. The

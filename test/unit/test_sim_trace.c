@@ -427,6 +427,68 @@ TEST(generator_is_seeded_and_mixed) {
     sim_trace_free(tr);
 }
 
+/* The estimate knobs (aiq-sim gen --estimate-share, --estimate-noise):
+ * with a share of 1 every job has an estimate; with no noise each user's
+ * estimate / runtime is one number (the bias; flooring aside); across
+ * noise scales the trace is the same but for the estimates; a share of 0
+ * gives none; out-of-range values are refused naming the field. */
+TEST(generator_estimate_share_and_noise) {
+    struct sim_trace *t[3] = {sim_trace_create(), sim_trace_create(), sim_trace_create()};
+    const double noise[3] = {0, 0.3, 0};
+    const double share[3] = {1, 1, 0};
+    aiq_err e;
+    for (int k = 0; k < 3; k++) {
+        struct sim_gen_opts o = {.seed = 4, .njobs = 600, .estimates_set = true,
+                                 .estimate_share = share[k], .estimate_noise = noise[k]};
+        aiq_err_clear(&e);
+        if (!CHECK(t[k]) || !CHECK_INT(sim_generate(t[k], &o, &e), AIQ_OK))
+            goto out;
+    }
+    if (!CHECK_INT(t[0]->njobs, 600) || !CHECK_INT(t[1]->njobs, 600))
+        goto out;
+    int without = 0, off = 0, differ = 0, est2 = 0;
+    double ratio[64 * 256];
+    for (size_t u = 0; u < sizeof ratio / sizeof ratio[0]; u++)
+        ratio[u] = -1;
+    for (int i = 0; i < 600; i++) {
+        const struct sim_job *a = &t[0]->jobs[i], *b = &t[1]->jobs[i];
+        without += a->estimate_s <= 0;
+        est2 += t[2]->jobs[i].estimate_s > 0;
+        /* the same job but for its estimate */
+        differ += a->submit != b->submit || a->duration_s != b->duration_s ||
+                  strcmp(a->user, b->user) != 0 || a->gpus != b->gpus ||
+                  a->replicas != b->replicas || a->estimate_s == b->estimate_s;
+        /* the user's index from its name, "uGG-UU" */
+        char *end = NULL;
+        long g = a->user[0] == 'u' ? strtol(a->user + 1, &end, 10) : -1;
+        long u = end && *end == '-' ? strtol(end + 1, NULL, 10) : -1;
+        if (g < 0 || g >= 64 || u < 0 || u >= 256 || a->duration_s < 600) /* flooring */
+            continue;
+        double r = a->estimate_s / a->duration_s, *have = &ratio[g * 256 + u];
+        if (*have < 0)
+            *have = r;
+        else if (fabs(r / *have - 1) > 0.01)
+            off++;
+    }
+    CHECK_INT(without, 0);
+    CHECK_INT(off, 0);
+    CHECK(differ < 6); /* an estimate may floor to the same second by chance */
+    CHECK_INT(est2, 0);
+    struct sim_gen_opts bad = {.seed = 1, .njobs = 5, .estimates_set = true,
+                               .estimate_share = 1, .estimate_noise = 2.5};
+    aiq_err_clear(&e);
+    CHECK_INT(sim_generate(t[2], &bad, &e), AIQ_EINVAL);
+    CHECK_STR(e.field, "estimate-noise");
+    bad.estimate_noise = 0.3;
+    bad.estimate_share = 1.5;
+    aiq_err_clear(&e);
+    CHECK_INT(sim_generate(t[2], &bad, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "estimate-share: must be 0..1, got 1.5") != NULL);
+out:
+    for (int k = 0; k < 3; k++)
+        sim_trace_free(t[k]);
+}
+
 /* The FGD mixes draw the openb pod lists' shapes (trace_gen_fgd.c): the
  * expected fractions are those of the kept shapes, within 0.02 (about 4
  * standard deviations at 4,000 tasks). */
