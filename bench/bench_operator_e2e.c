@@ -102,6 +102,8 @@
  * BENCH_RELEASE_CAP_S (300: how long the first release may take);
  * BENCH_RAW_BASE_N (3000); BENCH_OPERATOR (the operator binary: compare a
  * build with another); BENCH_KEEP=1 keeps the directories (logs, SQLite);
+ * BENCH_LOG_LEVEL (info: the operator's --log-level; debug logs each
+ * cycle's phases);
  * BENCH_VERBOSE=1 prints progress; BENCH_APPLY=1 creates the AIJobs as
  * `kubectl apply` does (the manifest again in the annotation
  * kubectl.kubernetes.io/last-applied-configuration). One row:

@@ -769,7 +769,8 @@ int bp_operator_start(struct bp_operator *op, const struct bp_server *s, const c
     }
     op->logpos = stat(log, &stt) == 0 ? (long)stt.st_size : 0;
     const char *argv[] = {op->bin, "--kubeconfig", s->kubeconfig, "--db", db, "--metrics-addr",
-                          "127.0.0.1:0", "--cycle-ms", cyc, "--log-level", "info",
+                          "127.0.0.1:0", "--cycle-ms", cyc, "--log-level",
+                          bp_env_str("BENCH_LOG_LEVEL", "info"),
                           /* the benchmark's jobs are in namespaces no Group claims */
                           "--ungrouped", "run", NULL};
     op->started = bp_now();

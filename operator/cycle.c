@@ -1292,8 +1292,12 @@ void cycle_run(struct server *s, double now) {
     aiq_err_clear(&e);
     s->ncycles++;
 
+    /* where the cycle's time goes, for the debug log: sync, build,
+     * core, decide, record and release, actions */
+    double tp[6] = {0};
     struct cy_jobs g = {0};
     cy_sync_jobs(s, &g, now);
+    tp[0] = srv_now();
     oppolicy *pol = srv__policy(s);
     if (cy_build(s, &c, &g, pol, now) != 0)
         goto out;
@@ -1301,6 +1305,7 @@ void cycle_run(struct server *s, double now) {
     cy_input(s, &c, pol, now, &in);
     q_scorer sc;
     oppolicy_scorer(pol, &sc);
+    tp[1] = srv_now();
     if (q_cycle_run(s->q, &in, &sc, &out, &e) != AIQ_OK) {
         OPLOG(&s->log, OPLOG_ERROR, "cycle_failed", NULL, NULL, "field=%s msg=\"%s\"",
               e.field, e.message);
@@ -1310,7 +1315,9 @@ void cycle_run(struct server *s, double now) {
     int nadm = 0;
     if (!admitted)
         goto out;
+    tp[2] = srv_now();
     cy_decide(s, &c, &in, &out, pol, now, admitted, &nadm);
+    tp[3] = srv_now();
     /* Record first, release second: the placement is in the AIJob status
      * and in the store before any pod loses its gate, so a restart in
      * between re-applies the same placement. */
@@ -1321,15 +1328,25 @@ void cycle_run(struct server *s, double now) {
     if (nadm > 0)
         cy_release(s, admitted, nadm);
     free(admitted);
+    tp[4] = srv_now();
     /* Then the preemptions and resizes, after every admission's record. */
     cycle_actions(s, &in, &out, c.jobj, now);
+    tp[5] = srv_now();
 
 out:;
-    double dt = srv_now() - t0;
+    double t1 = srv_now(), dt = t1 - t0, ph[6];
+    /* a phase not reached (the cycle stopped before it) counts 0 */
+    for (int k = 0, prev = -1; k < 6; k++) {
+        ph[k] = tp[k] > 0 ? (tp[k] - (prev < 0 ? t0 : tp[prev])) * 1000 : 0;
+        if (tp[k] > 0)
+            prev = k;
+    }
     opmetrics_observe_cycle(s->metrics, dt);
     OPLOG(&s->log, OPLOG_DEBUG, "cycle", NULL, NULL,
-          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f",
-          (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000);
+          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f sync_ms=%.2f "
+          "build_ms=%.2f core_ms=%.2f decide_ms=%.2f release_ms=%.2f actions_ms=%.2f",
+          (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000,
+          ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
     cy_free(&c);
     cy_gather_free(&g);
 }
