@@ -119,6 +119,10 @@ static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg,
     if (!(cfg->est_noise >= 0 && cfg->est_noise <= 2))
         return aiq_err_field(err, AIQ_EINVAL, "estimate-noise",
                              "estimate-noise: must be 0..2, got %g", cfg->est_noise);
+    if (opts->tiresias && opts->estimates_set)
+        return aiq_err_field(err, AIQ_EINVAL, "estimate-share",
+                             "estimate-share, estimate-noise: the Tiresias profile has no "
+                             "estimates");
     if (opts->tiresias)
         cfg->ngroups = cfg->upg = 1;
     return AIQ_OK;

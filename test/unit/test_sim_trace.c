@@ -484,6 +484,11 @@ TEST(generator_estimate_share_and_noise) {
     aiq_err_clear(&e);
     CHECK_INT(sim_generate(t[2], &bad, &e), AIQ_EINVAL);
     CHECK(strstr(e.message, "estimate-share: must be 0..1, got 1.5") != NULL);
+    bad.estimate_share = 1;
+    bad.tiresias = true; /* no estimates there: refused, not ignored */
+    aiq_err_clear(&e);
+    CHECK_INT(sim_generate(t[2], &bad, &e), AIQ_EINVAL);
+    CHECK(strstr(e.message, "the Tiresias profile has no estimates") != NULL);
 out:
     for (int k = 0; k < 3; k++)
         sim_trace_free(t[k]);
