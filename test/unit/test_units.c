@@ -238,6 +238,14 @@ TEST(duration_format) {
         CHECK_INT(aiq_duration_parse(aiq_duration_format(vals[i], b, sizeof b), &v, NULL), AIQ_OK);
         CHECK_DBL(v, vals[i], 1e-9);
     }
+    /* In the last millisecond below the parser's largest value (2^63-1 ns)
+     * the formatter gives the largest whole millisecond rather than one
+     * the parser would refuse (found by fuzz_quantity). */
+    double top = -1;
+    CHECK_INT(aiq_duration_parse("9223372036854758\xce\xbcs", &top, NULL), AIQ_OK);
+    CHECK_STR(aiq_duration_format(top, b, sizeof b), "2562047h47m16.854s");
+    CHECK_INT(aiq_duration_parse(b, &top, NULL), AIQ_OK);
+    CHECK_STR(aiq_duration_format(-9223372036.8547, b, sizeof b), "-2562047h47m16.854s");
 }
 
 /* GPU memory: whole MiB only, named in the error; formatted back with the
