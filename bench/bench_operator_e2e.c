@@ -30,8 +30,9 @@
  *             stretch as it does the wall-clock figures
  *  rs_mean    the same window again with the policy's spec.rescoreInterval
  *  rs_cpu     the other way (column rs): 0s (every cycle) for a policy
- *             that has one, as the shipped presets but fairshare and
- *             srjf do, 1m for one that has none; its compiled status
+ *             that has one, as the shipped presets do but fairshare,
+ *             slurm-multifactor, srjf and elastic-srjf, 1m for one that
+ *             has none; its compiled status
  *             seen, the first cycle under it (which rescores every job)
  *             left out; then the policy goes back as it was for the
  *             probes. nan when the policy cannot take an interval (it
@@ -678,16 +679,17 @@ static void drain(struct env *e, struct row *r, struct bp_metrics *m) {
            r->settle_capped ? " (not settled)" : "");
 }
 
-/* Patches the active preset's QueuePolicy (merge patch body) and waits
- * up to 60 s until the operator's status is of that generation. Returns
- * 0 when it compiled, or -1 (not a preset, the patch refused, the policy
- * did not compile, or no status of that generation). */
+/* Is the bench's policy a preset (its QueuePolicy's name known here)? */
+static bool policy_is_preset(const struct opts *o) {
+    return !strchr(o->policy, '/') && !strstr(o->policy, ".yaml") && strcmp(o->policy, "none") != 0;
+}
+
 /* The preset's spec.rescoreInterval as written into buf ("" when it has
  * none). Returns 0, or -1 (not a preset, or no answer). */
 static int policy_interval(struct env *e, char *buf, size_t cap) {
     const struct opts *o = e->o;
     char path[160], *resp = NULL;
-    if (strchr(o->policy, '/') || strstr(o->policy, ".yaml") || strcmp(o->policy, "none") == 0)
+    if (!policy_is_preset(o))
         return -1;
     snprintf(path, sizeof path, "/apis/aiq.dev/v1alpha1/queuepolicies/%s", o->policy);
     if (bp_req(&e->s, "GET", path, NULL, NULL, &resp) != 200) {
@@ -704,10 +706,14 @@ static int policy_interval(struct env *e, char *buf, size_t cap) {
     return 0;
 }
 
+/* Patches the active preset's QueuePolicy (merge patch body) and waits
+ * up to 60 s until the operator's status is of that generation. Returns
+ * 0 when it compiled, or -1 (not a preset, the patch refused, the policy
+ * did not compile, or no status of that generation). */
 static int policy_patch(struct env *e, const char *body) {
     const struct opts *o = e->o;
     char path[160], *resp = NULL;
-    if (strchr(o->policy, '/') || strstr(o->policy, ".yaml") || strcmp(o->policy, "none") == 0)
+    if (!policy_is_preset(o))
         return -1; /* a file's policy name is not known here */
     snprintf(path, sizeof path, "/apis/aiq.dev/v1alpha1/queuepolicies/%s", o->policy);
     if (bp_req(&e->s, "PATCH", path, "application/merge-patch+json", body, NULL) != 200)
@@ -766,7 +772,8 @@ static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
         return; /* not a preset (or a duration this could not write back) */
     snprintf(r->rs_alt, sizeof r->rs_alt, "%s", was[0] ? "0s" : "1m");
     snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":\"%s\"}}", r->rs_alt);
-    if (policy_patch(e, body) == 0) {
+    bool patched = policy_patch(e, body) == 0;
+    if (patched) {
         struct bp_metrics m0 = *m;
         /* the first cycle under it rescores every job: not counted */
         (void)bp_metrics_get(port, &m0); /* on failure m0 stays: next_cycle waits from there */
@@ -781,8 +788,9 @@ static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
         snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":\"%s\"}}", was);
     else
         snprintf(body, sizeof body, "{\"spec\":{\"rescoreInterval\":null}}");
-    if (policy_patch(e, body) != 0 && !isnan(r->rs_mean))
-        fprintf(stderr, "bench_operator_e2e: could not set the rescore interval back\n");
+    if (policy_patch(e, body) != 0 && patched)
+        fprintf(stderr, "bench_operator_e2e: could not set the rescore interval back to %s\n",
+                was[0] ? was : "none");
     (void)bp_metrics_get(port, m); /* on failure *m stays: the probes wait from there */
     next_cycle(port, m, capped(o, 60));
     bp_log("steady, rescoreInterval %s: %d cycles, mean %.1f ms", r->rs_alt, r->rs_n, r->rs_mean);
