@@ -49,8 +49,8 @@ PROGS := $(if $(wildcard operator/main.c),aiq-operator) \
 main_of = $(if $(filter aiq-operator,$(1)),operator/main.c,$(if $(filter aiq-apiserver,$(1)),test/apiserver/main.c,$(if $(filter aiq-promfake,$(1)),test/promfake/main.c,tools/$(1).c)))
 
 VARIANT_CFLAGS_rel := -O2 -g
-VARIANT_CFLAGS_san := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-VARIANT_CFLAGS_dbg := -O0 -g
+VARIANT_CFLAGS_san := -O1 -g -DAIQ_SELFCHECK -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+VARIANT_CFLAGS_dbg := -O0 -g -DAIQ_SELFCHECK
 VARIANT_LDFLAGS_san := -fsanitize=address,undefined
 
 .PHONY: all deps test unit e2e bench lint valgrind fuzz fuzz-smoke clean demo soak realcluster

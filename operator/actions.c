@@ -199,6 +199,7 @@ static void act_journal(struct server *s, const struct q_action *a, const struct
 static void act_preemptor(struct server *s, struct opcache_obj *p, struct opcache_obj *v,
                           const struct q_action *a, bool first) {
     struct opjob *ps = ((struct opext *)p->ext)->job;
+    opcache_state_changed(p); /* its Preempting condition */
     struct opst_xcond *x = opstatus_xc(&ps->st, OPST_XC_PREEMPTING);
     char msg[200];
     snprintf(msg, sizeof msg, "%s %.180s", a->kind == Q_ACT_PREEMPT ? "preempted" : "shrunk",

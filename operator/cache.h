@@ -33,6 +33,12 @@ struct opcache_obj {
     aiq_err *perr;     /* owned; why parsing failed, NULL when no error */
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
     uint32_t epoch;    /* relist epoch of the last put */
+    /* Bumped by the owner whenever its state in ext changes
+     * (opcache_state_changed): with changed, a reader's copy of what it
+     * derives from raw and ext is current while both are as it saw them.
+     * Sits in the padding before changed, so a reader checks both in one
+     * cache line. */
+    uint32_t state_seq;
     uint64_t changed;  /* bumped on every put (callers compare) */
     /* A reader's memo of what it derives from raw: valid while
      * memo_changed == changed (changed is unique per put, so a put makes
@@ -52,6 +58,11 @@ struct opcache_obj {
 };
 
 typedef struct opcache opcache;
+
+/* Says that o's state in ext changed (see state_seq). */
+static inline void opcache_state_changed(struct opcache_obj *o) {
+    o->state_seq++;
+}
 
 /* Creates an empty cache. free_parsed/free_ext (may be NULL) release an
  * entry's parsed struct and state. NULL on ENOMEM. */

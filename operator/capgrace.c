@@ -52,6 +52,7 @@ static void cg_requeue_rejected(struct server *s) {
         snprintf(js->st.message, sizeof js->st.message,
                  "the cluster's nodes changed: examined again (it was Rejected: %s)", was);
         js->resync = true;
+        opcache_state_changed(o);
         srv__event(s, OPK_AIJOB, o->raw, "Normal", "Requeued", js->st.message);
         OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
               "reason=NodesChanged was=%s", was);

@@ -61,18 +61,6 @@ static void cy_udir_clear(struct cy_udir *d) {
     d->epoch++;
 }
 
-/* See server.h. */
-void cycle_free(struct server *s) {
-    struct cy_udir *d = s->udir;
-    if (!d)
-        return;
-    cy_udir_clear(d);
-    free(d->e);
-    free(d->slot);
-    free(d);
-    s->udir = NULL;
-}
-
 /* The entry of (group, name), added when missing. Returns its index, or
  * -1 when out of memory. */
 static int32_t cy_udir_get(struct cy_udir *d, const char *group, const char *name) {
@@ -120,6 +108,161 @@ static int32_t cy_udir_get(struct cy_udir *d, const char *group, const char *nam
     return d->n++;
 }
 
+/* Each AIJob's cycle input, kept between cycles (s->cyrows) in the
+ * AIJob cache's order: row i holds for the entry at index i while its
+ * stamps are that entry's put count and state count (cy_row_clean). A
+ * put count is unique within the cache, so a new entry, or one that
+ * moved (a deletion moves the last entry into its place), never matches
+ * a row it did not fill. For a job whose row holds, the passes over the
+ * jobs (sync, build, decide) read the cache entry's first line and the
+ * row, not the job's state and parsed AIJob, which at 10k jobs are cache
+ * misses over a dozen lines each. */
+enum {
+    CY_ROW_OUT = 1,  /* not in the queue (finished, backing off, held, ...) */
+    CY_ROW_PENDING,  /* pending: its q_job is kept */
+    CY_ROW_PLACED    /* running or held: worked out every cycle */
+};
+
+/* What a waiting job's status says besides its position and estimated
+ * start: the decision's reason and numbers and its level under the
+ * policy. For the same job input (and so the same owner's names), equal
+ * keys give the same status message (q_message). A preempting job's
+ * message names other jobs: it has no key. */
+struct cy_wkey {
+    uint64_t policy_gen;
+    unsigned char num[24];  /* the result's numbers (need, limit, inuse; or t, t2) */
+    int16_t level;
+    uint8_t reason, res, scope, set;
+};
+
+struct cy_row {
+    uint64_t changed;     /* the entry's put count when filled (0: never) */
+    uint32_t seq;         /* its state_seq then */
+    uint8_t kind;         /* CY_ROW_* */
+    bool wanted;          /* job_sync_wanted_js then */
+    int32_t user_ix;      /* pending: its user directory entry, */
+    uint32_t user_epoch;  /* in this directory epoch, */
+    uint64_t gver;        /* and its group index under this version (cy_rows_groups) */
+    double until;         /* the row holds until then (unix s): a backoff's
+                             end, a preemption leaving the last hour */
+    struct opjob *js;
+    uint32_t qver;        /* bumped whenever the kept q_job is filled */
+    /* A waiting job's last decision worked out in full (cy_decide): its
+     * key and the entry's stamps after it, and what its state then said
+     * (which only a change of the state moves): the position and
+     * estimated start last published, whether the status on the server
+     * is the one published (wpub), and the position last journaled. */
+    struct cy_wkey wkey;
+    uint64_t wchanged;
+    uint32_t wseq;
+    bool wpub;
+    int32_t wpos, jpos;
+    double weta;
+    /* The position and estimated start the state holds (set by the last
+     * decision, kept or not): a kept wait that leaves them as they are
+     * does not touch the state at all. */
+    int32_t spos;
+    double seta;
+};
+
+struct cy_rows {
+    struct cy_row *row;
+    struct q_job *qj;     /* per row: a pending job's input as filled */
+    size_t cap;
+    /* The cycle's input array (cy.jobs), kept between cycles: slot k
+     * holds row slot_row[k]'s kept q_job of version slot_ver[k] (but its
+     * user index), or -1. A job kept in the slot it had is not copied. */
+    struct q_job *jobs;
+    int32_t *slot_row;
+    uint32_t *slot_ver;
+    size_t jcap;
+    /* The last cycle's group names in order, and their version. */
+    char **gname;
+    int ngname;
+    uint64_t gver;
+};
+
+static void cy_rows_groups_free(struct cy_rows *R) {
+    for (int g = 0; g < R->ngname; g++)
+        free(R->gname[g]);
+    free(R->gname);
+    R->gname = NULL;
+    R->ngname = 0;
+}
+
+/* See server.h. */
+void cycle_free(struct server *s) {
+    struct cy_udir *d = s->udir;
+    if (d) {
+        cy_udir_clear(d);
+        free(d->e);
+        free(d->slot);
+        free(d);
+        s->udir = NULL;
+    }
+    struct cy_rows *R = s->cyrows;
+    if (R) {
+        cy_rows_groups_free(R);
+        free(R->row);
+        free(R->qj);
+        free(R->jobs);
+        free(R->slot_row);
+        free(R->slot_ver);
+        free(R);
+        s->cyrows = NULL;
+    }
+}
+
+/* s->cyrows with room for n rows (the new ones zeroed), NULL when out of
+ * memory. */
+static struct cy_rows *cy_rows_fit(struct server *s, size_t n) {
+    struct cy_rows *R = s->cyrows;
+    if (!R && (R = s->cyrows = calloc(1, sizeof *R)) == NULL)
+        return NULL;
+    if (n <= R->cap)
+        return R;
+    size_t nc = R->cap ? R->cap : 256;
+    while (nc < n)
+        nc *= 2;
+    struct cy_row *nr = realloc(R->row, nc * sizeof *nr);
+    if (!nr)
+        return NULL;
+    R->row = nr;
+    memset(nr + R->cap, 0, (nc - R->cap) * sizeof *nr);
+    struct q_job *nq = realloc(R->qj, nc * sizeof *nq);
+    if (!nq)
+        return NULL; /* cap stays: the rows past it are zeroed again */
+    R->qj = nq;
+    R->cap = nc;
+    return R;
+}
+
+/* R's input array with room for n jobs (the new slots holding no row).
+ * Returns 0 or -1 (out of memory; what it holds is kept). */
+static int cy_rows_jobs_fit(struct cy_rows *R, size_t n) {
+    if (n <= R->jcap)
+        return 0;
+    size_t nc = R->jcap ? R->jcap : 256;
+    while (nc < n)
+        nc *= 2;
+    struct q_job *nj = realloc(R->jobs, nc * sizeof *nj);
+    if (!nj)
+        return -1;
+    R->jobs = nj;
+    int32_t *nr = realloc(R->slot_row, nc * sizeof *nr);
+    if (!nr)
+        return -1;
+    R->slot_row = nr;
+    uint32_t *nv = realloc(R->slot_ver, nc * sizeof *nv);
+    if (!nv)
+        return -1;
+    R->slot_ver = nv;
+    for (size_t k = R->jcap; k < nc; k++)
+        R->slot_row[k] = -1;
+    R->jcap = nc;
+    return 0;
+}
+
 /* Everything one cycle allocates. */
 struct cy {
     struct q_node *nodes;
@@ -132,10 +275,12 @@ struct cy {
     struct cy_udir *udir; /* s->udir (borrowed) */
     int32_t *uslot;  /* per user directory entry: its index in users, -1 none yet */
     int nuslot;
-    struct q_job *jobs;
+    struct q_job *jobs;    /* s->cyrows->jobs (borrowed) */
     struct opcache_obj **jobj;
     struct opjob **jobjs;  /* per job: its state (jobj[i]'s) */
+    int32_t *jrow;         /* per job: its row (cache index) */
     int njobs;
+    int nkept, nwkept;     /* jobs taken from their rows; waits kept */
     struct q_place *places;
     int nplaces, cplaces;
     int *poff;  /* per job: its placement's offset in places, -1 none */
@@ -243,9 +388,9 @@ static void cy_free(struct cy *c) {
     free(c->gobj);
     free(c->users);
     free(c->uslot);
-    free(c->jobs);
     free(c->jobj);
     free(c->jobjs);
+    free(c->jrow);
     free(c->places);
     free(c->poff);
 }
@@ -591,58 +736,17 @@ static inline int cy_job_placed(struct cy *c, struct q_job *qj, const struct aiq
     return 1;
 }
 
-/* Each job the cycle visits is a chain of pointers: the cache entry, its
- * extension, the job state, and the parsed AIJob beside it. At 10k jobs
- * each is a cache miss, and followed job by job they come one after
- * another. cy_gather follows them for every job in passes of
- * independent loads instead (all entries, then all extensions), so the
- * CPU has many misses in flight at once; the passes over the jobs then
- * start the loads of the job state CY_AHEAD jobs ahead from the
- * gathered arrays. */
+/* The passes over the jobs prefetch what a job further on reads: its
+ * state CY_AHEAD jobs ahead, and in the sync and build passes, which
+ * read little more than the cache entry's first line (a row's stamps
+ * are checked against it), that line CY_AHEAD_OBJ ahead. */
 #define CY_AHEAD 8
-
-struct cy_jobs {
-    size_t n;
-    struct opjob **js;              /* per cache entry; NULL: none */
-    const struct aiq_aijob **aj;    /* per cache entry; NULL: not parsed */
-};
+#define CY_AHEAD_OBJ 32
 
 /* o's job state, NULL when it has none yet. */
 static inline struct opjob *cy_js_of(const struct opcache_obj *o) {
     const struct opext *x = o->ext;
     return x ? x->job : NULL;
-}
-
-static void cy_gather_free(struct cy_jobs *g) {
-    free(g->js);
-    free(g->aj);
-    g->js = NULL;
-    g->aj = NULL;
-}
-
-/* Fills g for the AIJob cache jc (what g held before is freed). Returns
- * 0, or -1 out of memory (g then holds nothing). */
-static int cy_gather(opcache *jc, struct cy_jobs *g) {
-    cy_gather_free(g);
-    size_t n = opcache_count(jc);
-    g->n = n;
-    g->js = malloc((n ? n : 1) * sizeof *g->js);
-    g->aj = malloc((n ? n : 1) * sizeof *g->aj);
-    const struct opext **ext = malloc((n ? n : 1) * sizeof *ext);
-    if (!g->js || !g->aj || !ext) {
-        free(ext);
-        cy_gather_free(g);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct opcache_obj *o = opcache_at(jc, i);
-        ext[i] = o->ext;
-        g->aj[i] = o->parse_ok ? o->parsed : NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        g->js[i] = ext[i] ? ext[i]->job : NULL;
-    free(ext);
-    return 0;
 }
 
 static inline void cy_prefetch_js(const struct opjob *js) {
@@ -656,83 +760,227 @@ static inline void cy_prefetch_js(const struct opjob *js) {
     __builtin_prefetch(js->st.message);
 }
 
-/* The cache entry's fields the passes read (the parsed AIJob, the
- * version, the object for its resourceVersion). */
+/* The cache entry's first line: ext, the put and state counts. */
 static inline void cy_prefetch_obj(const struct opcache_obj *o) {
     __builtin_prefetch(o);
-    __builtin_prefetch(&o->changed);
 }
 
-/* The parsed AIJob's lines the cycle reads: its metadata and spec. */
-static inline void cy_prefetch_aj(const struct aiq_aijob *j) {
-    if (!j)
-        return;
-    __builtin_prefetch(j);
-    __builtin_prefetch(&j->spec.resources);
-    __builtin_prefetch(&j->spec.suspend);
+/* Whether row was filled from o as o is now. */
+static inline bool cy_row_clean(const struct cy_row *row, const struct opcache_obj *o) {
+    return row->changed == o->changed && row->seq == o->state_seq;
+}
+
+#ifdef AIQ_SELFCHECK
+/* A kept row or decision differs from the one worked out in full: a
+ * writer of the job's state did not say so (opcache_state_changed). */
+_Noreturn static void cy_selfcheck_failed(struct server *s, const char *what, const char *key) {
+    OPLOG(&s->log, OPLOG_ERROR, "selfcheck_failed", key, NULL, "what=%s", what);
+    abort();
+}
+#endif
+
+/* Counts a change of the cycle's groups (their names, in order): a kept
+ * job's group index holds while the version does. Returns 0 or -1. */
+static int cy_rows_groups(struct cy_rows *R, const struct cy *c) {
+    bool same = R->ngname == c->ngroups;
+    for (int g = 0; same && g < c->ngroups; g++)
+        same = strcmp(R->gname[g], c->groups[g].name) == 0;
+    if (same)
+        return 0;
+    cy_rows_groups_free(R);
+    R->gver++;
+    if (c->ngroups == 0)
+        return 0;
+    /* Out of memory the names kept are fewer: the next cycle bumps the
+     * version again, so no row is taken under the wrong groups. */
+    if ((R->gname = calloc((size_t)c->ngroups, sizeof *R->gname)) == NULL)
+        return -1;
+    for (int g = 0; g < c->ngroups; g++) {
+        if ((R->gname[g] = strdup(c->groups[g].name)) == NULL)
+            return -1;
+        R->ngname++;
+    }
+    return 0;
+}
+
+/* When the job's count of preemptions in the last hour
+ * (q_job.preemptions_1h) next drops; INFINITY when it has none there. */
+static double cy_pre_until(const struct opjob *js, double now) {
+    double u = INFINITY;
+    for (int k = 0; k < js->npre_t && k < 8; k++)
+        if (js->pre_t[k] > now - 3600 && js->pre_t[k] + 3600 < u)
+            u = js->pre_t[k] + 3600;
+    return u;
+}
+
+/* The row kind job js (AIJob j) takes now: pending (Queued, past
+ * backoff), placed (Admitted or Running with its placement, or *held:
+ * torn down, its terminating pods holding their placement) or out. */
+static int cy_job_kind(const struct opjob *js, const struct aiq_aijob *j, double now,
+                       bool *held) {
+    aiq_phase p = js->st.phase;
+    *held = js->teardown && js->held > 0;
+    bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && !js->group_hold &&
+                   js->backoff_until <= now && !j->spec.suspend && js->pods_ready;
+    bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
+                   job_size_ok(j, js->st.nplacement);
+    if (running || *held)
+        return CY_ROW_PLACED;
+    return pending ? CY_ROW_PENDING : CY_ROW_OUT;
+}
+
+static inline void cy_push(struct cy *c, struct opcache_obj *o, struct opjob *js, size_t i) {
+    c->jobjs[c->njobs] = js;
+    c->jobj[c->njobs] = o;
+    c->jrow[c->njobs++] = (int32_t)i;
+}
+
+/* Appends job o (row i, of the given kind) worked out from its state js
+ * and AIJob j, placed jobs with their placements (c->places grows).
+ * Returns 1, 0 when a node of its placement is gone (it then holds
+ * nothing we can see and is left out), or -1 (out of memory). */
+static int cy_job_in(struct server *s, struct cy *c, struct opcache_obj *o, struct opjob *js,
+                     const struct aiq_aijob *j, int kind, bool held, size_t i, double now) {
+    bool pending = kind == CY_ROW_PENDING, running = !pending && !held;
+    int nplace = held ? js->held : js->st.nplacement;
+    struct q_job *qj = &c->jobs[c->njobs];
+    memset(qj, 0, sizeof *qj);
+    s->cyrows->slot_row[c->njobs] = -1;
+    c->poff[c->njobs] = -1;
+    /* Under a mechanism that cannot share a GPU, a shared replica is
+     * placed and counted as the whole GPU it will receive. */
+    int mgpus = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
+    if (cy_job_fill(c, qj, o, j, js, mgpus, pending, held, now) != 0)
+        return -1;
+    if (running && js->grow_avoid && js->grow_avoid->until > now)
+        cy_grow_avoid(qj, c, js->grow_avoid);
+    if (!pending) {
+        qj->replicas = nplace;
+        qj->stopping = held ? 0 : js->stopping;
+        qj->terminating = held;
+        if (held && !job_size_ok(j, nplace))
+            qj->min_replicas = qj->max_replicas = 0; /* spec changed since: as it was */
+        int rc = cy_job_placed(c, qj, j, js, nplace, mgpus, held, now);
+        if (rc <= 0)
+            return rc;
+    }
+    cy_push(c, o, js, i);
+    return 1;
+}
+
+/* Job o at row i worked out from its state and parsed AIJob, and its row
+ * filled. Returns 0 or -1 (out of memory). */
+static int cy_job_take(struct server *s, struct cy *c, struct cy_rows *R, size_t i,
+                       struct opcache_obj *o, double now) {
+    struct opjob *js = cy_js_of(o);
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    struct cy_row *row = &R->row[i];
+    bool held = false;
+    int kind = js && j ? cy_job_kind(js, j, now, &held) : CY_ROW_OUT;
+    int rc = kind == CY_ROW_OUT ? 0 : cy_job_in(s, c, o, js, j, kind, held, i, now);
+    if (rc < 0) {
+        row->changed = 0;
+        return -1;
+    }
+    row->kind = (uint8_t)kind;
+    row->js = js;
+    row->wanted = job_sync_wanted_js(js);
+    row->until = INFINITY;
+    if (kind == CY_ROW_OUT && js && js->st.phase == AIQ_PHASE_QUEUED && js->backoff_until > now)
+        row->until = js->backoff_until; /* pending from then */
+    if (kind == CY_ROW_PENDING) {
+        memcpy(&R->qj[i], &c->jobs[c->njobs - 1], sizeof R->qj[i]);
+        row->qver++;
+        R->slot_row[c->njobs - 1] = (int32_t)i;
+        R->slot_ver[c->njobs - 1] = row->qver;
+        row->user_ix = js->user_ix;
+        row->user_epoch = js->user_epoch;
+        row->gver = R->gver;
+        row->until = cy_pre_until(js, now);
+    }
+    row->seq = o->state_seq;
+    row->changed = o->changed;
+    return 0;
+}
+
+/* A pending job whose row holds: its kept input, with this cycle's
+ * index of its user. Returns 0 or -1 (out of memory). */
+static int cy_job_kept(struct server *s, struct cy *c, struct cy_rows *R, size_t i,
+                       struct opcache_obj *o, double now) {
+    const struct cy_row *row = &R->row[i];
+    int k = c->njobs;
+    struct q_job *qj = &c->jobs[k];
+    if (R->slot_row[k] != (int32_t)i || R->slot_ver[k] != row->qver) {
+        memcpy(qj, &R->qj[i], sizeof *qj);
+        R->slot_row[k] = (int32_t)i;
+        R->slot_ver[k] = row->qver;
+    }
+    qj->user = cy_user_at(c, qj->group, row->user_ix);
+    if (qj->user < 0)
+        return -1;
+#ifdef AIQ_SELFCHECK
+    struct q_job fresh;
+    const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+    bool held;
+    memset(&fresh, 0, sizeof fresh);
+    if (!j || cy_js_of(o) != row->js || cy_job_kind(row->js, j, now, &held) != CY_ROW_PENDING)
+        cy_selfcheck_failed(s, "kept_pending", o->key);
+    if (cy_job_fill(c, &fresh, o, j, row->js, gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources),
+                    true, false, now) != 0)
+        return -1;
+    if (memcmp(&fresh, qj, sizeof fresh) != 0)
+        cy_selfcheck_failed(s, "kept_input", o->key);
+#else
+    (void)s;
+    (void)now;
+#endif
+    c->poff[c->njobs] = -1;
+    cy_push(c, o, row->js, i);
+    c->nkept++;
+    return 0;
 }
 
 /* Adds the AIJobs: pending (Queued, past backoff) and running (Admitted,
- * Running, with their placement), in one pass over the cache's jobs as
- * gathered in g (the placements array grows as it goes). Returns 0 or
- * -1. */
-static int cy__build_jobs(struct server *s, struct cy *c, const struct cy_jobs *g,
-                          double now) {
+ * Running, with their placement), in one pass over the cache's jobs; a
+ * job whose row holds is taken from it (the placements array grows as
+ * it goes). Returns 0 or -1. */
+static int cy__build_jobs(struct server *s, struct cy *c, struct cy_rows *R, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
-    size_t n = g->n;
-    /* each job taken is zeroed below; the rest is never read */
-    c->jobs = malloc((n ? n : 1) * sizeof *c->jobs);
+    size_t n = opcache_count(jc);
+    /* each job taken is zeroed below (or is its kept input); the rest is
+     * never read */
+    if (cy_rows_jobs_fit(R, n ? n : 1) != 0)
+        return -1;
+    c->jobs = R->jobs;
     c->jobj = malloc((n ? n : 1) * sizeof *c->jobj);
     c->jobjs = malloc((n ? n : 1) * sizeof *c->jobjs);
+    c->jrow = malloc((n ? n : 1) * sizeof *c->jrow);
     c->poff = malloc((n ? n : 1) * sizeof *c->poff);
-    if (!c->jobs || !c->jobj || !c->jobjs || !c->poff)
+    if (!c->jobj || !c->jobjs || !c->jrow || !c->poff)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        if (i + CY_AHEAD < n) {
-            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD));
-            cy_prefetch_js(g->js[i + CY_AHEAD]);
-            cy_prefetch_aj(g->aj[i + CY_AHEAD]);
-        }
-        struct opjob *js = g->js[i];
-        const struct aiq_aijob *j = g->aj[i];
-        if (!js || !j)
-            continue;
+        if (i + CY_AHEAD_OBJ < n)
+            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD_OBJ));
         struct opcache_obj *o = opcache_at(jc, i);
-        aiq_phase p = js->st.phase;
-        bool pending = p == AIQ_PHASE_QUEUED && !js->teardown && !js->group_hold &&
-                       js->backoff_until <= now && !j->spec.suspend && js->pods_ready;
-        bool running = (p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING) && !js->teardown &&
-                       job_size_ok(j, js->st.nplacement);
-        /* A job being torn down (preempted, failed, suspended) holds its
-         * placement until its pods are gone: passed as terminating. */
-        bool held = js->teardown && js->held > 0;
-        if (!pending && !running && !held)
+        const struct cy_row *row = &R->row[i];
+        bool holds = cy_row_clean(row, o) && now < row->until;
+        int rc = 0;
+        if (holds && row->kind == CY_ROW_OUT) {
+#ifdef AIQ_SELFCHECK
+            bool held;
+            const struct aiq_aijob *j = o->parse_ok ? o->parsed : NULL;
+            if (cy_js_of(o) && j && cy_job_kind(cy_js_of(o), j, now, &held) != CY_ROW_OUT)
+                cy_selfcheck_failed(s, "kept_out", o->key);
+#endif
             continue;
-        int nplace = held ? js->held : js->st.nplacement;
-        struct q_job *qj = &c->jobs[c->njobs];
-        memset(qj, 0, sizeof *qj);
-        c->poff[c->njobs] = -1;
-        /* Under a mechanism that cannot share a GPU, a shared replica is
-         * placed and counted as the whole GPU it will receive. */
-        int mgpus = gpu_mech_gpus(s->flags.gpu_mech, &j->spec.resources);
-        if (cy_job_fill(c, qj, o, j, js, mgpus, pending, held, now) != 0)
-            return -1;
-        if (running && js->grow_avoid && js->grow_avoid->until > now)
-            cy_grow_avoid(qj, c, js->grow_avoid);
-        if (running || held) {
-            qj->replicas = nplace;
-            qj->stopping = held ? 0 : js->stopping;
-            qj->terminating = held;
-            if (held && !job_size_ok(j, nplace))
-                qj->min_replicas = qj->max_replicas = 0; /* spec changed since: as it was */
-            int rc = cy_job_placed(c, qj, j, js, nplace, mgpus, held, now);
-            if (rc < 0)
-                return -1;
-            if (rc == 0)
-                continue;
         }
-        c->jobjs[c->njobs] = js;
-        c->jobj[c->njobs++] = o;
+        if (holds && row->kind == CY_ROW_PENDING && row->user_epoch == c->udir->epoch &&
+            row->gver == R->gver)
+            rc = cy_job_kept(s, c, R, i, o, now);
+        else
+            rc = cy_job_take(s, c, R, i, o, now);
+        if (rc < 0)
+            return -1;
     }
     for (int k = 0; k < c->njobs; k++)
         if (c->poff[k] >= 0)
@@ -995,42 +1243,38 @@ static json_object *cy_vis_fill(void *ctx, const char *ns, const char *name, int
 /* Level-triggered: brings every job up to date with its pods first;
  * pods the syncs queued are created before anything is admitted, up to
  * SRV_PODS_PER_TURN a flush (the jobs whose pods wait for a later turn
- * stay Pending, out of this cycle's queue). */
-static void cy_sync_pass(struct server *s, opcache *jc, struct cy_jobs *g, double now) {
-    bool gathered = cy_gather(jc, g) == 0;
+ * stay Pending, out of this cycle's queue). A job whose row holds wants
+ * a sync as its row says (job_sync_wanted_js reads only its state). */
+static void cy_sync_pass(struct server *s, opcache *jc, double now) {
+    const struct cy_rows *R = s->cyrows;
     size_t n = opcache_count(jc); /* a sync adds and removes no AIJob */
     for (size_t i = 0; i < n; i++) {
+        if (i + CY_AHEAD_OBJ < n)
+            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD_OBJ));
         struct opcache_obj *o = opcache_at(jc, i);
+        const struct cy_row *row = R && i < R->cap ? &R->row[i] : NULL;
         bool wanted;
-        if (gathered) {
-            const struct opjob *ahead = i + CY_AHEAD < n ? g->js[i + CY_AHEAD] : NULL;
-            if (ahead) { /* the lines job_sync_wanted_js reads */
-                __builtin_prefetch(ahead);
-                __builtin_prefetch(&ahead->st.phase);
-            }
-            wanted = job_sync_wanted_js(g->js[i]);
+        if (row && cy_row_clean(row, o)) {
+            wanted = row->wanted;
+#ifdef AIQ_SELFCHECK
+            if (wanted != job_sync_wanted_js(cy_js_of(o)))
+                cy_selfcheck_failed(s, "kept_sync", o->key);
+#endif
         } else {
-            /* no room for the arrays: the same answer, job by job */
             wanted = job_sync_wanted_js(cy_js_of(o));
         }
-        if (!wanted)
-            continue;
-        job_sync(s, o, now);
-        if (gathered) { /* a sync may make the job's state */
-            g->js[i] = cy_js_of(o);
-            g->aj[i] = o->parse_ok ? o->parsed : NULL;
-        }
+        if (wanted)
+            job_sync(s, o, now);
     }
 }
 
-/* Syncs the jobs that want it, and leaves g gathered for the cycle's
- * input (empty when there was no room for it). */
-static void cy_sync_jobs(struct server *s, struct cy_jobs *g, double now) {
+/* Syncs the jobs that want it. */
+static void cy_sync_jobs(struct server *s, double now) {
     opcache *jc = s->cache[OPK_AIJOB];
     srv__flush_pods(s, SRV_PODS_PER_TURN);
-    cy_sync_pass(s, jc, g, now);
+    cy_sync_pass(s, jc, now);
     if (srv__flush_pods(s, SRV_PODS_PER_TURN) > 0)
-        cy_sync_pass(s, jc, g, now);
+        cy_sync_pass(s, jc, now);
     quota_refresh(s, now);
 }
 
@@ -1038,20 +1282,19 @@ static void cy_sync_jobs(struct server *s, struct cy_jobs *g, double now) {
  * and fair share. Returns 0, or -1 when nothing can be decided this turn
  * (out of memory, logged; or a failing store, which store_guard.c
  * retries). */
-static int cy_build(struct server *s, struct cy *c, struct cy_jobs *g, oppolicy *pol,
-                    double now) {
+static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
     if (!s->udir && (s->udir = calloc(1, sizeof *s->udir)) != NULL)
         s->udir->epoch = 1;
     struct cy_udir *d = c->udir = s->udir;
     if (d && d->n > CY_UDIR_MIN && d->n > 4 * d->last_users)
         cy_udir_clear(d); /* bounded: users no job names any more go */
-    int brc = d ? cy_build_cluster(s, c, now) : -1;
+    struct cy_rows *R = cy_rows_fit(s, opcache_count(s->cache[OPK_AIJOB]));
+    int brc = d && R ? cy_build_cluster(s, c, now) : -1;
     if (brc == 0) {
         cy_cohorts(c);
-        if (!g->js)
-            brc = cy_gather(s->cache[OPK_AIJOB], g);
+        brc = cy_rows_groups(R, c);
         if (brc == 0)
-            brc = cy__build_jobs(s, c, g, now);
+            brc = cy__build_jobs(s, c, R, now);
         d->last_users = c->nusers;
     }
     if (brc != 0) {
@@ -1106,6 +1349,7 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
               (int)r->nplace);
         return -1;
     }
+    opcache_state_changed(o);
     js->st.attempts++;
     js->st.admitted_at = now;
     js->seg_t = now; /* this run's GPU time counts from here */
@@ -1136,6 +1380,7 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
 static void cy_reject(struct server *s, const struct q_result *r, struct opcache_obj *o,
                       struct opjob *js, double now, const char *msg) {
     const struct aiq_aijob *j = o->parsed;
+    opcache_state_changed(o);
     js->st.phase = AIQ_PHASE_REJECTED;
     js->st.position = 0;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
@@ -1183,21 +1428,131 @@ static void cy_wait(struct server *s, const struct q_input *in, const q_output *
     cy_journal_write(s, js, j, now, "wait", r, cy_reason(r->reason), msg);
 }
 
+/* The key of a waiting job's decision r (cy_wkey) into *k; false for
+ * a preempting job's, which has none. */
+static bool cy_wait_key(const struct server *s, const struct q_result *r, struct cy_wkey *k) {
+    memset(k, 0, sizeof *k);
+    if (r->decision != Q_DEC_WAIT || r->reason == Q_R_PREEMPTING)
+        return false;
+    k->policy_gen = s->policy_gen;
+    _Static_assert(sizeof k->num == 3 * sizeof r->need, "the result's numbers");
+    memcpy(k->num, &r->need, sizeof k->num);
+    k->level = r->level;
+    k->reason = r->reason;
+    k->res = r->res;
+    k->scope = r->group_scope;
+    k->set = 1;
+    return true;
+}
+
+#ifdef AIQ_SELFCHECK
+/* A kept wait's status line against the one worked out in full. */
+static void cy_wait_check(struct server *s, const struct q_input *in, const q_output *out,
+                          oppolicy *pol, int i, const struct q_result *r,
+                          const struct opcache_obj *o, struct opjob *js, double now) {
+    char msg[512];
+    q_message(in, out, i, msg, sizeof msg);
+    const char *m = r->reason == Q_R_BLOCKED ? CY_BLOCKED_MSG : msg;
+    if (strncmp(js->st.message, m, sizeof js->st.message - 1) != 0 ||
+        strncmp(js->st.level, oppolicy_level_name(pol, r->level), sizeof js->st.level - 1) != 0 ||
+        strncmp(js->st.reason, cy_reason(r->reason), sizeof js->st.reason - 1) != 0 ||
+        job_status_due(o, js, now))
+        cy_selfcheck_failed(s, "kept_wait", o->key);
+}
+#endif
+
+/* What deciding job k reads: its cache entry's first line (the stamps),
+ * and its state's hot lines unless its last wait may be kept (a kept
+ * wait touches the state only when its position or estimate moved). */
+static inline void cy_prefetch_decide(const struct cy *c, const struct cy_rows *R, int k) {
+    cy_prefetch_obj(c->jobj[k]);
+    if (!R->row[c->jrow[k]].wkey.set)
+        cy_prefetch_js(c->jobjs[k]);
+}
+
+/* Whether a waiting job's decision r with key k can be kept (row says
+ * how its last one went). */
+static inline bool cy_wait_keeps(const struct cy_row *row, const struct cy_wkey *k,
+                                 const struct opcache_obj *o, const struct q_result *r,
+                                 double now) {
+    return row->wchanged == o->changed && row->wseq == o->state_seq && row->wpub &&
+           memcmp(&row->wkey, k, sizeof *k) == 0 &&
+           !opstatus_moved(row->wpos, row->weta, r->pos, r->eta, now);
+}
+
+/* Notes in row how a waiting job's decision worked out in full left its
+ * state (after the wait's own publish and journal). */
+static void cy_wait_note(struct cy_row *row, const struct cy_wkey *k,
+                         const struct opcache_obj *o, const struct opjob *js) {
+    row->wkey = *k;
+    row->wchanged = o->changed;
+    row->wseq = o->state_seq;
+    row->wpub = js->pub_rv[0] && js->pub_seen == o->changed;
+    row->wpos = js->pub_pos;
+    row->weta = js->pub_eta;
+    row->jpos = js->last_dec.pos;
+    row->spos = js->st.position;
+    row->seta = js->st.estimated_start;
+}
+
+/* A waiting job whose last decision was worked out in full with the same
+ * key, its job unchanged since (cy_wait_keeps): its level, reason and
+ * message are what that decision set, and its status is not due (its
+ * position and estimated start did not move as a status write's must),
+ * so only they are set, and the decision journaled when its position
+ * moved as the journal's must. */
+static void cy_wait_kept(struct server *s, const struct q_input *in, const q_output *out,
+                         oppolicy *pol, int i, const struct q_result *r, struct cy_row *row,
+                         struct opcache_obj *o, struct opjob *js, double now,
+                         long *pending_per_level) {
+    if (row->spos != r->pos || row->seta != r->eta) {
+        js->st.position = row->spos = r->pos;
+        js->st.estimated_start = row->seta = r->eta;
+    }
+    const char *why = cy_reason(r->reason);
+    bool journal = q_pos_moved(row->jpos, r->pos);
+#ifdef AIQ_SELFCHECK
+    cy_wait_check(s, in, out, pol, i, r, o, js, now);
+    if (js->st.position != r->pos || js->st.estimated_start != r->eta ||
+        js->pub_pos != row->wpos || js->pub_eta != row->weta || !js->pub_rv[0] ||
+        js->pub_seen != o->changed || js->last_dec.pos != row->jpos ||
+        journal != cy_journal_due(js, "wait", r, why))
+        cy_selfcheck_failed(s, "kept_wait_state", o->key);
+#else
+    (void)pol;
+#endif
+    if (r->level >= 0 && r->level < AIQ_MAX_LEVELS)
+        pending_per_level[r->level]++;
+    if (journal) {
+        char msg[512];
+        q_message(in, out, i, msg, sizeof msg);
+        cy_journal_write(s, js, o->parsed, now, "wait", r, why, msg);
+        row->jpos = r->pos;
+    }
+}
+
 /* Applies the core's decision to every pending job; the admitted ones go
- * to admitted[] (*nadm of them) for recording and release. */
+ * to admitted[] (*nadm of them) for recording and release. A waiting
+ * job's decision is kept when cy_wait_kept says so; one worked out in
+ * full leaves its key in its row. */
 static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_output *out,
                       oppolicy *pol, double now, struct opcache_obj **admitted, int *nadm) {
     long pending_per_level[AIQ_MAX_LEVELS] = {0};
     for (int i = 0; i < c->njobs; i++) {
-        if (i + CY_AHEAD < c->njobs) {
-            cy_prefetch_obj(c->jobj[i + CY_AHEAD]);
-            cy_prefetch_js(c->jobjs[i + CY_AHEAD]);
-        }
+        if (i + CY_AHEAD < c->njobs)
+            cy_prefetch_decide(c, s->cyrows, i + CY_AHEAD);
         if (c->jobs[i].state != Q_JOB_PENDING)
             continue;
         struct opcache_obj *o = c->jobj[i];
         struct opjob *js = c->jobjs[i];
         const struct q_result *r = &out->res[i];
+        struct cy_row *row = &s->cyrows->row[c->jrow[i]];
+        struct cy_wkey k;
+        if (cy_wait_key(s, r, &k) && cy_wait_keeps(row, &k, o, r, now)) {
+            cy_wait_kept(s, in, out, pol, i, r, row, o, js, now, pending_per_level);
+            c->nwkept++;
+            continue;
+        }
         char msg[512];
         /* A blocked job's message is made only when it is journaled
          * (cy_wait): its status does not carry it. */
@@ -1216,6 +1571,7 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
         } else {
             cy_wait(s, in, out, pol, i, r, o, js, now, msg, sizeof msg, pending_per_level);
         }
+        cy_wait_note(row, &k, o, js);
     }
     if (opvis_waiting(s->vis)) {
         struct cy_vis vis = {s, c, in, out, pol};
@@ -1295,11 +1651,10 @@ void cycle_run(struct server *s, double now) {
     /* where the cycle's time goes, for the debug log: sync, build,
      * core, decide, record and release, actions */
     double tp[6] = {0};
-    struct cy_jobs g = {0};
-    cy_sync_jobs(s, &g, now);
+    cy_sync_jobs(s, now);
     tp[0] = srv_now();
     oppolicy *pol = srv__policy(s);
-    if (cy_build(s, &c, &g, pol, now) != 0)
+    if (cy_build(s, &c, pol, now) != 0)
         goto out;
     struct q_input in;
     cy_input(s, &c, pol, now, &in);
@@ -1343,10 +1698,10 @@ out:;
     }
     opmetrics_observe_cycle(s->metrics, dt);
     OPLOG(&s->log, OPLOG_DEBUG, "cycle", NULL, NULL,
-          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d ms=%.2f sync_ms=%.2f "
-          "build_ms=%.2f core_ms=%.2f decide_ms=%.2f release_ms=%.2f actions_ms=%.2f",
-          (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, dt * 1000,
-          ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
+          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d kept=%d waits_kept=%d "
+          "ms=%.2f sync_ms=%.2f build_ms=%.2f core_ms=%.2f decide_ms=%.2f release_ms=%.2f "
+          "actions_ms=%.2f",
+          (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, c.nkept,
+          c.nwkept, dt * 1000, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
     cy_free(&c);
-    cy_gather_free(&g);
 }

@@ -31,11 +31,15 @@ static double job_now(void) {
     return srv_now();
 }
 
-/* The job's state, created on first use; NULL on ENOMEM. */
+/* The job's state, created on first use; NULL on ENOMEM. Every writer
+ * of a job's state takes it here, so it is counted as changed
+ * (opcache_state_changed: the cycle keeps each job's input between
+ * cycles while it is not). */
 static struct opjob *job_state(struct opcache_obj *o) {
     struct opext *x = srv__ext(o);
     if (!x)
         return NULL;
+    opcache_state_changed(o);
     if (!x->job)
         x->job = calloc(1, sizeof *x->job);
     return x->job;
@@ -1870,9 +1874,12 @@ bool job_sync_wanted_js(const struct opjob *js) {
 void job_resync_all(struct server *s) {
     opcache *jc = s->cache[OPK_AIJOB];
     for (size_t i = 0; i < opcache_count(jc); i++) {
-        struct opext *x = opcache_at(jc, i)->ext;
-        if (x && x->job)
+        struct opcache_obj *o = opcache_at(jc, i);
+        struct opext *x = o->ext;
+        if (x && x->job) {
             x->job->resync = true;
+            opcache_state_changed(o);
+        }
     }
 }
 

@@ -22,7 +22,9 @@ void reconcile_pod(struct server *s, enum kube_event_type t,
         job_sync(s, jo, srv_now());
     } else if (jo) {
         struct opext *x = jo->ext;
-        if (x && x->job)
+        if (x && x->job) {
             x->job->resync = true;
+            opcache_state_changed(jo);
+        }
     }
 }

@@ -317,8 +317,10 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
              * change by this resourceVersion. */
             struct opext *nx = n->ext;
             const char *rv = srv__rv(n->raw);
-            if (nx && nx->job && strlen(rv) < sizeof nx->job->own_rv)
+            if (nx && nx->job && strlen(rv) < sizeof nx->job->own_rv) {
                 memcpy(nx->job->own_rv, rv, strlen(rv) + 1);
+                opcache_state_changed(n);
+            }
         }
     } else if (it->rc == AIQ_ENOTFOUND) {
         x->dirty = false; /* deleted meanwhile */
@@ -498,6 +500,7 @@ static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e
     struct opext *x = jo ? srv__ext(jo) : NULL;
     if (!x || !x->job || (x->job->cold && x->job->cold->pod_refused[0]))
         return;
+    opcache_state_changed(jo);
     struct opjob_cold *jc = job_cold(x->job);
     if (!jc) { /* not kept: the next sync makes the pod again */
         OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", jo->key, NULL,

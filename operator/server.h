@@ -264,6 +264,7 @@ struct server {
     double last_cycle;         /* unix s */
     int64_t ncycles;
     struct cy_udir *udir;      /* the cycle's users, kept between cycles (cycle.c) */
+    struct cy_rows *cyrows;    /* each job's cycle input, kept between cycles (cycle.c) */
     double last_lease, last_prune;
     /* srv_trim_cron: events dispatched (all kinds), the count at the
      * last trim and at the start of the current window, when that window

@@ -59,6 +59,13 @@ w1=$(metric aiq_status_writes_total)
 check "no AIJob changes in 5 s of steady state" eq "$after" "$before"
 check "aiq_status_writes_total did not move" eq "$w1" "$w0"
 check "the operator ran cycles meanwhile" [ "$(grep -c "event=cycle " "$T/op.log")" -gt $((c0 + 8)) ]
+# Nothing changed, so the cycles of that window (its first 8) took
+# every waiting job's input and decision from the last cycle's
+# (docs/operator.md "Between cycles"): 12 jobs kept, 12 waits kept (the
+# running job is worked out each cycle), and the line has its phases.
+check "steady cycles keep the twelve waiting jobs' input and decisions" sh -c "
+  grep 'event=cycle ' '$T/op.log' | sed -n '$((c0 + 1)),$((c0 + 8))p' >'$T/steady.cycles' &&
+  [ \$(grep -c ' jobs=13 .* kept=12 waits_kept=12 ms=[0-9.]* sync_ms=[0-9.]* build_ms=[0-9.]* core_ms=[0-9.]* decide_ms=[0-9.]* release_ms=[0-9.]* actions_ms=[0-9.]*\$' '$T/steady.cycles') = 8 ]"
 
 # --- the live queue --------------------------------------------------------
 check "/queue lists the twelve in order with scores" sh -c "
