@@ -170,12 +170,16 @@ struct sim_gen_opts {
     int fgd_mix;           /* SIM_MIX_* */
     /* The users' estimates: with estimates_set, estimate_share of the jobs
      * (0..1) carry one, each the runtime x the user's bias x
-     * exp(estimate_noise x N(0,1)) (estimate_noise 0..2); without, 0.8
-     * and 0.3. With a share of 1 the normal draw is made for every job,
-     * so traces of one seed differ only in the noise's scale. */
+     * exp(estimate_noise x N(0,1)) (estimate_noise 0..2), and both are
+     * read; without, both are ignored and the defaults below apply. A
+     * caller given only one knob sets the other to its default. With a
+     * share of 1 the normal draw is made for every job, so traces of one
+     * seed differ only in the noise's scale. */
     bool estimates_set;
     double estimate_share, estimate_noise;
 };
+#define SIM_GEN_ESTIMATE_SHARE 0.8 /* the defaults without estimates_set */
+#define SIM_GEN_ESTIMATE_NOISE 0.3
 enum { SIM_MIX_NONE = 0, SIM_MIX_WHOLE, SIM_MIX_MULTI, SIM_MIX_SHARE, SIM_MIX_DEFAULT };
 
 /* Appends opts->njobs synthetic jobs to tr: Poisson arrivals with a

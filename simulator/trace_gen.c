@@ -83,18 +83,18 @@ struct gen_cfg {
     int64_t gmem;     /* a whole GPU's memory, MiB */
     int max_gpus;
     double ckpt_s;    /* a checkpointing job's interval */
-    double est_share, est_noise; /* jobs with an estimate, its noise (sigma) */
+    double est_noise; /* an estimate's noise (sigma) */
     double est_cut;   /* a job has one when a uniform draw is >= this */
 };
 
 /* Fills cfg from opts, then checks them. */
 static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg, aiq_err *err) {
     cfg->ngroups = opts->ngroups > 0 ? opts->ngroups : 4;
-    cfg->est_share = opts->estimates_set ? opts->estimate_share : 0.8;
-    cfg->est_noise = opts->estimates_set ? opts->estimate_noise : 0.3;
-    /* 0.2 as the generator always wrote it (1 - 0.8 is not 0.2 in
-     * binary), so the default keeps old traces byte for byte */
-    cfg->est_cut = opts->estimates_set ? 1 - cfg->est_share : 0.2;
+    cfg->est_noise = opts->estimates_set ? opts->estimate_noise : SIM_GEN_ESTIMATE_NOISE;
+    /* 0.2 as the generator always wrote it, not 1 - SIM_GEN_ESTIMATE_SHARE
+     * (1 - 0.8 is not 0.2 in binary), so the default keeps old traces
+     * byte for byte */
+    cfg->est_cut = opts->estimates_set ? 1 - opts->estimate_share : 0.2;
     cfg->upg = opts->users_per_group > 0 ? opts->users_per_group : 5;
     cfg->mean_ia = opts->mean_interarrival_s > 0 ? opts->mean_interarrival_s : 120;
     cfg->gmem = opts->gpu_mem_mib > 0 ? (int64_t)opts->gpu_mem_mib : 40960;
@@ -113,12 +113,12 @@ static aiq_rc gen_settings(const struct sim_gen_opts *opts, struct gen_cfg *cfg,
         opts->elastic_frac < 0 || opts->elastic_frac > 1)
         return aiq_err_field(err, AIQ_EINVAL, "max-gpus", "generator: max-gpus must be 1..16 and "
                              "the fractions 0..1");
-    if (!(cfg->est_share >= 0 && cfg->est_share <= 1))
+    if (opts->estimates_set && !(opts->estimate_share >= 0 && opts->estimate_share <= 1))
         return aiq_err_field(err, AIQ_EINVAL, "estimate-share",
-                             "estimate-share: must be 0..1, got %g", cfg->est_share);
-    if (!(cfg->est_noise >= 0 && cfg->est_noise <= 2))
+                             "estimate-share: must be 0..1, got %g", opts->estimate_share);
+    if (opts->estimates_set && !(opts->estimate_noise >= 0 && opts->estimate_noise <= 2))
         return aiq_err_field(err, AIQ_EINVAL, "estimate-noise",
-                             "estimate-noise: must be 0..2, got %g", cfg->est_noise);
+                             "estimate-noise: must be 0..2, got %g", opts->estimate_noise);
     if (opts->tiresias && opts->estimates_set)
         return aiq_err_field(err, AIQ_EINVAL, "estimate-share",
                              "estimate-share, estimate-noise: the Tiresias profile has no "

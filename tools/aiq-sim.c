@@ -61,8 +61,8 @@ struct opts {
     int jobs, groups, users, max_gpus, budget;
     double holdout;
     double tick, interarrival, grace, ckpt_frac, ckpt_s, elastic_frac, group_quota;
-    double est_share, est_noise; /* NAN: not given */
-    int no_predict, plan_actual, shares, tiresias, sample, runs, progress, seed_set;
+    double est_share, est_noise; /* gen's defaults until either is given (est_set) */
+    int no_predict, plan_actual, shares, tiresias, sample, runs, progress, seed_set, est_set;
 };
 
 static int num(const char *flag, const char *v, double lo, double hi, double *out) {
@@ -122,6 +122,9 @@ static int parse_num(struct opts *o, const char *a, const char *v) {
             *(long long *)field = (long long)d;
         if (nums[k].off == offsetof(struct opts, seed))
             o->seed_set = 1; /* tune and inflate tell a given seed from none */
+        if (nums[k].off == offsetof(struct opts, est_share) ||
+            nums[k].off == offsetof(struct opts, est_noise))
+            o->est_set = 1; /* gen: the generator then reads both knobs */
         return 1;
     }
     return 0;
@@ -154,7 +157,8 @@ static int parse(int argc, char **argv, struct opts *o) {
     o->tick = 600;
     o->grace = 30;
     o->policies_dir = "examples/policies";
-    o->est_share = o->est_noise = NAN;
+    o->est_share = SIM_GEN_ESTIMATE_SHARE;
+    o->est_noise = SIM_GEN_ESTIMATE_NOISE;
     if (argc < 2)
         return -1;
     o->cmd = argv[1];
@@ -543,12 +547,8 @@ static int cmd_gen(const struct opts *o) {
                              .users_per_group = o->users, .mean_interarrival_s = o->interarrival,
                              .tiresias = o->tiresias, .max_gpus = o->max_gpus,
                              .checkpoint_frac = o->ckpt_frac, .checkpoint_s = o->ckpt_s,
-                             .elastic_frac = o->elastic_frac};
-    if (!isnan(o->est_share) || !isnan(o->est_noise)) {
-        g.estimates_set = true;
-        g.estimate_share = isnan(o->est_share) ? 0.8 : o->est_share;
-        g.estimate_noise = isnan(o->est_noise) ? 0.3 : o->est_noise;
-    }
+                             .elastic_frac = o->elastic_frac, .estimates_set = o->est_set,
+                             .estimate_share = o->est_share, .estimate_noise = o->est_noise};
     aiq_err e;
     aiq_err_clear(&e);
     if (o->fgd_mix) {
