@@ -16,6 +16,7 @@ struct opcache {
     size_t used_slots;        /* occupied + deleted */
     uint32_t epoch;
     uint64_t seq;
+    uint64_t ndel;            /* deletions so far (opcache_version) */
     void (*free_parsed)(void *);
     void (*free_ext)(void *);
     json_object *(*lean)(json_object *raw, void *ctx); /* NULL: keep raw */
@@ -313,6 +314,7 @@ static void cache_remove(opcache *c, long s, size_t e) {
             c->slots[ls] = (int32_t)e;
     }
     c->count--;
+    c->ndel++;
     cache_free_obj(c, o);
 }
 
@@ -327,6 +329,12 @@ int opcache_del(opcache *c, const char *key) {
 
 size_t opcache_count(const opcache *c) {
     return c->count;
+}
+
+/* Puts and deletions so far: both only grow, so the sum changes with
+ * either; see cache.h. */
+uint64_t opcache_version(const opcache *c) {
+    return c->seq + c->ndel;
 }
 
 struct opcache_obj *opcache_at(opcache *c, size_t i) {

@@ -134,6 +134,10 @@ int opcache_del(opcache *c, const char *key);
 /* Number of entries, and the i-th entry (0 <= i < count) for iteration.
  * Indexes change on del, so do not delete while iterating by index. */
 size_t opcache_count(const opcache *c);
+
+/* A number that changes whenever an entry is put or deleted (and only
+ * then): a reader's list of entries holds while it is the same. */
+uint64_t opcache_version(const opcache *c);
 struct opcache_obj *opcache_at(opcache *c, size_t i);
 
 /* Marks o as seen in the current relist without replacing it (an event

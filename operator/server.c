@@ -1169,6 +1169,7 @@ void srv_deinit(struct server *s) {
     q_state_free(s->q);
     s->q = NULL;
     cycle_free(s);
+    capacity_free(s);
     oppolicy_free(s->dflt_policy);
     s->dflt_policy = NULL;
     store_close(s->db);

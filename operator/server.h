@@ -265,6 +265,14 @@ struct server {
     int64_t ncycles;
     struct cy_udir *udir;      /* the cycle's users, kept between cycles (cycle.c) */
     struct cy_rows *cyrows;    /* each job's cycle input, kept between cycles (cycle.c) */
+    /* aiq's pods bound to a node, as the pod cache was at version ver
+     * (capacity_others; valid: the list was made). */
+    struct {
+        uint64_t ver;
+        bool valid;
+        size_t n, cap;
+        struct opcache_obj **o;
+    } bound;
     double last_lease, last_prune;
     /* srv_trim_cron: events dispatched (all kinds), the count at the
      * last trim and at the start of the current window, when that window
@@ -607,6 +615,9 @@ int capacity_nodes(struct server *s, struct q_node *out);
  * own pods whose gang holds no placement (torn down, terminating). Sets
  * aiq_foreign_pods. */
 void capacity_others(struct server *s, struct q_node *nodes, int nnodes);
+
+/* Frees what capacity_others keeps between cycles. */
+void capacity_free(struct server *s);
 
 /* ---- util_apply.c ---------------------------------------------------------- */
 
