@@ -1461,21 +1461,24 @@ static void cy_wait_check(struct server *s, const struct q_input *in, const q_ou
 }
 #endif
 
-/* What deciding job k reads: its cache entry's first line (the stamps),
- * and its state's hot lines unless its last wait may be kept (a kept
- * wait touches the state only when its position or estimate moved). */
+/* What deciding job k reads unless its last wait may be kept (a kept
+ * wait reads only its row, and touches its state only when its position
+ * or estimate moved): its cache entry's first line and its state's hot
+ * lines. */
 static inline void cy_prefetch_decide(const struct cy *c, const struct cy_rows *R, int k) {
+    if (R->row[c->jrow[k]].wkey.set)
+        return;
     cy_prefetch_obj(c->jobj[k]);
-    if (!R->row[c->jrow[k]].wkey.set)
-        cy_prefetch_js(c->jobjs[k]);
+    cy_prefetch_js(c->jobjs[k]);
 }
 
 /* Whether a waiting job's decision r with key k can be kept (row says
- * how its last one went). */
+ * how its last one went). The row's own stamps are the cache entry's as
+ * the build read them this cycle (kept or filled), and nothing since
+ * changed this job, so the entry itself is not read. */
 static inline bool cy_wait_keeps(const struct cy_row *row, const struct cy_wkey *k,
-                                 const struct opcache_obj *o, const struct q_result *r,
-                                 double now) {
-    return row->wchanged == o->changed && row->wseq == o->state_seq && row->wpub &&
+                                 const struct q_result *r, double now) {
+    return row->wchanged == row->changed && row->wseq == row->seq && row->wpub &&
            memcmp(&row->wkey, k, sizeof *k) == 0 &&
            !opstatus_moved(row->wpos, row->weta, r->pos, r->eta, now);
 }
@@ -1513,7 +1516,8 @@ static void cy_wait_kept(struct server *s, const struct q_input *in, const q_out
     bool journal = q_pos_moved(row->jpos, r->pos);
 #ifdef AIQ_SELFCHECK
     cy_wait_check(s, in, out, pol, i, r, o, js, now);
-    if (js->st.position != r->pos || js->st.estimated_start != r->eta ||
+    if (row->changed != o->changed || row->seq != o->state_seq ||
+        js->st.position != r->pos || js->st.estimated_start != r->eta ||
         js->pub_pos != row->wpos || js->pub_eta != row->weta || !js->pub_rv[0] ||
         js->pub_seen != o->changed || js->last_dec.pos != row->jpos ||
         journal != cy_journal_due(js, "wait", r, why))
@@ -1548,7 +1552,7 @@ static void cy_decide(struct server *s, struct cy *c, struct q_input *in, q_outp
         const struct q_result *r = &out->res[i];
         struct cy_row *row = &s->cyrows->row[c->jrow[i]];
         struct cy_wkey k;
-        if (cy_wait_key(s, r, &k) && cy_wait_keeps(row, &k, o, r, now)) {
+        if (cy_wait_key(s, r, &k) && cy_wait_keeps(row, &k, r, now)) {
             cy_wait_kept(s, in, out, pol, i, r, row, o, js, now, pending_per_level);
             c->nwkept++;
             continue;
