@@ -10,6 +10,7 @@
 
 struct opcache {
     struct opcache_obj **ent; /* dense; count used */
+    struct opcache_stamp *stamp; /* ent[i]'s counts, cap of them */
     size_t count, cap;
     int32_t *slots;           /* hash index: entry index, -1 empty, -2 deleted */
     size_t nslots;            /* power of two */
@@ -153,6 +154,7 @@ void opcache_free(opcache *c) {
     for (size_t i = 0; i < c->count; i++)
         cache_free_obj(c, c->ent[i]);
     free(c->ent);
+    free(c->stamp);
     free(c->slots);
     free(c);
 }
@@ -220,6 +222,25 @@ struct opcache_obj *opcache_get(opcache *c, const char *key) {
     return s >= 0 ? c->ent[c->slots[s]] : NULL;
 }
 
+/* What the cache keeps of raw (taking it): the lean copy when the cache
+ * has one, else raw without its managedFields. NULL on ENOMEM (err). */
+static json_object *cache_slim(opcache *c, json_object *raw, const char *key, aiq_err *err) {
+    if (c->lean) {
+        json_object *l = c->lean(raw, c->lean_ctx);
+        json_object_put(raw);
+        if (!l)
+            aiq_err_set(err, AIQ_ENOMEM, "out of memory keeping the lean copy of %s", key);
+        return l;
+    }
+    /* Nothing in the operator reads managedFields, and on a real API
+     * server they are a large part of every object (server-side apply
+     * bookkeeping): the cache does not keep them. */
+    json_object *md = NULL;
+    if (json_object_object_get_ex(raw, "metadata", &md) && json_object_is_type(md, json_type_object))
+        json_object_object_del(md, "managedFields");
+    return raw;
+}
+
 /* Inserts or replaces; see cache.h. */
 struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     char key[OPCACHE_KEY_MAX];
@@ -229,23 +250,9 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
                       "metadata.name: missing, or namespace/name too long");
         return NULL;
     }
-    if (c->lean) {
-        json_object *l = c->lean(raw, c->lean_ctx);
-        json_object_put(raw);
-        raw = l;
-        if (!raw) {
-            aiq_err_set(err, AIQ_ENOMEM, "out of memory keeping the lean copy of %s", key);
-            return NULL;
-        }
-    } else {
-        /* Nothing in the operator reads managedFields, and on a real API
-         * server they are a large part of every object (server-side apply
-         * bookkeeping): the cache does not keep them. */
-        json_object *md = NULL;
-        if (json_object_object_get_ex(raw, "metadata", &md) &&
-            json_object_is_type(md, json_type_object))
-            json_object_object_del(md, "managedFields");
-    }
+    raw = cache_slim(c, raw, key, err);
+    if (!raw)
+        return NULL;
     long s = cache_find(c, key);
     if (s >= 0) {
         struct opcache_obj *o = c->ent[c->slots[s]];
@@ -260,6 +267,7 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         o->cold_txt = NULL;
         o->epoch = c->epoch;
         o->changed = ++c->seq;
+        c->stamp[o->idx].changed = o->changed;
         return o;
     }
     /* Keep the index at most half full (deleted slots count). */
@@ -279,6 +287,10 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         if (!ne)
             goto nomem;
         c->ent = ne;
+        struct opcache_stamp *nst = realloc(c->stamp, ncap * sizeof *nst);
+        if (!nst)
+            goto nomem; /* ent is larger, cap not yet: nothing lost */
+        c->stamp = nst;
         c->cap = ncap;
     }
     size_t klen = strlen(key) + 1;
@@ -289,6 +301,9 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     o->raw = raw;
     o->epoch = c->epoch;
     o->changed = ++c->seq;
+    o->owner = c;
+    o->idx = (uint32_t)c->count;
+    c->stamp[c->count] = (struct opcache_stamp){o->changed, 0};
     size_t slot = (size_t)(-1 - s);
     if (c->slots[slot] == -1)
         c->used_slots++;
@@ -310,6 +325,8 @@ static void cache_remove(opcache *c, long s, size_t e) {
         /* Move the last entry into e and repoint its slot. */
         long ls = cache_find(c, c->ent[last]->key);
         c->ent[e] = c->ent[last];
+        c->ent[e]->idx = (uint32_t)e;
+        c->stamp[e] = c->stamp[last];
         if (ls >= 0)
             c->slots[ls] = (int32_t)e;
     }
@@ -339,6 +356,24 @@ uint64_t opcache_version(const opcache *c) {
 
 struct opcache_obj *opcache_at(opcache *c, size_t i) {
     return i < c->count ? c->ent[i] : NULL;
+}
+
+struct opcache_stamp opcache_stamp(const opcache *c, size_t i) {
+    if (i >= c->count)
+        return (struct opcache_stamp){0, 0};
+#ifdef AIQ_SELFCHECK
+    /* the copy must never differ from the entry's own counts */
+    if (c->stamp[i].changed != c->ent[i]->changed ||
+        c->stamp[i].state_seq != c->ent[i]->state_seq || c->ent[i]->idx != i)
+        abort();
+#endif
+    return c->stamp[i];
+}
+
+/* Bumps o's state count and its stamp; see cache.h. */
+void opcache_state_changed(struct opcache_obj *o) {
+    o->state_seq++;
+    o->owner->stamp[o->idx].state_seq = o->state_seq;
 }
 
 void opcache_touch(opcache *c, struct opcache_obj *o) {

@@ -30,6 +30,7 @@ struct opcache_obj {
     json_object *raw;  /* owned reference */
     void *parsed;      /* owned, freed by free_parsed; NULL = not parsed */
     bool parse_ok;     /* parsed holds a valid object */
+    uint32_t idx;      /* its index in the cache's order (opcache_at) */
     aiq_err *perr;     /* owned; why parsing failed, NULL when no error */
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
     uint32_t epoch;    /* relist epoch of the last put */
@@ -54,15 +55,24 @@ struct opcache_obj {
      * opcache_stash moves them, opcache_member gives one back. A put
      * frees it. */
     char *cold_txt;
+    struct opcache *owner; /* the cache holding it (its stamps) */
     char key[];        /* "ns/name" or "name", NUL-terminated */
 };
 
 typedef struct opcache opcache;
 
+/* An entry's put and state counts (changed, state_seq), which a reader
+ * compares with its copy to tell the entry unchanged. The cache keeps
+ * them densely in its order too (opcache_stamp), so a pass over every
+ * entry that finds most unchanged reads a few bytes a job instead of a
+ * cache line of each scattered entry. */
+struct opcache_stamp {
+    uint64_t changed;
+    uint32_t state_seq;
+};
+
 /* Says that o's state in ext changed (see state_seq). */
-static inline void opcache_state_changed(struct opcache_obj *o) {
-    o->state_seq++;
-}
+void opcache_state_changed(struct opcache_obj *o);
 
 /* Creates an empty cache. free_parsed/free_ext (may be NULL) release an
  * entry's parsed struct and state. NULL on ENOMEM. */
@@ -139,6 +149,10 @@ size_t opcache_count(const opcache *c);
  * then): a reader's list of entries holds while it is the same. */
 uint64_t opcache_version(const opcache *c);
 struct opcache_obj *opcache_at(opcache *c, size_t i);
+
+/* The stamp of the i-th entry (0 <= i < count): always the same as its
+ * changed and state_seq. */
+struct opcache_stamp opcache_stamp(const opcache *c, size_t i);
 
 /* Marks o as seen in the current relist without replacing it (an event
  * older than what the cache holds still proves the object exists). */

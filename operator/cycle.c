@@ -114,9 +114,10 @@ static int32_t cy_udir_get(struct cy_udir *d, const char *group, const char *nam
  * put count is unique within the cache, so a new entry, or one that
  * moved (a deletion moves the last entry into its place), never matches
  * a row it did not fill. For a job whose row holds, the passes over the
- * jobs (sync, build, decide) read the cache entry's first line and the
- * row, not the job's state and parsed AIJob, which at 10k jobs are cache
- * misses over a dozen lines each. */
+ * jobs (sync, build, decide) read the row and the entry's stamp in the
+ * cache's dense array (opcache_stamp), not the entry, the job's state and
+ * parsed AIJob, which at 10k jobs are cache misses over a dozen lines
+ * each. */
 enum {
     CY_ROW_OUT = 1,  /* not in the queue (finished, backing off, held, ...) */
     CY_ROW_PENDING,  /* pending: its q_job is kept */
@@ -736,12 +737,10 @@ static inline int cy_job_placed(struct cy *c, struct q_job *qj, const struct aiq
     return 1;
 }
 
-/* The passes over the jobs prefetch what a job further on reads: its
- * state CY_AHEAD jobs ahead, and in the sync and build passes, which
- * read little more than the cache entry's first line (a row's stamps
- * are checked against it), that line CY_AHEAD_OBJ ahead. */
+/* The decide pass prefetches what a job CY_AHEAD further on reads
+ * (the sync and build passes read rows and the cache's dense stamps,
+ * in order, which the hardware prefetches by itself). */
 #define CY_AHEAD 8
-#define CY_AHEAD_OBJ 32
 
 /* o's job state, NULL when it has none yet. */
 static inline struct opjob *cy_js_of(const struct opcache_obj *o) {
@@ -765,9 +764,10 @@ static inline void cy_prefetch_obj(const struct opcache_obj *o) {
     __builtin_prefetch(o);
 }
 
-/* Whether row was filled from o as o is now. */
-static inline bool cy_row_clean(const struct cy_row *row, const struct opcache_obj *o) {
-    return row->changed == o->changed && row->seq == o->state_seq;
+/* Whether row was filled from its entry as the entry is now (st: the
+ * entry's stamp, read from the cache's dense array, not the entry). */
+static inline bool cy_row_clean(const struct cy_row *row, struct opcache_stamp st) {
+    return row->changed == st.changed && row->seq == st.state_seq;
 }
 
 #ifdef AIQ_SELFCHECK
@@ -959,11 +959,9 @@ static int cy__build_jobs(struct server *s, struct cy *c, struct cy_rows *R, dou
     if (!c->jobj || !c->jobjs || !c->jrow || !c->poff)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        if (i + CY_AHEAD_OBJ < n)
-            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD_OBJ));
         struct opcache_obj *o = opcache_at(jc, i);
         const struct cy_row *row = &R->row[i];
-        bool holds = cy_row_clean(row, o) && now < row->until;
+        bool holds = cy_row_clean(row, opcache_stamp(jc, i)) && now < row->until;
         int rc = 0;
         if (holds && row->kind == CY_ROW_OUT) {
 #ifdef AIQ_SELFCHECK
@@ -1249,12 +1247,10 @@ static void cy_sync_pass(struct server *s, opcache *jc, double now) {
     const struct cy_rows *R = s->cyrows;
     size_t n = opcache_count(jc); /* a sync adds and removes no AIJob */
     for (size_t i = 0; i < n; i++) {
-        if (i + CY_AHEAD_OBJ < n)
-            cy_prefetch_obj(opcache_at(jc, i + CY_AHEAD_OBJ));
         struct opcache_obj *o = opcache_at(jc, i);
         const struct cy_row *row = R && i < R->cap ? &R->row[i] : NULL;
         bool wanted;
-        if (row && cy_row_clean(row, o)) {
+        if (row && cy_row_clean(row, opcache_stamp(jc, i))) {
             wanted = row->wanted;
 #ifdef AIQ_SELFCHECK
             if (wanted != job_sync_wanted_js(cy_js_of(o)))

@@ -1,6 +1,8 @@
 /* test_operator_cache.c -- the keyed object cache (operator/cache.c):
  * keys, put/replace keeping operator state, delete, growth past many
- * entries with deletions, and relist dropping vanished objects. */
+ * entries with deletions, relist dropping vanished objects, and the
+ * dense stamps following every entry through puts, state changes and
+ * the moves a deletion makes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,5 +241,64 @@ TEST(cache_relist_drops_vanished) {
     CHECK_INT(opcache_count(c), 2);
     CHECK(opcache_get(c, "n2") && opcache_get(c, "n4"));
     CHECK(opcache_get(c, "n1") == NULL);
+    opcache_free(c);
+}
+
+/* Counts the entries whose dense stamp is not their own counts. */
+static int stamps_off(opcache *c) {
+    int off = 0;
+    for (size_t i = 0; i < opcache_count(c); i++) {
+        struct opcache_obj *o = opcache_at(c, i);
+        struct opcache_stamp st = opcache_stamp(c, i);
+        off += st.changed != o->changed || st.state_seq != o->state_seq || o->idx != i;
+    }
+    return off;
+}
+
+TEST(cache_stamps_follow_entries) {
+    opcache *c = opcache_create(NULL, NULL);
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "j%d", i);
+        struct opcache_obj *o = opcache_put(c, obj("ns", name, i), NULL);
+        CHECK(o != NULL);
+        if (o && i % 4 == 0)
+            opcache_state_changed(o);
+    }
+    CHECK_INT(stamps_off(c), 0);
+    /* a state change shows in the stamp at once, a put too */
+    struct opcache_obj *o = opcache_get(c, "ns/j7");
+    CHECK(o != NULL);
+    if (o) {
+        uint32_t idx = o->idx;
+        struct opcache_stamp before = opcache_stamp(c, idx);
+        opcache_state_changed(o);
+        opcache_state_changed(o);
+        CHECK_INT(opcache_stamp(c, idx).state_seq, before.state_seq + 2);
+        CHECK(opcache_put(c, obj("ns", "j7", 99), NULL) == o);
+        CHECK(opcache_stamp(c, idx).changed > before.changed);
+    }
+    /* deletions move the last entry into the hole: its stamp goes too */
+    for (int i = 0; i < 300; i += 3) {
+        char key[40];
+        snprintf(key, sizeof key, "ns/j%d", i);
+        opcache_del(c, key);
+    }
+    CHECK_INT(stamps_off(c), 0);
+    o = opcache_get(c, "ns/j299");
+    CHECK(o != NULL);
+    if (o) {
+        opcache_state_changed(o);
+        CHECK_INT(opcache_stamp(c, o->idx).state_seq, o->state_seq);
+    }
+    /* a relist that drops entries keeps the rest's stamps */
+    opcache_relist_begin(c);
+    for (int i = 1; i < 300; i += 2) {
+        snprintf(name, sizeof name, "j%d", i);
+        opcache_put(c, obj("ns", name, i), NULL);
+    }
+    opcache_relist_end(c, NULL, NULL);
+    CHECK_INT(stamps_off(c), 0);
+    CHECK_INT(opcache_stamp(c, opcache_count(c)).changed, 0); /* past the end */
     opcache_free(c);
 }
