@@ -61,6 +61,20 @@ static int opst_add_time(json_object *obj, const char *key, double t) {
  * numbers already, so they are written exactly ("%.17g", e.g.
  * 1.7976931348623157e+308) instead of rounded: v * 10000 would overflow. */
 #define OPST_NUM_EXACT 1e15
+
+/* The number json-c's parser makes of text b, one opst_num wrote (an
+ * optional '-', digits, and a fraction or exponent or neither): an int
+ * when it has neither, else a double that keeps b as its text, as the
+ * parser's does. Made directly: json_tokener_parse allocates a tokener
+ * and a locale per call, and a status has a dozen numbers. The operator
+ * never sets a locale, so strtod reads b as the C locale writes it.
+ * NULL only out of memory. */
+static json_object *opst_num_text(const char *b) {
+    if (!strpbrk(b, ".eE"))
+        return json_object_new_int64(strtoll(b, NULL, 10));
+    return json_object_new_double_s(strtod(b, NULL), b);
+}
+
 json_object *opst_num(double v) {
     char b[48];
     if (v != v)
@@ -71,7 +85,7 @@ json_object *opst_num(double v) {
         v = -DBL_MAX;
     if (fabs(v) >= OPST_NUM_EXACT) {
         snprintf(b, sizeof b, "%.17g", v);
-        return json_tokener_parse(b); /* NULL only out of memory */
+        return opst_num_text(b);
     }
     v = round(v * 10000.0) / 10000.0;
     if (v == 0)
@@ -81,7 +95,7 @@ json_object *opst_num(double v) {
         b[--n] = '\0';
     if (n > 0 && b[n - 1] == '.')
         b[--n] = '\0';
-    return json_tokener_parse(b); /* NULL only out of memory */
+    return opst_num_text(b);
 }
 
 /* The condition types, in the order they are written. */

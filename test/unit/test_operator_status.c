@@ -606,3 +606,34 @@ TEST(status_patch_drops_lost_nested_members) {
     json_object_put(now);
     json_object_put(old);
 }
+
+/* opst_num makes each number as json-c's parser makes its text (value,
+ * type, and the text it writes back), without the parser: checked
+ * against json_tokener_parse over rounded, whole, huge and tiny values. */
+TEST(status_num_as_parsed) {
+    const double v[] = {0, -0.0, 1, -1, 0.5, 2.25, 12.3456, 12.34567, -7.00001, 1e-5, 3e-4,
+                        123456789.125, 999999999999999.9, 1e15, 1e16, 1e17, -1e15, 4e9,
+                        2147483648.0, -2147483649.0, 1.7976931348623157e308, -1e300, 1e100,
+                        0.0001, 9.99995, 100, 86400.5};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        json_object *num = opst_num(v[i]);
+        CHECK(num != NULL);
+        if (!num)
+            continue;
+        const char *text = json_object_to_json_string(num);
+        json_object *parsed = json_tokener_parse(text);
+        CHECK(parsed != NULL);
+        if (parsed &&
+            (json_object_get_type(parsed) != json_object_get_type(num) ||
+             !json_object_equal(parsed, num) ||
+             strcmp(json_object_to_json_string(parsed), text) != 0)) {
+            printf("  %.17g: made %s (type %d), parsed back as type %d\n", v[i], text,
+                   (int)json_object_get_type(num), (int)json_object_get_type(parsed));
+            bad++;
+        }
+        json_object_put(parsed);
+        json_object_put(num);
+    }
+    CHECK_INT(bad, 0);
+}
