@@ -40,10 +40,12 @@
  *             preset. An interval's end may fall in a window: its cycle
  *             rescores every job again
  *  arrival    the mean of the cycles from just after a cycle until a new
- *             job shows its queue position (n cycles, usually 1-2)
+ *             job shows its queue position (n cycles, usually 1-2); the
+ *             median over BENCH_PROBES (3) arrivals, one after another,
+ *             and the slowest (one cycle varies by 2x on a busy machine)
  *  finish     the same around a running probe job's end: right after a
  *             cycle the bench marks its pod Succeeded (as a kubelet would)
- *             and waits for the job's Succeeded status
+ *             and waits for the job's Succeeded status; as many probes
  *  RSS        operator VmRSS and (VmRSS - VmRSS before any job) / pending;
  *             from the second row of a configuration on, the process is
  *             the one restarted at the previous row. restart_MiB: the
@@ -133,7 +135,8 @@
 #define PODS "/api/v1/namespaces/" NS "/pods"
 #define MAX_STEPS 8
 #define MAX_NODES 8
-#define MAX_PROBES 64
+#define MAX_PROBES 128
+#define BENCH_PROBES_MAX 15 /* arrivals and finishes per row, each */
 
 /* ---- the AIJob watch ------------------------------------------------------ */
 
@@ -392,8 +395,9 @@ struct row {
     double rs_mean, rs_cpu_ms; /* the same with the policy's rescoreInterval rs_alt */
     char rs_alt[4];            /* "0s" (the policy has one) or "1m" (it has none) */
     int rs_n;
-    double arr_ms, fin_ms;
-    int arr_n, fin_n;
+    double arr_ms, fin_ms;   /* medians over the probes */
+    double arr_max, fin_max; /* the slowest probe */
+    int arr_n, fin_n;        /* probes seen */
     double rss_mib, rss_kib_per_job, rss_restart_mib;
     double db_bytes_per_job, wal_mib;
     double writes_per_s;
@@ -423,6 +427,7 @@ struct config {
 struct opts {
     int clients, cycle_ms;
     double steady_s, settle_cap_s, queued_cap_s, probe_cap_s, release_cap_s;
+    int probes; /* arrivals and finishes each (BENCH_PROBES) */
     double deadline;        /* bp_now() past which nothing new starts; 0 = none */
     long raw_base_n;
     const char *policy;
@@ -796,7 +801,79 @@ static void steady_rescore(struct env *e, struct row *r, struct bp_metrics *m) {
     bp_log("steady, rescoreInterval %s: %d cycles, mean %.1f ms", r->rs_alt, r->rs_n, r->rs_mean);
 }
 
-/* Steady state, one arrival, one finish and a restart: the measurements
+/* One arrival, created right after a cycle ended (*m: the last scrape,
+ * moved on): the mean of the cycles from then until the job shows its
+ * queue position, in ms; NAN when it was not seen in time. */
+static double probe_arrival(struct env *e, struct bp_metrics *m, const char *lbl, int k) {
+    const struct opts *o = e->o;
+    struct bp_metrics m0 = *m, m1;
+    char probe[64];
+    int port = e->op.metrics_port, n;
+    double ms = NAN;
+    snprintf(probe, sizeof probe, "arrive-%s-%d", lbl, k);
+    if (next_cycle(port, &m0, capped(o, o->probe_cap_s)) != 0)
+        return NAN;
+    *m = m0;
+    char *body = bp_aijob_body(NS, probe, 1, 5, "NVIDIA-A100", "1h");
+    int stc = body ? bp_req(&e->s, "POST", AIJOBS, "application/json", body, NULL) : 0;
+    free(body);
+    e->jw.arrivals += stc == 201;
+    if (stc == 201 && probe_wait(&e->jw, probe, PH_QUEUED_POS, capped(o, o->probe_cap_s)) > 0 &&
+        bp_metrics_get(port, &m1) == 0) {
+        if (m1.count <= m0.count)
+            next_cycle(port, &m1, capped(o, o->probe_cap_s));
+        ms = mean_ms(&m0, &m1, &n);
+        *m = m1;
+    }
+    return ms;
+}
+
+/* One finish: a probe job runs on the probe node; right after a cycle
+ * the bench ends its pod as a kubelet would. The mean of the cycles from
+ * then until the job shows Succeeded, in ms; NAN when not seen in time. */
+static double probe_finish(struct env *e, struct bp_metrics *m, const char *lbl, int k) {
+    const struct opts *o = e->o;
+    struct bp_metrics m0 = *m, m1;
+    char probe[64], path[160];
+    int port = e->op.metrics_port, n;
+    double ms = NAN;
+    snprintf(probe, sizeof probe, "finish-%s-%d", lbl, k);
+    if (create_probe(&e->s, probe) != 0 ||
+        probe_wait(&e->jw, probe, PH_RUNNING, capped(o, o->probe_cap_s)) <= 0 ||
+        bp_metrics_get(port, &m0) != 0 || next_cycle(port, &m0, capped(o, o->probe_cap_s)) != 0)
+        return NAN;
+    *m = m0;
+    snprintf(path, sizeof path, PODS "/%s-0/status", probe);
+    if (bp_req(&e->s, "PATCH", path, "application/merge-patch+json",
+               "{\"status\":{\"phase\":\"Succeeded\"}}", NULL) == 200 &&
+        probe_wait(&e->jw, probe, PH_SUCCEEDED, capped(o, o->probe_cap_s)) > 0 &&
+        bp_metrics_get(port, &m1) == 0) {
+        if (m1.count <= m0.count)
+            next_cycle(port, &m1, capped(o, o->probe_cap_s));
+        ms = mean_ms(&m0, &m1, &n);
+        *m = m1;
+    }
+    return ms;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place), its largest in *max; NAN
+ * for both when n is 0. */
+static double probe_median(double *v, int n, double *max) {
+    if (n <= 0) {
+        *max = NAN;
+        return NAN;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *max = v[n - 1];
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Steady state, arrivals, finishes and a restart: the measurements
  * of a row once its jobs are Queued. lbl names the probe jobs. Returns
  * -1 when the operator could not be started again (the config ends). */
 static int measure(struct env *e, struct row *r, const char *lbl) {
@@ -831,43 +908,26 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
            r->writes_per_s, r->rss_mib);
     steady_rescore(e, r, &m1);
 
-    /* one arrival, created right after a cycle ended */
-    r->arr_ms = r->fin_ms = r->restart_s = r->restart_ready_s = NAN;
+    /* arrivals and finishes, each right after a cycle ended */
+    r->arr_ms = r->fin_ms = r->arr_max = r->fin_max = r->restart_s = r->restart_ready_s = NAN;
     if (left(o) < 20)
         return 0; /* past the deadline: no probes */
-    snprintf(probe, sizeof probe, "arrive-%s", lbl);
-    m0 = m1;
-    if (next_cycle(port, &m0, capped(o, o->probe_cap_s)) == 0) {
-        char *body = bp_aijob_body(NS, probe, 1, 5, "NVIDIA-A100", "1h");
-        int stc = body ? bp_req(&e->s, "POST", AIJOBS, "application/json", body, NULL) : 0;
-        free(body);
-        e->jw.arrivals += stc == 201;
-        if (stc == 201 && probe_wait(&e->jw, probe, PH_QUEUED_POS, capped(o, o->probe_cap_s)) > 0) {
-            if (bp_metrics_get(port, &m1) == 0 && m1.count <= m0.count)
-                next_cycle(port, &m1, capped(o, o->probe_cap_s));
-            r->arr_ms = mean_ms(&m0, &m1, &r->arr_n);
-        }
+    double arr[BENCH_PROBES_MAX], fin[BENCH_PROBES_MAX];
+    int na = 0, nf = 0;
+    for (int k = 0; k < o->probes && left(o) > 20; k++) {
+        double ms = probe_arrival(e, &m1, lbl, k);
+        if (ms == ms)
+            arr[na++] = ms;
+        ms = probe_finish(e, &m1, lbl, k);
+        if (ms == ms)
+            fin[nf++] = ms;
     }
-    bp_log("arrival: %.2f ms over %d cycle(s)", r->arr_ms, r->arr_n);
-
-    /* one finish: a probe job runs on the probe node; right after a cycle
-     * the bench ends its pod as a kubelet would */
-    snprintf(probe, sizeof probe, "finish-%s", lbl);
-    if (create_probe(&e->s, probe) == 0 &&
-        probe_wait(&e->jw, probe, PH_RUNNING, capped(o, o->probe_cap_s)) > 0) {
-        char path[160];
-        snprintf(path, sizeof path, PODS "/%s-0/status", probe);
-        m0 = m1;
-        if (next_cycle(port, &m0, capped(o, o->probe_cap_s)) == 0 &&
-            bp_req(&e->s, "PATCH", path, "application/merge-patch+json",
-                   "{\"status\":{\"phase\":\"Succeeded\"}}", NULL) == 200 &&
-            probe_wait(&e->jw, probe, PH_SUCCEEDED, capped(o, o->probe_cap_s)) > 0) {
-            if (bp_metrics_get(port, &m1) == 0 && m1.count <= m0.count)
-                next_cycle(port, &m1, capped(o, o->probe_cap_s));
-            r->fin_ms = mean_ms(&m0, &m1, &r->fin_n);
-        }
-    }
-    bp_log("finish: %.2f ms over %d cycle(s)", r->fin_ms, r->fin_n);
+    r->arr_n = na;
+    r->fin_n = nf;
+    r->arr_ms = probe_median(arr, na, &r->arr_max);
+    r->fin_ms = probe_median(fin, nf, &r->fin_max);
+    bp_log("arrival: median %.2f ms, max %.2f, of %d probe(s); finish: median %.2f ms, max %.2f, "
+           "of %d", r->arr_ms, r->arr_max, na, r->fin_ms, r->fin_max, nf);
 
     /* restart -> first admission: a probe waits on its cordoned node, the
      * operator is killed, the node uncordoned, the operator started */
@@ -1155,6 +1215,12 @@ int main(void) {
     o.settle_cap_s = bp_env_double("BENCH_SETTLE_CAP_S", 60);
     o.queued_cap_s = bp_env_double("BENCH_QUEUED_CAP_S", 600);
     o.probe_cap_s = bp_env_double("BENCH_PROBE_CAP_S", 60);
+    o.probes = (int)bp_env_long("BENCH_PROBES", 3);
+    if (o.probes < 1 || o.probes > BENCH_PROBES_MAX) {
+        fprintf(stderr, "bench_operator_e2e: BENCH_PROBES must be 1..%d, got %d\n", BENCH_PROBES_MAX,
+                o.probes);
+        return 2;
+    }
     o.release_cap_s = bp_env_double("BENCH_RELEASE_CAP_S", 300);
     o.raw_base_n = bp_env_long("BENCH_RAW_BASE_N", 3000);
     o.policy = bp_env_str("BENCH_POLICY", "priority");
@@ -1230,8 +1296,9 @@ int main(void) {
            " rs_mean, rs_cpu: the same over a second window with the policy's rescoreInterval\n"
            " set to rs: 0s (every cycle) when the policy has one, 1m when it has none (nan: it\n"
            " cannot take one); the probes run with the policy as it is;\n"
-           " arrive/finish: mean of the cycles between the event and its effect; nan: not seen\n"
-           " within BENCH_PROBE_CAP_S)\n");
+           " arrive/finish: mean of the cycles between the event and its effect, the median\n"
+           " over BENCH_PROBES probes (the slowest in the keys' _max); nan: not seen within\n"
+           " BENCH_PROBE_CAP_S)\n");
     if (nrel > 0) {
         printf("\nrelease: uncordon -> last pod ungated, against the raw release patch rate with the\n"
                "operator stopped (SIGSTOP), same server, same run; first_s and half_s: uncordon\n"
@@ -1279,7 +1346,9 @@ int main(void) {
                      : "operator_cpu_ms_per_cycle_rescore_1m",
             "%.2f", r->rs_cpu_ms);
         key(r, "arrival_cycle_ms", "%.2f", r->arr_ms);
+        key(r, "arrival_cycle_ms_max", "%.2f", r->arr_max);
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
+        key(r, "finish_cycle_ms_max", "%.2f", r->fin_max);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
         key(r, "status_writes_per_s", "%.1f", r->writes_per_s);
         key(r, "status_drain_writes_per_s", "%.1f", r->drain_per_s);
