@@ -131,6 +131,88 @@ const char *opcache_stashed(const struct opcache_obj *o, const char *name) {
     return NULL;
 }
 
+/* One past the end of the JSON value that starts at p, in compact text
+ * as json-c writes it (no spaces between tokens); NULL when the text ends
+ * first. Strings are skipped whole (a bracket or quote in one is text). */
+static const char *cache_value_end(const char *p) {
+    int depth = 0;
+    for (; *p; p++) {
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (!*p)
+                return NULL;
+            if (depth == 0)
+                return p + 1;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']' || *p == ',') {
+            if (depth == 0)
+                return p; /* a number, true, false or null ends here */
+            if (*p != ',' && --depth == 0)
+                return p + 1;
+        }
+    }
+    return depth == 0 ? p : NULL;
+}
+
+/* The text of member key of the JSON object text obj (compact), its
+ * length in *len; NULL when obj has no such member or is not an object. */
+static const char *cache_sub_text(const char *obj, const char *key, size_t *len) {
+    size_t klen = strlen(key);
+    const char *p = obj;
+    if (*p++ != '{')
+        return NULL;
+    while (*p == '"') {
+        const char *k = p + 1, *kend = cache_value_end(p);
+        if (!kend || *kend != ':')
+            return NULL;
+        const char *v = kend + 1, *vend = cache_value_end(v);
+        if (!vend || vend == v)
+            return NULL;
+        if ((size_t)(kend - 1 - k) == klen && memcmp(k, key, klen) == 0) {
+            *len = (size_t)(vend - v);
+            return v;
+        }
+        if (*vend != ',')
+            return NULL;
+        p = vend + 1;
+    }
+    return NULL;
+}
+
+/* Member name of raw with only its member part; see cache.h. */
+json_object *opcache_member_part(const struct opcache_obj *o, const char *name,
+                                 const char *part) {
+    json_object *m = NULL, *v = NULL, *out = json_object_new_object();
+    if (!out)
+        return NULL;
+    if (json_object_object_get_ex(o->raw, name, &m)) {
+        if (json_object_object_get_ex(m, part, &v) &&
+            json_object_object_add(out, part, json_object_get(v)) != 0) {
+            json_object_put(v); /* not taken */
+            json_object_put(out);
+            return NULL;
+        }
+        return out;
+    }
+    const char *txt = opcache_stashed(o, name);
+    size_t len = 0;
+    const char *vt = txt ? cache_sub_text(txt, part, &len) : NULL;
+    if (!vt)
+        return out; /* no member, or none with that part */
+    char *one = strndup(vt, len); /* NUL-ended: a number needs its end */
+    v = one ? json_tokener_parse(one) : NULL;
+    free(one);
+    if (!v || json_object_object_add(out, part, v) != 0) {
+        json_object_put(v);
+        json_object_put(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* One member of raw, stashed or not; see cache.h. Only the asked
  * member's text is parsed. */
 json_object *opcache_member(const struct opcache_obj *o, const char *name) {

@@ -134,6 +134,15 @@ int opcache_stash(struct opcache_obj *o, const char *const *names);
  * members are not parsed). NULL when there is none, or on ENOMEM. */
 json_object *opcache_member(const struct opcache_obj *o, const char *name);
 
+/* A new object holding only member part of raw's member name (none
+ * when there is no such part): raw's own part (a reference: read, do not
+ * change) or, when name was stashed, that part alone parsed from the
+ * stashed text (the rest of the text is skipped, not parsed). For a
+ * reader of one part of a large member: a published status needs only
+ * the live status's conditions. NULL on ENOMEM or unreadable text. */
+json_object *opcache_member_part(const struct opcache_obj *o, const char *name,
+                                 const char *part);
+
 /* The compact JSON text of member name when it was stashed (borrowed:
  * valid until the next put of o), else NULL. */
 const char *opcache_stashed(const struct opcache_obj *o, const char *name);

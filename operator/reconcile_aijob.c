@@ -198,8 +198,9 @@ static void job__publish(struct server *s, struct opcache_obj *o,
     if (!job_must_publish(o, js, now))
         return;
     /* The cache keeps the live status as text (srv_parse): parsed only
-     * here, when a status is due, never on a cycle that publishes nothing. */
-    json_object *live = opcache_member(o, "status");
+     * here, when a status is due, never on a cycle that publishes nothing;
+     * and only its conditions, all that opstatus_to_json reads of it. */
+    json_object *live = opcache_member_part(o, "status", "conditions");
     json_object *st = opstatus_to_json(&js->st, live, now);
     json_object_put(live);
     if (!st) {

@@ -119,7 +119,8 @@ double opst_parse_time(const char *s);
 json_object *opst_num(double v);
 
 /* Builds the status JSON of st at time now (caller owns the result).
- * old_status (borrowed, may be NULL) is the live status: a condition whose
+ * old_status (borrowed, may be NULL) is the live status, of which only
+ * its conditions are read (a caller may pass them alone): a condition whose
  * status did not change keeps its lastTransitionTime from there, and a
  * condition present there but no longer true is kept with status False.
  * Conditions: Queued, Admitted, Running, Succeeded, Failed, Rejected,

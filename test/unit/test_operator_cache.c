@@ -302,3 +302,52 @@ TEST(cache_stamps_follow_entries) {
     CHECK_INT(opcache_stamp(c, opcache_count(c)).changed, 0); /* past the end */
     opcache_free(c);
 }
+
+/* opcache_member_part: one part of a member, from the tree or from the
+ * stashed text alone, the same as the whole member's part; brackets,
+ * quotes and the part's own name inside strings and nested objects do
+ * not mislead the skip over the other parts. */
+TEST(cache_member_part) {
+    static const char *const cold[] = {"status", NULL};
+    const char *sts[] = {
+        "{\"phase\":\"Queued\",\"message\":\"a \\\"conditions\\\": [{\\\"x\\\"}] here\","
+        "\"scoreTerms\":[{\"name\":\"conditions\",\"value\":-1.5e3}],\"n\":{\"conditions\":[1]},"
+        "\"ok\":true,\"z\":null,\"conditions\":[{\"type\":\"Queued\",\"message\":\"]}{\\\\\"}]}",
+        "{\"conditions\":[],\"phase\":\"Pending\"}",
+        "{\"conditions\":42}",
+        "{\"phase\":\"Queued\",\"position\":3}",
+        "{}",
+    };
+    opcache *c = opcache_create(NULL, NULL);
+    for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
+        char b[1024];
+        snprintf(b, sizeof b, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"p%zu\"},\"status\":%s}",
+                 i, sts[i]);
+        struct opcache_obj *o = opcache_put(c, json_tokener_parse(b), NULL);
+        CHECK(o != NULL);
+        if (!o)
+            continue;
+        json_object *whole = json_tokener_parse(sts[i]), *want_part = NULL;
+        CHECK(whole != NULL);
+        bool has = json_object_object_get_ex(whole, "conditions", &want_part);
+        for (int stashed = 0; stashed < 2; stashed++) {
+            if (stashed)
+                CHECK_INT(opcache_stash(o, cold), 0);
+            json_object *got = opcache_member_part(o, "status", "conditions"), *part = NULL;
+            CHECK(got != NULL);
+            if (!got)
+                continue;
+            CHECK_INT(json_object_object_length(got), has ? 1 : 0);
+            if (has) {
+                CHECK(json_object_object_get_ex(got, "conditions", &part) &&
+                      json_object_equal(part, want_part));
+            }
+            json_object_put(got);
+        }
+        json_object_put(whole);
+        json_object *none = opcache_member_part(o, "absent", "conditions");
+        CHECK(none && json_object_object_length(none) == 0);
+        json_object_put(none);
+    }
+    opcache_free(c);
+}
