@@ -104,6 +104,8 @@
  * BENCH_STEADY_S (5); BENCH_SETTLE_CAP_S (60); BENCH_POLICY (priority, none for the built-in
  * default, or a QueuePolicy YAML file; fifo keeps the probe jobs behind a
  * blocked head); BENCH_QUEUED_CAP_S (600); BENCH_PROBE_CAP_S (60);
+ * BENCH_PROBES (3: arrivals and finishes at 10k jobs x 1k nodes) and
+ * BENCH_PROBES_OTHER (1: at the other rows);
  * BENCH_RELEASE_CAP_S (300: how long the first release may take);
  * BENCH_RAW_BASE_N (3000); BENCH_OPERATOR (the operator binary: compare a
  * build with another); BENCH_KEEP=1 keeps the directories (logs, SQLite);
