@@ -181,6 +181,12 @@ struct cy_rows {
     char **gname;
     int ngname;
     uint64_t gver;
+    /* The usable nodes as the last full build sorted them (cy_nodes),
+     * with the node cache's version then; nodes_ok: they were kept. */
+    struct q_node *nodes;
+    int nnodes, cnodes;
+    uint64_t nodes_ver;
+    bool nodes_ok;
 };
 
 static void cy_rows_groups_free(struct cy_rows *R) {
@@ -209,6 +215,7 @@ void cycle_free(struct server *s) {
         free(R->jobs);
         free(R->slot_row);
         free(R->slot_ver);
+        free(R->nodes);
         free(R);
         s->cyrows = NULL;
     }
@@ -501,8 +508,66 @@ static const char *cy_reason(int r) {
     }
 }
 
+#ifdef AIQ_SELFCHECK
+_Noreturn static void cy_selfcheck_failed(struct server *s, const char *what, const char *key);
+
+/* Whether two nodes say the same, field by field (not their padding). */
+static bool cy_node_same(const struct q_node *a, const struct q_node *b) {
+    return a->name == b->name && a->domain == b->domain && a->gpu_model == b->gpu_model &&
+           a->topology == b->topology && a->ngpus == b->ngpus &&
+           memcmp(a->gpu_mem_total, b->gpu_mem_total, sizeof a->gpu_mem_total) == 0 &&
+           memcmp(a->gpu_mem_used, b->gpu_mem_used, sizeof a->gpu_mem_used) == 0 &&
+           a->cpu_alloc == b->cpu_alloc && a->cpu_used == b->cpu_used &&
+           a->mem_alloc == b->mem_alloc && a->mem_used == b->mem_used &&
+           a->schedulable == b->schedulable && a->util_known == b->util_known &&
+           memcmp(a->gpu_util, b->gpu_util, sizeof a->gpu_util) == 0;
+}
+#endif
+
+/* The usable nodes, sorted by name, into c->nodes (room for every cached
+ * node). Taken from the last full build while the node cache is as it
+ * was then (no put, no deletion: each node's input, strings included, is
+ * what it was) and no live utilisation source sets them by the clock;
+ * the capacity grace's fingerprint of the same nodes is the same. At 1k
+ * nodes the build, its sort and the fingerprint were a fifth of a steady
+ * cycle. The selfcheck build also builds them and compares. */
+static void cy_nodes(struct server *s, struct cy *c, struct cy_rows *R, double now) {
+    uint64_t ver = opcache_version(s->cache[OPK_NODE]);
+    if (R->nodes_ok && R->nodes_ver == ver && !s->util && !s->flags.util_alnair) {
+        memcpy(c->nodes, R->nodes, (size_t)R->nnodes * sizeof *c->nodes);
+        c->nnodes = R->nnodes;
+#ifdef AIQ_SELFCHECK
+        struct q_node *f = calloc((size_t)R->nnodes + 1, sizeof *f);
+        int n = f ? capacity_nodes(s, f) : -1;
+        if (f)
+            qsort(f, (size_t)n, sizeof *f, cy_node_cmp);
+        for (int i = 0; f && i < n; i++)
+            if (n != R->nnodes || !cy_node_same(&f[i], &c->nodes[i]))
+                cy_selfcheck_failed(s, "kept_nodes", f[i].name);
+        free(f);
+#endif
+        return;
+    }
+    c->nnodes = capacity_nodes(s, c->nodes);
+    qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy_node_cmp);
+    capgrace_observe(s, c->nodes, c->nnodes, now);
+    R->nodes_ok = false;
+    if (c->nnodes > R->cnodes) {
+        struct q_node *k = realloc(R->nodes, (size_t)c->nnodes * sizeof *k);
+        if (!k)
+            return; /* not kept: built in full again next cycle */
+        R->nodes = k;
+        R->cnodes = c->nnodes;
+    }
+    if (c->nnodes > 0)
+        memcpy(R->nodes, c->nodes, (size_t)c->nnodes * sizeof *c->nodes);
+    R->nnodes = c->nnodes;
+    R->nodes_ver = ver;
+    R->nodes_ok = true;
+}
+
 /* Builds nodes, groups and users. Returns 0 or -1 (ENOMEM). */
-static int cy_build_cluster(struct server *s, struct cy *c, double now) {
+static int cy_build_cluster(struct server *s, struct cy *c, struct cy_rows *R, double now) {
     opcache *nc = s->cache[OPK_NODE], *gc = s->cache[OPK_GROUP], *uc = s->cache[OPK_USERQUOTA];
     size_t nn = opcache_count(nc), ng = opcache_count(gc);
     c->nodes = calloc(nn ? nn : 1, sizeof *c->nodes);
@@ -510,9 +575,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, double now) {
     c->gobj = calloc(ng ? ng : 1, sizeof *c->gobj);
     if (!c->nodes || !c->groups || !c->gobj)
         return -1;
-    c->nnodes = capacity_nodes(s, c->nodes);
-    qsort(c->nodes, (size_t)c->nnodes, sizeof *c->nodes, cy_node_cmp);
-    capgrace_observe(s, c->nodes, c->nnodes, now);
+    cy_nodes(s, c, R, now);
     for (size_t i = 0; i < ng; i++) {
         struct opcache_obj *o = opcache_at(gc, i);
         if (!o->parse_ok || !o->parsed)
@@ -1285,7 +1348,7 @@ static int cy_build(struct server *s, struct cy *c, oppolicy *pol, double now) {
     if (d && d->n > CY_UDIR_MIN && d->n > 4 * d->last_users)
         cy_udir_clear(d); /* bounded: users no job names any more go */
     struct cy_rows *R = cy_rows_fit(s, opcache_count(s->cache[OPK_AIJOB]));
-    int brc = d && R ? cy_build_cluster(s, c, now) : -1;
+    int brc = d && R ? cy_build_cluster(s, c, R, now) : -1;
     if (brc == 0) {
         cy_cohorts(c);
         brc = cy_rows_groups(R, c);
