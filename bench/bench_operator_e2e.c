@@ -925,10 +925,10 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     int probes = r->jobs == 10000 && r->nodes == 1000 ? o->probes : o->probes_other;
     for (int k = 0; k < probes && left(o) > 20; k++) {
         double ms = probe_arrival(e, &m1, lbl, k);
-        if (ms == ms)
+        if (!isnan(ms))
             arr[na++] = ms;
         ms = probe_finish(e, &m1, lbl, k);
-        if (ms == ms)
+        if (!isnan(ms))
             fin[nf++] = ms;
     }
     r->arr_n = na;
