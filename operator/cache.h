@@ -37,8 +37,8 @@ struct opcache_obj {
     /* Bumped by the owner whenever its state in ext changes
      * (opcache_state_changed): with changed, a reader's copy of what it
      * derives from raw and ext is current while both are as it saw them.
-     * Sits in the padding before changed, so a reader checks both in one
-     * cache line. */
+     * A pass over every entry reads both from the cache's dense copy
+     * (opcache_stamp) instead of the entry. */
     uint32_t state_seq;
     uint64_t changed;  /* bumped on every put (callers compare) */
     /* A reader's memo of what it derives from raw: valid while
