@@ -1679,18 +1679,15 @@ static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm,
     return true;
 }
 
-/* Writes each admitted job's status, then releases its gang. */
+/* Releases the admitted gangs. The store holds each admission and its
+ * placement already (cy_record), so the pods go first, one merge patch
+ * each in one parallel batch; the statuses (phase Admitted, the
+ * placement) are due and urgent, and the flush after this turn writes
+ * them within the write budget. A restart between the two takes the
+ * admission back from the store (job_recover_admission). */
 static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm) {
-    /* Each admitted job's status (phase Admitted and its placement),
-     * then its pods, one merge patch each; a job whose status write
-     * failed is not released now (NULL), a later sync releases it once
-     * the status is recorded. */
-    int npods = jobs_publish_release(s, admitted, nadm);
-    int nrel = 0;
-    for (int k = 0; k < nadm; k++)
-        if (admitted[k])
-            admitted[nrel++] = admitted[k];
-    for (int k = 0; k < nrel; k++) {
+    int npods = jobs_release(s, admitted, nadm);
+    for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
         srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
@@ -1698,7 +1695,7 @@ static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm
               "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
               js->st.nplacement, (int)js->released);
     }
-    OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nrel, npods);
+    OPLOG(&s->log, OPLOG_DEBUG, "cycle_released", NULL, NULL, "jobs=%d pods=%d", nadm, npods);
 }
 
 /* Runs one cycle; see server.h. Steps: sync the jobs, build the input,

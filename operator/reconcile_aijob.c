@@ -709,8 +709,6 @@ static int rel_batch_apply(struct server *s, struct rel_batch *b, int *errors) {
             opcache_put(s->cache[OPK_POD], it->out, NULL);
         } else {
             errors[b->owner[i]]++;
-            if (it->rc == AIQ_ESTATE)
-                continue; /* not sent: its job's status write failed (logged) */
             OPLOG(&s->log, OPLOG_WARN, "pod_release_failed", it->path, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
@@ -755,100 +753,6 @@ int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs) {
               njobs, b.n, ok, srv_now() - t0);
     }
     return rel_finish(jobs, njobs, &b, errors, rel_batch_apply(s, &b, errors));
-}
-
-/* Writes the admitted jobs' statuses and releases their pods in one
- * batch; see server.h. Each job's pods are followers of its status write
- * (release_exec.h), so no pod leaves its gate before its job's placement
- * is recorded, yet the first jobs' pods go out while later statuses are
- * still being written. Under dra the claims are created while the
- * release patches are built, so the statuses are written first, all of
- * them, as two batches (jobs_publish_then_release). */
-static int jobs_publish_then_release(struct server *s, struct opcache_obj **jobs, int njobs) {
-    srv__write_statuses(s, OPK_AIJOB, jobs, njobs); /* failures: NULL in jobs */
-    int nrel = 0;
-    struct opcache_obj **rel = calloc((size_t)(njobs ? njobs : 1), sizeof *rel);
-    if (!rel)
-        return -1;
-    for (int k = 0; k < njobs; k++)
-        if (jobs[k])
-            rel[nrel++] = jobs[k];
-    int rc = jobs_release(s, rel, nrel);
-    free(rel);
-    return rc;
-}
-
-int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs) {
-    if (s->flags.gpu_mech == GPU_MECH_DRA)
-        return jobs_publish_then_release(s, jobs, njobs);
-    size_t nj = (size_t)(njobs ? njobs : 1);
-    struct release_item *st = calloc(nj, sizeof *st);
-    int *idx = calloc(nj, sizeof *idx), *errors = calloc(nj, sizeof *errors);
-    int *st_of = malloc(nj * sizeof *st_of);
-    struct rel_batch b = {0};
-    struct release_item *all = NULL;
-    int m = 0, patched = 0;
-    if (!st || !idx || !errors || !st_of)
-        goto oom;
-    int gave_up = 0; /* those jobs are NULL in jobs: not released now */
-    m = srv__status_prep(s, OPK_AIJOB, jobs, njobs, st, idx, &gave_up);
-    for (int jx = 0; jx < njobs; jx++)
-        st_of[jx] = -1;
-    for (int k = 0; k < m; k++)
-        st_of[idx[k]] = k;
-    /* A job prep gave up on (the store cannot publish) is NULL: none of
-     * its pods is built. */
-    rel_batch_build(s, jobs, njobs, errors, &b);
-    all = calloc((size_t)(m + b.n ? m + b.n : 1), sizeof *all);
-    if (!all)
-        goto oom;
-    /* One unit per job: its status write, then its pods as followers
-     * (rel_batch_build appends each job's pods together, in job order). */
-    int n = 0, pi = 0;
-    for (int jx = 0; jx < njobs; jx++) {
-        if (st_of[jx] >= 0)
-            all[n++] = st[st_of[jx]];
-        for (; pi < b.n && b.owner[pi] == jx; pi++) {
-            all[n] = b.items[pi];
-            all[n++].follows = st_of[jx] >= 0;
-        }
-    }
-    double t0 = srv_now();
-    int ok = n > 0 ? release_exec(s->kc, all, n, 4) : 0;
-    if (b.n > 0)
-        OPLOG(&s->log, OPLOG_INFO, "release_batch", NULL, NULL,
-              "jobs=%d statuses=%d pods=%d ok=%d seconds=%.4f", njobs, m, b.n, ok,
-              srv_now() - t0);
-    n = 0, pi = 0;
-    for (int jx = 0; jx < njobs; jx++) {
-        if (st_of[jx] >= 0)
-            st[st_of[jx]] = all[n++];
-        for (; pi < b.n && b.owner[pi] == jx; pi++)
-            b.items[pi] = all[n++];
-    }
-    free(all);
-    srv__status_done(s, OPK_AIJOB, jobs, st, idx, m); /* failures: NULL in jobs */
-    patched = rel_batch_apply(s, &b, errors);
-    free(st);
-    free(idx);
-    free(st_of);
-    return rel_finish(jobs, njobs, &b, errors, patched);
-oom:
-    /* Nothing was sent: the jobs stay dirty and unreleased, and the next
-     * sync writes and releases them. */
-    for (int k = 0; k < m; k++)
-        json_object_put(st[k].patch);
-    for (int k = 0; k < b.n; k++)
-        json_object_put(b.items[k].patch);
-    for (int jx = 0; jx < njobs; jx++)
-        jobs[jx] = NULL;
-    free(st);
-    free(idx);
-    free(st_of);
-    free(b.items);
-    free(b.owner);
-    free(errors);
-    return -1;
 }
 
 /* Releases one admitted job; see server.h. */
@@ -1056,6 +960,69 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
           "from=%d to=%d since=%.3f", from, n, js->grow_t);
 }
 
+/* A restart between an admission's pods and its status: a cycle releases
+ * the pods first and leaves the status (phase Admitted, the placement) to
+ * the flush, under the write budget (cycle.c, cy_release). The status
+ * then still says Pending or Queued at attempt N while released pods made
+ * for attempt N + 1 are out. The store recorded that attempt and its
+ * placement before any pod left its gate (cy_record, fail closed), so the
+ * admission is taken back from there: phase Admitted, the same placement,
+ * its time; the status is written by the next sync and the pods still
+ * gated are released onto the same placement once it is. Without that
+ * record (another database), or with a pod of another attempt or one a
+ * preemption stopped, nothing changes here and the released pods are a
+ * teardown's (job_recover_teardown). */
+static void job_recover_admission(struct server *s, struct opcache_obj *o,
+                                  const struct aiq_aijob *j, struct opjob *js) {
+    if (js->st.phase != AIQ_PHASE_NONE && js->st.phase != AIQ_PHASE_PENDING &&
+        js->st.phase != AIQ_PHASE_QUEUED)
+        return;
+    char key[OPCACHE_KEY_MAX];
+    int next = js->st.attempts + 1, out = 0;
+    for (int i = 0; i < job_max_pods(j); i++) {
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        if (!pod || pods_is_gated(pod->raw))
+            continue;
+        if (pods_attempt(pod->raw) != next || job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON))
+            return;
+        out++;
+    }
+    if (out == 0)
+        return;
+    struct store_attempt a;
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (store_attempt_get(s->db, j->meta.uid, next, &a, &e) != AIQ_OK) {
+        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
+              "attempt=%d released=%d rc=%s msg=\"%s\"", next, out, aiq_strerror(e.code),
+              e.message);
+        return;
+    }
+    int n = a.finished > 0 ? -1 : opstatus_places_text(a.placement_json, js->place, js->place_cap);
+    free(a.placement_json);
+    if (n <= 0) {
+        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
+              "attempt=%d released=%d msg=\"%s\"", next, out,
+              a.finished > 0 ? "the store has the attempt finished" : "no placement in the store");
+        return;
+    }
+    opcache_state_changed(o);
+    js->st.nplacement = n;
+    js->st.placement = js->place;
+    js->st.attempts = next;
+    js->st.admitted_at = a.admitted;
+    js->st.position = 0;
+    js->st.estimated_start = 0;
+    js->released = false;
+    char msg[512];
+    snprintf(msg, sizeof msg, "admitted: %d replica%s on %s%s (attempt %d)", n,
+             n == 1 ? "" : "s", js->place[0].node, n > 1 ? " and others" : "", next);
+    job_phase(js, AIQ_PHASE_ADMITTED, "Admitted", msg);
+    OPLOG(&s->log, OPLOG_INFO, "admission_recovered", o->key, srv__rv(o->raw),
+          "attempt=%d placement=%d released=%d status=unwritten", next, n, out);
+}
+
 /* Recovers our state from the live status (first sight after a start). */
 static void job_load(struct server *s, struct opcache_obj *o,
                      const struct aiq_aijob *j, struct opjob *js) {
@@ -1082,12 +1049,14 @@ static void job_load(struct server *s, struct opcache_obj *o,
     if (opstatus_current_form(live))
         job_published_as(o, js);
     json_object_put(live);
+    job_recover_admission(s, o, j, js);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {
         /* This run's GPU time counts from its admission (see seg_t). */
         js->seg_t = js->st.admitted_at;
         js->st.current_replicas = js->st.nplacement;
-        /* Re-record the attempt (a no-op when the store has it). */
+        /* Re-record the attempt (the same time and placement when the
+         * store has it). */
         char *pj = job_place_json(js);
         (void)srv_rec(s, store_attempt_begin(s->db, j->meta.uid, js->st.attempts,
                             js->st.admitted_at ? js->st.admitted_at : job_now(), pj, NULL), "attempt_begin");

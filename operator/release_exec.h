@@ -18,20 +18,14 @@ struct release_item {
     json_object *patch;    /* merge patch, or the object to create (owned
                               by the caller) */
     int create;            /* 1: POST patch to path instead of PATCH */
-    int follows;           /* 1: sent only once the unit's leader (the
-                              nearest item before it with follows 0)
-                              succeeded; else rc AIQ_ESTATE, not sent */
     json_object *out;      /* the patched pod on success (caller puts it) */
     aiq_rc rc;
     aiq_err err;
 };
 
 /* PATCHes (or POSTs, for create items) every item using up to `threads`
- * threads (1..16; n small means fewer). A leader's followers go out after
- * it, in parallel with each other and with other units, so a job's status
- * write and then its pods' releases can share one batch without a barrier
- * between all statuses and all pods. Fills out/rc/err of each item.
- * Returns how many succeeded. */
+ * threads (1..16; n small means fewer), in no particular order. Fills
+ * out/rc/err of each item. Returns how many succeeded. */
 int release_exec(struct kube_client *c, struct release_item *items, int n,
                  int threads);
 

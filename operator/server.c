@@ -337,9 +337,13 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
     it->out = NULL;
 }
 
-/* Prepares the status writes of objs; see server.h. */
-int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
-                     struct release_item *items, int *idx, int *gave_up) {
+/* srv_write_statuses in two halves around the batch's sending. This
+ * one fills items[0..m) (room for n) and idx[0..m) (each item's entry in
+ * objs) with the merge patches of the dirty entries and returns m; an
+ * entry that cannot be written (the store cannot publish: fail closed) is
+ * set to NULL, and *gave_up says how many were. */
+static int srv_status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
+                           struct release_item *items, int *idx, int *gave_up) {
     int m = 0, nulled = 0;
     if (!srv_store_publishable(s)) {
         /* Fail closed: a status must not run ahead of its record. The
@@ -385,9 +389,11 @@ int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int 
     return m;
 }
 
-/* Takes the answers of m prepared status writes; see server.h. */
-int srv__status_done(struct server *s, opkind k, struct opcache_obj **objs,
-                     struct release_item *items, const int *idx, int m) {
+/* Takes the answers of m prepared status writes: written entries are
+ * clean and cached as the server returned them, failed ones stay dirty
+ * and are set to NULL in objs; frees the patches. Returns the failures. */
+static int srv_status_take(struct server *s, opkind k, struct opcache_obj **objs,
+                           struct release_item *items, const int *idx, int m) {
     int failed = 0;
     if (k == OPK_AIJOB) {
         s->status_tokens -= m;
@@ -407,9 +413,10 @@ int srv__status_done(struct server *s, opkind k, struct opcache_obj **objs,
     return failed;
 }
 
-/* Writes the statuses of objs (dirty ones) in one parallel batch; see
- * server.h. Entries whose write failed are set to NULL in objs. */
-int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n) {
+/* Writes the statuses of the dirty objects among objs (n entries of kind
+ * k) as one batch of parallel merge patches; an entry whose write failed
+ * is set to NULL. Returns the number of failures, or -1 on ENOMEM. */
+static int srv_write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n) {
     struct release_item *items = n ? calloc((size_t)n, sizeof *items) : NULL;
     int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
     if (n && (!items || !idx)) {
@@ -418,20 +425,13 @@ int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, i
         return -1;
     }
     int failed = 0; /* first the entries prep gave up: not publishable, no path */
-    int m = srv__status_prep(s, k, objs, n, items, idx, &failed);
+    int m = srv_status_prep(s, k, objs, n, items, idx, &failed);
     if (m > 0)
         release_exec(s->kc, items, m, m > 8 ? 4 : 1);
-    failed += srv__status_done(s, k, objs, items, idx, m);
+    failed += srv_status_take(s, k, objs, items, idx, m);
     free(items);
     free(idx);
     return failed;
-}
-
-aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o) {
-    struct opcache_obj *one = o;
-    if (srv__write_statuses(s, k, &one, 1) != 0 || !one)
-        return AIQ_EIO;
-    return AIQ_OK;
 }
 
 /* Drops a queued pod that cannot be sent (out of memory) together with
@@ -626,8 +626,6 @@ static size_t srv_status_allowance(struct server *s, size_t want) {
     s->status_tokens_at = now;
     if (s->status_tokens > burst)
         s->status_tokens = burst;
-    if (s->status_tokens < -rate) /* the cycle's admissions overspent it */
-        s->status_tokens = -rate;
     size_t can = s->status_tokens >= 1 ? (size_t)s->status_tokens : 0;
     return can < want ? can : want;
 }
@@ -669,7 +667,7 @@ void srv_flush(struct server *s) {
             opmetrics_status_writes(s->metrics, 0, (long)(m - go));
         }
         if (go)
-            srv__write_statuses(s, with_status[k], dirty, (int)go);
+            srv_write_statuses(s, with_status[k], dirty, (int)go);
         free(dirty);
     }
     s->maybe_dirty = any;

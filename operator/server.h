@@ -382,29 +382,6 @@ struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, 
 void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st);
 
-/* Writes o's status now if dirty (used before a release, which must
- * follow the recorded placement). Returns AIQ_OK or AIQ_EIO (logged). */
-aiq_rc srv__write_status(struct server *s, opkind k, struct opcache_obj *o);
-
-/* Writes the statuses of the dirty objects among objs (n entries of kind
- * k) as one batch of parallel merge patches; an entry whose write failed
- * is set to NULL. Returns the number of failures, or -1 on ENOMEM. */
-int srv__write_statuses(struct server *s, opkind k, struct opcache_obj **objs, int n);
-
-/* srv__write_statuses in two halves, for a caller that sends the writes
- * in a batch of its own (release_exec): srv__status_prep fills items[0..m)
- * (room for n) and idx[0..m) (each item's entry in objs) with the merge
- * patches of the dirty entries and returns m; an entry that cannot be
- * written (the store cannot publish: fail closed) is set to NULL, and
- * *gave_up says how many were.
- * srv__status_done takes the answers: written entries are clean and
- * cached as the server returned them, failed ones stay dirty and are set
- * to NULL in objs; frees the patches. Returns the failures. */
-struct release_item;
-int srv__status_prep(struct server *s, opkind k, struct opcache_obj **objs, int n,
-                     struct release_item *items, int *idx, int *gave_up);
-int srv__status_done(struct server *s, opkind k, struct opcache_obj **objs,
-                     struct release_item *items, const int *idx, int m);
 
 /* Queues the creation of a gated pod (takes pod): it goes into the pod
  * cache at once as a placeholder, so no sync creates it twice, and is
@@ -479,14 +456,6 @@ int job_release(struct server *s, struct opcache_obj *o);
  * job is marked released when all its pods are. Returns the pods patched,
  * or -1 when any job had an error (logged; a later sync retries). */
 int jobs_release(struct server *s, struct opcache_obj **jobs, int njobs);
-
-/* Writes the admitted jobs' statuses (placement recorded) and releases
- * their pods: each job's pods are sent only after its own status write
- * succeeded, in one parallel batch (release_exec.h). A job whose status
- * was not written is set to NULL in jobs and keeps its gates (a later
- * sync releases it once its status is recorded). Returns the pods
- * patched, or -1 when any job was not released. */
-int jobs_publish_release(struct server *s, struct opcache_obj **jobs, int njobs);
 
 /* The job's placement (js->place, js->st.nplacement) as the JSON text of
  * status.placement, for the store's attempt record; the caller frees it.

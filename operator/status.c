@@ -630,6 +630,21 @@ static int opst_places_from(json_object *status, struct opst_place *places, int 
     return n;
 }
 
+/* See status.h. */
+int opstatus_places_text(const char *text, struct opst_place *places, int max) {
+    json_object *arr = text ? json_tokener_parse(text) : NULL;
+    json_object *wrap = NULL;
+    int n = -1;
+    if (arr && json_object_is_type(arr, json_type_array) && (wrap = json_object_new_object()) &&
+        json_object_object_add(wrap, "placement", arr) == 0) {
+        arr = NULL; /* wrap owns it */
+        n = opst_places_from(wrap, places, max);
+    }
+    json_object_put(arr);
+    json_object_put(wrap);
+    return n;
+}
+
 /* Reads what survives a restart; see status.h. */
 int opstatus_from_json(json_object *status, struct opstatus *st,
                        struct opst_place *places, int max) {

@@ -158,6 +158,12 @@ bool opstatus_current_form(json_object *status);
 int opstatus_from_json(json_object *status, struct opstatus *st,
                        struct opst_place *places, int max);
 
+/* Reads a placement as job_place_json writes it (the store's attempt
+ * row: a JSON array of {replica, node, gpuIndexes, gpuMemory}) into
+ * places (max entries). Returns the number read (malformed entries are
+ * skipped), or -1 when text is not a JSON array. */
+int opstatus_places_text(const char *text, struct opst_place *places, int max);
+
 /* Describes the object an Event is about. All strings borrowed. */
 struct opevent_obj {
     const char *api_version; /* "aiq.dev/v1alpha1" */

@@ -1,0 +1,75 @@
+#!/bin/sh
+# servers: local real
+# release_order.sh -- an admission releases its pods before it writes the
+# job's status (docs/operator.md, step 4): the store holds the admission
+# and its placement first, the pods leave their gates, and the status
+# (phase Admitted, the placement) follows within the write budget. The
+# operator is killed after the first pod of an 8-replica gang left its
+# gate (crash point release_mid): the status must still say the job waits
+# and hold no placement, while at least one pod is out. Restarted, the
+# operator takes the admission back from its store: the job runs as
+# attempt 1 on the placement the released pods already hold (no second
+# admission, no pod torn down), every other pod is released onto that
+# same placement, and the journal has one admit decision.
+. "$(dirname "$0")/lib.sh"
+
+e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
+export AIQ_CRASH_AT=release_mid:1
+op_start
+unset AIQ_CRASH_AT
+cat <<'Y' | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: gang, namespace: default}
+spec:
+  user: carol
+  replicas: 8
+  resources: {gpus: 2, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 10m}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+
+# pods_gates: "<pod> <gated: 1, or 0> <aiq.dev/node or ->" per pod, by name.
+pods_gates() {
+    kubectl get pods -l aiq.dev/job=gang -o go-template='{{range .items}}{{.metadata.name}} {{if .spec.schedulingGates}}1{{else}}0{{end}} {{or (index .metadata.annotations "aiq.dev/node") "-"}}{{"\n"}}{{end}}' |
+        sort
+}
+op_exited() { ! kill -0 "$OP_PID" 2>/dev/null; }
+wait_for 60 "the operator reached release_mid and exited" op_exited
+check "it crashed at the crash point" grep -q "crash point reached" "$T/op.log"
+OP_PID=""
+pods_gates >"$T/before.txt"
+out=$(awk '$2 == 0' "$T/before.txt" | wc -l)
+echo "pods released before the crash: $out of 8"
+check "at least one pod left its gate before the crash" test "$out" -ge 1
+check "every released pod carries its node" sh -c "! awk '\$2 == 0 && \$3 == \"-\"' '$T/before.txt' | grep -q ."
+phase=$(jp aijob gang '{.status.phase}')
+check "the status was not written before the pods: not Admitted ($phase)" \
+    sh -c "case '$phase' in Admitted|Running) exit 1 ;; esac"
+check "the status holds no placement yet" eq "$(jp aijob gang '{.status.placement}')" ""
+check "the store has the admission" sh -c \
+    "[ \"\$(sqlite3 '$T/op.db' \"SELECT count(*) FROM job_attempts WHERE attempt = 1 AND placement IS NOT NULL\")\" = 1 ]"
+
+op_start
+wait_for 60 "restarted: the job runs" sh -c '[ "$(kubectl get aijob gang -o jsonpath={.status.phase})" = Running ]'
+check "the admission was taken back from the store" grep -q "event=admission_recovered obj=default/gang" "$T/op.log"
+check "attempt 1, not a second admission" eq "$(jp aijob gang '{.status.attempts}')" 1
+check "no teardown after the restart" sh -c "! grep -q 'event=job_teardown' '$T/op.log'"
+pods_gates >"$T/after.txt"
+check "every pod released" sh -c "! awk '\$2 != 0' '$T/after.txt' | grep -q ."
+# Each pod released before the crash kept its node; the status's
+# placement names, for every replica, the node its pod was released to.
+check "the pods released before the crash kept their nodes" sh -c \
+    "awk '\$2 == 0' '$T/before.txt' | while read -r p g n; do grep -qx \"\$p 0 \$n\" '$T/after.txt' || exit 1; done"
+kubectl get aijob gang -o go-template='{{range .status.placement}}gang-{{.replica}} 0 {{.node}}{{"\n"}}{{end}}' |
+    sort >"$T/placement.txt"
+check "the status's placement is where the pods went" sh -c "diff '$T/placement.txt' '$T/after.txt'"
+check "the pods are bound where they were released" sh -c '
+  kubectl get pods -l aiq.dev/job=gang -o go-template="{{range .items}}{{.spec.nodeName}}={{index .metadata.annotations \"aiq.dev/node\"}}{{\"\n\"}}{{end}}" |
+    awk -F= "\$1 != \$2 { bad = 1 } END { exit bad }"'
+check "one admit decision in the journal" sh -c \
+    "[ \"\$(sqlite3 '$T/op.db' \"SELECT count(*) FROM decisions WHERE action = 'admit'\")\" = 1 ]"
+e2e_done
