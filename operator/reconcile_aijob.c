@@ -960,6 +960,28 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
           "from=%d to=%d since=%.3f", from, n, js->grow_t);
 }
 
+/* The first released pod of the job whose node (its aiq.dev/node) is not
+ * the one js->place[0..n) gives its replica, or NULL when every released
+ * pod is where the placement says. */
+static const char *job_released_elsewhere(struct server *s, const struct aiq_aijob *j,
+                                          const struct opjob *js, int n) {
+    char key[OPCACHE_KEY_MAX];
+    struct opst_place got;
+    for (int i = 0; i < job_max_pods(j); i++) {
+        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        if (!pod || pods_is_gated(pod->raw))
+            continue;
+        int k = 0;
+        while (k < n && js->place[k].replica != i)
+            k++;
+        if (k == n || job_pod_place(pod->raw, i, &got) != 0 ||
+            strcmp(got.node, js->place[k].node) != 0)
+            return srv__name(pod->raw);
+    }
+    return NULL;
+}
+
 /* A restart between an admission's pods and its status: a cycle releases
  * the pods first and leaves the status (phase Admitted, the placement) to
  * the flush, under the write budget (cycle.c, cy_release). The status
@@ -969,9 +991,10 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
  * admission is taken back from there: phase Admitted, the same placement,
  * its time; the status is written by the next sync and the pods still
  * gated are released onto the same placement once it is. Without that
- * record (another database), or with a pod of another attempt or one a
- * preemption stopped, nothing changes here and the released pods are a
- * teardown's (job_recover_teardown). */
+ * record (another database), with a pod of another attempt or one a
+ * preemption stopped, or with a released pod on another node than the
+ * record gives it, nothing changes here (logged) and the released pods
+ * are a teardown's (job_recover_teardown). */
 static void job_recover_admission(struct server *s, struct opcache_obj *o,
                                   const struct aiq_aijob *j, struct opjob *js) {
     if (js->st.phase != AIQ_PHASE_NONE && js->st.phase != AIQ_PHASE_PENDING &&
@@ -1001,10 +1024,13 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     }
     int n = a.finished > 0 ? -1 : opstatus_places_text(a.placement_json, js->place, js->place_cap);
     free(a.placement_json);
-    if (n <= 0) {
+    const char *off = n > 0 ? job_released_elsewhere(s, j, js, n) : NULL;
+    if (n <= 0 || off) {
         OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
-              "attempt=%d released=%d msg=\"%s\"", next, out,
-              a.finished > 0 ? "the store has the attempt finished" : "no placement in the store");
+              "attempt=%d released=%d pod=%s msg=\"%s\"", next, out, off ? off : "-",
+              a.finished > 0 ? "the store has the attempt finished"
+              : n <= 0       ? "no placement in the store"
+                             : "a released pod is not on the node the store's placement gives it");
         return;
     }
     opcache_state_changed(o);

@@ -11,6 +11,10 @@
 # attempt 1 on the placement the released pods already hold (no second
 # admission, no pod torn down), every other pod is released onto that
 # same placement, and the journal has one admit decision.
+# Then a second gang, killed the same way, whose store record is made to
+# disagree with where its pods went: the restart must not take that
+# record (admission_not_recovered), tear the released pods down instead,
+# and run the gang again on one consistent placement.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -24,7 +28,7 @@ metadata: {name: gang, namespace: default}
 spec:
   user: carol
   replicas: 8
-  resources: {gpus: 2, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  resources: {gpus: 1, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
   template:
     metadata:
       annotations: {sim.aiq.dev/duration: 10m}
@@ -32,9 +36,10 @@ spec:
       containers: [{name: w, image: busybox}]
 Y
 
-# pods_gates: "<pod> <gated: 1, or 0> <aiq.dev/node or ->" per pod, by name.
+# pods_gates [JOB]: "<pod> <gated: 1, or 0> <aiq.dev/node or ->" per pod
+# of the job (gang by default), by name.
 pods_gates() {
-    kubectl get pods -l aiq.dev/job=gang -o go-template='{{range .items}}{{.metadata.name}} {{if .spec.schedulingGates}}1{{else}}0{{end}} {{or (index .metadata.annotations "aiq.dev/node") "-"}}{{"\n"}}{{end}}' |
+    kubectl get pods -l aiq.dev/job="${1:-gang}" -o go-template='{{range .items}}{{.metadata.name}} {{if .spec.schedulingGates}}1{{else}}0{{end}} {{or (index .metadata.annotations "aiq.dev/node") "-"}}{{"\n"}}{{end}}' |
         sort
 }
 op_exited() { ! kill -0 "$OP_PID" 2>/dev/null; }
@@ -72,4 +77,41 @@ check "the pods are bound where they were released" sh -c '
     awk -F= "\$1 != \$2 { bad = 1 } END { exit bad }"'
 check "one admit decision in the journal" sh -c \
     "[ \"\$(sqlite3 '$T/op.db' \"SELECT count(*) FROM decisions WHERE action = 'admit'\")\" = 1 ]"
+
+# --- a store record the released pods contradict --------------------------
+op_kill9
+export AIQ_CRASH_AT=release_mid:1
+op_start
+unset AIQ_CRASH_AT
+cat <<'Y' | kubectl apply -f - >/dev/null
+apiVersion: aiq.dev/v1alpha1
+kind: AIJob
+metadata: {name: gang2, namespace: default}
+spec:
+  user: carol
+  replicas: 8
+  resources: {gpus: 1, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
+  template:
+    metadata:
+      annotations: {sim.aiq.dev/duration: 10m}
+    spec:
+      containers: [{name: w, image: busybox}]
+Y
+wait_for 60 "gang2: the operator reached release_mid and exited" op_exited
+OP_PID=""
+pods_gates gang2 >"$T/before2.txt"
+check "gang2: a pod left its gate before the crash" sh -c "awk '\$2 == 0' '$T/before2.txt' | grep -q ."
+uid=$(jp aijob gang2 '{.metadata.uid}')
+sqlite3 "$T/op.db" "UPDATE job_attempts SET placement = replace(placement, '\"node\":\"gpu-', '\"node\":\"gone-')
+                    WHERE job_uid = '$uid'"
+op_start
+wait_for 60 "gang2: the contradicted record is not taken" \
+    grep -q "event=admission_not_recovered obj=default/gang2 .*not on the node the store" "$T/op.log"
+check "gang2: its released pods are torn down instead" grep -q "event=job_teardown_recovered obj=default/gang2" "$T/op.log"
+wait_for 90 "gang2 runs again" sh -c '[ "$(kubectl get aijob gang2 -o jsonpath={.status.phase})" = Running ]'
+pods_gates gang2 >"$T/after2.txt"
+kubectl get aijob gang2 -o go-template='{{range .status.placement}}gang2-{{.replica}} 0 {{.node}}{{"\n"}}{{end}}' |
+    sort >"$T/placement2.txt"
+check "gang2: the status's placement is where its pods went" sh -c "diff '$T/placement2.txt' '$T/after2.txt'"
+check "gang2: no pod on a node that does not exist" sh -c "! grep -q gone- '$T/after2.txt'"
 e2e_done
