@@ -604,11 +604,15 @@ struct rel_batch {
     int n, cap;
 };
 
-/* Room for one more item. Returns 0, or -1 when out of memory. */
-static int rel_batch_room(struct rel_batch *b) {
-    if (b->n < b->cap)
+/* Room for `more` items past the n there are (at least doubling, so
+ * growing one at a time stays linear). Returns 0, or -1 when out of
+ * memory. */
+static int rel_batch_room(struct rel_batch *b, int more) {
+    if (b->n + more <= b->cap)
         return 0;
     int nc = b->cap ? b->cap * 2 : 64;
+    if (nc < b->n + more)
+        nc = b->n + more;
     struct release_item *ni = realloc(b->items, (size_t)nc * sizeof *ni);
     if (ni)
         b->items = ni;
@@ -656,6 +660,12 @@ static int rel_item_build(struct server *s, struct release_item *it, struct opca
 static void rel_batch_build(struct server *s, struct opcache_obj **jobs, int njobs,
                             int *errors, struct rel_batch *b) {
     char key[OPCACHE_KEY_MAX];
+    int most = 0; /* every placed replica: one allocation for a big release */
+    for (int jx = 0; jx < njobs; jx++) {
+        struct opjob *js = jobs[jx] ? job_state(jobs[jx]) : NULL;
+        most += js && js->st.nplacement > 0 ? js->st.nplacement : 0;
+    }
+    (void)rel_batch_room(b, most); /* out of memory: the loop tries one at a time */
     for (int jx = 0; jx < njobs; jx++) {
         struct opcache_obj *o = jobs[jx];
         struct opjob *js = o ? job_state(o) : NULL;
@@ -674,7 +684,7 @@ static void rel_batch_build(struct server *s, struct opcache_obj **jobs, int njo
             }
             if (!pods_is_gated(p->raw))
                 continue; /* released before (idempotent) */
-            if (rel_batch_room(b) != 0) {
+            if (rel_batch_room(b, 1) != 0) {
                 errors[jx]++;
                 return;
             }

@@ -255,19 +255,19 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
         srv__rv(obj)};
     if (!s->leading)
         return;
+    /* Bounded like client-go's event broadcaster: past the cap an Event
+     * is dropped (counted), never queued without limit; checked before
+     * the Event is built (a release of thousands of gangs passes it). */
+    if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
+        s->events_dropped++;
+        return;
+    }
     json_object *ev = opevent_build(&eo, type, reason, message, srv_now(),
                                     ++s->event_seq);
     if (!ev)
         return;
     if (!s->pending_events)
         s->pending_events = json_object_new_array();
-    /* Bounded like client-go's event broadcaster: past the cap an Event
-     * is dropped (counted), never queued without limit. */
-    if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
-        s->events_dropped++;
-        json_object_put(ev);
-        return;
-    }
     if (!s->pending_events || json_object_array_add(s->pending_events, ev) != 0)
         json_object_put(ev);
     OPLOG(&s->log, OPLOG_INFO, "k8s_event", srv__name(obj), srv__rv(obj),
