@@ -382,7 +382,6 @@ struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, 
 void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st);
 
-
 /* Queues the creation of a gated pod (takes pod): it goes into the pod
  * cache at once as a placeholder, so no sync creates it twice, and is
  * POSTed with the next srv__flush_pods. */

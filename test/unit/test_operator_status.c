@@ -200,6 +200,35 @@ TEST(status_recovers_placement_after_restart) {
     json_object_put(s);
 }
 
+/* The store's attempt row keeps the placement as status.placement's JSON
+ * (job_place_json); a restart between an admission's pods and its status
+ * reads it back from there (job_recover_admission). */
+TEST(status_placement_reads_back_from_store_text) {
+    struct opst_place pl[2], back[4];
+    places_fill(pl, 2, 2, 81920);
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    st.placement = pl;
+    st.nplacement = 2;
+    json_object *s = opstatus_to_json(&st, NULL, T0), *arr = NULL;
+    CHECK(json_object_object_get_ex(s, "placement", &arr));
+    const char *text = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN);
+    CHECK_INT(opstatus_places_text(text, back, 4), 2);
+    CHECK_INT(back[0].replica, pl[0].replica);
+    CHECK_STR(back[1].node, pl[1].node);
+    CHECK_INT(back[1].ngpus, 2);
+    CHECK_INT(back[1].gpus[1], pl[1].gpus[1]);
+    CHECK_INT(back[1].gpu_memory_mib, 81920);
+    CHECK_INT(opstatus_places_text(text, back, 1), 1); /* what fits */
+    json_object_put(s);
+    /* An entry without a node is skipped; what is not an array is refused. */
+    CHECK_INT(opstatus_places_text("[{\"replica\":0},{\"replica\":1,\"node\":\"n1\"}]", back, 4), 1);
+    CHECK_STR(back[0].node, "n1");
+    CHECK_INT(opstatus_places_text("{\"replica\":0,\"node\":\"n1\"}", back, 4), -1);
+    CHECK_INT(opstatus_places_text("[{", back, 4), -1);
+    CHECK_INT(opstatus_places_text(NULL, back, 4), -1);
+}
+
 /* After a restart the operator takes the live status as what it last
  * published (reconcile_aijob.c job_load): so what it wrote must read
  * back with the same material fingerprint, position and estimated start,
