@@ -1001,10 +1001,11 @@ static const char *job_released_elsewhere(struct server *s, const struct aiq_aij
  * admission is taken back from there: phase Admitted, the same placement,
  * its time; the status is written by the next sync and the pods still
  * gated are released onto the same placement once it is. Without that
- * record (another database), with a pod of another attempt or one a
- * preemption stopped, or with a released pod on another node than the
- * record gives it, nothing changes here (logged) and the released pods
- * are a teardown's (job_recover_teardown). */
+ * record (another database), or with a released pod on another node than
+ * the record gives it, nothing changes here (admission_not_recovered in
+ * the log) and the released pods are a teardown's (job_recover_teardown);
+ * so too, without a word, with a released pod of another attempt or one a
+ * preemption stopped (a teardown's to begin with). */
 static void job_recover_admission(struct server *s, struct opcache_obj *o,
                                   const struct aiq_aijob *j, struct opjob *js) {
     if (js->st.phase != AIQ_PHASE_NONE && js->st.phase != AIQ_PHASE_PENDING &&
