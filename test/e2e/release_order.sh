@@ -18,13 +18,18 @@
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
-export AIQ_CRASH_AT=release_mid:1
-op_start
-unset AIQ_CRASH_AT
-cat <<'Y' | kubectl apply -f - >/dev/null
+op_exited() { ! kill -0 "$OP_PID" 2>/dev/null; }
+# crash_with NAME: the operator armed to exit at its first released pod
+# (crash point release_mid), an 8 x 1-GPU gang NAME applied, and the
+# crash awaited.
+crash_with() {
+    export AIQ_CRASH_AT=release_mid:1
+    op_start
+    unset AIQ_CRASH_AT
+    cat <<Y | kubectl apply -f - >/dev/null
 apiVersion: aiq.dev/v1alpha1
 kind: AIJob
-metadata: {name: gang, namespace: default}
+metadata: {name: $1, namespace: default}
 spec:
   user: carol
   replicas: 8
@@ -35,6 +40,9 @@ spec:
     spec:
       containers: [{name: w, image: busybox}]
 Y
+    wait_for 60 "$1: the operator reached release_mid and exited" op_exited
+    OP_PID=""
+}
 
 # pods_gates [JOB]: "<pod> <gated: 1, or 0> <aiq.dev/node or ->" per pod
 # of the job (gang by default), by name.
@@ -42,10 +50,8 @@ pods_gates() {
     kubectl get pods -l aiq.dev/job="${1:-gang}" -o go-template='{{range .items}}{{.metadata.name}} {{if .spec.schedulingGates}}1{{else}}0{{end}} {{or (index .metadata.annotations "aiq.dev/node") "-"}}{{"\n"}}{{end}}' |
         sort
 }
-op_exited() { ! kill -0 "$OP_PID" 2>/dev/null; }
-wait_for 60 "the operator reached release_mid and exited" op_exited
+crash_with gang
 check "it crashed at the crash point" grep -q "crash point reached" "$T/op.log"
-OP_PID=""
 pods_gates >"$T/before.txt"
 out=$(awk '$2 == 0' "$T/before.txt" | wc -l)
 echo "pods released before the crash: $out of 8"
@@ -80,25 +86,7 @@ check "one admit decision in the journal" sh -c \
 
 # --- a store record the released pods contradict --------------------------
 op_kill9
-export AIQ_CRASH_AT=release_mid:1
-op_start
-unset AIQ_CRASH_AT
-cat <<'Y' | kubectl apply -f - >/dev/null
-apiVersion: aiq.dev/v1alpha1
-kind: AIJob
-metadata: {name: gang2, namespace: default}
-spec:
-  user: carol
-  replicas: 8
-  resources: {gpus: 1, gpuMemoryMiB: 20480, cpu: "1", memory: 1Gi}
-  template:
-    metadata:
-      annotations: {sim.aiq.dev/duration: 10m}
-    spec:
-      containers: [{name: w, image: busybox}]
-Y
-wait_for 60 "gang2: the operator reached release_mid and exited" op_exited
-OP_PID=""
+crash_with gang2
 pods_gates gang2 >"$T/before2.txt"
 check "gang2: a pod left its gate before the crash" sh -c "awk '\$2 == 0' '$T/before2.txt' | grep -q ."
 uid=$(jp aijob gang2 '{.metadata.uid}')
