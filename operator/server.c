@@ -396,7 +396,7 @@ static int srv_status_take(struct server *s, opkind k, struct opcache_obj **objs
                            struct release_item *items, const int *idx, int m) {
     int failed = 0;
     if (k == OPK_AIJOB) {
-        s->status_tokens -= m;
+        opst_budget_spend(&s->status_budget, (size_t)m);
         opmetrics_status_writes(s->metrics, m, -1);
     }
     for (int j = 0; j < m; j++) {
@@ -610,28 +610,31 @@ static int srv_due_cmp(const void *a, const void *b) {
     return (x->dirty_since > y->dirty_since) - (x->dirty_since < y->dirty_since);
 }
 
-/* How many AIJob status writes the budget allows now (token bucket of
- * --status-writes-per-s, bursts up to a quarter second's worth, so one
- * turn's batch never holds the loop for long); 0 per second means no
- * budget. */
-static size_t srv_status_allowance(struct server *s, size_t want) {
-    double rate = s->flags.status_writes_per_s, now = srv_now();
-    if (rate <= 0)
-        return want;
-    double burst = rate / 4 + 1;
-    if (s->status_tokens_at > 0)
-        s->status_tokens += rate * (now - s->status_tokens_at);
-    else
-        s->status_tokens = burst; /* the first turn */
-    s->status_tokens_at = now;
-    if (s->status_tokens > burst)
-        s->status_tokens = burst;
-    size_t can = s->status_tokens >= 1 ? (size_t)s->status_tokens : 0;
-    return can < want ? can : want;
+/* Whether gated pods are still queued for creation after this turn's
+ * batch (a burst of arrivals). */
+static bool srv_pods_waiting(const struct server *s) {
+    return s->pending_pods && json_object_array_length(s->pending_pods) > 0;
+}
+
+/* How many of the n dirty AIJobs go out while pods wait: those with a
+ * phase change due, and any other waiting SRV_STATUS_WAIT_MAX_S or more
+ * (arrivals that never stop do not hold the rest for good). srv_due_cmp
+ * puts exactly these first. */
+static size_t srv_count_first(struct opcache_obj *const *dirty, size_t n, double now) {
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct opext *x = dirty[i]->ext;
+        u += x->urgent || now - x->dirty_since >= SRV_STATUS_WAIT_MAX_S;
+    }
+    return u;
 }
 
 /* Flush: pods to create, statuses of dirty objects (one parallel batch
- * per kind; AIJob statuses within the write budget), then Events. */
+ * per kind; AIJob statuses within the write budget), then Events. While
+ * pods still wait to be created, only the AIJob statuses with a phase
+ * change go out (and any due for SRV_STATUS_WAIT_MAX_S): a burst's
+ * Queued statuses wait for their pods, and the rest (a Pending job's, a
+ * position that moved) would only slow them. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
@@ -661,7 +664,9 @@ void srv_flush(struct server *s) {
         any = any || m > 0;
         size_t go = m;
         if (with_status[k] == OPK_AIJOB) {
-            go = srv_status_allowance(s, m);
+            double now = srv_now();
+            go = opst_budget_allow(&s->status_budget, s->flags.status_writes_per_s, now,
+                                   srv_pods_waiting(s) ? srv_count_first(dirty, m, now) : m);
             if (go < m)
                 qsort(dirty, m, sizeof *dirty, srv_due_cmp);
             opmetrics_status_writes(s->metrics, 0, (long)(m - go));

@@ -194,6 +194,9 @@ struct opext {
  * of pods go out over several short turns, so the loop keeps reading the
  * watch and writing statuses (whose budget refills per turn) meanwhile. */
 #define SRV_PODS_PER_TURN 250
+/* While pods wait to be created only phase changes are written (see
+ * srv_flush), and any other due status once it has waited this long. */
+#define SRV_STATUS_WAIT_MAX_S 10.0
 
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
@@ -286,8 +289,7 @@ struct server {
     uint64_t cap_fp;           /* its configured capacity's fingerprint */
     double cap_changed_at;     /* when that last changed (unix s) */
     bool maybe_dirty;          /* some object may have a status to write: srv_flush scans */
-    double status_tokens;      /* write budget left (token bucket) */
-    double status_tokens_at;   /* when it was last refilled (unix s) */
+    struct opst_budget status_budget; /* --status-writes-per-s */
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */

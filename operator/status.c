@@ -769,3 +769,27 @@ fail:
     json_object_put(src);
     return NULL;
 }
+
+/* See status.h. */
+size_t opst_budget_allow(struct opst_budget *b, double rate, double now, size_t want) {
+    if (rate <= 0)
+        return want;
+    double burst = rate / 4 + 1;
+    if (b->at > 0) {
+        if (b->tokens > burst)
+            b->tokens = burst;
+        if (now > b->at)
+            b->tokens += rate * (now - b->at < 1 ? now - b->at : 1);
+    } else {
+        b->tokens = burst; /* the first turn */
+    }
+    if (now > b->at)
+        b->at = now;
+    size_t can = b->tokens >= 1 ? (size_t)b->tokens : 0;
+    return can < want ? can : want;
+}
+
+/* See status.h. */
+void opst_budget_spend(struct opst_budget *b, size_t n) {
+    b->tokens -= (double)n;
+}

@@ -104,6 +104,25 @@ uint64_t opstatus_material_hash(const struct opstatus *st);
  * max(60 s, 10% of the time left until it). */
 bool opstatus_moved(int was_pos, double was_eta, int pos, double eta, double now);
 
+/* The AIJob status write budget (--status-writes-per-s), a token bucket:
+ * what earlier turns left unused is kept up to a quarter second's worth,
+ * and what accrued since the last take up to a second's worth, so a turn
+ * of up to a second (a burst's cycle and pods) may write at the full
+ * rate, and a quiet spell saves at most 1.25 s worth. Over any T seconds
+ * the takes stay within rate x T plus a quarter second's worth (and one). */
+struct opst_budget {
+    double tokens; /* writes allowed and not yet taken */
+    double at;     /* when it was last refilled (unix s; 0: never) */
+};
+
+/* How many of want writes the budget allows at now, at rate a second
+ * (<= 0: no limit, all of them); the caller takes what it writes with
+ * opst_budget_spend. */
+size_t opst_budget_allow(struct opst_budget *b, double rate, double now, size_t want);
+
+/* Counts n writes made against the budget. */
+void opst_budget_spend(struct opst_budget *b, size_t n);
+
 /* Formats unix seconds t as RFC 3339 UTC ("2026-01-02T03:04:05Z"; t
  * clamped to 1970..9999, NaN as 0) into
  * buf (cap >= 21). Returns buf. */

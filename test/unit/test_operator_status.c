@@ -666,3 +666,35 @@ TEST(status_num_as_parsed) {
     }
     CHECK_INT(bad, 0);
 }
+
+/* The status write budget: a turn that took a second may write a second's
+ * worth (the bucket does not drop what accrued during the turn), a quiet
+ * spell saves at most 1.25 s worth, and over a run of turns of uneven
+ * length the writes stay within rate x elapsed + the burst. */
+TEST(status_budget_keeps_what_a_long_turn_accrued) {
+    struct opst_budget b = {0, 0};
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 100.0, 5000), 251); /* first turn */
+    opst_budget_spend(&b, 251);
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 101.0, 5000), 1000); /* a 1 s turn */
+    opst_budget_spend(&b, 1000);
+    /* A quiet minute: a second's worth, not a minute's. */
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.0, 5000), 1000);
+    opst_budget_spend(&b, 10); /* 990 left over: capped at the burst, 251 */
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, 5000), 501);
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, 7), 7);
+    CHECK_INT((int)opst_budget_allow(&b, 0, 161.5, 123456), 123456); /* no limit */
+    /* The bound, over turns of uneven length that take all they may. */
+    struct opst_budget r = {0, 0};
+    double now = 1000, t0 = now, written = 0, worst = 0;
+    for (int i = 0; i < 2000; i++) {
+        now += (i % 7 == 0) ? 0.95 : (i % 3 == 0 ? 0.002 : 0.2);
+        size_t n = opst_budget_allow(&r, 2, now, 1000);
+        opst_budget_spend(&r, n);
+        written += (double)n;
+        double over = written - 2 * (now - t0);
+        if (over > worst)
+            worst = over;
+    }
+    CHECK(worst <= 2.0 / 4 + 1 + 1e-9);
+    CHECK(written >= 2 * (now - t0) - 2); /* and the rate is reached */
+}
