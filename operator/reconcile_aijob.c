@@ -210,7 +210,12 @@ static void job__publish(struct server *s, struct opcache_obj *o,
               "phase=%s retry=next_sync", aiq_phase_name(js->st.phase));
         opmetrics_status_failed_inc(s->metrics, "AIJob");
     }
-    bool phase_changed = js->st.phase != js->pub_phase;
+    /* A phase change is written before the rest, except Pending: the
+     * short step while the job's pods are made, which Queued soon
+     * replaces. In a burst the budget then goes to the Queued statuses,
+     * and a Pending one still waiting is replaced by its Queued one
+     * instead of costing a write of its own. */
+    bool phase_changed = js->st.phase != js->pub_phase && js->st.phase != AIQ_PHASE_PENDING;
     srv__want_status(s, o, st);
     struct opext *x = o->ext;
     if (x && x->dirty && phase_changed)
@@ -1049,6 +1054,12 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     js->st.placement = js->place;
     js->st.attempts = next;
     js->st.admitted_at = a.admitted;
+    struct store_job sj;
+    /* A status never written as Queued has no queue time: the store's row
+     * has it (job_sync_waiting marks it). Without it the status shows
+     * none, as before. */
+    if (js->st.queued_at <= 0 && store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK)
+        js->st.queued_at = sj.queued;
     js->st.position = 0;
     js->st.estimated_start = 0;
     js->released = false;
