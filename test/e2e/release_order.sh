@@ -19,17 +19,19 @@
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
 op_exited() { ! kill -0 "$OP_PID" 2>/dev/null; }
-# crash_with NAME: the operator armed to exit at its first released pod
-# (crash point release_mid), an 8 x 1-GPU gang NAME applied, and the
-# crash awaited.
+# crash_with NAME [OPERATOR FLAG...]: the operator armed to exit at its
+# first released pod (crash point release_mid), an 8 x 1-GPU gang NAME
+# applied, and the crash awaited.
 crash_with() {
+    name=$1
+    shift
     export AIQ_CRASH_AT=release_mid:1
-    op_start
+    op_start "$@"
     unset AIQ_CRASH_AT
     cat <<Y | kubectl apply -f - >/dev/null
 apiVersion: aiq.dev/v1alpha1
 kind: AIJob
-metadata: {name: $1, namespace: default}
+metadata: {name: $name, namespace: default}
 spec:
   user: carol
   replicas: 8
@@ -40,7 +42,7 @@ spec:
     spec:
       containers: [{name: w, image: busybox}]
 Y
-    wait_for 60 "$1: the operator reached release_mid and exited" op_exited
+    wait_for 60 "$name: the operator reached release_mid and exited" op_exited
     OP_PID=""
 }
 
@@ -50,7 +52,9 @@ pods_gates() {
     kubectl get pods -l aiq.dev/job="${1:-gang}" -o go-template='{{range .items}}{{.metadata.name}} {{if .spec.schedulingGates}}1{{else}}0{{end}} {{or (index .metadata.annotations "aiq.dev/node") "-"}}{{"\n"}}{{end}}' |
         sort
 }
-crash_with gang
+# A write budget of one a second: the Queued status most likely never
+# went out before the admission, so the queue time comes from the store.
+crash_with gang --status-writes-per-s 1
 check "it crashed at the crash point" grep -q "crash point reached" "$T/op.log"
 pods_gates >"$T/before.txt"
 out=$(awk '$2 == 0' "$T/before.txt" | wc -l)
@@ -68,6 +72,10 @@ op_start
 wait_for 60 "restarted: the job runs" sh -c '[ "$(kubectl get aijob gang -o jsonpath={.status.phase})" = Running ]'
 check "the admission was taken back from the store" grep -q "event=admission_recovered obj=default/gang" "$T/op.log"
 check "attempt 1, not a second admission" eq "$(jp aijob gang '{.status.attempts}')" 1
+qt=$(jp aijob gang '{.status.queuedTime}')
+at=$(jp aijob gang '{.status.admittedTime}')
+check "the status has a queue time ($qt; before the crash: $phase), not after its admission ($at)" \
+    sh -c "[ -n '$qt' ] && [ -n '$at' ] && ! expr '$qt' '>' '$at' >/dev/null"
 check "no teardown after the restart" sh -c "! grep -q 'event=job_teardown' '$T/op.log'"
 pods_gates >"$T/after.txt"
 check "every pod released" sh -c "! awk '\$2 != 0' '$T/after.txt' | grep -q ."
