@@ -1683,10 +1683,13 @@ static bool cy_record(struct server *s, struct opcache_obj **admitted, int nadm,
  * placement already (cy_record), so the pods go first, one merge patch
  * each in one parallel batch; the statuses (phase Admitted, the
  * placement) are due and urgent, and the flush after this turn writes
- * them within the write budget. A restart between the two takes the
- * admission back from the store (job_recover_admission). */
+ * them within the write budget, at most a quarter second's worth in this
+ * turn (release_turn), so the next cycle's release does not wait behind
+ * them. A restart between the two takes the admission back from the
+ * store (job_recover_admission). */
 static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm) {
     int npods = jobs_release(s, admitted, nadm);
+    s->release_turn = s->release_turn || npods > 0;
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;

@@ -634,7 +634,9 @@ static size_t srv_count_first(struct opcache_obj *const *dirty, size_t n, double
  * pods still wait to be created, only the AIJob statuses with a phase
  * change go out (and any due for SRV_STATUS_WAIT_MAX_S): a burst's
  * Queued statuses wait for their pods, and the rest (a Pending job's, a
- * position that moved) would only slow them. */
+ * position that moved) would only slow them. After a cycle that released
+ * pods, at most a quarter second's worth: the next cycle may release more
+ * (an uncordon still reaching nodes), and its pods go before statuses. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
@@ -666,6 +668,7 @@ void srv_flush(struct server *s) {
         if (with_status[k] == OPK_AIJOB) {
             double now = srv_now();
             go = opst_budget_allow(&s->status_budget, s->flags.status_writes_per_s, now,
+                                   s->release_turn,
                                    srv_pods_waiting(s) ? srv_count_first(dirty, m, now) : m);
             if (go < m)
                 qsort(dirty, m, sizeof *dirty, srv_due_cmp);
@@ -676,6 +679,7 @@ void srv_flush(struct server *s) {
         free(dirty);
     }
     s->maybe_dirty = any;
+    s->release_turn = false;
     srv_flush_events(s);
 }
 

@@ -290,6 +290,7 @@ struct server {
     double cap_changed_at;     /* when that last changed (unix s) */
     bool maybe_dirty;          /* some object may have a status to write: srv_flush scans */
     struct opst_budget status_budget; /* --status-writes-per-s */
+    bool release_turn;         /* this turn's cycle released pods (srv_flush) */
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */

@@ -771,7 +771,8 @@ fail:
 }
 
 /* See status.h. */
-size_t opst_budget_allow(struct opst_budget *b, double rate, double now, size_t want) {
+size_t opst_budget_allow(struct opst_budget *b, double rate, double now, bool short_turn,
+                         size_t want) {
     if (rate <= 0)
         return want;
     double burst = rate / 4 + 1;
@@ -785,7 +786,8 @@ size_t opst_budget_allow(struct opst_budget *b, double rate, double now, size_t 
     }
     if (now > b->at)
         b->at = now;
-    size_t can = b->tokens >= 1 ? (size_t)b->tokens : 0;
+    double may = short_turn && b->tokens > burst ? burst : b->tokens;
+    size_t can = may >= 1 ? (size_t)may : 0;
     return can < want ? can : want;
 }
 

@@ -116,9 +116,11 @@ struct opst_budget {
 };
 
 /* How many of want writes the budget allows at now, at rate a second
- * (<= 0: no limit, all of them); the caller takes what it writes with
- * opst_budget_spend. */
-size_t opst_budget_allow(struct opst_budget *b, double rate, double now, size_t want);
+ * (<= 0: no limit, all of them), and with short at most a quarter
+ * second's worth (and one) whatever has accrued; the caller takes what it
+ * writes with opst_budget_spend. */
+size_t opst_budget_allow(struct opst_budget *b, double rate, double now, bool short_turn,
+                         size_t want);
 
 /* Counts n writes made against the budget. */
 void opst_budget_spend(struct opst_budget *b, size_t n);

@@ -673,28 +673,35 @@ TEST(status_num_as_parsed) {
  * length the writes stay within rate x elapsed + the burst. */
 TEST(status_budget_keeps_what_a_long_turn_accrued) {
     struct opst_budget b = {0, 0};
-    CHECK_INT((int)opst_budget_allow(&b, 1000, 100.0, 5000), 251); /* first turn */
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 100.0, false, 5000), 251); /* first turn */
     opst_budget_spend(&b, 251);
-    CHECK_INT((int)opst_budget_allow(&b, 1000, 101.0, 5000), 1000); /* a 1 s turn */
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 101.0, false, 5000), 1000); /* a 1 s turn */
     opst_budget_spend(&b, 1000);
     /* A quiet minute: a second's worth, not a minute's. */
-    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.0, 5000), 1000);
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.0, false, 5000), 1000);
     opst_budget_spend(&b, 10); /* 990 left over: capped at the burst, 251 */
-    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, 5000), 501);
-    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, 7), 7);
-    CHECK_INT((int)opst_budget_allow(&b, 0, 161.5, 123456), 123456); /* no limit */
-    /* The bound, over turns of uneven length that take all they may. */
-    struct opst_budget r = {0, 0};
-    double now = 1000, t0 = now, written = 0, worst = 0;
-    for (int i = 0; i < 2000; i++) {
-        now += (i % 7 == 0) ? 0.95 : (i % 3 == 0 ? 0.002 : 0.2);
-        size_t n = opst_budget_allow(&r, 2, now, 1000);
-        opst_budget_spend(&r, n);
-        written += (double)n;
-        double over = written - 2 * (now - t0);
-        if (over > worst)
-            worst = over;
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, false, 5000), 501);
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, false, 7), 7);
+    /* A turn that released pods: a quarter second's worth at most. */
+    CHECK_INT((int)opst_budget_allow(&b, 1000, 161.25, true, 5000), 251);
+    CHECK_INT((int)opst_budget_allow(&b, 0, 161.5, true, 123456), 123456); /* no limit */
+    /* The bound, over turns of uneven length that take all they may, with
+     * and without turns that released pods; without them the rate is
+     * reached too. */
+    for (int shorts = 0; shorts < 2; shorts++) {
+        struct opst_budget r = {0, 0};
+        double now = 1000, t0 = now, written = 0, worst = 0;
+        for (int i = 0; i < 2000; i++) {
+            now += (i % 7 == 0) ? 0.95 : (i % 3 == 0 ? 0.002 : 0.2);
+            size_t n = opst_budget_allow(&r, 2, now, shorts && i % 5 == 0, 1000);
+            opst_budget_spend(&r, n);
+            written += (double)n;
+            double over = written - 2 * (now - t0);
+            if (over > worst)
+                worst = over;
+        }
+        CHECK(worst <= 2.0 / 4 + 1 + 1e-9);
+        if (!shorts)
+            CHECK(written >= 2 * (now - t0) - 2);
     }
-    CHECK(worst <= 2.0 / 4 + 1 + 1e-9);
-    CHECK(written >= 2 * (now - t0) - 2); /* and the rate is reached */
 }
