@@ -1069,6 +1069,11 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     job_phase(js, AIQ_PHASE_ADMITTED, "Admitted", msg);
     OPLOG(&s->log, OPLOG_INFO, "admission_recovered", o->key, srv__rv(o->raw),
           "attempt=%d placement=%d released=%d status=unwritten", next, n, out);
+    /* The admission's own Event may have gone with the crash (Events are
+     * posted after the turn's pods); this one says what happened. */
+    char ev[640];
+    snprintf(ev, sizeof ev, "%s; taken back from the store after a restart", msg);
+    job_event(s, o, js, "Normal", "AdmissionRecovered", ev);
 }
 
 /* Recovers our state from the live status (first sight after a start). */

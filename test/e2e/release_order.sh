@@ -71,6 +71,8 @@ check "the store has the admission" sh -c \
 op_start
 wait_for 60 "restarted: the job runs" sh -c '[ "$(kubectl get aijob gang -o jsonpath={.status.phase})" = Running ]'
 check "the admission was taken back from the store" grep -q "event=admission_recovered obj=default/gang" "$T/op.log"
+wait_for 20 "an AdmissionRecovered Event on the job says so" sh -c \
+    "kubectl get events --field-selector involvedObject.name=gang,reason=AdmissionRecovered -o name | grep -q ."
 check "attempt 1, not a second admission" eq "$(jp aijob gang '{.status.attempts}')" 1
 qt=$(jp aijob gang '{.status.queuedTime}')
 at=$(jp aijob gang '{.status.admittedTime}')
