@@ -116,9 +116,9 @@ struct opst_budget {
 };
 
 /* How many of want writes the budget allows at now, at rate a second
- * (<= 0: no limit, all of them), and with short at most a quarter
- * second's worth (and one) whatever has accrued; the caller takes what it
- * writes with opst_budget_spend. */
+ * (<= 0: no limit, all of them); with short_turn (a turn that released
+ * pods) at most a quarter second's worth (and one), whatever has
+ * accrued. The caller takes what it writes with opst_budget_spend. */
 size_t opst_budget_allow(struct opst_budget *b, double rate, double now, bool short_turn,
                          size_t want);
 
