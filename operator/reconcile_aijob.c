@@ -97,6 +97,13 @@ static void job_pod_key(char *buf, size_t cap, const char *ns, const char *job,
     snprintf(buf, cap, "%s/%s", ns, name);
 }
 
+/* Replica i's pod of job j as cached, or NULL. */
+static struct opcache_obj *job_pod_at(struct server *s, const struct aiq_aijob *j, int i) {
+    char key[OPCACHE_KEY_MAX];
+    job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
+    return opcache_get(s->cache[OPK_POD], key);
+}
+
 /* Pods a job may have at most: an elastic job's maxReplicas. */
 static int job_max_pods(const struct aiq_aijob *j) {
     return j->spec.max_replicas > j->spec.replicas ? j->spec.max_replicas : j->spec.replicas;
@@ -129,12 +136,10 @@ static double job_run_gpu_s(const struct server *s, const struct aiq_aijob *j,
  * status shows. */
 static void job_gang(struct server *s, const struct aiq_aijob *j, const struct opjob *js,
                      int attempts, struct gang *g) {
-    char key[OPCACHE_KEY_MAX];
     memset(g, 0, sizeof *g);
     g->n = job_size(j, js);
     for (int i = 0; i < g->n; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         if (!p)
             continue;
         g->exist++;
@@ -287,10 +292,9 @@ char *job_place_json(const struct opjob *js) {
 /* Deletes every pod of the gang (missing ones are fine). */
 static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
                              int n) {
-    char key[OPCACHE_KEY_MAX], path[1024];
+    char path[1024];
     for (int i = 0; i < n; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         if (!p)
             continue;
         aiq_err e;
@@ -301,10 +305,10 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
             continue;
         aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
-            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", key, NULL,
+            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", p->key, NULL,
                   "rc=%s http=%d msg=\"%s\"", aiq_strerror(rc), e.http_status, e.message);
         else
-            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", key, srv__rv(p->raw),
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(p->raw),
                   "job=%s", j->meta.name);
     }
 }
@@ -314,7 +318,6 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
  * be built. */
 static int job_create_range(struct server *s, struct opcache_obj *o,
                             const struct aiq_aijob *j, int from, int to, int attempt) {
-    char key[OPCACHE_KEY_MAX];
     json_object *ann = NULL, *meta = NULL;
     int missing = 0;
     struct opjob *js = job_state(o);
@@ -323,8 +326,7 @@ static int job_create_range(struct server *s, struct opcache_obj *o,
     if (json_object_object_get_ex(o->raw, "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
     for (int i = from; i < to; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        if (opcache_get(s->cache[OPK_POD], key))
+        if (job_pod_at(s, j, i))
             continue;
         aiq_err e;
         aiq_err_clear(&e);
@@ -360,21 +362,17 @@ static int job_create_pods(struct server *s, struct opcache_obj *o,
 
 /* Pods of replicas [from, to) in the cache. */
 static int job_count_pods(struct server *s, const struct aiq_aijob *j, int from, int to) {
-    char key[OPCACHE_KEY_MAX];
     int n = 0;
     for (int i = from; i < to; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        n += opcache_get(s->cache[OPK_POD], key) != NULL;
+        n += job_pod_at(s, j, i) != NULL;
     }
     return n;
 }
 
 /* Tells whether the pods of replicas [from, to) all exist on the server. */
 static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
-    char key[OPCACHE_KEY_MAX];
     for (int i = from; i < to; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         if (!p || !*srv__rv(p->raw))
             return false;
     }
@@ -384,10 +382,8 @@ static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int
 /* Tells whether every pod of the job exists on the server (not only as a
  * placeholder waiting for its create). */
 static bool job_pods_on_server(struct server *s, const struct aiq_aijob *j) {
-    char key[OPCACHE_KEY_MAX];
     for (int i = 0; i < j->spec.replicas; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         if (!p || !*srv__rv(p->raw))
             return false;
     }
@@ -537,10 +533,9 @@ static bool job_lost_node(struct server *s, const struct opjob *js, char *msg, s
  * left there to confirm a graceful stop, and a graceful delete would keep
  * the pod, and the gang's teardown, waiting forever. */
 static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, const char *node) {
-    char key[OPCACHE_KEY_MAX], path[1024];
+    char path[1024];
     for (int i = 0; i < job_max_pods(j); i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         const char *on = p ? aiq_jpath_str(p->raw, "spec.nodeName") : NULL;
         if (!on || strcmp(on, node) != 0)
             continue;
@@ -550,10 +545,10 @@ static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, con
             continue; /* a cached pod always has a namespace and name */
         aiq_rc rc = kube_delete_grace(s->kc, path, "Background", 0, NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
-            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", key, NULL,
+            OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", p->key, NULL,
                   "rc=%s http=%d msg=\"%s\" grace=0", aiq_strerror(rc), e.http_status, e.message);
         else
-            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", key, srv__rv(p->raw),
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(p->raw),
                   "job=%s grace=0 node=%s", j->meta.name, node);
     }
 }
@@ -839,7 +834,6 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
     bool live = p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING;
     if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED && !live)
         return;
-    char key[OPCACHE_KEY_MAX];
     int held = 0, n = job_max_pods(j);
     double started = 0;
     bool preempted = false;
@@ -847,8 +841,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
     /* A live job's placement is its own (loaded from the status); only a
      * preemption's stop reason on one of its pods makes it a teardown. */
     for (int i = 0; live && i < n; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *pod = job_pod_at(s, j, i);
         const char *w = pod ? job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON) : NULL;
         if (job_preempt_reason(w)) {
             preempted = true;
@@ -860,8 +853,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
     if (live && !preempted)
         return;
     for (int i = 0; i < n && held < js->place_cap; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *pod = job_pod_at(s, j, i);
         if (!pod || pods_is_gated(pod->raw) || job_pod_place(pod->raw, i, &js->place[held]) != 0)
             continue;
         held++;
@@ -961,10 +953,8 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
     if (from < 0 || job_running_in(s, j, from, n) == n - from)
         return;
     double t = 0;
-    char key[OPCACHE_KEY_MAX];
     for (int i = from; i < n; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *pod = job_pod_at(s, j, i);
         double c = pod ? opst_parse_time(aiq_jpath_str(pod->raw, "metadata.creationTimestamp")) : 0;
         if (c > 0 && (t == 0 || c < t))
             t = c;
@@ -980,11 +970,9 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
  * pod is where the placement says. */
 static const char *job_released_elsewhere(struct server *s, const struct aiq_aijob *j,
                                           const struct opjob *js, int n) {
-    char key[OPCACHE_KEY_MAX];
     struct opst_place got;
     for (int i = 0; i < job_max_pods(j); i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *pod = job_pod_at(s, j, i);
         if (!pod || pods_is_gated(pod->raw))
             continue;
         int k = 0;
@@ -1016,11 +1004,9 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     if (js->st.phase != AIQ_PHASE_NONE && js->st.phase != AIQ_PHASE_PENDING &&
         js->st.phase != AIQ_PHASE_QUEUED)
         return;
-    char key[OPCACHE_KEY_MAX];
     int next = js->st.attempts + 1, out = 0;
     for (int i = 0; i < job_max_pods(j); i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *pod = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *pod = job_pod_at(s, j, i);
         if (!pod || pods_is_gated(pod->raw))
             continue;
         if (pods_attempt(pod->raw) != next || job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON))
@@ -1428,11 +1414,9 @@ static void job_shrink_done(struct server *s, struct opcache_obj *o,
 
 /* Pods of replicas [from, to) whose phase is Running or Succeeded. */
 static int job_running_in(struct server *s, const struct aiq_aijob *j, int from, int to) {
-    char key[OPCACHE_KEY_MAX];
     int n = 0;
     for (int i = from; i < to; i++) {
-        job_pod_key(key, sizeof key, j->meta.namespace_, j->meta.name, i);
-        struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
+        struct opcache_obj *p = job_pod_at(s, j, i);
         const char *ph = p ? aiq_jpath_str(p->raw, "status.phase") : NULL;
         n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
     }
