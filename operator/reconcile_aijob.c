@@ -251,6 +251,16 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
     srv__event(s, OPK_AIJOB, o->raw, type, reason, msg);
 }
 
+/* Records a job's end in the store: when, and its final phase, which
+ * the runtime history (store_runtime_history: Succeeded runs only) and
+ * the active-job list read. */
+static void job_store_final(struct server *s, const struct aiq_aijob *j,
+                            const struct opjob *js, double now) {
+    struct store_job_status st = {js->st.phase, 0, 0, 0, js->st.message, js->st.attempts};
+    if (srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL), "job_mark"))
+        (void)srv_rec(s, store_job_set_status(s->db, j->meta.uid, &st, NULL), "job_set_status");
+}
+
 /* Sets phase, reason and message together. */
 static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
                       const char *msg) {
@@ -474,8 +484,7 @@ static void job_teardown(struct server *s, struct opcache_obj *o,
                  why, job_counted_attempts(js), j->spec.backoff_limit + 1,
                  j->spec.backoff_limit);
         job_phase(js, AIQ_PHASE_FAILED, reason, msg);
-        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
-                      "job_mark");
+        job_store_final(s, j, js, now);
         opmetrics_finished_inc(s->metrics, "Failed");
     } else {
         /* A lost node is not the job's fault: it goes back at once. */
@@ -1791,8 +1800,7 @@ static void job_sync_running(struct server *s, struct opcache_obj *o,
         job_finish_attempt(s, j, js, now, "Succeeded");
         job_phase(js, AIQ_PHASE_SUCCEEDED, "Succeeded", msg);
         js->st.position = 0;
-        (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL),
-                      "job_mark");
+        job_store_final(s, j, js, now);
         job_event(s, o, js, "Normal", "Succeeded", msg);
     }
 }
