@@ -910,6 +910,116 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
           live ? " status=unwritten" : "");
 }
 
+/* A restart's replay loads every job at once (srv_check_ready), and what
+ * job_load and job_record would ask the store job by job comes from
+ * here: every job's preemptions of the last hour, read in one scan
+ * (entries sorted by uid, each with its newest 8, oldest first, as
+ * store_attempt_preemptions gives them), and the runtime predictions
+ * made so far, keyed by what predict_runtime reads (jobs of one user,
+ * model and size ask the same). At 100k jobs the queries per job were
+ * half of the replay. */
+struct srv_replay {
+    struct srv_preempt {
+        char *uid;
+        double t[8];
+        int n;
+    } *v;
+    size_t n, cap;
+    bool oom;               /* a row was not kept: the scan stopped there */
+    bool preempts_ok;       /* v holds every job's (else: ask per job) */
+    struct lh_table *pred;  /* pred_key -> struct pred_result, or NULL */
+};
+
+static int job_preempt_row(const char *uid, double finished, void *ctx) {
+    struct srv_replay *p = ctx;
+    struct srv_preempt *last = p->n ? &p->v[p->n - 1] : NULL;
+    if (!last || strcmp(last->uid, uid) != 0) {
+        if (p->n == p->cap) {
+            size_t cap = p->cap ? 2 * p->cap : 16;
+            struct srv_preempt *v = realloc(p->v, cap * sizeof *v);
+            if (!v)
+                return p->oom = true, -1;
+            p->v = v;
+            p->cap = cap;
+        }
+        last = &p->v[p->n];
+        last->n = 0;
+        if (!(last->uid = strdup(uid)))
+            return p->oom = true, -1;
+        p->n++;
+    }
+    if (last->n == 8) { /* rows come oldest first: drop the oldest */
+        memmove(last->t, last->t + 1, 7 * sizeof last->t[0]);
+        last->n = 7;
+    }
+    last->t[last->n++] = finished;
+    return 0;
+}
+
+static int job_preempt_cmp(const void *a, const void *b) {
+    return strcmp(((const struct srv_preempt *)a)->uid, ((const struct srv_preempt *)b)->uid);
+}
+
+static void job_pred_free(struct lh_entry *e) {
+    free(lh_entry_k(e));
+    free(lh_entry_v(e));
+}
+
+/* See server.h. */
+void jobs_replay_begin(struct server *s) {
+    struct srv_replay *p = calloc(1, sizeof *p);
+    aiq_err e;
+    aiq_err_clear(&e);
+    if (!p) {
+        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
+              "msg=\"out of memory\" then=per_job_queries");
+        return;
+    }
+    aiq_rc rc = store_attempt_preemptions_all(s->db, job_now() - 3600, job_preempt_row, p, &e);
+    if (rc != AIQ_OK || p->oom) {
+        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
+              "what=preemptions msg=\"%s\" then=per_job_queries",
+              rc != AIQ_OK ? e.message : "out of memory");
+    } else {
+        /* The store orders uids bytewise, as strcmp does; sorted again
+         * all the same, so a lookup never rests on SQLite's collation. */
+        if (p->n > 1)
+            qsort(p->v, p->n, sizeof *p->v, job_preempt_cmp);
+        p->preempts_ok = true;
+    }
+    /* NULL (ENOMEM): every job asks the store, as outside a replay. */
+    p->pred = lh_kchar_table_new(1024, job_pred_free);
+    s->replay = p;
+}
+
+/* See server.h. */
+void jobs_replay_end(struct server *s) {
+    struct srv_replay *p = s->replay;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->v[i].uid);
+    free(p->v);
+    if (p->pred)
+        lh_table_free(p->pred);
+    free(p);
+    s->replay = NULL;
+}
+
+/* Copies uid's preemptions from the replay's scan into t; -1 when the
+ * scan has none to give (no replay, or it failed). */
+static int job_replayed_preemptions(const struct srv_replay *p, const char *uid, double t[8]) {
+    if (!p || !p->preempts_ok)
+        return -1;
+    struct srv_preempt key = {(char *)uid, {0}, 0};
+    const struct srv_preempt *f = p->n ? bsearch(&key, p->v, p->n, sizeof *p->v, job_preempt_cmp)
+                                       : NULL;
+    if (!f)
+        return 0;
+    memcpy(t, f->t, (size_t)f->n * sizeof t[0]);
+    return f->n;
+}
+
 /* Rebuilds the ring of the job's last preemptions (the policy's limit per
  * hour) from the store: the attempts that ended "Preempted" in the last
  * hour. On a store error the ring stays empty and the error is logged. */
@@ -919,7 +1029,8 @@ static void job_load_preemptions(struct server *s, struct opcache_obj *o,
     int n = 0;
     aiq_err e;
     aiq_err_clear(&e);
-    if (store_attempt_preemptions(s->db, j->meta.uid, job_now() - 3600, t, 8, &n, &e) != AIQ_OK)
+    if ((n = job_replayed_preemptions(s->replay, j->meta.uid, t)) < 0 &&
+        store_attempt_preemptions(s->db, j->meta.uid, job_now() - 3600, t, 8, &n, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL,
               "op=attempt_preemptions msg=\"%s\"", e.message);
     for (int k = 0; k < n; k++) js->pre_t[k] = t[k];
@@ -1120,6 +1231,40 @@ static void job_load(struct server *s, struct opcache_obj *o,
           js->st.attempts, js->st.nplacement);
 }
 
+/* predict_runtime, or during a restart's replay the answer an earlier
+ * job with the same query got. A job the replay finds finished adds to
+ * the history meanwhile; which of the other jobs saw it hung on the
+ * cache's order before, and now on which job asked first. */
+static aiq_rc job_predict(struct server *s, const struct pred_query *q, struct pred_result *pr) {
+    struct lh_table *memo = s->replay ? s->replay->pred : NULL;
+    char key[6 * (AIQ_MAX_STRING + 1) + 64];
+    const char *none = "\x1e"; /* absent, told apart from "" */
+    if (!memo)
+        return predict_runtime(s->db, q, pr, NULL);
+    int kn = snprintf(key, sizeof key, "%s\x1f%s\x1f%s\x1f%s\x1f%.17g\x1f%d",
+                      q->user ? q->user : none, q->group ? q->group : none,
+                      q->model ? q->model : none, q->task ? q->task : none, q->estimate_s,
+                      q->size);
+    if (kn < 0 || (size_t)kn >= sizeof key) /* a cut key could match another query */
+        return predict_runtime(s->db, q, pr, NULL);
+    struct pred_result *hit = NULL;
+    if (lh_table_lookup_ex(memo, key, (void **)&hit)) {
+        *pr = *hit;
+        return AIQ_OK;
+    }
+    aiq_rc rc = predict_runtime(s->db, q, pr, NULL);
+    char *k = rc == AIQ_OK ? strdup(key) : NULL;
+    struct pred_result *v = k ? malloc(sizeof *v) : NULL;
+    if (v) {
+        *v = *pr;
+        if (lh_table_insert(memo, k, v) == 0)
+            return rc;
+    }
+    free(k); /* not kept (ENOMEM): the next such job asks again */
+    free(v);
+    return rc;
+}
+
 /* Records the job's spec in the store once per generation (and its runtime
  * prediction); the arrival is journaled by job__journal_arrival. */
 static void job_record(struct server *s, struct opcache_obj *o,
@@ -1140,7 +1285,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
                             j->spec.estimated_runtime_s,
                             j->spec.replicas * j->spec.resources.gpus};
     struct pred_result pr;
-    if (predict_runtime(s->db, &pq, &pr, NULL) == AIQ_OK && pr.runtime_s > 0) {
+    if (job_predict(s, &pq, &pr) == AIQ_OK && pr.runtime_s > 0) {
         js->predicted_s = pr.runtime_s;
         OPLOG(&s->log, OPLOG_DEBUG, "runtime_predicted", o->key, srv__rv(o->raw),
               "seconds=%.0f source=%s samples=%d", pr.runtime_s, pred_source_name(pr.source),

@@ -249,19 +249,20 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
 void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
                 const char *reason, const char *message) {
     const struct reconciler *r = &srv_reconcilers[k];
-    struct opevent_obj eo = {
-        r->group[0] ? AIQ_API_VERSION : "v1", r->kind_name,
-        r->namespaced ? srv__ns(obj) : NULL, srv__name(obj), srv__uid(obj),
-        srv__rv(obj)};
     if (!s->leading)
         return;
     /* Bounded like client-go's event broadcaster: past the cap an Event
      * is dropped (counted), never queued without limit; checked before
-     * the Event is built (a release of thousands of gangs passes it). */
+     * anything of the Event is read or built (a release of thousands of
+     * gangs passes it, and so does a restart's replay of every job). */
     if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
         s->events_dropped++;
         return;
     }
+    struct opevent_obj eo = {
+        r->group[0] ? AIQ_API_VERSION : "v1", r->kind_name,
+        r->namespaced ? srv__ns(obj) : NULL, srv__name(obj), srv__uid(obj),
+        srv__rv(obj)};
     json_object *ev = opevent_build(&eo, type, reason, message, srv_now(),
                                     ++s->event_seq);
     if (!ev)
@@ -747,6 +748,8 @@ static void srv_check_ready(struct server *s) {
         return;
     static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA, OPK_POLICY, OPK_AIJOB};
     s->ready = true;
+    if (opcache_count(s->cache[OPK_AIJOB]) > 0)
+        jobs_replay_begin(s);
     for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
         opcache *rc = s->cache[replay[k]];
         for (size_t i = 0; i < opcache_count(rc); i++) {
@@ -754,6 +757,7 @@ static void srv_check_ready(struct server *s) {
             srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
         }
     }
+    jobs_replay_end(s);
     opmetrics_set_ready(s->metrics, true);
     OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N + 1);
 }

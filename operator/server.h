@@ -291,6 +291,9 @@ struct server {
     bool maybe_dirty;          /* some object may have a status to write: srv_flush scans */
     struct opst_budget status_budget; /* --status-writes-per-s */
     bool release_turn;         /* this turn's cycle released pods (srv_flush) */
+    /* What a restart's replay reads for every job at once
+     * (jobs_replay_begin); NULL outside it. */
+    struct srv_replay *replay;
     json_object *pending_pods; /* array of gated pods to create (their
                                   placeholders are in the pod cache) */
     volatile int stop;         /* set by the signal handler */
@@ -509,6 +512,16 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
 
 /* Deletes every pod of the job (a Rejected job keeps none). */
 void job_delete_pods(struct server *s, struct opcache_obj *o);
+
+/* A restart's replay (srv_check_ready) syncs every AIJob at once:
+ * jobs_replay_begin reads every job's preemptions of the last hour from
+ * the store in one scan into s->replay, and keeps the runtime
+ * predictions made in the replay for the jobs after them that ask the
+ * same; job_load and job_record use it instead of queries per job. On a
+ * store error or ENOMEM it logs replay_not_preloaded and the jobs ask the
+ * store themselves. jobs_replay_end frees it. */
+void jobs_replay_begin(struct server *s);
+void jobs_replay_end(struct server *s);
 
 /* ---- preemption and elastic resizing (actions.c, reconcile_aijob.c) ------ */
 

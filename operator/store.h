@@ -353,6 +353,14 @@ aiq_rc store_attempt_preemptions(store *s, const char *uid, double since,
                                  double *times, int max, int *n,
                                  aiq_err *err);
 
+/* The same for every job at once, for a restart that loads thousands:
+ * cb(uid, finished, ctx) for each attempt that ended "Preempted" at or
+ * after `since`, ordered by job uid, then oldest first. A cb returning
+ * nonzero stops the walk (still AIQ_OK). */
+typedef int (*store_preempted_cb)(const char *uid, double finished, void *ctx);
+aiq_rc store_attempt_preemptions_all(store *s, double since, store_preempted_cb cb,
+                                     void *ctx, aiq_err *err);
+
 /* Adds gpu_seconds (>= 0) to the bucket holding time t of (user, group). */
 aiq_rc store_usage_add(store *s, const char *user, const char *group,
                        double t, double gpu_seconds, aiq_err *err);

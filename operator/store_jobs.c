@@ -438,6 +438,24 @@ aiq_rc store_attempt_preemptions(store *s, const char *uid, double since,
 }
 
 /* See store.h. */
+aiq_rc store_attempt_preemptions_all(store *s, double since, store_preempted_cb cb,
+                                     void *ctx, aiq_err *err) {
+    sqlite3_stmt *st = store__q(s, STORE_Q_ATT_PREEMPTED_ALL, err);
+    if (!st) return AIQ_EDB;
+    sqlite3_bind_double(st, 1, since);
+    aiq_rc rc = AIQ_OK;
+    for (;;) {
+        bool row = false;
+        rc = store__row(s, st, &row, "attempt preemptions (all jobs)", err);
+        if (rc != AIQ_OK || !row) break;
+        const char *uid = (const char *)sqlite3_column_text(st, 0);
+        if (cb(uid ? uid : "", sqlite3_column_double(st, 1), ctx) != 0) break;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* See store.h. */
 aiq_rc store_runtime_history(store *s, const struct store_history_query *q,
                              store_history_cb cb, void *ctx, aiq_err *err) {
     char uid[STORE_NAME_SZ];

@@ -88,6 +88,8 @@ for j in a1 a2 a3 b1; do
     check "$j: its status's predicted runtime is unchanged ($status)" \
         eq "$(jp aijob $j {.status.predictedRuntime})" "$status"
 done
+check "the replay read every job's preemptions in one scan" \
+    sh -c "! grep -q event=replay_not_preloaded '$T/op.log'"
 
 for n in $NODES; do kubectl uncordon "${n#node/}" >/dev/null; done
 kubectl delete aijob --all --wait=false >/dev/null

@@ -775,6 +775,80 @@ TEST(attempt_preemptions_last_hour_oldest_first) {
     store_close(s);
 }
 
+struct preempt_rows {
+    char uid[8][16];
+    double t[8];
+    int n, stop_at;
+};
+
+static int preempt_row(const char *uid, double finished, void *ctx) {
+    struct preempt_rows *r = ctx;
+    if (r->n < 8) {
+        snprintf(r->uid[r->n], sizeof r->uid[r->n], "%s", uid);
+        r->t[r->n] = finished;
+    }
+    return ++r->n == r->stop_at;
+}
+
+/* A restart's replay reads every job's preemptions in one scan: the
+ * same rows store_attempt_preemptions gives each job, grouped by job. */
+TEST(attempt_preemptions_all_jobs_one_scan) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    struct aiq_aijob j;
+    /* uid-q's written first: the scan orders by job, not by writing */
+    job_fill(&j, "uid-q", "q", "bob");
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    job_fill(&j, "uid-p", "p", "ann");
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    CHECK_INT(store_attempt_finish(s, "uid-q", 1, T0 - 120, 0, "Preempted", NULL, &err), AIQ_OK);
+    CHECK_INT(store_attempt_finish(s, "uid-p", 1, T0 - 7200, 0, "Preempted", NULL, &err), AIQ_OK);
+    CHECK_INT(store_attempt_finish(s, "uid-p", 2, T0 - 60, 0, "Preempted", NULL, &err), AIQ_OK);
+    CHECK_INT(store_attempt_finish(s, "uid-p", 3, T0 - 600, 0, "Preempted", NULL, &err), AIQ_OK);
+    CHECK_INT(store_attempt_finish(s, "uid-q", 2, T0 - 30, 0, "Failed", NULL, &err), AIQ_OK);
+    struct preempt_rows r;
+    memset(&r, 0, sizeof r);
+    CHECK_INT(store_attempt_preemptions_all(s, T0 - 3600, preempt_row, &r, &err), AIQ_OK);
+    CHECK_INT(r.n, 3); /* not the one before since, not the failure */
+    CHECK_STR(r.uid[0], "uid-p");
+    CHECK_DBL(r.t[0], T0 - 600, 0);
+    CHECK_STR(r.uid[1], "uid-p");
+    CHECK_DBL(r.t[1], T0 - 60, 0);
+    CHECK_STR(r.uid[2], "uid-q");
+    CHECK_DBL(r.t[2], T0 - 120, 0);
+    /* a callback that says stop ends the walk, still AIQ_OK */
+    memset(&r, 0, sizeof r);
+    r.stop_at = 1;
+    CHECK_INT(store_attempt_preemptions_all(s, 0, preempt_row, &r, &err), AIQ_OK);
+    CHECK_INT(r.n, 1);
+    CHECK_DBL(r.t[0], T0 - 7200, 0);
+    store_close(s);
+}
+
+/* A restart records every job again: a row that already says it all is
+ * not written, and one that changed is (a NULL group keeps the row's). */
+TEST(upsert_job_unchanged_row_not_written) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    struct aiq_aijob j;
+    struct store_job got;
+    job_fill(&j, "uid-u", "u", "ann");
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    int before = sqlite3_total_changes(s->db);
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    CHECK_INT(store_upsert_job(s, &j, NULL, &err), AIQ_OK);
+    CHECK_INT(sqlite3_total_changes(s->db), before);
+    j.spec.priority += 5;
+    CHECK_INT(store_upsert_job(s, &j, NULL, &err), AIQ_OK);
+    CHECK_INT(sqlite3_total_changes(s->db), before + 1);
+    CHECK_INT(store_job_get(s, "uid-u", &got, &err), AIQ_OK);
+    CHECK_INT(got.priority, j.spec.priority);
+    CHECK_STR(got.group, "nlp");
+    store_close(s);
+}
+
 TEST(usage_spread_over_buckets) {
     store *s = open_mem();
     if (!s) return;
