@@ -54,7 +54,7 @@ pred() {
     grep "event=runtime_predicted obj=default/$2 " "$1" | tail -1 |
         sed 's/.* \(seconds=[^ ]* source=[^ ]* samples=[^ ]*\).*/\1/'
 }
-wait_for 30 "the four waiting jobs have a runtime prediction and a queue position" sh -c '
+wait_for 30 "the four waiting jobs have a runtime prediction, in the log and in their status" sh -c '
   for j in a1 a2 a3 b1; do
     grep -q "event=runtime_predicted obj=default/$j " "'"$T"'/op.log" || exit 1
     [ -n "$(kubectl get aijob $j -o jsonpath={.status.predictedRuntime})" ] || exit 1
@@ -68,7 +68,7 @@ echo "before the restart: a1 [$P_a1] a2 [$P_a2] a3 [$P_a3] b1 [$P_b1]"
 # corrected by that ratio (at least x0.05); bob has no runs of his own.
 check "alice's m1 jobs are predicted from her three finished runs" sh -c "
   case '$P_a1' in *source=estimate\ samples=3) ;; *) exit 1 ;; esac; [ '$P_a1' = '$P_a2' ]"
-check "so is her m2 job (her runs of any model), below its 20m estimate" sh -c "
+check "so is her m2 job (her runs of any model): not its 20m estimate as it is" sh -c "
   case '$P_a3' in *source=estimate\ samples=3) ;; *) exit 1 ;; esac
   [ '$P_a3' != 'seconds=1200 source=estimate samples=0' ]"
 check "bob's m1 job, asking what a1 asks but for its user, has its estimate as it is" \
