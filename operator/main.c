@@ -279,7 +279,7 @@ int main(int argc, char **argv) {
                 srv_store_failed(&server, "begin", NULL, &err);
         }
         /* Wait for the first event at most until the next cron tick. */
-        long wait_ms = server.flags.cycle_ms < 200 ? server.flags.cycle_ms : 200;
+        long wait_ms = srv_wait_ms(&server, srv_now());
         struct kube_event *ev = NULL;
         if (kube_evq_pop(server.evq, wait_ms, &ev) == AIQ_OK) {
             srv_dispatch(&server, ev);

@@ -77,6 +77,12 @@ void reconcile_node(struct server *s, enum kube_event_type t,
     }
     node_tell(s, o, obj, &f);
     const struct q_node qn = f.q;
+    int usable = ready == 1 && qn.schedulable && !f.excluded ? 1 : 2;
+    if (x && x->node_usable != usable) {
+        if (usable == 1)
+            s->nodes_grew_at = now; /* srv_cron lets the stream settle */
+        x->node_usable = usable;
+    }
     struct store_node sn = {qn.name, qn.gpu_model, qn.ngpus,
                             qn.ngpus ? qn.gpu_mem_total[0] : 0, qn.domain,
                             qn.cpu_alloc, qn.mem_alloc, qn.schedulable, NULL};

@@ -758,6 +758,7 @@ static void srv_check_ready(struct server *s) {
         }
     }
     jobs_replay_end(s);
+    s->nodes_grew_at = 0; /* the nodes were listed whole: nothing to settle */
     opmetrics_set_ready(s->metrics, true);
     OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N + 1);
 }
@@ -906,6 +907,45 @@ static void srv_trim_cron(struct server *s, double now) {
           (unsigned long long)n, gave, (srv_now() - t0) * 1e3);
 }
 
+/* The least spacing of cycles after a change (ms). */
+static double srv_min_cycle_ms(const struct server *s) {
+    return s->flags.cycle_ms < 250 ? (double)s->flags.cycle_ms : 250.0;
+}
+
+/* Whether a due cycle waits for Nodes still becoming placeable: an
+ * uncordon (or a scale-up) of many nodes reaches the operator as a stream
+ * of Node events over a fraction of a second, and a cycle in the middle
+ * of it places gangs on the nodes seen so far and releases them, then the
+ * next cycle, a batch later, the rest. Waiting until no Node has become
+ * placeable for SRV_SETTLE_S lets one cycle see the whole new capacity
+ * (one placement over all of it, one release batch). At most
+ * SRV_SETTLE_MAX_S from the first wait, so a stream that never pauses
+ * delays each cycle by at most that. */
+static bool srv_nodes_arriving(struct server *s, double now) {
+    if (now - s->nodes_grew_at >= SRV_SETTLE_S)
+        return false;
+    if (s->settle_from == 0)
+        s->settle_from = now;
+    return now - s->settle_from < SRV_SETTLE_MAX_S;
+}
+
+/* See server.h. */
+long srv_wait_ms(const struct server *s, double now) {
+    double ms = s->flags.cycle_ms < 200 ? (double)s->flags.cycle_ms : 200.0;
+    /* A cycle is due at a known time only where srv_cron would run it. */
+    if (!s->ready || !s->leading || s->store_bad)
+        return (long)ms;
+    double at = s->settle_from > 0 ? s->nodes_grew_at + SRV_SETTLE_S
+              : s->cycle_wanted   ? s->last_cycle + srv_min_cycle_ms(s) / 1e3
+                                  : 0;
+    if (at > 0) {
+        double left = (at - now) * 1e3;
+        if (left < ms)
+            ms = left > 0 ? left + 1 : 0; /* +1: wake just after, not before */
+    }
+    return (long)ms;
+}
+
 void srv_cron(struct server *s, double now) {
     srv_store_cron(s, now);
     srv_trim_cron(s, now);
@@ -940,9 +980,15 @@ void srv_cron(struct server *s, double now) {
      * 250 ms (the loop drains the event queue first, so a burst of events
      * costs one cycle, and a storm of events cannot starve the writes). */
     double since_ms = (now - s->last_cycle) * 1000.0;
-    double min_ms = s->flags.cycle_ms < 250 ? (double)s->flags.cycle_ms : 250.0;
-    if ((s->cycle_wanted && since_ms >= min_ms) || since_ms >= (double)s->flags.cycle_ms) {
+    if (((s->cycle_wanted && since_ms >= srv_min_cycle_ms(s)) ||
+         since_ms >= (double)s->flags.cycle_ms) &&
+        !srv_nodes_arriving(s, now)) {
         s->cycle_wanted = false;
+        if (s->settle_from > 0) {
+            OPLOG(&s->log, OPLOG_INFO, "nodes_settled", NULL, NULL, "waited_ms=%.0f",
+                  (now - s->settle_from) * 1e3);
+            s->settle_from = 0;
+        }
         cycle_run(s, now);
         pol_after_cycle(s);
         s->last_cycle = now;

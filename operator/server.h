@@ -183,6 +183,8 @@ struct opext {
     char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
     int node_told;             /* Node only: exclusion last told (nodex + 1, 0 none yet) */
     int node_ready;            /* Node only: 1 Ready, 2 NotReady, 0 not seen yet */
+    int node_usable;           /* Node only: 1 placeable (Ready, schedulable, facts
+                                * complete), 2 not, 0 not seen yet */
 };
 
 /* Events waiting to be posted are capped (older kept, newer dropped) and
@@ -197,6 +199,11 @@ struct opext {
 /* While pods wait to be created only phase changes are written (see
  * srv_flush), and any other due status once it has waited this long. */
 #define SRV_STATUS_WAIT_MAX_S 10.0
+/* A due cycle waits while Nodes are still becoming placeable (an uncordon
+ * of many nodes reaches the operator as a stream of Node events) until
+ * none has for SRV_SETTLE_S, at most SRV_SETTLE_MAX_S (srv_cron). */
+#define SRV_SETTLE_S 0.1
+#define SRV_SETTLE_MAX_S 1.0
 
 struct srv_flags {
     const char *kubeconfig, *context, *db_path, *metrics_addr;
@@ -265,6 +272,9 @@ struct server {
     uint64_t clamp_gen;        /* pol_after_cycle: policy_gen counted, */
     unsigned long clamp_seen;  /* and its clamped scores counted so far */
     double last_cycle;         /* unix s */
+    double nodes_grew_at;      /* a Node last became placeable (unix s; 0 never) */
+    double settle_from;        /* a due cycle first waited for Nodes still
+                                * arriving (unix s; 0 not waiting) */
     int64_t ncycles;
     struct cy_udir *udir;      /* the cycle's users, kept between cycles (cycle.c) */
     struct cy_rows *cyrows;    /* each job's cycle input, kept between cycles (cycle.c) */
@@ -331,6 +341,11 @@ void srv_dispatch(struct server *s, struct kube_event *ev);
 /* Periodic work (Redis serverCron): lease renewal, the queue cycle every
  * --cycle-ms or sooner after a change, journal retention. */
 void srv_cron(struct server *s, double now);
+
+/* How long the loop may wait for the next watch event before srv_cron is
+ * due again (ms, 0..200, at most --cycle-ms): shorter when a wanted cycle
+ * comes due sooner (its minimum spacing, or Nodes settling). */
+long srv_wait_ms(const struct server *s, double now);
 
 /* Writes what the turn batched: status patches of dirty objects and
  * pending Events; commits nothing itself (the store commits per cycle). */

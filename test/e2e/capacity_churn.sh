@@ -5,7 +5,9 @@
 # away, so aiq leaves it out) does not make a 2x8 gang that needs it
 # Rejected: it waits, says why, and runs when the node is back. A node
 # gone longer than --capacity-grace rejects the gang ("can never fit");
-# when the node comes back the gang is examined again and runs.
+# when the node comes back the gang is examined again and runs. Two nodes
+# uncordoned by one command are placed by one cycle (the operator lets a
+# stream of Node events settle first), both waiting jobs admitted in it.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -68,4 +70,37 @@ check "the operator logged the requeue with the old reason" \
     grep -q "event=job_requeued obj=default/long .*reason=NodesChanged was=GangTooBig" "$T/op.log"
 check "a Requeued Event was posted" sh -c '
   kubectl get events --field-selector involvedObject.name=long -o jsonpath="{range .items[*]}{.reason}{\"\\n\"}{end}" | grep -q Requeued'
+
+# --- nodes that come back together are placed in one cycle ---------------------
+# Both nodes cordoned, one whole-node job for each; one `kubectl uncordon`
+# of both. The operator (cycles 3 s apart at rest, so the first Node
+# event would otherwise start a cycle at once) waits until no Node has
+# become placeable for a tenth of a second: one cycle sees both nodes and
+# admits both jobs (docs/operator.md, "The loop").
+op_kill9
+op_start --cycle-ms 3000
+N0=$(kubectl get nodes -o jsonpath='{.items[0].metadata.name}')
+kubectl cordon "$N0" "$N1" >/dev/null
+whole() { # name
+    gang "$1" | sed 's/replicas: 2/replicas: 1/'
+}
+whole pair-a | kubectl apply -f - >/dev/null
+whole pair-b | kubectl apply -f - >/dev/null
+wait_for 20 "both jobs wait on the cordoned nodes (Queued)" sh -c '
+  [ "$(kubectl get aijob pair-a -o jsonpath={.status.phase})" = Queued ] &&
+  [ "$(kubectl get aijob pair-b -o jsonpath={.status.phase})" = Queued ]'
+sleep 3.5 # past the next cycle at rest: the uncordon comes to an idle loop
+L=$(($(wc -l <"$T/op.log") + 1))
+kubectl uncordon "$N0" "$N1" >/dev/null
+wait_for 30 "uncordoned together: both jobs are admitted" sh -c '
+  for j in pair-a pair-b; do
+    case "$(kubectl get aijob $j -o jsonpath={.status.phase})" in
+    Admitted|Running|Succeeded) ;; *) exit 1 ;; esac
+  done'
+UA=$(jp aijob pair-a '{.metadata.uid}')
+UB=$(jp aijob pair-b '{.metadata.uid}')
+check "both admissions are one cycle's (journal decisions)" eq "$(sqlite3 "$T/op.db" \
+    "SELECT count(DISTINCT cycle) || ' ' || count(*) FROM decisions WHERE action = 'admit' AND job_uid IN ('$UA', '$UB')")" "1 2"
+check "that cycle waited for the nodes to settle (log nodes_settled)" \
+    sh -c "tail -n +$L '$T/op.log' | grep -q 'event=nodes_settled .*waited_ms='"
 e2e_done
