@@ -44,33 +44,11 @@ static void wipe_free(char *s) {
     free(s);
 }
 
-static void blob_wipe_free(struct kube_blob *b) {
-    if (b->data) {
-        volatile unsigned char *p = b->data;
-        for (size_t i = 0; i < b->len; i++) p[i] = 0;
-        free(b->data);
-    }
-    b->data = NULL;
-    b->len = 0;
-}
-
-static int blob_copy(struct kube_blob *dst, const struct kube_blob *src) {
-    dst->data = NULL;
-    dst->len = 0;
-    if (!src->data) return 0;
-    dst->data = malloc(src->len + 1);
-    if (!dst->data) return -1;
-    memcpy(dst->data, src->data, src->len);
-    dst->data[src->len] = '\0';
-    dst->len = src->len;
-    return 0;
-}
-
 void kube_auth_cred_clear(struct kube_auth_cred *c) {
     if (!c) return;
     wipe_free(c->token);
-    blob_wipe_free(&c->cert);
-    blob_wipe_free(&c->key);
+    kube_blob_wipe_free(&c->cert);
+    kube_blob_wipe_free(&c->key);
     memset(c, 0, sizeof *c);
 }
 
@@ -140,7 +118,7 @@ aiq_rc kube_auth_create(const struct kube_config *cfg, const struct kube_auth_op
                 goto out_nomem;
             a->insecure = cfg->insecure;
             if (cfg->ca_data.data) {
-                if (blob_copy(&a->ca, &cfg->ca_data)) goto out_nomem;
+                if (kube_blob_dup(&a->ca, &cfg->ca_data)) goto out_nomem;
             } else if (cfg->ca_file) {
                 /* The plugin gets CA data, never a path (kubectl reads it too). */
                 char *text = NULL;
@@ -257,7 +235,7 @@ aiq_rc kube_auth_get(struct kube_auth *a, unsigned long have_gen, struct kube_au
     out->gen = a->gen;
     if (a->cur.token && !(out->token = strdup(a->cur.token))) rc = AIQ_ENOMEM;
     if (a->gen != have_gen &&
-        (blob_copy(&out->cert, &a->cur.cert) || blob_copy(&out->key, &a->cur.key)))
+        (kube_blob_dup(&out->cert, &a->cur.cert) || kube_blob_dup(&out->key, &a->cur.key)))
         rc = AIQ_ENOMEM;
     if (rc != AIQ_OK) {
         kube_auth_cred_clear(out);

@@ -38,23 +38,14 @@ static void wipe(void *p, size_t n) {
     while (n--) *q++ = 0;
 }
 
-static void blob_wipe_free(struct kube_blob *b) {
-    if (b->data) {
-        wipe(b->data, b->len);
-        free(b->data);
-    }
-    b->data = NULL;
-    b->len = 0;
-}
-
 void kube_cred_clear(struct kube_cred *c) {
     if (!c) return;
     if (c->token) {
         wipe(c->token, strlen(c->token));
         free(c->token);
     }
-    blob_wipe_free(&c->cert);
-    blob_wipe_free(&c->key);
+    kube_blob_wipe_free(&c->cert);
+    kube_blob_wipe_free(&c->key);
     memset(c, 0, sizeof *c);
 }
 

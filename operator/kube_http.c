@@ -60,33 +60,6 @@ static void kube_curl_init(void) {
     kube_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static void blob_free(struct kube_blob *b) {
-    free(b->data);
-    b->data = NULL;
-    b->len = 0;
-}
-
-/* A private key: zeroed before it is freed. */
-static void blob_wipe_free(struct kube_blob *b) {
-    if (b->data) {
-        volatile unsigned char *p = b->data;
-        for (size_t i = 0; i < b->len; i++) p[i] = 0;
-    }
-    blob_free(b);
-}
-
-static int blob_dup(struct kube_blob *dst, const struct kube_blob *src) {
-    dst->data = NULL;
-    dst->len = 0;
-    if (!src->data) return 0;
-    dst->data = malloc(src->len + 1);
-    if (!dst->data) return -1;
-    memcpy(dst->data, src->data, src->len);
-    dst->data[src->len] = '\0';
-    dst->len = src->len;
-    return 0;
-}
-
 /* strdup that maps NULL to NULL and records allocation failure. */
 static char *dup_or_null(const char *s, int *failed) {
     if (!s) return NULL;
@@ -119,9 +92,9 @@ void kube_client_free(struct kube_client *c) {
     free(c->ca_file);
     free(c->cert_file);
     free(c->key_file);
-    blob_free(&c->ca);
-    blob_free(&c->cert);
-    blob_wipe_free(&c->key);
+    kube_blob_free(&c->ca);
+    kube_blob_free(&c->cert);
+    kube_blob_wipe_free(&c->key);
     free(c);
 }
 
@@ -213,8 +186,8 @@ aiq_rc kube_client_create(const struct kube_config *cfg,
     c->token_file = dup_or_null(cfg->token_file, &failed);
     c->token = dup_or_null(cfg->token, &failed);
     c->insecure = cfg->insecure;
-    if (blob_dup(&c->ca, &cfg->ca_data) || blob_dup(&c->cert, &cfg->client_cert_data) ||
-        blob_dup(&c->key, &cfg->client_key_data))
+    if (kube_blob_dup(&c->ca, &cfg->ca_data) || kube_blob_dup(&c->cert, &cfg->client_cert_data) ||
+        kube_blob_dup(&c->key, &cfg->client_key_data))
         failed = 1;
     /* A token given with the file counts as freshly read. */
     if (c->token) c->token_loaded = time(NULL);
@@ -379,8 +352,8 @@ static aiq_rc easy_set_credentials_locked(struct kube_client *c, CURL *h,
          * the one we hold; a newer one replaces ours (an older one, from
          * a thread that was overtaken, is dropped). */
         if (ac->gen > c->cred_gen) {
-            blob_free(&c->cert);
-            blob_wipe_free(&c->key);
+            kube_blob_free(&c->cert);
+            kube_blob_wipe_free(&c->key);
             c->cert = ac->cert;
             c->key = ac->key;
             memset(&ac->cert, 0, sizeof ac->cert);

@@ -130,6 +130,35 @@ struct kube_oidc *kube_oidc_dup(const struct kube_oidc *src) {
     return o;
 }
 
+/* See kubeconfig.h. */
+void kube_blob_free(struct kube_blob *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+}
+
+/* See kubeconfig.h. */
+void kube_blob_wipe_free(struct kube_blob *b) {
+    if (b->data) {
+        volatile unsigned char *p = b->data;
+        for (size_t i = 0; i < b->len; i++) p[i] = 0;
+    }
+    kube_blob_free(b);
+}
+
+/* See kubeconfig.h. */
+int kube_blob_dup(struct kube_blob *dst, const struct kube_blob *src) {
+    dst->data = NULL;
+    dst->len = 0;
+    if (!src->data) return 0;
+    dst->data = malloc(src->len + 1);
+    if (!dst->data) return -1;
+    memcpy(dst->data, src->data, src->len);
+    dst->data[src->len] = '\0';
+    dst->len = src->len;
+    return 0;
+}
+
 void kube_config_free(struct kube_config *c) {
     if (!c) return;
     kube_exec_free(c->exec);
@@ -138,12 +167,12 @@ void kube_config_free(struct kube_config *c) {
     free(c->server);
     free(c->namespace_);
     free(c->ca_file);
-    free(c->ca_data.data);
+    kube_blob_free(&c->ca_data);
     free(c->tls_server_name);
     free(c->client_cert_file);
-    free(c->client_cert_data.data);
+    kube_blob_free(&c->client_cert_data);
     free(c->client_key_file);
-    free(c->client_key_data.data);
+    kube_blob_wipe_free(&c->client_key_data);
     kc_wipe_free(c->token);
     free(c->token_file);
     free(c);

@@ -29,6 +29,17 @@ struct kube_blob {
     size_t len;          /* bytes, without the NUL */
 };
 
+/* Frees b's data and empties it. */
+void kube_blob_free(struct kube_blob *b);
+
+/* The same for secret data (a private key): the
+ * bytes are zeroed before they are freed. */
+void kube_blob_wipe_free(struct kube_blob *b);
+
+/* Copies src into dst (NUL-terminated; an empty src gives an empty dst).
+ * Returns 0, or -1 out of memory (dst empty). */
+int kube_blob_dup(struct kube_blob *dst, const struct kube_blob *src);
+
 /* Caps on an exec plugin's configuration. */
 #define KUBE_EXEC_MAX_ARGS 256
 #define KUBE_EXEC_MAX_ENV 256
