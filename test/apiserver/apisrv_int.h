@@ -374,6 +374,9 @@ void apisrv__resp_status(struct apisrv__resp *w, const struct apisrv__st *st);
 /* A copy of text as the body. */
 void apisrv__resp_text(struct apisrv__resp *w, int code, const char *ctype,
                        const char *text);
+/* body (malloc'd, len bytes) as the body, taken over. */
+void apisrv__resp_take(struct apisrv__resp *w, int code, const char *ctype, char *body,
+                       size_t len);
 /* Shortcut for a Status error. */
 void apisrv__resp_err(struct apisrv__resp *w, int code, const char *reason,
                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -34,6 +34,16 @@ void apisrv__resp_text(struct apisrv__resp *w, int code, const char *ctype,
 }
 
 /* See apisrv_int.h. */
+void apisrv__resp_take(struct apisrv__resp *w, int code, const char *ctype, char *body,
+                       size_t len) {
+    free(w->body);
+    w->code = code;
+    w->ctype = ctype;
+    w->body = body;
+    w->len = len;
+}
+
+/* See apisrv_int.h. */
 void apisrv__resp_json(struct apisrv__resp *w, int code, json_object *obj) {
     apisrv__resp_text(w, code, "application/json",
                       json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));

@@ -203,9 +203,38 @@ static void verbs_send_st(struct apisrv__resp *w, struct apisrv__st *st) {
 
 /* ---- list ------------------------------------------------------------------ */
 
+/* A list's items as JSON text, joined with commas. */
+struct list_text {
+    char *p;
+    size_t len, cap;
+    bool nomem;
+};
+
+static void list_text_add(struct list_text *b, const char *s, size_t n) {
+    if (b->nomem) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->nomem = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+/* One scan of a list: items either parsed (items, for a Table) or kept
+ * as the stored text (text): an object is parsed only when a selector
+ * must look into it, and never written out again. */
 struct list_ctx {
     struct sel *ls, *fs;
     json_object *items;
+    struct list_text text;
     long limit, n;
     char cont[600];
     bool more;
@@ -214,22 +243,53 @@ struct list_ctx {
 static int list_row(void *u, const char *key, const char *ns, const char *name,
                     const char *json) {
     struct list_ctx *c = u;
-    json_object *o = apisrv__parse(json);
+    json_object *o = NULL;
     (void)key;
-    if (!o) return 0;
-    if (!sel_match(c->ls, o) || !sel_match(c->fs, o)) {
-        json_object_put(o);
-        return 0;
+    if (c->items || c->ls || c->fs) {
+        o = apisrv__parse(json);
+        if (!o) return 0;
+        if (!sel_match(c->ls, o) || !sel_match(c->fs, o)) {
+            json_object_put(o);
+            return 0;
+        }
     }
     if (c->limit > 0 && c->n == c->limit) {
         c->more = true;
         json_object_put(o);
         return 1;
     }
-    json_object_array_add(c->items, o);
+    if (c->items) {
+        json_object_array_add(c->items, o);
+    } else {
+        json_object_put(o);
+        if (c->n) list_text_add(&c->text, ",", 1);
+        list_text_add(&c->text, json, strlen(json));
+    }
     c->n++;
     snprintf(c->cont, sizeof c->cont, "%s/%s", ns, name);
     return 0;
+}
+
+/* The list answer from the items' text: {"kind":..,"apiVersion":..,
+ * "metadata":md,"items":[text]}. */
+static void list_text_resp(struct apisrv__resp *w, const char *kind, const char *gv,
+                           json_object *md, struct list_text *items) {
+    struct list_text b = {0};
+    char head[512];
+    int n = snprintf(head, sizeof head, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":",
+                     kind, gv);
+    const char *m = json_object_to_json_string_ext(md, JSON_C_TO_STRING_PLAIN);
+    list_text_add(&b, head, (size_t)n);
+    list_text_add(&b, m, strlen(m));
+    list_text_add(&b, ",\"items\":[", 10);
+    if (items->p) list_text_add(&b, items->p, items->len);
+    list_text_add(&b, "]}", 2);
+    if (b.nomem || items->nomem) {
+        free(b.p);
+        apisrv__resp_err(w, 500, "InternalError", "out of memory building the list");
+        return;
+    }
+    apisrv__resp_take(w, 200, "application/json", b.p, b.len);
 }
 
 static void verbs_list(apisrv *s, struct apisrv__req *r, const struct apisrv__target *tg,
@@ -256,7 +316,8 @@ static void verbs_list(apisrv *s, struct apisrv__req *r, const struct apisrv__ta
         after_ns[slash - cont] = 0;
         after_name = (char *)slash + 1;
     }
-    c.items = json_object_new_array();
+    bool table = apisrv__wants_table(r);
+    if (table) c.items = json_object_new_array();
     one = sel_required_value(c.fs, "metadata.name");
     if (one && !after_name) {
         const char *nsq = tg->ns ? tg->ns : sel_required_value(c.fs, "metadata.namespace");
@@ -264,8 +325,16 @@ static void verbs_list(apisrv *s, struct apisrv__req *r, const struct apisrv__ta
             apisrv__store_scan(s, t->key, NULL, NULL, NULL, list_row, &c);
         } else {
             json_object *o = apisrv__store_get(s, t->key, t->namespaced ? nsq : NULL, one);
-            if (o && sel_match(c.ls, o) && sel_match(c.fs, o)) json_object_array_add(c.items, o);
-            else json_object_put(o);
+            if (o && sel_match(c.ls, o) && sel_match(c.fs, o)) {
+                if (table) {
+                    json_object_array_add(c.items, o);
+                    o = NULL;
+                } else {
+                    const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+                    list_text_add(&c.text, txt, strlen(txt));
+                }
+            }
+            json_object_put(o);
         }
     } else {
         apisrv__store_scan(s, t->key, tg->ns, after_name ? after_ns : NULL, after_name,
@@ -275,23 +344,21 @@ static void verbs_list(apisrv *s, struct apisrv__req *r, const struct apisrv__ta
     json_object *out, *md = json_object_new_object();
     json_object_object_add(md, "resourceVersion", json_object_new_string(rvs));
     if (c.more) json_object_object_add(md, "continue", json_object_new_string(c.cont));
-    if (apisrv__wants_table(r)) {
+    if (table) {
         out = apisrv__table(s, t, c.items, apisrv__q(r, "includeObject"), true);
         json_object_object_add(out, "metadata", md);
+        apisrv__resp_json(w, 200, out);
+        json_object_put(out);
     } else {
         char kind[128];
-        out = json_object_new_object();
         snprintf(kind, sizeof kind, "%sList", t->kind);
         if (t->group[0]) snprintf(gv, sizeof gv, "%s/%s", t->group, t->version);
         else snprintf(gv, sizeof gv, "%s", t->version);
-        json_object_object_add(out, "kind", json_object_new_string(kind));
-        json_object_object_add(out, "apiVersion", json_object_new_string(gv));
-        json_object_object_add(out, "metadata", md);
-        json_object_object_add(out, "items", json_object_get(c.items));
+        list_text_resp(w, kind, gv, md, &c.text);
+        json_object_put(md);
     }
-    apisrv__resp_json(w, 200, out);
-    json_object_put(out);
 out:
+    free(c.text.p);
     json_object_put(c.items);
     sel_free(c.ls);
     sel_free(c.fs);

@@ -528,6 +528,20 @@ TEST(apiserver_list_paging_and_selectors) {
     CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 1);
     CHECK_STR(at(o, "items.0.spec.user"), "bob");
     json_object_put(o);
+    /* One namespace and one name: the object read alone, the same as a GET. */
+    json_object *one = NULL;
+    CHECK_INT(reqj(s, "GET", TJ "?fieldSelector=metadata.name%3Db", NULL, NULL, &o), 200);
+    CHECK_INT(reqj(s, "GET", TJ "/b", NULL, NULL, &one), 200);
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 1);
+    CHECK(json_object_equal(json_object_array_get_idx(json_object_object_get(o, "items"), 0), one));
+    json_object_put(one);
+    json_object_put(o);
+    /* Nothing selected: still a list with an items array. */
+    CHECK_INT(reqj(s, "GET", TJ "?labelSelector=team%3Dnone", NULL, NULL, &o), 200);
+    CHECK_STR(at(o, "kind"), "TestJobList");
+    CHECK(json_object_is_type(json_object_object_get(o, "items"), json_type_array));
+    CHECK_INT(json_object_array_length(json_object_object_get(o, "items")), 0);
+    json_object_put(o);
     CHECK_INT(reqj(s, "GET", TJ "?labelSelector=in%20(", NULL, NULL, &o), 400);
     json_object_put(o);
     apisrv_stop(s);
