@@ -195,39 +195,25 @@ static void job_published_as(const struct opcache_obj *o, struct opjob *js) {
 }
 
 /* Publishes js->st as the AIJob's desired status when job_must_publish
- * says so (conditions take their times from the live status). */
+ * says so. The status JSON is built when the write goes out
+ * (srv__want_job_status), from st as it is then. */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
-    const char *rv = srv__rv(o->raw);
     js->st.observed_generation = srv__generation(o->raw);
     if (!job_must_publish(o, js, now))
         return;
-    /* The cache keeps the live status as text (srv_parse): parsed only
-     * here, when a status is due, never on a cycle that publishes nothing;
-     * and only its conditions, all that opstatus_to_json reads of it. */
-    json_object *live = opcache_member_part(o, "status", "conditions");
-    json_object *st = opstatus_to_json(&js->st, live, now);
-    json_object_put(live);
-    if (!st) {
-        /* Nothing is published and pub_rv stays cleared, so the next sync
-         * tries again; say so, since the API keeps the old status. */
-        OPLOG(&s->log, OPLOG_ERROR, "status_encode_failed", o->key, rv,
-              "phase=%s retry=next_sync", aiq_phase_name(js->st.phase));
-        opmetrics_status_failed_inc(s->metrics, "AIJob");
-    }
     /* A phase change is written before the rest, except Pending: the
      * short step while the job's pods are made, which Queued soon
      * replaces. In a burst the budget then goes to the Queued statuses,
      * and a Pending one still waiting is replaced by its Queued one
      * instead of costing a write of its own. */
     bool phase_changed = js->st.phase != js->pub_phase && js->st.phase != AIQ_PHASE_PENDING;
-    srv__want_status(s, o, st);
+    srv__want_job_status(s, o, now);
     struct opext *x = o->ext;
     if (x && x->dirty && phase_changed)
         x->urgent = true;
     js->pub_rv[0] = '\0';
-    if (st)
-        job_published_as(o, js);
+    job_published_as(o, js);
 }
 
 /* See server.h. */

@@ -244,6 +244,21 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
     s->maybe_dirty = true;
 }
 
+void srv__want_job_status(struct server *s, struct opcache_obj *o, double at) {
+    struct opext *x = srv__ext(o);
+    if (!x)
+        return; /* out of memory: the job stays unpublished (pub_rv is set,
+                 * but its next material change publishes again) */
+    json_object_put(x->want_status);
+    x->want_status = NULL;
+    x->want_job = true;
+    x->want_at = at;
+    if (!x->dirty)
+        x->dirty_since = srv_now();
+    x->dirty = true;
+    s->maybe_dirty = true;
+}
+
 /* Events ---------------------------------------------------------------------- */
 
 void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
@@ -296,6 +311,27 @@ static void srv_drop_want(opkind k, struct opext *x) {
         return;
     json_object_put(x->want_status);
     x->want_status = NULL;
+    x->want_job = false;
+}
+
+/* The desired status of o to compare with live (borrowed): x->want_status,
+ * or for an AIJob published by srv__want_job_status its job state's st
+ * built now (*built owns it then). NULL when it cannot be built (out of
+ * memory: logged, o stays dirty and the next flush tries again). */
+static json_object *srv_want_json(struct server *s, struct opcache_obj *o, json_object *live,
+                                  json_object **built) {
+    struct opext *x = o->ext;
+    *built = NULL;
+    if (!x->want_job)
+        return x->want_status;
+    if (x->job)
+        *built = opstatus_to_json(&x->job->st, live, x->want_at);
+    if (!*built) {
+        OPLOG(&s->log, OPLOG_ERROR, "status_encode_failed", o->key, srv__rv(o->raw),
+              "phase=%s retry=next_flush", x->job ? aiq_phase_name(x->job->st.phase) : "?");
+        opmetrics_status_failed_inc(s->metrics, "AIJob");
+    }
+    return *built;
 }
 
 /* Applies the outcome of one status write to o. */
@@ -363,10 +399,18 @@ static int srv_status_prep(struct server *s, opkind k, struct opcache_obj **objs
         struct opcache_obj *o = objs[i];
         struct opext *x = o ? o->ext : NULL;
         bool changed = false;
-        if (!x || !x->dirty || !x->want_status)
+        if (!x || !x->dirty || (!x->want_status && !x->want_job))
             continue;
-        json_object *live = opcache_member(o, "status"); /* parsed: one write */
-        json_object *patch = opstatus_patch(live, x->want_status, &changed);
+        /* The cache keeps the live status as text (srv_parse): parsed
+         * only here, for a write about to go out. */
+        json_object *live = opcache_member(o, "status");
+        json_object *built, *want = srv_want_json(s, o, live, &built);
+        if (!want) {
+            json_object_put(live);
+            continue;
+        }
+        json_object *patch = opstatus_patch(live, want, &changed);
+        json_object_put(built);
         json_object_put(live);
         if (!patch) {
             x->dirty = false;

@@ -173,9 +173,13 @@ struct opgrow_avoid {
 /* Operator state attached to every cached object. */
 struct opext {
     json_object *want_status;  /* desired .status (owned), NULL = none */
+    bool want_job;             /* AIJob: the desired status is job->st, built
+                                * when written (srv__want_job_status) */
     bool dirty;                /* compare and write at the next flush */
     bool urgent;               /* a phase change: written before the rest */
     double dirty_since;        /* when it became dirty (unix s) */
+    double want_at;            /* want_job: when it was published (unix s),
+                                * the time of a condition it changes */
     struct opjob *job;         /* AIJob only */
     oppolicy *compiled;        /* QueuePolicy only: last good compile */
     int64_t compiled_gen;      /* QueuePolicy only: its metadata.generation */
@@ -402,6 +406,13 @@ struct opcache_obj *srv__pod_job(struct server *s, json_object *pod, char *key, 
  * from the last desired one. */
 void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st);
+
+/* Marks an AIJob dirty with its job state's st as the desired status,
+ * published at time at: the status JSON is built only when the write goes
+ * out (srv_status_prep), from st as it is then, so a status that waits
+ * for the budget holds no JSON and one replaced before its turn is never
+ * built. */
+void srv__want_job_status(struct server *s, struct opcache_obj *o, double at);
 
 /* Queues the creation of a gated pod (takes pod): it goes into the pod
  * cache at once as a placeholder, so no sync creates it twice, and is

@@ -146,6 +146,18 @@ check "due statuses wait for the budget (aiq_status_writes_deferred=$d)" [ "${d:
 wait_for 40 "every burst job still gets its Queued status" sh -c '
   [ "$(kubectl get aijobs -o jsonpath="{range .items[?(@.status.phase==\"Queued\")]}{.metadata.name} {end}" |
       tr " " "\n" | grep -c "^b")" = 20 ]'
+# The status is built when its write goes out, seconds after the job was
+# queued for the last of them (20 at 2 a second), but a condition says
+# when its change happened: Queued's lastTransitionTime is the cycle that
+# queued the job (its queuedTime, or the cycle right after it), not the
+# write's time.
+late=$(kubectl get aijobs -o jsonpath='{range .items[*]}{.metadata.name} {.status.queuedTime} {.status.conditions[?(@.type=="Queued")].lastTransitionTime}{"\n"}{end}' |
+    awk '/^b/ { print $1, $2, $3 }' | while read -r n q t; do
+        d=$(( $(date -d "$t" +%s) - $(date -d "$q" +%s) ))
+        [ "$d" -ge 0 ] && [ "$d" -le 2 ] || echo "$n:${d}s"
+    done)
+check "each burst job's Queued condition has the time it was queued, not of the write (off: ${late:-none})" \
+    eq "$late" ""
 op_kill9
 
 # --- /queue and /journal answer loopback clients only, unless --api-remote ----
