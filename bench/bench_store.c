@@ -58,7 +58,7 @@ static void job_writes(store *s, int i, int64_t cycle, aiq_err *err) {
     j.spec.backoff_limit = 3;
     if (store_upsert_job(s, &j, "nlp", err)) die("upsert job", err);
     struct store_job_status st = {AIQ_PHASE_QUEUED, i % 3, i, 1.0 / (i + 1),
-                                  "waiting for a free GPU", 0};
+                                  "waiting for a free GPU", 0, 0};
     if (store_job_set_status(s, uid, &st, err)) die("job status", err);
     struct store_decision d = {.cycle = cycle, .t = 1700000000 + i,
                                .job_uid = uid, .action = "wait",

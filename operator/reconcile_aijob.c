@@ -242,9 +242,8 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
  * the active-job list read. */
 static void job_store_final(struct server *s, const struct aiq_aijob *j,
                             const struct opjob *js, double now) {
-    struct store_job_status st = {js->st.phase, 0, 0, 0, js->st.message, js->st.attempts};
-    if (srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_FINISHED, now, NULL), "job_mark"))
-        (void)srv_rec(s, store_job_set_status(s->db, j->meta.uid, &st, NULL), "job_set_status");
+    struct store_job_status st = {js->st.phase, 0, 0, 0, js->st.message, js->st.attempts, now};
+    (void)srv_rec(s, store_job_set_status(s->db, j->meta.uid, &st, NULL), "job_set_status");
 }
 
 /* Sets phase, reason and message together. */

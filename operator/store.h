@@ -264,10 +264,13 @@ struct store_job_status {
     double score;
     const char *message;       /* may be NULL; at most AIQ_MAX_STRING */
     int32_t attempts;
+    double finished;           /* > 0: also the job's end (as store_job_mark's
+                                  STORE_JOB_FINISHED), in the same write */
 };
 
-/* Sets the status columns. AIQ_ENOTFOUND if uid is unknown; AIQ_ETOOBIG
- * if the message passes AIQ_MAX_STRING. */
+/* Sets the status columns (and the finished time when st->finished > 0).
+ * AIQ_ENOTFOUND if uid is unknown; AIQ_ETOOBIG if the message passes
+ * AIQ_MAX_STRING. */
 aiq_rc store_job_set_status(store *s, const char *uid,
                             const struct store_job_status *st, aiq_err *err);
 

@@ -103,6 +103,7 @@ aiq_rc store_job_set_status(store *s, const char *uid,
     sqlite3_bind_double(st, 5, js->score);
     store__bind_text(st, 6, js->message);
     sqlite3_bind_int(st, 7, js->attempts);
+    sqlite3_bind_double(st, 8, js->finished);
     rc = store__write(s, st, "job status", err);
     if (rc == AIQ_OK && sqlite3_changes(sqlite3_db_handle(st)) == 0)
         rc = not_found(uid, err);
