@@ -1167,10 +1167,11 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     job_event(s, o, js, "Normal", "AdmissionRecovered", ev);
 }
 
-/* Recovers our state from the live status (first sight after a start). */
-static void job_load(struct server *s, struct opcache_obj *o,
-                     const struct aiq_aijob *j, struct opjob *js) {
-    json_object *live = opcache_member(o, "status"), *pl = NULL; /* ours: put below */
+/* Sizes js's placement for j and reads the live status (borrowed, NULL
+ * for none) into js->st. Returns 1 when the status is in the current
+ * form (opstatus_current_form), 0 when not, -1 on ENOMEM (st untouched). */
+static int job_read_live(const struct aiq_aijob *j, struct opjob *js, json_object *live) {
+    json_object *pl = NULL;
     int n = job_max_pods(j);
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
         json_object_is_type(pl, json_type_array) &&
@@ -1178,21 +1179,50 @@ static void job_load(struct server *s, struct opcache_obj *o,
         n = (int)json_object_array_length(pl);
     if (n > AIQ_MAX_REPLICAS)
         n = AIQ_MAX_REPLICAS;
-    if (job_place_alloc(js, n) != 0) {
-        json_object_put(live);
-        return;
-    }
+    if (job_place_alloc(js, n) != 0)
+        return -1;
     opstatus_release(&js->st); /* from_json overwrites st */
     opstatus_from_json(live, &js->st, js->place, n);
     js->st.placement = js->place;
+    return opstatus_current_form(live) ? 1 : 0;
+}
+
+/* See server.h. */
+void job_preload_listed(struct opcache_obj *o) {
+    json_object *live = NULL;
+    if (!o->parse_ok || !json_object_object_get_ex(o->raw, "status", &live))
+        return; /* none to read: job_load has nothing to parse either */
+    struct opjob *js = job_state(o);
+    if (!js || js->loaded)
+        return;
+    int cur = job_read_live(o->parsed, js, live);
+    js->pre_put = cur < 0 ? 0 : o->changed;
+    js->pre_current = cur == 1;
+}
+
+/* Recovers our state from the live status (first sight after a start):
+ * read as it was listed (job_preload_listed) when the entry is still
+ * that put, else parsed from the cache's text now. */
+static void job_load(struct server *s, struct opcache_obj *o,
+                     const struct aiq_aijob *j, struct opjob *js) {
+    int cur;
+    if (js->pre_put != 0 && js->pre_put == o->changed) {
+        cur = js->pre_current;
+    } else {
+        json_object *live = opcache_member(o, "status");
+        cur = job_read_live(j, js, live);
+        json_object_put(live);
+        if (cur < 0)
+            return;
+    }
+    js->pre_put = 0;
     /* The live status is what this job last published: a sync or cycle
      * that comes to the same material fields has nothing to write, and
      * builds no status to find that out (at 10k jobs a restart built
      * every one, twice). Taken before anything below changes st; a
      * status in an older form is left to be rewritten. */
-    if (opstatus_current_form(live))
+    if (cur == 1)
         job_published_as(o, js);
-    json_object_put(live);
     job_recover_admission(s, o, j, js);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {

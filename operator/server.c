@@ -87,7 +87,7 @@ static void srv__drop_template(json_object *raw, const struct aiq_aijob *j) {
 }
 
 /* Parses o->raw into its kind's struct; sets parse_ok / perr. */
-static void srv_parse(opkind k, struct opcache_obj *o) {
+static void srv_parse(struct server *s, opkind k, struct opcache_obj *o) {
     size_t sz = 0;
     switch (k) {
     case OPK_AIJOB: sz = sizeof(struct aiq_aijob); break;
@@ -131,6 +131,8 @@ static void srv_parse(opkind k, struct opcache_obj *o) {
      * take too. */
     static const char *const cold[] = {"spec", "status", NULL};
     if (k == OPK_AIJOB) {
+        if (!s->ready)
+            job_preload_listed(o);
         (void)opcache_stash(o, cold);
         /* Of its annotations only the sim.aiq.dev/ ones are read (the
          * pods copy them); kubectl apply's last-applied-configuration,
@@ -349,7 +351,7 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
         struct opcache_obj *n = opcache_put(s->cache[k], it->out, NULL);
         it->out = NULL;
         if (n) {
-            srv_parse(k, n);
+            srv_parse(s, k, n);
             /* The status economy tells our own write from someone else's
              * change by this resourceVersion. */
             struct opext *nx = n->ext;
@@ -863,7 +865,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         struct opcache_obj *o = opcache_put(c, json_object_get(ev->obj), NULL);
         if (!o)
             return;
-        srv_parse(r->kind, o);
+        srv_parse(s, r->kind, o);
         OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(o->raw),
               "kind=%s type=%s", r->kind_name, kube_event_type_name(ev->type));
         if (s->ready)

@@ -92,6 +92,10 @@ struct opjob {
     bool preempted;            /* this teardown is a preemption (by whom, why:
                                   cold->preempted_by, preempt_reason) */
     bool journaled;            /* arrival written to the journal */
+    bool pre_current;          /* pre_put: the live status is in the current form */
+    uint64_t pre_put;          /* st holds the live status of this put of the
+                                  entry, read as it was listed
+                                  (job_preload_listed); 0 = not read */
     /* Preemption and elastic resizing (operator/actions.c). */
     int held;                  /* teardown: placements its terminating pods
                                   still hold (counted by the queue) */
@@ -510,6 +514,14 @@ bool job_counted_by_placement(const struct opjob *js, const struct aiq_aijob *j)
  * by events, which sync them when they come. js is the job's state, NULL
  * when it has none yet (then a sync is wanted). */
 bool job_sync_wanted_js(const struct opjob *js);
+
+/* Before the first replay (a start's lists): reads the AIJob's live
+ * status into its job state from the listed object's tree, before
+ * srv_parse moves the status out as text, so the replay's job_load does
+ * not parse that text back (at 100k jobs a second of the replay, which
+ * nothing else runs beside). Does nothing for a job already loaded or
+ * one without a status. */
+void job_preload_listed(struct opcache_obj *o);
 
 /* Flags every AIJob for a sync at the next cycle (a Group changed, this
  * replica became the leader). */
