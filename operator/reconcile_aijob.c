@@ -913,6 +913,14 @@ struct srv_replay {
     bool oom;               /* a row was not kept: the scan stopped there */
     bool preempts_ok;       /* v holds every job's (else: ask per job) */
     struct lh_table *pred;  /* pred_key -> struct pred_result, or NULL */
+    /* Each active job's newest journaled decision, by uid (dec_ok: all
+     * of them were read; else every job journals its next one again). */
+    struct srv_lastdec {
+        char *uid;
+        struct opdecision d;
+    } *dec;
+    size_t ndec, capdec;
+    bool dec_oom, dec_ok;
 };
 
 static int job_preempt_row(const char *uid, double finished, void *ctx) {
@@ -939,6 +947,48 @@ static int job_preempt_row(const char *uid, double finished, void *ctx) {
     }
     last->t[last->n++] = finished;
     return 0;
+}
+
+static int job_dec_row(const struct store_decision *d, void *ctx) {
+    struct srv_replay *p = ctx;
+    if (p->ndec == p->capdec) {
+        size_t cap = p->capdec ? 2 * p->capdec : 64;
+        struct srv_lastdec *v = realloc(p->dec, cap * sizeof *v);
+        if (!v)
+            return p->dec_oom = true, -1;
+        p->dec = v;
+        p->capdec = cap;
+    }
+    struct srv_lastdec *e = &p->dec[p->ndec];
+    memset(&e->d, 0, sizeof e->d);
+    if (!(e->uid = strdup(d->job_uid)))
+        return p->dec_oom = true, -1;
+    e->d.level = d->level;
+    e->d.pos = d->position;
+    snprintf(e->d.action, sizeof e->d.action, "%s", d->action);
+    snprintf(e->d.reason, sizeof e->d.reason, "%s", d->reason);
+    p->ndec++;
+    return 0;
+}
+
+static int job_dec_cmp(const void *a, const void *b) {
+    return strcmp(((const struct srv_lastdec *)a)->uid, ((const struct srv_lastdec *)b)->uid);
+}
+
+/* Takes the job's newest journaled decision from the replay's scan as
+ * the last one (cy_journal_due), so the first cycle after a restart
+ * journals only what differs from it; its attempt is the status's (an
+ * admission journals a decision of its own). */
+static void job_replayed_decision(const struct srv_replay *p, const char *uid,
+                                  struct opjob *js) {
+    if (!p || !p->dec_ok || !p->ndec)
+        return;
+    struct srv_lastdec key = {(char *)uid, {0}};
+    const struct srv_lastdec *f = bsearch(&key, p->dec, p->ndec, sizeof *p->dec, job_dec_cmp);
+    if (!f)
+        return;
+    js->last_dec = f->d;
+    js->last_dec.attempts = js->st.attempts;
 }
 
 static int job_preempt_cmp(const void *a, const void *b) {
@@ -972,6 +1022,17 @@ void jobs_replay_begin(struct server *s) {
             qsort(p->v, p->n, sizeof *p->v, job_preempt_cmp);
         p->preempts_ok = true;
     }
+    aiq_err_clear(&e);
+    rc = store_journal_last_decisions(s->db, job_dec_row, p, &e);
+    if (rc != AIQ_OK || p->dec_oom) {
+        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
+              "what=decisions msg=\"%s\" then=journal_each_again",
+              rc != AIQ_OK ? e.message : "out of memory");
+    } else {
+        if (p->ndec > 1)
+            qsort(p->dec, p->ndec, sizeof *p->dec, job_dec_cmp);
+        p->dec_ok = true;
+    }
     /* NULL (ENOMEM): every job asks the store, as outside a replay. */
     p->pred = lh_kchar_table_new(1024, job_pred_free);
     s->replay = p;
@@ -985,6 +1046,9 @@ void jobs_replay_end(struct server *s) {
     for (size_t i = 0; i < p->n; i++)
         free(p->v[i].uid);
     free(p->v);
+    for (size_t i = 0; i < p->ndec; i++)
+        free(p->dec[i].uid);
+    free(p->dec);
     if (p->pred)
         lh_table_free(p->pred);
     free(p);
@@ -1240,6 +1304,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) && !js->teardown)
         job_recover_growth(s, o, j, js);
     job_load_preemptions(s, o, j, js);
+    job_replayed_decision(s->replay, j->meta.uid, js);
     js->loaded = true;
     OPLOG(&s->log, OPLOG_INFO, "job_loaded", o->key, srv__rv(o->raw),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),

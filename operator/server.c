@@ -794,8 +794,6 @@ static void srv_check_ready(struct server *s) {
         return;
     static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA, OPK_POLICY, OPK_AIJOB};
     s->ready = true;
-    if (opcache_count(s->cache[OPK_AIJOB]) > 0)
-        jobs_replay_begin(s);
     for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
         opcache *rc = s->cache[replay[k]];
         for (size_t i = 0; i < opcache_count(rc); i++) {
@@ -1227,6 +1225,11 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     rc = srv_start_watches(s, err);
     if (rc != AIQ_OK)
         return rc;
+    /* What the replay reads for every job at once (their preemptions and
+     * last decisions) is read now, while the watches list: nothing writes
+     * the store before the replay, and the lists leave this thread idle
+     * much of the time, where the replay has it alone. */
+    jobs_replay_begin(s);
     OPLOG(&s->log, OPLOG_INFO, "started", NULL, NULL,
           "server=%s db=%s cycle_ms=%ld leader_elect=%d identity=%s",
           kube_client_server(s->kc), s->flags.db_path, s->flags.cycle_ms,
@@ -1234,6 +1237,7 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     return AIQ_OK;
 }
 void srv_deinit(struct server *s) {
+    jobs_replay_end(s); /* stopped before the replay ran */
     for (int k = 0; k < OPK__N; k++) {
         kube_watch_free(s->watch[k]);
         s->watch[k] = NULL;

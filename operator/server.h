@@ -552,12 +552,17 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
 void job_delete_pods(struct server *s, struct opcache_obj *o);
 
 /* A restart's replay (srv_check_ready) syncs every AIJob at once:
- * jobs_replay_begin reads every job's preemptions of the last hour from
- * the store in one scan into s->replay, and keeps the runtime
- * predictions made in the replay for the jobs after them that ask the
- * same; job_load and job_record use it instead of queries per job. On a
- * store error or ENOMEM it logs replay_not_preloaded and the jobs ask the
- * store themselves. jobs_replay_end frees it. */
+ * jobs_replay_begin (srv_start, while the watches list) reads every
+ * job's preemptions of the last hour and every active job's newest
+ * journaled decision from the store, one scan each, into s->replay, and
+ * keeps the runtime predictions made in the replay for the jobs after
+ * them that ask the same; job_load and job_record use it instead of
+ * queries per job, and the first cycle journals only decisions that
+ * differ from the last ones (a restart used to journal every waiting
+ * job's again: 100k rows at 100k jobs). On a store error or ENOMEM it
+ * logs replay_not_preloaded and the jobs ask the store themselves (the
+ * decisions: journaled again). jobs_replay_end frees it after the
+ * replay. */
 void jobs_replay_begin(struct server *s);
 void jobs_replay_end(struct server *s);
 

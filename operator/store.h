@@ -466,6 +466,15 @@ struct store_decision {
 aiq_rc store_journal_decision(store *s, const struct store_decision *d,
                               aiq_err *err);
 
+/* The newest decision journaled for each job not finished or deleted
+ * (a restart journals again only what differs from it): cb(d, ctx) with
+ * job_uid, action, level, position and reason set (cycle, t, score,
+ * terms and message are not read), ordered by uid. A cb returning
+ * nonzero stops the walk (still AIQ_OK). */
+typedef int (*store_decision_cb)(const struct store_decision *d, void *ctx);
+aiq_rc store_journal_last_decisions(store *s, store_decision_cb cb, void *ctx,
+                                    aiq_err *err);
+
 /* Writes the journal entries with time >= since to out as JSON lines,
  * ordered by time (events before decisions at the same time, then in
  * insertion order). Each line is one object with fixed keys in this order:

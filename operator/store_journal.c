@@ -106,6 +106,28 @@ out_free:
     return rc;
 }
 
+/* See store.h. */
+aiq_rc store_journal_last_decisions(store *s, store_decision_cb cb, void *ctx,
+                                    aiq_err *err) {
+    sqlite3_stmt *st = store__q(s, STORE_Q_DEC_LAST_ALL, err);
+    if (!st) return AIQ_EDB;
+    aiq_rc rc = AIQ_OK;
+    for (;;) {
+        bool row = false;
+        rc = store__row(s, st, &row, "last decisions", err);
+        if (rc != AIQ_OK || !row) break;
+        const char *uid = (const char *)sqlite3_column_text(st, 0);
+        const char *action = (const char *)sqlite3_column_text(st, 2);
+        const char *reason = (const char *)sqlite3_column_text(st, 5);
+        struct store_decision d = {0, 0, uid ? uid : "", action ? action : "",
+                                   sqlite3_column_int(st, 3), sqlite3_column_int(st, 4),
+                                   0, NULL, reason ? reason : "", NULL};
+        if (cb(&d, ctx) != 0) break;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
 /* Writes v in the shortest %g form that reads back as exactly v (replay
  * must see the very numbers the cycle saw); null when not finite. */
 static void put_num(FILE *f, double v) {

@@ -114,11 +114,14 @@ check "their status says why without naming the blocker; explain names it" sh -c
 # --- a restart ---------------------------------------------------------------
 # Nothing a user acts on changed while the operator was down: the restarted
 # one writes no status, and the store tells it which arrivals the journal
-# has, so none is journaled a second time.
+# has, so none is journaled a second time, and which decisions it made
+# last, so none of the thirteen waiting jobs' is journaled again.
 arrivals() { curl -s "$URL/journal?job=default/$1" | grep -o '"kind":"job_arrival"' | wc -l; }
+ndec() { sqlite3 "$T/op.db" "SELECT count(*) FROM decisions"; }
 check "w12's arrival is journaled once" [ "$(arrivals w12)" -eq 1 ]
 before=$(rvs)
 op_kill9
+ndec0=$(ndec)
 mv "$T/op.log" "$T/op0.log"
 op_start
 PORT=$(sed -n 's/.*event=metrics_listening.* port=\([0-9]*\).*/\1/p' "$T/op.log" | tail -1)
@@ -128,6 +131,9 @@ check "after the restart no AIJob was rewritten" eq "$(rvs)" "$before"
 check "aiq_status_writes_total of the restarted operator is 0" eq "$(metric aiq_status_writes_total)" 0
 check "w12's and w1's arrivals are still journaled once each" \
     [ "$(arrivals w12)" -eq 1 -a "$(arrivals w1)" -eq 1 ]
+check "the restart journaled no decision again ($ndec0 rows before, $(ndec) after)" eq "$(ndec)" "$ndec0"
+check "... and the replay read the last decisions in one scan (no replay_not_preloaded)" \
+    sh -c "! grep -q 'event=replay_not_preloaded' '$T/op.log'"
 
 # --- the write budget ----------------------------------------------------------
 op_kill9
@@ -152,7 +158,7 @@ wait_for 40 "every burst job still gets its Queued status" sh -c '
 # queued the job (its queuedTime, or the cycle right after it), not the
 # write's time.
 late=$(kubectl get aijobs -o jsonpath='{range .items[*]}{.metadata.name} {.status.queuedTime} {.status.conditions[?(@.type=="Queued")].lastTransitionTime}{"\n"}{end}' |
-    awk '/^b/ { print $1, $2, $3 }' | while read -r n q t; do
+    awk '$1 ~ /^b[0-9]+$/ { print $1, $2, $3 }' | while read -r n q t; do
         d=$(( $(date -d "$t" +%s) - $(date -d "$q" +%s) ))
         [ "$d" -ge 0 ] && [ "$d" -le 2 ] || echo "$n:${d}s"
     done)

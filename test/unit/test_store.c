@@ -1141,6 +1141,59 @@ TEST(journal_export_exact_lines) {
     store_close(s);
 }
 
+struct lastdec {
+    int n;
+    char line[4][160];
+};
+
+static int lastdec_cb(const struct store_decision *d, void *ctx) {
+    struct lastdec *l = ctx;
+    if (l->n < 4)
+        snprintf(l->line[l->n++], sizeof l->line[0], "%s %s %d %d %s", d->job_uid, d->action,
+                 d->level, d->position, d->reason);
+    return 0;
+}
+
+/* A restart takes each active job's newest decision as its last one, so
+ * its first cycle journals only what differs: the newest by journal
+ * order (a restarted operator counts cycles from 1 again), active jobs
+ * only, in uid order. */
+TEST(journal_last_decision_per_active_job) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    struct aiq_aijob j;
+    const char *uids[] = {"uid-b", "uid-a", "uid-done"};
+    for (int i = 0; i < 3; i++) {
+        job_fill(&j, (char *)uids[i], (char *)uids[i], "alice");
+        CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    }
+    CHECK_INT(store_job_mark(s, "uid-done", STORE_JOB_FINISHED, 50, &err), AIQ_OK);
+    struct {
+        int64_t cycle;
+        const char *uid, *action;
+        int level, pos;
+        const char *reason;
+    } rows[] = {
+        {7, "uid-b", "wait", 1, 9, "BehindHigherPriority"},
+        {8, "uid-a", "wait", 0, 3, "QuotaExceeded"},
+        {9, "uid-b", "wait", 1, 4, "BehindHigherPriority"},
+        {1, "uid-b", "wait", 2, 2, "NoFit"}, /* after a restart: cycle 1, newest */
+        {2, "uid-done", "admit", 0, 0, "Admitted"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct store_decision d = {rows[i].cycle, 10.0 + (double)i, rows[i].uid, rows[i].action,
+                                   rows[i].level, rows[i].pos, 0, NULL, rows[i].reason, "m"};
+        CHECK_INT(store_journal_decision(s, &d, &err), AIQ_OK);
+    }
+    struct lastdec l = {0};
+    CHECK_INT(store_journal_last_decisions(s, lastdec_cb, &l, &err), AIQ_OK);
+    CHECK_INT(l.n, 2);
+    CHECK_STR(l.line[0], "uid-a wait 0 3 QuotaExceeded");
+    CHECK_STR(l.line[1], "uid-b wait 2 2 NoFit");
+    store_close(s);
+}
+
 TEST(journal_rejects_bad_input) {
     store *s = open_mem();
     if (!s) return;
