@@ -5,6 +5,7 @@
  * release of an admitted gang, and the history kept in SQLite when the
  * AIJob is deleted. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -923,18 +924,34 @@ struct srv_replay {
     bool dec_oom, dec_ok;
 };
 
+/* Room for entry n of the replay's array *v (cap entries of sz bytes),
+ * grown by doubling; -1 on ENOMEM (*v unchanged). */
+static int job_replay_room(void **v, size_t *cap, size_t n, size_t sz) {
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 64;
+    void *nv = realloc(*v, c * sz);
+    if (!nv)
+        return -1;
+    *v = nv;
+    *cap = c;
+    return 0;
+}
+
+/* Orders the replay's arrays, whose entries start with their uid
+ * (struct srv_preempt, struct srv_lastdec). */
+_Static_assert(offsetof(struct srv_preempt, uid) == 0 && offsetof(struct srv_lastdec, uid) == 0,
+               "job_uid_cmp reads an entry's uid at its start");
+static int job_uid_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int job_preempt_row(const char *uid, double finished, void *ctx) {
     struct srv_replay *p = ctx;
     struct srv_preempt *last = p->n ? &p->v[p->n - 1] : NULL;
     if (!last || strcmp(last->uid, uid) != 0) {
-        if (p->n == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 16;
-            struct srv_preempt *v = realloc(p->v, cap * sizeof *v);
-            if (!v)
-                return p->oom = true, -1;
-            p->v = v;
-            p->cap = cap;
-        }
+        if (job_replay_room((void **)&p->v, &p->cap, p->n, sizeof *p->v) != 0)
+            return p->oom = true, -1;
         last = &p->v[p->n];
         last->n = 0;
         if (!(last->uid = strdup(uid)))
@@ -951,14 +968,8 @@ static int job_preempt_row(const char *uid, double finished, void *ctx) {
 
 static int job_dec_row(const struct store_decision *d, void *ctx) {
     struct srv_replay *p = ctx;
-    if (p->ndec == p->capdec) {
-        size_t cap = p->capdec ? 2 * p->capdec : 64;
-        struct srv_lastdec *v = realloc(p->dec, cap * sizeof *v);
-        if (!v)
-            return p->dec_oom = true, -1;
-        p->dec = v;
-        p->capdec = cap;
-    }
+    if (job_replay_room((void **)&p->dec, &p->capdec, p->ndec, sizeof *p->dec) != 0)
+        return p->dec_oom = true, -1;
     struct srv_lastdec *e = &p->dec[p->ndec];
     memset(&e->d, 0, sizeof e->d);
     if (!(e->uid = strdup(d->job_uid)))
@@ -971,10 +982,6 @@ static int job_dec_row(const struct store_decision *d, void *ctx) {
     return 0;
 }
 
-static int job_dec_cmp(const void *a, const void *b) {
-    return strcmp(((const struct srv_lastdec *)a)->uid, ((const struct srv_lastdec *)b)->uid);
-}
-
 /* Takes the job's newest journaled decision from the replay's scan as
  * the last one (cy_journal_due), so the first cycle after a restart
  * journals only what differs from it; its attempt is the status's (an
@@ -984,20 +991,35 @@ static void job_replayed_decision(const struct srv_replay *p, const char *uid,
     if (!p || !p->dec_ok || !p->ndec)
         return;
     struct srv_lastdec key = {(char *)uid, {0}};
-    const struct srv_lastdec *f = bsearch(&key, p->dec, p->ndec, sizeof *p->dec, job_dec_cmp);
+    const struct srv_lastdec *f = bsearch(&key, p->dec, p->ndec, sizeof *p->dec, job_uid_cmp);
     if (!f)
         return;
     js->last_dec = f->d;
     js->last_dec.attempts = js->st.attempts;
 }
 
-static int job_preempt_cmp(const void *a, const void *b) {
-    return strcmp(((const struct srv_preempt *)a)->uid, ((const struct srv_preempt *)b)->uid);
-}
-
 static void job_pred_free(struct lh_entry *e) {
     free(lh_entry_k(e));
     free(lh_entry_v(e));
+}
+
+/* Ends one of jobs_replay_begin's scans into v (n entries of sz bytes,
+ * each starting with its uid): true and v sorted when it read every row;
+ * else false, logged with what the jobs do instead (then). The store
+ * orders uids bytewise, as strcmp does; sorted again all the same, so a
+ * lookup never rests on SQLite's collation. */
+static bool job_replay_scanned(struct server *s, aiq_rc rc, bool oom, const aiq_err *e,
+                               const char *what, const char *then, void *v, size_t n,
+                               size_t sz) {
+    if (rc != AIQ_OK || oom) {
+        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
+              "what=%s msg=\"%s\" then=%s", what,
+              rc != AIQ_OK ? e->message : "out of memory", then);
+        return false;
+    }
+    if (n > 1)
+        qsort(v, n, sz, job_uid_cmp);
+    return true;
 }
 
 /* See server.h. */
@@ -1011,28 +1033,12 @@ void jobs_replay_begin(struct server *s) {
         return;
     }
     aiq_rc rc = store_attempt_preemptions_all(s->db, job_now() - 3600, job_preempt_row, p, &e);
-    if (rc != AIQ_OK || p->oom) {
-        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
-              "what=preemptions msg=\"%s\" then=per_job_queries",
-              rc != AIQ_OK ? e.message : "out of memory");
-    } else {
-        /* The store orders uids bytewise, as strcmp does; sorted again
-         * all the same, so a lookup never rests on SQLite's collation. */
-        if (p->n > 1)
-            qsort(p->v, p->n, sizeof *p->v, job_preempt_cmp);
-        p->preempts_ok = true;
-    }
+    p->preempts_ok = job_replay_scanned(s, rc, p->oom, &e, "preemptions", "per_job_queries",
+                                        p->v, p->n, sizeof *p->v);
     aiq_err_clear(&e);
     rc = store_journal_last_decisions(s->db, job_dec_row, p, &e);
-    if (rc != AIQ_OK || p->dec_oom) {
-        OPLOG(&s->log, OPLOG_WARN, "replay_not_preloaded", NULL, NULL,
-              "what=decisions msg=\"%s\" then=journal_each_again",
-              rc != AIQ_OK ? e.message : "out of memory");
-    } else {
-        if (p->ndec > 1)
-            qsort(p->dec, p->ndec, sizeof *p->dec, job_dec_cmp);
-        p->dec_ok = true;
-    }
+    p->dec_ok = job_replay_scanned(s, rc, p->dec_oom, &e, "decisions", "journal_each_again",
+                                   p->dec, p->ndec, sizeof *p->dec);
     /* NULL (ENOMEM): every job asks the store, as outside a replay. */
     p->pred = lh_kchar_table_new(1024, job_pred_free);
     s->replay = p;
@@ -1061,7 +1067,7 @@ static int job_replayed_preemptions(const struct srv_replay *p, const char *uid,
     if (!p || !p->preempts_ok)
         return -1;
     struct srv_preempt key = {(char *)uid, {0}, 0};
-    const struct srv_preempt *f = p->n ? bsearch(&key, p->v, p->n, sizeof *p->v, job_preempt_cmp)
+    const struct srv_preempt *f = p->n ? bsearch(&key, p->v, p->n, sizeof *p->v, job_uid_cmp)
                                        : NULL;
     if (!f)
         return 0;
