@@ -251,9 +251,7 @@ void srv__want_job_status(struct server *s, struct opcache_obj *o, double at) {
     if (!x)
         return; /* out of memory: the job stays unpublished (pub_rv is set,
                  * but its next material change publishes again) */
-    json_object_put(x->want_status);
-    x->want_status = NULL;
-    x->want_job = true;
+    x->want_job = true; /* an AIJob never has a want_status */
     x->want_at = at;
     if (!x->dirty)
         x->dirty_since = srv_now();
@@ -304,15 +302,13 @@ static int64_t srv_rv_num(const char *rv) {
 
 static void srv_flush_events(struct server *s);
 
-/* An AIJob's desired status is dropped once the server holds it: the
- * status economy builds one only when it is due (job_status_due), so
- * keeping it would only cost memory (a few KB a job). Other kinds keep
- * theirs: their statuses are rebuilt every cycle and compared with it. */
-static void srv_drop_want(opkind k, struct opext *x) {
-    if (k != OPK_AIJOB)
-        return;
-    json_object_put(x->want_status);
-    x->want_status = NULL;
+/* An AIJob's desired status is its job state, built when its write goes
+ * out (srv__want_job_status): once written, or found already there, the
+ * flag goes and nothing is held. Other kinds keep want_status: their
+ * statuses are rebuilt every cycle and compared with it. */
+static void srv_written(struct opext *x) {
+    x->dirty = false;
+    x->urgent = false;
     x->want_job = false;
 }
 
@@ -341,9 +337,7 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
                             struct release_item *it) {
     struct opext *x = o->ext;
     if (it->rc == AIQ_OK) {
-        x->dirty = false;
-        x->urgent = false;
-        srv_drop_want(k, x);
+        srv_written(x);
         OPLOG(&s->log, OPLOG_DEBUG, "status_written", o->key, srv__rv(it->out), "kind=%s",
               srv_reconcilers[k].kind_name);
         /* Keep the cache at what the server now holds (the watch event
@@ -415,9 +409,7 @@ static int srv_status_prep(struct server *s, opkind k, struct opcache_obj **objs
         json_object_put(built);
         json_object_put(live);
         if (!patch) {
-            x->dirty = false;
-            x->urgent = false;
-            srv_drop_want(k, x);
+            srv_written(x);
             continue;
         }
         struct release_item *it = &items[m];

@@ -176,7 +176,8 @@ struct opgrow_avoid {
 
 /* Operator state attached to every cached object. */
 struct opext {
-    json_object *want_status;  /* desired .status (owned), NULL = none */
+    json_object *want_status;  /* desired .status (owned), NULL = none; not
+                                * for AIJobs (want_job) */
     bool want_job;             /* AIJob: the desired status is job->st, built
                                 * when written (srv__want_job_status) */
     bool dirty;                /* compare and write at the next flush */
