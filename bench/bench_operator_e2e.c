@@ -73,8 +73,9 @@
  * "release" after a configuration's last step: first the baseline, with
  * the operator stopped (SIGSTOP): 4 clients (the 4 threads a gang
  * release runs on, release_exec.c) send the release merge patch to BENCH_RAW_BASE_N gated pods
- * that are not the operator's; then SIGCONT, every A100 node is
- * uncordoned, and the time from the first uncordon to the last pod seen
+ * that are not the operator's and name a scheduler that does not run (so
+ * nothing but the patches works on them meanwhile); then SIGCONT, every
+ * A100 node is uncordoned, and the time from the first uncordon to the last pod seen
  * ungated on a pod watch gives the release rate (min(pending, 8 x nodes)
  * pods); first_s and half_s are the times to the first and the middle
  * of those pods, how long a user of an admitted job waits for its pods.
@@ -137,6 +138,8 @@
 #define NS "default"
 #define AIJOBS "/apis/aiq.dev/v1alpha1/namespaces/" NS "/aijobs"
 #define PODS "/api/v1/namespaces/" NS "/pods"
+/* The baseline's pods name a scheduler that does not run (see run_release). */
+#define BENCH_RAW_SCHEDULER "aiq-bench-none"
 #define MAX_STEPS 8
 #define MAX_NODES 8
 #define MAX_PROBES 128
@@ -559,7 +562,7 @@ static void run_release(struct env *e, struct rel *r) {
     struct ctx c = {s, jw, 0, NULL, NULL, nnodes, o->apply};
     long done = 0, ok = 0;
     long pending = atomic_load(&jw->nqueued) + jw->arrivals;
-    json_object *pod = bp_gated_pod(NS, "tmpl"), *meta = NULL, *labels = NULL;
+    json_object *pod = bp_gated_pod(NS, "tmpl"), *meta = NULL, *labels = NULL, *spec = NULL;
     memset(r, 0, sizeof *r);
     r->kind = s->kind;
     r->nodes = nnodes;
@@ -573,8 +576,17 @@ static void run_release(struct env *e, struct rel *r) {
         goto out;
     if (aiq_jset(labels, "bench", json_object_new_string("raw"), NULL) != 0)
         goto out;
-    /* The baseline's pods point at nodes that do not exist, so they never
-     * take capacity; they are deleted before the uncordon anyway. */
+    /* Nothing else may work on the baseline's pods while it is measured:
+     * released, they would be the scheduler's (the local server's
+     * simulated one, kube-scheduler on the real control plane), which
+     * would try each against every node, write an Unschedulable
+     * condition and an Event for each, on the same server and cores.
+     * Pods of another scheduler are left alone by both. They point at a
+     * node that does not exist, so they never take capacity, and are
+     * deleted before the uncordon. */
+    if (!json_object_object_get_ex(pod, "spec", &spec) ||
+        aiq_jset(spec, "schedulerName", json_object_new_string(BENCH_RAW_SCHEDULER), NULL) != 0)
+        goto out;
     char *patch = bp_release_patch(pod, "bench-nowhere");
     for (long i = 0; i < r->raw_n; i++) {
         char name[32], path[128];
