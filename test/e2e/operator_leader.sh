@@ -42,4 +42,12 @@ wait_for 30 "op-b takes the Lease over" sh -c '
   [ "$(kubectl get lease aiq-operator -o jsonpath={.spec.leaseTransitions})" -ge 1 ]'
 wait_for 20 "the new leader runs the queue" sh -c '[ "$(kubectl get aijob two -o jsonpath={.status.phase})" = Succeeded ]'
 check "one pod per replica" sh -c '[ "$(kubectl get pods -l aiq.dev/job=two -o name | wc -l)" = 2 ]'
+# op-b first saw job one by its watch, already Succeeded: it takes the
+# job's state from the live status (job_load, not a listed preload), and
+# the finished job stays as it was, not run again.
+check "the new leader took the finished job from its status" \
+    grep -q "event=job_loaded obj=default/one .*phase=Succeeded attempts=1" "$T/op-b.log"
+check "the finished job is left as it was" sh -c '
+  [ "$(kubectl get aijob one -o jsonpath={.status.phase}/{.status.attempts})" = Succeeded/1 ] &&
+  ! grep -q "event=job_admitted obj=default/one" "$T/op-b.log"'
 e2e_done
