@@ -1360,7 +1360,13 @@ static void job_record(struct server *s, struct opcache_obj *o,
     int64_t gen = srv__generation(o->raw);
     if (js->recorded_gen == gen)
         return;
-    if (store_upsert_job(s->db, j, js->st.group[0] ? js->st.group : NULL, &e) != AIQ_OK)
+    /* The row first: after a restart it says all of it already for every
+     * job, and the upsert is left out (its own check is a second seek). */
+    const char *group = js->st.group[0] ? js->st.group : NULL;
+    struct store_job sj;
+    bool have = store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK;
+    if ((!have || !store_job_row_is(&sj, j, group)) &&
+        store_upsert_job(s->db, j, group, &e) != AIQ_OK)
         OPLOG(&s->log, OPLOG_WARN, "store_error", o->key, NULL, "op=upsert_job msg=\"%s\"",
               e.message);
     js->recorded_gen = gen;
@@ -1377,8 +1383,8 @@ static void job_record(struct server *s, struct opcache_obj *o,
               "seconds=%.0f source=%s samples=%d", pr.runtime_s, pred_source_name(pr.source),
               pr.samples);
     }
-    struct store_job sj;
-    if (store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK) {
+    /* Neither is the upsert's to change. */
+    if (have) {
         js->attained_gpu_s = sj.gpu_seconds;
         /* After a restart: the arrival is in the journal already. */
         if (sj.arrival_journaled > 0)

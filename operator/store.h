@@ -257,6 +257,12 @@ struct store_job {
 aiq_rc store_upsert_job(store *s, const struct aiq_aijob *j,
                         const char *group, aiq_err *err);
 
+/* Whether store_upsert_job(j, group) would leave the job's row r (read
+ * with store_job_get) as it is: a caller that has the row skips the
+ * upsert then (a restart records every job again). */
+bool store_job_row_is(const struct store_job *r, const struct aiq_aijob *j,
+                      const char *group);
+
 struct store_job_status {
     aiq_phase phase;
     int32_t level;

@@ -83,6 +83,33 @@ aiq_rc store_upsert_job(store *s, const struct aiq_aijob *j,
     return store__write(s, st, "upsert job", err);
 }
 
+/* A row's text column (NULL read as "") against the value bound for it. */
+static bool row_text_is(const char *col, const char *v) {
+    return strcmp(col, v ? v : "") == 0;
+}
+
+/* See store.h. The columns and rules of STORE_Q_JOB_UPSERT. */
+bool store_job_row_is(const struct store_job *r, const struct aiq_aijob *j,
+                      const char *group) {
+    const struct aiq_aijob_spec *sp = &j->spec;
+    return row_text_is(r->uid, j->meta.uid) && row_text_is(r->ns, j->meta.namespace_) &&
+           row_text_is(r->name, j->meta.name) &&
+           (!group || row_text_is(r->group, group)) && /* coalesce: NULL keeps it */
+           row_text_is(r->user, sp->user) && r->priority == sp->priority &&
+           r->replicas == sp->replicas && r->gpus == sp->resources.gpus &&
+           r->gpu_memory_mib == sp->resources.gpu_memory_mib &&
+           r->cpu_milli == sp->resources.cpu_milli &&
+           r->memory_bytes == sp->resources.memory_bytes &&
+           row_text_is(r->gpu_model, sp->resources.gpu_model) &&
+           row_text_is(r->domain, sp->domain) &&
+           r->estimated_runtime_s == sp->estimated_runtime_s &&
+           row_text_is(r->task_type, sp->task_type) &&
+           row_text_is(r->model_name, sp->model_name) &&
+           r->model_parameters == sp->model_parameters &&
+           r->backoff_limit == sp->backoff_limit && r->suspend == sp->suspend &&
+           r->created == j->meta.creation_time;
+}
+
 /* See store.h. */
 aiq_rc store_job_set_status(store *s, const char *uid,
                             const struct store_job_status *js,

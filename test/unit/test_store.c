@@ -864,6 +864,53 @@ TEST(upsert_job_unchanged_row_not_written) {
     store_close(s);
 }
 
+/* store_job_row_is says "unchanged" exactly when the upsert writes
+ * nothing: each field changed alone, then put back. */
+TEST(job_row_is_agrees_with_the_upsert) {
+    store *s = open_mem();
+    if (!s) return;
+    aiq_err err = {0};
+    struct aiq_aijob j, v;
+    struct store_job row;
+    job_fill(&j, "uid-r", "r", "ann");
+    CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
+    for (int k = 0; k <= 19; k++) {
+        const char *group = "nlp";
+        v = j;
+        switch (k) {
+        case 0: break; /* the same job */
+        case 1: group = NULL; break; /* unknown group: the row keeps its own */
+        case 2: group = "cv"; break;
+        case 3: v.meta.namespace_ = "team-b"; break;
+        case 4: v.meta.name = "r2"; break;
+        case 5: v.spec.user = "bob"; break;
+        case 6: v.spec.priority++; break;
+        case 7: v.spec.replicas++; break;
+        case 8: v.spec.resources.gpus++; break;
+        case 9: v.spec.resources.gpu_memory_mib++; break;
+        case 10: v.spec.resources.cpu_milli++; break;
+        case 11: v.spec.resources.memory_bytes++; break;
+        case 12: v.spec.resources.gpu_model = NULL; break;
+        case 13: v.spec.domain = "pool-b"; break;
+        case 14: v.spec.estimated_runtime_s += 0.5; break;
+        case 15: v.spec.task_type = "cv"; break;
+        case 16: v.spec.model_name = "bert"; break;
+        case 17: v.spec.model_parameters++; break;
+        case 18: v.spec.backoff_limit++; v.spec.suspend = true; break;
+        case 19: v.meta.creation_time += 0.25; break;
+        }
+        CHECK_INT(store_job_get(s, "uid-r", &row, &err), AIQ_OK);
+        bool same = store_job_row_is(&row, &v, group);
+        int before = sqlite3_total_changes(s->db);
+        CHECK_INT(store_upsert_job(s, &v, group, &err), AIQ_OK);
+        if (!CHECK(same == (sqlite3_total_changes(s->db) == before)))
+            fprintf(stderr, "  change %d: row_is %d\n", k, same);
+        CHECK(same == (k <= 1));
+        CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK); /* back */
+    }
+    store_close(s);
+}
+
 TEST(usage_spread_over_buckets) {
     store *s = open_mem();
     if (!s) return;
