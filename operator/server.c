@@ -785,6 +785,7 @@ static void srv_check_ready(struct server *s) {
     if (!all || s->ready)
         return;
     static const opkind replay[] = {OPK_NODE, OPK_GROUP, OPK_USERQUOTA, OPK_POLICY, OPK_AIJOB};
+    double t0 = srv_now();
     s->ready = true;
     for (size_t k = 0; k < sizeof replay / sizeof replay[0]; k++) {
         opcache *rc = s->cache[replay[k]];
@@ -793,10 +794,11 @@ static void srv_check_ready(struct server *s) {
             srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
         }
     }
-    jobs_replay_end(s);
+    size_t jobs = jobs_replay_end(s);
     s->nodes_grew_at = 0; /* the nodes were listed whole: nothing to settle */
     opmetrics_set_ready(s->metrics, true);
-    OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d", OPK__N + 1);
+    OPLOG(&s->log, OPLOG_INFO, "ready", NULL, NULL, "watches=%d jobs_loaded=%zu replay_s=%.3f",
+          OPK__N + 1, jobs, srv_now() - t0);
 }
 
 void srv_dispatch(struct server *s, struct kube_event *ev) {
@@ -1229,7 +1231,7 @@ aiq_rc srv_start(struct server *s, aiq_err *err) {
     return AIQ_OK;
 }
 void srv_deinit(struct server *s) {
-    jobs_replay_end(s); /* stopped before the replay ran */
+    (void)jobs_replay_end(s); /* stopped before the replay ran: none loaded */
     for (int k = 0; k < OPK__N; k++) {
         kube_watch_free(s->watch[k]);
         s->watch[k] = NULL;

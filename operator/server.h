@@ -563,9 +563,9 @@ void job_delete_pods(struct server *s, struct opcache_obj *o);
  * job's again: 100k rows at 100k jobs). On a store error or ENOMEM it
  * logs replay_not_preloaded and the jobs ask the store themselves (the
  * decisions: journaled again). jobs_replay_end frees it after the
- * replay. */
+ * replay and returns how many jobs the replay loaded (0 without one). */
 void jobs_replay_begin(struct server *s);
-void jobs_replay_end(struct server *s);
+size_t jobs_replay_end(struct server *s);
 
 /* ---- preemption and elastic resizing (actions.c, reconcile_aijob.c) ------ */
 

@@ -90,6 +90,8 @@ for j in a1 a2 a3 b1; do
 done
 check "the replay read every job's preemptions in one scan" \
     sh -c "! grep -q event=replay_not_preloaded '$T/op.log'"
+check "the ready line counts the jobs the replay loaded ($(kubectl get aijobs -o name | wc -l))" \
+    sh -c "grep -q 'event=ready .*jobs_loaded=$(kubectl get aijobs -o name | wc -l) replay_s=' '$T/op.log'"
 
 for n in $NODES; do kubectl uncordon "${n#node/}" >/dev/null; done
 kubectl delete aijob --all --wait=false >/dev/null
