@@ -874,7 +874,7 @@ TEST(job_row_is_agrees_with_the_upsert) {
     struct store_job row;
     job_fill(&j, "uid-r", "r", "ann");
     CHECK_INT(store_upsert_job(s, &j, "nlp", &err), AIQ_OK);
-    for (int k = 0; k <= 19; k++) {
+    for (int k = 0; k <= 20; k++) {
         const char *group = "nlp";
         v = j;
         switch (k) {
@@ -896,8 +896,9 @@ TEST(job_row_is_agrees_with_the_upsert) {
         case 15: v.spec.task_type = "cv"; break;
         case 16: v.spec.model_name = "bert"; break;
         case 17: v.spec.model_parameters++; break;
-        case 18: v.spec.backoff_limit++; v.spec.suspend = true; break;
-        case 19: v.meta.creation_time += 0.25; break;
+        case 18: v.spec.backoff_limit++; break;
+        case 19: v.spec.suspend = true; break;
+        case 20: v.meta.creation_time += 0.25; break;
         }
         CHECK_INT(store_job_get(s, "uid-r", &row, &err), AIQ_OK);
         bool same = store_job_row_is(&row, &v, group);
