@@ -119,7 +119,8 @@
  *
  * Ends with <server>_e2e_<measure>_<jobs>_<nodes>= lines for every row
  * run, and <server>_e2e_release_pods_per_s=, _release_first_pod_s=,
- * _release_half_pods_s=, _raw_patch_stopped_per_s=, _release_vs_raw_patch=. */
+ * _release_half_pods_s=, _raw_patch_stopped_per_s=, _release_vs_raw_patch=,
+ * _release_operator_cores=, _release_server_cores=, _release_idle_cores=. */
 #include <ctype.h>
 #include <curl/curl.h>
 #include <math.h>
@@ -418,6 +419,10 @@ struct rel {
     int nodes, done;
     long pending, expected, released, raw_n;
     double secs, rate, raw_secs, raw_rate, uncordon_s, first_s, half_s;
+    /* CPU cores in use over the release (uncordon -> last pod seen), by
+     * the operator, by the server (with its child processes), and idle
+     * on the whole machine; -1 when /proc could not say */
+    double op_cores, srv_cores, idle_cores;
 };
 
 /* One server and node count, its job steps, and what follows them. */
@@ -633,21 +638,34 @@ static void run_release(struct env *e, struct rel *r) {
     }
     usleep(300000);
     bp_log("release: uncordon %d nodes, expect %ld pods", nnodes, r->expected);
-    double t_u = bp_now();
+    double cpu0[3] = {bp_cpu_s(e->op.pid), bp_tree_cpu_s(s->pid), bp_idle_s()}, cpu1[3];
+    double t_u = bp_now(), t_cpu = t_u;
+    memcpy(cpu1, cpu0, sizeof cpu1);
     bp_parallel(4, nnodes, 120, op_uncordon, &c, &done, &ok);
     r->uncordon_s = bp_now() - t_u;
     /* Up to BENCH_RELEASE_CAP_S for the first release (a slow cycle comes
-     * first), then until 60 s pass without one. */
+     * first), then until 60 s pass without one. The CPU is read at each
+     * pod seen, so its window ends with the last one. */
     double last_progress = bp_now() + capped(o, o->release_cap_s) - 60;
     long last = 0;
-    while (atomic_load(&w.released) < r->expected && bp_now() - last_progress < 60) {
+    for (;;) {
         long n = atomic_load(&w.released);
         if (n != last) {
             last = n;
             last_progress = bp_now();
+            t_cpu = last_progress;
+            cpu1[0] = bp_cpu_s(e->op.pid);
+            cpu1[1] = bp_tree_cpu_s(s->pid);
+            cpu1[2] = bp_idle_s();
         }
+        if (n >= r->expected || bp_now() - last_progress >= 60)
+            break;
         usleep(20000);
     }
+    double *cores[3] = {&r->op_cores, &r->srv_cores, &r->idle_cores};
+    for (int k = 0; k < 3; k++)
+        *cores[k] = cpu0[k] >= 0 && cpu1[k] >= 0 && t_cpu > t_u
+                        ? (cpu1[k] - cpu0[k]) / (t_cpu - t_u) : -1;
     bp_watch_stop(wt);
     r->released = atomic_load(&w.released);
     r->secs = r->released > 0 ? w.t_last - t_u : 0;
@@ -1325,16 +1343,20 @@ int main(void) {
     if (nrel > 0) {
         printf("\nrelease: uncordon -> last pod ungated, against the raw release patch rate with the\n"
                "operator stopped (SIGSTOP), same server, same run; first_s and half_s: uncordon\n"
-               "-> the first pod and the middle pod seen ungated\n");
-        printf("%-6s %6s %8s %8s %9s %9s %8s %8s %10s %8s %10s %9s\n", "server", "nodes", "pending",
-               "released", "seconds", "pods/s", "first_s", "half_s", "uncordon_s", "raw_n",
-               "raw_per_s", "ratio");
+               "-> the first pod and the middle pod seen ungated; op, srv, idle: CPU cores the\n"
+               "operator and the server (with its child processes) used over the release, and\n"
+               "the machine's idle ones (of %ld)\n", sysconf(_SC_NPROCESSORS_ONLN));
+        printf("%-6s %6s %8s %8s %9s %9s %8s %8s %10s %8s %10s %9s %5s %5s %5s\n", "server",
+               "nodes", "pending", "released", "seconds", "pods/s", "first_s", "half_s",
+               "uncordon_s", "raw_n", "raw_per_s", "ratio", "op", "srv", "idle");
         for (int i = 0; i < nrel; i++) {
             struct rel *r = &rels[i];
-            printf("%-6s %6d %8ld %8ld %9.2f %9.0f %8.2f %8.2f %10.2f %8ld %10.0f %9.2f\n",
+            printf("%-6s %6d %8ld %8ld %9.2f %9.0f %8.2f %8.2f %10.2f %8ld %10.0f %9.2f %5.2f %5.2f "
+                   "%5.2f\n",
                    bp_kind_name(r->kind), r->nodes, r->pending, r->released, r->secs, r->rate,
                    r->first_s, r->half_s, r->uncordon_s, r->raw_n, r->raw_rate,
-                   r->raw_rate > 0 ? r->rate / r->raw_rate : 0);
+                   r->raw_rate > 0 ? r->rate / r->raw_rate : 0, r->op_cores, r->srv_cores,
+                   r->idle_cores);
             if (r->released < r->expected)
                 printf("note: %ld of %ld pods released (none within BENCH_RELEASE_CAP_S of the\n"
                        "      uncordon, or none for 60 s after the last one)\n",
@@ -1386,6 +1408,9 @@ int main(void) {
         printf("%s_e2e_raw_patch_stopped_per_s=%.0f\n", nm, rels[i].raw_rate);
         printf("%s_e2e_release_vs_raw_patch=%.2f\n", nm,
                rels[i].raw_rate > 0 ? rels[i].rate / rels[i].raw_rate : 0);
+        printf("%s_e2e_release_operator_cores=%.2f\n", nm, rels[i].op_cores);
+        printf("%s_e2e_release_server_cores=%.2f\n", nm, rels[i].srv_cores);
+        printf("%s_e2e_release_idle_cores=%.2f\n", nm, rels[i].idle_cores);
     }
     if (!getenv("BENCH_KEEP")) {
         char cmd[300];

@@ -4,6 +4,7 @@
 #include "bench/bproc.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -826,7 +827,9 @@ long bp_rss_kib(pid_t pid) {
     return kib;
 }
 
-double bp_cpu_s(pid_t pid) {
+/* The CPU seconds of pid (user + system, every thread) and its parent's
+ * pid from /proc/PID/stat; -1 when it cannot be read. */
+static double proc_cpu_ppid(pid_t pid, long *ppid) {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
@@ -840,7 +843,8 @@ double bp_cpu_s(pid_t pid) {
     const char *p = strrchr(buf, ')');
     if (!p)
         return -1;
-    /* After ')': field 3 (state) is token 0, utime token 11, stime 12. */
+    /* After ')': field 3 (state) is token 0, ppid token 1, utime token
+     * 11, stime 12. */
     unsigned long long v[2] = {0, 0};
     p++;
     for (int tok = 0; tok <= 12; tok++) {
@@ -848,7 +852,11 @@ double bp_cpu_s(pid_t pid) {
             p++;
         if (!*p)
             return -1;
-        if (tok >= 11) {
+        if (tok == 1) {
+            char *end;
+            *ppid = strtol(p, &end, 10);
+            p = end;
+        } else if (tok >= 11) {
             char *end;
             v[tok - 11] = strtoull(p, &end, 10);
             if (end == p)
@@ -861,6 +869,41 @@ double bp_cpu_s(pid_t pid) {
     }
     long hz = sysconf(_SC_CLK_TCK);
     return hz > 0 ? (double)(v[0] + v[1]) / (double)hz : -1;
+}
+
+double bp_cpu_s(pid_t pid) {
+    long ppid = 0;
+    return proc_cpu_ppid(pid, &ppid);
+}
+
+double bp_tree_cpu_s(pid_t pid) {
+    long ppid = 0;
+    double sum = proc_cpu_ppid(pid, &ppid);
+    DIR *d = sum >= 0 ? opendir("/proc") : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        char *end;
+        long other = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end || other <= 0 || other == (long)pid)
+            continue;
+        double c = proc_cpu_ppid((pid_t)other, &ppid);
+        if (c >= 0 && ppid == (long)pid)
+            sum += c; /* gone meanwhile (c < 0): nothing to add */
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
+double bp_idle_s(void) {
+    unsigned long long v[5] = {0, 0, 0, 0, 0}; /* user nice system idle iowait */
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return -1;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]);
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    return n == 5 && hz > 0 ? (double)(v[3] + v[4]) / (double)hz : -1;
 }
 
 long long bp_file_bytes(const char *path) {

@@ -218,6 +218,15 @@ long bp_rss_kib(pid_t pid);
  * /proc/PID/stat, or -1. */
 double bp_cpu_s(pid_t pid);
 
+/* bp_cpu_s of pid plus that of each of its children (a server that runs
+ * parts of itself as child processes, as the real control plane runs
+ * kube-scheduler), or -1 when pid's own cannot be read. */
+double bp_tree_cpu_s(pid_t pid);
+
+/* CPU seconds the whole machine has spent idle (idle + iowait, every
+ * core, /proc/stat) since boot, or -1. */
+double bp_idle_s(void);
+
 /* The size in bytes of the file path, or -1 when it does not exist. */
 long long bp_file_bytes(const char *path);
 
