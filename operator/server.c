@@ -303,8 +303,8 @@ static int64_t srv_rv_num(const char *rv) {
 static void srv_flush_events(struct server *s);
 
 /* An AIJob's desired status is its job state, built when its write goes
- * out (srv__want_job_status): once written, or found already there, the
- * flag goes and nothing is held. Other kinds keep want_status: their
+ * out (srv__want_job_status): once written, found already there, or its
+ * object gone, the flag goes and nothing is held. Other kinds keep want_status: their
  * statuses are rebuilt every cycle and compared with it. */
 static void srv_written(struct opext *x) {
     x->dirty = false;
@@ -356,8 +356,7 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
             }
         }
     } else if (it->rc == AIQ_ENOTFOUND) {
-        x->dirty = false; /* deleted meanwhile */
-        x->urgent = false;
+        srv_written(x); /* deleted meanwhile: nothing left to write */
     } else {
         /* x->dirty stays set: the next flush retries the write. */
         OPLOG(&s->log, OPLOG_WARN, "status_write_failed", o->key, NULL,
