@@ -1052,11 +1052,14 @@ static int cy__build_jobs(struct server *s, struct cy *c, struct cy_rows *R, dou
     return 0;
 }
 
-/* Converts the queue's placement of an admitted job into js->place. */
+/* Converts the queue's placement of an admitted job into js->place.
+ * Returns 0, -1 for a placement out of range, -2 on ENOMEM. */
 static int cy_take_place(struct opjob *js, const struct cy *c, const q_output *out,
                          const struct q_result *r, const struct aiq_aijob *j) {
-    if (r->nplace <= 0 || r->nplace > js->place_cap)
+    if (r->nplace <= 0 || r->nplace > AIQ_MAX_REPLICAS)
         return -1;
+    if (job_place_reserve(js, r->nplace) != 0)
+        return -2;
     for (int k = 0; k < r->nplace; k++) {
         const struct q_place *qp = &out->places[r->place_off + k];
         struct opst_place *p = &js->place[k];
@@ -1406,9 +1409,11 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
                     const struct q_result *r, struct opcache_obj *o, struct opjob *js,
                     double now, char *msg, size_t cap) {
     const struct aiq_aijob *j = o->parsed;
-    if (cy_take_place(js, c, out, r, j) != 0) {
-        OPLOG(&s->log, OPLOG_ERROR, "placement_invalid", o->key, NULL, "nplace=%d",
-              (int)r->nplace);
+    int took = cy_take_place(js, c, out, r, j);
+    if (took != 0) {
+        OPLOG(&s->log, OPLOG_ERROR, took == -2 ? "placement_not_kept" : "placement_invalid",
+              o->key, NULL, "nplace=%d%s", (int)r->nplace,
+              took == -2 ? " msg=\"out of memory\"" : "");
         return -1;
     }
     opcache_state_changed(o);

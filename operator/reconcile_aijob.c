@@ -77,10 +77,10 @@ static void job_preempt_note(struct server *s, const struct opcache_obj *o, stru
     snprintf(jc->preempt_reason, sizeof jc->preempt_reason, "%s", why);
 }
 
-/* Makes room for n placement entries. */
-static int job_place_alloc(struct opjob *js, int n) {
-    if (n < 1)
-        n = 1;
+/* See server.h. */
+int job_place_reserve(struct opjob *js, int n) {
+    if (n <= js->place_cap)
+        return 0;
     struct opst_place *p = realloc(js->place, (size_t)n * sizeof *p);
     if (!p)
         return -1;
@@ -822,13 +822,16 @@ static bool job_preempt_reason(const char *why) {
  * status: the status still says Admitted or Running while the pods carry
  * a preemption's stop reason. The pods are the record then: the job is
  * preempted again from them (the count and condition it never wrote), not
- * left to find its pods missing and fail. */
-static void job_recover_teardown(struct server *s, struct opcache_obj *o,
-                                 const struct aiq_aijob *j, struct opjob *js) {
+ * left to find its pods missing and fail.
+ *
+ * Returns 0, or -1 on ENOMEM (nothing recovered: the job stays unloaded
+ * and its next sync loads it again). */
+static int job_recover_teardown(struct server *s, struct opcache_obj *o,
+                                const struct aiq_aijob *j, struct opjob *js) {
     aiq_phase p = js->st.phase;
     bool live = p == AIQ_PHASE_ADMITTED || p == AIQ_PHASE_RUNNING;
     if (p != AIQ_PHASE_QUEUED && p != AIQ_PHASE_SUSPENDED && p != AIQ_PHASE_FAILED && !live)
-        return;
+        return 0;
     int held = 0, n = job_max_pods(j);
     double started = 0;
     bool preempted = false;
@@ -846,10 +849,16 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
         }
     }
     if (live && !preempted)
-        return;
-    for (int i = 0; i < n && held < js->place_cap; i++) {
+        return 0;
+    for (int i = 0; i < n; i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        if (!pod || pods_is_gated(pod->raw) || job_pod_place(pod->raw, i, &js->place[held]) != 0)
+        if (!pod || pods_is_gated(pod->raw))
+            continue;
+        /* The buffer only once a pod is out of its gate: a waiting job
+         * has none (job_place_reserve). */
+        if (job_place_reserve(js, n) != 0)
+            return -1;
+        if (job_pod_place(pod->raw, i, &js->place[held]) != 0)
             continue;
         held++;
         const char *w = job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
@@ -863,7 +872,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
             started = t;
     }
     if (held == 0)
-        return;
+        return 0;
     if (preempted) {
         js->preempted = true;
         job_preempt_note(s, o, js, by ? by : "", why);
@@ -894,6 +903,7 @@ static void job_recover_teardown(struct server *s, struct opcache_obj *o,
           "phase=%s held=%d preempted=%d by=%s run_since=%.3f%s", aiq_phase_name(p), held,
           (int)js->preempted, job_preempted_by(js, "-"), js->seg_t,
           live ? " status=unwritten" : "");
+    return 0;
 }
 
 /* A restart's replay loads every job at once (srv_check_ready), and what
@@ -1202,13 +1212,16 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
               e.message);
         return;
     }
-    int n = a.finished > 0 ? -1 : opstatus_places_text(a.placement_json, js->place, js->place_cap);
+    int n = a.finished > 0                                ? -1
+            : job_place_reserve(js, job_max_pods(j)) != 0 ? -2
+                                                          : opstatus_places_text(a.placement_json, js->place, js->place_cap);
     free(a.placement_json);
     const char *off = n > 0 ? job_released_elsewhere(s, j, js, n) : NULL;
     if (n <= 0 || off) {
         OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
               "attempt=%d released=%d pod=%s msg=\"%s\"", next, out, off ? off : "-",
               a.finished > 0 ? "the store has the attempt finished"
+              : n == -2      ? "out of memory for the placement"
               : n <= 0       ? "no placement in the store"
                              : "a released pod is not on the node the store's placement gives it");
         return;
@@ -1240,19 +1253,21 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     job_event(s, o, js, "Normal", "AdmissionRecovered", ev);
 }
 
-/* Sizes js's placement for j and reads the live status (borrowed, NULL
- * for none) into js->st. Returns 1 when the status is in the current
- * form (opstatus_current_form), 0 when not, -1 on ENOMEM (st untouched). */
-static int job_read_live(const struct aiq_aijob *j, struct opjob *js, json_object *live) {
+/* Sizes js's placement for the live status's (borrowed, NULL for none)
+ * and reads the status into js->st: a waiting job's status has no
+ * placement, and it gets no buffer until it is placed (job_place_reserve;
+ * an entry is half a kilobyte, a replica each). Returns 1 when the status
+ * is in the current form (opstatus_current_form), 0 when not, -1 on
+ * ENOMEM (st untouched). */
+static int job_read_live(struct opjob *js, json_object *live) {
     json_object *pl = NULL;
-    int n = job_max_pods(j);
+    int n = 0;
     if (live && json_object_object_get_ex(live, "placement", &pl) &&
-        json_object_is_type(pl, json_type_array) &&
-        (int)json_object_array_length(pl) > n)
+        json_object_is_type(pl, json_type_array))
         n = (int)json_object_array_length(pl);
     if (n > AIQ_MAX_REPLICAS)
         n = AIQ_MAX_REPLICAS;
-    if (job_place_alloc(js, n) != 0)
+    if (job_place_reserve(js, n) != 0)
         return -1;
     opstatus_release(&js->st); /* from_json overwrites st */
     opstatus_from_json(live, &js->st, js->place, n);
@@ -1268,7 +1283,7 @@ void job_preload_listed(struct opcache_obj *o) {
     struct opjob *js = job_state(o);
     if (!js || js->loaded)
         return;
-    int cur = job_read_live(o->parsed, js, live);
+    int cur = job_read_live(js, live);
     js->pre_put = cur < 0 ? 0 : o->changed;
     js->pre_current = cur == 1;
 }
@@ -1283,7 +1298,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
         cur = js->pre_current;
     } else {
         json_object *live = opcache_member(o, "status");
-        cur = job_read_live(j, js, live);
+        cur = job_read_live(js, live);
         json_object_put(live);
         if (cur < 0)
             return;
@@ -1309,7 +1324,11 @@ static void job_load(struct server *s, struct opcache_obj *o,
                             js->st.admitted_at ? js->st.admitted_at : job_now(), pj, NULL), "attempt_begin");
         free(pj);
     }
-    job_recover_teardown(s, o, j, js);
+    if (job_recover_teardown(s, o, j, js) != 0) {
+        OPLOG(&s->log, OPLOG_ERROR, "job_not_loaded", o->key, srv__rv(o->raw),
+              "msg=\"out of memory for its released pods' placement; the next sync loads it again\"");
+        return;
+    }
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) && !js->teardown)
         job_recover_growth(s, o, j, js);
     job_load_preemptions(s, o, j, js);
@@ -1754,7 +1773,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
         (js->st.phase != AIQ_PHASE_ADMITTED && js->st.phase != AIQ_PHASE_RUNNING) ||
         old < 1 || nplace < 1 || old + nplace != size || size > job_max_pods(j))
         return -1;
-    if (js->place_cap < size && job_place_alloc(js, size) != 0)
+    if (job_place_reserve(js, size) != 0)
         return -1;
     for (int k = 0; k < nplace; k++) {
         const struct q_place *qp = &add[k];
@@ -1819,8 +1838,6 @@ static bool job_sync_prepare(struct server *s, struct opcache_obj *o,
     if (!js->loaded)
         job_load(s, o, j, js);
     if (!js->loaded)
-        return false;
-    if (js->place_cap < job_max_pods(j) && job_place_alloc(js, job_max_pods(j)) != 0)
         return false;
     job__group(s, o, j, js);
     js->st.total_gpus = job_total_gpus(s, j);

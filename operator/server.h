@@ -166,6 +166,12 @@ struct opjob_cold {
 /* js->cold, made (zeroed) on first use; NULL when out of memory. */
 struct opjob_cold *job_cold(struct opjob *js);
 
+/* Makes js->place hold at least n entries (js->place_cap; what was in it
+ * stays). A job gets its placement buffer when it is placed, not before:
+ * an entry is half a kilobyte, a replica each, and most jobs wait.
+ * Returns 0, or -1 on ENOMEM (js unchanged). */
+int job_place_reserve(struct opjob *js, int n);
+
 #define OP_GROW_AVOID 8
 struct opgrow_avoid {
     double until;              /* unix s */
