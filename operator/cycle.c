@@ -616,7 +616,7 @@ static int cy_build_cluster(struct server *s, struct cy *c, struct cy_rows *R, d
     for (size_t i = 0; i < opcache_count(uc); i++) {
         struct opcache_obj *o = opcache_at(uc, i);
         struct opext *x = o->ext;
-        if (!x || !x->accepted || !o->parse_ok)
+        if (!x || !x->accepted || !x->group || !o->parse_ok)
             continue;
         const struct aiq_userquota *uq = o->parsed;
         int gi = cy_group_index(c, x->group);

@@ -233,7 +233,17 @@ static void uq_userquota_status(struct server *s, const struct aiq_group *g,
                                 struct opcache_obj *o, const struct qr_verdict *v, double now) {
     struct opext *x = o->ext;
     const struct aiq_userquota *u = o->parsed;
-    snprintf(x->group, sizeof x->group, "%s", g->meta.name);
+    if (!x->group || strcmp(x->group, g->meta.name) != 0) {
+        char *name = strdup(g->meta.name);
+        if (!name) {
+            OPLOG(&s->log, OPLOG_ERROR, "userquota_not_counted", o->key, srv__rv(o->raw),
+                  "group=%s msg=\"out of memory; the next refresh counts it\"", g->meta.name);
+            x->accepted = false;
+            return;
+        }
+        free(x->group);
+        x->group = name;
+    }
     bool was = x->accepted;
     x->accepted = v->accepted;
     const char *code = x->accepted ? ""
@@ -335,7 +345,8 @@ static void uq_reject_groupless(struct server *s, struct opcache_obj *o) {
     if (u && srv__group_for_ns(s, u->meta.namespace_))
         return;
     x->accepted = false;
-    x->group[0] = '\0';
+    free(x->group);
+    x->group = NULL;
     const struct aiq_group *cl[2];
     if (u && srv__ns_claims(s, u->meta.namespace_, cl) >= 2)
         snprintf(reason, sizeof reason,
@@ -415,7 +426,7 @@ void reconcile_userquota(struct server *s, enum kube_event_type t,
     struct opext *x = o->ext;
     if (o->parse_ok && x) {
         const struct aiq_userquota *u = o->parsed;
-        (void)srv_rec(s, store_upsert_userquota(s->db, u, x->group[0] ? x->group : NULL, x->accepted,
+        (void)srv_rec(s, store_upsert_userquota(s->db, u, x->group, x->accepted,
                                NULL, NULL), "upsert_userquota");
         snprintf(payload, sizeof payload,
                  "{\"user\":\"%.100s\",\"accepted\":%s,\"gpus\":%lld}", u->spec.user,

@@ -70,6 +70,7 @@ static void srv_free_ext(void *p) {
         free(x->job);
     }
     oppolicy_free(x->compiled);
+    free(x->group);
     free(x);
 }
 

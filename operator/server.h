@@ -195,7 +195,9 @@ struct opext {
     oppolicy *compiled;        /* QueuePolicy only: last good compile */
     int64_t compiled_gen;      /* QueuePolicy only: its metadata.generation */
     bool accepted;             /* UserQuota only: counted by the queue */
-    char group[AIQ_MAX_NAME + 1]; /* UserQuota only: its group ("" none) */
+    char *group;               /* UserQuota only: its group (owned; NULL none):
+                                * a pointer, not a buffer, as every AIJob has
+                                * a struct opext too */
     int node_told;             /* Node only: exclusion last told (nodex + 1, 0 none yet) */
     int node_ready;            /* Node only: 1 Ready, 2 NotReady, 0 not seen yet */
     int node_usable;           /* Node only: 1 placeable (Ready, schedulable, facts
