@@ -72,7 +72,7 @@ static json_object *reparse(json_object *st) {
 static void same_read(const struct opstatus *a, const struct opstatus *b) {
     if (a->phase != b->phase || a->attempts != b->attempts ||
         a->preemptions != b->preemptions || a->node_failures != b->node_failures ||
-        strcmp(a->group, b->group) != 0 || a->nplacement != b->nplacement)
+        strcmp(opstatus_group(a), opstatus_group(b)) != 0 || a->nplacement != b->nplacement)
         abort();
     /* Times are written to the second (RFC 3339 without a fraction). */
     const double ta[] = {a->queued_at, a->admitted_at, a->started_at, a->finished_at};
@@ -124,9 +124,12 @@ static void from_struct(const uint8_t *data, size_t size) {
     struct rd r = {data, size};
     static struct opst_term terms[OPST_MAX_TERMS];
     struct opstatus st, b;
+    char txt[AIQ_MAX_NAME + 1];
     memset(&st, 0, sizeof st);
     st.phase = (aiq_phase)rd_int(&r, AIQ_PHASE_NONE, AIQ_PHASE_SUSPENDED);
-    rd_str(&r, st.group, sizeof st.group);
+    rd_str(&r, txt, sizeof txt);
+    if (opstatus_set_group(&st, txt) != 0)
+        return; /* out of memory only */
     rd_str(&r, st.level, sizeof st.level);
     st.position = rd_int(&r, -5, 1000000);
     st.has_score = rd_int(&r, 0, 1);
@@ -162,13 +165,19 @@ static void from_struct(const uint8_t *data, size_t size) {
     st.node_failures = rd_int(&r, 0, 1000);
     st.attained_gpu_hours = rd_double(&r);
     struct opst_xcond *xp = opstatus_xc(&st, OPST_XC_PREEMPTED);
-    if (!xp)
+    if (!xp) {
+        opstatus_release(&st);
         return; /* out of memory only */
+    }
     rd_str(&r, xp->reason, 16);
     rd_str(&r, xp->message, 40);
     rd_str(&r, st.xc[OPST_XC_RESIZED].reason, 16);
     rd_str(&r, st.reason, sizeof st.reason);
-    rd_str(&r, st.message, 64);
+    rd_str(&r, txt, 64);
+    if (opstatus_set_message(&st, txt) != 0) {
+        opstatus_release(&st);
+        return; /* out of memory only */
+    }
     rd_bytes(&r, &st.observed_generation, sizeof st.observed_generation);
     (void)opstatus_hash(&st); /* reads every field: ASan sees any overrun */
     json_object *out = opstatus_to_json(&st, NULL, 1.8e9);

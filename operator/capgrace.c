@@ -49,11 +49,11 @@ static void cg_requeue_rejected(struct server *s) {
         snprintf(was, sizeof was, "%s", js->st.reason);
         js->st.phase = AIQ_PHASE_PENDING;
         snprintf(js->st.reason, sizeof js->st.reason, "%s", "NodesChanged");
-        snprintf(js->st.message, sizeof js->st.message,
+        (void)opstatus_set_messagef(&js->st, /* ENOMEM: the earlier message stays */
                  "the cluster's nodes changed: examined again (it was Rejected: %s)", was);
         js->resync = true;
         opcache_state_changed(o);
-        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Requeued", js->st.message);
+        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Requeued", opstatus_message(&js->st));
         OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
               "reason=NodesChanged was=%s", was);
     }

@@ -739,7 +739,7 @@ static inline int cy_job_fill(struct cy *c, struct q_job *qj,
     }
     qj->ident = js->ident;
     qj->gen = cy_job_gen(o->changed, js->st.phase, js, held);
-    qj->group = cy_group_index(c, js->st.group);
+    qj->group = cy_group_index(c, opstatus_group(&js->st));
     qj->user = cy_job_user(c, js, o->changed, qj->group, j->spec.user);
     if (qj->user < 0)
         return -1;
@@ -816,13 +816,13 @@ static inline struct opjob *cy_js_of(const struct opcache_obj *o) {
 
 static inline void cy_prefetch_js(const struct opjob *js) {
     /* struct opjob keeps what a cycle reads first, then st's hot fields
-     * up to its group; the message comes later. */
+     * up to its group and message (pointers: their text is read only
+     * for a job the cycle decides anew). */
     if (!js)
         return;
-    const char *p = (const char *)js, *end = js->st.group;
+    const char *p = (const char *)js, *end = (const char *)&js->st.message_;
     for (; p <= end; p += 64)
         __builtin_prefetch(p);
-    __builtin_prefetch(js->st.message);
 }
 
 /* The cache entry's first line: ext, the put and state counts. */
@@ -1431,7 +1431,7 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
              r->nplace > 1 ? " and others" : "", js->st.attempts);
     js->st.phase = AIQ_PHASE_ADMITTED;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", r->backfilled ? "Backfilled" : "Admitted");
-    snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+    (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
     opmetrics_admitted_add(s->metrics, 1);
     opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
     job_publish(s, o, now);
@@ -1451,7 +1451,7 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
     js->st.phase = AIQ_PHASE_REJECTED;
     js->st.position = 0;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
-    snprintf(js->st.message, sizeof js->st.message, "%s", msg);
+    (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
     srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
     job_delete_pods(s, o);
     cy_journal(s, js, j, now, "reject", r, cy_reason(r->reason), msg);
@@ -1479,7 +1479,8 @@ static void cy_wait(struct server *s, const struct q_input *in, const q_output *
     js->st.position = r->pos;
     js->st.estimated_start = r->eta;
     cy_set(js->st.reason, sizeof js->st.reason, cy_reason(r->reason));
-    cy_set(js->st.message, sizeof js->st.message, blocked ? CY_BLOCKED_MSG : msg);
+    /* ENOMEM: the earlier message stays */
+    (void)opstatus_set_message(&js->st, blocked ? CY_BLOCKED_MSG : msg);
     /* Score and terms are written with a due status only; the
      * live ones come from the visibility endpoint (/queue). */
     if (job_status_due(o, js, now)) {
@@ -1520,7 +1521,7 @@ static void cy_wait_check(struct server *s, const struct q_input *in, const q_ou
     char msg[512];
     q_message(in, out, i, msg, sizeof msg);
     const char *m = r->reason == Q_R_BLOCKED ? CY_BLOCKED_MSG : msg;
-    if (strncmp(js->st.message, m, sizeof js->st.message - 1) != 0 ||
+    if (strncmp(opstatus_message(&js->st), m, OPST_MESSAGE_MAX - 1) != 0 ||
         strncmp(js->st.level, oppolicy_level_name(pol, r->level), sizeof js->st.level - 1) != 0 ||
         strncmp(js->st.reason, cy_reason(r->reason), sizeof js->st.reason - 1) != 0 ||
         job_status_due(o, js, now))
@@ -1698,7 +1699,7 @@ static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
-        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", js->st.message);
+        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", opstatus_message(&js->st));
         OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
               "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
               js->st.nplacement, (int)js->released);

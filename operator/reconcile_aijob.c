@@ -243,7 +243,8 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
  * the active-job list read. */
 static void job_store_final(struct server *s, const struct aiq_aijob *j,
                             const struct opjob *js, double now) {
-    struct store_job_status st = {js->st.phase, 0, 0, 0, js->st.message, js->st.attempts, now};
+    struct store_job_status st = {js->st.phase, 0, 0, 0, opstatus_message(&js->st), js->st.attempts,
+                                  now};
     (void)srv_rec(s, store_job_set_status(s->db, j->meta.uid, &st, NULL), "job_set_status");
 }
 
@@ -252,7 +253,7 @@ static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
                       const char *msg) {
     js->st.phase = p;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", reason ? reason : "");
-    snprintf(js->st.message, sizeof js->st.message, "%s", msg ? msg : "");
+    (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
 }
 
 /* Sets the extra condition `which` (OPST_XC_*) of js's status: its
@@ -494,8 +495,8 @@ static void job_teardown(struct server *s, struct opcache_obj *o,
     }
     OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
           "reason=%s attempts=%d next=%s msg=\"%s\"", reason, js->st.attempts,
-          aiq_phase_name(js->teardown_to), js->st.message);
-    job_event(s, o, js, suspend ? "Normal" : "Warning", reason, js->st.message);
+          aiq_phase_name(js->teardown_to), opstatus_message(&js->st));
+    job_event(s, o, js, suspend ? "Normal" : "Warning", reason, opstatus_message(&js->st));
     job__delete_pods(s, j, job_max_pods(j));
 }
 
@@ -1388,7 +1389,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
         return;
     /* The row first: after a restart it says all of it already for every
      * job, and the upsert is left out (its own check is a second seek). */
-    const char *group = js->st.group[0] ? js->st.group : NULL;
+    const char *group = js->st.group_;
     struct store_job sj;
     bool have = store_job_get(s->db, j->meta.uid, &sj, NULL) == AIQ_OK;
     if ((!have || !store_job_row_is(&sj, j, group)) &&
@@ -1399,7 +1400,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
     /* Runtime from history (same user, model and size, the user's
      * estimate corrected, else the group's, else everyone's), once per
      * spec change. */
-    struct pred_query pq = {j->spec.user, js->st.group, j->spec.model_name, j->spec.task_type,
+    struct pred_query pq = {j->spec.user, opstatus_group(&js->st), j->spec.model_name, j->spec.task_type,
                             j->spec.estimated_runtime_s,
                             j->spec.replicas * j->spec.resources.gpus};
     struct pred_result pr;
@@ -1459,7 +1460,7 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
     snprintf(payload, sizeof payload,
              "{\"uid\":\"%s\",\"group\":\"%s\",\"created\":%.17g,\"queued\":%.17g,"
              "\"spec\":%s}",
-             j->meta.uid, js->st.group, j->meta.creation_time, queued,
+             j->meta.uid, opstatus_group(&js->st), j->meta.creation_time, queued,
              job_spec_text(o, j, spec, sizeof spec));
     /* The job's row remembers it (read back by job_record after a
      * restart); a crash between the two journals it once more, which a
@@ -1500,45 +1501,58 @@ static void job_apply_hold(struct opjob *js) {
      * the status still says it waits for a Group. */
     snprintf(js->st.reason, sizeof js->st.reason, "%s",
              js->cold ? js->cold->hold_reason : "NoGroup");
-    snprintf(js->st.message, sizeof js->st.message, "%s",
-             js->cold ? js->cold->hold_msg : "waits for its namespace's Group");
+    /* ENOMEM: the earlier message stays */
+    (void)opstatus_set_message(&js->st,
+                               js->cold ? js->cold->hold_msg : "waits for its namespace's Group");
 }
 
 /* Decides the job's group from its namespace (docs/operator.md "Jobs and
  * Groups"): the one Group claiming it; with none, --ungrouped says wait,
  * run without quota (said in an Event), or use the named Group; with two
  * or more, the job waits and says which. A waiting job keeps its phase
- * and is left out of the queue (opjob.group_hold). */
-static void job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
+ * and is left out of the queue (opjob.group_hold). Returns false when
+ * out of memory for the group's name (logged; js keeps the group it had,
+ * and the sync stops there). */
+static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
                        struct opjob *js) {
     const struct aiq_group *g[2];
     const char *ns = j->meta.namespace_, *mode = s->flags.ungrouped ? s->flags.ungrouped : "wait";
     char msg[512];
     int n = srv__ns_claims(s, ns, g);
+    const char *group = NULL;
+    if (n == 1)
+        group = g[0]->meta.name;
+    else if (n == 0 && strcmp(mode, "run") != 0 && strcmp(mode, "wait") != 0) {
+        const struct opcache_obj *go = opcache_get(s->cache[OPK_GROUP], mode);
+        if (go && go->parse_ok && go->parsed)
+            group = mode;
+    }
+    if (opstatus_set_group(&js->st, group) != 0) {
+        OPLOG(&s->log, OPLOG_ERROR, "job_sync_stopped", o->key, srv__rv(o->raw),
+              "group=%s msg=\"out of memory for its group's name; the next sync tries again\"",
+              group);
+        js->resync = true;
+        return false;
+    }
     bool was = js->group_hold;
     js->group_hold = false;
-    js->st.group[0] = '\0';
-    if (n == 1) {
-        snprintf(js->st.group, sizeof js->st.group, "%s", g[0]->meta.name);
-    } else if (n >= 2) {
+    if (n >= 2) {
         snprintf(msg, sizeof msg,
                  "namespace %s is claimed by Groups %s and %s%s: its jobs wait until only one "
                  "claims it", ns, g[0]->meta.name, g[1]->meta.name, n > 2 ? " (and others)" : "");
         job_hold(s, o, js, "GroupConflict", msg);
+    } else if (group) {
+        /* the one Group claiming the namespace, or the default Group
+         * (--ungrouped=NAME): set above */
     } else if (!strcmp(mode, "run")) {
         job_event(s, o, js, "Normal", "NoGroup",
                   "no Group claims this namespace: the job runs with no quota or budget "
                   "(--ungrouped=run)");
     } else if (strcmp(mode, "wait") != 0) {
-        const struct opcache_obj *go = opcache_get(s->cache[OPK_GROUP], mode);
-        if (go && go->parse_ok && go->parsed) {
-            snprintf(js->st.group, sizeof js->st.group, "%s", mode);
-        } else {
-            snprintf(msg, sizeof msg,
-                     "no Group claims namespace %s and the default Group %s (--ungrouped) does "
-                     "not exist", ns, mode);
-            job_hold(s, o, js, "NoGroup", msg);
-        }
+        snprintf(msg, sizeof msg,
+                 "no Group claims namespace %s and the default Group %s (--ungrouped) does "
+                 "not exist", ns, mode);
+        job_hold(s, o, js, "NoGroup", msg);
     } else {
         snprintf(msg, sizeof msg,
                  "no Group claims namespace %s: its jobs wait until a Group lists it in "
@@ -1547,6 +1561,7 @@ static void job__group(struct server *s, struct opcache_obj *o, const struct aiq
     }
     if (was && !js->group_hold && js->st.phase == AIQ_PHASE_QUEUED)
         job_phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");
+    return true;
 }
 
 /* ---- preemption and elastic resizing (actions.c drives these) ---------- */
@@ -1818,7 +1833,8 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
 /* An AIJob that does not parse: Rejected with the field and the value. */
 static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opjob *js,
                              double now) {
-    if (js->st.phase != AIQ_PHASE_REJECTED || strcmp(js->st.message, opcache_perr(o)->message)) {
+    if (js->st.phase != AIQ_PHASE_REJECTED ||
+        strcmp(opstatus_message(&js->st), opcache_perr(o)->message)) {
         opstatus_release(&js->st);
         memset(&js->st, 0, sizeof js->st);
         js->loaded = true;
@@ -1839,7 +1855,8 @@ static bool job_sync_prepare(struct server *s, struct opcache_obj *o,
         job_load(s, o, j, js);
     if (!js->loaded)
         return false;
-    job__group(s, o, j, js);
+    if (!job__group(s, o, j, js))
+        return false;
     js->st.total_gpus = job_total_gpus(s, j);
     if (js->st.phase == AIQ_PHASE_NONE)
         job_phase(js, AIQ_PHASE_PENDING, "Created", "creating the gated pods");
@@ -1919,7 +1936,7 @@ static bool job_sync_suspend(struct server *s, struct opcache_obj *o,
             js->st.estimated_start = 0;
             job_phase(js, AIQ_PHASE_SUSPENDED, "Suspended",
                       "spec.suspend is true: the job holds its place out of the queue");
-            job_event(s, o, js, "Normal", "Suspended", js->st.message);
+            job_event(s, o, js, "Normal", "Suspended", opstatus_message(&js->st));
         }
         job__publish(s, o, js, now);
         return true;
@@ -1927,7 +1944,7 @@ static bool job_sync_suspend(struct server *s, struct opcache_obj *o,
     if (js->st.phase == AIQ_PHASE_SUSPENDED) {
         js->st.queued_at = now;
         job_phase(js, AIQ_PHASE_QUEUED, "Resumed", "resumed: waiting for the next cycle");
-        job_event(s, o, js, "Normal", "Resumed", js->st.message);
+        job_event(s, o, js, "Normal", "Resumed", opstatus_message(&js->st));
     }
     return false;
 }
@@ -2003,8 +2020,8 @@ static void job_sync_admitted(struct server *s, struct opcache_obj *o,
     } else if (g->running + g->succeeded == g->n) {
         js->st.started_at = now;
         job_phase(js, AIQ_PHASE_RUNNING, "Running", "");
-        snprintf(js->st.message, sizeof js->st.message, "%s %d replica%s running",
-                 g->n == 1 ? "its" : "all", g->n, g->n == 1 ? "" : "s");
+        (void)opstatus_set_messagef(&js->st, /* ENOMEM: no message */ "%s %d replica%s running",
+                                    g->n == 1 ? "its" : "all", g->n, g->n == 1 ? "" : "s");
         (void)srv_rec(s, store_attempt_start(s->db, j->meta.uid, js->st.attempts, now, NULL),
                       "attempt_start");
         (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_STARTED, now, NULL),
@@ -2015,7 +2032,7 @@ static void job_sync_admitted(struct server *s, struct opcache_obj *o,
                  j->meta.uid, js->st.attempts, now);
         (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_START, o->key, payload, NULL),
                       "journal_event");
-        job_event(s, o, js, "Normal", "Running", js->st.message);
+        job_event(s, o, js, "Normal", "Running", opstatus_message(&js->st));
     } else if (js->st.admitted_at > 0 &&
                now - js->st.admitted_at >= s->flags.unsched_grace_s &&
                job_unschedulable(s, j, js->st.attempts, msg, sizeof msg)) {

@@ -53,7 +53,7 @@ static const struct aiq_aijob *uq_active_job(const struct opcache_obj *o, const 
     aiq_phase p = x->job->st.phase;
     if (p != AIQ_PHASE_ADMITTED && p != AIQ_PHASE_RUNNING)
         return NULL;
-    return strcmp(x->job->st.group, group) == 0 ? o->parsed : NULL;
+    return strcmp(opstatus_group(&x->job->st), group) == 0 ? o->parsed : NULL;
 }
 
 /* Adds what j holds to v (gpus, GPU memory in MiB, cpu, memory, jobs). */

@@ -9,6 +9,7 @@
 #include "queue/queue.h"
 
 #include <float.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,53 @@ const char *opstatus_xc_reason(const struct opstatus *st, int which) {
 void opstatus_release(struct opstatus *st) {
     free(st->xc);
     st->xc = NULL;
+    free(st->group_);
+    st->group_ = NULL;
+    free(st->message_);
+    st->message_ = NULL;
+}
+
+/* Makes *dst (owned, NULL = "") hold src's first cap - 1 bytes at most
+ * (src NULL = ""). Returns 0, or -1 on ENOMEM (*dst unchanged). */
+static int opst_set_text(char **dst, const char *src, size_t cap) {
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    if (n == 0) {
+        free(*dst);
+        *dst = NULL;
+        return 0;
+    }
+    if (*dst && strncmp(*dst, src, n) == 0 && (*dst)[n] == '\0')
+        return 0;
+    char *t = malloc(n + 1);
+    if (!t)
+        return -1;
+    memcpy(t, src, n);
+    t[n] = '\0';
+    free(*dst);
+    *dst = t;
+    return 0;
+}
+
+/* See status.h. */
+int opstatus_set_group(struct opstatus *st, const char *g) {
+    return opst_set_text(&st->group_, g, AIQ_MAX_NAME + 1);
+}
+
+/* See status.h. */
+int opstatus_set_message(struct opstatus *st, const char *m) {
+    return opst_set_text(&st->message_, m, OPST_MESSAGE_MAX);
+}
+
+/* See status.h. */
+int opstatus_set_messagef(struct opstatus *st, const char *fmt, ...) {
+    char buf[OPST_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        buf[0] = '\0'; /* an encoding error: no message rather than half one */
+    return opstatus_set_message(st, buf);
 }
 
 /* Finds the condition of type t in old_status.conditions (or NULL). */
@@ -217,7 +265,7 @@ static json_object *opst_conditions(const struct opstatus *st,
         if (current) {
             snprintf(reason, sizeof reason, "%s",
                      st->reason[0] ? st->reason : type);
-            msg = st->message;
+            msg = opstatus_message(st);
         } else if (on) {
             snprintf(reason, sizeof reason, "%s", type);
             msg = "";
@@ -253,7 +301,7 @@ fail:
 /* struct opstatus as opstatus_hash knows it (LP64 layout: x86-64, aarch64).
  * When this fails, a field was added or changed: hash it below, then
  * update the size. */
-_Static_assert(sizeof(struct opstatus) == 1048 && sizeof(struct opst_place) == 528,
+_Static_assert(sizeof(struct opstatus) == 296 && sizeof(struct opst_place) == 528,
                "struct opstatus changed: update opstatus_hash and this size");
 
 
@@ -264,7 +312,7 @@ _Static_assert(sizeof(struct opstatus) == 1048 && sizeof(struct opst_place) == 5
 static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
     int phase = (int)st->phase;
     OPST_FNV(h, phase);
-    h = aiq_fnv_wstr(h, st->group);
+    h = aiq_fnv_wstr(h, opstatus_group(st));
     h = aiq_fnv_wstr(h, st->level);
     OPST_FNV(h, st->total_gpus);
     int np = st->placement ? st->nplacement : 0;
@@ -297,7 +345,7 @@ static uint64_t opst_material(uint64_t h, const struct opstatus *st) {
         h = aiq_fnv_wstr(h, st->xc[i].message);
     }
     h = aiq_fnv_wstr(h, st->reason);
-    h = aiq_fnv_wstr(h, st->message);
+    h = aiq_fnv_wstr(h, opstatus_message(st));
     OPST_FNV(h, st->observed_generation);
     return h;
 }
@@ -391,7 +439,7 @@ json_object *opstatus_to_json(const struct opstatus *st,
         return NULL;
     if (opst_add_str(s, "phase", aiq_phase_name(st->phase)))
         goto fail;
-    if (st->group[0] && opst_add_str(s, "group", st->group))
+    if (st->group_ && opst_add_str(s, "group", st->group_))
         goto fail;
     if (st->level[0] && opst_add_str(s, "level", st->level))
         goto fail;
@@ -435,7 +483,7 @@ json_object *opstatus_to_json(const struct opstatus *st,
     if (st->attained_gpu_hours > 0 &&
         opst_add(s, "attainedGPUHours", opst_num(st->attained_gpu_hours)))
         goto fail;
-    if (st->message[0] && opst_add_str(s, "message", st->message))
+    if (st->message_ && opst_add_str(s, "message", st->message_))
         goto fail;
     if (opst_add(s, "observedGeneration",
                  json_object_new_int64(st->observed_generation)))
@@ -677,17 +725,16 @@ int opstatus_from_json(json_object *status, struct opstatus *st,
             snprintf(x->message, sizeof x->message, "%s", cm ? cm : "");
         }
     }
-    const char *g = aiq_jstr(status, "group");
-    if (g)
-        snprintf(st->group, sizeof st->group, "%s", g);
+    /* Out of memory the group or message is not read: the next sync
+     * sets both again, and a status compared meanwhile is written anew. */
+    (void)opstatus_set_group(st, aiq_jstr(status, "group"));
     /* What the last run showed, until the next sync and cycle recompute
      * it; read back whole so that an unchanged job's status is not
      * taken for a changed one (the status economy compares them). */
     const char *lv = aiq_jstr(status, "level"), *msg = aiq_jstr(status, "message");
     if (lv)
         snprintf(st->level, sizeof st->level, "%s", lv);
-    if (msg)
-        snprintf(st->message, sizeof st->message, "%s", msg);
+    (void)opstatus_set_message(st, msg);
     opst_reason_from(status, st);
     int64_t pos = aiq_jint(status, "position", 0);
     st->position = (pos < 0 || pos > INT32_MAX) ? 0 : (int)pos;

@@ -67,9 +67,33 @@ struct opstatus {
     int nterms;
     double predicted_runtime_s;
     double estimated_start;     /* unix s */
-    char group[AIQ_MAX_NAME + 1];
-    char message[512];          /* one line */
+    /* Owned, allocated to size (a buffer of the longest each would be
+     * most of a waiting job's state); NULL = "". Read them with
+     * opstatus_group / opstatus_message, set them with the setters, and
+     * opstatus_release frees them. */
+    char *group_;
+    char *message_;             /* one line */
 };
+
+/* The longest message kept, with its NUL: a longer one is cut there. */
+#define OPST_MESSAGE_MAX 512
+
+/* st's group and message ("" when none). */
+static inline const char *opstatus_group(const struct opstatus *st) {
+    return st->group_ ? st->group_ : "";
+}
+static inline const char *opstatus_message(const struct opstatus *st) {
+    return st->message_ ? st->message_ : "";
+}
+
+/* Sets st's group (g NULL or "" = none; at most AIQ_MAX_NAME bytes kept)
+ * or message (NULL or "" = none; cut at OPST_MESSAGE_MAX - 1 bytes), or
+ * the message from a printf format. The same text again allocates
+ * nothing. Returns 0, or -1 on ENOMEM: st then keeps the text it had. */
+int opstatus_set_group(struct opstatus *st, const char *g);
+int opstatus_set_message(struct opstatus *st, const char *m);
+int opstatus_set_messagef(struct opstatus *st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The extra condition `which` (OPST_XC_*) of st to write into, made
  * (empty) on first use. NULL when out of memory. */
@@ -78,8 +102,8 @@ struct opst_xcond *opstatus_xc(struct opstatus *st, int which);
 /* The reason of extra condition `which`: "" when not set. */
 const char *opstatus_xc_reason(const struct opstatus *st, int which);
 
-/* Frees what st owns (the extra conditions) and sets st->xc to NULL;
- * the rest of st is left as it is. */
+/* Frees what st owns (the extra conditions, the group and the message)
+ * and sets those pointers to NULL; the rest of st is left as it is. */
 void opstatus_release(struct opstatus *st);
 
 /* A 64-bit fingerprint of every field of st that opstatus_to_json writes

@@ -36,7 +36,7 @@ TEST(status_queued_golden) {
     struct opstatus st;
     memset(&st, 0, sizeof st);
     st.phase = AIQ_PHASE_QUEUED;
-    snprintf(st.group, sizeof st.group, "vision");
+    CHECK_INT(opstatus_set_group(&st, "vision"), 0);
     snprintf(st.level, sizeof st.level, "interactive");
     st.position = 3;
     st.has_score = true;
@@ -48,7 +48,7 @@ TEST(status_queued_golden) {
     st.queued_at = T0;
     st.estimated_start = T0 + 60;
     snprintf(st.reason, sizeof st.reason, "WaitingForGPUs");
-    snprintf(st.message, sizeof st.message, "needs 8 GPUs, 4 free");
+    CHECK_INT(opstatus_set_message(&st, "needs 8 GPUs, 4 free"), 0);
     st.observed_generation = 2;
     json_object *s = opstatus_to_json(&st, NULL, T0 + 5);
     CHECK(s != NULL);
@@ -62,6 +62,7 @@ TEST(status_queued_golden) {
         "\"message\":\"needs 8 GPUs, 4 free\",\"lastTransitionTime\":\"2026-01-02T03:04:10Z\","
         "\"observedGeneration\":2}]}");
     json_object_put(s);
+    opstatus_release(&st);
 }
 
 /* Finds condition `type` in a status and returns its field `key`. */
@@ -147,13 +148,14 @@ TEST(status_rejected_carries_field_message) {
     memset(&st, 0, sizeof st);
     st.phase = AIQ_PHASE_REJECTED;
     snprintf(st.reason, sizeof st.reason, "Invalid");
-    snprintf(st.message, sizeof st.message, "spec.replicas: must be >= 1, got 0");
+    CHECK_INT(opstatus_set_message(&st, "spec.replicas: must be >= 1, got 0"), 0);
     st.observed_generation = 1;
     json_object *s = opstatus_to_json(&st, NULL, T0);
     CHECK_STR(cond(s, "Rejected", "status"), "True");
     CHECK_STR(cond(s, "Rejected", "reason"), "Invalid");
     CHECK_STR(cond(s, "Rejected", "message"), "spec.replicas: must be >= 1, got 0");
     json_object_put(s);
+    opstatus_release(&st);
 }
 
 /* n replicas on node-0.. with g GPUs each (2i.. for g = 2) of mib MiB. */
@@ -180,13 +182,14 @@ TEST(status_recovers_placement_after_restart) {
     st.attempts = 2;
     st.queued_at = T0;
     st.admitted_at = T0 + 9;
-    snprintf(st.group, sizeof st.group, "g1");
+    CHECK_INT(opstatus_set_group(&st, "g1"), 0);
     json_object *s = opstatus_to_json(&st, NULL, T0 + 10);
     CHECK_INT(opstatus_from_json(s, &got, back, 4), 2);
     CHECK_INT(got.phase, AIQ_PHASE_ADMITTED);
     CHECK_INT(got.attempts, 2);
     CHECK_DBL(got.admitted_at, T0 + 9, 1e-9);
-    CHECK_STR(got.group, "g1");
+    CHECK_STR(opstatus_group(&got), "g1");
+    opstatus_release(&got);
     CHECK(got.placement == back);
     CHECK_STR(back[1].node, "node-1");
     CHECK_INT(back[1].ngpus, 2);
@@ -196,8 +199,10 @@ TEST(status_recovers_placement_after_restart) {
     CHECK(strstr(js(s), "gpuMemoryMiB") == NULL);
     /* A short buffer takes what fits. */
     CHECK_INT(opstatus_from_json(s, &got, back, 1), 1);
+    opstatus_release(&got);
     CHECK_INT(opstatus_from_json(NULL, &got, back, 4), 0);
     json_object_put(s);
+    opstatus_release(&st);
 }
 
 /* The store's attempt row keeps the placement as status.placement's JSON
@@ -244,11 +249,11 @@ TEST(status_reads_back_as_published) {
         struct opstatus st, got;
         memset(&st, 0, sizeof st);
         st.phase = phases[k];
-        snprintf(st.group, sizeof st.group, "vision");
+        CHECK_INT(opstatus_set_group(&st, "vision"), 0);
         snprintf(st.level, sizeof st.level, "normal");
         snprintf(st.reason, sizeof st.reason, "%s",
                  st.phase == AIQ_PHASE_QUEUED ? "WaitingForGPUs" : "Backfilled");
-        snprintf(st.message, sizeof st.message, "needs 2 GPUs: 1 free");
+        CHECK_INT(opstatus_set_message(&st, "needs 2 GPUs: 1 free"), 0);
         st.total_gpus = 2;
         st.queued_at = T0;
         st.attempts = 1;
@@ -346,7 +351,7 @@ static void hash_base(struct opstatus *st, struct opst_place *pl, struct opst_te
     memset(pl, 0, 2 * sizeof *pl);
     memset(tm, 0, OPST_MAX_TERMS * sizeof *tm);
     st->phase = AIQ_PHASE_ADMITTED;
-    snprintf(st->group, sizeof st->group, "vision");
+    CHECK_INT(opstatus_set_group(st, "vision"), 0);
     snprintf(st->level, sizeof st->level, "batch");
     st->position = 2;
     st->has_score = true;
@@ -373,7 +378,7 @@ static void hash_base(struct opstatus *st, struct opst_place *pl, struct opst_te
     st->admitted_at = T0 + 1;
     st->attempts = 1;
     snprintf(st->reason, sizeof st->reason, "Admitted");
-    snprintf(st->message, sizeof st->message, "admitted");
+    CHECK_INT(opstatus_set_message(st, "admitted"), 0);
     st->observed_generation = 3;
 }
 
@@ -382,7 +387,7 @@ static void hash_base(struct opstatus *st, struct opst_place *pl, struct opst_te
 static void hash_mutate(struct opstatus *b, struct opst_place *pb, struct opst_term *tb, int f) {
     switch (f) {
     case 0: b->phase = AIQ_PHASE_RUNNING; break;
-    case 1: b->group[0] = 'V'; break;
+    case 1: CHECK_INT(opstatus_set_group(b, "Vision"), 0); break;
     case 2: b->level[0] = 'B'; break;
     case 3: b->position = 3; break;
     case 4: b->has_score = false; break;
@@ -405,7 +410,7 @@ static void hash_mutate(struct opstatus *b, struct opst_place *pb, struct opst_t
     case 21: b->finished_at = T0 + 3; break;
     case 22: b->attempts = 2; break;
     case 23: b->reason[0] = 'a'; break;
-    case 24: b->message[0] = 'A'; break;
+    case 24: CHECK_INT(opstatus_set_message(b, "Admitted"), 0); break;
     case 25: b->observed_generation = 4; break;
     case 26: b->placement = NULL; break;
     case 27: b->node_failures = 1; break;
@@ -421,9 +426,11 @@ TEST(status_hash_covers_every_field) {
     hash_base(&a, pa, ta);
     hash_base(&b, pb, tb);
     uint64_t h = opstatus_hash(&a);
-    /* Bytes the JSON never shows do not count. */
-    b.group[20] = 'x';
-    b.message[100] = 'x';
+    /* Bytes the JSON never shows do not count, nor where the texts are. */
+    opstatus_release(&b);
+    CHECK_INT(opstatus_set_group(&b, "vision"), 0);
+    CHECK_INT(opstatus_set_message(&b, "admitted"), 0);
+    CHECK(b.group_ != a.group_ && b.message_ != a.message_);
     tb[5].value = 9;
     pb[0].gpus[3] = 7;
     CHECK(opstatus_hash(&b) == h);
@@ -448,7 +455,50 @@ TEST(status_hash_covers_every_field) {
         hash_mutate(&b, pb, tb, f);
         if (!CHECK(opstatus_hash(&b) != h))
             printf("    field change %d left the hash unchanged\n", f);
+        opstatus_release(&b);
     }
+    opstatus_release(&a);
+}
+
+/* The group and message are kept to size: NULL or "" is none, a text
+ * past the cap is cut there, the same text again keeps its allocation,
+ * and opstatus_release frees both (the sanitizer build finds a leak). */
+TEST(status_texts_kept_to_size) {
+    struct opstatus st;
+    memset(&st, 0, sizeof st);
+    CHECK_STR(opstatus_group(&st), "");
+    CHECK_STR(opstatus_message(&st), "");
+    CHECK_INT(opstatus_set_message(&st, "needs 8 GPUs, 4 free"), 0);
+    const char *was = st.message_;
+    CHECK_INT(opstatus_set_message(&st, "needs 8 GPUs, 4 free"), 0);
+    CHECK(st.message_ == was);
+    CHECK_INT(opstatus_set_message(&st, "needs 8 GPUs, 3 free"), 0);
+    CHECK_STR(opstatus_message(&st), "needs 8 GPUs, 3 free");
+    CHECK_INT(opstatus_set_message(&st, ""), 0);
+    CHECK(st.message_ == NULL);
+    char big[2 * OPST_MESSAGE_MAX];
+    memset(big, 'm', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_INT(opstatus_set_messagef(&st, "%s", big), 0);
+    CHECK_INT((int)strlen(opstatus_message(&st)), OPST_MESSAGE_MAX - 1);
+    /* The same cut text again: nothing new. */
+    was = st.message_;
+    CHECK_INT(opstatus_set_message(&st, big), 0);
+    CHECK(st.message_ == was);
+    char name[AIQ_MAX_NAME + 20];
+    memset(name, 'g', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    CHECK_INT(opstatus_set_group(&st, name), 0);
+    CHECK_INT((int)strlen(opstatus_group(&st)), AIQ_MAX_NAME);
+    CHECK_INT(opstatus_set_group(&st, NULL), 0);
+    CHECK_STR(opstatus_group(&st), "");
+    CHECK_INT(opstatus_set_group(&st, "vision"), 0);
+    json_object *s = opstatus_to_json(&st, NULL, T0);
+    CHECK_STR(json_object_get_string(json_object_object_get(s, "group")), "vision");
+    CHECK(json_object_object_get(s, "message") != NULL);
+    json_object_put(s);
+    opstatus_release(&st);
+    CHECK(st.group_ == NULL && st.message_ == NULL);
 }
 
 /* Status economy: the material hash ignores exactly the fields that
@@ -467,7 +517,9 @@ TEST(status_material_hash_ignores_cycle_noise) {
         bool same = opstatus_material_hash(&b) == h;
         if (!CHECK(same == noise))
             printf("    field change %d: material hash %s\n", f, same ? "unchanged" : "changed");
+        opstatus_release(&b);
     }
+    opstatus_release(&a);
 }
 
 /* opstatus_moved: the bands of docs/operator.md "Status writes". */
