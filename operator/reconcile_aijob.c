@@ -1213,9 +1213,11 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
               e.message);
         return;
     }
-    int n = a.finished > 0                                ? -1
-            : job_place_reserve(js, job_max_pods(j)) != 0 ? -2
-                                                          : opstatus_places_text(a.placement_json, js->place, js->place_cap);
+    int n = -1; /* the attempt finished */
+    if (a.finished <= 0)
+        n = job_place_reserve(js, job_max_pods(j)) != 0
+                ? -2
+                : opstatus_places_text(a.placement_json, js->place, js->place_cap);
     free(a.placement_json);
     const char *off = n > 0 ? job_released_elsewhere(s, j, js, n) : NULL;
     if (n <= 0 || off) {

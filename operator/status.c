@@ -9,8 +9,8 @@
 #include "queue/queue.h"
 
 #include <float.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
