@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define OPM_NAME 64
 
@@ -443,10 +444,65 @@ static void opm_render_quota(struct opm_buf *b, const opmetrics *m) {
     }
 }
 
+/* The first line of path (at most cap - 1 bytes) into buf; false when it
+ * cannot be read. */
+static bool opm_read_line(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, (int)cap, f) != NULL;
+    (void)fclose(f); /* read only: nothing to lose */
+    return ok;
+}
+
+/* See metrics.h. */
+long long opmetrics_resident_bytes(const char *statm) {
+    char line[256], *end = NULL;
+    long ps = sysconf(_SC_PAGESIZE);
+    if (!opm_read_line(statm, line, sizeof line) || ps <= 0)
+        return -1;
+    (void)strtoll(line, &end, 10); /* the total size, not wanted */
+    if (end == line)
+        return -1;
+    const char *p = end;
+    long long pages = strtoll(p, &end, 10);
+    if (end == p || pages < 0)
+        return -1;
+    return pages * ps;
+}
+
+/* See metrics.h. */
+long long opmetrics_memory_limit(const char *v2_max, const char *v1_limit) {
+    char line[64], *end = NULL;
+    if (opm_read_line(v2_max, line, sizeof line)) {
+        if (strncmp(line, "max", 3) == 0)
+            return 0;
+        long long v = strtoll(line, &end, 10);
+        return end != line && v > 0 ? v : 0;
+    }
+    if (opm_read_line(v1_limit, line, sizeof line)) {
+        long long v = strtoll(line, &end, 10);
+        return end != line && v > 0 && v < (1LL << 60) ? v : 0;
+    }
+    return 0;
+}
+
 /* The operator's own health: status writes, build info, nodes left out,
- * the store, foreign pods. */
+ * the store, foreign pods, its memory. */
 static void opm_render_health(struct opm_buf *b, const opmetrics *m) {
     char e1[3 * OPM_NAME];
+    /* Read at the scrape: what a memory limit is checked against (no
+     * RSS series when /proc cannot be read: absent, not 0). */
+    long long rss = opmetrics_resident_bytes("/proc/self/statm");
+    opm_printf(b, "# HELP aiq_memory_resident_bytes The operator's resident memory (RSS).\n"
+                   "# TYPE aiq_memory_resident_bytes gauge\n");
+    if (rss >= 0)
+        opm_printf(b, "aiq_memory_resident_bytes %lld\n", rss);
+    opm_printf(b, "# HELP aiq_memory_limit_bytes The memory limit of the operator's cgroup "
+                   "(a container's limit); 0 when none is found.\n"
+                   "# TYPE aiq_memory_limit_bytes gauge\naiq_memory_limit_bytes %lld\n",
+               opmetrics_memory_limit("/sys/fs/cgroup/memory.max",
+                                      "/sys/fs/cgroup/memory/memory.limit_in_bytes"));
     opm_printf(b, "# HELP aiq_status_writes_total AIJob status patches sent since start.\n"
                    "# TYPE aiq_status_writes_total counter\naiq_status_writes_total %lu\n"
                    "# HELP aiq_status_writes_deferred AIJob statuses due but waiting for the "

@@ -22,6 +22,8 @@
  *   aiq_foreign_pods                        gauge (non-aiq pods holding node capacity)
  *   aiq_store_healthy                       gauge (1, or 0 while a storage fault holds)
  *   aiq_store_failures_total{op}            counter (store calls that failed, by operation)
+ *   aiq_memory_resident_bytes               gauge (the process's RSS, read at each scrape)
+ *   aiq_memory_limit_bytes                  gauge (its cgroup's memory limit; 0 none found)
  * With a utilisation source (--util-prometheus-url or
  * --util-alnair-annotations, util_source.h):
  *   aiq_util_nodes_known                    gauge (nodes placed with utilisation last cycle)
@@ -63,6 +65,18 @@ typedef struct opmetrics opmetrics;
 #define OPMETRICS_MAX_OUTCOMES 8
 #define OPMETRICS_MAX_NODEX 16   /* exclusion reasons kept */
 #define OPMETRICS_MAX_QUOTA 4096 /* (group,user,resource) series kept */
+
+/* The process's resident set in bytes from statm (/proc/self/statm:
+ * its second number, in pages), or -1 when unreadable. */
+long long opmetrics_resident_bytes(const char *statm);
+
+/* The memory limit of the process's cgroup in bytes: v2's memory.max
+ * (a number, or "max" for none) when that file exists, else v1's
+ * memory.limit_in_bytes (a value past 2^60 means none). 0 when there is
+ * none or neither file is readable. The operator reads
+ * /sys/fs/cgroup/memory.max and /sys/fs/cgroup/memory/memory.limit_in_bytes
+ * (a container sees its own cgroup there). */
+long long opmetrics_memory_limit(const char *v2_max, const char *v1_limit);
 
 /* Creates an empty metrics registry (not serving). NULL on ENOMEM. */
 opmetrics *opmetrics_create(void);

@@ -59,6 +59,57 @@ TEST(metrics_render_series) {
     opmetrics_free(NULL);
 }
 
+/* Writes text to a new file under dir and returns its path (static buffer
+ * per slot). */
+static const char *mem_file(const char *dir, const char *name, const char *text) {
+    static char paths[4][512];
+    static int slot;
+    char *p = paths[slot++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return p;
+}
+
+/* The memory gauges an admin checks against the container's limit: RSS
+ * from statm's pages, the cgroup's limit from v2 (a number or "max"),
+ * else v1 (a huge value meaning none), 0 when neither says one. */
+TEST(metrics_memory_gauges) {
+    char dir[] = "/tmp/aiq-memXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    long ps = sysconf(_SC_PAGESIZE);
+    CHECK_INT(opmetrics_resident_bytes(mem_file(dir, "statm", "2000 300 10 1 0 500 0\n")),
+              300LL * ps);
+    CHECK_INT(opmetrics_resident_bytes(mem_file(dir, "statm2", "garbage\n")), -1);
+    CHECK_INT(opmetrics_resident_bytes("/nonexistent/statm"), -1);
+    CHECK(opmetrics_resident_bytes("/proc/self/statm") > 0);
+    const char *none = "/nonexistent/memory.max";
+    CHECK_INT(opmetrics_memory_limit(mem_file(dir, "v2a", "536870912\n"), none), 536870912);
+    CHECK_INT(opmetrics_memory_limit(mem_file(dir, "v2b", "max\n"),
+                                     mem_file(dir, "v1a", "1073741824\n")), 0);
+    CHECK_INT(opmetrics_memory_limit(none, mem_file(dir, "v1b", "1073741824\n")), 1073741824);
+    CHECK_INT(opmetrics_memory_limit(none, mem_file(dir, "v1c", "9223372036854771712\n")), 0);
+    CHECK_INT(opmetrics_memory_limit(mem_file(dir, "v2c", "lots\n"), none), 0);
+    CHECK_INT(opmetrics_memory_limit(none, none), 0);
+    const char *names[] = {"statm", "statm2", "v2a", "v2b", "v2c", "v1a", "v1b", "v1c"};
+    char p[512];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    /* And both are rendered: this process's RSS is readable. */
+    opmetrics *m = opmetrics_create();
+    char *t = m ? opmetrics_render(m, NULL) : NULL;
+    CHECK(t != NULL && strstr(t, "\naiq_memory_resident_bytes ") != NULL);
+    CHECK(t != NULL && strstr(t, "\naiq_memory_limit_bytes ") != NULL);
+    free(t);
+    opmetrics_free(m);
+}
+
 struct body {
     char buf[8192];
     size_t len;
