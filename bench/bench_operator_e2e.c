@@ -52,7 +52,11 @@
  *             from the second row of a configuration on, the process is
  *             the one restarted at the previous row. restart_MiB: the
  *             restarted process at its first admission, every job loaded
- *             at start
+ *             at start. frozen/job: the AIJobs and pods the operator keeps
+ *             as text (operator/cache.h) per pending job when RSS is read
+ *             (a 1-replica job has 2 objects); thaw/s: frozen objects read
+ *             back per second in the steady window (0: the steady cycle
+ *             reads none)
  *  db         the operator's SQLite file and its WAL, per pending job
  *  drain      once every job shows Queued, the statuses still due (positions
  *             and messages of the jobs behind) go out: drain_w/s is the
@@ -407,6 +411,9 @@ struct row {
     double arr_max, fin_max; /* the slowest probe */
     int arr_n, fin_n;        /* probes seen */
     double rss_mib, rss_kib_per_job, rss_restart_mib;
+    /* cached objects kept as text per pending job at the RSS sample, and
+     * frozen objects read back per second in the steady window */
+    double frozen_per_job, thaws_per_s;
     double db_bytes_per_job, wal_mib;
     double writes_per_s;
     double drain_per_s, settle_s;
@@ -934,6 +941,8 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     r->cyc_p50 = bp_hist_quantile(&m0, &m1, 0.5) * 1e3;
     r->cyc_p99 = bp_hist_quantile(&m0, &m1, 0.99) * 1e3;
     r->cyc_mean = mean_ms(&m0, &m1, &r->cyc_n);
+    r->thaws_per_s = (m1.thaws - m0.thaws) / secs;
+    r->frozen_per_job = r->jobs > 0 ? m1.frozen / r->jobs : 0;
     long rss = bp_rss_kib(e->op.pid);
     r->rss_mib = rss / 1024.0;
     r->rss_kib_per_job = r->jobs > 0 ? (double)(rss - e->rss0) / r->jobs : 0;
@@ -1323,18 +1332,19 @@ int main(void) {
                    r->wal_mib, r->shrunk_from > 0 ? "  (nodes deleted)" : "");
         }
     }
-    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %3s %8s %8s %9s %9s %8s %11s %11s\n", "server",
-           "nodes", "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "rs", "rs_mean",
-           "rs_cpu", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job", "restart_MiB");
+    printf("\n%-6s %6s %7s %8s %8s %8s %8s %5s %3s %8s %8s %9s %9s %8s %11s %11s %10s %7s\n",
+           "server", "nodes", "pending", "cyc_p50", "cyc_p99", "cyc_mean", "cyc_cpu", "n", "rs",
+           "rs_mean", "rs_cpu", "arrive_ms", "finish_ms", "rss_MiB", "rss_KiB/job", "restart_MiB",
+           "frozen/job", "thaw/s");
     for (int i = 0; i < nr; i++) {
         struct row *r = &rows[i];
         if (!r->run || r->cut)
             continue;
         printf("%-6s %6d %7ld %8.1f %8.1f %8.1f %8.1f %5d %3s %8.1f %8.1f %9.1f %9.1f %8.0f %11.1f "
-               "%11.0f\n",
+               "%11.0f %10.2f %7.1f\n",
                bp_kind_name(r->kind), r->nodes, r->jobs, r->cyc_p50, r->cyc_p99, r->cyc_mean,
                r->cyc_cpu_ms, r->cyc_n, r->rs_alt, r->rs_mean, r->rs_cpu_ms, r->arr_ms, r->fin_ms, r->rss_mib,
-               r->rss_kib_per_job, r->rss_restart_mib);
+               r->rss_kib_per_job, r->rss_restart_mib, r->frozen_per_job, r->thaws_per_s);
     }
     printf("(cycle ms: p50/p99 interpolated in the operator's histogram buckets, mean exact;\n"
            " cyc_cpu: the operator's CPU ms (every thread, /proc) over the window per cycle;\n"
@@ -1399,6 +1409,8 @@ int main(void) {
         key(r, "finish_cycle_ms", "%.2f", r->fin_ms);
         key(r, "finish_cycle_ms_max", "%.2f", r->fin_max);
         key(r, "rss_kib_per_job", "%.1f", r->rss_kib_per_job);
+        key(r, "cache_frozen_per_job", "%.2f", r->frozen_per_job);
+        key(r, "cache_thaws_per_s", "%.1f", r->thaws_per_s);
         key(r, "status_writes_per_s", "%.1f", r->writes_per_s);
         key(r, "status_drain_writes_per_s", "%.1f", r->drain_per_s);
         key(r, "status_settle_s", "%.1f", r->settle_capped ? NAN : r->settle_s);

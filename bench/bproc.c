@@ -979,6 +979,10 @@ int bp_metrics_get(int port, struct bp_metrics *m) {
             m->count = strtod(line + 24, NULL);
         } else if (strncmp(line, "aiq_admitted_total ", 19) == 0) {
             m->admitted = strtod(line + 19, NULL);
+        } else if (strncmp(line, "aiq_cache_frozen_objects ", 25) == 0) {
+            m->frozen = strtod(line + 25, NULL);
+        } else if (strncmp(line, "aiq_cache_thaws_total ", 22) == 0) {
+            m->thaws = strtod(line + 22, NULL);
         }
         line = nl ? nl + 1 : NULL;
     }

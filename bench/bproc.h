@@ -238,6 +238,7 @@ struct bp_metrics {
     double cum[BP_MAX_BUCKETS];  /* cumulative counts */
     double sum, count;           /* aiq_cycle_seconds_sum, _count */
     double admitted;             /* aiq_admitted_total */
+    double frozen, thaws;        /* aiq_cache_frozen_objects, aiq_cache_thaws_total */
 };
 
 /* Scrapes http://127.0.0.1:port/metrics. Returns 0 or -1. */

@@ -60,14 +60,14 @@ static int act_annotate(struct server *s, struct opcache_obj *p, const char *con
     aiq_jset(patch, "metadata", md, &failed);
     if (failed) /* out of memory, logged below */
         goto out;
-    if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+    if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
         goto out;
     aiq_rc r = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, NULL, &e);
     if (r == AIQ_OK || r == AIQ_ENOTFOUND)
         rc = 0;
 out:
     if (rc != 0)
-        OPLOG(&s->log, OPLOG_WARN, "pod_annotate_failed", p->key, srv__rv(p->raw),
+        OPLOG(&s->log, OPLOG_WARN, "pod_annotate_failed", p->key, srv__rv(opcache_raw(p)),
               "http=%d msg=\"%s\"", e.http_status, e.message[0] ? e.message : "out of memory");
     json_object_put(patch);
     return rc;
@@ -85,7 +85,7 @@ void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, in
             continue;
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, name);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p || !*srv__rv(p->raw) || aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
+        if (!p || !*srv__rv(opcache_raw(p)) || aiq_jpath_str(opcache_raw(p), "metadata.deletionTimestamp"))
             continue;
         const char *kv[] = {ACTIONS_ANN_PREEMPTED_BY, by && *by ? by : NULL,
                             ACTIONS_ANN_STOP_REASON, reason};
@@ -94,14 +94,14 @@ void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, in
         (void)act_annotate(s, p, kv, 2);
         aiq_err e;
         aiq_err_clear(&e);
-        if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
             continue;
         aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
             OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", key, NULL,
                   "rc=%s http=%d msg=\"%s\"", aiq_strerror(rc), e.http_status, e.message);
         else
-            OPLOG(&s->log, OPLOG_INFO, "pod_stopped", key, srv__rv(p->raw),
+            OPLOG(&s->log, OPLOG_INFO, "pod_stopped", key, srv__rv(opcache_raw(p)),
                   "job=%s reason=%s by=%s", j->meta.name, reason, by && *by ? by : "-");
     }
 }
@@ -116,10 +116,10 @@ void actions_annotate_size(struct server *s, const struct aiq_aijob *j, int n) {
             continue;
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, name);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p || !*srv__rv(p->raw) || aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
+        if (!p || !*srv__rv(opcache_raw(p)) || aiq_jpath_str(opcache_raw(p), "metadata.deletionTimestamp"))
             continue;
         json_object *ann = NULL, *v = NULL, *md = NULL;
-        if (json_object_object_get_ex(p->raw, "metadata", &md) &&
+        if (json_object_object_get_ex(opcache_raw(p), "metadata", &md) &&
             json_object_object_get_ex(md, "annotations", &ann) &&
             json_object_object_get_ex(ann, ACTIONS_ANN_REPLICAS, &v) &&
             strcmp(json_object_get_string(v), val) == 0)
@@ -220,7 +220,7 @@ static void act_preemptor(struct server *s, struct opcache_obj *p, struct opcach
     }
     char ev[400];
     snprintf(ev, sizeof ev, "%s to make room for it (%s)", msg, act_why(a->reason));
-    srv__event(s, OPK_AIJOB, p->raw, "Normal", "Preempting", ev);
+    srv__event(s, OPK_AIJOB, opcache_raw(p), "Normal", "Preempting", ev);
 }
 
 /* Carries out out->actions of the cycle over in; see server.h. */

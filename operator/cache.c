@@ -22,6 +22,16 @@ struct opcache {
     void (*free_ext)(void *);
     json_object *(*lean)(json_object *raw, void *ctx); /* NULL: keep raw */
     void *lean_ctx;
+    /* The freeze sweep (opcache_set_freeze): on or off, the clock hand
+     * (an index into ent), whether anything was put or thawed and how
+     * many entries were frozen since the current pass began, and idle:
+     * a whole pass changed nothing, so steps wait for a put or thaw. */
+    bool freeze, idle, active;
+    size_t hand, pass_froze;
+    size_t nfrozen;
+    uint64_t thaws, freezes;
+    void (*thaw_failed)(void *ud, const char *key);
+    void *thaw_ud;
 };
 
 static uint64_t cache_hash(const char *s) {
@@ -48,7 +58,10 @@ opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *)) {
 static void cache_free_obj(opcache *c, struct opcache_obj *o) {
     if (!o)
         return;
-    json_object_put(o->raw);
+    json_object_put(o->tree);
+    if (o->frozen)
+        c->nfrozen--;
+    free(o->frozen);
     if (o->parsed && c->free_parsed)
         c->free_parsed(o->parsed);
     if (o->ext && c->free_ext)
@@ -85,10 +98,11 @@ int opcache_stash(struct opcache_obj *o, const char *const *names) {
     const char *txt[OPCACHE_STASH_MAX], *names_at[OPCACHE_STASH_MAX];
     size_t nlen[OPCACHE_STASH_MAX], tlen[OPCACHE_STASH_MAX], total = 1, n = 0;
     json_object *m = NULL;
-    if (o->cold_txt)
-        return 0;
+    json_object *raw = opcache_raw(o);
+    if (o->cold_txt || !raw)
+        return o->cold_txt ? 0 : -1;
     for (size_t i = 0; names[i] && n < OPCACHE_STASH_MAX; i++) {
-        if (!json_object_object_get_ex(o->raw, names[i], &m) ||
+        if (!json_object_object_get_ex(raw, names[i], &m) ||
             !json_object_is_type(m, json_type_object))
             continue;
         /* json-c keeps each member's text in the member until it
@@ -115,7 +129,7 @@ int opcache_stash(struct opcache_obj *o, const char *const *names) {
     }
     *p = '\0';
     for (size_t k = 0; k < n; k++)
-        json_object_object_del(o->raw, names_at[k]);
+        json_object_object_del(raw, names_at[k]);
     o->cold_txt = buf;
     return 0;
 }
@@ -183,12 +197,12 @@ static const char *cache_sub_text(const char *obj, const char *key, size_t *len)
 }
 
 /* Member name of raw with only its member part; see cache.h. */
-json_object *opcache_member_part(const struct opcache_obj *o, const char *name,
+json_object *opcache_member_part(struct opcache_obj *o, const char *name,
                                  const char *part) {
-    json_object *m = NULL, *v = NULL, *out = json_object_new_object();
-    if (!out)
+    json_object *m = NULL, *v = NULL, *raw = opcache_raw(o), *out = NULL;
+    if (!raw || !(out = json_object_new_object()))
         return NULL;
-    if (json_object_object_get_ex(o->raw, name, &m)) {
+    if (json_object_object_get_ex(raw, name, &m)) {
         if (json_object_object_get_ex(m, part, &v) &&
             json_object_object_add(out, part, json_object_get(v)) != 0) {
             json_object_put(v); /* not taken */
@@ -215,12 +229,104 @@ json_object *opcache_member_part(const struct opcache_obj *o, const char *name,
 
 /* One member of raw, stashed or not; see cache.h. Only the asked
  * member's text is parsed. */
-json_object *opcache_member(const struct opcache_obj *o, const char *name) {
-    json_object *m = NULL;
-    if (json_object_object_get_ex(o->raw, name, &m))
+json_object *opcache_member(struct opcache_obj *o, const char *name) {
+    json_object *m = NULL, *raw = opcache_raw(o);
+    if (!raw)
+        return NULL;
+    if (json_object_object_get_ex(raw, name, &m))
         return json_object_get(m);
     const char *txt = opcache_stashed(o, name);
     return txt ? json_tokener_parse(txt) : NULL;
+}
+
+void opcache_set_freeze(opcache *c, bool on) {
+    c->freeze = on;
+    c->idle = false;
+}
+
+void opcache_set_thaw_failed(opcache *c, void (*fn)(void *ud, const char *key), void *ud) {
+    c->thaw_failed = fn;
+    c->thaw_ud = ud;
+}
+
+/* The tree, thawed when frozen; see cache.h. */
+json_object *opcache_raw(struct opcache_obj *o) {
+    o->warm = true;
+    if (o->tree)
+        return o->tree;
+    opcache *c = o->owner;
+    /* The text is what json-c wrote: anything but NULL here is the tree
+     * it was. NULL is out of memory (or a bug): the handler says so. */
+    json_object *t = o->frozen ? json_tokener_parse(o->frozen) : NULL;
+    if (!t) {
+        if (c->thaw_failed)
+            c->thaw_failed(c->thaw_ud, o->key);
+        return NULL;
+    }
+    free(o->frozen);
+    o->frozen = NULL;
+    o->tree = t;
+    c->nfrozen--;
+    c->thaws++;
+    c->active = true;
+    c->idle = false;
+    return t;
+}
+
+/* Keeps o as text only; 0, or -1 out of memory (o unchanged). */
+static int cache_freeze(opcache *c, struct opcache_obj *o) {
+    size_t len = 0;
+    /* The text lives in the tree's print buffer until the tree goes:
+     * copied to size. No slash escaping: json-c reads "/" back the same. */
+    const char *txt = json_object_to_json_string_length(
+        o->tree, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    char *copy = txt ? malloc(len + 1) : NULL;
+    if (!copy)
+        return -1;
+    memcpy(copy, txt, len + 1);
+    json_object_put(o->tree);
+    o->tree = NULL;
+    o->frozen = copy;
+    c->nfrozen++;
+    c->freezes++;
+    return 0;
+}
+
+/* One step of the clock; see cache.h. */
+size_t opcache_freeze_sweep(opcache *c, size_t visits, size_t *frozen) {
+    size_t n = 0;
+    if (!c->freeze || c->idle)
+        return 0;
+    while (n < visits && c->count > 0) {
+        if (c->hand >= c->count) { /* a pass ends */
+            c->hand = 0;
+            if (!c->active && c->pass_froze == 0) {
+                c->idle = true;
+                break;
+            }
+            c->active = false;
+            c->pass_froze = 0;
+        }
+        struct opcache_obj *o = c->ent[c->hand++];
+        n++;
+        if (!o->tree)
+            continue;
+        if (o->warm) {
+            o->warm = false;
+            continue;
+        }
+        if (o->memo_str && o->memo_changed == o->changed)
+            continue; /* the memo points into the tree */
+        if (cache_freeze(c, o) == 0) {
+            c->pass_froze++;
+            (*frozen)++;
+        }
+    }
+    return n;
+}
+
+struct opcache_freeze_stats opcache_freeze_stats(const opcache *c) {
+    return (struct opcache_freeze_stats){c->nfrozen, c->thaws, c->freezes};
 }
 
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw, void *ctx),
@@ -323,6 +429,31 @@ static json_object *cache_slim(opcache *c, json_object *raw, const char *key, ai
     return raw;
 }
 
+/* o's object is now raw (taken): its parse and stash are dropped, its
+ * ext state kept. Returns o. */
+static struct opcache_obj *cache_replace(opcache *c, struct opcache_obj *o, json_object *raw) {
+    json_object_put(o->tree);
+    o->tree = raw;
+    if (o->frozen)
+        c->nfrozen--;
+    free(o->frozen);
+    o->frozen = NULL;
+    o->warm = true;
+    c->active = true;
+    c->idle = false;
+    if (o->parsed && c->free_parsed)
+        c->free_parsed(o->parsed);
+    o->parsed = NULL;
+    o->parse_ok = false;
+    (void)opcache_set_perr(o, NULL); /* clearing never fails */
+    free(o->cold_txt);
+    o->cold_txt = NULL;
+    o->epoch = c->epoch;
+    o->changed = ++c->seq;
+    c->stamp[o->idx].changed = o->changed;
+    return o;
+}
+
 /* Inserts or replaces; see cache.h. */
 struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     char key[OPCACHE_KEY_MAX];
@@ -336,22 +467,8 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     if (!raw)
         return NULL;
     long s = cache_find(c, key);
-    if (s >= 0) {
-        struct opcache_obj *o = c->ent[c->slots[s]];
-        json_object_put(o->raw);
-        o->raw = raw;
-        if (o->parsed && c->free_parsed)
-            c->free_parsed(o->parsed);
-        o->parsed = NULL;
-        o->parse_ok = false;
-        (void)opcache_set_perr(o, NULL);
-        free(o->cold_txt);
-        o->cold_txt = NULL;
-        o->epoch = c->epoch;
-        o->changed = ++c->seq;
-        c->stamp[o->idx].changed = o->changed;
-        return o;
-    }
+    if (s >= 0)
+        return cache_replace(c, c->ent[c->slots[s]], raw);
     /* Keep the index at most half full (deleted slots count). */
     if ((c->used_slots + 1) * 2 > c->nslots) {
         size_t want = c->nslots;
@@ -380,7 +497,10 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     if (!o)
         goto nomem;
     memcpy(o->key, key, klen);
-    o->raw = raw;
+    o->tree = raw;
+    o->warm = true;
+    c->active = true;
+    c->idle = false;
     o->epoch = c->epoch;
     o->changed = ++c->seq;
     o->owner = c;

@@ -27,9 +27,15 @@
  * entries per pending job), and the parse error is allocated only when
  * there is one: read it with opcache_perr. */
 struct opcache_obj {
-    json_object *raw;  /* owned reference */
+    /* The object as a json-c tree (owned reference), or NULL while the
+     * entry is frozen: read it through opcache_raw, never directly. */
+    json_object *tree;
+    /* While frozen: the tree as compact JSON text (owned), which
+     * opcache_raw parses back; NULL while the tree is kept. */
+    char *frozen;
     void *parsed;      /* owned, freed by free_parsed; NULL = not parsed */
     bool parse_ok;     /* parsed holds a valid object */
+    bool warm;         /* read or put since the freeze sweep last passed */
     uint32_t idx;      /* its index in the cache's order (opcache_at) */
     aiq_err *perr;     /* owned; why parsing failed, NULL when no error */
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
@@ -87,6 +93,38 @@ opcache *opcache_create(void (*free_parsed)(void *), void (*free_ext)(void *));
 void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw, void *ctx),
                       void *ctx);
 
+/* Frozen entries. A json-c tree costs far more than its text (every
+ * JSON object, even {}, is a hash table of 784 bytes), and most cached
+ * AIJobs and pods are read only when an event about them comes or the
+ * job moves: a waiting job's are read by nothing for minutes. With
+ * freezing on, opcache_freeze_sweep keeps an entry that nobody put or
+ * read for two passes of the sweep as its compact JSON text only, and
+ * opcache_raw parses it back when someone reads it again (a few
+ * microseconds for a pod). An entry whose memo_str is current (it
+ * points into the tree) is never frozen. */
+void opcache_set_freeze(opcache *c, bool on);
+/* Called (from opcache_raw) when a frozen entry cannot be parsed back,
+ * out of memory: opcache_raw then returns NULL, which readers take for
+ * an object without any field. The operator's handler logs and exits. */
+void opcache_set_thaw_failed(opcache *c, void (*fn)(void *ud, const char *key), void *ud);
+/* The entry's object as a tree (borrowed: valid until the next put of
+ * o, its deletion, or the next opcache_freeze_sweep), parsed back from
+ * its text when it was frozen; marks the entry warm. NULL only when a
+ * frozen entry cannot be parsed back (see opcache_set_thaw_failed). */
+json_object *opcache_raw(struct opcache_obj *o);
+/* One step of the freeze sweep (a clock hand over the entries): visits
+ * at most visits entries from where the last step stopped; a warm entry
+ * is made cold, a cold one that holds a tree is frozen. Once a whole
+ * pass froze nothing and nothing was put or thawed during it, steps do
+ * nothing until the next put or thaw. Returns the entries visited; adds
+ * those frozen to *frozen. Out of memory an entry is left as it is. */
+size_t opcache_freeze_sweep(opcache *c, size_t visits, size_t *frozen);
+/* The entries frozen now, and the thaws and freezes so far. */
+struct opcache_freeze_stats {
+    size_t frozen;
+    uint64_t thaws, freezes;
+};
+struct opcache_freeze_stats opcache_freeze_stats(const opcache *c);
 /* Frees c and every entry. NULL is a no-op. */
 void opcache_free(opcache *c);
 
@@ -132,7 +170,7 @@ int opcache_stash(struct opcache_obj *o, const char *const *names);
  * own (a reference to it: read, do not change) or, when it was stashed,
  * parsed back from its own text in o->cold_txt (the other stashed
  * members are not parsed). NULL when there is none, or on ENOMEM. */
-json_object *opcache_member(const struct opcache_obj *o, const char *name);
+json_object *opcache_member(struct opcache_obj *o, const char *name);
 
 /* A new object holding only member part of raw's member name (none
  * when there is no such part): raw's own part (a reference: read, do not
@@ -140,7 +178,7 @@ json_object *opcache_member(const struct opcache_obj *o, const char *name);
  * stashed text (the rest of the text is skipped, not parsed). For a
  * reader of one part of a large member: a published status needs only
  * the live status's conditions. NULL on ENOMEM or unreadable text. */
-json_object *opcache_member_part(const struct opcache_obj *o, const char *name,
+json_object *opcache_member_part(struct opcache_obj *o, const char *name,
                                  const char *part);
 
 /* The compact JSON text of member name when it was stashed (borrowed:

@@ -30,10 +30,10 @@ static int cap_node_to_q(struct opcache_obj *o, struct q_node *q, nodex *why) {
         if (!m)
             m = o->memo_blob = malloc(sizeof *m);
         if (!m)
-            return node_to_q(o->raw, q, why);
+            return node_to_q(opcache_raw(o), q, why);
         m->why = NODEX_NONE;
         memset(&m->q, 0, sizeof m->q);
-        m->rc = node_to_q(o->raw, &m->q, &m->why);
+        m->rc = node_to_q(opcache_raw(o), &m->q, &m->why);
         o->memo_changed = o->changed;
     }
     *q = m->q;
@@ -94,7 +94,7 @@ static bool cap_by_placement(struct opcache_obj *jo) {
  * the pod (a lookup in the JSON costs several cache misses). */
 static const char *cap_pod_node(struct opcache_obj *o) {
     if (o->memo_changed != o->changed) {
-        o->memo_str = aiq_jpath_str(o->raw, "spec.nodeName");
+        o->memo_str = aiq_jpath_str(opcache_raw(o), "spec.nodeName");
         o->memo_changed = o->changed;
     }
     return o->memo_str;
@@ -131,10 +131,10 @@ static void cap_bound_scan(struct server *s, opcache *pc) {
 static void cap_pod(struct server *s, struct opcache_obj *o, struct cap_ctx *c) {
     char key[OPCACHE_KEY_MAX];
     const char *node = cap_pod_node(o);
-    if (!node || !*node || cap_by_placement(srv__pod_job(s, o->raw, key, sizeof key)))
+    if (!node || !*node || cap_by_placement(srv__pod_job(s, opcache_raw(o), key, sizeof key)))
         return;
     struct fpod p;
-    if (fpod_read(o->raw, &p) != 0)
+    if (fpod_read(opcache_raw(o), &p) != 0)
         return; /* no name, or ENOMEM: nothing to count this cycle */
     if (p.holds)
         cap_apply(&p, c);

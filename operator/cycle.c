@@ -1436,7 +1436,7 @@ static int cy_admit(struct server *s, const struct cy *c, const q_output *out,
     opmetrics_observe_wait(s->metrics, now - js->st.queued_at);
     job_publish(s, o, now);
     cy_journal(s, js, j, now, "admit", r, js->st.reason, msg);
-    OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "job_admitted", o->key, srv__rv(opcache_raw(o)),
           "level=%s score=%.4f replicas=%d node0=%s attempt=%d wait_s=%.1f",
           js->st.level, r->score, r->nplace, js->place[0].node, js->st.attempts,
           now - js->st.queued_at);
@@ -1452,10 +1452,10 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
     js->st.position = 0;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
     (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
-    srv__event(s, OPK_AIJOB, o->raw, "Warning", "Rejected", msg);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "Rejected", msg);
     job_delete_pods(s, o);
     cy_journal(s, js, j, now, "reject", r, cy_reason(r->reason), msg);
-    OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(opcache_raw(o)),
           "reason=%s msg=\"%s\"", cy_reason(r->reason), msg);
 }
 
@@ -1517,7 +1517,7 @@ static bool cy_wait_key(const struct server *s, const struct q_result *r, struct
 /* A kept wait's status line against the one worked out in full. */
 static void cy_wait_check(struct server *s, const struct q_input *in, const q_output *out,
                           oppolicy *pol, int i, const struct q_result *r,
-                          const struct opcache_obj *o, struct opjob *js, double now) {
+                          struct opcache_obj *o, struct opjob *js, double now) {
     char msg[512];
     q_message(in, out, i, msg, sizeof msg);
     const char *m = r->reason == Q_R_BLOCKED ? CY_BLOCKED_MSG : msg;
@@ -1699,8 +1699,8 @@ static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
-        srv__event(s, OPK_AIJOB, o->raw, "Normal", "Admitted", opstatus_message(&js->st));
-        OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(o->raw),
+        srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Admitted", opstatus_message(&js->st));
+        OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(opcache_raw(o)),
               "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
               js->st.nplacement, (int)js->released);
     }

@@ -50,6 +50,9 @@ static void usage(FILE *f) {
             "  --journal-max-mib N    prune the oldest journal entries while the database holds more\n"
             "                         (default 512; 0 = no cap); both checked hourly\n"
             "  --status-writes-per-s N  AIJob status writes per second at most (default 1000; 0 = no limit)\n"
+            "  --cache-freeze-after DUR  keep a cached AIJob or pod nobody read for one to two\n"
+            "                         times this as compact text, parsed back when read\n"
+            "                         (default 2s; 0 = never; see docs/operator.md)\n"
             "  --gpu-mechanism M      how placed GPUs reach the container: device-plugin (default),\n"
             "                         hami or dra (see docs/admin-guide.md)\n"
             "  --api-remote           serve /journal and /queue to non-loopback clients too, to those\n"
@@ -169,6 +172,7 @@ static const struct flag flags[] = {
     {"identity", .str = &server.flags.identity},
     {"journal-retention", .secs = &server.flags.journal_retention_s},
     {"status-writes-per-s", .set = set_status_writes, .expect = "0 (no limit) or 1..1000000"},
+    {"cache-freeze-after", .secs = &server.flags.freeze_after_s},
     {"gpu-mechanism", .set = set_gpu_mech, .expect = "device-plugin|hami|dra"},
     {"util-prometheus-url", .str = &server.flags.util_url},
     {"util-interval", .secs = &server.flags.util_interval_s},

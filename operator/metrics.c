@@ -80,6 +80,8 @@ struct opmetrics {
     struct opm_named nodex[OPMETRICS_MAX_NODEX];
     int nnodex;
     long foreign_pods;
+    long cache_frozen;
+    unsigned long long cache_thaws, cache_freezes;
     oputil *util;              /* borrowed; NULL: /util says "none" */
     bool util_alnair;          /* --util-alnair-annotations */
     bool util_on;              /* aiq_util_* rendered */
@@ -387,6 +389,15 @@ void opmetrics_foreign_pods_set(opmetrics *m, long n) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void opmetrics_cache_set(opmetrics *m, long frozen, unsigned long long thaws,
+                         unsigned long long freezes) {
+    pthread_mutex_lock(&m->mu);
+    m->cache_frozen = frozen;
+    m->cache_thaws = thaws;
+    m->cache_freezes = freezes;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* One labelled family: its HELP/TYPE header, then a line per entry of
  * a[0..n) through line (a literal "name{label=\"%s\"} %.0f\n"). */
 static void opm_family(struct opm_buf *b, const char *header, const char *line,
@@ -525,6 +536,13 @@ static void opm_render_health(struct opm_buf *b, const opmetrics *m) {
                "aiq_store_failures_total{op=\"%s\"} %.0f\n", m->store_fail, m->nstore_fail);
     opm_printf(b, "# HELP aiq_foreign_pods Pods not run by aiq that hold node capacity.\n"
                    "# TYPE aiq_foreign_pods gauge\naiq_foreign_pods %ld\n", m->foreign_pods);
+    opm_printf(b, "# HELP aiq_cache_frozen_objects Cached AIJobs and pods kept as text.\n"
+                   "# TYPE aiq_cache_frozen_objects gauge\naiq_cache_frozen_objects %ld\n"
+                   "# HELP aiq_cache_thaws_total Frozen cache entries parsed back to be read.\n"
+                   "# TYPE aiq_cache_thaws_total counter\naiq_cache_thaws_total %llu\n"
+                   "# HELP aiq_cache_freezes_total Cache entries frozen.\n"
+                   "# TYPE aiq_cache_freezes_total counter\naiq_cache_freezes_total %llu\n",
+               m->cache_frozen, m->cache_thaws, m->cache_freezes);
 }
 
 /* The live utilisation source's families, while it is on. */

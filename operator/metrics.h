@@ -155,6 +155,10 @@ void opmetrics_quota_set(opmetrics *m, const char *group, const char *user,
 void opmetrics_nodes_excluded_set(opmetrics *m, const char *reason, long n);
 /* Non-aiq pods counted against node capacity in the last cycle. */
 void opmetrics_foreign_pods_set(opmetrics *m, long n);
+/* The AIJobs and pods the cache keeps frozen now, and its thaws and
+ * freezes so far (cache.h, "Frozen entries"). */
+void opmetrics_cache_set(opmetrics *m, long frozen, unsigned long long thaws,
+                         unsigned long long freezes);
 
 /* The utilisation source's state for the aiq_util_* series (rendered
  * only once set). */

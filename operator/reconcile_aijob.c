@@ -65,11 +65,11 @@ static const char *job_preempt_why(const struct opjob *js) {
 
 /* Notes who preempted js and why. Out of memory they are not kept (the
  * status then says "the queue" and Preempted), and the log says so. */
-static void job_preempt_note(struct server *s, const struct opcache_obj *o, struct opjob *js,
+static void job_preempt_note(struct server *s, struct opcache_obj *o, struct opjob *js,
                              const char *by, const char *why) {
     struct opjob_cold *jc = job_cold(js);
     if (!jc) {
-        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(opcache_raw(o)),
               "what=preempted_by by=%s reason=%s msg=\"out of memory\"", by, why);
         return;
     }
@@ -144,12 +144,12 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
         if (!p)
             continue;
         g->exist++;
-        if (pods_is_gated(p->raw)) {
+        if (pods_is_gated(opcache_raw(p))) {
             g->gated++;
-            if (pods_attempt(p->raw) > attempts)
+            if (pods_attempt(opcache_raw(p)) > attempts)
                 g->newer++;
         }
-        const char *ph = aiq_jpath_str(p->raw, "status.phase");
+        const char *ph = aiq_jpath_str(opcache_raw(p), "status.phase");
         if (!ph)
             continue;
         if (strcmp(ph, "Running") == 0) {
@@ -158,7 +158,7 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
             g->succeeded++;
         } else if (strcmp(ph, "Failed") == 0) {
             g->failed++;
-            snprintf(g->failed_pod, sizeof g->failed_pod, "%s", srv__name(p->raw));
+            snprintf(g->failed_pod, sizeof g->failed_pod, "%s", srv__name(opcache_raw(p)));
         }
     }
 }
@@ -166,11 +166,11 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
 /* Tells whether js->st must be published: the object changed under us
  * (not by our own status write), or something a user acts on changed
  * since the last publish (docs/operator.md "Status writes"). */
-static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, double now) {
+static bool job_must_publish(struct opcache_obj *o, struct opjob *js, double now) {
     if (!js->pub_rv[0])
         return true;
     if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
-        const char *rv = srv__rv(o->raw);
+        const char *rv = srv__rv(opcache_raw(o));
         if (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0)
             return true;
         js->pub_seen = o->changed;
@@ -182,8 +182,8 @@ static bool job_must_publish(const struct opcache_obj *o, struct opjob *js, doub
 
 /* Records js->st as what the AIJob's status says now (resourceVersion,
  * material fingerprint, position, estimated start, phase). */
-static void job_published_as(const struct opcache_obj *o, struct opjob *js) {
-    const char *rv = srv__rv(o->raw);
+static void job_published_as(struct opcache_obj *o, struct opjob *js) {
+    const char *rv = srv__rv(opcache_raw(o));
     js->pub_rv[0] = '\0';
     if (strlen(rv) >= sizeof js->pub_rv)
         return; /* not kept: the next sync publishes */
@@ -200,7 +200,7 @@ static void job_published_as(const struct opcache_obj *o, struct opjob *js) {
  * (srv__want_job_status), from st as it is then. */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
-    js->st.observed_generation = srv__generation(o->raw);
+    js->st.observed_generation = srv__generation(opcache_raw(o));
     if (!job_must_publish(o, js, now))
         return;
     /* A phase change is written before the rest, except Pending: the
@@ -218,7 +218,7 @@ static void job__publish(struct server *s, struct opcache_obj *o,
 }
 
 /* See server.h. */
-bool job_status_due(const struct opcache_obj *o, struct opjob *js, double now) {
+bool job_status_due(struct opcache_obj *o, struct opjob *js, double now) {
     return job_must_publish(o, js, now);
 }
 
@@ -235,7 +235,7 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
     if (strcmp(js->last_event, reason) == 0)
         return;
     snprintf(js->last_event, sizeof js->last_event, "%s", reason);
-    srv__event(s, OPK_AIJOB, o->raw, type, reason, msg);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), type, reason, msg);
 }
 
 /* Records a job's end in the store: when, and its final phase, which
@@ -259,11 +259,11 @@ static void job_phase(struct opjob *js, aiq_phase p, const char *reason,
 /* Sets the extra condition `which` (OPST_XC_*) of js's status: its
  * reason (NULL keeps the one it has) and message. Out of memory the
  * condition is not shown, and the log says so. */
-static void job_xc_set(struct server *s, const struct opcache_obj *o, struct opjob *js,
+static void job_xc_set(struct server *s, struct opcache_obj *o, struct opjob *js,
                        int which, const char *reason, const char *msg) {
     struct opst_xcond *x = opstatus_xc(&js->st, which);
     if (!x) {
-        OPLOG(&s->log, OPLOG_ERROR, "status_condition_dropped", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "status_condition_dropped", o->key, srv__rv(opcache_raw(o)),
               "which=%d reason=%s msg=\"out of memory\"", which, reason ? reason : "-");
         return;
     }
@@ -296,16 +296,16 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        if (aiq_jpath_str(p->raw, "metadata.deletionTimestamp"))
+        if (aiq_jpath_str(opcache_raw(p), "metadata.deletionTimestamp"))
             continue;
-        if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
             continue;
         aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
             OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", p->key, NULL,
                   "rc=%s http=%d msg=\"%s\"", aiq_strerror(rc), e.http_status, e.message);
         else
-            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(p->raw),
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(opcache_raw(p)),
                   "job=%s", j->meta.name);
     }
 }
@@ -320,7 +320,7 @@ static int job_create_range(struct server *s, struct opcache_obj *o,
     struct opjob *js = job_state(o);
     if (!js)
         return to - from;
-    if (json_object_object_get_ex(o->raw, "metadata", &meta))
+    if (json_object_object_get_ex(opcache_raw(o), "metadata", &meta))
         json_object_object_get_ex(meta, "annotations", &ann);
     for (int i = from; i < to; i++) {
         if (job_pod_at(s, j, i))
@@ -335,7 +335,7 @@ static int job_create_range(struct server *s, struct opcache_obj *o,
             aiq_err_set(&e, AIQ_ENOMEM, "out of memory");
         }
         if (!pod) {
-            OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(o->raw),
+            OPLOG(&s->log, OPLOG_ERROR, "pod_build_failed", o->key, srv__rv(opcache_raw(o)),
                   "replica=%d msg=\"%s\"", i, e.message);
             /* Only running out of memory passes; a template that cannot
              * become a pod never will: the job is rejected. */
@@ -370,7 +370,7 @@ static int job_count_pods(struct server *s, const struct aiq_aijob *j, int from,
 static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
     for (int i = from; i < to; i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        if (!p || !*srv__rv(p->raw))
+        if (!p || !*srv__rv(opcache_raw(p)))
             return false;
     }
     return true;
@@ -381,7 +381,7 @@ static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int
 static bool job_pods_on_server(struct server *s, const struct aiq_aijob *j) {
     for (int i = 0; i < j->spec.replicas; i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        if (!p || !*srv__rv(p->raw))
+        if (!p || !*srv__rv(opcache_raw(p)))
             return false;
     }
     return true;
@@ -493,7 +493,7 @@ static void job_teardown(struct server *s, struct opcache_obj *o,
                       "journal_event");
         job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
     }
-    OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_WARN, "gang_down", o->key, srv__rv(opcache_raw(o)),
           "reason=%s attempts=%d next=%s msg=\"%s\"", reason, js->st.attempts,
           aiq_phase_name(js->teardown_to), opstatus_message(&js->st));
     job_event(s, o, js, suspend ? "Normal" : "Warning", reason, opstatus_message(&js->st));
@@ -516,7 +516,7 @@ static bool job_lost_node(struct server *s, const struct opjob *js, char *msg, s
             snprintf(msg, cap, "node %.253s of replica %d was deleted", pl->node, pl->replica);
             return true;
         }
-        if (!node_ready(n->raw, since, &why)) {
+        if (!node_ready(opcache_raw(n), since, &why)) {
             snprintf(msg, cap, "node %.253s of replica %d is NotReady (%.64s)", pl->node,
                      pl->replica, why ? why : "no reason given");
             return true;
@@ -532,19 +532,19 @@ static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, con
     char path[1024];
     for (int i = 0; i < job_max_pods(j); i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        const char *on = p ? aiq_jpath_str(p->raw, "spec.nodeName") : NULL;
+        const char *on = p ? aiq_jpath_str(opcache_raw(p), "spec.nodeName") : NULL;
         if (!on || strcmp(on, node) != 0)
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        if (srv__path(path, sizeof path, OPK_POD, p->raw, NULL, &e) != AIQ_OK)
+        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
             continue; /* a cached pod always has a namespace and name */
         aiq_rc rc = kube_delete_grace(s->kc, path, "Background", 0, NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
             OPLOG(&s->log, OPLOG_WARN, "pod_delete_failed", p->key, NULL,
                   "rc=%s http=%d msg=\"%s\" grace=0", aiq_strerror(rc), e.http_status, e.message);
         else
-            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(p->raw),
+            OPLOG(&s->log, OPLOG_INFO, "pod_deleted", p->key, srv__rv(opcache_raw(p)),
                   "job=%s grace=0 node=%s", j->meta.name, node);
     }
 }
@@ -563,14 +563,14 @@ static bool job_node_loss(struct server *s, struct opcache_obj *o, const struct 
     double since = 0;
     if (!job_lost_node(s, js, msg, sizeof msg, &since)) {
         if (js->node_lost_t > 0)
-            OPLOG(&s->log, OPLOG_INFO, "node_back", o->key, srv__rv(o->raw),
+            OPLOG(&s->log, OPLOG_INFO, "node_back", o->key, srv__rv(opcache_raw(o)),
                   "after_s=%.1f", now - js->node_lost_t);
         js->node_lost_t = 0;
         return false;
     }
     if (js->node_lost_t == 0) {
         js->node_lost_t = since > 0 && since < now ? since : now;
-        OPLOG(&s->log, OPLOG_WARN, "node_lost", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "node_lost", o->key, srv__rv(opcache_raw(o)),
               "msg=\"%s\" requeue_in_s=%.0f", msg,
               s->flags.node_lost_s - (now - js->node_lost_t));
     }
@@ -582,7 +582,7 @@ static bool job_node_loss(struct server *s, struct opcache_obj *o, const struct 
                                                           : " past --node-lost-timeout");
     for (int i = 0; i < js->st.nplacement; i++) {
         struct opcache_obj *n = opcache_get(s->cache[OPK_NODE], js->st.placement[i].node);
-        if (!n || !node_ready(n->raw, NULL, NULL))
+        if (!n || !node_ready(opcache_raw(n), NULL, NULL))
             job_force_delete_on(s, j, js->st.placement[i].node);
     }
     js->st.node_failures++;
@@ -627,9 +627,9 @@ static int rel_item_build(struct server *s, struct release_item *it, struct opca
                           const struct opst_place *pl, const struct aiq_aijob *j,
                           const struct opjob *js, const char *key) {
     memset(it, 0, sizeof *it);
-    it->patch = release_pod_patch(p->raw, pl, &it->err);
-    if (it->patch && release_gpu_prepare(s, p->raw, pl, j, it->patch, &it->err) != 0) {
-        OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(p->raw),
+    it->patch = release_pod_patch(opcache_raw(p), pl, &it->err);
+    if (it->patch && release_gpu_prepare(s, opcache_raw(p), pl, j, it->patch, &it->err) != 0) {
+        OPLOG(&s->log, OPLOG_WARN, "pod_gpu_prepare_failed", key, srv__rv(opcache_raw(p)),
               "mechanism=%s rc=%s msg=\"%s\"", gpu_mech_name(s->flags.gpu_mech),
               aiq_strerror(it->err.code), it->err.message);
         json_object_put(it->patch);
@@ -642,7 +642,7 @@ static int rel_item_build(struct server *s, struct release_item *it, struct opca
         it->patch = NULL;
     }
     if (!it->patch ||
-        srv__path(it->path, sizeof it->path, OPK_POD, p->raw, NULL, &it->err) != AIQ_OK) {
+        srv__path(it->path, sizeof it->path, OPK_POD, opcache_raw(p), NULL, &it->err) != AIQ_OK) {
         json_object_put(it->patch);
         it->patch = NULL;
         return -1;
@@ -678,7 +678,7 @@ static void rel_batch_build(struct server *s, struct opcache_obj **jobs, int njo
                 errors[jx]++;
                 continue;
             }
-            if (!pods_is_gated(p->raw))
+            if (!pods_is_gated(opcache_raw(p)))
                 continue; /* released before (idempotent) */
             if (rel_batch_room(b, 1) != 0) {
                 errors[jx]++;
@@ -841,11 +841,11 @@ static int job_recover_teardown(struct server *s, struct opcache_obj *o,
      * preemption's stop reason on one of its pods makes it a teardown. */
     for (int i = 0; live && i < n; i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        const char *w = pod ? job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON) : NULL;
+        const char *w = pod ? job_pod_ann(opcache_raw(pod), ACTIONS_ANN_STOP_REASON) : NULL;
         if (job_preempt_reason(w)) {
             preempted = true;
             why = w;
-            by = job_pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+            by = job_pod_ann(opcache_raw(pod), ACTIONS_ANN_PREEMPTED_BY);
             break;
         }
     }
@@ -853,22 +853,22 @@ static int job_recover_teardown(struct server *s, struct opcache_obj *o,
         return 0;
     for (int i = 0; i < n; i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        if (!pod || pods_is_gated(pod->raw))
+        if (!pod || pods_is_gated(opcache_raw(pod)))
             continue;
         /* The buffer only once a pod is out of its gate: a waiting job
          * has none (job_place_reserve). */
         if (job_place_reserve(js, n) != 0)
             return -1;
-        if (job_pod_place(pod->raw, i, &js->place[held]) != 0)
+        if (job_pod_place(opcache_raw(pod), i, &js->place[held]) != 0)
             continue;
         held++;
-        const char *w = job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON);
+        const char *w = job_pod_ann(opcache_raw(pod), ACTIONS_ANN_STOP_REASON);
         if (p == AIQ_PHASE_QUEUED && !preempted && job_preempt_reason(w)) {
             preempted = true;
             why = w;
-            by = job_pod_ann(pod->raw, ACTIONS_ANN_PREEMPTED_BY);
+            by = job_pod_ann(opcache_raw(pod), ACTIONS_ANN_PREEMPTED_BY);
         }
-        double t = opst_parse_time(aiq_jpath_str(pod->raw, "status.startTime"));
+        double t = opst_parse_time(aiq_jpath_str(opcache_raw(pod), "status.startTime"));
         if (t > 0 && (started == 0 || t < started))
             started = t;
     }
@@ -900,7 +900,7 @@ static int job_recover_teardown(struct server *s, struct opcache_obj *o,
     js->held = held;
     js->seg_t = js->preempted ? started : 0;
     js->run_gpu_s = 0;
-    OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "job_teardown_recovered", o->key, srv__rv(opcache_raw(o)),
           "phase=%s held=%d preempted=%d by=%s run_since=%.3f%s", aiq_phase_name(p), held,
           (int)js->preempted, job_preempted_by(js, "-"), js->seg_t,
           live ? " status=unwritten" : "");
@@ -1105,7 +1105,7 @@ static void job_load_preemptions(struct server *s, struct opcache_obj *o,
     for (int k = 0; k < n; k++) js->pre_t[k] = t[k];
     js->npre_t = n;
     if (n > 0)
-        OPLOG(&s->log, OPLOG_INFO, "job_preemptions_loaded", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_INFO, "job_preemptions_loaded", o->key, srv__rv(opcache_raw(o)),
               "last_hour=%d newest=%.3f", n, t[n - 1]);
 }
 
@@ -1144,13 +1144,13 @@ static void job_recover_growth(struct server *s, struct opcache_obj *o,
     double t = 0;
     for (int i = from; i < n; i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        double c = pod ? opst_parse_time(aiq_jpath_str(pod->raw, "metadata.creationTimestamp")) : 0;
+        double c = pod ? opst_parse_time(aiq_jpath_str(opcache_raw(pod), "metadata.creationTimestamp")) : 0;
         if (c > 0 && (t == 0 || c < t))
             t = c;
     }
     js->grow_from = js->grow_start = from;
     js->grow_t = t > 0 ? t : job_now();
-    OPLOG(&s->log, OPLOG_INFO, "job_growth_recovered", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "job_growth_recovered", o->key, srv__rv(opcache_raw(o)),
           "from=%d to=%d since=%.3f", from, n, js->grow_t);
 }
 
@@ -1162,14 +1162,14 @@ static const char *job_released_elsewhere(struct server *s, const struct aiq_aij
     struct opst_place got;
     for (int i = 0; i < job_max_pods(j); i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        if (!pod || pods_is_gated(pod->raw))
+        if (!pod || pods_is_gated(opcache_raw(pod)))
             continue;
         int k = 0;
         while (k < n && js->place[k].replica != i)
             k++;
-        if (k == n || job_pod_place(pod->raw, i, &got) != 0 ||
+        if (k == n || job_pod_place(opcache_raw(pod), i, &got) != 0 ||
             strcmp(got.node, js->place[k].node) != 0)
-            return srv__name(pod->raw);
+            return srv__name(opcache_raw(pod));
     }
     return NULL;
 }
@@ -1196,9 +1196,9 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     int next = js->st.attempts + 1, out = 0;
     for (int i = 0; i < job_max_pods(j); i++) {
         struct opcache_obj *pod = job_pod_at(s, j, i);
-        if (!pod || pods_is_gated(pod->raw))
+        if (!pod || pods_is_gated(opcache_raw(pod)))
             continue;
-        if (pods_attempt(pod->raw) != next || job_pod_ann(pod->raw, ACTIONS_ANN_STOP_REASON))
+        if (pods_attempt(opcache_raw(pod)) != next || job_pod_ann(opcache_raw(pod), ACTIONS_ANN_STOP_REASON))
             return;
         out++;
     }
@@ -1208,7 +1208,7 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     aiq_err e;
     aiq_err_clear(&e);
     if (store_attempt_get(s->db, j->meta.uid, next, &a, &e) != AIQ_OK) {
-        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(opcache_raw(o)),
               "attempt=%d released=%d rc=%s msg=\"%s\"", next, out, aiq_strerror(e.code),
               e.message);
         return;
@@ -1221,7 +1221,7 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     free(a.placement_json);
     const char *off = n > 0 ? job_released_elsewhere(s, j, js, n) : NULL;
     if (n <= 0 || off) {
-        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "admission_not_recovered", o->key, srv__rv(opcache_raw(o)),
               "attempt=%d released=%d pod=%s msg=\"%s\"", next, out, off ? off : "-",
               a.finished > 0 ? "the store has the attempt finished"
               : n == -2      ? "out of memory for the placement"
@@ -1247,7 +1247,7 @@ static void job_recover_admission(struct server *s, struct opcache_obj *o,
     snprintf(msg, sizeof msg, "admitted: %d replica%s on %s%s (attempt %d)", n,
              n == 1 ? "" : "s", js->place[0].node, n > 1 ? " and others" : "", next);
     job_phase(js, AIQ_PHASE_ADMITTED, "Admitted", msg);
-    OPLOG(&s->log, OPLOG_INFO, "admission_recovered", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "admission_recovered", o->key, srv__rv(opcache_raw(o)),
           "attempt=%d placement=%d released=%d status=unwritten", next, n, out);
     /* The admission's own Event may have gone with the crash (Events are
      * posted after the turn's pods); this one says what happened. */
@@ -1281,7 +1281,7 @@ static int job_read_live(struct opjob *js, json_object *live) {
 /* See server.h. */
 void job_preload_listed(struct opcache_obj *o) {
     json_object *live = NULL;
-    if (!o->parse_ok || !json_object_object_get_ex(o->raw, "status", &live))
+    if (!o->parse_ok || !json_object_object_get_ex(opcache_raw(o), "status", &live))
         return; /* none to read: job_load has nothing to parse either */
     struct opjob *js = job_state(o);
     if (!js || js->loaded)
@@ -1328,7 +1328,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
         free(pj);
     }
     if (job_recover_teardown(s, o, j, js) != 0) {
-        OPLOG(&s->log, OPLOG_ERROR, "job_not_loaded", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "job_not_loaded", o->key, srv__rv(opcache_raw(o)),
               "msg=\"out of memory for its released pods' placement; the next sync loads it again\"");
         return;
     }
@@ -1341,7 +1341,7 @@ static void job_load(struct server *s, struct opcache_obj *o,
      * lines, 0.2 s, at 100k); the ready line says how many. */
     if (s->replay)
         s->replay->loaded++;
-    OPLOG(&s->log, OPLOG_DEBUG, "job_loaded", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_DEBUG, "job_loaded", o->key, srv__rv(opcache_raw(o)),
           "phase=%s attempts=%d placement=%d", aiq_phase_name(js->st.phase),
           js->st.attempts, js->st.nplacement);
 }
@@ -1386,7 +1386,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
                        const struct aiq_aijob *j, struct opjob *js, double now) {
     aiq_err e;
     aiq_err_clear(&e);
-    int64_t gen = srv__generation(o->raw);
+    int64_t gen = srv__generation(opcache_raw(o));
     if (js->recorded_gen == gen)
         return;
     /* The row first: after a restart it says all of it already for every
@@ -1408,7 +1408,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
     struct pred_result pr;
     if (job_predict(s, &pq, &pr) == AIQ_OK && pr.runtime_s > 0) {
         js->predicted_s = pr.runtime_s;
-        OPLOG(&s->log, OPLOG_DEBUG, "runtime_predicted", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_DEBUG, "runtime_predicted", o->key, srv__rv(opcache_raw(o)),
               "seconds=%.0f source=%s samples=%d", pr.runtime_s, pred_source_name(pr.source),
               pr.samples);
     }
@@ -1426,7 +1426,7 @@ static void job_record(struct server *s, struct opcache_obj *o,
  * its last member. The cache keeps the spec as compact text too
  * (srv_parse), which is taken as it is. Returns buf, or "null" when the
  * object has no spec or the text does not fit. */
-static const char *job_spec_text(const struct opcache_obj *o, const struct aiq_aijob *j,
+static const char *job_spec_text(struct opcache_obj *o, const struct aiq_aijob *j,
                                  char *buf, size_t cap) {
     /* Stashed (srv_parse): its text as it is, nothing parsed. */
     const char *txt = opcache_stashed(o, "spec");
@@ -1485,7 +1485,7 @@ static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
         snprintf(jc->hold_reason, sizeof jc->hold_reason, "%s", reason);
         snprintf(jc->hold_msg, sizeof jc->hold_msg, "%s", msg);
     } else {
-        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(opcache_raw(o)),
               "what=hold_reason reason=%s msg=\"out of memory\"", reason);
     }
     job_event(s, o, js, "Warning", reason, msg);
@@ -1530,7 +1530,7 @@ static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq
             group = mode;
     }
     if (opstatus_set_group(&js->st, group) != 0) {
-        OPLOG(&s->log, OPLOG_ERROR, "job_sync_stopped", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "job_sync_stopped", o->key, srv__rv(opcache_raw(o)),
               "group=%s msg=\"out of memory for its group's name; the next sync tries again\"",
               group);
         js->resync = true;
@@ -1601,10 +1601,10 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
              "back to the queue (preemption %d, not counted against backoffLimit)",
              *bykey ? bykey : "the queue", why, js->st.preemptions);
     job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
-    srv__event(s, OPK_AIJOB, o->raw, "Warning", "Preempted", msg);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "Preempted", msg);
     snprintf(js->last_event, sizeof js->last_event, "%s", "Preempted");
     opmetrics_preempted_inc(s->metrics, reason);
-    OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(opcache_raw(o)),
           "by=%s reason=%s replicas=%d preemptions=%d", *bykey ? bykey : "-", reason, js->held,
           js->st.preemptions);
     actions_stop_pods(s, j, 0, job_max_pods(j), bykey, reason);
@@ -1649,7 +1649,7 @@ static void job_preempt_done(struct server *s, struct opcache_obj *o,
     snprintf(msg, sizeof msg, "preempted by %.200s; its pods are gone and it waits in the queue "
              "again (attained service kept)", job_preempted_by(js, "the queue"));
     job_phase(js, AIQ_PHASE_QUEUED, job_preempt_why(js), msg);
-    OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(opcache_raw(o)),
           "reason=%s run_gpu_s=%.1f counted=%d attained_gpu_s=%.1f", job_preempt_why(js), gpu_s,
           (int)counted, js->attained_gpu_s);
 }
@@ -1670,9 +1670,9 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
     snprintf(xm, sizeof xm, "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
              *bykey ? bykey : "the queue", why);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "Shrunk", xm);
-    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Shrunk", xm);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Shrunk", xm);
     opmetrics_resized_inc(s->metrics, "shrink");
-    OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(o->raw), "from=%d to=%d by=%s",
+    OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d by=%s",
           old, size, *bykey ? bykey : "-");
     actions_stop_pods(s, j, size, old, bykey, "Shrunk");
     js->st.current_replicas = size;
@@ -1697,7 +1697,7 @@ static void job_shrink_done(struct server *s, struct opcache_obj *o,
     snprintf(xm, sizeof xm, "shrunk to %d replicas", js->st.nplacement);
     job_xc_set(s, o, js, OPST_XC_RESIZED, NULL, xm);
     actions_annotate_size(s, j, js->st.nplacement);
-    OPLOG(&s->log, OPLOG_INFO, "job_resized", o->key, srv__rv(o->raw), "replicas=%d",
+    OPLOG(&s->log, OPLOG_INFO, "job_resized", o->key, srv__rv(opcache_raw(o)), "replicas=%d",
           js->st.nplacement);
 }
 
@@ -1706,7 +1706,7 @@ static int job_running_in(struct server *s, const struct aiq_aijob *j, int from,
     int n = 0;
     for (int i = from; i < to; i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        const char *ph = p ? aiq_jpath_str(p->raw, "status.phase") : NULL;
+        const char *ph = p ? aiq_jpath_str(opcache_raw(p), "status.phase") : NULL;
         n += ph && (strcmp(ph, "Running") == 0 || strcmp(ph, "Succeeded") == 0);
     }
     return n;
@@ -1722,7 +1722,7 @@ static int job_running_in(struct server *s, const struct aiq_aijob *j, int from,
 static void job_grow_avoid(struct server *s, struct opcache_obj *o, struct opjob *js, int from,
                            int to, double now) {
     if (!js->grow_avoid && !(js->grow_avoid = calloc(1, sizeof *js->grow_avoid))) {
-        OPLOG(&s->log, OPLOG_ERROR, "job_grow_avoid_failed", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "job_grow_avoid_failed", o->key, srv__rv(opcache_raw(o)),
               "err=\"out of memory\"");
         return;
     }
@@ -1755,12 +1755,12 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     snprintf(xm, sizeof xm, "replicas %d..%d did not all start within %.0fs: back to %d", old,
              cur - 1, s->flags.start_timeout_s, old);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "GrowTimedOut", xm);
-    srv__event(s, OPK_AIJOB, o->raw, "Warning", "GrowTimedOut", xm);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "GrowTimedOut", xm);
     char nodes[256] = "-";
     for (int k = 0, len = 0; js->grow_avoid && k < js->grow_avoid->n && len < (int)sizeof nodes; k++)
         len += snprintf(nodes + len, sizeof nodes - (size_t)len, "%s%s", k ? "," : "",
                         js->grow_avoid->node[k]);
-    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_WARN, "job_grow_timeout", o->key, srv__rv(opcache_raw(o)),
           "from=%d back_to=%d avoid=%s avoid_for=%.0fs", cur, old, nodes, s->flags.grow_backoff_s);
     actions_stop_pods(s, j, old, cur, "", "GrowTimedOut");
 }
@@ -1823,9 +1823,9 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
                   "journal_event");
-    srv__event(s, OPK_AIJOB, o->raw, "Normal", "Grown", xm);
+    srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Grown", xm);
     opmetrics_resized_inc(s->metrics, "grow");
-    OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(o->raw), "from=%d to=%d", old,
+    OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d", old,
           size);
     job_create_range(s, o, j, old, size, js->st.attempts);
     job__publish(s, o, js, now);
@@ -1842,7 +1842,7 @@ static void job_sync_invalid(struct server *s, struct opcache_obj *o, struct opj
         js->loaded = true;
         job_phase(js, AIQ_PHASE_REJECTED, "Invalid", opcache_perr(o)->message);
         job_event(s, o, js, "Warning", "Rejected", opcache_perr(o)->message);
-        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(opcache_raw(o)),
               "field=%s msg=\"%s\"", opcache_perr(o)->field, opcache_perr(o)->message);
     }
     job__publish(s, o, js, now);
@@ -1963,7 +1963,7 @@ static void job_sync_waiting(struct server *s, struct opcache_obj *o,
         js->st.estimated_start = 0;
         job_phase(js, AIQ_PHASE_REJECTED, "PodRefused", why);
         job_event(s, o, js, "Warning", "Rejected", why);
-        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(opcache_raw(o)),
               "field=spec.template msg=\"%s\"", why);
         if (g->exist > 0)
             job__delete_pods(s, j, job_max_pods(j));
@@ -1976,7 +1976,7 @@ static void job_sync_waiting(struct server *s, struct opcache_obj *o,
         (void)srv_rec(s, store_job_mark(s->db, j->meta.uid, STORE_JOB_QUEUED, now, NULL),
                       "job_mark");
         job__journal_arrival(s, o, j, js, now);
-        OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(o->raw), "replicas=%d",
+        OPLOG(&s->log, OPLOG_INFO, "job_queued", o->key, srv__rv(opcache_raw(o)), "replicas=%d",
               (int)j->spec.replicas);
         job_event(s, o, js, "Normal", "Queued", "all replicas created with the admission gate");
     }

@@ -34,7 +34,7 @@ static json_object *pol_status(struct opcache_obj *o, const char *phase,
         aiq_jset(st, "errorLine", json_object_new_int(line), &failed);
         aiq_jset(st, "errorColumn", json_object_new_int(col), &failed);
     }
-    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(opcache_raw(o))), &failed);
     if (failed) {
         json_object_put(st);
         return NULL;
@@ -63,7 +63,7 @@ static void pol_compile(struct server *s, struct opcache_obj *o) {
         return;
     /* A status write (ours) changes no spec: keep the compiled program,
      * and with it what it counted (oppolicy_clamped). */
-    int64_t gen = srv__generation(o->raw);
+    int64_t gen = srv__generation(opcache_raw(o));
     if (x->compiled && gen > 0 && x->compiled_gen == gen)
         return;
     aiq_err e;
@@ -73,7 +73,7 @@ static void pol_compile(struct server *s, struct opcache_obj *o) {
         /* o->perr carries the error; the last good compile stays. */
         o->parse_ok = false;
         (void)opcache_set_perr(o, &e);
-        OPLOG(&s->log, OPLOG_WARN, "policy_compile_failed", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_WARN, "policy_compile_failed", o->key, srv__rv(opcache_raw(o)),
               "field=%s line=%d col=%d msg=\"%s\"", e.field, e.line, e.col, e.message);
         return;
     }
@@ -81,7 +81,7 @@ static void pol_compile(struct server *s, struct opcache_obj *o) {
     x->compiled = p;
     x->compiled_gen = gen;
     s->policy_gen++;
-    OPLOG(&s->log, OPLOG_INFO, "policy_compiled", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "policy_compiled", o->key, srv__rv(opcache_raw(o)),
           "levels=%d", oppolicy_nlevels(p));
 }
 
@@ -99,7 +99,7 @@ static void pol_select(struct server *s, const char *exclude) {
         /* A broken edit keeps the policy's active flag from the raw spec. */
         json_object *spec = NULL, *a = NULL;
         bool active = (o->parse_ok && p) ? p->spec.active
-                      : (json_object_object_get_ex(o->raw, "spec", &spec) &&
+                      : (json_object_object_get_ex(opcache_raw(o), "spec", &spec) &&
                          json_object_object_get_ex(spec, "active", &a) &&
                          json_object_get_boolean(a));
         if (!active)

@@ -236,7 +236,7 @@ static void uq_userquota_status(struct server *s, const struct aiq_group *g,
     if (!x->group || strcmp(x->group, g->meta.name) != 0) {
         char *name = strdup(g->meta.name);
         if (!name) {
-            OPLOG(&s->log, OPLOG_ERROR, "userquota_not_counted", o->key, srv__rv(o->raw),
+            OPLOG(&s->log, OPLOG_ERROR, "userquota_not_counted", o->key, srv__rv(opcache_raw(o)),
                   "group=%s msg=\"out of memory; the next refresh counts it\"", g->meta.name);
             x->accepted = false;
             return;
@@ -252,7 +252,7 @@ static void uq_userquota_status(struct server *s, const struct aiq_group *g,
     if (was != x->accepted) {
         s->policy_gen++;
         OPLOG(&s->log, OPLOG_INFO, x->accepted ? "userquota_accepted" : "userquota_rejected",
-              o->key, srv__rv(o->raw), "group=%s reason=%s msg=\"%s\"", g->meta.name,
+              o->key, srv__rv(opcache_raw(o)), "group=%s reason=%s msg=\"%s\"", g->meta.name,
               code, v->message);
     }
     struct uq_usage uu;
@@ -269,7 +269,7 @@ static void uq_userquota_status(struct server *s, const struct aiq_group *g,
     json_object *usage = uq_res_obj(uu.v, false);
     uq_add_gpu_hours(s, usage, u->spec.user, g->meta.name, &u->spec.budget, now, &failed);
     aiq_jset(st, "usage", usage, &failed);
-    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(opcache_raw(o))), &failed);
     if (failed) {
         json_object_put(st);
         return;
@@ -299,7 +299,7 @@ static void uq_group_status(struct server *s, struct opcache_obj *go,
     aiq_jset(st, "usage", usage, &failed);
     aiq_jset(st, "allotted", uq_res_obj(sum, true), &failed);
     aiq_jset(st, "conditions", uq_conflict_conditions(s, g), &failed);
-    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(go->raw)), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(opcache_raw(go))), &failed);
     if (failed) {
         json_object_put(st);
         return;
@@ -364,7 +364,7 @@ static void uq_reject_groupless(struct server *s, struct opcache_obj *o) {
     aiq_jset(st, "phase", json_object_new_string("Rejected"), &failed);
     aiq_jset(st, "reason", json_object_new_string(u ? "NoGroup" : "Invalid"), &failed);
     aiq_jset(st, "message", json_object_new_string(reason), &failed);
-    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(o->raw)), &failed);
+    aiq_jset(st, "observedGeneration", json_object_new_int64(srv__generation(opcache_raw(o))), &failed);
     if (failed) {
         json_object_put(st);
         return;

@@ -77,7 +77,7 @@ int release_gpu_prepare(struct server *s, json_object *pod, const struct opst_pl
             aiq_err_set(err, AIQ_EINVAL, "release patch without metadata.annotations");
             return -1;
         }
-        return gpu_mech_release(ann, pl, node ? node->raw : NULL, m, err);
+        return gpu_mech_release(ann, pl, node ? opcache_raw(node) : NULL, m, err);
     }
     if (m == GPU_MECH_DRA)
         return rg_claim(s, pod, pl, r->gpu_memory_mib, err);

@@ -87,7 +87,7 @@ static void srv__drop_template(json_object *raw, const struct aiq_aijob *j) {
         json_object_object_del(spec, "template");
 }
 
-/* Parses o->raw into its kind's struct; sets parse_ok / perr. */
+/* Parses opcache_raw(o) into its kind's struct; sets parse_ok / perr. */
 static void srv_parse(struct server *s, opkind k, struct opcache_obj *o) {
     size_t sz = 0;
     switch (k) {
@@ -109,10 +109,10 @@ static void srv_parse(struct server *s, opkind k, struct opcache_obj *o) {
     }
     aiq_rc rc = AIQ_OK;
     switch (k) {
-    case OPK_AIJOB: rc = aiq_aijob_from_json(o->raw, p, &e); break;
-    case OPK_POLICY: rc = aiq_policy_from_json(o->raw, p, &e); break;
-    case OPK_GROUP: rc = aiq_group_from_json(o->raw, p, &e); break;
-    case OPK_USERQUOTA: rc = aiq_userquota_from_json(o->raw, p, &e); break;
+    case OPK_AIJOB: rc = aiq_aijob_from_json(opcache_raw(o), p, &e); break;
+    case OPK_POLICY: rc = aiq_policy_from_json(opcache_raw(o), p, &e); break;
+    case OPK_GROUP: rc = aiq_group_from_json(opcache_raw(o), p, &e); break;
+    case OPK_USERQUOTA: rc = aiq_userquota_from_json(opcache_raw(o), p, &e); break;
     default: break;
     }
     /* Only a failure keeps its error (allocated): most entries have none. */
@@ -122,7 +122,7 @@ static void srv_parse(struct server *s, opkind k, struct opcache_obj *o) {
     o->parsed = p;
     o->parse_ok = rc == AIQ_OK;
     if (k == OPK_AIJOB && o->parse_ok)
-        srv__drop_template(o->raw, p);
+        srv__drop_template(opcache_raw(o), p);
     /* An AIJob's spec and status (resources, scoreTerms, conditions: a
      * json-c hash table per object) are read from the tree only when a
      * status is due (job__publish, srv_flush_kind), at a restart
@@ -139,7 +139,7 @@ static void srv_parse(struct server *s, opkind k, struct opcache_obj *o) {
          * pods copy them); kubectl apply's last-applied-configuration,
          * the whole manifest again, goes. */
         json_object *meta = NULL;
-        if (json_object_object_get_ex(o->raw, "metadata", &meta))
+        if (json_object_object_get_ex(opcache_raw(o), "metadata", &meta))
             (void)pods_job_annotations_trim(meta); /* how many: not needed */
     }
 }
@@ -326,7 +326,7 @@ static json_object *srv_want_json(struct server *s, struct opcache_obj *o, json_
     if (x->job)
         *built = opstatus_to_json(&x->job->st, live, x->want_at);
     if (!*built) {
-        OPLOG(&s->log, OPLOG_ERROR, "status_encode_failed", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_ERROR, "status_encode_failed", o->key, srv__rv(opcache_raw(o)),
               "phase=%s retry=next_flush", x->job ? aiq_phase_name(x->job->st.phase) : "?");
         opmetrics_status_failed_inc(s->metrics, "AIJob");
     }
@@ -350,7 +350,7 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
             /* The status economy tells our own write from someone else's
              * change by this resourceVersion. */
             struct opext *nx = n->ext;
-            const char *rv = srv__rv(n->raw);
+            const char *rv = srv__rv(opcache_raw(n));
             if (nx && nx->job && strlen(rv) < sizeof nx->job->own_rv) {
                 memcpy(nx->job->own_rv, rv, strlen(rv) + 1);
                 opcache_state_changed(n);
@@ -414,7 +414,7 @@ static int srv_status_prep(struct server *s, opkind k, struct opcache_obj **objs
         }
         struct release_item *it = &items[m];
         memset(it, 0, sizeof *it);
-        if (srv__path(it->path, sizeof it->path, k, o->raw, "status", &it->err) != AIQ_OK) {
+        if (srv__path(it->path, sizeof it->path, k, opcache_raw(o), "status", &it->err) != AIQ_OK) {
             /* Cannot happen for a cached object (its name and namespace
              * fit); the write is not made and the entry counts as failed. */
             json_object_put(patch);
@@ -480,7 +480,7 @@ static void srv_unqueue_pod(struct server *s, json_object *pod) {
     char key[OPCACHE_KEY_MAX];
     if (opcache_key(key, sizeof key, pod) == 0) {
         struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
-        if (cur && !*srv__rv(cur->raw)) /* ours, not yet on the server */
+        if (cur && !*srv__rv(opcache_raw(cur))) /* ours, not yet on the server */
             opcache_del(s->cache[OPK_POD], key);
     }
     json_object_put(pod);
@@ -612,7 +612,7 @@ int srv__flush_pods(struct server *s, size_t max) {
                 crashpoint("retry_pod_created"); /* the same, for a requeued job */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
-            if (!cur || !*srv__rv(cur->raw)) {
+            if (!cur || !*srv__rv(opcache_raw(cur))) {
                 opcache_put(s->cache[OPK_POD], it->out, NULL);
                 it->out = NULL;
             }
@@ -622,7 +622,7 @@ int srv__flush_pods(struct server *s, size_t max) {
             OPLOG(&s->log, OPLOG_DEBUG, "pod_exists", key, NULL, "%s", "");
         } else {
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
-            if (cur && !*srv__rv(cur->raw))
+            if (cur && !*srv__rv(opcache_raw(cur)))
                 opcache_del(s->cache[OPK_POD], key);
             OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
@@ -768,10 +768,10 @@ static void srv_flush_events(struct server *s) {
 static void srv_on_drop(void *ud, struct opcache_obj *o) {
     struct server *s = ((void **)ud)[0];
     const struct reconciler *r = ((void **)ud)[1];
-    OPLOG(&s->log, OPLOG_INFO, "relist_drop", o->key, srv__rv(o->raw),
+    OPLOG(&s->log, OPLOG_INFO, "relist_drop", o->key, srv__rv(opcache_raw(o)),
           "kind=%s", r->kind_name);
     if (s->ready)
-        r->on_event(s, KUBE_EV_DELETED, o, o->raw);
+        r->on_event(s, KUBE_EV_DELETED, o, opcache_raw(o));
 }
 
 /* Once every view is complete (each kind's and the foreign pods' first
@@ -791,7 +791,7 @@ static void srv_check_ready(struct server *s) {
         opcache *rc = s->cache[replay[k]];
         for (size_t i = 0; i < opcache_count(rc); i++) {
             struct opcache_obj *o = opcache_at(rc, i);
-            srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, o->raw);
+            srv_reconcilers[replay[k]].on_event(s, KUBE_EV_ADDED, o, opcache_raw(o));
         }
     }
     size_t jobs = jobs_replay_end(s);
@@ -846,7 +846,7 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             return;
         struct opcache_obj *old = opcache_get(c, key);
         if (old) {
-            int64_t have = srv_rv_num(srv__rv(old->raw));
+            int64_t have = srv_rv_num(srv__rv(opcache_raw(old)));
             int64_t got = srv_rv_num(srv__rv(ev->obj));
             /* Our own status write already put a newer version here. */
             if (have >= 0 && got >= 0 && got < have) {
@@ -858,10 +858,10 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
         if (!o)
             return;
         srv_parse(s, r->kind, o);
-        OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(o->raw),
+        OPLOG(&s->log, OPLOG_DEBUG, "watch_event", o->key, srv__rv(opcache_raw(o)),
               "kind=%s type=%s", r->kind_name, kube_event_type_name(ev->type));
         if (s->ready)
-            r->on_event(s, ev->type, o, o->raw);
+            r->on_event(s, ev->type, o, opcache_raw(o));
         s->cycle_wanted = true;
         return;
     }
@@ -904,6 +904,59 @@ static void srv_log_watch_errors(struct server *s) {
               oplog_quote(msg, sizeof msg, st.last_err.message));
         *seen = st.errors;
     }
+}
+
+/* A frozen cache entry could not be parsed back (out of memory): the
+ * reader would take the object for one without any field, which can
+ * count or release a job wrongly. The operator exits instead, loudly:
+ * its state is in SQLite and the API server, and a restart lists every
+ * object again. */
+static void srv_thaw_failed(void *ud, const char *key) {
+    struct server *s = ud;
+    OPLOG(&s->log, OPLOG_ERROR, "cache_thaw_failed", key, NULL,
+          "msg=\"out of memory reading a cached object back; exiting\"");
+    if (fflush(NULL) != 0) { /* nothing more to do: exiting anyway */
+    }
+    abort();
+}
+
+/* How often the freeze sweep steps, and the most of the loop one step
+ * takes (the rest of a pass waits for the next step). */
+#define SRV_FREEZE_STEP_S 0.25
+#define SRV_FREEZE_STEP_MAX_S 0.010
+
+/* run_every(SRV_FREEZE_STEP_S): moves the freeze sweep of the AIJob and
+ * pod caches on, so that a whole pass takes --cache-freeze-after (an
+ * entry nobody read for two passes is frozen: cache.h). Freezing frees
+ * trees as a burst's decoding does, so it counts toward the trim. */
+static void srv_freeze_cron(struct server *s, double now) {
+    if (s->flags.freeze_after_s <= 0 || now - s->freeze_at < SRV_FREEZE_STEP_S)
+        return;
+    double dt = s->freeze_at > 0 && now - s->freeze_at < 1.0 ? now - s->freeze_at : SRV_FREEZE_STEP_S;
+    s->freeze_at = now;
+    double t0 = srv_now();
+    size_t frozen = 0;
+    struct opcache_freeze_stats all = {0, 0, 0};
+    static const int kinds[] = {OPK_AIJOB, OPK_POD};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        opcache *c = s->cache[kinds[i]];
+        size_t want = (size_t)((double)opcache_count(c) * dt / s->flags.freeze_after_s) + 64;
+        for (size_t done = 0; done < want && srv_now() - t0 < SRV_FREEZE_STEP_MAX_S;) {
+            size_t n = opcache_freeze_sweep(c, want - done < 512 ? want - done : 512, &frozen);
+            if (n == 0)
+                break; /* idle: nothing changed since the last whole pass */
+            done += n;
+        }
+        struct opcache_freeze_stats st = opcache_freeze_stats(c);
+        all.frozen += st.frozen;
+        all.thaws += st.thaws;
+        all.freezes += st.freezes;
+    }
+    /* Freed trees count toward a trim, but not against the quiet
+     * window: a burst's freezing trails its events by a pass or two. */
+    s->trim_events += frozen;
+    s->trim_win_base += frozen;
+    opmetrics_cache_set(s->metrics, (long)all.frozen, all.thaws, all.freezes);
 }
 
 /* Events that make a burst worth a trim after it; the window in which
@@ -986,6 +1039,7 @@ long srv_wait_ms(const struct server *s, double now) {
 
 void srv_cron(struct server *s, double now) {
     srv_store_cron(s, now);
+    srv_freeze_cron(s, now);
     srv_trim_cron(s, now);
     if (now - s->last_watch_check >= 1.0) {
         srv_log_watch_errors(s);
@@ -1065,6 +1119,7 @@ void srv_init(struct server *s) {
     s->flags.grow_backoff_s = 600;
     s->flags.backoff_base_s = 10;
     s->flags.status_writes_per_s = 1000;
+    s->flags.freeze_after_s = 2;
     s->flags.unsched_grace_s = 5;
     s->flags.capacity_grace_s = 60;
     s->flags.node_lost_s = 60;
@@ -1122,6 +1177,13 @@ static aiq_rc srv_open_state(struct server *s, aiq_err *err) {
     if (!s->pod_share)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     opcache_set_lean(s->cache[OPK_POD], pod_lean_cache, s->pod_share);
+    /* Waiting jobs' AIJobs and pods are most of the cache and read by
+     * nothing while they wait: kept as text once cold (cache.h). */
+    for (int k = 0; k < OPK__N; k++) {
+        opcache_set_freeze(s->cache[k], s->flags.freeze_after_s > 0 &&
+                                            (k == OPK_AIJOB || k == OPK_POD));
+        opcache_set_thaw_failed(s->cache[k], srv_thaw_failed, s);
+    }
     s->foreign = fpods_create();
     if (!s->foreign)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");

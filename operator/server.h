@@ -240,6 +240,10 @@ struct srv_flags {
     long journal_max_mib;      /* database size the journal is pruned to: 512 (0 = no cap) */
     bool api_remote;           /* /journal and /queue for non-loopback clients too */
     double status_writes_per_s; /* AIJob status write budget: 1000 */
+    /* --cache-freeze-after: a cached AIJob or pod nobody read for one
+     * to two times this is kept as text (cache.h, "Frozen entries"):
+     * 2 s; 0 = never. */
+    double freeze_after_s;
     enum gpu_mech gpu_mech;    /* --gpu-mechanism (default device-plugin) */
     /* Live utilisation (util_source.h); util_url NULL = off. */
     const char *util_url;      /* --util-prometheus-url */
@@ -309,6 +313,7 @@ struct server {
      * started and when the last trim ran (unix s). */
     uint64_t trim_events, trim_base, trim_win_base;
     double trim_win_at, last_trim;
+    double freeze_at;          /* srv_freeze_cron's last step (unix s) */
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
@@ -548,7 +553,7 @@ void job_publish(struct server *s, struct opcache_obj *o, double now);
  * materially (opstatus_moved), or the object was changed by someone else.
  * Score and terms alone never make a status due. js is o's state (the
  * cycle holds it: looking it up again would be one more cache miss). */
-bool job_status_due(const struct opcache_obj *o, struct opjob *js, double now);
+bool job_status_due(struct opcache_obj *o, struct opjob *js, double now);
 /* Looks among the pods of an admitted gang (j, attempt as the status
  * shows) for one kube-scheduler keeps refusing: released (no gate), not
  * bound, PodScheduled=False with reason Unschedulable. On finding one,

@@ -41,17 +41,17 @@ int job_unschedulable(struct server *s, const struct aiq_aijob *j, int attempt, 
             continue;
         snprintf(key, sizeof key, "%s/%s", j->meta.namespace_, name);
         struct opcache_obj *p = opcache_get(s->cache[OPK_POD], key);
-        if (!p || pods_is_gated(p->raw) || pods_attempt(p->raw) > attempt)
+        if (!p || pods_is_gated(opcache_raw(p)) || pods_attempt(opcache_raw(p)) > attempt)
             continue;
-        const char *node = aiq_jpath_str(p->raw, "spec.nodeName");
+        const char *node = aiq_jpath_str(opcache_raw(p), "spec.nodeName");
         if (node && *node)
             continue; /* bound: the scheduler has placed it */
-        const char *why = un_verdict(p->raw);
+        const char *why = un_verdict(opcache_raw(p));
         if (!why)
             continue;
         json_object *ann = NULL, *pv = NULL;
         const char *pin = NULL;
-        if (json_object_object_get_ex(p->raw, "metadata", &ann) &&
+        if (json_object_object_get_ex(opcache_raw(p), "metadata", &ann) &&
             json_object_object_get_ex(ann, "annotations", &ann) &&
             json_object_object_get_ex(ann, RELEASE_ANN_NODE, &pv))
             pin = json_object_get_string(pv);

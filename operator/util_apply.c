@@ -61,7 +61,7 @@ static bool util__alnair(struct server *s, struct q_node *q) {
     struct opcache_obj *o = q->name ? opcache_get(s->cache[OPK_NODE], q->name) : NULL;
     json_object *meta = NULL, *ann = NULL;
     double util[Q_MAX_GPUS] = {0};
-    if (!o || q->ngpus <= 0 || !json_object_object_get_ex(o->raw, "metadata", &meta) ||
+    if (!o || q->ngpus <= 0 || !json_object_object_get_ex(opcache_raw(o), "metadata", &meta) ||
         !json_object_object_get_ex(meta, "annotations", &ann))
         return false;
     for (int g = 0; g < q->ngpus && g < Q_MAX_GPUS; g++) {

@@ -108,10 +108,14 @@ e2e_start() {
 # It uses $OP_KUBECONFIG when set (e.g. its own service account's
 # credentials), else the admin kubeconfig. Most suites submit in
 # namespaces no Group claims, so it runs with --ungrouped run (said in an
-# Event per job); group_conflict.sh checks the default, wait.
+# Event per job); group_conflict.sh checks the default, wait. Cached
+# AIJobs and pods are frozen after 250ms unread instead of 2s, so that
+# every suite reads frozen objects back (operator/cache.h) under the
+# sanitizers; AIQ_E2E_FREEZE_AFTER sets another (0: never).
 op_start() {
     "$BUILD/aiq-operator" --kubeconfig "${OP_KUBECONFIG:-$T/kubeconfig}" --db "$T/op.db" \
-        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level debug --ungrouped run "$@" \
+        --metrics-addr 127.0.0.1:0 --cycle-ms 300 --log-level debug --ungrouped run \
+        --cache-freeze-after "${AIQ_E2E_FREEZE_AFTER:-250ms}" "$@" \
         >>"$T/op.log" 2>&1 &
     OP_PID=$!
     for _ in $(seq 1 100); do

@@ -52,12 +52,19 @@ wait_for 20 "twelve jobs wait with positions 1..12" sh -c '
 sleep 2
 before=$(rvs)
 w0=$(metric aiq_status_writes_total)
+t0=$(metric aiq_cache_thaws_total)
 c0=$(grep -c "event=cycle " "$T/op.log")
 sleep 5 # about 16 cycles at --cycle-ms 300
 after=$(rvs)
 w1=$(metric aiq_status_writes_total)
 check "no AIJob changes in 5 s of steady state" eq "$after" "$before"
 check "aiq_status_writes_total did not move" eq "$w1" "$w0"
+# Unread, the waiting jobs' AIJobs and gated pods are kept as text
+# (operator/cache.h), and no steady cycle reads one back.
+check "the twelve waiting jobs' AIJobs and pods are frozen at rest ($(metric aiq_cache_frozen_objects))" \
+    [ "$(metric aiq_cache_frozen_objects)" -ge 24 ]
+check "no steady cycle thawed one (aiq_cache_thaws_total $t0 -> $(metric aiq_cache_thaws_total))" \
+    eq "$(metric aiq_cache_thaws_total)" "$t0"
 check "the operator ran cycles meanwhile" [ "$(grep -c "event=cycle " "$T/op.log")" -gt $((c0 + 8)) ]
 # Nothing changed, so the cycles of that window (its first 8) took
 # every waiting job's input and decision from the last cycle's

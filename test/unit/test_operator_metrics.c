@@ -238,3 +238,17 @@ TEST(metrics_nodes_excluded_and_foreign_pods) {
     free(t);
     opmetrics_free(m);
 }
+
+/* The cache's frozen entries, thaws and freezes (cache.h) as the
+ * operator last set them. */
+TEST(metrics_cache_frozen) {
+    opmetrics *m = opmetrics_create();
+    opmetrics_cache_set(m, 20000, 3, 20003);
+    char *t = opmetrics_render(m, NULL);
+    CHECK(t != NULL);
+    CHECK(t && strstr(t, "# TYPE aiq_cache_frozen_objects gauge\naiq_cache_frozen_objects 20000\n"));
+    CHECK(t && strstr(t, "# TYPE aiq_cache_thaws_total counter\naiq_cache_thaws_total 3\n"));
+    CHECK(t && strstr(t, "# TYPE aiq_cache_freezes_total counter\naiq_cache_freezes_total 20003\n"));
+    free(t);
+    opmetrics_free(m);
+}

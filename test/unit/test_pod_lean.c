@@ -195,11 +195,11 @@ TEST(pod_lean_in_the_cache) {
     /* A caller may keep using what it put (srv__create_pod sends it). */
     struct opcache_obj *o = opcache_put(c, json_object_get(full), NULL);
     CHECK(o != NULL);
-    CHECK(o && o->raw != full);
-    CHECK(o && !path(o->raw, "spec", "containers"));
+    CHECK(o && opcache_raw(o) != full);
+    CHECK(o && !path(opcache_raw(o), "spec", "containers"));
     CHECK(path(full, "spec", "containers") != NULL);
     CHECK(path(full, "metadata", "managedFields") != NULL);
-    CHECK(o && pods_is_gated(o->raw));
+    CHECK(o && pods_is_gated(opcache_raw(o)));
     json_object_put(full);
     opcache_free(c);
 }
@@ -228,32 +228,32 @@ TEST(pod_lean_shares_what_waiting_pods_have_in_common) {
     CHECK(a && b);
     if (!a || !b)
         return;
-    CHECK(path(a->raw, "spec", NULL) == path(b->raw, "spec", NULL));
-    CHECK(path(a->raw, "status", NULL) == path(b->raw, "status", NULL));
-    CHECK(path(a->raw, "metadata", "annotations") == path(b->raw, "metadata", "annotations"));
-    CHECK(path(a->raw, "metadata", NULL) != path(b->raw, "metadata", NULL));
-    CHECK_STR(aiq_jpath_str(b->raw, "metadata.name"), "eval-0");
-    CHECK_STR(aiq_jpath_str(a->raw, "metadata.name"), "train-1");
-    CHECK(json_object_equal(path(b->raw, "metadata", "labels"), lab));
+    CHECK(path(opcache_raw(a), "spec", NULL) == path(opcache_raw(b), "spec", NULL));
+    CHECK(path(opcache_raw(a), "status", NULL) == path(opcache_raw(b), "status", NULL));
+    CHECK(path(opcache_raw(a), "metadata", "annotations") == path(opcache_raw(b), "metadata", "annotations"));
+    CHECK(path(opcache_raw(a), "metadata", NULL) != path(opcache_raw(b), "metadata", NULL));
+    CHECK_STR(aiq_jpath_str(opcache_raw(b), "metadata.name"), "eval-0");
+    CHECK_STR(aiq_jpath_str(opcache_raw(a), "metadata.name"), "train-1");
+    CHECK(json_object_equal(path(opcache_raw(b), "metadata", "labels"), lab));
     /* The readers, on the shared copy as on the pod itself. */
-    CHECK_INT(pods_is_gated(b->raw), 1);
-    CHECK_INT(pods_attempt(b->raw), 3);
-    same_release(other, b->raw);
+    CHECK_INT(pods_is_gated(opcache_raw(b)), 1);
+    CHECK_INT(pods_attempt(opcache_raw(b)), 3);
+    same_release(other, opcache_raw(b));
     /* The first pod is bound by the scheduler after its release: its own
      * spec and status now, the other's untouched. */
     json_object *bound = real_pod("n1", UNSCHED_COND);
     a = opcache_put(c, bound, NULL);
     CHECK(a != NULL);
     if (a) {
-        CHECK(path(a->raw, "spec", NULL) != path(b->raw, "spec", NULL));
-        CHECK_STR(aiq_jpath_str(a->raw, "spec.nodeName"), "n1");
+        CHECK(path(opcache_raw(a), "spec", NULL) != path(opcache_raw(b), "spec", NULL));
+        CHECK_STR(aiq_jpath_str(opcache_raw(a), "spec.nodeName"), "n1");
     }
-    CHECK_STR(aiq_jpath_str(b->raw, "spec.nodeName"), "");
-    CHECK_INT(pods_is_gated(b->raw), 1);
-    CHECK(!path(b->raw, "status", "conditions"));
+    CHECK_STR(aiq_jpath_str(opcache_raw(b), "spec.nodeName"), "");
+    CHECK_INT(pods_is_gated(opcache_raw(b)), 1);
+    CHECK(!path(opcache_raw(b), "status", "conditions"));
     /* The pool outlives nothing it shares: freeing it first is fine. */
     jshare_free(share);
-    CHECK_INT(pods_attempt(b->raw), 3);
+    CHECK_INT(pods_attempt(opcache_raw(b)), 3);
     opcache_free(c);
     json_object_put(full);
     json_object_put(other);
