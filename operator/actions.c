@@ -60,7 +60,7 @@ static int act_annotate(struct server *s, struct opcache_obj *p, const char *con
     aiq_jset(patch, "metadata", md, &failed);
     if (failed) /* out of memory, logged below */
         goto out;
-    if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
+    if (srv__path_of(path, sizeof path, OPK_POD, p, NULL, &e) != AIQ_OK)
         goto out;
     aiq_rc r = kube_patch(s->kc, path, KUBE_PATCH_MERGE, patch, NULL, &e);
     if (r == AIQ_OK || r == AIQ_ENOTFOUND)
@@ -94,7 +94,7 @@ void actions_stop_pods(struct server *s, const struct aiq_aijob *j, int from, in
         (void)act_annotate(s, p, kv, 2);
         aiq_err e;
         aiq_err_clear(&e);
-        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
+        if (srv__path_of(path, sizeof path, OPK_POD, p, NULL, &e) != AIQ_OK)
             continue;
         aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)

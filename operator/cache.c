@@ -32,6 +32,7 @@ struct opcache {
     uint64_t thaws, freezes;
     void (*thaw_failed)(void *ud, const char *key);
     void *thaw_ud;
+    uint64_t (*facts)(json_object *obj); /* NULL: entries' facts stay 0 */
 };
 
 static uint64_t cache_hash(const char *s) {
@@ -199,10 +200,12 @@ static const char *cache_sub_text(const char *obj, const char *key, size_t *len)
 /* Member name of raw with only its member part; see cache.h. */
 json_object *opcache_member_part(struct opcache_obj *o, const char *name,
                                  const char *part) {
-    json_object *m = NULL, *v = NULL, *raw = opcache_raw(o), *out = NULL;
-    if (!raw || !(out = json_object_new_object()))
+    json_object *m = NULL, *v = NULL, *raw = NULL, *out = NULL;
+    /* A stashed member is not in the tree: a frozen entry stays frozen. */
+    bool stashed = !o->tree && opcache_stashed(o, name);
+    if ((!stashed && !(raw = opcache_raw(o))) || !(out = json_object_new_object()))
         return NULL;
-    if (json_object_object_get_ex(raw, name, &m)) {
+    if (raw && json_object_object_get_ex(raw, name, &m)) {
         if (json_object_object_get_ex(m, part, &v) &&
             json_object_object_add(out, part, json_object_get(v)) != 0) {
             json_object_put(v); /* not taken */
@@ -230,18 +233,25 @@ json_object *opcache_member_part(struct opcache_obj *o, const char *name,
 /* One member of raw, stashed or not; see cache.h. Only the asked
  * member's text is parsed. */
 json_object *opcache_member(struct opcache_obj *o, const char *name) {
-    json_object *m = NULL, *raw = opcache_raw(o);
+    json_object *m = NULL;
+    const char *txt = opcache_stashed(o, name);
+    if (txt && !o->tree) /* not in the tree: a frozen entry stays frozen */
+        return json_tokener_parse(txt);
+    json_object *raw = opcache_raw(o);
     if (!raw)
         return NULL;
     if (json_object_object_get_ex(raw, name, &m))
         return json_object_get(m);
-    const char *txt = opcache_stashed(o, name);
     return txt ? json_tokener_parse(txt) : NULL;
 }
 
 void opcache_set_freeze(opcache *c, bool on) {
     c->freeze = on;
     c->idle = false;
+}
+
+void opcache_set_facts(opcache *c, uint64_t (*facts)(json_object *obj)) {
+    c->facts = facts;
 }
 
 void opcache_set_thaw_failed(opcache *c, void (*fn)(void *ud, const char *key), void *ud) {
@@ -367,6 +377,25 @@ int opcache_key(char *buf, size_t cap, json_object *obj) {
     return 0;
 }
 
+int64_t opcache_rv_num(const char *rv) {
+    char *end = NULL;
+    if (!rv || !*rv)
+        return -1;
+    long long v = strtoll(rv, &end, 10);
+    return (*end || v < 0) ? -1 : (int64_t)v;
+}
+
+/* obj's metadata.resourceVersion for opcache_obj.rv. */
+static int64_t cache_rv(json_object *obj) {
+    json_object *m = NULL, *v = NULL;
+    if (!json_object_object_get_ex(obj, "metadata", &m) ||
+        !json_object_object_get_ex(m, "resourceVersion", &v) ||
+        json_object_get_string_len(v) == 0)
+        return OPCACHE_RV_NONE;
+    int64_t n = opcache_rv_num(json_object_get_string(v));
+    return n >= 0 ? n : OPCACHE_RV_OPAQUE;
+}
+
 /* Finds the slot holding key (>= 0), or -1-(first free slot) when absent. */
 static long cache_find(const opcache *c, const char *key) {
     size_t mask = c->nslots - 1, i = (size_t)cache_hash(key) & mask;
@@ -434,6 +463,8 @@ static json_object *cache_slim(opcache *c, json_object *raw, const char *key, ai
 static struct opcache_obj *cache_replace(opcache *c, struct opcache_obj *o, json_object *raw) {
     json_object_put(o->tree);
     o->tree = raw;
+    o->rv = cache_rv(raw);
+    o->facts = c->facts ? c->facts(raw) : 0;
     if (o->frozen)
         c->nfrozen--;
     free(o->frozen);
@@ -498,6 +529,8 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
         goto nomem;
     memcpy(o->key, key, klen);
     o->tree = raw;
+    o->rv = cache_rv(raw);
+    o->facts = c->facts ? c->facts(raw) : 0;
     o->warm = true;
     c->active = true;
     c->idle = false;

@@ -21,6 +21,8 @@
 #include "common/model.h"
 
 #define OPCACHE_KEY_MAX (2 * AIQ_MAX_NAME + 2)
+#define OPCACHE_RV_NONE (-1)
+#define OPCACHE_RV_OPAQUE (-2)
 
 /* One entry. Its key is allocated to size at the end (a key is
  * usually a few dozen bytes, OPCACHE_KEY_MAX is 508, and there are three
@@ -36,6 +38,14 @@ struct opcache_obj {
     void *parsed;      /* owned, freed by free_parsed; NULL = not parsed */
     bool parse_ok;     /* parsed holds a valid object */
     bool warm;         /* read or put since the freeze sweep last passed */
+    /* metadata.resourceVersion of the last put as a number
+     * (opcache_rv_num), readable without the tree: OPCACHE_RV_NONE when
+     * it has none (an object of ours not yet on the server; "" counts as
+     * none), OPCACHE_RV_OPAQUE when it is not a decimal number. */
+    int64_t rv;
+    /* The cache's facts function's digest of the last put
+     * (opcache_set_facts), readable without the tree; 0 without one. */
+    uint64_t facts;
     uint32_t idx;      /* its index in the cache's order (opcache_at) */
     aiq_err *perr;     /* owned; why parsing failed, NULL when no error */
     void *ext;         /* owned operator state, freed by free_ext; kept across puts */
@@ -101,8 +111,14 @@ void opcache_set_lean(opcache *c, json_object *(*lean)(json_object *raw, void *c
  * read for two passes of the sweep as its compact JSON text only, and
  * opcache_raw parses it back when someone reads it again (a few
  * microseconds for a pod). An entry whose memo_str is current (it
- * points into the tree) is never frozen. */
+ * points into the tree) is never frozen. A stashed member
+ * (opcache_member, opcache_member_part) and the entry's rv are read
+ * without parsing a frozen entry back. */
 void opcache_set_freeze(opcache *c, bool on);
+/* Makes every later put keep facts(obj) in the entry's facts: what a
+ * frequent reader needs of the object, packed, so that reading it leaves
+ * a frozen entry frozen (pods.h's pods_facts for pods). */
+void opcache_set_facts(opcache *c, uint64_t (*facts)(json_object *obj));
 /* Called (from opcache_raw) when a frozen entry cannot be parsed back,
  * out of memory: opcache_raw then returns NULL, which readers take for
  * an object without any field. The operator's handler logs and exits. */
@@ -133,6 +149,10 @@ void opcache_free(opcache *c);
  * OPCACHE_KEY_MAX. */
 int opcache_key(char *buf, size_t cap, json_object *obj);
 
+/* A resourceVersion as a number: -1 for NULL, "" or anything but a
+ * non-negative decimal (opaque to clients by the API's rules; both
+ * kube-apiserver's and the test server's are etcd-style counters). */
+int64_t opcache_rv_num(const char *rv);
 /* Returns the entry of key, or NULL. */
 struct opcache_obj *opcache_get(opcache *c, const char *key);
 

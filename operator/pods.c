@@ -564,6 +564,25 @@ int pods_is_gated(json_object *pod) {
     return 0;
 }
 
+/* The gate, attempt and phase packed; see pods.h. */
+uint64_t pods_facts(json_object *pod) {
+    static const char *const names[] = {[POD_PHASE_PENDING] = "Pending",
+                                        [POD_PHASE_RUNNING] = "Running",
+                                        [POD_PHASE_SUCCEEDED] = "Succeeded",
+                                        [POD_PHASE_FAILED] = "Failed"};
+    json_object *st = NULL, *ph = NULL;
+    enum pod_phase phase = POD_PHASE_NONE;
+    if (json_object_object_get_ex(pod, "status", &st) &&
+        json_object_object_get_ex(st, "phase", &ph) && json_object_is_type(ph, json_type_string)) {
+        phase = POD_PHASE_OTHER;
+        for (int i = POD_PHASE_PENDING; i <= POD_PHASE_FAILED; i++)
+            if (strcmp(json_object_get_string(ph), names[i]) == 0)
+                phase = (enum pod_phase)i;
+    }
+    return (uint64_t)(pods_is_gated(pod) != 0) | (uint64_t)phase << 1 |
+           (uint64_t)pods_attempt(pod) << 8;
+}
+
 /* Stamps the attempt; see pods.h. */
 int pods_set_attempt(json_object *pod, int attempt) {
     char num[16];

@@ -81,4 +81,27 @@ int pods_set_attempt(json_object *pod, int attempt);
  * aiq.dev/attempt annotation (a pod made before the annotation existed). */
 int pods_attempt(json_object *pod);
 
+/* What a job's sync reads of each of its pods on every event about the
+ * job, packed into one number: the pod cache keeps it at every put
+ * (opcache_set_facts), so that a frozen pod is not parsed back for it.
+ * The gate (pods_is_gated), the attempt (pods_attempt) and status.phase. */
+enum pod_phase {
+    POD_PHASE_NONE = 0, /* no status.phase */
+    POD_PHASE_PENDING,
+    POD_PHASE_RUNNING,
+    POD_PHASE_SUCCEEDED,
+    POD_PHASE_FAILED,
+    POD_PHASE_OTHER     /* Unknown, or anything else */
+};
+uint64_t pods_facts(json_object *pod);
+static inline int pods_facts_gated(uint64_t f) {
+    return (int)(f & 1);
+}
+static inline enum pod_phase pods_facts_phase(uint64_t f) {
+    return (enum pod_phase)((f >> 1) & 7);
+}
+static inline int pods_facts_attempt(uint64_t f) {
+    return (int)(f >> 8); /* pods_attempt's range, 0..1000000, fits */
+}
+
 #endif

@@ -144,19 +144,18 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
         if (!p)
             continue;
         g->exist++;
-        if (pods_is_gated(opcache_raw(p))) {
+        uint64_t f = p->facts; /* pods_facts: a frozen pod stays frozen */
+        if (pods_facts_gated(f)) {
             g->gated++;
-            if (pods_attempt(opcache_raw(p)) > attempts)
+            if (pods_facts_attempt(f) > attempts)
                 g->newer++;
         }
-        const char *ph = aiq_jpath_str(opcache_raw(p), "status.phase");
-        if (!ph)
-            continue;
-        if (strcmp(ph, "Running") == 0) {
+        enum pod_phase ph = pods_facts_phase(f);
+        if (ph == POD_PHASE_RUNNING) {
             g->running++;
-        } else if (strcmp(ph, "Succeeded") == 0) {
+        } else if (ph == POD_PHASE_SUCCEEDED) {
             g->succeeded++;
-        } else if (strcmp(ph, "Failed") == 0) {
+        } else if (ph == POD_PHASE_FAILED) {
             g->failed++;
             snprintf(g->failed_pod, sizeof g->failed_pod, "%s", srv__name(opcache_raw(p)));
         }
@@ -200,7 +199,9 @@ static void job_published_as(struct opcache_obj *o, struct opjob *js) {
  * (srv__want_job_status), from st as it is then. */
 static void job__publish(struct server *s, struct opcache_obj *o,
                          struct opjob *js, double now) {
-    js->st.observed_generation = srv__generation(opcache_raw(o));
+    /* the parsed AIJob's: a frozen entry is not read back for it */
+    const struct aiq_aijob *pj = o->parse_ok ? o->parsed : NULL;
+    js->st.observed_generation = pj ? pj->meta.generation : srv__generation(opcache_raw(o));
     if (!job_must_publish(o, js, now))
         return;
     /* A phase change is written before the rest, except Pending: the
@@ -298,7 +299,7 @@ static void job__delete_pods(struct server *s, const struct aiq_aijob *j,
         aiq_err_clear(&e);
         if (aiq_jpath_str(opcache_raw(p), "metadata.deletionTimestamp"))
             continue;
-        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
+        if (srv__path_of(path, sizeof path, OPK_POD, p, NULL, &e) != AIQ_OK)
             continue;
         aiq_rc rc = kube_delete(s->kc, path, "Background", NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
@@ -370,7 +371,7 @@ static int job_count_pods(struct server *s, const struct aiq_aijob *j, int from,
 static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int from, int to) {
     for (int i = from; i < to; i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        if (!p || !*srv__rv(opcache_raw(p)))
+        if (!p || p->rv == OPCACHE_RV_NONE) /* a placeholder of ours */
             return false;
     }
     return true;
@@ -381,7 +382,7 @@ static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int
 static bool job_pods_on_server(struct server *s, const struct aiq_aijob *j) {
     for (int i = 0; i < j->spec.replicas; i++) {
         struct opcache_obj *p = job_pod_at(s, j, i);
-        if (!p || !*srv__rv(opcache_raw(p)))
+        if (!p || p->rv == OPCACHE_RV_NONE) /* a placeholder of ours */
             return false;
     }
     return true;
@@ -537,7 +538,7 @@ static void job_force_delete_on(struct server *s, const struct aiq_aijob *j, con
             continue;
         aiq_err e;
         aiq_err_clear(&e);
-        if (srv__path(path, sizeof path, OPK_POD, opcache_raw(p), NULL, &e) != AIQ_OK)
+        if (srv__path_of(path, sizeof path, OPK_POD, p, NULL, &e) != AIQ_OK)
             continue; /* a cached pod always has a namespace and name */
         aiq_rc rc = kube_delete_grace(s->kc, path, "Background", 0, NULL, &e);
         if (rc != AIQ_OK && rc != AIQ_ENOTFOUND)
@@ -642,7 +643,7 @@ static int rel_item_build(struct server *s, struct release_item *it, struct opca
         it->patch = NULL;
     }
     if (!it->patch ||
-        srv__path(it->path, sizeof it->path, OPK_POD, opcache_raw(p), NULL, &it->err) != AIQ_OK) {
+        srv__path_of(it->path, sizeof it->path, OPK_POD, p, NULL, &it->err) != AIQ_OK) {
         json_object_put(it->patch);
         it->patch = NULL;
         return -1;

@@ -176,12 +176,20 @@ struct opext *srv__ext(struct opcache_obj *o) {
     return o->ext;
 }
 
-aiq_rc srv__path(char *buf, size_t cap, opkind k, json_object *obj,
-                 const char *sub, aiq_err *err) {
+/* See server.h. */
+aiq_rc srv__path_of(char *buf, size_t cap, opkind k, const struct opcache_obj *o,
+                    const char *sub, aiq_err *err) {
     const struct reconciler *r = &srv_reconcilers[k];
-    return kube_path(buf, cap, r->group, r->version,
-                     r->namespaced ? srv__ns(obj) : NULL, r->resource,
-                     srv__name(obj), sub, err);
+    const char *slash = r->namespaced ? strchr(o->key, '/') : NULL;
+    char ns[AIQ_MAX_NAME + 1];
+    if (!slash)
+        return kube_path(buf, cap, r->group, r->version, NULL, r->resource, o->key, sub, err);
+    size_t n = (size_t)(slash - o->key);
+    if (n >= sizeof ns) /* opcache_key never makes one */
+        return aiq_err_set(err, AIQ_EINVAL, "cache key %s: namespace too long", o->key);
+    memcpy(ns, o->key, n);
+    ns[n] = '\0';
+    return kube_path(buf, cap, r->group, r->version, ns, r->resource, slash + 1, sub, err);
 }
 
 /* See server.h. */
@@ -292,14 +300,6 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
 }
 
 /* Status writes ------------------------------------------------------------------ */
-
-static int64_t srv_rv_num(const char *rv) {
-    char *end = NULL;
-    if (!rv || !*rv)
-        return -1;
-    long long v = strtoll(rv, &end, 10);
-    return (*end || v < 0) ? -1 : (int64_t)v;
-}
 
 static void srv_flush_events(struct server *s);
 
@@ -414,7 +414,7 @@ static int srv_status_prep(struct server *s, opkind k, struct opcache_obj **objs
         }
         struct release_item *it = &items[m];
         memset(it, 0, sizeof *it);
-        if (srv__path(it->path, sizeof it->path, k, opcache_raw(o), "status", &it->err) != AIQ_OK) {
+        if (srv__path_of(it->path, sizeof it->path, k, o, "status", &it->err) != AIQ_OK) {
             /* Cannot happen for a cached object (its name and namespace
              * fit); the write is not made and the entry counts as failed. */
             json_object_put(patch);
@@ -480,7 +480,7 @@ static void srv_unqueue_pod(struct server *s, json_object *pod) {
     char key[OPCACHE_KEY_MAX];
     if (opcache_key(key, sizeof key, pod) == 0) {
         struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
-        if (cur && !*srv__rv(opcache_raw(cur))) /* ours, not yet on the server */
+        if (cur && cur->rv == OPCACHE_RV_NONE) /* ours, not yet on the server */
             opcache_del(s->cache[OPK_POD], key);
     }
     json_object_put(pod);
@@ -612,7 +612,7 @@ int srv__flush_pods(struct server *s, size_t max) {
                 crashpoint("retry_pod_created"); /* the same, for a requeued job */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
-            if (!cur || !*srv__rv(opcache_raw(cur))) {
+            if (!cur || cur->rv == OPCACHE_RV_NONE) {
                 opcache_put(s->cache[OPK_POD], it->out, NULL);
                 it->out = NULL;
             }
@@ -622,7 +622,7 @@ int srv__flush_pods(struct server *s, size_t max) {
             OPLOG(&s->log, OPLOG_DEBUG, "pod_exists", key, NULL, "%s", "");
         } else {
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
-            if (cur && !*srv__rv(opcache_raw(cur)))
+            if (cur && cur->rv == OPCACHE_RV_NONE)
                 opcache_del(s->cache[OPK_POD], key);
             OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
@@ -846,8 +846,8 @@ void srv_dispatch(struct server *s, struct kube_event *ev) {
             return;
         struct opcache_obj *old = opcache_get(c, key);
         if (old) {
-            int64_t have = srv_rv_num(srv__rv(opcache_raw(old)));
-            int64_t got = srv_rv_num(srv__rv(ev->obj));
+            int64_t have = old->rv; /* a frozen entry is not read back for it */
+            int64_t got = opcache_rv_num(srv__rv(ev->obj));
             /* Our own status write already put a newer version here. */
             if (have >= 0 && got >= 0 && got < have) {
                 opcache_touch(c, old); /* still seen in a relist */
@@ -935,18 +935,20 @@ static void srv_freeze_cron(struct server *s, double now) {
     double dt = s->freeze_at > 0 && now - s->freeze_at < 1.0 ? now - s->freeze_at : SRV_FREEZE_STEP_S;
     s->freeze_at = now;
     double t0 = srv_now();
-    size_t frozen = 0;
+    size_t frozen = 0, visited = 0;
     struct opcache_freeze_stats all = {0, 0, 0};
     static const int kinds[] = {OPK_AIJOB, OPK_POD};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         opcache *c = s->cache[kinds[i]];
         size_t want = (size_t)((double)opcache_count(c) * dt / s->flags.freeze_after_s) + 64;
-        for (size_t done = 0; done < want && srv_now() - t0 < SRV_FREEZE_STEP_MAX_S;) {
+        size_t done = 0;
+        while (done < want && srv_now() - t0 < SRV_FREEZE_STEP_MAX_S) {
             size_t n = opcache_freeze_sweep(c, want - done < 512 ? want - done : 512, &frozen);
             if (n == 0)
                 break; /* idle: nothing changed since the last whole pass */
             done += n;
         }
+        visited += done;
         struct opcache_freeze_stats st = opcache_freeze_stats(c);
         all.frozen += st.frozen;
         all.thaws += st.thaws;
@@ -956,6 +958,11 @@ static void srv_freeze_cron(struct server *s, double now) {
      * window: a burst's freezing trails its events by a pass or two. */
     s->trim_events += frozen;
     s->trim_win_base += frozen;
+    /* The sweep has just come to rest: what the burst and its freezing
+     * left free is all there, so the trim need not wait for a count. */
+    if (visited == 0 && !s->freeze_idle && s->trim_events > s->trim_base)
+        s->trim_settled = true;
+    s->freeze_idle = visited == 0;
     opmetrics_cache_set(s->metrics, (long)all.frozen, all.thaws, all.freezes);
 }
 
@@ -978,7 +985,10 @@ static void srv_freeze_cron(struct server *s, double now) {
  * at 10k jobs, which the loop would feel, so it runs once a burst of at
  * least SRV_TRIM_EVENTS events has gone quiet (a window with fewer than
  * SRV_TRIM_QUIET_EVENTS), or every SRV_TRIM_EVERY_S while events keep
- * coming; never in a quiet steady state. */
+ * coming; never in a quiet steady state. Frozen cache entries count as
+ * events (srv_freeze_cron), and the window after the freeze sweep comes
+ * to rest trims for SRV_TRIM_QUIET_EVENTS of them or more: the last of
+ * a burst's freezing is often fewer than SRV_TRIM_EVENTS. */
 static void srv_trim_cron(struct server *s, double now) {
     if (s->last_trim == 0)
         s->last_trim = now; /* the SRV_TRIM_EVERY_S count starts here */
@@ -988,7 +998,10 @@ static void srv_trim_cron(struct server *s, double now) {
     s->trim_win_at = now;
     s->trim_win_base = s->trim_events;
     uint64_t n = s->trim_events - s->trim_base;
-    if (n < SRV_TRIM_EVENTS || (!quiet && now - s->last_trim < SRV_TRIM_EVERY_S))
+    bool settled = s->trim_settled && n >= SRV_TRIM_QUIET_EVENTS;
+    s->trim_settled = false; /* one window's chance */
+    if ((n < SRV_TRIM_EVENTS && !(settled && quiet)) ||
+        (!quiet && now - s->last_trim < SRV_TRIM_EVERY_S))
         return;
     double t0 = srv_now();
     int gave = malloc_trim(0);
@@ -1177,6 +1190,7 @@ static aiq_rc srv_open_state(struct server *s, aiq_err *err) {
     if (!s->pod_share)
         return aiq_err_set(err, AIQ_ENOMEM, "out of memory");
     opcache_set_lean(s->cache[OPK_POD], pod_lean_cache, s->pod_share);
+    opcache_set_facts(s->cache[OPK_POD], pods_facts);
     /* Waiting jobs' AIJobs and pods are most of the cache and read by
      * nothing while they wait: kept as text once cold (cache.h). */
     for (int k = 0; k < OPK__N; k++) {

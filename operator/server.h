@@ -314,6 +314,10 @@ struct server {
     uint64_t trim_events, trim_base, trim_win_base;
     double trim_win_at, last_trim;
     double freeze_at;          /* srv_freeze_cron's last step (unix s) */
+    /* the freeze sweep rested at its last step; it came to rest after
+     * freezing since the last trim (srv_trim_cron trims on a quiet
+     * window then, even under SRV_TRIM_EVENTS) */
+    bool freeze_idle, trim_settled;
     uint64_t event_seq;
     json_object *pending_events; /* array of Events to POST at flush */
     unsigned long events_dropped; /* Events dropped at the cap this turn */
@@ -447,9 +451,11 @@ int srv__flush_pods(struct server *s, size_t max);
 void srv__event(struct server *s, opkind k, json_object *obj,
                 const char *type, const char *reason, const char *message);
 
-/* API path of the object obj of kind k (sub: NULL or "status"). */
-aiq_rc srv__path(char *buf, size_t cap, opkind k, json_object *obj,
-                 const char *sub, aiq_err *err);
+/* API path of the cached object o of kind k (sub: NULL or "status"),
+ * from its key ("ns/name" or "name"): a frozen entry is not read back
+ * for it. */
+aiq_rc srv__path_of(char *buf, size_t cap, opkind k, const struct opcache_obj *o,
+                    const char *sub, aiq_err *err);
 
 /* Borrowed metadata fields of obj ("" when absent). */
 const char *srv__name(json_object *obj);

@@ -452,3 +452,46 @@ TEST(cache_freeze_thaw) {
     json_object_put(want);
     opcache_free(c);
 }
+
+/* What a frozen entry gives without being read back: its
+ * resourceVersion, and a stashed member (a status to write needs the
+ * live one); the rest of the tree comes back when asked for. */
+TEST(cache_frozen_stash_and_rv) {
+    opcache *c = opcache_create(free, free_ext);
+    static const char *const cold[] = {"status", NULL};
+    struct opcache_obj *o = opcache_put(
+        c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                              "\"resourceVersion\":\"42\"},\"status\":{\"phase\":\"Queued\","
+                              "\"conditions\":[{\"type\":\"Admitted\"}]}}"), NULL);
+    CHECK(o != NULL);
+    if (!o) {
+        opcache_free(c);
+        return;
+    }
+    CHECK(o->rv == 42);
+    CHECK_INT(opcache_stash(o, cold), 0);
+    opcache_set_freeze(c, true);
+    CHECK_INT((int)sweep_all(c), 1);
+    CHECK(o->tree == NULL && o->rv == 42);
+    json_object *st = opcache_member(o, "status"), *part = opcache_member_part(o, "status", "conditions");
+    CHECK(st && json_object_object_length(st) == 2);
+    CHECK(part && json_object_object_length(part) == 1);
+    json_object_put(st);
+    json_object_put(part);
+    CHECK(o->tree == NULL);
+    CHECK_INT((int)opcache_freeze_stats(c).thaws, 0);
+    /* a member that is not stashed is in the tree: read back */
+    json_object *md = opcache_member(o, "metadata");
+    CHECK(md && o->tree != NULL);
+    json_object_put(md);
+    CHECK_INT((int)opcache_freeze_stats(c).thaws, 1);
+    CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                                            "\"resourceVersion\":\"x7\"}}"), NULL) == o);
+    CHECK(o->rv == OPCACHE_RV_OPAQUE); /* there, but not a number */
+    CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                                            "\"resourceVersion\":\"\"}}"), NULL) == o);
+    CHECK(o->rv == OPCACHE_RV_NONE); /* ours, not yet on the server */
+    CHECK(opcache_rv_num("0") == 0 && opcache_rv_num("") == -1 && opcache_rv_num(NULL) == -1 &&
+          opcache_rv_num("-3") == -1 && opcache_rv_num("12a") == -1);
+    opcache_free(c);
+}

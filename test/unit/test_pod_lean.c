@@ -112,6 +112,12 @@ TEST(pod_lean_gated_keeps_what_is_read) {
     free(copy);
     CHECK_INT(pods_is_gated(lean), 1);
     CHECK_INT(pods_attempt(lean), 3);
+    /* what a job's sync reads of it, packed (pods_facts) */
+    CHECK(pods_facts(lean) == pods_facts(full));
+    CHECK_INT(pods_facts_gated(pods_facts(lean)), 1);
+    CHECK_INT(pods_facts_attempt(pods_facts(lean)), 3);
+    CHECK_STR(aiq_jpath_str(lean, "status.phase"), "Pending");
+    CHECK_INT((int)pods_facts_phase(pods_facts(lean)), POD_PHASE_PENDING);
     char k1[OPCACHE_KEY_MAX], k2[OPCACHE_KEY_MAX];
     CHECK_INT(opcache_key(k1, sizeof k1, full), 0);
     CHECK_INT(opcache_key(k2, sizeof k2, lean), 0);
@@ -147,6 +153,7 @@ TEST(pod_lean_bound_keeps_its_count) {
     json_object *lean = pod_lean(full, NULL);
     CHECK(lean != NULL);
     same_strings(full, lean);
+    CHECK(pods_facts(lean) == pods_facts(full));
     struct fpod a, b;
     CHECK_INT(fpod_read(full, &a), 0);
     CHECK_INT(fpod_read(lean, &b), 0);
@@ -181,8 +188,28 @@ TEST(pod_lean_minimal_and_bad) {
     CHECK_STR(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN),
               "{\"metadata\":{\"name\":\"p\"}}");
     CHECK_INT(pods_is_gated(l), 0);
+    CHECK(pods_facts(l) == 0); /* no gate, no phase, attempt 0 */
     json_object_put(l);
     json_object_put(o);
+    /* each phase, and one the API may add */
+    static const struct {
+        const char *phase;
+        enum pod_phase want;
+    } ph[] = {{"Pending", POD_PHASE_PENDING},     {"Running", POD_PHASE_RUNNING},
+              {"Succeeded", POD_PHASE_SUCCEEDED}, {"Failed", POD_PHASE_FAILED},
+              {"Unknown", POD_PHASE_OTHER},       {"", POD_PHASE_OTHER}};
+    for (size_t i = 0; i < sizeof ph / sizeof ph[0]; i++) {
+        char b[256];
+        snprintf(b, sizeof b,
+                 "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"aiq.dev/attempt\":\"1000000\"}},"
+                 "\"status\":{\"phase\":\"%s\"}}", ph[i].phase);
+        o = json_tokener_parse(b);
+        uint64_t f = pods_facts(o);
+        CHECK_INT((int)pods_facts_phase(f), (int)ph[i].want);
+        CHECK_INT(pods_facts_attempt(f), 1000000);
+        CHECK_INT(pods_facts_gated(f), 0);
+        json_object_put(o);
+    }
     o = json_object_new_array();
     CHECK(pod_lean(o, NULL) == NULL); /* not an object */
     json_object_put(o);
@@ -191,10 +218,12 @@ TEST(pod_lean_minimal_and_bad) {
 TEST(pod_lean_in_the_cache) {
     opcache *c = opcache_create(NULL, NULL);
     opcache_set_lean(c, pod_lean_cache, NULL);
+    opcache_set_facts(c, pods_facts);
     json_object *full = real_pod("", GATED_COND);
     /* A caller may keep using what it put (srv__create_pod sends it). */
     struct opcache_obj *o = opcache_put(c, json_object_get(full), NULL);
     CHECK(o != NULL);
+    CHECK(o && o->facts == pods_facts(full) && o->facts != 0);
     CHECK(o && opcache_raw(o) != full);
     CHECK(o && !path(opcache_raw(o), "spec", "containers"));
     CHECK(path(full, "spec", "containers") != NULL);
