@@ -930,7 +930,9 @@ static void srv_thaw_failed(void *ud, const char *key) {
  * entry nobody read for two passes is frozen: cache.h). Freezing frees
  * trees as a burst's decoding does, so it counts toward the trim. */
 static void srv_freeze_cron(struct server *s, double now) {
-    if (s->flags.freeze_after_s <= 0 || now - s->freeze_at < SRV_FREEZE_STEP_S)
+    /* Not before the first lists are in: the replay reads every object
+     * once, so freezing what a list just brought would only be undone. */
+    if (s->flags.freeze_after_s <= 0 || !s->ready || now - s->freeze_at < SRV_FREEZE_STEP_S)
         return;
     double dt = s->freeze_at > 0 && now - s->freeze_at < 1.0 ? now - s->freeze_at : SRV_FREEZE_STEP_S;
     s->freeze_at = now;
@@ -972,7 +974,7 @@ static void srv_freeze_cron(struct server *s, double now) {
 #define SRV_TRIM_EVENTS 1024
 #define SRV_TRIM_WINDOW_S 2.0
 #define SRV_TRIM_QUIET_EVENTS 64
-#define SRV_TRIM_EVERY_S 300.0
+#define SRV_TRIM_EVERY_S 60.0
 
 /* run_every(SRV_TRIM_WINDOW_S): gives back to the system the memory a
  * burst of events left free. Decoding a list page or a watch event
