@@ -121,7 +121,7 @@ void opcache_set_freeze(opcache *c, bool on);
 void opcache_set_facts(opcache *c, uint64_t (*facts)(json_object *obj));
 /* Called (from opcache_raw) when a frozen entry cannot be parsed back,
  * out of memory: opcache_raw then returns NULL, which readers take for
- * an object without any field. The operator's handler logs and exits. */
+ * an object without any field. The operator's handler logs and aborts. */
 void opcache_set_thaw_failed(opcache *c, void (*fn)(void *ud, const char *key), void *ud);
 /* The entry's object as a tree (borrowed: valid until the next put of
  * o, its deletion, or the next opcache_freeze_sweep), parsed back from
