@@ -201,9 +201,9 @@ static const char *cache_sub_text(const char *obj, const char *key, size_t *len)
 json_object *opcache_member_part(struct opcache_obj *o, const char *name,
                                  const char *part) {
     json_object *m = NULL, *v = NULL, *raw = NULL, *out = NULL;
+    const char *txt = opcache_stashed(o, name);
     /* A stashed member is not in the tree: a frozen entry stays frozen. */
-    bool stashed = !o->tree && opcache_stashed(o, name);
-    if ((!stashed && !(raw = opcache_raw(o))) || !(out = json_object_new_object()))
+    if ((!(txt && !o->tree) && !(raw = opcache_raw(o))) || !(out = json_object_new_object()))
         return NULL;
     if (raw && json_object_object_get_ex(raw, name, &m)) {
         if (json_object_object_get_ex(m, part, &v) &&
@@ -214,7 +214,6 @@ json_object *opcache_member_part(struct opcache_obj *o, const char *name,
         }
         return out;
     }
-    const char *txt = opcache_stashed(o, name);
     size_t len = 0;
     const char *vt = txt ? cache_sub_text(txt, part, &len) : NULL;
     if (!vt)

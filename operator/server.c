@@ -965,7 +965,12 @@ static void srv_freeze_cron(struct server *s, double now) {
     if (visited == 0 && !s->freeze_idle && s->trim_events > s->trim_base)
         s->trim_settled = true;
     s->freeze_idle = visited == 0;
-    opmetrics_cache_set(s->metrics, (long)all.frozen, all.thaws, all.freezes);
+    /* At rest nothing moves: the metrics' lock is taken for a change only. */
+    if (all.frozen != s->freeze_pub.frozen || all.thaws != s->freeze_pub.thaws ||
+        all.freezes != s->freeze_pub.freezes) {
+        opmetrics_cache_set(s->metrics, (long)all.frozen, all.thaws, all.freezes);
+        s->freeze_pub = all;
+    }
 }
 
 /* Events that make a burst worth a trim after it; the window in which

@@ -314,6 +314,7 @@ struct server {
     uint64_t trim_events, trim_base, trim_win_base;
     double trim_win_at, last_trim;
     double freeze_at;          /* srv_freeze_cron's last step (unix s) */
+    struct opcache_freeze_stats freeze_pub; /* what it last put on /metrics */
     /* the freeze sweep rested at its last step; it came to rest after
      * freezing since the last trim (srv_trim_cron trims on a quiet
      * window then, even under SRV_TRIM_EVENTS) */

@@ -366,6 +366,53 @@ static void on_thaw_failed(void *ud, const char *key) {
     (void)key;
 }
 
+struct thaw_seen {
+    int calls;
+    char key[64];
+};
+
+static void on_thaw_failed_key(void *ud, const char *key) {
+    struct thaw_seen *t = ud;
+    t->calls++;
+    snprintf(t->key, sizeof t->key, "%s", key);
+}
+
+/* A frozen entry that cannot be parsed back (in the operator: out of
+ * memory; here its text is made unreadable, which json-c fails the same
+ * way): the handler hears the key, the reader gets NULL, and the entry
+ * is left frozen, counted so, for the handler to decide (the operator
+ * aborts). */
+TEST(cache_thaw_failure_calls_handler) {
+    opcache *c = opcache_create(free, free_ext);
+    struct thaw_seen seen = {0, ""};
+    opcache_set_thaw_failed(c, on_thaw_failed_key, &seen);
+    opcache_set_freeze(c, true);
+    struct opcache_obj *o = opcache_put(c, obj("ns", "broken", 3), NULL);
+    CHECK(o != NULL);
+    if (!o) {
+        opcache_free(c);
+        return;
+    }
+    CHECK_INT((int)sweep_all(c), 1);
+    CHECK(o->tree == NULL && o->frozen != NULL);
+    o->frozen[strlen(o->frozen) - 1] = '\0'; /* drop the closing brace */
+    CHECK(opcache_raw(o) == NULL);
+    CHECK_INT(seen.calls, 1);
+    CHECK_STR(seen.key, "ns/broken");
+    CHECK(o->tree == NULL && o->frozen != NULL);
+    struct opcache_freeze_stats st = opcache_freeze_stats(c);
+    CHECK_INT((int)st.frozen, 1);
+    CHECK_INT((int)st.thaws, 0);
+    /* a reader through opcache_member sees nothing, and says so */
+    CHECK(opcache_member(o, "metadata") == NULL);
+    CHECK_INT(seen.calls, 2);
+    /* a put replaces the text: the entry reads again */
+    CHECK(opcache_put(c, obj("ns", "broken", 4), NULL) == o);
+    CHECK(opcache_raw(o) != NULL);
+    CHECK_INT(seen.calls, 2);
+    opcache_free(c);
+}
+
 /* Frozen entries: an entry nobody read for two passes of the sweep is
  * kept as text, and reading it gives back the same object; a read, a
  * put or a memo into the tree keeps it a tree; the counts follow. */
