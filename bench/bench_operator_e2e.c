@@ -93,9 +93,10 @@
  *   local:5000:1k,10k,100k:shrink=1000,10  local:10:1k,10k
  *   real:10:1k,10k  real:5000:1k,10k
  * The real control plane's 100k steps are left out: with the operator
- * running it creates 120-260 AIJobs per second here and the operator holds
- * 300-480 KiB per job on it, so 100k would take 7-14 minutes to create and
- * some 45 GB of operator memory (BENCH_PLAN can still ask for them).
+ * running it creates about 200 AIJobs per second here, so 100k take over
+ * 8 minutes to create and 22 to be all Queued, past the 15-minute budget
+ * (`real:1000:100k` ran in 26 minutes, docs/queue.md, twenty-sixth
+ * round; BENCH_PLAN can ask for it).
  * Nothing new starts after BENCH_DEADLINE_S (690 s) so that `make bench`
  * stays under 15 minutes; what did not run is listed as "not run". With
  * today's operator the deadline ends the plan inside its second
