@@ -1516,6 +1516,29 @@ static void job_apply_hold(struct opjob *js) {
  * and is left out of the queue (opjob.group_hold). Returns false when
  * out of memory for the group's name (logged; js keeps the group it had,
  * and the sync stops there). */
+/* A job whose namespace no Group claims, as --ungrouped (mode) says:
+ * run without quota or budget, or wait for a Group (the default Group
+ * named by mode, when it does not exist). */
+static void job__no_group(struct server *s, struct opcache_obj *o, struct opjob *js,
+                          const char *ns, const char *mode) {
+    char msg[512];
+    if (!strcmp(mode, "run")) {
+        job_event(s, o, js, "Normal", "NoGroup",
+                  "no Group claims this namespace: the job runs with no quota or budget "
+                  "(--ungrouped=run)");
+        return;
+    }
+    if (strcmp(mode, "wait") != 0)
+        snprintf(msg, sizeof msg,
+                 "no Group claims namespace %s and the default Group %s (--ungrouped) does "
+                 "not exist", ns, mode);
+    else
+        snprintf(msg, sizeof msg,
+                 "no Group claims namespace %s: its jobs wait until a Group lists it in "
+                 "spec.namespaces (or the operator runs with --ungrouped)", ns);
+    job_hold(s, o, js, "NoGroup", msg);
+}
+
 static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
                        struct opjob *js) {
     const struct aiq_group *g[2];
@@ -1539,28 +1562,15 @@ static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq
     }
     bool was = js->group_hold;
     js->group_hold = false;
+    /* With one Group claiming the namespace, or the default Group
+     * (--ungrouped=NAME), the job is in it (set above). */
     if (n >= 2) {
         snprintf(msg, sizeof msg,
                  "namespace %s is claimed by Groups %s and %s%s: its jobs wait until only one "
                  "claims it", ns, g[0]->meta.name, g[1]->meta.name, n > 2 ? " (and others)" : "");
         job_hold(s, o, js, "GroupConflict", msg);
-    } else if (group) {
-        /* the one Group claiming the namespace, or the default Group
-         * (--ungrouped=NAME): set above */
-    } else if (!strcmp(mode, "run")) {
-        job_event(s, o, js, "Normal", "NoGroup",
-                  "no Group claims this namespace: the job runs with no quota or budget "
-                  "(--ungrouped=run)");
-    } else if (strcmp(mode, "wait") != 0) {
-        snprintf(msg, sizeof msg,
-                 "no Group claims namespace %s and the default Group %s (--ungrouped) does "
-                 "not exist", ns, mode);
-        job_hold(s, o, js, "NoGroup", msg);
-    } else {
-        snprintf(msg, sizeof msg,
-                 "no Group claims namespace %s: its jobs wait until a Group lists it in "
-                 "spec.namespaces (or the operator runs with --ungrouped)", ns);
-        job_hold(s, o, js, "NoGroup", msg);
+    } else if (!group) {
+        job__no_group(s, o, js, ns, mode);
     }
     if (was && !js->group_hold && js->st.phase == AIQ_PHASE_QUEUED)
         job_phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");

@@ -5,7 +5,8 @@
 # why, and runs once a Group claims it; two Groups claiming one namespace
 # both get a Conflict condition naming the other, and that namespace's
 # new jobs wait with a message naming both until one lets go; with
-# --ungrouped GROUP such jobs count in that Group.
+# --ungrouped GROUP such jobs count in that Group, and wait, saying so,
+# when that Group does not exist.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -86,4 +87,16 @@ job adopted team-b | kubectl apply -f - >/dev/null
 wait_for 30 "with --ungrouped ga a job in unclaimed team-b runs counted in ga" sh -c '
   [ "$(kubectl get aijob adopted -n team-b -o jsonpath={.status.phase})" = Succeeded ] &&
   [ "$(kubectl get aijob adopted -n team-b -o jsonpath={.status.group})" = ga ]'
+
+# --- --ungrouped naming a Group that does not exist: the jobs wait, and say why ----
+op_kill9
+mv "$T/op.log" "$T/op2.log"
+op_start --ungrouped nosuch
+job stray team-b | kubectl apply -f - >/dev/null
+wait_for 15 "with --ungrouped nosuch a job in unclaimed team-b waits, naming the missing Group" sh -c '
+  [ "$(kubectl get aijob stray -n team-b -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob stray -n team-b -o jsonpath={.status.message} |
+    grep -q "no Group claims namespace team-b and the default Group nosuch (--ungrouped) does not exist"'
+sleep 2
+check "it is not admitted meanwhile" [ "$(st stray team-b phase)" = Queued ]
 e2e_done
