@@ -1478,6 +1478,19 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
 /* A job waiting for its namespace's Group: remembers why (applied to
  * the status by job_apply_hold at the end of each sync) and says so in
  * an Event once. */
+/* Emits the Event of a job's Group condition (reason NoGroup or
+ * GroupConflict) once while the condition lasts: job_event alone would
+ * tell it again at every sync after any other Event (Queued), and in a
+ * burst those repeats filled the Event queue, crowding out the rest. */
+static void job_group_event(struct server *s, struct opcache_obj *o, struct opjob *js,
+                            const char *type, const char *reason, const char *msg) {
+    uint8_t c = strcmp(reason, "GroupConflict") == 0 ? 2 : 1;
+    if (js->group_said == c)
+        return;
+    js->group_said = c;
+    job_event(s, o, js, type, reason, msg);
+}
+
 static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
                      const char *reason, const char *msg) {
     js->group_hold = true;
@@ -1489,7 +1502,7 @@ static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
         OPLOG(&s->log, OPLOG_ERROR, "job_state_dropped", o->key, srv__rv(opcache_raw(o)),
               "what=hold_reason reason=%s msg=\"out of memory\"", reason);
     }
-    job_event(s, o, js, "Warning", reason, msg);
+    job_group_event(s, o, js, "Warning", reason, msg);
 }
 
 /* A held job that waits in the queue's phases shows why, with no
@@ -1523,7 +1536,7 @@ static void job__no_group(struct server *s, struct opcache_obj *o, struct opjob 
                           const char *ns, const char *mode) {
     char msg[512];
     if (!strcmp(mode, "run")) {
-        job_event(s, o, js, "Normal", "NoGroup",
+        job_group_event(s, o, js, "Normal", "NoGroup",
                   "no Group claims this namespace: the job runs with no quota or budget "
                   "(--ungrouped=run)");
         return;
@@ -1571,6 +1584,8 @@ static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq
         job_hold(s, o, js, "GroupConflict", msg);
     } else if (!group) {
         job__no_group(s, o, js, ns, mode);
+    } else {
+        js->group_said = 0; /* in a Group: a later loss of it is told again */
     }
     if (was && !js->group_hold && js->st.phase == AIQ_PHASE_QUEUED)
         job_phase(js, AIQ_PHASE_QUEUED, "Queued", "waiting for the next cycle");

@@ -88,6 +88,9 @@ struct opjob {
     bool pods_ready;           /* Queued with every pod on the server (at its last sync) */
     bool group_hold;           /* waits for its namespace's Group (job__group);
                                   why: cold->hold_reason, hold_msg */
+    uint8_t group_said;        /* the Group condition its Event told, so it is
+                                  told once (job_group_event): 0 none, 1
+                                  NoGroup, 2 GroupConflict */
     bool released;             /* every pod ungated */
     bool preempted;            /* this teardown is a preemption (by whom, why:
                                   cold->preempted_by, preempt_reason) */

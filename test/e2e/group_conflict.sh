@@ -51,6 +51,9 @@ sleep 2
 check "it is not admitted meanwhile" [ "$(st lonely team-a phase)" = Queued ]
 check "a NoGroup Event says so" sh -c '
   kubectl get events -n team-a --field-selector involvedObject.name=lonely -o jsonpath="{range .items[*]}{.reason}{\"\\n\"}{end}" | grep -q NoGroup'
+check "it says so once, not again at each sync after its Queued Event" sh -c '
+  r=$(kubectl get events -n team-a --field-selector involvedObject.name=lonely -o jsonpath="{range .items[*]}{.reason}{\"\\n\"}{end}")
+  [ "$(echo "$r" | grep -c "^NoGroup$")" = 1 ] && echo "$r" | grep -q "^Queued$"'
 
 # --- a Group claims it: the job runs ---------------------------------------------
 group ga team-a | kubectl apply -f - >/dev/null
