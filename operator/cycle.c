@@ -1452,7 +1452,7 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
     js->st.position = 0;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
     (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
-    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "Rejected", msg);
+    srv__event_of(s, OPK_AIJOB, o, "Warning", "Rejected", msg);
     job_delete_pods(s, o);
     cy_journal(s, js, j, now, "reject", r, cy_reason(r->reason), msg);
     OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(opcache_raw(o)),
@@ -1699,7 +1699,7 @@ static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
-        srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Admitted", opstatus_message(&js->st));
+        srv__event_of(s, OPK_AIJOB, o, "Normal", "Admitted", opstatus_message(&js->st));
         OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(opcache_raw(o)),
               "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
               js->st.nplacement, (int)js->released);

@@ -236,7 +236,7 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
     if (strcmp(js->last_event, reason) == 0)
         return;
     snprintf(js->last_event, sizeof js->last_event, "%s", reason);
-    srv__event(s, OPK_AIJOB, opcache_raw(o), type, reason, msg);
+    srv__event_of(s, OPK_AIJOB, o, type, reason, msg);
 }
 
 /* Records a job's end in the store: when, and its final phase, which
@@ -1627,7 +1627,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
              "back to the queue (preemption %d, not counted against backoffLimit)",
              *bykey ? bykey : "the queue", why, js->st.preemptions);
     job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
-    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "Preempted", msg);
+    srv__event_of(s, OPK_AIJOB, o, "Warning", "Preempted", msg);
     snprintf(js->last_event, sizeof js->last_event, "%s", "Preempted");
     opmetrics_preempted_inc(s->metrics, reason);
     OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(opcache_raw(o)),
@@ -1696,7 +1696,7 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
     snprintf(xm, sizeof xm, "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
              *bykey ? bykey : "the queue", why);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "Shrunk", xm);
-    srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Shrunk", xm);
+    srv__event_of(s, OPK_AIJOB, o, "Normal", "Shrunk", xm);
     opmetrics_resized_inc(s->metrics, "shrink");
     OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d by=%s",
           old, size, *bykey ? bykey : "-");
@@ -1781,7 +1781,7 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     snprintf(xm, sizeof xm, "replicas %d..%d did not all start within %.0fs: back to %d", old,
              cur - 1, s->flags.start_timeout_s, old);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "GrowTimedOut", xm);
-    srv__event(s, OPK_AIJOB, opcache_raw(o), "Warning", "GrowTimedOut", xm);
+    srv__event_of(s, OPK_AIJOB, o, "Warning", "GrowTimedOut", xm);
     char nodes[256] = "-";
     for (int k = 0, len = 0; js->grow_avoid && k < js->grow_avoid->n && len < (int)sizeof nodes; k++)
         len += snprintf(nodes + len, sizeof nodes - (size_t)len, "%s%s", k ? "," : "",
@@ -1849,7 +1849,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
                   "journal_event");
-    srv__event(s, OPK_AIJOB, opcache_raw(o), "Normal", "Grown", xm);
+    srv__event_of(s, OPK_AIJOB, o, "Normal", "Grown", xm);
     opmetrics_resized_inc(s->metrics, "grow");
     OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d", old,
           size);

@@ -270,19 +270,32 @@ void srv__want_job_status(struct server *s, struct opcache_obj *o, double at) {
 
 /* Events ---------------------------------------------------------------------- */
 
+/* Whether an Event would be dropped now (not leading, or the queue at
+ * its cap: counted then). Bounded like client-go's event broadcaster:
+ * past the cap an Event is dropped, never queued without limit; checked
+ * before anything of the Event is read or built (a release of thousands
+ * of gangs passes it, and so does a restart's replay of every job). */
+static bool srv_event_dropped(struct server *s) {
+    if (!s->leading)
+        return true;
+    if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
+        s->events_dropped++;
+        return true;
+    }
+    return false;
+}
+
+void srv__event_of(struct server *s, opkind k, struct opcache_obj *o, const char *type,
+                   const char *reason, const char *message) {
+    if (!srv_event_dropped(s))
+        srv__event(s, k, opcache_raw(o), type, reason, message);
+}
+
 void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
                 const char *reason, const char *message) {
     const struct reconciler *r = &srv_reconcilers[k];
-    if (!s->leading)
+    if (srv_event_dropped(s))
         return;
-    /* Bounded like client-go's event broadcaster: past the cap an Event
-     * is dropped (counted), never queued without limit; checked before
-     * anything of the Event is read or built (a release of thousands of
-     * gangs passes it, and so does a restart's replay of every job). */
-    if (s->pending_events && json_object_array_length(s->pending_events) >= SRV_EVENTS_MAX) {
-        s->events_dropped++;
-        return;
-    }
     struct opevent_obj eo = {
         r->group[0] ? AIQ_API_VERSION : "v1", r->kind_name,
         r->namespaced ? srv__ns(obj) : NULL, srv__name(obj), srv__uid(obj),
