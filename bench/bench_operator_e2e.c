@@ -923,6 +923,16 @@ static double probe_median(double *v, int n, double *max) {
 /* Steady state, arrivals, finishes and a restart: the measurements
  * of a row once its jobs are Queued. lbl names the probe jobs. Returns
  * -1 when the operator could not be started again (the config ends). */
+/* Whether the operator died (then said on stderr, with where and its
+ * log): the row stops there. */
+static bool op_died(struct env *e, const char *when) {
+    char why[96];
+    if (!bp_operator_gone(&e->op, why, sizeof why))
+        return false;
+    fprintf(stderr, "bench_operator_e2e: the operator %s %s (see %s)\n", why, when, e->op.log);
+    return true;
+}
+
 static int measure(struct env *e, struct row *r, const char *lbl) {
     const struct opts *o = e->o;
     struct bp_metrics m0 = e->m, m1;
@@ -931,6 +941,8 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
 
     /* the due statuses drain, then the steady window */
     drain(e, r, &m0);
+    if (op_died(e, "the statuses drained"))
+        return -1;
     long mod0 = atomic_load(&e->jw.modified);
     double secs;
     /* The operator's CPU over the window per cycle: what a cycle costs
@@ -953,6 +965,8 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
     /* What is not yet checkpointed lives in the WAL: both count. */
     r->db_bytes_per_job = r->jobs > 0 && dbb > 0 ? (double)(dbb + (walb > 0 ? walb : 0)) / r->jobs : 0;
     r->wal_mib = walb > 0 ? walb / 1048576.0 : 0;
+    if (op_died(e, "in the steady window"))
+        return -1;
     bp_log("steady: %d cycles, mean %.1f ms, %.1f writes/s, RSS %.0f MiB", r->cyc_n, r->cyc_mean,
            r->writes_per_s, r->rss_mib);
     steady_rescore(e, r, &m1);
@@ -1130,8 +1144,13 @@ static int run_config(const struct config *cf, const char *top, const struct opt
         have = target;
         bp_log("created %ld in %.1f s; waiting for Queued", ok, secs);
         double cap = capped(o, o->queued_cap_s);
-        while (atomic_load(&e.jw.nqueued) < have && bp_now() - t0 < cap)
+        while (atomic_load(&e.jw.nqueued) < have && bp_now() - t0 < cap) {
+            if (op_died(&e, "waiting for Queued")) {
+                (*nr)--; /* its figures are of nothing: listed as failed below */
+                goto out_watch;
+            }
             usleep(20000);
+        }
         r->all_queued_s = bp_now() - t0;
         r->queued = atomic_load(&e.jw.nqueued);
         r->jobs = r->queued;
@@ -1149,8 +1168,10 @@ static int run_config(const struct config *cf, const char *top, const struct opt
             st++;
             break; /* not at steady state: nothing more to measure here */
         }
-        if (measure(&e, r, lbl) != 0)
+        if (measure(&e, r, lbl) != 0) {
+            (*nr)--; /* a row half measured: listed as failed below */
             goto out_watch;
+        }
     }
     int complete = st == cf->nsteps && !(*nr > 0 && rows[*nr - 1].cut);
     if (cf->release && complete && left(o) > 60)

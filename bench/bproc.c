@@ -800,6 +800,18 @@ int bp_operator_start(struct bp_operator *op, const struct bp_server *s, const c
     return 0;
 }
 
+int bp_operator_gone(struct bp_operator *op, char *why, size_t cap) {
+    int st = 0;
+    if (op->pid <= 0 || waitpid(op->pid, &st, WNOHANG) != op->pid)
+        return 0;
+    if (WIFSIGNALED(st))
+        snprintf(why, cap, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(why, cap, "exited with status %d", WEXITSTATUS(st));
+    op->pid = 0;
+    return 1;
+}
+
 void bp_operator_signal(struct bp_operator *op, int sig) {
     if (op->pid <= 0)
         return;

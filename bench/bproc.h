@@ -198,6 +198,12 @@ struct bp_operator {
     long logpos;      /* how far the log was read */
 };
 
+/* Whether the operator has exited: 1 (it is reaped, op->pid becomes 0,
+ * and why says how: "exited with status N" or "was killed by signal N
+ * (NAME)"), else 0. A row whose operator died must say so, not wait out
+ * its caps and print figures of nothing. */
+int bp_operator_gone(struct bp_operator *op, char *why, size_t cap);
+
 /* Starts the operator binary (BENCH_OPERATOR, default
  * build/rel/aiq-operator) against s with --db db, --metrics-addr
  * 127.0.0.1:0, --cycle-ms cycle_ms, logging to log (appended). Waits up
