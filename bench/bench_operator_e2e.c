@@ -920,9 +920,6 @@ static double probe_median(double *v, int n, double *max) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Steady state, arrivals, finishes and a restart: the measurements
- * of a row once its jobs are Queued. lbl names the probe jobs. Returns
- * -1 when the operator could not be started again (the config ends). */
 /* Whether the operator died (then said on stderr, with where and its
  * log): the row stops there. */
 static bool op_died(struct env *e, const char *when) {
@@ -933,6 +930,10 @@ static bool op_died(struct env *e, const char *when) {
     return true;
 }
 
+/* Steady state, arrivals, finishes and a restart: the measurements
+ * of a row once its jobs are Queued. lbl names the probe jobs. Returns
+ * -1 when the operator could not be started again (the config ends),
+ * or when the operator died. */
 static int measure(struct env *e, struct row *r, const char *lbl) {
     const struct opts *o = e->o;
     struct bp_metrics m0 = e->m, m1;
@@ -941,7 +942,7 @@ static int measure(struct env *e, struct row *r, const char *lbl) {
 
     /* the due statuses drain, then the steady window */
     drain(e, r, &m0);
-    if (op_died(e, "the statuses drained"))
+    if (op_died(e, "while the statuses drained"))
         return -1;
     long mod0 = atomic_load(&e->jw.modified);
     double secs;

@@ -1475,9 +1475,6 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
     js->journaled = true;
 }
 
-/* A job waiting for its namespace's Group: remembers why (applied to
- * the status by job_apply_hold at the end of each sync) and says so in
- * an Event once. */
 /* Emits the Event of a job's Group condition (reason NoGroup or
  * GroupConflict) once while the condition lasts: job_event alone would
  * tell it again at every sync after any other Event (Queued), and in a
@@ -1491,6 +1488,9 @@ static void job_group_event(struct server *s, struct opcache_obj *o, struct opjo
     job_event(s, o, js, type, reason, msg);
 }
 
+/* A job waiting for its namespace's Group: remembers why (applied to
+ * the status by job_apply_hold at the end of each sync) and says so in
+ * an Event once. */
 static void job_hold(struct server *s, struct opcache_obj *o, struct opjob *js,
                      const char *reason, const char *msg) {
     js->group_hold = true;
@@ -1522,13 +1522,6 @@ static void job_apply_hold(struct opjob *js) {
                                js->cold ? js->cold->hold_msg : "waits for its namespace's Group");
 }
 
-/* Decides the job's group from its namespace (docs/operator.md "Jobs and
- * Groups"): the one Group claiming it; with none, --ungrouped says wait,
- * run without quota (said in an Event), or use the named Group; with two
- * or more, the job waits and says which. A waiting job keeps its phase
- * and is left out of the queue (opjob.group_hold). Returns false when
- * out of memory for the group's name (logged; js keeps the group it had,
- * and the sync stops there). */
 /* A job whose namespace no Group claims, as --ungrouped (mode) says:
  * run without quota or budget, or wait for a Group (the default Group
  * named by mode, when it does not exist). */
@@ -1537,8 +1530,8 @@ static void job__no_group(struct server *s, struct opcache_obj *o, struct opjob 
     char msg[512];
     if (!strcmp(mode, "run")) {
         job_group_event(s, o, js, "Normal", "NoGroup",
-                  "no Group claims this namespace: the job runs with no quota or budget "
-                  "(--ungrouped=run)");
+                        "no Group claims this namespace: the job runs with no quota or budget "
+                        "(--ungrouped=run)");
         return;
     }
     if (strcmp(mode, "wait") != 0)
@@ -1552,6 +1545,13 @@ static void job__no_group(struct server *s, struct opcache_obj *o, struct opjob 
     job_hold(s, o, js, "NoGroup", msg);
 }
 
+/* Decides the job's group from its namespace (docs/operator.md "Jobs and
+ * Groups"): the one Group claiming it; with none, --ungrouped says wait,
+ * run without quota (said in an Event), or use the named Group; with two
+ * or more, the job waits and says which. A waiting job keeps its phase
+ * and is left out of the queue (opjob.group_hold). Returns false when
+ * out of memory for the group's name (logged; js keeps the group it had,
+ * and the sync stops there). */
 static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
                        struct opjob *js) {
     const struct aiq_group *g[2];
