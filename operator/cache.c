@@ -395,6 +395,14 @@ static int64_t cache_rv(json_object *obj) {
     return n >= 0 ? n : OPCACHE_RV_OPAQUE;
 }
 
+/* Takes raw as o's tree, with what the entry keeps of it readable
+ * without the tree (rv, facts). */
+static void cache_take_tree(opcache *c, struct opcache_obj *o, json_object *raw) {
+    o->tree = raw;
+    o->rv = cache_rv(raw);
+    o->facts = c->facts ? c->facts(raw) : 0;
+}
+
 /* Finds the slot holding key (>= 0), or -1-(first free slot) when absent. */
 static long cache_find(const opcache *c, const char *key) {
     size_t mask = c->nslots - 1, i = (size_t)cache_hash(key) & mask;
@@ -461,9 +469,7 @@ static json_object *cache_slim(opcache *c, json_object *raw, const char *key, ai
  * ext state kept. Returns o. */
 static struct opcache_obj *cache_replace(opcache *c, struct opcache_obj *o, json_object *raw) {
     json_object_put(o->tree);
-    o->tree = raw;
-    o->rv = cache_rv(raw);
-    o->facts = c->facts ? c->facts(raw) : 0;
+    cache_take_tree(c, o, raw);
     if (o->frozen)
         c->nfrozen--;
     free(o->frozen);
@@ -527,9 +533,7 @@ struct opcache_obj *opcache_put(opcache *c, json_object *raw, aiq_err *err) {
     if (!o)
         goto nomem;
     memcpy(o->key, key, klen);
-    o->tree = raw;
-    o->rv = cache_rv(raw);
-    o->facts = c->facts ? c->facts(raw) : 0;
+    cache_take_tree(c, o, raw);
     o->warm = true;
     c->active = true;
     c->idle = false;

@@ -380,12 +380,7 @@ static bool job_range_on_server(struct server *s, const struct aiq_aijob *j, int
 /* Tells whether every pod of the job exists on the server (not only as a
  * placeholder waiting for its create). */
 static bool job_pods_on_server(struct server *s, const struct aiq_aijob *j) {
-    for (int i = 0; i < j->spec.replicas; i++) {
-        struct opcache_obj *p = job_pod_at(s, j, i);
-        if (!p || p->rv == OPCACHE_RV_NONE) /* a placeholder of ours */
-            return false;
-    }
-    return true;
+    return job_range_on_server(s, j, 0, (int)j->spec.replicas);
 }
 
 /* GPUs the whole gang holds (a shared replica holds a whole GPU under a

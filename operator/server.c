@@ -285,17 +285,10 @@ static bool srv_event_dropped(struct server *s) {
     return false;
 }
 
-void srv__event_of(struct server *s, opkind k, struct opcache_obj *o, const char *type,
-                   const char *reason, const char *message) {
-    if (!srv_event_dropped(s))
-        srv__event(s, k, opcache_raw(o), type, reason, message);
-}
-
-void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
-                const char *reason, const char *message) {
+/* Builds and queues the Event (srv_event_dropped said it fits). */
+static void srv_event_queue(struct server *s, opkind k, json_object *obj, const char *type,
+                            const char *reason, const char *message) {
     const struct reconciler *r = &srv_reconcilers[k];
-    if (srv_event_dropped(s))
-        return;
     struct opevent_obj eo = {
         r->group[0] ? AIQ_API_VERSION : "v1", r->kind_name,
         r->namespaced ? srv__ns(obj) : NULL, srv__name(obj), srv__uid(obj),
@@ -310,6 +303,18 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
         json_object_put(ev);
     OPLOG(&s->log, OPLOG_INFO, "k8s_event", srv__name(obj), srv__rv(obj),
           "kind=%s reason=%s type=%s", r->kind_name, reason, type);
+}
+
+void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
+                const char *reason, const char *message) {
+    if (!srv_event_dropped(s))
+        srv_event_queue(s, k, obj, type, reason, message);
+}
+
+void srv__event_of(struct server *s, opkind k, struct opcache_obj *o, const char *type,
+                   const char *reason, const char *message) {
+    if (!srv_event_dropped(s))
+        srv_event_queue(s, k, opcache_raw(o), type, reason, message);
 }
 
 /* Status writes ------------------------------------------------------------------ */
