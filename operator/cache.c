@@ -391,8 +391,15 @@ static int64_t cache_rv(json_object *obj) {
         !json_object_object_get_ex(m, "resourceVersion", &v) ||
         json_object_get_string_len(v) == 0)
         return OPCACHE_RV_NONE;
-    int64_t n = opcache_rv_num(json_object_get_string(v));
-    return n >= 0 ? n : OPCACHE_RV_OPAQUE;
+    const char *t = json_object_get_string(v);
+    int64_t n = opcache_rv_num(t);
+    if (n >= 0)
+        return n;
+    /* Opaque: FNV-1a of the text, folded to [OPCACHE_RV_OPAQUE - 2^61, OPCACHE_RV_OPAQUE]. */
+    uint64_t h = 1469598103934665603ull;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 1099511628211ull;
+    return OPCACHE_RV_OPAQUE - (int64_t)(h >> 3);
 }
 
 /* Takes raw as o's tree, with what the entry keeps of it readable

@@ -22,6 +22,10 @@
 
 #define OPCACHE_KEY_MAX (2 * AIQ_MAX_NAME + 2)
 #define OPCACHE_RV_NONE (-1)
+/* opcache_obj.rv of a resourceVersion that is not a decimal number is
+ * at most this: a negative identity of its text (equal texts, equal
+ * values), so that == still tells two versions apart without the tree;
+ * only decimal ones (>= 0) are ordered. */
 #define OPCACHE_RV_OPAQUE (-2)
 
 /* One entry. Its key is allocated to size at the end (a key is
@@ -41,7 +45,8 @@ struct opcache_obj {
     /* metadata.resourceVersion of the last put as a number
      * (opcache_rv_num), readable without the tree: OPCACHE_RV_NONE when
      * it has none (an object of ours not yet on the server; "" counts as
-     * none), OPCACHE_RV_OPAQUE when it is not a decimal number. */
+     * none), <= OPCACHE_RV_OPAQUE when it is not a decimal number (an
+     * identity of its text: see OPCACHE_RV_OPAQUE). */
     int64_t rv;
     /* The cache's facts function's digest of the last put
      * (opcache_set_facts), readable without the tree; 0 without one. */

@@ -1558,7 +1558,7 @@ static void cy_wait_note(struct cy_row *row, const struct cy_wkey *k,
     row->wkey = *k;
     row->wchanged = o->changed;
     row->wseq = o->state_seq;
-    row->wpub = js->pub_rv[0] && js->pub_seen == o->changed;
+    row->wpub = js->pub_rv != OPCACHE_RV_NONE && js->pub_seen == o->changed;
     row->wpos = js->pub_pos;
     row->weta = js->pub_eta;
     row->jpos = js->last_dec.pos;
@@ -1586,7 +1586,7 @@ static void cy_wait_kept(struct server *s, const struct q_input *in, const q_out
     cy_wait_check(s, in, out, pol, i, r, o, js, now);
     if (row->changed != o->changed || row->seq != o->state_seq ||
         js->st.position != r->pos || js->st.estimated_start != r->eta ||
-        js->pub_pos != row->wpos || js->pub_eta != row->weta || !js->pub_rv[0] ||
+        js->pub_pos != row->wpos || js->pub_eta != row->weta || js->pub_rv == OPCACHE_RV_NONE ||
         js->pub_seen != o->changed || js->last_dec.pos != row->jpos ||
         journal != cy_journal_due(js, "wait", r, why))
         cy_selfcheck_failed(s, "kept_wait_state", o->key);

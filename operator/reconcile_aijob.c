@@ -41,8 +41,8 @@ static struct opjob *job_state(struct opcache_obj *o) {
     if (!x)
         return NULL;
     opcache_state_changed(o);
-    if (!x->job)
-        x->job = calloc(1, sizeof *x->job);
+    if (!x->job && (x->job = calloc(1, sizeof *x->job)) != NULL)
+        x->job->pub_rv = x->job->own_rv = OPCACHE_RV_NONE;
     return x->job;
 }
 
@@ -166,11 +166,10 @@ static void job_gang(struct server *s, const struct aiq_aijob *j, const struct o
  * (not by our own status write), or something a user acts on changed
  * since the last publish (docs/operator.md "Status writes"). */
 static bool job_must_publish(struct opcache_obj *o, struct opjob *js, double now) {
-    if (!js->pub_rv[0])
+    if (js->pub_rv == OPCACHE_RV_NONE)
         return true;
     if (o->changed != js->pub_seen) { /* put since: compare the resourceVersion */
-        const char *rv = srv__rv(opcache_raw(o));
-        if (strcmp(rv, js->pub_rv) != 0 && strcmp(rv, js->own_rv) != 0)
+        if (o->rv != js->pub_rv && o->rv != js->own_rv)
             return true;
         js->pub_seen = o->changed;
     }
@@ -182,11 +181,7 @@ static bool job_must_publish(struct opcache_obj *o, struct opjob *js, double now
 /* Records js->st as what the AIJob's status says now (resourceVersion,
  * material fingerprint, position, estimated start, phase). */
 static void job_published_as(struct opcache_obj *o, struct opjob *js) {
-    const char *rv = srv__rv(opcache_raw(o));
-    js->pub_rv[0] = '\0';
-    if (strlen(rv) >= sizeof js->pub_rv)
-        return; /* not kept: the next sync publishes */
-    memcpy(js->pub_rv, rv, strlen(rv) + 1);
+    js->pub_rv = o->rv; /* the entry's: a frozen one is not read back for it */
     js->pub_seen = o->changed;
     js->pub_mhash = opstatus_material_hash(&js->st);
     js->pub_pos = js->st.position;
@@ -214,7 +209,6 @@ static void job__publish(struct server *s, struct opcache_obj *o,
     struct opext *x = o->ext;
     if (x && x->dirty && phase_changed)
         x->urgent = true;
-    js->pub_rv[0] = '\0';
     job_published_as(o, js);
 }
 

@@ -368,9 +368,8 @@ static void srv_status_done(struct server *s, opkind k, struct opcache_obj *o,
             /* The status economy tells our own write from someone else's
              * change by this resourceVersion. */
             struct opext *nx = n->ext;
-            const char *rv = srv__rv(opcache_raw(n));
-            if (nx && nx->job && strlen(rv) < sizeof nx->job->own_rv) {
-                memcpy(nx->job->own_rv, rv, strlen(rv) + 1);
+            if (nx && nx->job) {
+                nx->job->own_rv = n->rv;
                 opcache_state_changed(n);
             }
         }

@@ -128,14 +128,16 @@ struct opjob {
     double pub_eta;            /* estimated start then */
     int pub_pos;               /* position then */
     aiq_phase pub_phase;       /* phase then: a phase change writes first */
-    char pub_rv[32];           /* the object's resourceVersion then ("" = none) */
+    int64_t pub_rv;            /* the object's resourceVersion then, as the
+                                  cache entry's rv (OPCACHE_RV_NONE: none) */
     int npre_t;                /* entries of pre_t */
     struct opdecision last_dec; /* journal only changes */
     struct opstatus st;        /* what we want the status to say */
     /* The rest. */
     double pre_t[8];           /* its last preemptions (ring, unix s: when its
                                   pods were gone), rebuilt from the store on load */
-    char own_rv[32];           /* the resourceVersion our last status write made */
+    int64_t own_rv;            /* the resourceVersion our last status write
+                                  made, as the cache entry's rv (OPCACHE_RV_NONE: none) */
     struct opst_place *place;  /* placement buffer, place_cap entries */
     int place_cap;
     struct opst_term *terms;   /* st.terms' storage, terms_cap entries (NULL: none) */

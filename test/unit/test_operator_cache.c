@@ -534,7 +534,15 @@ TEST(cache_frozen_stash_and_rv) {
     CHECK_INT((int)opcache_freeze_stats(c).thaws, 1);
     CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
                                             "\"resourceVersion\":\"x7\"}}"), NULL) == o);
-    CHECK(o->rv == OPCACHE_RV_OPAQUE); /* there, but not a number */
+    /* there, but not a number: an identity of its text, unordered */
+    int64_t x7 = o->rv;
+    CHECK(x7 <= OPCACHE_RV_OPAQUE);
+    CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                                            "\"resourceVersion\":\"x8\"}}"), NULL) == o);
+    CHECK(o->rv <= OPCACHE_RV_OPAQUE && o->rv != x7);
+    CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                                            "\"resourceVersion\":\"x7\"}}"), NULL) == o);
+    CHECK(o->rv == x7);
     CHECK(opcache_put(c, json_tokener_parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
                                             "\"resourceVersion\":\"\"}}"), NULL) == o);
     CHECK(o->rv == OPCACHE_RV_NONE); /* ours, not yet on the server */
