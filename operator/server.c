@@ -236,6 +236,48 @@ oppolicy *srv__policy(struct server *s) {
     return s->dflt_policy;
 }
 
+/* Puts o (x its state) on the dirty list of kind k (its status is to be
+ * written at the next flush) unless it is on it; out of memory the next
+ * flush scans every object instead. */
+static void srv_dirty_list(struct server *s, opkind k, struct opcache_obj *o, struct opext *x) {
+    struct srv_dirty *d = &s->dirty[k];
+    if (x->listed)
+        return;
+    if (d->n == d->cap) {
+        size_t ncap = d->cap ? d->cap * 2 : 64;
+        char **nk = realloc(d->key, ncap * sizeof *nk);
+        if (!nk) {
+            s->dirty_scan = true;
+            return;
+        }
+        d->key = nk;
+        d->cap = ncap;
+    }
+    if (!(d->key[d->n] = strdup(o->key))) {
+        s->dirty_scan = true;
+        return;
+    }
+    d->n++;
+    x->listed = true;
+}
+
+/* The kind of a cached object: the kind whose cache holds it. */
+static opkind srv_kind_of(const struct server *s, const struct opcache_obj *o) {
+    for (int k = 0; k < OPK__N; k++)
+        if (s->cache[k] == o->owner)
+            return (opkind)k;
+    abort(); /* every object srv__want_status gets is in one of our caches */
+}
+
+/* Marks o (of kind k, x its state) dirty: its status is written at the
+ * next flush. */
+static void srv_mark_dirty(struct server *s, opkind k, struct opcache_obj *o, struct opext *x) {
+    if (!x->dirty)
+        x->dirty_since = srv_now();
+    x->dirty = true;
+    srv_dirty_list(s, k, o, x);
+}
+
 void srv__want_status(struct server *s, struct opcache_obj *o,
                       json_object *st) {
     struct opext *x = srv__ext(o);
@@ -249,10 +291,7 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
     }
     json_object_put(x->want_status);
     x->want_status = st;
-    if (!x->dirty)
-        x->dirty_since = srv_now();
-    x->dirty = true;
-    s->maybe_dirty = true;
+    srv_mark_dirty(s, srv_kind_of(s, o), o, x);
 }
 
 void srv__want_job_status(struct server *s, struct opcache_obj *o, double at) {
@@ -262,10 +301,7 @@ void srv__want_job_status(struct server *s, struct opcache_obj *o, double at) {
                  * but its next material change publishes again) */
     x->want_job = true; /* an AIJob never has a want_status */
     x->want_at = at;
-    if (!x->dirty)
-        x->dirty_since = srv_now();
-    x->dirty = true;
-    s->maybe_dirty = true;
+    srv_mark_dirty(s, OPK_AIJOB, o, x);
 }
 
 /* Events ---------------------------------------------------------------------- */
@@ -693,6 +729,51 @@ static size_t srv_count_first(struct opcache_obj *const *dirty, size_t n, double
  * position that moved) would only slow them. After a cycle that released
  * pods, at most a quarter second's worth: the next cycle may release more
  * (an uncordon still reaching nodes), and its pods go before statuses. */
+/* The objects of kind k to write this flush into *out (n_out entries;
+ * NULL and 0 when none, or out of memory: they stay listed): those on
+ * the dirty list (or, after a key could not be listed, every dirty
+ * object), each once, taken off the list. */
+static void srv_dirty_take(struct server *s, opkind k, bool scan,
+                           struct opcache_obj ***out, size_t *n_out) {
+    opcache *c = s->cache[k];
+    struct srv_dirty *d = &s->dirty[k];
+    size_t n = scan ? opcache_count(c) : d->n, m = 0;
+    struct opcache_obj **v = n ? malloc(n * sizeof *v) : NULL;
+    *out = NULL;
+    *n_out = 0;
+    if (!v) {
+        if (n)
+            s->dirty_scan = true; /* out of memory: the next flush looks again */
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct opcache_obj *o = scan ? opcache_at(c, i) : opcache_get(c, d->key[i]);
+        struct opext *x = o ? o->ext : NULL;
+        /* A key listed twice (its object deleted and made again) is
+         * taken at its first: listed is cleared there. */
+        if (!x || (!scan && !x->listed))
+            continue;
+        x->listed = false;
+        if (x->dirty)
+            v[m++] = o;
+    }
+    for (size_t i = 0; i < d->n; i++)
+        free(d->key[i]);
+    d->n = 0;
+    *out = v;
+    *n_out = m;
+}
+
+/* Flush: pods to create, statuses of dirty objects (one parallel batch
+ * per kind; AIJob statuses within the write budget), then Events. While
+ * pods still wait to be created, only the AIJob statuses with a phase
+ * change go out (and any due for SRV_STATUS_WAIT_MAX_S): a burst's
+ * Queued statuses wait for their pods, and the rest (a Pending job's, a
+ * position that moved) would only slow them. After a cycle that released
+ * pods, at most a quarter second's worth: the next cycle may release more
+ * (an uncordon still reaching nodes), and its pods go before statuses.
+ * Only the objects on the dirty lists are visited; those left dirty
+ * (budget, failed writes) go back on them. */
 void srv_flush(struct server *s) {
     static const opkind with_status[] = {OPK_AIJOB, OPK_POLICY, OPK_GROUP,
                                          OPK_USERQUOTA};
@@ -700,28 +781,17 @@ void srv_flush(struct server *s) {
     if (!s->leading || !srv_store_publishable(s))
         return;
     srv__flush_pods(s, SRV_PODS_PER_TURN);
-    /* The scan below touches every cached object: at rest (no status
-     * wanted since the last scan found none) it is skipped. A scan that
-     * finds any dirty object, written or not, keeps the flag set, so the
-     * objects left over (budget, failed writes) are scanned for again. */
-    bool any = false;
-    for (size_t k = 0; s->maybe_dirty && k < sizeof with_status / sizeof with_status[0]; k++) {
-        opcache *c = s->cache[with_status[k]];
-        size_t n = opcache_count(c), m = 0;
-        struct opcache_obj **dirty = n ? malloc(n * sizeof *dirty) : NULL;
-        if (!dirty) {
-            any = any || n > 0; /* out of memory: scan again next turn */
+    bool scan = s->dirty_scan;
+    s->dirty_scan = false;
+    for (size_t k = 0; k < sizeof with_status / sizeof with_status[0]; k++) {
+        opkind kind = with_status[k];
+        struct opcache_obj **dirty;
+        size_t m;
+        if (!scan && s->dirty[kind].n == 0)
             continue;
-        }
-        for (size_t i = 0; i < n; i++) {
-            struct opcache_obj *o = opcache_at(c, i);
-            struct opext *x = o->ext;
-            if (x && x->dirty)
-                dirty[m++] = o;
-        }
-        any = any || m > 0;
+        srv_dirty_take(s, kind, scan, &dirty, &m);
         size_t go = m;
-        if (with_status[k] == OPK_AIJOB) {
+        if (kind == OPK_AIJOB && m) {
             double now = srv_now();
             go = opst_budget_allow(&s->status_budget, s->flags.status_writes_per_s, now,
                                    s->release_turn,
@@ -730,11 +800,24 @@ void srv_flush(struct server *s) {
                 qsort(dirty, m, sizeof *dirty, srv_due_cmp);
             opmetrics_status_writes(s->metrics, 0, (long)(m - go));
         }
-        if (go)
-            srv_write_statuses(s, with_status[k], dirty, (int)go);
+        /* The writes may null entries of the array they are given (not
+         * written: the store cannot publish), so it gets a copy. */
+        struct opcache_obj **sent = go ? malloc(go * sizeof *sent) : NULL;
+        if (sent) {
+            memcpy(sent, dirty, go * sizeof *sent);
+            srv_write_statuses(s, kind, sent, (int)go);
+            free(sent);
+        }
+        /* Those not written (budget, failed writes, out of memory for the
+         * copy) stay listed. The writes put entries (the server's answers)
+         * in place and delete none, so the pointers still hold. */
+        for (size_t i = 0; i < m; i++) {
+            struct opext *x = dirty[i]->ext;
+            if (x->dirty)
+                srv_dirty_list(s, kind, dirty[i], x);
+        }
         free(dirty);
     }
-    s->maybe_dirty = any;
     s->release_turn = false;
     srv_flush_events(s);
 }
@@ -1367,6 +1450,12 @@ void srv_deinit(struct server *s) {
     s->pending_events = NULL;
     json_object_put(s->pending_pods);
     s->pending_pods = NULL;
+    for (int k = 0; k < OPK__N; k++) {
+        for (size_t i = 0; i < s->dirty[k].n; i++)
+            free(s->dirty[k].key[i]);
+        free(s->dirty[k].key);
+        memset(&s->dirty[k], 0, sizeof s->dirty[k]);
+    }
     q_state_free(s->q);
     s->q = NULL;
     cycle_free(s);

@@ -192,6 +192,7 @@ struct opext {
     bool want_job;             /* AIJob: the desired status is job->st, built
                                 * when written (srv__want_job_status) */
     bool dirty;                /* compare and write at the next flush */
+    bool listed;               /* its key is on the server's dirty list */
     bool urgent;               /* a phase change: written before the rest */
     double dirty_since;        /* when it became dirty (unix s) */
     double want_at;            /* want_job: when it was published (unix s),
@@ -330,7 +331,16 @@ struct server {
     bool cap_seen;             /* capgrace.c: a node list was seen */
     uint64_t cap_fp;           /* its configured capacity's fingerprint */
     double cap_changed_at;     /* when that last changed (unix s) */
-    bool maybe_dirty;          /* some object may have a status to write: srv_flush scans */
+    /* Objects with a status to write, by kind: the keys of those made
+     * dirty since the last flush and of those it left dirty (budget,
+     * failed writes), so a flush visits them and not every cached object.
+     * A key may name an object deleted since (skipped). */
+    struct srv_dirty {
+        char **key;
+        size_t n, cap;
+    } dirty[OPK__N];
+    bool dirty_scan;           /* a key could not be listed (out of memory):
+                                  the next flush scans every object */
     struct opst_budget status_budget; /* --status-writes-per-s */
     bool release_turn;         /* this turn's cycle released pods (srv_flush) */
     /* What a restart's replay reads for every job at once
