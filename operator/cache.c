@@ -599,6 +599,14 @@ uint64_t opcache_version(const opcache *c) {
     return c->seq + c->ndel;
 }
 
+uint64_t opcache_puts(const opcache *c) {
+    return c->seq;
+}
+
+uint64_t opcache_deletions(const opcache *c) {
+    return c->ndel;
+}
+
 struct opcache_obj *opcache_at(opcache *c, size_t i) {
     return i < c->count ? c->ent[i] : NULL;
 }

@@ -220,6 +220,10 @@ size_t opcache_count(const opcache *c);
 /* A number that changes whenever an entry is put or deleted (and only
  * then): a reader's list of entries holds while it is the same. */
 uint64_t opcache_version(const opcache *c);
+/* The two parts of it: the last put's count (every entry put since a
+ * given count has a stamp's changed above it) and the deletions so far. */
+uint64_t opcache_puts(const opcache *c);
+uint64_t opcache_deletions(const opcache *c);
 struct opcache_obj *opcache_at(opcache *c, size_t i);
 
 /* The stamp of the i-th entry (0 <= i < count): always the same as its

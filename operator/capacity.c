@@ -103,6 +103,20 @@ static const char *cap_pod_node(struct opcache_obj *o) {
 /* Makes s->bound the pods of pc bound to a node (unbound ones, every
  * gated pod of the queue and most of the cache, hold nothing). Out of
  * memory it is left invalid, and the caller walks every pod. */
+/* Appends o to s->bound. Returns false out of memory. */
+static bool cap_bound_add(struct server *s, struct opcache_obj *o) {
+    if (s->bound.n == s->bound.cap) {
+        size_t nc = s->bound.cap ? s->bound.cap * 2 : 256;
+        struct opcache_obj **no = realloc(s->bound.o, nc * sizeof *no);
+        if (!no)
+            return false;
+        s->bound.o = no;
+        s->bound.cap = nc;
+    }
+    s->bound.o[s->bound.n++] = o;
+    return true;
+}
+
 static void cap_bound_scan(struct server *s, opcache *pc) {
     size_t n = opcache_count(pc);
     s->bound.valid = false;
@@ -110,20 +124,49 @@ static void cap_bound_scan(struct server *s, opcache *pc) {
     for (size_t i = 0; i < n; i++) {
         struct opcache_obj *o = opcache_at(pc, i);
         const char *node = cap_pod_node(o);
+        if (node && *node && !cap_bound_add(s, o))
+            return;
+    }
+    s->bound.puts = opcache_puts(pc);
+    s->bound.ndel = opcache_deletions(pc);
+    s->bound.valid = true;
+}
+
+/* Pods put since the bound list was made that it takes in place, at
+ * most; more (a release, a relist) and it is made again. */
+#define CAP_BOUND_CATCH_UP 64
+
+/* Brings the valid bound list up to the pod cache when pods were only
+ * put since it was made (an arrival's gated pod, a running pod's status):
+ * the puts are found in the cache's dense stamps, and a pod bound now
+ * that is not listed yet is added (a pod's node, once set, stays, so a
+ * listed pod stays bound and deletions alone can drop one). Returns false
+ * when the list must be made again: a pod was deleted, too many were
+ * put, or out of memory. */
+static bool cap_bound_catch_up(struct server *s, opcache *pc) {
+    uint64_t puts = opcache_puts(pc), since = s->bound.puts;
+    if (opcache_deletions(pc) != s->bound.ndel)
+        return false;
+    if (puts == since)
+        return true;
+    size_t n = opcache_count(pc), fresh = 0, listed = s->bound.n;
+    for (size_t i = 0; i < n && fresh < puts - since; i++) {
+        if (opcache_stamp(pc, i).changed <= since)
+            continue;
+        if (++fresh > CAP_BOUND_CATCH_UP)
+            return false;
+        struct opcache_obj *o = opcache_at(pc, i);
+        const char *node = cap_pod_node(o);
         if (!node || !*node)
             continue;
-        if (s->bound.n == s->bound.cap) {
-            size_t nc = s->bound.cap ? s->bound.cap * 2 : 256;
-            struct opcache_obj **no = realloc(s->bound.o, nc * sizeof *no);
-            if (!no)
-                return;
-            s->bound.o = no;
-            s->bound.cap = nc;
-        }
-        s->bound.o[s->bound.n++] = o;
+        size_t k = 0;
+        while (k < listed && s->bound.o[k] != o)
+            k++;
+        if (k == listed && !cap_bound_add(s, o))
+            return false;
     }
-    s->bound.ver = opcache_version(pc);
-    s->bound.valid = true;
+    s->bound.puts = puts;
+    return true;
 }
 
 /* Counts pod o against the nodes unless the cycle counts it by its job's
@@ -141,30 +184,46 @@ static void cap_pod(struct server *s, struct opcache_obj *o, struct cap_ctx *c) 
     fpod_deinit(&p);
 }
 
+#ifdef AIQ_SELFCHECK
+static int cap_ptr_cmp(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+#endif
+
 /* Subtracts what others hold; see server.h. aiq's own pods are walked
- * from the list of the bound ones, made again only when a pod was put
- * or deleted since (a pod's node is set once, by its put): at rest a
- * cycle does not visit the 10k gated pods of 10k waiting jobs. */
+ * from the list of the bound ones, which takes in the few pods put since
+ * it was made (cap_bound_catch_up) and is made again when a pod was
+ * deleted or many were put: neither at rest nor for an arrival's gated
+ * pod does a cycle visit the 10k gated pods of 10k waiting jobs. */
 void capacity_others(struct server *s, struct q_node *nodes, int nnodes) {
     struct cap_ctx c = {nodes, nnodes, 0};
     fpods_each(s->foreign, cap_apply, &c);
     long foreign = c.counted;
     opcache *pc = s->cache[OPK_POD];
 #ifdef AIQ_SELFCHECK
-    /* the kept list, when it holds, against a new scan */
-    size_t kept = s->bound.valid && s->bound.ver == opcache_version(pc) ? s->bound.n : SIZE_MAX;
+    /* the kept list, when it holds (caught up), against a new scan, as sets */
+    size_t kept = s->bound.valid && cap_bound_catch_up(s, pc) ? s->bound.n : SIZE_MAX;
     struct opcache_obj **was = kept != SIZE_MAX && kept ? malloc(kept * sizeof *was) : NULL;
-    if (was)
+    if (was) {
         memcpy(was, s->bound.o, kept * sizeof *was);
+        qsort(was, kept, sizeof *was, cap_ptr_cmp);
+    }
     cap_bound_scan(s, pc);
+    struct opcache_obj **now = was && s->bound.n == kept ? malloc(kept * sizeof *now) : NULL;
+    if (now) {
+        memcpy(now, s->bound.o, kept * sizeof *now);
+        qsort(now, kept, sizeof *now, cap_ptr_cmp);
+    }
     if (kept != SIZE_MAX && (kept != s->bound.n ||
-                             (was && memcmp(was, s->bound.o, kept * sizeof *was) != 0))) {
+                             (was && now && memcmp(was, now, kept * sizeof *was) != 0))) {
         OPLOG(&s->log, OPLOG_ERROR, "selfcheck_failed", NULL, NULL, "what=bound_pods");
         abort();
     }
     free(was);
+    free(now);
 #else
-    if (!s->bound.valid || s->bound.ver != opcache_version(pc))
+    if (!s->bound.valid || !cap_bound_catch_up(s, pc))
         cap_bound_scan(s, pc);
 #endif
     if (s->bound.valid) {

@@ -305,10 +305,11 @@ struct server {
     int64_t ncycles;
     struct cy_udir *udir;      /* the cycle's users, kept between cycles (cycle.c) */
     struct cy_rows *cyrows;    /* each job's cycle input, kept between cycles (cycle.c) */
-    /* aiq's pods bound to a node, as the pod cache was at version ver
-     * (capacity_others; valid: the list was made). */
+    /* aiq's pods bound to a node, as the pod cache was after its put
+     * count puts and ndel deletions (capacity_others; valid: the list
+     * was made). */
     struct {
-        uint64_t ver;
+        uint64_t puts, ndel;
         bool valid;
         size_t n, cap;
         struct opcache_obj **o;

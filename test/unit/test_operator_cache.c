@@ -278,6 +278,19 @@ TEST(cache_stamps_follow_entries) {
         CHECK(opcache_put(c, obj("ns", "j7", 99), NULL) == o);
         CHECK(opcache_stamp(c, idx).changed > before.changed);
     }
+    /* the puts since a count are the stamps above it, and a put is not
+     * a deletion (what capacity.c's bound-pod list catches up from) */
+    uint64_t puts = opcache_puts(c), dels = opcache_deletions(c);
+    CHECK(opcache_put(c, obj("ns", "j11", 5), NULL) != NULL);
+    CHECK(opcache_put(c, obj("ns", "new1", 5), NULL) != NULL);
+    size_t above = 0;
+    for (size_t i = 0; i < opcache_count(c); i++)
+        above += opcache_stamp(c, i).changed > puts;
+    CHECK_INT((int)above, 2);
+    CHECK(opcache_puts(c) == puts + 2 && opcache_deletions(c) == dels);
+    CHECK_INT(opcache_del(c, "ns/new1"), 1);
+    CHECK(opcache_puts(c) == puts + 2 && opcache_deletions(c) == dels + 1);
+    CHECK(opcache_version(c) == opcache_puts(c) + opcache_deletions(c));
     /* deletions move the last entry into the hole: its stamp goes too */
     for (int i = 0; i < 300; i += 3) {
         char key[40];
