@@ -1281,6 +1281,21 @@ void job_preload_listed(struct opcache_obj *o) {
     js->pre_current = cur == 1;
 }
 
+/* After a restart: the Group Event (job_group_event) an earlier run of
+ * the operator told, as the live status shows it, so the restart does not
+ * tell it again: a job held for its Group has the reason NoGroup or
+ * GroupConflict; one that runs in no Group (--ungrouped=run) has a phase
+ * and no group. (Told at most once, not always: an Event dropped at the
+ * queue's cap in a burst stays untold, the status saying it anyway.) */
+static void job_group_said_load(const struct server *s, struct opjob *js) {
+    const char *mode = s->flags.ungrouped ? s->flags.ungrouped : "wait";
+    if (!strcmp(js->st.reason, "GroupConflict"))
+        js->group_said = 2;
+    else if (!strcmp(js->st.reason, "NoGroup") ||
+             (!strcmp(mode, "run") && js->st.phase != AIQ_PHASE_NONE && !*opstatus_group(&js->st)))
+        js->group_said = 1;
+}
+
 /* Recovers our state from the live status (first sight after a start):
  * read as it was listed (job_preload_listed) when the entry is still
  * that put, else parsed from the cache's text now. */
@@ -1302,8 +1317,10 @@ static void job_load(struct server *s, struct opcache_obj *o,
      * builds no status to find that out (at 10k jobs a restart built
      * every one, twice). Taken before anything below changes st; a
      * status in an older form is left to be rewritten. */
-    if (cur == 1)
+    if (cur == 1) {
         job_published_as(o, js);
+        job_group_said_load(s, js);
+    }
     job_recover_admission(s, o, j, js);
     if ((js->st.phase == AIQ_PHASE_ADMITTED || js->st.phase == AIQ_PHASE_RUNNING) &&
         js->st.attempts > 0) {

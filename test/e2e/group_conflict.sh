@@ -6,7 +6,8 @@
 # both get a Conflict condition naming the other, and that namespace's
 # new jobs wait with a message naming both until one lets go; with
 # --ungrouped GROUP such jobs count in that Group, and wait, saying so,
-# when that Group does not exist.
+# when that Group does not exist; a restart does not tell a waiting job's
+# NoGroup Event again.
 . "$(dirname "$0")/lib.sh"
 
 e2e_start --nodes "$ROOT/test/e2e/nodes-2x8.yaml" --time-scale 1
@@ -102,4 +103,21 @@ wait_for 15 "with --ungrouped nosuch a job in unclaimed team-b waits, naming the
     grep -q "no Group claims namespace team-b and the default Group nosuch (--ungrouped) does not exist"'
 sleep 2
 check "it is not admitted meanwhile" [ "$(st stray team-b phase)" = Queued ]
+
+# --- a restart: the waiting job's NoGroup Event is not told again --------------
+nogroups() {
+    kubectl get events -n team-b --field-selector involvedObject.name=stray \
+        -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' | grep -c '^NoGroup$'
+}
+wait_for 10 "stray's NoGroup Event is posted" sh -c "[ \"\$(kubectl get events -n team-b --field-selector involvedObject.name=stray -o jsonpath='{.items[*].reason}' | grep -o NoGroup | wc -l)\" -ge 1 ]"
+n0=$(nogroups)
+op_kill9
+mv "$T/op.log" "$T/op3.log"
+op_start --ungrouped nosuch
+sleep 3 # cycles of the restarted operator, its Events posted
+check "a restart does not tell stray's NoGroup again (its status says it): $n0 -> $(nogroups)" \
+    [ "$n0" = 1 -a "$(nogroups)" = 1 ]
+check "and stray still waits, saying why" sh -c '
+  [ "$(kubectl get aijob stray -n team-b -o jsonpath={.status.phase})" = Queued ] &&
+  kubectl get aijob stray -n team-b -o jsonpath={.status.message} | grep -q "the default Group nosuch (--ungrouped) does not exist"'
 e2e_done
