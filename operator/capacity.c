@@ -100,9 +100,6 @@ static const char *cap_pod_node(struct opcache_obj *o) {
     return o->memo_str;
 }
 
-/* Makes s->bound the pods of pc bound to a node (unbound ones, every
- * gated pod of the queue and most of the cache, hold nothing). Out of
- * memory it is left invalid, and the caller walks every pod. */
 /* Appends o to s->bound. Returns false out of memory. */
 static bool cap_bound_add(struct server *s, struct opcache_obj *o) {
     if (s->bound.n == s->bound.cap) {
@@ -117,6 +114,9 @@ static bool cap_bound_add(struct server *s, struct opcache_obj *o) {
     return true;
 }
 
+/* Makes s->bound the pods of pc bound to a node (unbound ones, every
+ * gated pod of the queue and most of the cache, hold nothing). Out of
+ * memory it is left invalid, and the caller walks every pod. */
 static void cap_bound_scan(struct server *s, opcache *pc) {
     size_t n = opcache_count(pc);
     s->bound.valid = false;

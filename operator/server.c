@@ -721,14 +721,6 @@ static size_t srv_count_first(struct opcache_obj *const *dirty, size_t n, double
     return u;
 }
 
-/* Flush: pods to create, statuses of dirty objects (one parallel batch
- * per kind; AIJob statuses within the write budget), then Events. While
- * pods still wait to be created, only the AIJob statuses with a phase
- * change go out (and any due for SRV_STATUS_WAIT_MAX_S): a burst's
- * Queued statuses wait for their pods, and the rest (a Pending job's, a
- * position that moved) would only slow them. After a cycle that released
- * pods, at most a quarter second's worth: the next cycle may release more
- * (an uncordon still reaching nodes), and its pods go before statuses. */
 /* The objects of kind k to write this flush into *out (n_out entries;
  * NULL and 0 when none, or out of memory: they stay listed): those on
  * the dirty list (or, after a key could not be listed, every dirty
