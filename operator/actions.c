@@ -220,7 +220,7 @@ static void act_preemptor(struct server *s, struct opcache_obj *p, struct opcach
     }
     char ev[400];
     snprintf(ev, sizeof ev, "%s to make room for it (%s)", msg, act_why(a->reason));
-    srv__event_of(s, OPK_AIJOB, p, "Normal", "Preempting", ev);
+    srv__event_of(s, p, "Normal", "Preempting", ev);
 }
 
 /* Carries out out->actions of the cycle over in; see server.h. */

@@ -53,7 +53,7 @@ static void cg_requeue_rejected(struct server *s) {
                  "the cluster's nodes changed: examined again (it was Rejected: %s)", was);
         js->resync = true;
         opcache_state_changed(o);
-        srv__event_of(s, OPK_AIJOB, o, "Normal", "Requeued", opstatus_message(&js->st));
+        srv__event_of(s, o, "Normal", "Requeued", opstatus_message(&js->st));
         OPLOG(&s->log, OPLOG_INFO, "job_requeued", o->key, srv__rv(opcache_raw(o)),
               "reason=NodesChanged was=%s", was);
     }

@@ -159,11 +159,13 @@ struct cy_row {
     bool wpub;
     int32_t wpos, jpos;
     double weta;
+#ifdef AIQ_SELFCHECK
     /* The position and estimated start the state holds: the last
      * decision worked out in full set them, and a kept wait leaves them
-     * (see cy_wait_kept); read by the self-check. */
+     * (see cy_wait_kept), which the self-check checks. */
     int32_t spos;
     double seta;
+#endif
 };
 
 struct cy_rows {
@@ -1452,7 +1454,7 @@ static void cy_reject(struct server *s, const struct q_result *r, struct opcache
     js->st.position = 0;
     snprintf(js->st.reason, sizeof js->st.reason, "%s", cy_reason(r->reason));
     (void)opstatus_set_message(&js->st, msg); /* ENOMEM: the earlier message stays */
-    srv__event_of(s, OPK_AIJOB, o, "Warning", "Rejected", msg);
+    srv__event_of(s, o, "Warning", "Rejected", msg);
     job_delete_pods(s, o);
     cy_journal(s, js, j, now, "reject", r, cy_reason(r->reason), msg);
     OPLOG(&s->log, OPLOG_WARN, "job_rejected", o->key, srv__rv(opcache_raw(o)),
@@ -1562,8 +1564,10 @@ static void cy_wait_note(struct cy_row *row, const struct cy_wkey *k,
     row->wpos = js->pub_pos;
     row->weta = js->pub_eta;
     row->jpos = js->last_dec.pos;
+#ifdef AIQ_SELFCHECK
     row->spos = js->st.position;
     row->seta = js->st.estimated_start;
+#endif
 }
 
 /* A waiting job whose last decision was worked out in full with the same
@@ -1702,7 +1706,7 @@ static void cy_release(struct server *s, struct opcache_obj **admitted, int nadm
     for (int k = 0; k < nadm; k++) {
         struct opcache_obj *o = admitted[k];
         struct opjob *js = ((struct opext *)o->ext)->job;
-        srv__event_of(s, OPK_AIJOB, o, "Normal", "Admitted", opstatus_message(&js->st));
+        srv__event_of(s, o, "Normal", "Admitted", opstatus_message(&js->st));
         OPLOG(&s->log, OPLOG_INFO, "gang_released", o->key, srv__rv(opcache_raw(o)),
               "pods=%d replicas=%d released=%d", js->released ? js->st.nplacement : 0,
               js->st.nplacement, (int)js->released);

@@ -230,7 +230,7 @@ static void job_event(struct server *s, struct opcache_obj *o, struct opjob *js,
     if (strcmp(js->last_event, reason) == 0)
         return;
     snprintf(js->last_event, sizeof js->last_event, "%s", reason);
-    srv__event_of(s, OPK_AIJOB, o, type, reason, msg);
+    srv__event_of(s, o, type, reason, msg);
 }
 
 /* Records a job's end in the store: when, and its final phase, which
@@ -1281,6 +1281,17 @@ void job_preload_listed(struct opcache_obj *o) {
     js->pre_current = cur == 1;
 }
 
+/* The --ungrouped mode: "wait" (the default), "run", or a Group's name. */
+static const char *job_ungrouped(const struct server *s) {
+    return s->flags.ungrouped ? s->flags.ungrouped : "wait";
+}
+
+/* The code opjob.group_said keeps for a Group condition's reason: 2
+ * GroupConflict, 1 NoGroup, 0 any other. */
+static uint8_t job_group_code(const char *reason) {
+    return !strcmp(reason, "GroupConflict") ? 2 : !strcmp(reason, "NoGroup") ? 1 : 0;
+}
+
 /* After a restart: the Group Event (job_group_event) an earlier run of
  * the operator told, as the live status shows it, so the restart does not
  * tell it again: a job held for its Group has the reason NoGroup or
@@ -1288,12 +1299,12 @@ void job_preload_listed(struct opcache_obj *o) {
  * and no group. (Told at most once, not always: an Event dropped at the
  * queue's cap in a burst stays untold, the status saying it anyway.) */
 static void job_group_said_load(const struct server *s, struct opjob *js) {
-    const char *mode = s->flags.ungrouped ? s->flags.ungrouped : "wait";
-    if (!strcmp(js->st.reason, "GroupConflict"))
-        js->group_said = 2;
-    else if (!strcmp(js->st.reason, "NoGroup") ||
-             (!strcmp(mode, "run") && js->st.phase != AIQ_PHASE_NONE && !*opstatus_group(&js->st)))
-        js->group_said = 1;
+    uint8_t c = job_group_code(js->st.reason);
+    if (!c && !strcmp(job_ungrouped(s), "run") && js->st.phase != AIQ_PHASE_NONE &&
+        !*opstatus_group(&js->st))
+        c = 1;
+    if (c)
+        js->group_said = c;
 }
 
 /* Recovers our state from the live status (first sight after a start):
@@ -1487,7 +1498,7 @@ static void job__journal_arrival(struct server *s, struct opcache_obj *o,
  * burst those repeats filled the Event queue, crowding out the rest. */
 static void job_group_event(struct server *s, struct opcache_obj *o, struct opjob *js,
                             const char *type, const char *reason, const char *msg) {
-    uint8_t c = strcmp(reason, "GroupConflict") == 0 ? 2 : 1;
+    uint8_t c = job_group_code(reason);
     if (js->group_said == c)
         return;
     js->group_said = c;
@@ -1561,7 +1572,7 @@ static void job__no_group(struct server *s, struct opcache_obj *o, struct opjob 
 static bool job__group(struct server *s, struct opcache_obj *o, const struct aiq_aijob *j,
                        struct opjob *js) {
     const struct aiq_group *g[2];
-    const char *ns = j->meta.namespace_, *mode = s->flags.ungrouped ? s->flags.ungrouped : "wait";
+    const char *ns = j->meta.namespace_, *mode = job_ungrouped(s);
     char msg[512];
     int n = srv__ns_claims(s, ns, g);
     const char *group = NULL;
@@ -1633,7 +1644,7 @@ int job_preempt(struct server *s, struct opcache_obj *o, struct opcache_obj *by,
              "back to the queue (preemption %d, not counted against backoffLimit)",
              *bykey ? bykey : "the queue", why, js->st.preemptions);
     job_phase(js, AIQ_PHASE_QUEUED, reason, msg);
-    srv__event_of(s, OPK_AIJOB, o, "Warning", "Preempted", msg);
+    srv__event_of(s, o, "Warning", "Preempted", msg);
     snprintf(js->last_event, sizeof js->last_event, "%s", "Preempted");
     opmetrics_preempted_inc(s->metrics, reason);
     OPLOG(&s->log, OPLOG_WARN, "job_preempted", o->key, srv__rv(opcache_raw(o)),
@@ -1702,7 +1713,7 @@ int job_shrink(struct server *s, struct opcache_obj *o, int size, struct opcache
     snprintf(xm, sizeof xm, "shrinking from %d to %d replicas for %.100s: %.70s", old, size,
              *bykey ? bykey : "the queue", why);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "Shrunk", xm);
-    srv__event_of(s, OPK_AIJOB, o, "Normal", "Shrunk", xm);
+    srv__event_of(s, o, "Normal", "Shrunk", xm);
     opmetrics_resized_inc(s->metrics, "shrink");
     OPLOG(&s->log, OPLOG_INFO, "job_shrinking", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d by=%s",
           old, size, *bykey ? bykey : "-");
@@ -1787,7 +1798,7 @@ static void job__grow_timeout(struct server *s, struct opcache_obj *o,
     snprintf(xm, sizeof xm, "replicas %d..%d did not all start within %.0fs: back to %d", old,
              cur - 1, s->flags.start_timeout_s, old);
     job_xc_set(s, o, js, OPST_XC_RESIZED, "GrowTimedOut", xm);
-    srv__event_of(s, OPK_AIJOB, o, "Warning", "GrowTimedOut", xm);
+    srv__event_of(s, o, "Warning", "GrowTimedOut", xm);
     char nodes[256] = "-";
     for (int k = 0, len = 0; js->grow_avoid && k < js->grow_avoid->n && len < (int)sizeof nodes; k++)
         len += snprintf(nodes + len, sizeof nodes - (size_t)len, "%s%s", k ? "," : "",
@@ -1855,7 +1866,7 @@ int job_grow(struct server *s, struct opcache_obj *o, const struct q_input *in,
     snprintf(payload, sizeof payload, "{\"uid\":\"%.100s\",\"replicas\":%d}", j->meta.uid, size);
     (void)srv_rec(s, store_journal_event(s->db, now, STORE_EV_JOB_RESIZED, o->key, payload, NULL),
                   "journal_event");
-    srv__event_of(s, OPK_AIJOB, o, "Normal", "Grown", xm);
+    srv__event_of(s, o, "Normal", "Grown", xm);
     opmetrics_resized_inc(s->metrics, "grow");
     OPLOG(&s->log, OPLOG_INFO, "job_growing", o->key, srv__rv(opcache_raw(o)), "from=%d to=%d", old,
           size);

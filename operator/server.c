@@ -266,7 +266,7 @@ static opkind srv_kind_of(const struct server *s, const struct opcache_obj *o) {
     for (int k = 0; k < OPK__N; k++)
         if (s->cache[k] == o->owner)
             return (opkind)k;
-    abort(); /* every object srv__want_status gets is in one of our caches */
+    abort(); /* every object given here (a status, an Event) is in one of our caches */
 }
 
 /* Marks o (of kind k, x its state) dirty: its status is written at the
@@ -347,10 +347,10 @@ void srv__event(struct server *s, opkind k, json_object *obj, const char *type,
         srv_event_queue(s, k, obj, type, reason, message);
 }
 
-void srv__event_of(struct server *s, opkind k, struct opcache_obj *o, const char *type,
+void srv__event_of(struct server *s, struct opcache_obj *o, const char *type,
                    const char *reason, const char *message) {
     if (!srv_event_dropped(s))
-        srv_event_queue(s, k, opcache_raw(o), type, reason, message);
+        srv_event_queue(s, srv_kind_of(s, o), opcache_raw(o), type, reason, message);
 }
 
 /* Status writes ------------------------------------------------------------------ */

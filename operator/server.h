@@ -467,9 +467,10 @@ int srv__flush_pods(struct server *s, size_t max);
 /* Queues an Event about o of kind k (flushed with the turn). */
 void srv__event(struct server *s, opkind k, json_object *obj,
                 const char *type, const char *reason, const char *message);
-/* The same about the cached object o, read (and so thawed when frozen)
- * only when the Event is not dropped at the queue's cap. */
-void srv__event_of(struct server *s, opkind k, struct opcache_obj *o,
+/* The same about the cached object o (its kind is its cache's), read
+ * (and so thawed when frozen) only when the Event is not dropped at the
+ * queue's cap. */
+void srv__event_of(struct server *s, struct opcache_obj *o,
                    const char *type, const char *reason, const char *message);
 
 /* API path of the cached object o of kind k (sub: NULL or "status"),
