@@ -646,23 +646,17 @@ out_put:
     return rc;
 }
 
-/* Sends in (may be NULL) as JSON and parses the reply into *out when out
- * is non-NULL. */
-static aiq_rc kube_json_call(struct kube_client *c, const char *method, const char *path,
-                             const char *ctype, json_object *in, json_object **out, aiq_err *e) {
-    aiq_rc rc = AIQ_OK;
+/* Sends body (blen bytes of JSON text; NULL for none) and parses the
+ * reply into *out when out is non-NULL. */
+static aiq_rc kube_text_call(struct kube_client *c, const char *method, const char *path,
+                             const char *ctype, const char *body, size_t blen,
+                             json_object **out, aiq_err *e) {
     char *resp = NULL;
     size_t rlen = 0;
-    const char *body = NULL;
-    size_t blen = 0;
 
     if (out) *out = NULL;
-    if (in) {
-        body = json_object_to_json_string_length(in, JSON_C_TO_STRING_PLAIN, &blen);
-        if (!body) return aiq_err_set(e, AIQ_ENOMEM, "out of memory serialising %s body", method);
-    }
-    rc = kube_request(c, method, path, in ? ctype : NULL, body, blen, NULL, out ? &resp : NULL,
-                      &rlen, e);
+    aiq_rc rc = kube_request(c, method, path, body ? ctype : NULL, body, blen, NULL,
+                             out ? &resp : NULL, &rlen, e);
     if (rc != AIQ_OK || !out) goto out;
     rc = kube_json_parse(resp, rlen, out, e);
     if (rc != AIQ_OK) {
@@ -678,6 +672,21 @@ out:
     return rc;
 }
 
+/* Sends in (may be NULL) as JSON and parses the reply into *out when out
+ * is non-NULL. */
+static aiq_rc kube_json_call(struct kube_client *c, const char *method, const char *path,
+                             const char *ctype, json_object *in, json_object **out, aiq_err *e) {
+    const char *body = NULL;
+    size_t blen = 0;
+
+    if (out) *out = NULL;
+    if (in) {
+        body = json_object_to_json_string_length(in, JSON_C_TO_STRING_PLAIN, &blen);
+        if (!body) return aiq_err_set(e, AIQ_ENOMEM, "out of memory serialising %s body", method);
+    }
+    return kube_text_call(c, method, path, ctype, body, blen, out, e);
+}
+
 aiq_rc kube_get(struct kube_client *c, const char *path, json_object **out,
                 aiq_err *e) {
     return kube_json_call(c, "GET", path, NULL, NULL, out, e);
@@ -686,6 +695,12 @@ aiq_rc kube_get(struct kube_client *c, const char *path, json_object **out,
 aiq_rc kube_create(struct kube_client *c, const char *path, json_object *obj,
                    json_object **out, aiq_err *e) {
     return kube_json_call(c, "POST", path, "application/json", obj, out, e);
+}
+
+aiq_rc kube_create_text(struct kube_client *c, const char *path, const char *body,
+                        size_t len, json_object **out, aiq_err *e) {
+    if (!body) return aiq_err_set(e, AIQ_EINVAL, "POST %.200s: no body", path);
+    return kube_text_call(c, "POST", path, "application/json", body, len, out, e);
 }
 
 aiq_rc kube_update(struct kube_client *c, const char *path, json_object *obj,

@@ -94,6 +94,10 @@ aiq_rc kube_get(struct kube_client *c, const char *path, json_object **out,
  * AIQ_EEXIST, so idempotent creators can treat it as success. */
 aiq_rc kube_create(struct kube_client *c, const char *path, json_object *obj,
                    json_object **out, aiq_err *e);
+/* The same with the object as JSON text already (len bytes of body),
+ * for a caller that keeps it as text until it is sent. */
+aiq_rc kube_create_text(struct kube_client *c, const char *path, const char *body,
+                        size_t len, json_object **out, aiq_err *e);
 
 /* PUT obj (full replace; include metadata.resourceVersion to guard
  * against lost updates: a stale one is AIQ_ECONFLICT). out may be NULL. */

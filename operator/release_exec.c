@@ -20,9 +20,12 @@ struct rx_ctx {
 static void rx_send(struct rx_ctx *x, struct release_item *it) {
     aiq_err_clear(&it->err);
     it->out = NULL;
-    it->rc = it->create ? kube_create(x->c, it->path, it->patch, &it->out, &it->err)
-                        : kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out,
-                                     &it->err);
+    if (it->create && it->body)
+        it->rc = kube_create_text(x->c, it->path, it->body, it->body_len, &it->out, &it->err);
+    else if (it->create)
+        it->rc = kube_create(x->c, it->path, it->patch, &it->out, &it->err);
+    else
+        it->rc = kube_patch(x->c, it->path, KUBE_PATCH_MERGE, it->patch, &it->out, &it->err);
     /* Only release patches go to pods (status writes go to aiq kinds). */
     if (it->rc == AIQ_OK && strstr(it->path, "/pods/"))
         crashpoint("release_mid");

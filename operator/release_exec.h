@@ -18,6 +18,9 @@ struct release_item {
     json_object *patch;    /* merge patch, or the object to create (owned
                               by the caller) */
     int create;            /* 1: POST patch to path instead of PATCH */
+    const char *body;      /* create: the object as JSON text instead of
+                              patch (body_len bytes; the caller's) */
+    size_t body_len;
     json_object *out;      /* the patched pod on success (caller puts it) */
     aiq_rc rc;
     aiq_err err;

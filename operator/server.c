@@ -528,30 +528,58 @@ static int srv_write_statuses(struct server *s, opkind k, struct opcache_obj **o
 
 /* Drops a queued pod that cannot be sent (out of memory) together with
  * its placeholder in the cache: the next sync of its job, finding the pod
- * neither cached nor on the server, queues it again. */
-static void srv_unqueue_pod(struct server *s, json_object *pod) {
-    char key[OPCACHE_KEY_MAX];
-    if (opcache_key(key, sizeof key, pod) == 0) {
-        struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
-        if (cur && cur->rv == OPCACHE_RV_NONE) /* ours, not yet on the server */
-            opcache_del(s->cache[OPK_POD], key);
+ * neither cached nor on the server, queues it again. Frees po. */
+static void srv_unqueue_pod(struct server *s, struct srv_pod_out *po) {
+    struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], po->kb);
+    if (cur && cur->rv == OPCACHE_RV_NONE) /* ours, not yet on the server */
+        opcache_del(s->cache[OPK_POD], po->kb);
+    free(po);
+}
+
+/* Room for one more queued pod: 0, or -1 out of memory. */
+static int srv_podq_fit(struct srv_podq *q) {
+    if (q->head == q->n)
+        q->head = q->n = 0;
+    if (q->n < q->cap)
+        return 0;
+    if (q->head > 0) { /* slide the queued ones down */
+        memmove(q->item, q->item + q->head, (q->n - q->head) * sizeof *q->item);
+        q->n -= q->head;
+        q->head = 0;
+        return 0;
     }
-    json_object_put(pod);
+    size_t nc = q->cap ? 2 * q->cap : 256;
+    struct srv_pod_out **ni = realloc(q->item, nc * sizeof *ni);
+    if (!ni)
+        return -1;
+    q->item = ni;
+    q->cap = nc;
+    return 0;
 }
 
 void srv__create_pod(struct server *s, json_object *pod) {
-    if (!s->pending_pods)
-        s->pending_pods = json_object_new_array();
-    if (!s->pending_pods) {
+    char key[OPCACHE_KEY_MAX];
+    size_t blen = 0;
+    const char *body = opcache_key(key, sizeof key, pod) == 0
+        ? json_object_to_json_string_length(pod, JSON_C_TO_STRING_PLAIN, &blen)
+        : NULL;
+    size_t klen = body ? strlen(key) : 0;
+    struct srv_pod_out *po = body ? malloc(sizeof *po + klen + 1 + blen + 1) : NULL;
+    if (!po || srv_podq_fit(&s->podq) != 0) {
+        free(po);
         json_object_put(pod); /* no placeholder yet: the next sync queues it */
         return;
     }
-    if (!opcache_put(s->cache[OPK_POD], json_object_get(pod), NULL)) {
-        json_object_put(pod);
+    po->klen = klen;
+    po->blen = blen;
+    memcpy(po->kb, key, klen + 1);
+    memcpy(po->kb + klen + 1, body, blen + 1); /* body dies with the tree */
+    /* The cache keeps its lean copy; the tree goes. */
+    if (!opcache_put(s->cache[OPK_POD], pod, NULL)) {
+        free(po);
         return;
     }
-    if (json_object_array_add(s->pending_pods, pod) != 0)
-        srv_unqueue_pod(s, pod);
+    s->podq.item[s->podq.n++] = po;
 }
 
 /* See server.h. */
@@ -604,51 +632,38 @@ static void srv_pod_refused(struct server *s, json_object *pod, const aiq_err *e
     (void)n; /* a longer message is cut: it becomes the status's one line */
 }
 
-/* Takes up to max queued pods (0: all) off the front of s->pending_pods,
- * in the order they were queued; the rest stay queued. NULL when none. */
-static json_object *srv_take_pods(struct server *s, size_t max) {
-    json_object *all = s->pending_pods;
-    size_t n = all ? json_object_array_length(all) : 0;
-    if (max == 0 || n <= max) {
-        s->pending_pods = NULL;
-        return all;
-    }
-    json_object *head = json_object_new_array_ext((int)max), *rest = json_object_new_array();
-    if (!head || !rest) {
-        json_object_put(head);
-        json_object_put(rest);
-        return NULL; /* out of memory: all stay queued for the next turn */
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_object *pod = json_object_get(json_object_array_get_idx(all, i));
-        if (json_object_array_add(i < max ? head : rest, pod) != 0)
-            srv_unqueue_pod(s, pod); /* out of memory */
-    }
-    json_object_put(all);
-    s->pending_pods = rest;
-    return head;
-}
-
 int srv__flush_pods(struct server *s, size_t max) {
-    char key[OPCACHE_KEY_MAX];
-    json_object *pods = srv_take_pods(s, max);
-    size_t n = pods ? json_object_array_length(pods) : 0;
-    struct release_item *items = n ? calloc(n, sizeof *items) : NULL;
-    if (!items) {
-        if (n) { /* out of memory: their jobs' next syncs queue them again */
-            OPLOG(&s->log, OPLOG_ERROR, "pods_unsent", NULL, NULL,
-                  "pods=%zu msg=\"out of memory\"", n);
-            for (size_t i = 0; i < n; i++)
-                srv_unqueue_pod(s, json_object_get(json_object_array_get_idx(pods, i)));
-        }
-        json_object_put(pods);
+    struct srv_podq *q = &s->podq;
+    size_t n = q->n - q->head;
+    if (max && n > max)
+        n = max;
+    if (n == 0)
+        return 0;
+    /* Taken off the queue first: whatever happens below, each is sent
+     * or dropped with its placeholder, never queued twice. */
+    struct srv_pod_out **pos = malloc(n * sizeof *pos);
+    struct release_item *items = pos ? calloc(n, sizeof *items) : NULL;
+    if (!items) { /* out of memory: their jobs' next syncs queue them again */
+        OPLOG(&s->log, OPLOG_ERROR, "pods_unsent", NULL, NULL,
+              "pods=%zu msg=\"out of memory\"", n);
+        for (size_t i = 0; i < n; i++)
+            srv_unqueue_pod(s, q->item[q->head + i]);
+        q->head += n;
+        free(pos);
         return 0;
     }
+    memcpy(pos, q->item + q->head, n * sizeof *pos);
+    q->head += n;
     for (size_t i = 0; i < n; i++) {
-        json_object *pod = json_object_array_get_idx(pods, i);
+        char ns[OPCACHE_KEY_MAX];
+        const char *slash = strchr(pos[i]->kb, '/');
+        size_t nsl = slash ? (size_t)(slash - pos[i]->kb) : 0;
+        memcpy(ns, pos[i]->kb, nsl);
+        ns[nsl] = '\0';
         items[i].create = 1;
-        items[i].patch = pod;
-        if (kube_path(items[i].path, sizeof items[i].path, "", "v1", srv__ns(pod), "pods",
+        items[i].body = pos[i]->kb + pos[i]->klen + 1;
+        items[i].body_len = pos[i]->blen;
+        if (kube_path(items[i].path, sizeof items[i].path, "", "v1", ns, "pods",
                       NULL, NULL, &items[i].err) != AIQ_OK)
             items[i].path[0] = '\0';
     }
@@ -656,12 +671,11 @@ int srv__flush_pods(struct server *s, size_t max) {
     release_exec(s->kc, items, (int)n, n > 8 ? 4 : 1);
     for (size_t i = 0; i < n; i++) {
         struct release_item *it = &items[i];
-        if (opcache_key(key, sizeof key, it->patch) != 0)
-            continue;
+        const char *key = pos[i]->kb;
         if (it->rc == AIQ_OK) {
             OPLOG(&s->log, OPLOG_INFO, "pod_created", key, srv__rv(it->out), "gated=1");
             crashpoint("pod_created"); /* created, the AIJob status not yet written */
-            if (srv_pod_job_attempts(s, it->patch) > 0)
+            if (srv_pod_job_attempts(s, it->out) > 0)
                 crashpoint("retry_pod_created"); /* the same, for a requeued job */
             struct opcache_obj *cur = opcache_get(s->cache[OPK_POD], key);
             /* The watch may already have brought a newer version. */
@@ -680,15 +694,22 @@ int srv__flush_pods(struct server *s, size_t max) {
             OPLOG(&s->log, OPLOG_WARN, "pod_create_failed", key, NULL,
                   "rc=%s http=%d reason=%s msg=\"%s\"", aiq_strerror(it->rc),
                   it->err.http_status, it->err.reason, it->err.message);
-            srv_pod_refused(s, it->patch, &it->err);
+            /* The pod as it was sent tells whose it is (a refusal is rare:
+             * parsing its text back costs nothing that matters). Out of
+             * memory it is not told: the next sync sends it again. */
+            json_object *pod = json_tokener_parse(items[i].body);
+            if (pod)
+                srv_pod_refused(s, pod, &it->err);
+            json_object_put(pod);
         }
         json_object_put(it->out);
+        free(pos[i]);
     }
     if (n)
         OPLOG(&s->log, OPLOG_DEBUG, "pods_batch", NULL, NULL, "pods=%zu seconds=%.4f", n,
               srv_now() - t0);
     free(items);
-    json_object_put(pods);
+    free(pos);
     return (int)n;
 }
 
@@ -705,7 +726,7 @@ static int srv_due_cmp(const void *a, const void *b) {
 /* Whether gated pods are still queued for creation after this turn's
  * batch (a burst of arrivals). */
 static bool srv_pods_waiting(const struct server *s) {
-    return s->pending_pods && json_object_array_length(s->pending_pods) > 0;
+    return s->podq.n > s->podq.head;
 }
 
 /* How many of the n dirty AIJobs go out while pods wait: those with a
@@ -1440,8 +1461,10 @@ void srv_deinit(struct server *s) {
     s->foreign = NULL;
     json_object_put(s->pending_events);
     s->pending_events = NULL;
-    json_object_put(s->pending_pods);
-    s->pending_pods = NULL;
+    for (size_t i = s->podq.head; i < s->podq.n; i++)
+        free(s->podq.item[i]);
+    free(s->podq.item);
+    memset(&s->podq, 0, sizeof s->podq);
     for (int k = 0; k < OPK__N; k++) {
         for (size_t i = 0; i < s->dirty[k].n; i++)
             free(s->dirty[k].key[i]);

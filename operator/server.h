@@ -347,8 +347,13 @@ struct server {
     /* What a restart's replay reads for every job at once
      * (jobs_replay_begin); NULL outside it. */
     struct srv_replay *replay;
-    json_object *pending_pods; /* array of gated pods to create (their
-                                  placeholders are in the pod cache) */
+    /* Gated pods to create, oldest first (item[head .. n)); their
+     * placeholders are in the pod cache. Each is kept as the text of
+     * its request, not as a tree: a burst of arrivals queues thousands. */
+    struct srv_podq {
+        struct srv_pod_out **item;
+        size_t head, n, cap;
+    } podq;
     volatile int stop;         /* set by the signal handler */
     int exit_code;             /* main's status when stop was set by the loop */
     /* store_guard.c: the store's health. */
@@ -453,9 +458,17 @@ void srv__want_status(struct server *s, struct opcache_obj *o,
  * built. */
 void srv__want_job_status(struct server *s, struct opcache_obj *o, double at);
 
+/* A gated pod queued for creation: its cache key and its JSON text (the
+ * request's body), in one block. */
+struct srv_pod_out {
+    size_t klen, blen;
+    char kb[];                 /* key NUL body NUL */
+};
+
 /* Queues the creation of a gated pod (takes pod): it goes into the pod
  * cache at once as a placeholder, so no sync creates it twice, and is
- * POSTed with the next srv__flush_pods. */
+ * POSTed with the next srv__flush_pods. Only its text waits in the
+ * queue (a pod's tree costs several times its text). */
 void srv__create_pod(struct server *s, json_object *pod);
 
 /* Creates up to max of the queued pods (0: all), oldest first, as one
