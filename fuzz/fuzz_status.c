@@ -123,6 +123,7 @@ static void from_struct(const uint8_t *data, size_t size) {
     static struct opst_place pl[4], pb[AIQ_MAX_REPLICAS];
     struct rd r = {data, size};
     static struct opst_term terms[OPST_MAX_TERMS];
+    static char tnames[OPST_MAX_TERMS][12]; /* the terms' names (a policy's labels) */
     struct opstatus st, b;
     char txt[AIQ_MAX_NAME + 1];
     memset(&st, 0, sizeof st);
@@ -136,7 +137,8 @@ static void from_struct(const uint8_t *data, size_t size) {
     st.score = rd_double(&r);
     st.nterms = rd_int(&r, 0, OPST_MAX_TERMS);
     for (int i = 0; i < st.nterms; i++) {
-        rd_str(&r, terms[i].name, 12);
+        rd_str(&r, tnames[i], sizeof tnames[i]);
+        terms[i].name = tnames[i];
         terms[i].value = rd_double(&r);
     }
     st.terms = terms;

@@ -1154,8 +1154,15 @@ static void cy_score_terms(struct server *s, const struct q_input *in, oppolicy 
             js->terms_cap = n;
         }
     }
-    if (n > 0)
+    if (n > 0) {
         memcpy(js->terms, t, (size_t)n * sizeof *t);
+        /* The names are the policy's: keep them while the job shows them. */
+        struct opst_tnames *tn = oppolicy_term_names(pol);
+        if (js->tnames != tn) {
+            opst_tnames_unref(js->tnames);
+            js->tnames = opst_tnames_ref(tn);
+        }
+    }
     js->st.terms = js->terms;
     js->st.nterms = n;
 }

@@ -64,6 +64,7 @@ static void srv_free_ext(void *p) {
     if (x->job) {
         free(x->job->place);
         free(x->job->terms);
+        opst_tnames_unref(x->job->tnames);
         opstatus_release(&x->job->st);
         free(x->job->cold);
         free(x->job->grow_avoid);

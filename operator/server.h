@@ -142,6 +142,8 @@ struct opjob {
     int place_cap;
     struct opst_term *terms;   /* st.terms' storage, terms_cap entries (NULL: none) */
     int terms_cap;
+    struct opst_tnames *tnames; /* a reference to the labels terms' names point
+                                  into (the policy that set them may be gone) */
     aiq_phase teardown_to;     /* phase once the pods are gone */
     char last_event[OPST_NAME];/* reason of the last Event emitted */
     int64_t recorded_gen;      /* generation last written to the store */

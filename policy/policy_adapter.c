@@ -6,9 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The labels of a formula's terms (fx_term_label), as long as anyone
+ * holds them. */
+struct opst_tnames {
+    int refs;
+    int n;
+    char label[OPST_MAX_TERMS][sizeof(((fx_term *)0)->label)];
+};
+
 struct oppolicy {
     char name[AIQ_MAX_NAME + 1];
     fx_prog *formula;
+    struct opst_tnames *tnames;         /* formula's term labels (a reference) */
     fx_prog *when[AIQ_MAX_LEVELS];      /* NULL: catch-all */
     char *level_names[AIQ_MAX_LEVELS];
     const char *level_ptrs[AIQ_MAX_LEVELS];
@@ -37,6 +46,7 @@ void oppolicy_free(oppolicy *p) {
     if (!p)
         return;
     fx_free(p->formula);
+    opst_tnames_unref(p->tnames);
     fx_free(p->place_score);
     for (int i = 0; i < AIQ_MAX_LEVELS; i++) {
         fx_free(p->when[i]);
@@ -112,6 +122,18 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
                              FX_EXPR, "spec.formula", err);
     if (!op->formula)
         goto fail;
+    if ((op->tnames = calloc(1, sizeof *op->tnames)) == NULL) {
+        aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling policy");
+        goto fail;
+    }
+    op->tnames->refs = 1;
+    for (int i = 0; i < OPST_MAX_TERMS; i++) {
+        const char *l = fx_term_label(op->formula, i);
+        if (!l)
+            break;
+        snprintf(op->tnames->label[i], sizeof op->tnames->label[i], "%s", l);
+        op->tnames->n = i + 1;
+    }
     op->nlevels = p->spec.nlevels;
     op->promote_to = 0;
     for (int i = 0; i < op->nlevels; i++) {
@@ -249,11 +271,28 @@ int oppolicy_explain(const oppolicy *p, const double *f,
     int n = fx_explain(p->formula, f, t, max);
     if (n > max)
         n = max;
+    if (n > p->tnames->n)
+        n = p->tnames->n;
     for (int i = 0; i < n; i++) {
-        snprintf(terms[i].name, sizeof terms[i].name, "%.95s", t[i].label);
+        terms[i].name = p->tnames->label[i];
         terms[i].value = t[i].value;
     }
     return n;
+}
+
+struct opst_tnames *oppolicy_term_names(const oppolicy *p) {
+    return p->tnames;
+}
+
+struct opst_tnames *opst_tnames_ref(struct opst_tnames *t) {
+    if (t)
+        t->refs++;
+    return t;
+}
+
+void opst_tnames_unref(struct opst_tnames *t) {
+    if (t && --t->refs == 0)
+        free(t);
 }
 
 const char *oppolicy_level_name(const oppolicy *p, int i) {

@@ -20,11 +20,24 @@ typedef struct oppolicy oppolicy;
 #define OPST_MAX_TERMS 16
 
 /* One term of an explained score: its label and value (the AIJob status's
- * scoreTerms entry). */
+ * scoreTerms entry). The label is the compiled policy's (every job under
+ * one formula has the same ones), borrowed: valid while the policy lives,
+ * or while the holder keeps a reference to its labels (opst_tnames_ref),
+ * as a job's recorded status does across a policy replaced meanwhile. */
 struct opst_term {
-    char name[96]; /* an fx_term label fits */
+    const char *name;
     double value;
 };
+
+/* A compiled formula's term labels, reference counted (one thread: the
+ * operator's loop). */
+struct opst_tnames;
+/* p's labels (borrowed; take a reference to keep them past p). */
+struct opst_tnames *oppolicy_term_names(const oppolicy *p);
+/* Adds a reference to t (NULL gives NULL) and returns t. */
+struct opst_tnames *opst_tnames_ref(struct opst_tnames *t);
+/* Drops a reference; the last frees t. NULL is a no-op. */
+void opst_tnames_unref(struct opst_tnames *t);
 
 /* Compiles p (borrowed; nothing of it is kept). Returns a new compiled
  * policy (caller frees with oppolicy_free) or NULL with err: AIQ_EPARSE /
@@ -52,8 +65,9 @@ void oppolicy_qpolicy(const oppolicy *p, struct q_policy *qp);
  * when the policy has none (p must outlive its use). */
 const q_placer *oppolicy_placer(const oppolicy *p);
 
-/* Explains the score for factors f as up to max terms (label and value).
- * Returns how many were written. */
+/* Explains the score for factors f as up to max terms (label and value;
+ * the labels are p's, see struct opst_term). Returns how many were
+ * written. */
 int oppolicy_explain(const oppolicy *p, const double *f,
                      struct opst_term *terms, int max);
 

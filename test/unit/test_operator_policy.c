@@ -67,7 +67,17 @@ TEST(policy_levels_and_score) {
     CHECK_STR(oppolicy_level_name(op, 7), "");
     CHECK_STR(oppolicy_name(op), "tiers");
     CHECK_DBL(oppolicy_half_life(op), 7 * 86400.0, 0);
+    /* A job's recorded terms keep their names past a policy replaced
+     * meanwhile: it holds a reference to the labels (ASan would see a
+     * read of freed memory below without it). */
+    struct opst_tnames *held = opst_tnames_ref(oppolicy_term_names(op));
+    CHECK(held != NULL);
     oppolicy_free(op);
+    CHECK_STR(t[0].name, "job.priority * 10");
+    CHECK(strlen(t[1].name) > 0);
+    opst_tnames_unref(held);
+    opst_tnames_unref(NULL);
+    CHECK(opst_tnames_ref(NULL) == NULL);
     oppolicy_free(NULL);
 }
 

@@ -357,9 +357,9 @@ static void hash_base(struct opstatus *st, struct opst_place *pl, struct opst_te
     st->has_score = true;
     st->score = 1.5;
     st->nterms = 2;
-    snprintf(tm[0].name, sizeof tm[0].name, "priority");
+    tm[0].name = "priority";
     tm[0].value = 1;
-    snprintf(tm[1].name, sizeof tm[1].name, "wait");
+    tm[1].name = "wait";
     tm[1].value = 0.5;
     st->terms = tm;
     st->total_gpus = 4;
@@ -393,7 +393,7 @@ static void hash_mutate(struct opstatus *b, struct opst_place *pb, struct opst_t
     case 4: b->has_score = false; break;
     case 5: b->score = 1.25; break;
     case 6: b->nterms = 1; break;
-    case 7: tb[1].name[0] = 'W'; break;
+    case 7: tb[1].name = "Wait"; break;
     case 8: tb[0].value = 2; break;
     case 9: b->total_gpus = 8; break;
     case 10: b->predicted_runtime_s = 61; break;
