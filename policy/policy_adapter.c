@@ -55,6 +55,23 @@ void oppolicy_free(oppolicy *p) {
     free(p);
 }
 
+/* The formula's term labels in a block of their own (one reference), or
+ * NULL out of memory. */
+static struct opst_tnames *pa_term_names(const fx_prog *formula) {
+    struct opst_tnames *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->refs = 1;
+    for (int i = 0; i < OPST_MAX_TERMS; i++) {
+        const char *l = fx_term_label(formula, i);
+        if (!l)
+            break;
+        snprintf(t->label[i], sizeof t->label[i], "%s", l);
+        t->n = i + 1;
+    }
+    return t;
+}
+
 /* Compiles src in mode; on error prefixes the message with field. */
 static fx_prog *pa_compile(const char *src, fx_mode mode, const char *field,
                            aiq_err *err) {
@@ -122,17 +139,9 @@ oppolicy *oppolicy_compile(const struct aiq_policy *p, aiq_err *err) {
                              FX_EXPR, "spec.formula", err);
     if (!op->formula)
         goto fail;
-    if ((op->tnames = calloc(1, sizeof *op->tnames)) == NULL) {
+    if ((op->tnames = pa_term_names(op->formula)) == NULL) {
         aiq_err_set(err, AIQ_ENOMEM, "out of memory compiling policy");
         goto fail;
-    }
-    op->tnames->refs = 1;
-    for (int i = 0; i < OPST_MAX_TERMS; i++) {
-        const char *l = fx_term_label(op->formula, i);
-        if (!l)
-            break;
-        snprintf(op->tnames->label[i], sizeof op->tnames->label[i], "%s", l);
-        op->tnames->n = i + 1;
     }
     op->nlevels = p->spec.nlevels;
     op->promote_to = 0;
