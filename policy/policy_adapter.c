@@ -10,7 +10,6 @@
  * holds them. */
 struct opst_tnames {
     int refs;
-    int n;
     char label[OPST_MAX_TERMS][sizeof(((fx_term *)0)->label)];
 };
 
@@ -67,7 +66,6 @@ static struct opst_tnames *pa_term_names(const fx_prog *formula) {
         if (!l)
             break;
         snprintf(t->label[i], sizeof t->label[i], "%s", l);
-        t->n = i + 1;
     }
     return t;
 }
@@ -278,10 +276,8 @@ int oppolicy_explain(const oppolicy *p, const double *f,
     if (max > OPST_MAX_TERMS)
         max = OPST_MAX_TERMS;
     int n = fx_explain(p->formula, f, t, max);
-    if (n > max)
+    if (n > max) /* max <= OPST_MAX_TERMS: each has its label */
         n = max;
-    if (n > p->tnames->n)
-        n = p->tnames->n;
     for (int i = 0; i < n; i++) {
         terms[i].name = p->tnames->label[i];
         terms[i].value = t[i].value;
