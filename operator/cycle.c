@@ -223,6 +223,15 @@ void cycle_free(struct server *s) {
     }
 }
 
+/* The capacity the rows and the input array grow to for n jobs: a
+ * quarter more than n (at least 256), as the queue core's arrays grow
+ * (q__grow): a burst grows them a cycle at a time, and doubling kept up
+ * to half of every slot idle after it. */
+static size_t cy_rows_cap(size_t n) {
+    size_t nc = n + n / 4;
+    return nc < 256 ? 256 : nc;
+}
+
 /* s->cyrows with room for n rows (the new ones zeroed), NULL when out of
  * memory. */
 static struct cy_rows *cy_rows_fit(struct server *s, size_t n) {
@@ -231,9 +240,7 @@ static struct cy_rows *cy_rows_fit(struct server *s, size_t n) {
         return NULL;
     if (n <= R->cap)
         return R;
-    size_t nc = R->cap ? R->cap : 256;
-    while (nc < n)
-        nc *= 2;
+    size_t nc = cy_rows_cap(n);
     struct cy_row *nr = realloc(R->row, nc * sizeof *nr);
     if (!nr)
         return NULL;
@@ -252,9 +259,7 @@ static struct cy_rows *cy_rows_fit(struct server *s, size_t n) {
 static int cy_rows_jobs_fit(struct cy_rows *R, size_t n) {
     if (n <= R->jcap)
         return 0;
-    size_t nc = R->jcap ? R->jcap : 256;
-    while (nc < n)
-        nc *= 2;
+    size_t nc = cy_rows_cap(n);
     struct q_job *nj = realloc(R->jobs, nc * sizeof *nj);
     if (!nj)
         return -1;

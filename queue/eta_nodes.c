@@ -102,7 +102,7 @@ int q__en_begin(q_state *st) {
     size_t tcap = 64;
     while (tcap < (size_t)ns->nn * 2) tcap *= 2;
     if (Q_GROW(st, st->en, st->cap_en, (size_t)ns->nn + 1) ||
-        Q_GROW(st, st->etab, st->cap_etab, tcap))
+        Q_GROW_P2(st, st->etab, st->cap_etab, tcap))
         return -1;
     for (size_t k = 0; k < st->cap_etab; k++) st->etab[k] = -1;
     st->nec = 0;

@@ -336,7 +336,7 @@ static int old_lookup(q_state *st, const char *uid) {
 static int old_index(q_state *st) {
     size_t cap = 64;
     while (cap < (size_t)st->nojc * 2) cap *= 2;
-    if (Q_GROW(st, st->otab, st->cap_otab, cap)) return -1;
+    if (Q_GROW_P2(st, st->otab, st->cap_otab, cap)) return -1;
     cap = st->cap_otab;
     for (size_t i = 0; i < cap; i++) st->otab[i] = -1;
     for (int k = 0; k < st->nojc; k++) {

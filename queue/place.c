@@ -172,7 +172,7 @@ static inline int shapes_build(q_state *st, const struct q_input *in) {
     int nn = in->nnodes;
     size_t tcap = 64;
     while (tcap < (size_t)nn * 2) tcap *= 2;
-    if (Q_GROW(st, st->shape_tab, st->cap_shape_tab, tcap)) return -1;
+    if (Q_GROW_P2(st, st->shape_tab, st->cap_shape_tab, tcap)) return -1;
     if (Q_GROW(st, st->shapes, st->cap_shapes, (size_t)nn + 1)) return -1;
     tcap = st->cap_shape_tab;
     for (size_t k = 0; k < tcap; k++) st->shape_tab[k] = -1;
@@ -617,7 +617,7 @@ void q__memo_clear(q_state *st) {
  * would go (NULL when the memo is full or cannot be allocated). */
 static q__memo_key *memo_slot(q_state *st, const q__req *r, bool avoid) {
     if (!st->memo) {
-        if (Q_GROW(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return NULL;
+        if (Q_GROW_P2(st, st->memo, st->cap_memo, Q__MEMO_SLOTS)) return NULL;
         q__memo_clear(st);
     }
     size_t m = st->cap_memo - 1;

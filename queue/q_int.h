@@ -373,11 +373,16 @@ struct q_state {
 /* ---- state.c ------------------------------------------------------------ */
 void *q__alloc(q_state *st, size_t size);
 void q__free(q_state *st, void *p);
-/* Grows *arr to at least need elements of size elem (contents kept).
- * Returns 0, or -1 when out of memory (array unchanged). */
-int q__grow(q_state *st, void *arr, size_t *cap, size_t need, size_t elem);
+/* Grows *arr to at least need elements of size elem (contents kept),
+ * to exactly need when exact. Returns 0, or -1 when out of memory (array
+ * unchanged). */
+int q__grow(q_state *st, void *arr, size_t *cap, size_t need, size_t elem, bool exact);
 #define Q_GROW(st, arr, cap, need) \
-    ((size_t)(need) <= (cap) ? 0 : q__grow((st), &(arr), &(cap), (need), sizeof *(arr)))
+    ((size_t)(need) <= (cap) ? 0 : q__grow((st), &(arr), &(cap), (need), sizeof *(arr), false))
+/* Q_GROW for an open-addressing table: need is a power of two and the
+ * table's cap stays one (its cap - 1 is the hash mask). */
+#define Q_GROW_P2(st, arr, cap, need) \
+    ((size_t)(need) <= (cap) ? 0 : q__grow((st), &(arr), &(cap), (need), sizeof *(arr), true))
 uint32_t q__hash(const char *s);
 /* Interns s (NULL = ""); returns its id or -1 when out of memory. */
 int32_t q__intern_id(q_state *st, q__intern *t, const char *s);

@@ -815,6 +815,54 @@ TEST(incremental_cycle_rescoring_only_changes) {
     free(fx);
 }
 
+/* What the queue keeps for n waiting jobs (a fresh state, two cycles:
+ * the second keeps the cross-cycle tables of both), in bytes. */
+static size_t state_bytes_for(struct q_job *jobs, char (*keys)[16], int n) {
+    fixture *fx = mk();
+    node(fx, "n", 8, 81920);
+    fx->in.jobs = jobs;
+    for (int i = 0; i < n; i++) {
+        snprintf(keys[i], 16, "t/j%05d", i);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = jobs[i].uid = keys[i];
+        jobs[i].user = jobs[i].group = -1;
+        jobs[i].replicas = 1;
+        jobs[i].gpus = 16; /* fits nowhere: every job waits */
+        jobs[i].priority = i % 50;
+        jobs[i].queued = NOW - 1000 - i;
+    }
+    fx->in.njobs = n;
+    int calls = 0;
+    q_scorer sc = {&calls, counting_scorer, t_level};
+    q_state *st = q_state_create(NULL);
+    q_output out;
+    size_t bytes = 0;
+    if (q_cycle_run(st, &fx->in, &sc, &out, NULL) == AIQ_OK) {
+        fx->in.now += 10;
+        if (q_cycle_run(st, &fx->in, &sc, &out, NULL) == AIQ_OK) bytes = q_state_bytes(st);
+    }
+    q_state_free(st);
+    free(fx);
+    return bytes;
+}
+
+/* The queue's per-job arrays grow to what the jobs need and a quarter
+ * more, not to the next power of two: 4,100 waiting jobs cost about
+ * what 4,000 do (doubling gave them 8,192 slots against 4,096, nearly
+ * twice the bytes), and a job costs a bounded number of bytes at both
+ * sizes. */
+TEST(state_grows_with_jobs_not_powers_of_two) {
+    enum { NJ = 4100 };
+    static struct q_job jobs[NJ];
+    static char keys[NJ][16];
+    size_t below = state_bytes_for(jobs, keys, 4000);
+    size_t above = state_bytes_for(jobs, keys, NJ);
+    CHECK(below > 0 && above > 0);
+    CHECK(above > below);
+    CHECK((double)above / (double)below < 1.15);
+    CHECK(below / 4000 < 2048 && above / NJ < 2048);
+}
+
 static int key_strcmp(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
