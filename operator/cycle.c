@@ -108,6 +108,14 @@ static int32_t cy_udir_get(struct cy_udir *d, const char *group, const char *nam
     return d->n++;
 }
 
+/* A pending job's kept input, moved out of its slot of the input array
+ * by an earlier job of the pass, until its own row takes it back. */
+struct cy_spill {
+    int32_t row;
+    uint32_t qver;
+    struct q_job qj;
+};
+
 /* Each AIJob's cycle input, kept between cycles (s->cyrows) in the
  * AIJob cache's order: row i holds for the entry at index i while its
  * stamps are that entry's put count and state count (cy_row_clean). A
@@ -148,6 +156,9 @@ struct cy_row {
                              end, a preemption leaving the last hour */
     struct opjob *js;
     uint32_t qver;        /* bumped whenever the kept q_job is filled */
+    int32_t kslot;        /* pending: the slot of the input array its kept
+                             q_job was last in (held there while that
+                             slot's slot_row and slot_ver say so) */
     /* A waiting job's last decision worked out in full (cy_decide): its
      * key and the entry's stamps after it, and what its state then said
      * (which only a change of the state moves): the position and
@@ -170,15 +181,22 @@ struct cy_row {
 
 struct cy_rows {
     struct cy_row *row;
-    struct q_job *qj;     /* per row: a pending job's input as filled */
     size_t cap;
     /* The cycle's input array (cy.jobs), kept between cycles: slot k
      * holds row slot_row[k]'s kept q_job of version slot_ver[k] (but its
-     * user index), or -1. A job kept in the slot it had is not copied. */
+     * user index), or -1. It is the only copy of a pending job's input:
+     * a job kept in the slot it had is not copied; one whose slot moved
+     * down (a job before it left) is moved from its old slot, which no
+     * job of this cycle has reached yet; one whose slot moved up (a job
+     * before it joined) was set aside, when an earlier job took its slot,
+     * in spill (spill[spill_head .. nspill), in row order), and is taken
+     * back from there (cy_slot_claim, cy_spilled). */
     struct q_job *jobs;
     int32_t *slot_row;
     uint32_t *slot_ver;
     size_t jcap;
+    struct cy_spill *spill;
+    size_t nspill, spill_head, spill_cap;
     /* The last cycle's group names in order, and their version. */
     char **gname;
     int ngname;
@@ -213,8 +231,8 @@ void cycle_free(struct server *s) {
     if (R) {
         cy_rows_groups_free(R);
         free(R->row);
-        free(R->qj);
         free(R->jobs);
+        free(R->spill);
         free(R->slot_row);
         free(R->slot_ver);
         free(R->nodes);
@@ -246,10 +264,6 @@ static struct cy_rows *cy_rows_fit(struct server *s, size_t n) {
         return NULL;
     R->row = nr;
     memset(nr + R->cap, 0, (nc - R->cap) * sizeof *nr);
-    struct q_job *nq = realloc(R->qj, nc * sizeof *nq);
-    if (!nq)
-        return NULL; /* cap stays: the rows past it are zeroed again */
-    R->qj = nq;
     R->cap = nc;
     return R;
 }
@@ -296,6 +310,8 @@ struct cy {
     int32_t *jrow;         /* per job: its row (cache index) */
     int njobs;
     int nkept, nwkept;     /* jobs taken from their rows; waits kept */
+    int nmoved, nspilled;  /* of the kept: moved to another slot; of those,
+                              taken back from the spill */
     struct q_place *places;
     int nplaces, cplaces;
     int *poff;  /* per job: its placement's offset in places, -1 none */
@@ -908,6 +924,47 @@ static inline void cy_push(struct cy *c, struct opcache_obj *o, struct opjob *js
     c->jrow[c->njobs++] = (int32_t)i;
 }
 
+/* Makes slot k of the input array ready for row i's job: a later row's
+ * kept input in it is set aside first (struct cy_rows). Returns 0 or -1
+ * (out of memory). */
+static int cy_slot_claim(struct cy_rows *R, int32_t k, size_t i) {
+    int32_t r = R->slot_row[k];
+    if (r < 0 || (size_t)r <= i || (size_t)r >= R->cap || R->row[r].kslot != k ||
+        R->slot_ver[k] != R->row[r].qver)
+        return 0;
+    if (R->spill_head > 0 && R->spill_head * 2 >= R->nspill) {
+        memmove(R->spill, R->spill + R->spill_head, (R->nspill - R->spill_head) * sizeof *R->spill);
+        R->nspill -= R->spill_head;
+        R->spill_head = 0;
+    }
+    if (R->nspill == R->spill_cap) {
+        size_t nc = R->spill_cap ? R->spill_cap * 2 : 16;
+        struct cy_spill *ns = realloc(R->spill, nc * sizeof *ns);
+        if (!ns)
+            return -1;
+        R->spill = ns;
+        R->spill_cap = nc;
+    }
+    struct cy_spill *sp = &R->spill[R->nspill++];
+    sp->row = r;
+    sp->qver = R->row[r].qver;
+    memcpy(&sp->qj, &R->jobs[k], sizeof sp->qj);
+    R->row[r].kslot = -1;
+    R->slot_row[k] = -1;
+    return 0;
+}
+
+/* Row i's input set aside this pass (the spill's rows before i were not
+ * kept and are dropped), or NULL. */
+static const struct q_job *cy_spilled(struct cy_rows *R, size_t i) {
+    while (R->spill_head < R->nspill && (size_t)R->spill[R->spill_head].row < i)
+        R->spill_head++;
+    if (R->spill_head == R->nspill || (size_t)R->spill[R->spill_head].row != i)
+        return NULL;
+    const struct cy_spill *sp = &R->spill[R->spill_head++];
+    return sp->qver == R->row[i].qver ? &sp->qj : NULL;
+}
+
 /* Appends job o (row i, of the given kind) worked out from its state js
  * and AIJob j, placed jobs with their placements (c->places grows).
  * Returns 1, 0 when a node of its placement is gone (it then holds
@@ -917,6 +974,8 @@ static int cy_job_in(struct server *s, struct cy *c, struct opcache_obj *o, stru
     bool pending = kind == CY_ROW_PENDING, running = !pending && !held;
     int nplace = held ? js->held : js->st.nplacement;
     struct q_job *qj = &c->jobs[c->njobs];
+    if (cy_slot_claim(s->cyrows, c->njobs, i) != 0)
+        return -1;
     memset(qj, 0, sizeof *qj);
     s->cyrows->slot_row[c->njobs] = -1;
     c->poff[c->njobs] = -1;
@@ -962,8 +1021,8 @@ static int cy_job_take(struct server *s, struct cy *c, struct cy_rows *R, size_t
     if (kind == CY_ROW_OUT && js && js->st.phase == AIQ_PHASE_QUEUED && js->backoff_until > now)
         row->until = js->backoff_until; /* pending from then */
     if (kind == CY_ROW_PENDING) {
-        memcpy(&R->qj[i], &c->jobs[c->njobs - 1], sizeof R->qj[i]);
         row->qver++;
+        row->kslot = c->njobs - 1;
         R->slot_row[c->njobs - 1] = (int32_t)i;
         R->slot_ver[c->njobs - 1] = row->qver;
         row->user_ix = js->user_ix;
@@ -976,17 +1035,39 @@ static int cy_job_take(struct server *s, struct cy *c, struct cy_rows *R, size_t
     return 0;
 }
 
+/* Whether slot k of the input array holds row i's kept q_job. */
+static inline bool cy_slot_holds(const struct cy_rows *R, int32_t k, size_t i) {
+    return k >= 0 && (size_t)k < R->jcap && R->slot_row[k] == (int32_t)i &&
+           R->slot_ver[k] == R->row[i].qver;
+}
+
 /* A pending job whose row holds: its kept input, with this cycle's
- * index of its user. Returns 0 or -1 (out of memory). */
+ * index of its user (see struct cy_rows for where the input is found).
+ * Returns 0 or -1 (out of memory). */
 static int cy_job_kept(struct server *s, struct cy *c, struct cy_rows *R, size_t i,
                        struct opcache_obj *o, double now) {
-    const struct cy_row *row = &R->row[i];
+    struct cy_row *row = &R->row[i];
     int k = c->njobs;
     struct q_job *qj = &c->jobs[k];
-    if (R->slot_row[k] != (int32_t)i || R->slot_ver[k] != row->qver) {
-        memcpy(qj, &R->qj[i], sizeof *qj);
+    if (row->kslot != k || !cy_slot_holds(R, k, i)) {
+        /* Slots below k are this pass's: a later one can hold it, or
+         * the spill when an earlier job took its slot. */
+        if (cy_slot_claim(R, k, i) != 0)
+            return -1;
+        const struct q_job *from = NULL;
+        if (row->kslot > k && cy_slot_holds(R, row->kslot, i)) {
+            from = &c->jobs[row->kslot];
+            R->slot_row[row->kslot] = -1;
+        } else if ((from = cy_spilled(R, i)) != NULL) {
+            c->nspilled++;
+        } else {
+            return cy_job_take(s, c, R, i, o, now);
+        }
+        memcpy(qj, from, sizeof *qj);
+        c->nmoved++;
         R->slot_row[k] = (int32_t)i;
         R->slot_ver[k] = row->qver;
+        row->kslot = k;
     }
     qj->user = cy_user_at(c, qj->group, row->user_ix);
     if (qj->user < 0)
@@ -1003,9 +1084,6 @@ static int cy_job_kept(struct server *s, struct cy *c, struct cy_rows *R, size_t
         return -1;
     if (memcmp(&fresh, qj, sizeof fresh) != 0)
         cy_selfcheck_failed(s, "kept_input", o->key);
-#else
-    (void)s;
-    (void)now;
 #endif
     c->poff[c->njobs] = -1;
     cy_push(c, o, row->js, i);
@@ -1031,6 +1109,7 @@ static int cy__build_jobs(struct server *s, struct cy *c, struct cy_rows *R, dou
     c->poff = malloc((n ? n : 1) * sizeof *c->poff);
     if (!c->jobj || !c->jobjs || !c->jrow || !c->poff)
         return -1;
+    R->nspill = R->spill_head = 0;
     for (size_t i = 0; i < n; i++) {
         struct opcache_obj *o = opcache_at(jc, i);
         const struct cy_row *row = &R->row[i];
@@ -1053,6 +1132,12 @@ static int cy__build_jobs(struct server *s, struct cy *c, struct cy_rows *R, dou
         if (rc < 0)
             return -1;
     }
+    if (R->spill_cap > 256) { /* a large move is rare: not kept for it */
+        free(R->spill);
+        R->spill = NULL;
+        R->spill_cap = 0;
+    }
+    R->nspill = R->spill_head = 0;
     for (int k = 0; k < c->njobs; k++)
         if (c->poff[k] >= 0)
             c->jobs[k].placement = &c->places[c->poff[k]];
@@ -1789,10 +1874,10 @@ out:;
     }
     opmetrics_observe_cycle(s->metrics, dt);
     OPLOG(&s->log, OPLOG_DEBUG, "cycle", NULL, NULL,
-          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d kept=%d waits_kept=%d "
-          "ms=%.2f sync_ms=%.2f build_ms=%.2f core_ms=%.2f decide_ms=%.2f release_ms=%.2f "
+          "n=%lld jobs=%d nodes=%d groups=%d users=%d admitted=%d kept=%d moved=%d "
+          "set_aside=%d waits_kept=%d ms=%.2f sync_ms=%.2f build_ms=%.2f core_ms=%.2f decide_ms=%.2f release_ms=%.2f "
           "actions_ms=%.2f",
           (long long)s->ncycles, c.njobs, c.nnodes, c.ngroups, c.nusers, out.nadmitted, c.nkept,
-          c.nwkept, dt * 1000, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
+          c.nmoved, c.nspilled, c.nwkept, dt * 1000, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
     cy_free(&c);
 }

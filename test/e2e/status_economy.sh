@@ -7,7 +7,8 @@
 # neither); the exact live queue comes from the operator's /queue
 # (kubectl aiq queue and explain show it); the write budget
 # (--status-writes-per-s) holds during a burst and every job still gets
-# its status.
+# its status; jobs that rejoin the queue ahead of others keep the
+# others' inputs (moved through the cycle's set-aside).
 . "$(dirname "$0")/lib.sh"
 export PATH="$BUILD:$PATH" # kubectl aiq is build/*/kubectl-aiq
 
@@ -72,7 +73,7 @@ check "the operator ran cycles meanwhile" [ "$(grep -c "event=cycle " "$T/op.log
 # running job is worked out each cycle), and the line has its phases.
 check "steady cycles keep the twelve waiting jobs' input and decisions" sh -c "
   grep 'event=cycle ' '$T/op.log' | sed -n '$((c0 + 1)),$((c0 + 8))p' >'$T/steady.cycles' &&
-  [ \$(grep -c ' jobs=13 .* kept=12 waits_kept=12 ms=[0-9.]* sync_ms=[0-9.]* build_ms=[0-9.]* core_ms=[0-9.]* decide_ms=[0-9.]* release_ms=[0-9.]* actions_ms=[0-9.]*\$' '$T/steady.cycles') = 8 ]"
+  [ \$(grep -c ' jobs=13 .* kept=12 moved=0 set_aside=0 waits_kept=12 ms=[0-9.]* sync_ms=[0-9.]* build_ms=[0-9.]* core_ms=[0-9.]* decide_ms=[0-9.]* release_ms=[0-9.]* actions_ms=[0-9.]*\$' '$T/steady.cycles') = 8 ]"
 
 # --- the live queue --------------------------------------------------------
 check "/queue lists the twelve in order with scores" sh -c "
@@ -171,6 +172,29 @@ late=$(kubectl get aijobs -o jsonpath='{range .items[*]}{.metadata.name} {.statu
     done)
 check "each burst job's Queued condition has the time it was queued, not of the write (off: ${late:-none})" \
     eq "$late" ""
+
+# --- a job that rejoins ahead of kept ones ---------------------------------------
+# Suspended, w1 leaves the queue and the jobs after it in the operator's
+# cache move down a slot of the cycle's input; resumed, it rejoins at
+# its place, and the jobs after it whose inputs the cycle keeps move up
+# a slot: each is set aside when the job before it takes its slot and
+# taken back (docs/operator.md "Between cycles"). This suite's operator
+# is built with -DAIQ_SELFCHECK, which works every kept input out afresh
+# and compares, byte for byte.
+c0=$(grep -c "event=cycle " "$T/op.log")
+kubectl patch aijob w1 --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+wait_for 20 "w1 suspended leaves the live queue" sh -c "
+  [ \"\$(curl -s -o /dev/null -w '%{http_code}' '$URL/queue?namespace=default&name=w1')\" = 404 ]"
+kubectl patch aijob w1 --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+wait_for 30 "w1 resumed is back in the live queue" sh -c "
+  [ \"\$(curl -s -o /dev/null -w '%{http_code}' '$URL/queue?namespace=default&name=w1')\" = 200 ]"
+sleep 1 # a cycle after it
+check "a cycle moved kept inputs up a slot, through the set-aside" sh -c "
+  grep 'event=cycle ' '$T/op.log' | sed -n '$((c0 + 1)),\$p' | grep -q ' moved=[1-9][0-9]* set_aside=[1-9]'"
+check "the live order is as before: urgent w1 w2 ... w12" sh -c "
+  curl -fsS '$URL/queue?namespace=default' |
+    jq -r '[.items[].name | select(test(\"^(w[0-9]+|urgent)\$\"))] | join(\" \")' |
+    grep -qx 'urgent w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12'"
 op_kill9
 
 # --- /queue and /journal answer loopback clients only, unless --api-remote ----
