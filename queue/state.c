@@ -47,9 +47,9 @@ void q__free(q_state *st, void *p) {
 /* Grows the array *arr (a pointer to a pointer) to hold need elements:
  * exactly need when exact, else need and a quarter more (at least 16),
  * so that an array that grows one cycle at a time is copied a bounded
- * number of times per element while it keeps at most a quarter of its
- * slots idle (doubling kept up to half: at 100k jobs, 131,072 slots of
- * every per-job array). */
+ * number of times per element while at most a fifth of its slots sit
+ * idle (doubling left up to half: at 100k jobs, 131,072 slots of every
+ * per-job array). */
 int q__grow(q_state *st, void *arr, size_t *cap, size_t need, size_t elem, bool exact) {
     void **pp = arr;
     if (need <= *cap) return 0;
